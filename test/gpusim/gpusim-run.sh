@@ -7,10 +7,12 @@ if [[ $# -eq 0 || "$1" == "--help" || "$1" == "-h" ]]; then
   sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//'
   exit $(( $# == 0 ? 2 : 0 ))
 fi
-here="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)"
+# Not resolving symlinks on purpose: bazel-bin/test/gpusim/ and a test's runfiles directory
+# hold this script next to the four libraries.
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 libdir="${XTIMER_GPUSIM_LIBDIR:-$here}"
 if [[ ! -e "$libdir/libcudart.so.13" ]]; then
-  echo "gpusim-run: no libcudart.so.13 in $libdir (build //test/gpusim:libs first)" >&2
+  echo "gpusim-run: no libcudart.so.13 in $libdir (build //test/gpusim:gpusim-run first, or set XTIMER_GPUSIM_LIBDIR)" >&2
   exit 2
 fi
 export LD_LIBRARY_PATH="$libdir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# tools/dev.sh: the project's entry points; each installs missing packages and builds first.
+#
+#   tools/dev.sh demo    build everything and run the demo job end to end on the GPU simulator
+#   tools/dev.sh test    run the whole test suite: plain, ASan+UBSan, and TSan on the concurrent parts;
+#                        ends with the line "N passed, N failed"
+#   tools/dev.sh build   build everything
+#
+# Environment: XTIMER_BAZEL_FLAGS adds flags to every bazel build/test command.
+set -euo pipefail
+cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
+
+usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
+
+# Targets that run threads against each other: also run under ThreadSanitizer.
+TSAN_TARGETS=(//test/gpusim/...)
+
+bazel_flags() { echo ${XTIMER_BAZEL_FLAGS:-}; }
+
+build() {
+  tools/install-deps.sh
+  bazel build $(bazel_flags) //...
+}
+
+# Runs `bazel test` with the given flags and targets; appends its per-target results to $RESULTS.
+run_tests() {
+  local log
+  log=$(mktemp)
+  set +e
+  bazel test $(bazel_flags) "$@" 2>&1 | tee "$log"
+  set -e
+  # Lines like "//demo:demo_test    PASSED in 3.1s" / "FAILED in ..." / "FAILED TO BUILD" / "TIMEOUT".
+  grep -E '^//[^ ]+ +(\(cached\) )?(PASSED|FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)' "$log" \
+    | sed "s|^|[$1] |" >> "$RESULTS" || true
+  if ! grep -qE '^//[^ ]+ +(\(cached\) )?(PASSED|FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)' "$log"; then
+    echo "[$1] (bazel test $* produced no results) FAILED" >> "$RESULTS"
+  fi
+  rm -f "$log"
+}
+
+test_all() {
+  tools/install-deps.sh
+  RESULTS=$(mktemp)
+  export RESULTS
+  run_tests --config=default //...
+  run_tests --config=asan //...
+  run_tests --config=tsan "${TSAN_TARGETS[@]}"
+  echo
+  echo "== test results (plain, asan+ubsan, tsan) =="
+  cat "$RESULTS"
+  local passed failed
+  passed=$(grep -cE ' PASSED' "$RESULTS" || true)
+  failed=$(grep -cvE ' PASSED' "$RESULTS" || true)
+  rm -f "$RESULTS"
+  echo "${passed} passed, ${failed} failed"
+  [[ "$failed" == 0 ]]
+}
+
+demo() {
+  build
+  demo/run_demo.sh
+}
+
+case "${1:-}" in
+  demo) demo ;;
+  test) test_all ;;
+  build) build ;;
+  -h|--help|help) usage ;;
+  *) usage >&2; exit 2 ;;
+esac

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# tools/install-deps.sh: installs the Debian 12 packages xtimer needs that are missing.
+# The one list of packages of the project. Idempotent; needs root (or sudo) only when something
+# is missing. Usage: tools/install-deps.sh [--check]   (--check: list what is missing, exit 1 if any)
+set -euo pipefail
+
+PACKAGES=(
+  # build
+  bazel-bootstrap g++ binutils python3
+  # libraries (headers + .so) used by daemon, CLI and tests
+  libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev prometheus-cpp-dev
+  libabsl-dev libunwind-dev liblzma-dev libgtest-dev libgmock-dev libbenchmark-dev python3-dev
+  # tools the tests drive for real
+  curl prometheus python3-grpcio valgrind
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [[ "${1:-}" == "--check" ]]; then
+  if [[ ${#missing[@]} -gt 0 ]]; then echo "missing: ${missing[*]}"; exit 1; fi
+  echo "all packages installed"; exit 0
+fi
+
+if [[ ${#missing[@]} -gt 0 ]]; then
+  echo "install-deps: installing ${missing[*]}" >&2
+  SUDO=()
+  if [[ $(id -u) -ne 0 ]]; then SUDO=(sudo); fi
+  "${SUDO[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq --no-install-recommends \
+    "${missing[@]}" >/dev/null
+fi
+
+if [[ ! -x /usr/local/cuda/bin/nvcc || ! -e /usr/local/cuda/lib64/libnccl.so.2 ]]; then
+  echo "install-deps: the CUDA 13 toolkit with cuBLAS and NCCL must be at /usr/local/cuda" \
+       "(nvcc and the real libraries are needed to build the test programs)" >&2
+  exit 1
+fi
