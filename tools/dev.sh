@@ -58,7 +58,7 @@ test_all() {
 
 demo() {
   build
-  demo/run_demo.sh
+  demo/run_demo.sh --bin-dir "$(bazel info $(bazel_flags) bazel-bin 2>/dev/null)"
 }
 
 case "${1:-}" in
