@@ -33,6 +33,15 @@ __global__ void scale_kernel(float* x, int n, float f) {
   if (i < n) x[i] *= f;
 }
 
+// Keeps the GPU busy for about `ns` nanoseconds (1.98 GHz clock), so the timed launches queue up
+// behind it and host launch overhead stays out of the measurement. On the simulator its duration
+// comes from XTIMER_SIM_KERNEL_TIMES.
+__global__ void delay_kernel(long long ns) {
+  long long start = clock64();
+  while (clock64() - start < ns * 2) {
+  }
+}
+
 template <typename T>
 __global__ void fill_kernel(T* x, int n, T v) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -60,6 +69,7 @@ int main(int argc, char** argv) {
 
   // Kernel timing through the nvcc launch path (__cudaGetKernel / __cudaLaunchKernel).
   CHECK(cudaMemcpyAsync(d, h, count * sizeof(float), cudaMemcpyHostToDevice, s));
+  delay_kernel<<<1, 1, 0, s>>>(20 * 1000 * 1000);
   CHECK(cudaEventRecord(a, s));
   const int launches = 20;
   for (int i = 0; i < launches; ++i) scale_kernel<<<count / 256, 256, 0, s>>>(d, count, 2.0f);
