@@ -44,12 +44,7 @@ ObjectRegistry& Handles() {
   return *registry;
 }
 
-// The live context behind `handle`, or nullptr for null, destroyed or foreign handles. Never
-// dereferences a pointer the registry does not know.
-cublasContext* Live(cublasHandle_t handle) {
-  if (handle == nullptr || !Handles().Contains(handle)) return nullptr;
-  return handle->magic == cublasContext::kMagic ? handle : nullptr;
-}
+cublasContext* Live(cublasHandle_t handle) { return LiveObject(Handles(), handle); }
 
 // cublasLoggerConfigure / cublasSetLoggerCallback. When logging is on, each GEMM writes one line.
 struct Logger {

@@ -40,10 +40,7 @@ ObjectRegistry& Handles() {
   return *registry;
 }
 
-cublasLtContext* Live(cublasLtHandle_t handle) {
-  if (handle == nullptr || !Handles().Contains(handle)) return nullptr;
-  return handle->magic == cublasLtContext::kMagic ? handle : nullptr;
-}
+cublasLtContext* Live(cublasLtHandle_t handle) { return LiveObject(Handles(), handle); }
 
 // ---- Logging (cublasLtLogger*): API-trace lines for cublasLtMatmul ----
 

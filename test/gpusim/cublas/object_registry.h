@@ -34,6 +34,15 @@ class ObjectRegistry {
   size_t next_removed_ = 0;
 };
 
+// The live object behind `handle` (a type with a `magic` member and a `kMagic` constant), or
+// nullptr for null, destroyed or foreign handles. Never dereferences a pointer `registry` does not
+// know.
+template <typename Context>
+Context* LiveObject(const ObjectRegistry& registry, Context* handle) {
+  if (handle == nullptr || !registry.Contains(handle)) return nullptr;
+  return handle->magic == Context::kMagic ? handle : nullptr;
+}
+
 }  // namespace blas
 }  // namespace xtsim
 

@@ -380,6 +380,16 @@ int AttributeValue(cudaDeviceAttr attr, int device, bool* known) {
   }
 }
 
+// Reads one property of a stream into *out.
+template <typename T, typename Getter>
+cudaError_t StreamGetImpl(cudaStream_t stream, T* out, bool per_thread, Getter get) {
+  if (out == nullptr) return cudaErrorInvalidValue;
+  Stream* s;
+  cudaError_t e = ResolveStream(stream, per_thread, &s);
+  if (e == cudaSuccess) *out = get(*s);
+  return e;
+}
+
 }  // namespace
 
 // The macros below define an entry point and, where the real library has one, its per-thread
@@ -772,47 +782,14 @@ XTSIM_STREAM_API(cudaStreamAddCallback,
                  _ptsz, StreamAddCallbackImpl(stream, callback, user_data, flags, false),
                  StreamAddCallbackImpl(stream, callback, user_data, flags, true))
 
-static cudaError_t StreamGetFlagsImpl(cudaStream_t stream, unsigned int* flags, bool pt) {
-  if (flags == nullptr) return cudaErrorInvalidValue;
-  Stream* s;
-  cudaError_t e = ResolveStream(stream, pt, &s);
-  if (e == cudaSuccess) *flags = s->flags();
-  return e;
-}
-XTSIM_STREAM_API(cudaStreamGetFlags, (cudaStream_t stream, unsigned int* flags), _ptsz,
-                 StreamGetFlagsImpl(stream, flags, false), StreamGetFlagsImpl(stream, flags, true))
-
-static cudaError_t StreamGetPriorityImpl(cudaStream_t stream, int* priority, bool pt) {
-  if (priority == nullptr) return cudaErrorInvalidValue;
-  Stream* s;
-  cudaError_t e = ResolveStream(stream, pt, &s);
-  if (e == cudaSuccess) *priority = s->priority();
-  return e;
-}
-XTSIM_STREAM_API(cudaStreamGetPriority, (cudaStream_t stream, int* priority), _ptsz,
-                 StreamGetPriorityImpl(stream, priority, false),
-                 StreamGetPriorityImpl(stream, priority, true))
-
-static cudaError_t StreamGetDeviceImpl(cudaStream_t stream, int* device, bool pt) {
-  if (device == nullptr) return cudaErrorInvalidValue;
-  Stream* s;
-  cudaError_t e = ResolveStream(stream, pt, &s);
-  if (e == cudaSuccess) *device = s->device();
-  return e;
-}
-XTSIM_STREAM_API(cudaStreamGetDevice, (cudaStream_t stream, int* device), _ptsz,
-                 StreamGetDeviceImpl(stream, device, false),
-                 StreamGetDeviceImpl(stream, device, true))
-
-static cudaError_t StreamGetIdImpl(cudaStream_t stream, unsigned long long* id, bool pt) {
-  if (id == nullptr) return cudaErrorInvalidValue;
-  Stream* s;
-  cudaError_t e = ResolveStream(stream, pt, &s);
-  if (e == cudaSuccess) *id = s->id();
-  return e;
-}
-XTSIM_STREAM_API(cudaStreamGetId, (cudaStream_t stream, unsigned long long* id), _ptsz,
-                 StreamGetIdImpl(stream, id, false), StreamGetIdImpl(stream, id, true))
+#define XTSIM_STREAM_GETTER(name, type, expr)                                           \
+  XTSIM_STREAM_API(name, (cudaStream_t stream, type* out), _ptsz,                       \
+                   StreamGetImpl(stream, out, false, [](Stream& s) { return expr; }), \
+                   StreamGetImpl(stream, out, true, [](Stream& s) { return expr; }))
+XTSIM_STREAM_GETTER(cudaStreamGetFlags, unsigned int, s.flags())
+XTSIM_STREAM_GETTER(cudaStreamGetPriority, int, s.priority())
+XTSIM_STREAM_GETTER(cudaStreamGetDevice, int, s.device())
+XTSIM_STREAM_GETTER(cudaStreamGetId, unsigned long long, s.id())
 
 // ----------------------------------------------------------------------------------- capture
 
