@@ -13,7 +13,7 @@ cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # Targets that run threads against each other: also run under ThreadSanitizer.
-TSAN_TARGETS=(//test/gpusim/...)
+TSAN_TARGETS=(//test/gpusim/... //format/...)
 
 bazel_flags() { echo ${XTIMER_BAZEL_FLAGS:-}; }
 

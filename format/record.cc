@@ -1,0 +1,131 @@
+#include "format/record.h"
+
+namespace xtimer {
+namespace format {
+
+const char* OpKindName(OpKind k) {
+  switch (k) {
+    case OpKind::kMatmul: return "matmul";
+    case OpKind::kCollective: return "collective";
+    case OpKind::kP2P: return "p2p";
+    case OpKind::kMemcpy: return "memcpy";
+    case OpKind::kMemset: return "memset";
+    case OpKind::kKernel: return "kernel";
+    case OpKind::kGraph: return "graph";
+    case OpKind::kHostSync: return "host_sync";
+  }
+  return "unknown";
+}
+
+namespace {
+
+struct OperationInfo {
+  Operation op;
+  const char* name;
+  OpKind kind;
+};
+
+constexpr OperationInfo kOperations[] = {
+    {Operation::kGemmEx, "GemmEx", OpKind::kMatmul},
+    {Operation::kSgemm, "Sgemm", OpKind::kMatmul},
+    {Operation::kDgemm, "Dgemm", OpKind::kMatmul},
+    {Operation::kHgemm, "Hgemm", OpKind::kMatmul},
+    {Operation::kGemmStridedBatchedEx, "GemmStridedBatchedEx", OpKind::kMatmul},
+    {Operation::kSgemmStridedBatched, "SgemmStridedBatched", OpKind::kMatmul},
+    {Operation::kDgemmStridedBatched, "DgemmStridedBatched", OpKind::kMatmul},
+    {Operation::kHgemmStridedBatched, "HgemmStridedBatched", OpKind::kMatmul},
+    {Operation::kGemmBatchedEx, "GemmBatchedEx", OpKind::kMatmul},
+    {Operation::kLtMatmul, "LtMatmul", OpKind::kMatmul},
+    {Operation::kAllReduce, "AllReduce", OpKind::kCollective},
+    {Operation::kAllGather, "AllGather", OpKind::kCollective},
+    {Operation::kReduceScatter, "ReduceScatter", OpKind::kCollective},
+    {Operation::kBroadcast, "Broadcast", OpKind::kCollective},
+    {Operation::kReduce, "Reduce", OpKind::kCollective},
+    {Operation::kAlltoAll, "AlltoAll", OpKind::kCollective},
+    {Operation::kGather, "Gather", OpKind::kCollective},
+    {Operation::kScatter, "Scatter", OpKind::kCollective},
+    {Operation::kSend, "Send", OpKind::kP2P},
+    {Operation::kRecv, "Recv", OpKind::kP2P},
+    {Operation::kMemcpyHtoD, "MemcpyHtoD", OpKind::kMemcpy},
+    {Operation::kMemcpyDtoH, "MemcpyDtoH", OpKind::kMemcpy},
+    {Operation::kMemcpyDtoD, "MemcpyDtoD", OpKind::kMemcpy},
+    {Operation::kMemcpyHtoH, "MemcpyHtoH", OpKind::kMemcpy},
+    {Operation::kMemcpyDefault, "MemcpyDefault", OpKind::kMemcpy},
+    {Operation::kMemset, "Memset", OpKind::kMemset},
+    {Operation::kKernelLaunch, "KernelLaunch", OpKind::kKernel},
+    {Operation::kGraphLaunch, "GraphLaunch", OpKind::kGraph},
+    {Operation::kStreamSynchronize, "StreamSynchronize", OpKind::kHostSync},
+    {Operation::kDeviceSynchronize, "DeviceSynchronize", OpKind::kHostSync},
+    {Operation::kEventSynchronize, "EventSynchronize", OpKind::kHostSync},
+};
+
+const OperationInfo* Find(uint16_t op) {
+  for (const OperationInfo& info : kOperations) {
+    if (static_cast<uint16_t>(info.op) == op) return &info;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const char* OperationName(Operation o) {
+  const OperationInfo* info = Find(static_cast<uint16_t>(o));
+  return info != nullptr ? info->name : "Unknown";
+}
+
+uint8_t KindOfOperation(uint16_t op) {
+  const OperationInfo* info = Find(op);
+  return info != nullptr ? static_cast<uint8_t>(info->kind) : 0;
+}
+
+const char* DTypeName(DType d) {
+  switch (d) {
+    case DType::kUnknown: return "unknown";
+    case DType::kF64: return "fp64";
+    case DType::kF32: return "fp32";
+    case DType::kF16: return "fp16";
+    case DType::kBF16: return "bf16";
+    case DType::kF8E4M3: return "fp8_e4m3";
+    case DType::kF8E5M2: return "fp8_e5m2";
+    case DType::kI8: return "int8";
+    case DType::kU8: return "uint8";
+    case DType::kI32: return "int32";
+    case DType::kU32: return "uint32";
+    case DType::kI64: return "int64";
+    case DType::kU64: return "uint64";
+    case DType::kTF32: return "tf32";
+  }
+  return "unknown";
+}
+
+const char* Validate(const RecordSlot& slot) {
+  if (slot.header.version != kRecordVersion) return "unknown record version";
+  switch (static_cast<RecordType>(slot.header.type)) {
+    case RecordType::kOp: {
+      const OpRecord& r = slot.op;
+      uint8_t kind = KindOfOperation(r.op);
+      if (kind == 0) return "unknown operation";
+      if (kind != r.kind) return "operation does not match its kind";
+      if (r.dtype > kDTypeMax) return "unknown dtype";
+      if (r.duration_ns < 0 || r.duration_ns > int64_t{86400} * 1000000000) {
+        return "duration out of range";
+      }
+      if (r.m < 0 || r.n < 0 || r.k < 0 || r.batch < 0) return "negative GEMM dimension";
+      if (r.comm_size < 0 || r.comm_size > (1 << 24)) return "communicator size out of range";
+      if (r.device < 0 || r.device > 4096) return "device out of range";
+      return nullptr;
+    }
+    case RecordType::kName:
+      if (slot.name.length > kNameChunk) return "name chunk too long";
+      if (slot.name.name_id == 0) return "name id 0";
+      return nullptr;
+    case RecordType::kComm:
+      if (slot.comm.size <= 0 || slot.comm.size > (1 << 24)) return "communicator size out of range";
+      if (slot.comm.rank < 0 || slot.comm.rank >= slot.comm.size) return "rank out of range";
+      return nullptr;
+  }
+  return "unknown record type";
+}
+
+}  // namespace format
+}  // namespace xtimer

@@ -1,0 +1,346 @@
+#include "format/ring.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+namespace xtimer {
+namespace format {
+namespace {
+
+uint32_t RoundCapacity(uint32_t capacity) {
+  uint32_t c = kMinCapacity;
+  while (c < capacity && c < kMaxCapacity) c <<= 1;
+  return c;
+}
+
+void CopyField(char (&dst)[64], const std::string& src) {
+  size_t n = src.size() < sizeof(dst) - 1 ? src.size() : sizeof(dst) - 1;
+  memcpy(dst, src.data(), n);
+  dst[n] = '\0';
+}
+
+std::string ReadField(const char (&src)[64]) {
+  size_t n = 0;
+  while (n < sizeof(src) - 1 && src[n] != '\0') ++n;
+  return std::string(src, n);
+}
+
+std::string Errno(const char* what) { return std::string(what) + ": " + strerror(errno); }
+
+int64_t RealtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+}  // namespace
+
+size_t RegionSize(uint32_t capacity) { return kHeaderSize + size_t{capacity} * kRecordSize; }
+
+// ------------------------------------------------------------------------------------- writer
+
+RingWriter::RingWriter(int fd, void* base, size_t size)
+    : fd_(fd),
+      base_(base),
+      size_(size),
+      header_(static_cast<RingHeader*>(base)),
+      slots_(reinterpret_cast<RecordSlot*>(static_cast<char*>(base) + kHeaderSize)),
+      mask_(header_->capacity - 1) {}
+
+std::optional<RingWriter> RingWriter::Create(uint32_t capacity, const Identity& identity,
+                                             std::string* error) {
+  capacity = RoundCapacity(capacity);
+  const size_t size = RegionSize(capacity);
+  int fd = memfd_create("xtimer-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (fd < 0) {
+    *error = Errno("memfd_create");
+    return std::nullopt;
+  }
+  if (ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    *error = Errno("ftruncate");
+    close(fd);
+    return std::nullopt;
+  }
+  if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+    *error = Errno("F_ADD_SEALS");
+    close(fd);
+    return std::nullopt;
+  }
+  void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    *error = Errno("mmap");
+    close(fd);
+    return std::nullopt;
+  }
+  auto* h = static_cast<RingHeader*>(base);  // the fresh region is zero-filled
+  h->version = kRingVersion;
+  h->header_size = kHeaderSize;
+  h->record_size = kRecordSize;
+  h->capacity = capacity;
+  h->pid = getpid();
+  h->start_ns = RealtimeNs();
+  CopyField(h->job, identity.job);
+  CopyField(h->host, identity.host);
+  CopyField(h->pod, identity.pod);
+  h->rank.store(identity.rank, std::memory_order_relaxed);
+  h->local_rank.store(identity.local_rank, std::memory_order_relaxed);
+  h->world_size.store(identity.world_size, std::memory_order_relaxed);
+  h->heartbeat_ns.store(h->start_ns, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  h->magic = kRingMagic;  // last: a reader never sees a half-initialised header as valid
+  return RingWriter(fd, base, size);
+}
+
+RingWriter::RingWriter(RingWriter&& o) noexcept { *this = std::move(o); }
+
+RingWriter& RingWriter::operator=(RingWriter&& o) noexcept {
+  if (this != &o) {
+    this->~RingWriter();
+    fd_ = std::exchange(o.fd_, -1);
+    base_ = std::exchange(o.base_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+    header_ = std::exchange(o.header_, nullptr);
+    slots_ = std::exchange(o.slots_, nullptr);
+    mask_ = o.mask_;
+  }
+  return *this;
+}
+
+RingWriter::~RingWriter() {
+  if (base_ != nullptr) munmap(base_, size_);
+  if (fd_ >= 0) close(fd_);
+  base_ = nullptr;
+  fd_ = -1;
+}
+
+bool RingWriter::Write(const RecordSlot& record) {
+  const uint64_t w = header_->write_pos.load(std::memory_order_relaxed);
+  const uint64_t r = header_->read_pos.load(std::memory_order_acquire);
+  // The reader is untrusted too: a read_pos ahead of write_pos counts as full.
+  if (w - r >= header_->capacity || r > w) {
+    header_->dropped.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  slots_[w & mask_] = record;
+  header_->write_pos.store(w + 1, std::memory_order_release);
+  return true;
+}
+
+void RingWriter::Heartbeat(int64_t now_ns) {
+  header_->heartbeat_ns.store(now_ns, std::memory_order_relaxed);
+}
+
+void RingWriter::PublishInflight(const InflightRow* rows, int count) {
+  if (count > kMaxInflight) count = kMaxInflight;
+  if (count < 0) count = 0;
+  uint32_t v = header_->inflight_version.load(std::memory_order_relaxed);
+  header_->inflight_version.store(v + 1, std::memory_order_relaxed);  // odd: writing
+  std::atomic_thread_fence(std::memory_order_release);
+  for (int i = 0; i < count; ++i) {
+    InflightEntry& e = header_->inflight[i];
+    e.comm_id.store(rows[i].comm_id, std::memory_order_relaxed);
+    e.last_issued_seq.store(rows[i].last_issued_seq, std::memory_order_relaxed);
+    e.last_completed_seq.store(rows[i].last_completed_seq, std::memory_order_relaxed);
+    e.oldest_launch_ns.store(rows[i].oldest_launch_ns, std::memory_order_relaxed);
+  }
+  header_->inflight_count.store(static_cast<uint32_t>(count), std::memory_order_relaxed);
+  header_->inflight_version.store(v + 2, std::memory_order_release);  // even: stable
+}
+
+void RingWriter::SetRank(int rank, int local_rank, int world_size) {
+  header_->rank.store(rank, std::memory_order_relaxed);
+  header_->local_rank.store(local_rank, std::memory_order_relaxed);
+  header_->world_size.store(world_size, std::memory_order_relaxed);
+}
+
+// ------------------------------------------------------------------------------------- reader
+
+RingReader::RingReader(int fd, void* base, size_t size)
+    : fd_(fd),
+      base_(base),
+      size_(size),
+      header_(static_cast<RingHeader*>(base)),
+      slots_(reinterpret_cast<const RecordSlot*>(static_cast<char*>(base) + kHeaderSize)) {
+  // Fixed at attach: a writer that rewrites them later cannot move the reader out of bounds.
+  capacity_ = header_->capacity;
+  pid_ = header_->pid;
+  start_ns_ = header_->start_ns;
+}
+
+std::optional<RingReader> RingReader::Attach(int fd, std::string* error) {
+  int seals = fcntl(fd, F_GET_SEALS);
+  if (seals < 0) {
+    *error = Errno("F_GET_SEALS (not a memfd?)");
+    return std::nullopt;
+  }
+  if ((seals & F_SEAL_SHRINK) == 0) {
+    *error = "the ring is not sealed against shrinking";
+    return std::nullopt;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    *error = Errno("fstat");
+    return std::nullopt;
+  }
+  if (st.st_size < static_cast<off_t>(kHeaderSize)) {
+    *error = "the ring is smaller than its header";
+    return std::nullopt;
+  }
+  struct {  // the plain prefix of RingHeader (offsets 0..31)
+    uint64_t magic;
+    uint32_t version;
+    uint32_t header_size;
+    uint32_t record_size;
+    uint32_t capacity;
+    int32_t pid;
+    uint32_t reserved0;
+  } h;
+  static_assert(sizeof(h) == offsetof(RingHeader, start_ns), "prefix of RingHeader");
+  if (pread(fd, &h, sizeof(h), 0) != static_cast<ssize_t>(sizeof(h))) {
+    *error = Errno("reading the ring header");
+    return std::nullopt;
+  }
+  if (h.magic != kRingMagic) {
+    *error = "bad ring magic";
+    return std::nullopt;
+  }
+  if (h.version != kRingVersion || h.header_size != kHeaderSize || h.record_size != kRecordSize) {
+    *error = "unsupported ring version or layout";
+    return std::nullopt;
+  }
+  if (h.capacity < kMinCapacity || h.capacity > kMaxCapacity ||
+      (h.capacity & (h.capacity - 1)) != 0) {
+    *error = "ring capacity is not a power of two in range";
+    return std::nullopt;
+  }
+  if (st.st_size != static_cast<off_t>(RegionSize(h.capacity))) {
+    *error = "ring size does not match its capacity";
+    return std::nullopt;
+  }
+  const size_t size = RegionSize(h.capacity);
+  void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (base == MAP_FAILED) {
+    *error = Errno("mmap");
+    return std::nullopt;
+  }
+  int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  if (own < 0) {
+    *error = Errno("dup");
+    munmap(base, size);
+    return std::nullopt;
+  }
+  RingReader reader(own, base, size);
+  if (reader.capacity_ != h.capacity) {  // rewritten between the check and the mapping
+    *error = "ring header changed while attaching";
+    return std::nullopt;
+  }
+  return reader;
+}
+
+RingReader::RingReader(RingReader&& o) noexcept { *this = std::move(o); }
+
+RingReader& RingReader::operator=(RingReader&& o) noexcept {
+  if (this != &o) {
+    this->~RingReader();
+    fd_ = std::exchange(o.fd_, -1);
+    base_ = std::exchange(o.base_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+    header_ = std::exchange(o.header_, nullptr);
+    slots_ = std::exchange(o.slots_, nullptr);
+    capacity_ = o.capacity_;
+    pid_ = o.pid_;
+    start_ns_ = o.start_ns_;
+  }
+  return *this;
+}
+
+RingReader::~RingReader() {
+  if (base_ != nullptr) munmap(base_, size_);
+  if (fd_ >= 0) close(fd_);
+  base_ = nullptr;
+  fd_ = -1;
+}
+
+size_t RingReader::Read(RecordSlot* out, size_t max, ReadStats* stats) {
+  uint64_t r = header_->read_pos.load(std::memory_order_relaxed);
+  const uint64_t w = header_->write_pos.load(std::memory_order_acquire);
+  if (w < r || w - r > capacity_) {
+    // Impossible positions: resynchronise at the writer's position.
+    stats->lost += (w > r) ? w - r : 0;
+    header_->read_pos.store(w, std::memory_order_release);
+    return 0;
+  }
+  const uint64_t mask = capacity_ - 1;
+  size_t n = 0;
+  while (r < w && n < max) {
+    out[n] = slots_[r & mask];  // copy first: the writer may change the slot under us
+    ++r;
+    if (Validate(out[n]) != nullptr) {
+      ++stats->invalid;
+      continue;
+    }
+    ++n;
+  }
+  stats->records += n;
+  header_->read_pos.store(r, std::memory_order_release);
+  return n;
+}
+
+Identity RingReader::identity() const {
+  Identity id;
+  id.job = ReadField(header_->job);
+  id.host = ReadField(header_->host);
+  id.pod = ReadField(header_->pod);
+  id.rank = header_->rank.load(std::memory_order_relaxed);
+  id.local_rank = header_->local_rank.load(std::memory_order_relaxed);
+  id.world_size = header_->world_size.load(std::memory_order_relaxed);
+  return id;
+}
+
+uint64_t RingReader::written() const {
+  return header_->write_pos.load(std::memory_order_relaxed);
+}
+
+uint64_t RingReader::dropped() const { return header_->dropped.load(std::memory_order_relaxed); }
+
+int64_t RingReader::heartbeat_ns() const {
+  return header_->heartbeat_ns.load(std::memory_order_relaxed);
+}
+
+uint64_t RingReader::backlog() const {
+  uint64_t w = header_->write_pos.load(std::memory_order_relaxed);
+  uint64_t r = header_->read_pos.load(std::memory_order_relaxed);
+  return (w >= r && w - r <= capacity_) ? w - r : 0;
+}
+
+bool RingReader::Inflight(InflightRow* rows, int* count) const {
+  for (int attempt = 0; attempt < 64; ++attempt) {
+    uint32_t v1 = header_->inflight_version.load(std::memory_order_acquire);
+    if (v1 & 1) continue;
+    uint32_t n = header_->inflight_count.load(std::memory_order_relaxed);
+    if (n > static_cast<uint32_t>(kMaxInflight)) n = kMaxInflight;
+    for (uint32_t i = 0; i < n; ++i) {
+      const InflightEntry& e = header_->inflight[i];
+      rows[i].comm_id = e.comm_id.load(std::memory_order_relaxed);
+      rows[i].last_issued_seq = e.last_issued_seq.load(std::memory_order_relaxed);
+      rows[i].last_completed_seq = e.last_completed_seq.load(std::memory_order_relaxed);
+      rows[i].oldest_launch_ns = e.oldest_launch_ns.load(std::memory_order_relaxed);
+    }
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (header_->inflight_version.load(std::memory_order_relaxed) == v1) {
+      *count = static_cast<int>(n);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace format
+}  // namespace xtimer
