@@ -1,0 +1,295 @@
+// xtimer-launch: runs a command with libxtimer.so preloaded and makes sure this node's xtimerd is
+// running. See `xtimer-launch --help` and docs/launcher.md.
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "format/registration.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: xtimer-launch [options] [--] COMMAND [ARGS...]\n"
+    "\n"
+    "Runs COMMAND with libxtimer.so appended to LD_PRELOAD, after making sure the node daemon\n"
+    "xtimerd runs for the run directory, and exits with COMMAND's status (signals it receives\n"
+    "are passed to COMMAND). Works as a prefix of torchrun, mpirun, srun or a plain command.\n"
+    "\n"
+    "options (each defaults to the environment variable in brackets):\n"
+    "  --run-dir DIR        daemon socket, lock and log directory [XTIMER_RUN_DIR, /tmp/xtimer]\n"
+    "  --metrics-port N     Prometheus port of a daemon started here [XTIMER_METRICS_PORT, 18889]\n"
+    "  --control-port N     control port of a daemon started here [XTIMER_CONTROL_PORT, 18888]\n"
+    "  --job NAME           job label of the metrics [XTIMER_JOB; else TORCHELASTIC_RUN_ID,\n"
+    "                       SLURM_JOB_ID, else COMMAND's name and this launcher's pid]\n"
+    "  --lib PATH           libxtimer.so to preload [XTIMER_LIB; else found beside this program]\n"
+    "  --daemon PATH        xtimerd to start [XTIMER_DAEMON_BIN; else beside this program]\n"
+    "  --no-daemon          do not start xtimerd (the job still runs and retries registering)\n"
+    "  --daemon-timeout S   seconds to wait for a started daemon's socket [5]\n"
+    "  -h, --help           this text\n";
+
+struct Options {
+  std::string run_dir;
+  std::string metrics_port;
+  std::string control_port;
+  std::string job;
+  std::string lib;
+  std::string daemon;
+  bool start_daemon = true;
+  double daemon_timeout_s = 5;
+  std::vector<char*> command;
+};
+
+[[noreturn]] void Usage(const char* fmt, const char* arg) {
+  fprintf(stderr, "xtimer-launch: ");
+  fprintf(stderr, fmt, arg);
+  fprintf(stderr, "\n(see xtimer-launch --help)\n");
+  exit(2);
+}
+
+std::string Env(const char* name, const char* def) {
+  const char* v = getenv(name);
+  return (v != nullptr && *v != '\0') ? v : def;
+}
+
+bool IsPort(const std::string& s) {
+  if (s.empty() || s.size() > 5) return false;
+  for (char c : s) {
+    if (c < '0' || c > '9') return false;
+  }
+  long v = strtol(s.c_str(), nullptr, 10);
+  return v > 0 && v < 65536;
+}
+
+Options Parse(int argc, char** argv) {
+  Options o;
+  o.run_dir = Env("XTIMER_RUN_DIR", "/tmp/xtimer");
+  o.metrics_port = Env("XTIMER_METRICS_PORT", "18889");
+  o.control_port = Env("XTIMER_CONTROL_PORT", "18888");
+  o.job = Env("XTIMER_JOB", "");
+  o.lib = Env("XTIMER_LIB", "");
+  o.daemon = Env("XTIMER_DAEMON_BIN", "");
+  int i = 1;
+  auto value = [&](const char* flag) -> std::string {
+    if (i + 1 >= argc) Usage("%s needs a value", flag);
+    return argv[++i];
+  };
+  for (; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--") {
+      ++i;
+      break;
+    } else if (a == "-h" || a == "--help") {
+      fputs(kUsage, stdout);
+      exit(0);
+    } else if (a == "--run-dir") {
+      o.run_dir = value("--run-dir");
+    } else if (a == "--metrics-port") {
+      o.metrics_port = value("--metrics-port");
+    } else if (a == "--control-port") {
+      o.control_port = value("--control-port");
+    } else if (a == "--job") {
+      o.job = value("--job");
+    } else if (a == "--lib") {
+      o.lib = value("--lib");
+    } else if (a == "--daemon") {
+      o.daemon = value("--daemon");
+    } else if (a == "--no-daemon") {
+      o.start_daemon = false;
+    } else if (a == "--daemon-timeout") {
+      std::string v = value("--daemon-timeout");
+      char* end = nullptr;
+      o.daemon_timeout_s = strtod(v.c_str(), &end);
+      if (end == v.c_str() || *end != '\0' || o.daemon_timeout_s < 0) {
+        Usage("--daemon-timeout: '%s' is not a number of seconds", v.c_str());
+      }
+    } else if (a.size() > 1 && a[0] == '-') {
+      Usage("unknown option %s", a.c_str());
+    } else {
+      break;
+    }
+  }
+  if (i >= argc) Usage("%s", "no command given");
+  if (!IsPort(o.metrics_port)) Usage("metrics port '%s' is not a port number", o.metrics_port.c_str());
+  if (!IsPort(o.control_port)) Usage("control port '%s' is not a port number", o.control_port.c_str());
+  if (o.run_dir.empty() || o.run_dir[0] != '/') Usage("run dir '%s' must be absolute", o.run_dir.c_str());
+  for (; i < argc; ++i) o.command.push_back(argv[i]);
+  o.command.push_back(nullptr);
+  return o;
+}
+
+std::string SelfDir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n <= 0) return ".";
+  buf[n] = '\0';
+  std::string path(buf);
+  return path.substr(0, path.rfind('/'));
+}
+
+// The first existing file among `candidates`, or "".
+std::string FirstExisting(const std::vector<std::string>& candidates) {
+  for (const std::string& c : candidates) {
+    if (access(c.c_str(), R_OK) == 0) return c;
+  }
+  return "";
+}
+
+std::string Absolute(const std::string& path) {
+  char buf[PATH_MAX];
+  return realpath(path.c_str(), buf) != nullptr ? std::string(buf) : path;
+}
+
+bool DaemonAnswers(const std::string& socket_path) {
+  std::string error;
+  int fd = xtimer::format::ConnectToDaemon(socket_path, &error);
+  if (fd < 0) return false;
+  close(fd);
+  return true;
+}
+
+void SleepMs(int ms) {
+  timespec ts{ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, nullptr);
+}
+
+// Starts xtimerd (it daemonizes itself and exits 0 when one already runs for the run dir) and
+// waits for its socket. Failures are reported but never stop the job.
+void EnsureDaemon(const Options& o) {
+  const std::string socket_path = o.run_dir + "/xtimerd.sock";
+  if (DaemonAnswers(socket_path)) return;
+  if (o.daemon.empty()) {
+    fprintf(stderr, "xtimer-launch: warning: xtimerd not found (use --daemon); running without it\n");
+    return;
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    fprintf(stderr, "xtimer-launch: warning: fork: %s; running without xtimerd\n", strerror(errno));
+    return;
+  }
+  if (pid == 0) {
+    std::vector<std::string> args = {o.daemon, "--daemonize", "--run-dir", o.run_dir,
+                                     "--metrics-port", o.metrics_port, "--control-port",
+                                     o.control_port};
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(&a[0]);
+    argv.push_back(nullptr);
+    execv(o.daemon.c_str(), argv.data());
+    fprintf(stderr, "xtimer-launch: cannot run %s: %s\n", o.daemon.c_str(), strerror(errno));
+    _exit(127);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    fprintf(stderr, "xtimer-launch: warning: %s failed to start (see %s/xtimerd.log); running"
+            " without it\n", o.daemon.c_str(), o.run_dir.c_str());
+    return;
+  }
+  for (int waited = 0; waited < o.daemon_timeout_s * 1000; waited += 20) {
+    if (DaemonAnswers(socket_path)) return;
+    SleepMs(20);
+  }
+  fprintf(stderr, "xtimer-launch: warning: xtimerd did not open %s within %.1f s; running"
+          " without it\n", socket_path.c_str(), o.daemon_timeout_s);
+}
+
+std::string AppendPreload(const std::string& lib) {
+  std::string current = Env("LD_PRELOAD", "");
+  if (current.find(lib) != std::string::npos) return current;
+  return current.empty() ? lib : current + ":" + lib;
+}
+
+std::string DefaultJob(const Options& o) {
+  if (!o.job.empty()) return o.job;
+  for (const char* name : {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID"}) {
+    std::string v = Env(name, "");
+    if (!v.empty()) return v;
+  }
+  std::string cmd = o.command[0];
+  cmd = cmd.substr(cmd.rfind('/') + 1);
+  return cmd + "-" + std::to_string(getpid());
+}
+
+volatile sig_atomic_t g_child = 0;
+
+void Forward(int sig) {
+  if (g_child > 0) kill(g_child, sig);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o = Parse(argc, argv);
+  const std::string self = SelfDir();
+  if (o.lib.empty()) {
+    o.lib = FirstExisting({self + "/libxtimer.so", self + "/../hook/libxtimer.so",
+                           self + "/../lib/libxtimer.so"});
+  }
+  if (o.lib.empty() || access(o.lib.c_str(), R_OK) != 0) {
+    fprintf(stderr, "xtimer-launch: libxtimer.so not found%s%s (use --lib PATH)\n",
+            o.lib.empty() ? "" : " at ", o.lib.c_str());
+    return 2;
+  }
+  o.lib = Absolute(o.lib);
+  if (o.daemon.empty()) {
+    o.daemon = FirstExisting({self + "/xtimerd", self + "/../daemon/xtimerd", self + "/../bin/xtimerd"});
+  }
+  if (!o.daemon.empty()) o.daemon = Absolute(o.daemon);
+  if (mkdir(o.run_dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    fprintf(stderr, "xtimer-launch: cannot create %s: %s\n", o.run_dir.c_str(), strerror(errno));
+    return 2;
+  }
+  if (o.start_daemon) EnsureDaemon(o);
+
+  setenv("LD_PRELOAD", AppendPreload(o.lib).c_str(), 1);
+  setenv("XTIMER_RUN_DIR", o.run_dir.c_str(), 1);
+  setenv("XTIMER_DAEMON_SOCKET", (o.run_dir + "/xtimerd.sock").c_str(), 1);
+  setenv("XTIMER_JOB", DefaultJob(o).c_str(), 1);
+
+  // Signals that would stop the job are passed on; the launcher itself waits for the child.
+  struct sigaction sa{};
+  sa.sa_handler = Forward;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaction(sig, &sa, nullptr);
+
+  pid_t child = fork();
+  if (child < 0) {
+    fprintf(stderr, "xtimer-launch: fork: %s\n", strerror(errno));
+    return 2;
+  }
+  if (child == 0) {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) signal(sig, SIG_DFL);
+    execvp(o.command[0], o.command.data());
+    fprintf(stderr, "xtimer-launch: cannot run %s: %s\n", o.command[0], strerror(errno));
+    _exit(errno == ENOENT ? 127 : 126);
+  }
+  g_child = child;
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0) {
+    if (errno != EINTR) {
+      fprintf(stderr, "xtimer-launch: waitpid: %s\n", strerror(errno));
+      return 2;
+    }
+  }
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) {
+    // Die of the same signal, so that callers see the same status as without the launcher.
+    int sig = WTERMSIG(status);
+    signal(sig, SIG_DFL);
+    kill(getpid(), sig);
+    return 128 + sig;
+  }
+  return 1;
+}

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# xtimer-launch's own behaviour, without a daemon: preload, environment, exit status, signals,
+# and errors. (Timing under the launcher is tested end to end in test/e2e.)
+set -euo pipefail
+launch=$1
+tmp="${TEST_TMPDIR:-$(mktemp -d)}"
+lib="$tmp/libxtimer.so"
+: > "$lib"  # only its path matters here: the commands below are not CUDA programs
+export XTIMER_RUN_DIR="$tmp/run"
+fail() { echo "FAIL: $*"; exit 1; }
+
+echo "== preload and environment"
+out=$(LD_PRELOAD= "$launch" --no-daemon --lib "$lib" --job myjob -- sh -c 'echo "$LD_PRELOAD|$XTIMER_JOB|$XTIMER_DAEMON_SOCKET"')
+[[ "$out" == "$lib|myjob|$tmp/run/xtimerd.sock" ]] || fail "got '$out'"
+out=$(LD_PRELOAD=/x/other.so "$launch" --no-daemon --lib "$lib" sh -c 'echo "$LD_PRELOAD"')
+[[ "$out" == "/x/other.so:$lib" ]] || fail "preload not appended: '$out'"
+out=$("$launch" --no-daemon --lib "$lib" -- sh -c 'echo "$XTIMER_JOB"')
+[[ "$out" == sh-* ]] || fail "default job label: '$out'"
+out=$(TORCHELASTIC_RUN_ID=elastic-7 "$launch" --no-daemon --lib "$lib" -- sh -c 'echo "$XTIMER_JOB"')
+[[ "$out" == elastic-7 ]] || fail "torchrun job id: '$out'"
+
+echo "== exit status and signals pass through"
+set +e
+"$launch" --no-daemon --lib "$lib" -- sh -c 'exit 7'; [[ $? == 7 ]] || fail "exit 7"
+"$launch" --no-daemon --lib "$lib" -- sh -c 'kill -TERM $$'; [[ $? == 143 ]] || fail "SIGTERM status"
+"$launch" --no-daemon --lib "$lib" -- sleep 30 & lpid=$!
+sleep 0.3; kill -INT $lpid; wait $lpid; st=$?
+[[ $st == 130 ]] || fail "SIGINT forwarded: status $st"
+"$launch" --no-daemon --lib "$lib" -- /nonexistent/cmd 2> "$tmp/err"; [[ $? == 127 ]] || fail "missing command status"
+grep -q "cannot run /nonexistent/cmd" "$tmp/err" || fail "missing command message"
+
+echo "== usage errors"
+"$launch" 2> "$tmp/err"; [[ $? == 2 ]] || fail "no command"
+grep -q "no command given" "$tmp/err" || fail "no command message"
+"$launch" --bogus x 2> "$tmp/err"; [[ $? == 2 ]] || fail "unknown option"
+grep -q "unknown option --bogus" "$tmp/err" || fail "unknown option message"
+"$launch" --metrics-port 99999 --lib "$lib" true 2> "$tmp/err"; [[ $? == 2 ]] || fail "bad port"
+"$launch" --lib /nonexistent/libxtimer.so true 2> "$tmp/err"; [[ $? == 2 ]] || fail "missing lib"
+grep -q "libxtimer.so not found" "$tmp/err" || fail "missing lib message"
+"$launch" --help | grep -q "usage: xtimer-launch" || fail "--help"
+echo "== a missing daemon binary never stops the job"
+"$launch" --lib "$lib" --daemon "$tmp/no-xtimerd" -- true 2> "$tmp/err"; [[ $? == 0 ]] || fail "job must run"
+set -e
+echo PASS
