@@ -127,6 +127,13 @@ examples:
     g.add_argument("--nnodes", "--nodes", dest="nodes", type=int, metavar="K",
                    help="emulated nodes; XTIMER_SIM_NODE is the node index (default: "
                         "nproc / nproc-per-node, or 1)")
+    g.add_argument("--node-rank", type=int, metavar="I",
+                   help="start only node I's ranks (as torchrun --node-rank does: run one launcher "
+                        "per node, e.g. each under its own xtimer-launch; they must share "
+                        "--rdzv-dir). Default: all nodes")
+    g.add_argument("--rdzv-dir", metavar="DIR",
+                   help="rendezvous directory shared by the ranks (default: a fresh temporary "
+                        "directory, removed at the end; required with --node-rank)")
     g.add_argument("--master-addr", default="127.0.0.1", help="MASTER_ADDR (default 127.0.0.1)")
     g.add_argument("--master-port", type=int, default=29500, help="MASTER_PORT (default 29500)")
     g = p.add_argument_group("supervision")
@@ -201,6 +208,12 @@ def finish_args(args):
                          (args.nproc, args.nodes, args.per_node))
     if args.timeout < 0 or args.grace < 0:
         raise UsageError("--timeout and --grace must not be negative")
+    if args.node_rank is not None:
+        if not 0 <= args.node_rank < args.nodes:
+            raise UsageError("--node-rank %d is not in [0, %d)" % (args.node_rank, args.nodes))
+        if not args.rdzv_dir:
+            raise UsageError("--node-rank needs --rdzv-dir (a directory shared by every node's "
+                             "launcher)")
 
     knobs = {}
 
@@ -288,15 +301,24 @@ class Job:
         self.procs = []  # (rank, node, Popen)
         self.outputs = []
         self.rdzv = None
+        self.own_rdzv = False
 
     def start(self):
         a = self.args
-        self.rdzv = tempfile.mkdtemp(prefix="xtimer-demo-rdzv-")
+        if a.rdzv_dir:
+            os.makedirs(a.rdzv_dir, exist_ok=True)
+            self.rdzv = a.rdzv_dir
+        else:
+            self.rdzv = tempfile.mkdtemp(prefix="xtimer-demo-rdzv-")
+            self.own_rdzv = True
         faults = "".join("; %s=%s" % kv for kv in sorted(a.knobs.items()))
-        say("starting %d ranks on %d node(s), %d per node; rendezvous %s%s" %
-            (a.nproc, a.nodes, a.per_node, self.rdzv, faults))
+        which = "" if a.node_rank is None else " (node %d here)" % a.node_rank
+        say("starting %d ranks on %d node(s), %d per node%s; rendezvous %s%s" %
+            (a.nproc, a.nodes, a.per_node, which, self.rdzv, faults))
         for rank in range(a.nproc):
             node, local = divmod(rank, a.per_node)
+            if a.node_rank is not None and node != a.node_rank:
+                continue
             env = dict(os.environ)
             env.update({
                 "RANK": str(rank),
@@ -384,7 +406,7 @@ class Job:
             say("job failed: rank %d %s (first failure); exit status %d" %
                 (rank, describe(code), exit_status(code)))
             return exit_status(code)
-        say("all %d ranks exited 0 in %.1f s" % (a.nproc, time.monotonic() - start))
+        say("all %d ranks exited 0 in %.1f s" % (len(self.procs), time.monotonic() - start))
         return 0
 
     def finish_output(self):
@@ -392,7 +414,7 @@ class Job:
             o.thread.join(timeout=5)
 
     def cleanup(self):
-        if self.rdzv:
+        if self.rdzv and self.own_rdzv:
             shutil.rmtree(self.rdzv, ignore_errors=True)
 
 
