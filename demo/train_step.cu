@@ -120,6 +120,7 @@ struct Options {
   int layers = 4;
   int vocab = 4096;
   int rendezvous_timeout_s = 120;
+  int linger_s = 0;
   bool verbose = false;
 };
 
@@ -149,6 +150,8 @@ const char kUsage[] =
     "Run:\n"
     "  --steps N           training steps (default 10)\n"
     "  --rendezvous-timeout S  seconds a rank waits for rank 0's NCCL id (default 120)\n"
+    "  --linger S          stay alive S seconds after the last step, communicators still open, so\n"
+    "                      that monitors can read the final state (default 0)\n"
     "  --verbose           every rank prints its layout and a line per step\n"
     "  --help              print this help and exit\n"
     "Flags take their value as '--flag N' or '--flag=N'.\n"
@@ -202,6 +205,7 @@ Options ParseFlags(int argc, char** argv) {
       {"--layers", &o.layers, 1},
       {"--vocab", &o.vocab, 1},
       {"--rendezvous-timeout", &o.rendezvous_timeout_s, 1},
+      {"--linger", &o.linger_s, 0},
   };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -1259,6 +1263,12 @@ int main(int argc, char** argv) {
            "%.1f, max %.1f (steps %zu..%zu); %.0f tokens/s; all checks passed\n",
            o.steps, l.world, mean, gpu_mean, mn, mx, first + 1, results.size(),
            tokens / (mean * 1e-3));
+  }
+
+  if (o.linger_s > 0) {
+    if (l.rank == 0) printf("train_step: lingering %d s\n", o.linger_s);
+    fflush(stdout);
+    sleep(static_cast<unsigned>(o.linger_s));
   }
 
   DestroyLtPlan(r.lt_out);
