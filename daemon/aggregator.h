@@ -1,0 +1,150 @@
+// The daemon's model of every registered process: per-op-series counters and sliding windows,
+// per-communicator progress and hang state, transport health, and a bounded history of recent
+// OpRecords. It knows nothing about sockets, rings or Prometheus: the RingServer feeds it
+// records and ring-header status, exporters read Snapshot()s. Tests drive it with synthetic
+// records and clocks.
+//
+// Thread safety: every public method takes one internal mutex, so the ingest thread and
+// scrapes can call it concurrently.
+#ifndef XTIMER_DAEMON_AGGREGATOR_H_
+#define XTIMER_DAEMON_AGGREGATOR_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "daemon/window.h"
+#include "format/record.h"
+#include "format/ring.h"
+
+namespace xtimer {
+namespace daemon {
+
+struct AggregatorOptions {
+  int64_t window_ns = int64_t{60} * 1000000000;  // --window
+  int window_buckets = 60;                          // expiry steps per window
+  size_t window_samples = 4096;                     // raw samples kept per series for p99
+  size_t history = 100000;                          // --history: OpRecords kept per process
+  int64_t hang_timeout_ns = int64_t{300} * 1000000000;  // --hang-timeout
+  int64_t stale_heartbeat_ns = int64_t{60} * 1000000000;  // rank_up is 0 past this
+  size_t max_series_per_process = 512;  // op series; records beyond are counted, not aggregated
+  size_t max_comms_per_process = 64;    // communicators tracked per process
+  size_t max_names_per_process = 4096;  // kernel names kept per process
+};
+
+// What the transport reads from a process's ring header (and its own read counters).
+struct ProcessStatus {
+  format::Identity identity;
+  uint64_t written = 0;  // header write_pos
+  uint64_t dropped = 0;  // header dropped
+  uint64_t invalid = 0;  // records that failed validation (reader's running total)
+  uint64_t lost = 0;     // records skipped over impossible positions (reader's running total)
+  double fill = 0;       // backlog / capacity seen before the last drain, 0..1
+  int64_t heartbeat_ns = 0;
+  bool inflight_valid = false;  // false: the writer kept the table busy; keep the previous one
+  std::vector<format::InflightRow> inflight;
+};
+
+// Plain values for exporters; label strings are already sanitised (printable ASCII).
+struct SeriesSnapshot {
+  uint8_t kind = 0;
+  uint16_t op = 0;
+  uint8_t dtype = 0;
+  uint8_t size_class = 0;
+  uint64_t count = 0;
+  double seconds = 0;
+  double bytes = 0;
+  double flop = 0;
+  WindowStats window;
+};
+
+struct CommSnapshot {
+  uint64_t comm_id = 0;  // 0: the row for ops without a communicator
+  uint64_t last_issued_seq = 0;
+  uint64_t last_completed_seq = 0;
+  double oldest_inflight_age_s = 0;  // 0 when nothing is in flight
+  bool hang = false;
+  int64_t last_completed_ns = 0;  // 0 when unknown
+  int comm_rank = -1;             // from the kComm record, -1 when none was seen
+  int comm_size = 0;
+};
+
+struct ProcessSnapshot {
+  uint64_t id = 0;
+  int pid = 0;
+  std::string job, host, pod;
+  int rank = -1, local_rank = -1, world_size = -1;
+  bool up = true;
+  bool hang = false;
+  bool hidden = false;  // another live process has the same labels (see identity conflicts)
+  uint64_t written = 0, dropped = 0, invalid = 0, lost = 0, unaggregated = 0;
+  double fill = 0;
+  double heartbeat_age_s = 0;
+  uint64_t history = 0;
+  std::vector<SeriesSnapshot> series;
+  std::vector<CommSnapshot> comms;
+};
+
+struct Snapshot {
+  std::vector<ProcessSnapshot> processes;  // in registration order
+  uint64_t registrations = 0;
+  uint64_t registrations_rejected = 0;
+  uint64_t identity_conflicts = 0;
+  int64_t start_ns = 0;
+};
+
+class Aggregator {
+ public:
+  using ProcessId = uint64_t;
+
+  explicit Aggregator(const AggregatorOptions& options, int64_t start_ns = 0);
+  ~Aggregator();
+  Aggregator(const Aggregator&) = delete;
+  Aggregator& operator=(const Aggregator&) = delete;
+
+  // A process registered (ring attached). Ids are never reused.
+  ProcessId AddProcess(int pid, const format::Identity& identity);
+  // The process is gone: all its series disappear.
+  void RemoveProcess(ProcessId id);
+  void CountRejectedRegistration();
+
+  // `records` passed Validate already. `now_ns` is the daemon's CLOCK_REALTIME at ingest.
+  void Ingest(ProcessId id, const format::RecordSlot* records, size_t n, int64_t now_ns);
+  void UpdateStatus(ProcessId id, const ProcessStatus& status);
+
+  // `now_ns`: CLOCK_REALTIME (windows, hang and heartbeat ages).
+  Snapshot TakeSnapshot(int64_t now_ns) const;
+
+  size_t process_count() const;
+  // The retained OpRecords of a process, oldest first (for dumps).
+  std::vector<format::OpRecord> History(ProcessId id) const;
+  // The kernel name for a name_id, or "" when unknown.
+  std::string KernelName(ProcessId id, uint32_t name_id) const;
+
+  const AggregatorOptions& options() const { return options_; }
+
+ private:
+  struct Process;
+  Process* Find(ProcessId id) const;
+
+  const AggregatorOptions options_;
+  const int64_t start_ns_;
+  mutable std::mutex mu_;
+  ProcessId next_id_ = 1;
+  std::map<ProcessId, std::unique_ptr<Process>> processes_;
+  uint64_t registrations_ = 0;
+  uint64_t rejected_ = 0;
+};
+
+// Label-safe copy of an untrusted string: bytes outside printable ASCII become '_'.
+std::string SanitizeLabel(const std::string& s);
+
+}  // namespace daemon
+}  // namespace xtimer
+
+#endif  // XTIMER_DAEMON_AGGREGATOR_H_

@@ -1,0 +1,362 @@
+#include "daemon/aggregator.h"
+
+#include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "daemon/metrics.h"
+#include "daemon/test_util.h"
+
+namespace xtimer {
+namespace daemon {
+namespace {
+
+using format::DType;
+using format::Operation;
+using testing::MakeOp;
+
+constexpr int64_t kSec = 1000000000;
+constexpr int64_t kT0 = int64_t{1700000000} * kSec;
+
+format::Identity Id(int rank) {
+  format::Identity id;
+  id.job = "job";
+  id.host = "host";
+  id.pod = "pod";
+  id.rank = rank;
+  id.local_rank = rank % 8;
+  id.world_size = 16;
+  return id;
+}
+
+AggregatorOptions Options() {
+  AggregatorOptions o;
+  o.window_ns = 60 * kSec;
+  o.window_buckets = 60;
+  o.window_samples = 4096;
+  o.history = 16;
+  o.hang_timeout_ns = 300 * kSec;
+  return o;
+}
+
+const SeriesSnapshot* FindSeries(const ProcessSnapshot& p, Operation op) {
+  for (const SeriesSnapshot& s : p.series) {
+    if (s.op == static_cast<uint16_t>(op)) return &s;
+  }
+  return nullptr;
+}
+
+std::string Exposition(const Snapshot& snap) {
+  return prometheus::TextSerializer().Serialize(BuildFamilies(snap));
+}
+
+TEST(AggregatorTest, ExactLatencyStatsOverTheWindow) {
+  Aggregator agg(Options());
+  auto id = agg.AddProcess(100, Id(0));
+  std::vector<int> us(100);
+  for (int i = 0; i < 100; ++i) us[i] = i + 1;
+  std::shuffle(us.begin(), us.end(), std::mt19937(7));
+  for (int v : us) {
+    auto r = MakeOp(Operation::kGemmEx, DType::kBF16, int64_t{v} * 1000);
+    agg.Ingest(id, &r, 1, kT0);
+  }
+  Snapshot snap = agg.TakeSnapshot(kT0 + kSec);
+  const SeriesSnapshot* s = FindSeries(snap.processes[0], Operation::kGemmEx);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->count, 100u);
+  EXPECT_EQ(s->window.count, 100u);
+  EXPECT_EQ(s->window.min_ns, 1000);
+  EXPECT_EQ(s->window.max_ns, 100000);
+  EXPECT_EQ(s->window.p99_ns, 99000);
+  EXPECT_NEAR(s->window.seconds / 100, 50.5e-6, 1e-12);
+
+  // 1000 samples: nearest rank 990.
+  for (int v = 101; v <= 1000; ++v) {
+    auto r = MakeOp(Operation::kGemmEx, DType::kBF16, int64_t{v} * 1000);
+    agg.Ingest(id, &r, 1, kT0);
+  }
+  snap = agg.TakeSnapshot(kT0 + kSec);
+  EXPECT_EQ(FindSeries(snap.processes[0], Operation::kGemmEx)->window.p99_ns, 990000);
+}
+
+TEST(AggregatorTest, WindowExpiresButCountersStay) {
+  Aggregator agg(Options());
+  auto id = agg.AddProcess(100, Id(0));
+  auto slow = MakeOp(Operation::kAllReduce, DType::kF32, 900000);
+  auto fast = MakeOp(Operation::kAllReduce, DType::kF32, 100000);
+  agg.Ingest(id, &slow, 1, kT0);
+  agg.Ingest(id, &fast, 1, kT0 + 30 * kSec);
+
+  Snapshot snap = agg.TakeSnapshot(kT0 + 31 * kSec);
+  const SeriesSnapshot* s = FindSeries(snap.processes[0], Operation::kAllReduce);
+  EXPECT_EQ(s->window.count, 2u);
+  EXPECT_EQ(s->window.max_ns, 900000);
+
+  snap = agg.TakeSnapshot(kT0 + 61 * kSec);  // the first op left the window
+  s = FindSeries(snap.processes[0], Operation::kAllReduce);
+  EXPECT_EQ(s->window.count, 1u);
+  EXPECT_EQ(s->window.max_ns, 100000);
+  EXPECT_EQ(s->window.p99_ns, 100000);
+  EXPECT_EQ(s->count, 2u);
+  EXPECT_DOUBLE_EQ(s->seconds, 1e-3);
+
+  snap = agg.TakeSnapshot(kT0 + 120 * kSec);  // empty window: no latency gauges
+  s = FindSeries(snap.processes[0], Operation::kAllReduce);
+  EXPECT_EQ(s->window.count, 0u);
+  std::string text = Exposition(snap);
+  EXPECT_EQ(text.find("xtimer_op_latency_p99_seconds{"), std::string::npos);
+  EXPECT_NE(text.find("xtimer_ops_total{"), std::string::npos);
+}
+
+TEST(AggregatorTest, P99UsesTheMostRecentSamplesWhenTheBufferIsFull) {
+  AggregatorOptions o = Options();
+  o.window_samples = 10;
+  Aggregator agg(o);
+  auto id = agg.AddProcess(100, Id(0));
+  for (int v = 1; v <= 100; ++v) {
+    auto r = MakeOp(Operation::kMemcpyHtoD, DType::kU8, v);
+    agg.Ingest(id, &r, 1, kT0);
+  }
+  Snapshot snap = agg.TakeSnapshot(kT0);
+  const SeriesSnapshot* s = FindSeries(snap.processes[0], Operation::kMemcpyHtoD);
+  EXPECT_EQ(s->window.count, 100u);  // avg/min/max cover the whole window
+  EXPECT_EQ(s->window.min_ns, 1);
+  EXPECT_EQ(s->window.samples, 10u);
+  EXPECT_EQ(s->window.p99_ns, 100);
+}
+
+TEST(AggregatorTest, BusBandwidthAndFlopRate) {
+  Aggregator agg(Options());
+  auto id = agg.AddProcess(100, Id(3));
+  // AllReduce of 1 Mi bf16 elements on 8 ranks in 1 ms: algbw 2 MiB/ms, busbw x 2*7/8.
+  auto ar = MakeOp(Operation::kAllReduce, DType::kBF16, 1000000);
+  ar.op.count = 1 << 20;
+  ar.op.bytes = 2 << 20;
+  ar.op.comm_size = 8;
+  ar.op.comm_id = 0xabc;
+  // AllGather of 1 Mi bf16 elements per rank on 4 ranks in 2 ms: the full buffer is 4x.
+  auto ag = MakeOp(Operation::kAllGather, DType::kBF16, 2000000);
+  ag.op.count = 1 << 20;
+  ag.op.bytes = 2 << 20;
+  ag.op.comm_size = 4;
+  ag.op.comm_id = 0xdef;
+  // 4096^3 bf16 GEMM in 0.5 ms.
+  auto mm = MakeOp(Operation::kLtMatmul, DType::kBF16, 500000);
+  mm.op.m = mm.op.n = mm.op.k = 4096;
+  for (int i = 0; i < 10; ++i) {
+    agg.Ingest(id, &ar, 1, kT0);
+    agg.Ingest(id, &ag, 1, kT0);
+    agg.Ingest(id, &mm, 1, kT0);
+  }
+  Snapshot snap = agg.TakeSnapshot(kT0);
+  const ProcessSnapshot& p = snap.processes[0];
+  const SeriesSnapshot* s = FindSeries(p, Operation::kAllReduce);
+  EXPECT_NEAR(s->window.bus_bytes / s->window.seconds, (2 << 20) / 1e-3 * 2 * 7 / 8, 1);
+  EXPECT_NEAR(s->window.algo_bytes / s->window.seconds, (2 << 20) / 1e-3, 1);
+  s = FindSeries(p, Operation::kAllGather);
+  EXPECT_NEAR(s->window.bus_bytes / s->window.seconds, 4.0 * (2 << 20) / 2e-3 * 3 / 4, 1);
+  s = FindSeries(p, Operation::kLtMatmul);
+  EXPECT_NEAR(s->window.flop / s->window.seconds, 2.0 * 4096 * 4096 * 4096 / 5e-4, 1e3);
+  EXPECT_DOUBLE_EQ(s->flop, 10 * 2.0 * 4096 * 4096 * 4096);
+
+  std::string text = Exposition(snap);
+  EXPECT_NE(text.find("xtimer_collective_bus_bandwidth_bytes_per_second{job=\"job\",host=\"host\","
+                      "pod=\"pod\",rank=\"3\",local_rank=\"3\",kind=\"collective\","
+                      "operation=\"AllReduce\",dtype=\"bf16\",size_class=\"1MiB_16MiB\"}"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("xtimer_matmul_flop_per_second{job=\"job\""), std::string::npos);
+  EXPECT_NE(text.find("size_class=\"16GFLOP_256GFLOP\""), std::string::npos);
+}
+
+TEST(AggregatorTest, CommunicatorProgressAndHang) {
+  Aggregator agg(Options());
+  auto id = agg.AddProcess(100, Id(1));
+  auto ar = MakeOp(Operation::kAllReduce, DType::kF32, 1000);
+  ar.op.comm_id = 0x1234;
+  ar.op.comm_size = 2;
+  ar.op.gpu_start_ns = kT0 - 5 * kSec;
+  for (uint64_t seq = 1; seq <= 7; ++seq) {
+    ar.op.seq = seq;
+    agg.Ingest(id, &ar, 1, kT0);
+  }
+  format::RecordSlot comm;
+  memset(&comm, 0, sizeof(comm));
+  comm.comm.version = format::kRecordVersion;
+  comm.comm.type = static_cast<uint8_t>(format::RecordType::kComm);
+  comm.comm.comm_id = 0x1234;
+  comm.comm.rank = 1;
+  comm.comm.size = 2;
+  agg.Ingest(id, &comm, 1, kT0);
+
+  ProcessStatus st;
+  st.identity = Id(1);
+  st.inflight_valid = true;
+  st.inflight.push_back({0x1234, 9, 7, kT0 - 299 * kSec});
+  st.inflight.push_back({0, 0, 0, 0});
+  agg.UpdateStatus(id, st);
+  Snapshot snap = agg.TakeSnapshot(kT0);
+  const ProcessSnapshot& p = snap.processes[0];
+  ASSERT_EQ(p.comms.size(), 2u);
+  const CommSnapshot& none = p.comms[0];
+  const CommSnapshot& c = p.comms[1];
+  EXPECT_EQ(none.comm_id, 0u);
+  EXPECT_FALSE(none.hang);
+  EXPECT_EQ(c.comm_id, 0x1234u);
+  EXPECT_EQ(c.last_issued_seq, 9u);
+  EXPECT_EQ(c.last_completed_seq, 7u);
+  EXPECT_NEAR(c.oldest_inflight_age_s, 299, 1e-6);
+  EXPECT_FALSE(c.hang);
+  EXPECT_FALSE(p.hang);
+  EXPECT_EQ(c.comm_rank, 1);
+  EXPECT_EQ(c.comm_size, 2);
+  EXPECT_EQ(c.last_completed_ns, kT0 - 5 * kSec + 1000);
+
+  snap = agg.TakeSnapshot(kT0 + 2 * kSec);  // 301 s in flight
+  EXPECT_TRUE(snap.processes[0].comms[1].hang);
+  EXPECT_TRUE(snap.processes[0].hang);
+  std::string text = Exposition(snap);
+  EXPECT_NE(text.find("xtimer_comm_hang{job=\"job\",host=\"host\",pod=\"pod\",rank=\"1\","
+                      "local_rank=\"1\",comm=\"0000000000001234\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("xtimer_rank_hang{job=\"job\",host=\"host\",pod=\"pod\",rank=\"1\","
+                      "local_rank=\"1\"} 1"),
+            std::string::npos);
+
+  // The op completes: the table no longer lists anything in flight.
+  st.inflight[0] = {0x1234, 9, 9, 0};
+  agg.UpdateStatus(id, st);
+  snap = agg.TakeSnapshot(kT0 + 2 * kSec);
+  EXPECT_FALSE(snap.processes[0].hang);
+  EXPECT_EQ(snap.processes[0].comms[1].oldest_inflight_age_s, 0);
+}
+
+TEST(AggregatorTest, RemovedProcessSeriesDisappear) {
+  Aggregator agg(Options());
+  auto a = agg.AddProcess(100, Id(0));
+  auto b = agg.AddProcess(101, Id(1));
+  auto r = MakeOp(Operation::kGemmEx, DType::kF16, 1000);
+  agg.Ingest(a, &r, 1, kT0);
+  agg.Ingest(b, &r, 1, kT0);
+  std::string text = Exposition(agg.TakeSnapshot(kT0));
+  EXPECT_NE(text.find("rank=\"1\""), std::string::npos);
+  EXPECT_NE(text.find("xtimer_processes_registered 2"), std::string::npos);
+  agg.RemoveProcess(b);
+  EXPECT_EQ(agg.process_count(), 1u);
+  text = Exposition(agg.TakeSnapshot(kT0));
+  EXPECT_EQ(text.find("rank=\"1\""), std::string::npos);
+  EXPECT_NE(text.find("rank=\"0\""), std::string::npos);
+  EXPECT_NE(text.find("xtimer_processes_registered 1"), std::string::npos);
+  agg.Ingest(b, &r, 1, kT0);  // a late batch for a removed process is ignored
+  EXPECT_EQ(agg.TakeSnapshot(kT0).processes.size(), 1u);
+}
+
+TEST(AggregatorTest, EveryFamilyIsAlwaysPresent) {
+  Aggregator empty(Options());
+  auto families = BuildFamilies(empty.TakeSnapshot(kT0));
+  Aggregator busy(Options());
+  auto id = busy.AddProcess(1, Id(0));
+  auto r = MakeOp(Operation::kAllReduce, DType::kF32, 1000);
+  r.op.comm_id = 5;
+  r.op.comm_size = 2;
+  busy.Ingest(id, &r, 1, kT0);
+  auto families2 = BuildFamilies(busy.TakeSnapshot(kT0));
+  ASSERT_EQ(families.size(), families2.size());
+  for (size_t i = 0; i < families.size(); ++i) {
+    EXPECT_EQ(families[i].name, families2[i].name);
+    EXPECT_EQ(families[i].name.rfind("xtimer_", 0), 0u);
+    const bool counter = families[i].type == prometheus::MetricType::Counter;
+    const bool total = families[i].name.size() > 6 &&
+                       families[i].name.compare(families[i].name.size() - 6, 6, "_total") == 0;
+    EXPECT_EQ(counter, total) << families[i].name;
+  }
+}
+
+TEST(AggregatorTest, IdentityConflictsAndHostileLabels) {
+  Aggregator agg(Options());
+  format::Identity bad = Id(0);
+  bad.job = std::string("j\"o\nb\xff", 6);
+  agg.AddProcess(1, bad);
+  agg.AddProcess(2, bad);
+  Snapshot snap = agg.TakeSnapshot(kT0);
+  EXPECT_EQ(snap.identity_conflicts, 1u);
+  EXPECT_FALSE(snap.processes[0].hidden);
+  EXPECT_TRUE(snap.processes[1].hidden);
+  EXPECT_EQ(snap.processes[0].job, "j\"o_b_");
+  std::string text = Exposition(snap);
+  EXPECT_NE(text.find("job=\"j\\\"o_b_\""), std::string::npos) << text;
+  EXPECT_EQ(text.find("pid=\"2\""), std::string::npos);
+}
+
+TEST(AggregatorTest, SeriesLimitCountsUnaggregatedRecords) {
+  AggregatorOptions o = Options();
+  o.max_series_per_process = 2;
+  Aggregator agg(o);
+  auto id = agg.AddProcess(1, Id(0));
+  for (DType d : {DType::kF32, DType::kF16, DType::kBF16, DType::kF64}) {
+    auto r = MakeOp(Operation::kGemmEx, d, 10);
+    agg.Ingest(id, &r, 1, kT0);
+  }
+  Snapshot snap = agg.TakeSnapshot(kT0);
+  EXPECT_EQ(snap.processes[0].series.size(), 2u);
+  EXPECT_EQ(snap.processes[0].unaggregated, 2u);
+}
+
+TEST(AggregatorTest, HistoryKeepsTheMostRecentRecords) {
+  Aggregator agg(Options());  // history 16
+  auto id = agg.AddProcess(1, Id(0));
+  for (int i = 0; i < 40; ++i) {
+    auto r = MakeOp(Operation::kMemset, DType::kU8, i);
+    agg.Ingest(id, &r, 1, kT0);
+  }
+  auto h = agg.History(id);
+  ASSERT_EQ(h.size(), 16u);
+  EXPECT_EQ(h.front().duration_ns, 24);
+  EXPECT_EQ(h.back().duration_ns, 39);
+}
+
+TEST(AggregatorTest, KernelNamesAreAssembledFromChunks) {
+  Aggregator agg(Options());
+  auto id = agg.AddProcess(1, Id(0));
+  std::string name(150, 'k');
+  name += "_end";
+  std::vector<format::RecordSlot> parts;
+  for (size_t off = 0, part = 0; off < name.size(); off += format::kNameChunk, ++part) {
+    format::RecordSlot s;
+    memset(&s, 0, sizeof(s));
+    s.name.version = format::kRecordVersion;
+    s.name.type = static_cast<uint8_t>(format::RecordType::kName);
+    s.name.name_id = 7;
+    s.name.part = static_cast<uint16_t>(part);
+    s.name.length = static_cast<uint16_t>(std::min(format::kNameChunk, name.size() - off));
+    memcpy(s.name.text, name.data() + off, s.name.length);
+    if (off + format::kNameChunk >= name.size()) s.name.flags = format::kNameLast;
+    parts.push_back(s);
+  }
+  agg.Ingest(id, parts.data(), parts.size(), kT0);
+  EXPECT_EQ(agg.KernelName(id, 7), name);
+  EXPECT_EQ(agg.KernelName(id, 8), "");
+}
+
+TEST(AggregatorTest, StaleHeartbeatMarksRankDown) {
+  AggregatorOptions o = Options();
+  o.stale_heartbeat_ns = 10 * kSec;
+  Aggregator agg(o);
+  auto id = agg.AddProcess(1, Id(0));
+  ProcessStatus st;
+  st.identity = Id(0);
+  st.heartbeat_ns = kT0;
+  agg.UpdateStatus(id, st);
+  EXPECT_TRUE(agg.TakeSnapshot(kT0 + 9 * kSec).processes[0].up);
+  EXPECT_FALSE(agg.TakeSnapshot(kT0 + 11 * kSec).processes[0].up);
+}
+
+}  // namespace
+}  // namespace daemon
+}  // namespace xtimer

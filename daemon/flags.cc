@@ -1,0 +1,198 @@
+#include "daemon/flags.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+namespace xtimer {
+namespace daemon {
+namespace {
+
+enum class Type { kString, kInt, kBool };
+
+struct FlagSpec {
+  const char* name;  // without the leading --
+  const char* env;
+  Type type;
+  int64_t min, max;  // for kInt
+  const char* help;
+};
+
+const std::vector<FlagSpec>& Specs() {
+  static const std::vector<FlagSpec>* specs = new std::vector<FlagSpec>{
+      {"run-dir", "XTIMER_RUN_DIR", Type::kString, 0, 0,
+       "directory for xtimerd.sock, .lock, .log and .pid (default /tmp/xtimer)"},
+      {"socket", "XTIMER_DAEMON_SOCKET", Type::kString, 0, 0,
+       "registration socket (default RUN_DIR/xtimerd.sock)"},
+      {"metrics-port", "XTIMER_METRICS_PORT", Type::kInt, 0, 65535,
+       "Prometheus /metrics port (default 18889; 0 picks a free port, logged)"},
+      {"metrics-address", "XTIMER_METRICS_ADDRESS", Type::kString, 0, 0,
+       "address /metrics binds (default 127.0.0.1; 0.0.0.0 for every interface)"},
+      {"control-port", "XTIMER_CONTROL_PORT", Type::kInt, 0, 65535,
+       "control service port (default 18888; reserved, not served yet)"},
+      {"hang-timeout", "XTIMER_HANG_TIMEOUT", Type::kInt, 1, 86400 * 7,
+       "seconds an op may stay in flight before the hang gauges turn 1 (default 300)"},
+      {"window", "XTIMER_METRICS_WINDOW", Type::kInt, 1, 86400,
+       "sliding window of the latency, FLOP/s and bandwidth gauges, seconds (default 60)"},
+      {"window-samples", "XTIMER_WINDOW_SAMPLES", Type::kInt, 1, 1 << 20,
+       "raw durations kept per series for the p99 (default 4096)"},
+      {"history", "XTIMER_HISTORY", Type::kInt, 0, 100000000,
+       "op records kept in memory per process for dumps (default 100000)"},
+      {"stale-timeout", "XTIMER_STALE_TIMEOUT", Type::kInt, 0, 86400 * 7,
+       "seconds without a ring heartbeat before rank_up turns 0; 0 never (default 60)"},
+      {"poll-interval-ms", "XTIMER_POLL_INTERVAL_MS", Type::kInt, 1, 10,
+       "ring read cycle, milliseconds (default 5)"},
+      {"daemonize", "XTIMER_DAEMONIZE", Type::kBool, 0, 0,
+       "detach (double fork, setsid, output to the log file); the caller returns once the "
+       "daemon serves"},
+      {"log-file", "XTIMER_LOG_FILE", Type::kString, 0, 0,
+       "log file (default RUN_DIR/xtimerd.log when daemonized, else stderr)"},
+      {"exit-when-idle", "XTIMER_EXIT_WHEN_IDLE", Type::kInt, 0, 86400 * 365,
+       "exit after SECONDS with no registered process (default: never); alias --once"},
+  };
+  return *specs;
+}
+
+bool ParseInt(const std::string& text, int64_t min, int64_t max, int64_t* out) {
+  if (text.empty()) return false;
+  errno = 0;
+  char* end = nullptr;
+  long long v = strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0' || v < min || v > max) return false;
+  *out = v;
+  return true;
+}
+
+bool ParseBool(const std::string& text, bool* out) {
+  if (text == "1" || text == "true" || text == "yes" || text.empty()) {
+    *out = true;
+  } else if (text == "0" || text == "false" || text == "no") {
+    *out = false;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool Apply(const FlagSpec& spec, const std::string& value, Flags* f, std::string* error,
+           const std::string& source) {
+  int64_t i = 0;
+  bool b = false;
+  switch (spec.type) {
+    case Type::kInt:
+      if (!ParseInt(value, spec.min, spec.max, &i)) {
+        *error = source + ": expected an integer in [" + std::to_string(spec.min) + ", " +
+                 std::to_string(spec.max) + "], got '" + value + "'";
+        return false;
+      }
+      break;
+    case Type::kBool:
+      if (!ParseBool(value, &b)) {
+        *error = source + ": expected true or false, got '" + value + "'";
+        return false;
+      }
+      break;
+    case Type::kString:
+      if (value.empty()) {
+        *error = source + ": empty value";
+        return false;
+      }
+      break;
+  }
+  const std::string name = spec.name;
+  if (name == "run-dir") f->run_dir = value;
+  else if (name == "socket") f->socket = value;
+  else if (name == "metrics-port") f->metrics_port = static_cast<int>(i);
+  else if (name == "metrics-address") f->metrics_address = value;
+  else if (name == "control-port") f->control_port = static_cast<int>(i);
+  else if (name == "hang-timeout") f->hang_timeout_s = i;
+  else if (name == "window") f->window_s = i;
+  else if (name == "window-samples") f->window_samples = i;
+  else if (name == "history") f->history = i;
+  else if (name == "stale-timeout") f->stale_timeout_s = i;
+  else if (name == "poll-interval-ms") f->poll_ms = i;
+  else if (name == "daemonize") f->daemonize = b;
+  else if (name == "log-file") f->log_file = value;
+  else if (name == "exit-when-idle") f->exit_when_idle_s = i;
+  return true;
+}
+
+}  // namespace
+
+bool ParseFlags(int argc, const char* const* argv,
+                const std::function<const char*(const char*)>& getenv_fn, Flags* flags,
+                std::string* error) {
+  for (const FlagSpec& spec : Specs()) {
+    const char* v = getenv_fn(spec.env);
+    if (v != nullptr && *v != '\0' &&
+        !Apply(spec, v, flags, error, std::string("environment variable ") + spec.env)) {
+      return false;
+    }
+  }
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "-h" || arg == "--help") {
+      flags->help = true;
+      continue;
+    }
+    if (arg.rfind("--", 0) != 0) {
+      *error = "unexpected argument '" + arg + "' (see --help)";
+      return false;
+    }
+    std::string name = arg.substr(2);
+    std::string value;
+    bool has_value = false;
+    size_t eq = name.find('=');
+    if (eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    if (name == "once") name = "exit-when-idle";
+    const FlagSpec* spec = nullptr;
+    for (const FlagSpec& s : Specs()) {
+      if (name == s.name) spec = &s;
+    }
+    if (spec == nullptr) {
+      *error = "unknown flag --" + name + " (see --help)";
+      return false;
+    }
+    if (!has_value && spec->type != Type::kBool) {
+      if (i + 1 >= argc) {
+        *error = "--" + name + " needs a value";
+        return false;
+      }
+      value = argv[++i];
+    }
+    if (!Apply(*spec, value, flags, error, "--" + name)) return false;
+  }
+  if (flags->socket.empty()) flags->socket = flags->run_dir + "/xtimerd.sock";
+  return true;
+}
+
+std::string Usage() {
+  std::string out =
+      "usage: xtimerd [flags]\n"
+      "\n"
+      "The xtimer node daemon: receives every local training process's timing ring over a Unix\n"
+      "socket, aggregates the records and serves Prometheus metrics on\n"
+      "http://METRICS_ADDRESS:METRICS_PORT/metrics. One daemon per run directory: a second one\n"
+      "exits 0 saying \"already running (pid N)\". SIGTERM or SIGINT stops it cleanly.\n"
+      "\n"
+      "flags (--flag=value or --flag value; each has an environment default):\n";
+  for (const FlagSpec& s : Specs()) {
+    std::string left = std::string("  --") + s.name;
+    if (s.type == Type::kInt) left += " N";
+    if (s.type == Type::kString) left += " S";
+    if (left.size() < 26) left.resize(26, ' ');
+    out += left + " " + s.help + " [" + s.env + "]\n";
+  }
+  out += "  --once N                 same as --exit-when-idle N\n";
+  out += "  -h, --help               this text\n";
+  out += "\nSee docs/daemon.md and docs/metrics.md.\n";
+  return out;
+}
+
+}  // namespace daemon
+}  // namespace xtimer

@@ -1,0 +1,42 @@
+// xtimerd's command line. Every flag has an XTIMER_* environment default; the command line wins.
+#ifndef XTIMER_DAEMON_FLAGS_H_
+#define XTIMER_DAEMON_FLAGS_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace xtimer {
+namespace daemon {
+
+struct Flags {
+  std::string run_dir = "/tmp/xtimer";  // --run-dir, XTIMER_RUN_DIR
+  std::string socket;                   // --socket, XTIMER_DAEMON_SOCKET (RUN_DIR/xtimerd.sock)
+  int metrics_port = 18889;             // --metrics-port, XTIMER_METRICS_PORT (0: any free port)
+  std::string metrics_address = "127.0.0.1";  // --metrics-address, XTIMER_METRICS_ADDRESS
+  int control_port = 18888;             // --control-port, XTIMER_CONTROL_PORT (reserved)
+  int64_t hang_timeout_s = 300;         // --hang-timeout, XTIMER_HANG_TIMEOUT
+  int64_t window_s = 60;                // --window, XTIMER_METRICS_WINDOW
+  int64_t window_samples = 4096;        // --window-samples, XTIMER_WINDOW_SAMPLES
+  int64_t history = 100000;             // --history, XTIMER_HISTORY
+  int64_t stale_timeout_s = 60;         // --stale-timeout, XTIMER_STALE_TIMEOUT (0: never)
+  int64_t poll_ms = 5;                  // --poll-interval-ms, XTIMER_POLL_INTERVAL_MS
+  bool daemonize = false;               // --daemonize, XTIMER_DAEMONIZE
+  std::string log_file;                 // --log-file, XTIMER_LOG_FILE (RUN_DIR/xtimerd.log)
+  int64_t exit_when_idle_s = -1;        // --exit-when-idle / --once, XTIMER_EXIT_WHEN_IDLE
+  bool help = false;
+};
+
+// Parses argv over environment defaults (`getenv` is injectable for tests). Returns false with
+// *error naming the flag or variable on a bad value or unknown flag.
+bool ParseFlags(int argc, const char* const* argv,
+                const std::function<const char*(const char*)>& getenv_fn, Flags* flags,
+                std::string* error);
+
+// The --help text.
+std::string Usage();
+
+}  // namespace daemon
+}  // namespace xtimer
+
+#endif  // XTIMER_DAEMON_FLAGS_H_

@@ -1,0 +1,87 @@
+#include "daemon/flags.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+
+namespace xtimer {
+namespace daemon {
+namespace {
+
+bool Parse(std::vector<const char*> args, const std::map<std::string, std::string>& env,
+           Flags* f, std::string* error) {
+  args.insert(args.begin(), "xtimerd");
+  return ParseFlags(
+      static_cast<int>(args.size()), args.data(),
+      [&](const char* name) -> const char* {
+        auto it = env.find(name);
+        return it == env.end() ? nullptr : it->second.c_str();
+      },
+      f, error);
+}
+
+TEST(FlagsTest, Defaults) {
+  Flags f;
+  std::string error;
+  ASSERT_TRUE(Parse({}, {}, &f, &error)) << error;
+  EXPECT_EQ(f.run_dir, "/tmp/xtimer");
+  EXPECT_EQ(f.socket, "/tmp/xtimer/xtimerd.sock");
+  EXPECT_EQ(f.metrics_port, 18889);
+  EXPECT_EQ(f.metrics_address, "127.0.0.1");
+  EXPECT_EQ(f.control_port, 18888);
+  EXPECT_EQ(f.hang_timeout_s, 300);
+  EXPECT_EQ(f.window_s, 60);
+  EXPECT_EQ(f.history, 100000);
+  EXPECT_FALSE(f.daemonize);
+  EXPECT_EQ(f.exit_when_idle_s, -1);
+}
+
+TEST(FlagsTest, EnvironmentThenCommandLine) {
+  Flags f;
+  std::string error;
+  ASSERT_TRUE(Parse({"--metrics-port=9000", "--hang-timeout", "30", "--daemonize", "--once", "5"},
+                    {{"XTIMER_RUN_DIR", "/r"},
+                     {"XTIMER_METRICS_PORT", "1234"},
+                     {"XTIMER_CONTROL_PORT", "4321"},
+                     {"XTIMER_HISTORY", "7"}},
+                    &f, &error))
+      << error;
+  EXPECT_EQ(f.run_dir, "/r");
+  EXPECT_EQ(f.socket, "/r/xtimerd.sock");
+  EXPECT_EQ(f.metrics_port, 9000);
+  EXPECT_EQ(f.control_port, 4321);
+  EXPECT_EQ(f.hang_timeout_s, 30);
+  EXPECT_EQ(f.history, 7);
+  EXPECT_TRUE(f.daemonize);
+  EXPECT_EQ(f.exit_when_idle_s, 5);
+}
+
+TEST(FlagsTest, ErrorsNameTheFlagOrVariable) {
+  Flags f;
+  std::string error;
+  EXPECT_FALSE(Parse({"--metrics-port=70000"}, {}, &f, &error));
+  EXPECT_NE(error.find("--metrics-port"), std::string::npos) << error;
+  EXPECT_FALSE(Parse({}, {{"XTIMER_HANG_TIMEOUT", "soon"}}, &f, &error));
+  EXPECT_NE(error.find("XTIMER_HANG_TIMEOUT"), std::string::npos) << error;
+  EXPECT_FALSE(Parse({"--bogus"}, {}, &f, &error));
+  EXPECT_NE(error.find("--bogus"), std::string::npos) << error;
+  EXPECT_FALSE(Parse({"--window"}, {}, &f, &error));
+  EXPECT_NE(error.find("needs a value"), std::string::npos) << error;
+  EXPECT_FALSE(Parse({"--daemonize=maybe"}, {}, &f, &error));
+}
+
+TEST(FlagsTest, UsageListsEveryFlagAndVariable) {
+  std::string u = Usage();
+  for (const char* s :
+       {"--run-dir", "--socket", "--metrics-port", "--metrics-address", "--control-port",
+        "--hang-timeout", "--window", "--history", "--daemonize", "--log-file", "--exit-when-idle",
+        "--once", "XTIMER_RUN_DIR", "XTIMER_DAEMON_SOCKET", "XTIMER_METRICS_PORT",
+        "XTIMER_HANG_TIMEOUT", "XTIMER_CONTROL_PORT"}) {
+    EXPECT_NE(u.find(s), std::string::npos) << s;
+  }
+}
+
+}  // namespace
+}  // namespace daemon
+}  // namespace xtimer

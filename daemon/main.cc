@@ -1,0 +1,170 @@
+// xtimerd: the xtimer node daemon. main() owns the threads (the ring reader, the Prometheus
+// exposer's, and itself waiting for signals and idleness); the logic lives in plain classes.
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <exception>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <prometheus/exposer.h>
+
+#include "daemon/aggregator.h"
+#include "daemon/clock.h"
+#include "daemon/flags.h"
+#include "daemon/log.h"
+#include "daemon/metrics.h"
+#include "daemon/ring_server.h"
+#include "daemon/run_dir.h"
+
+namespace xtimer {
+namespace daemon {
+namespace {
+
+std::string Absolute(const std::string& path) {
+  if (!path.empty() && path[0] == '/') return path;
+  char cwd[PATH_MAX];
+  if (getcwd(cwd, sizeof(cwd)) == nullptr) return path;
+  return std::string(cwd) + "/" + path;
+}
+
+std::string BindAddress(const Flags& f) {
+  const bool v6 = f.metrics_address.find(':') != std::string::npos;
+  return (v6 ? "[" + f.metrics_address + "]" : f.metrics_address) + ":" +
+         std::to_string(f.metrics_port);
+}
+
+int Main(int argc, char** argv) {
+  Flags flags;
+  std::string error;
+  if (!ParseFlags(argc, argv, [](const char* name) { return getenv(name); }, &flags, &error)) {
+    fprintf(stderr, "xtimerd: %s\n", error.c_str());
+    return 2;
+  }
+  if (flags.help) {
+    fputs(Usage().c_str(), stdout);
+    return 0;
+  }
+  flags.run_dir = Absolute(flags.run_dir);
+  flags.socket = Absolute(flags.socket);
+  if (!MakeDirs(flags.run_dir, &error)) {
+    fprintf(stderr, "xtimerd: %s\n", error.c_str());
+    return 1;
+  }
+  int lock_fd = -1;
+  int holder = 0;
+  switch (AcquireLock(flags.run_dir + "/xtimerd.lock", &lock_fd, &holder, &error)) {
+    case LockResult::kHeld:
+      if (holder > 0) {
+        printf("xtimerd: already running (pid %d) for %s\n", holder, flags.run_dir.c_str());
+      } else {
+        printf("xtimerd: already running for %s\n", flags.run_dir.c_str());
+      }
+      return 0;
+    case LockResult::kError:
+      fprintf(stderr, "xtimerd: %s\n", error.c_str());
+      return 1;
+    case LockResult::kAcquired:
+      break;
+  }
+  int ready_fd = -1;
+  if (flags.daemonize) {
+    const std::string log = Absolute(flags.log_file.empty() ? flags.run_dir + "/xtimerd.log"
+                                                            : flags.log_file);
+    if (!Daemonize(log, &ready_fd, &error)) {
+      fprintf(stderr, "xtimerd: %s\n", error.c_str());
+      return 1;
+    }
+  } else if (!flags.log_file.empty() && !RedirectOutput(flags.log_file, &error)) {
+    fprintf(stderr, "xtimerd: %s\n", error.c_str());
+    return 1;
+  }
+  auto fail = [&](const std::string& what) {
+    Logf("%s", what.c_str());
+    SignalReady(ready_fd, "error: " + what);
+    return 1;
+  };
+  WritePidToLock(lock_fd);
+  const std::string pid_file = flags.run_dir + "/xtimerd.pid";
+  if (!WritePidFile(pid_file, &error)) return fail(error);
+
+  // Every thread started from here on inherits this mask; main() takes the signals.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  AggregatorOptions ao;
+  ao.window_ns = flags.window_s * 1000000000;
+  ao.window_buckets = static_cast<int>(flags.window_s < 60 ? flags.window_s : 60);
+  ao.window_samples = static_cast<size_t>(flags.window_samples);
+  ao.history = static_cast<size_t>(flags.history);
+  ao.hang_timeout_ns = flags.hang_timeout_s * 1000000000;
+  ao.stale_heartbeat_ns = flags.stale_timeout_s * 1000000000;
+  Aggregator aggregator(ao, RealtimeNs());
+
+  RingServerOptions so;
+  so.socket_path = flags.socket;
+  so.poll_interval_ms = static_cast<int>(flags.poll_ms);
+  auto server = std::make_unique<RingServer>(so, &aggregator);
+  if (!server->Listen(&error)) return fail(error);
+
+  std::unique_ptr<prometheus::Exposer> exposer;
+  auto collector = std::make_shared<MetricsCollector>(&aggregator, RealtimeNs);
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(BindAddress(flags), 2);
+    exposer->RegisterCollectable(collector);
+  } catch (const std::exception& e) {
+    return fail("cannot serve metrics on " + BindAddress(flags) + ": " + e.what());
+  }
+  const std::vector<int> ports = exposer->GetListeningPorts();
+  const int metrics_port = ports.empty() ? flags.metrics_port : ports[0];
+  Logf("serving: socket %s, metrics http://%s:%d/metrics, window %llds, hang timeout %llds, "
+       "history %lld records per process (control port %d reserved)",
+       flags.socket.c_str(), flags.metrics_address.c_str(), metrics_port,
+       static_cast<long long>(flags.window_s), static_cast<long long>(flags.hang_timeout_s),
+       static_cast<long long>(flags.history), flags.control_port);
+  SignalReady(ready_fd, "");
+
+  std::atomic<bool> stop{false};
+  std::thread reader([&] { server->Run(&stop); });
+
+  const timespec tick{0, 200 * 1000000};
+  for (;;) {
+    siginfo_t info;
+    int sig = sigtimedwait(&signals, &info, &tick);
+    if (sig == SIGTERM || sig == SIGINT) {
+      Logf("signal %d: shutting down", sig);
+      break;
+    }
+    if (sig == SIGHUP) continue;
+    if (flags.exit_when_idle_s >= 0 && server->registered() == 0 &&
+        MonotonicNs() - server->last_active_ns() >= flags.exit_when_idle_s * 1000000000) {
+      Logf("no registered process for %llds: exiting",
+           static_cast<long long>(flags.exit_when_idle_s));
+      break;
+    }
+  }
+  stop.store(true, std::memory_order_release);
+  reader.join();
+  server.reset();  // closes connections, removes the socket
+  exposer.reset();  // civetweb takes up to ~2 s to stop its threads
+  unlink(pid_file.c_str());
+  close(lock_fd);  // releases the lock
+  Logf("stopped");
+  return 0;
+}
+
+}  // namespace
+}  // namespace daemon
+}  // namespace xtimer
+
+int main(int argc, char** argv) { return xtimer::daemon::Main(argc, argv); }

@@ -1,0 +1,260 @@
+#include "daemon/metrics.h"
+
+#include <cinttypes>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "daemon/op_stats.h"
+
+namespace xtimer {
+namespace daemon {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// Indices into the family table below; the order is the exposition order.
+enum Family {
+  kOpsTotal,
+  kOpSecondsTotal,
+  kOpBytesTotal,
+  kOpFlopTotal,
+  kWindowOps,
+  kLatencyAvg,
+  kLatencyMin,
+  kLatencyMax,
+  kLatencyP99,
+  kMatmulFlopRate,
+  kBusBandwidth,
+  kAlgoBandwidth,
+  kCommLastIssued,
+  kCommLastCompleted,
+  kCommOldestAge,
+  kCommHang,
+  kCommLastCompletedTime,
+  kCommSize,
+  kCommRank,
+  kRankUp,
+  kRankHang,
+  kRankInfo,
+  kRingWritten,
+  kRingDropped,
+  kRingInvalid,
+  kRingLost,
+  kRingUnaggregated,
+  kRingFill,
+  kHeartbeatAge,
+  kHistoryRecords,
+  kProcessesRegistered,
+  kRegistrations,
+  kRegistrationsRejected,
+  kIdentityConflicts,
+  kStartTime,
+  kFamilyCount,
+};
+
+struct FamilyInfo {
+  const char* name;
+  MetricType type;
+  const char* help;
+};
+
+constexpr FamilyInfo kFamilies[kFamilyCount] = {
+    {"xtimer_ops_total", MetricType::Counter, "Operations completed."},
+    {"xtimer_op_seconds_total", MetricType::Counter,
+     "Summed GPU duration of completed operations (host time blocked for host_sync)."},
+    {"xtimer_op_bytes_total", MetricType::Counter,
+     "Bytes of completed collectives (per-rank send buffer), p2p ops, copies and sets."},
+    {"xtimer_op_flop_total", MetricType::Counter,
+     "Floating-point operations of completed matmuls (2*m*n*k*batch)."},
+    {"xtimer_op_window_ops", MetricType::Gauge, "Operations completed in the sliding window."},
+    {"xtimer_op_latency_avg_seconds", MetricType::Gauge,
+     "Mean operation duration over the sliding window."},
+    {"xtimer_op_latency_min_seconds", MetricType::Gauge,
+     "Shortest operation duration in the sliding window."},
+    {"xtimer_op_latency_max_seconds", MetricType::Gauge,
+     "Longest operation duration in the sliding window."},
+    {"xtimer_op_latency_p99_seconds", MetricType::Gauge,
+     "99th percentile (nearest rank) of the raw operation durations in the sliding window."},
+    {"xtimer_matmul_flop_per_second", MetricType::Gauge,
+     "Matmul throughput over the sliding window: summed FLOP / summed seconds (divide by 1e12 "
+     "for TFLOPS)."},
+    {"xtimer_collective_bus_bandwidth_bytes_per_second", MetricType::Gauge,
+     "nccl-tests bus bandwidth over the sliding window: summed bus bytes / summed seconds "
+     "(divide by 1e9 for GB/s)."},
+    {"xtimer_collective_algo_bandwidth_bytes_per_second", MetricType::Gauge,
+     "nccl-tests algorithm bandwidth over the sliding window: summed buffer bytes / summed "
+     "seconds."},
+    {"xtimer_comm_last_issued_seq", MetricType::Gauge,
+     "Sequence number of the last operation issued on the communicator."},
+    {"xtimer_comm_last_completed_seq", MetricType::Gauge,
+     "Sequence number of the last operation completed on the communicator."},
+    {"xtimer_comm_oldest_inflight_age_seconds", MetricType::Gauge,
+     "Age of the oldest operation in flight on the communicator, 0 when none."},
+    {"xtimer_comm_hang", MetricType::Gauge,
+     "1 when an operation has been in flight on the communicator longer than the hang timeout."},
+    {"xtimer_comm_last_completed_timestamp_seconds", MetricType::Gauge,
+     "Unix time at which the last operation on the communicator completed."},
+    {"xtimer_comm_size", MetricType::Gauge, "Ranks in the communicator."},
+    {"xtimer_comm_rank", MetricType::Gauge, "This process's rank in the communicator."},
+    {"xtimer_rank_up", MetricType::Gauge,
+     "1 while the process is registered and its ring heartbeat is fresh, 0 when it is stale."},
+    {"xtimer_rank_hang", MetricType::Gauge,
+     "1 when any operation of the process has been in flight longer than the hang timeout."},
+    {"xtimer_rank_info", MetricType::Gauge,
+     "Always 1; carries the process id and world size of a registered process."},
+    {"xtimer_ring_records_written_total", MetricType::Counter,
+     "Records the process published into its ring."},
+    {"xtimer_ring_records_dropped_total", MetricType::Counter,
+     "Records the process dropped because its ring was full."},
+    {"xtimer_ring_records_invalid_total", MetricType::Counter,
+     "Records the daemon rejected as malformed."},
+    {"xtimer_ring_records_lost_total", MetricType::Counter,
+     "Records skipped because the ring positions were impossible (corrupt header)."},
+    {"xtimer_ring_records_unaggregated_total", MetricType::Counter,
+     "Valid records not aggregated because the process reached its series limit."},
+    {"xtimer_ring_fill_ratio", MetricType::Gauge,
+     "Fraction of the ring in use when the daemon last drained it."},
+    {"xtimer_ring_heartbeat_age_seconds", MetricType::Gauge,
+     "Seconds since the process's recorder last updated its ring heartbeat."},
+    {"xtimer_history_records", MetricType::Gauge,
+     "Operation records retained in memory for dumps."},
+    {"xtimer_processes_registered", MetricType::Gauge, "Processes registered with the daemon."},
+    {"xtimer_registrations_total", MetricType::Counter, "Rings accepted since the daemon started."},
+    {"xtimer_registrations_rejected_total", MetricType::Counter,
+     "Registrations rejected (bad hello, invalid or unsealed ring)."},
+    {"xtimer_identity_conflicts", MetricType::Gauge,
+     "Live processes not exported because an older live process has the same labels."},
+    {"xtimer_daemon_start_time_seconds", MetricType::Gauge, "Unix time the daemon started."},
+};
+
+using Labels = std::vector<ClientMetric::Label>;
+
+class Builder {
+ public:
+  Builder() : families_(kFamilyCount) {
+    for (int i = 0; i < kFamilyCount; ++i) {
+      families_[i].name = kFamilies[i].name;
+      families_[i].help = kFamilies[i].help;
+      families_[i].type = kFamilies[i].type;
+    }
+  }
+
+  void Add(Family f, const Labels& labels, double value) {
+    ClientMetric m;
+    m.label = labels;
+    if (kFamilies[f].type == MetricType::Counter) {
+      m.counter.value = value;
+    } else {
+      m.gauge.value = value;
+    }
+    families_[f].metric.push_back(std::move(m));
+  }
+
+  std::vector<MetricFamily> Take() { return std::move(families_); }
+
+ private:
+  std::vector<MetricFamily> families_;
+};
+
+Labels RankLabels(const ProcessSnapshot& p) {
+  return {{"job", p.job},
+          {"host", p.host},
+          {"pod", p.pod},
+          {"rank", std::to_string(p.rank)},
+          {"local_rank", std::to_string(p.local_rank)}};
+}
+
+std::string CommLabel(uint64_t id) {
+  if (id == 0) return "none";
+  char buf[17];
+  snprintf(buf, sizeof(buf), "%016" PRIx64, id);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<MetricFamily> BuildFamilies(const Snapshot& snap) {
+  Builder b;
+  for (const ProcessSnapshot& p : snap.processes) {
+    if (p.hidden) continue;
+    const Labels rank = RankLabels(p);
+    for (const SeriesSnapshot& s : p.series) {
+      Labels l = rank;
+      l.push_back({"kind", format::OpKindName(static_cast<format::OpKind>(s.kind))});
+      l.push_back({"operation", format::OperationName(static_cast<format::Operation>(s.op))});
+      l.push_back({"dtype", format::DTypeName(static_cast<format::DType>(s.dtype))});
+      l.push_back({"size_class", SizeClassName(s.kind, s.size_class)});
+      const auto kind = static_cast<format::OpKind>(s.kind);
+      const bool is_matmul = kind == format::OpKind::kMatmul;
+      const bool is_comm = kind == format::OpKind::kCollective || kind == format::OpKind::kP2P;
+      const bool has_bytes = is_comm || kind == format::OpKind::kMemcpy ||
+                             kind == format::OpKind::kMemset;
+      b.Add(kOpsTotal, l, static_cast<double>(s.count));
+      b.Add(kOpSecondsTotal, l, s.seconds);
+      if (has_bytes) b.Add(kOpBytesTotal, l, s.bytes);
+      if (is_matmul) b.Add(kOpFlopTotal, l, s.flop);
+      const WindowStats& w = s.window;
+      b.Add(kWindowOps, l, static_cast<double>(w.count));
+      if (w.count == 0) continue;
+      b.Add(kLatencyAvg, l, w.seconds / static_cast<double>(w.count));
+      b.Add(kLatencyMin, l, static_cast<double>(w.min_ns) * 1e-9);
+      b.Add(kLatencyMax, l, static_cast<double>(w.max_ns) * 1e-9);
+      b.Add(kLatencyP99, l, static_cast<double>(w.p99_ns) * 1e-9);
+      if (w.seconds > 0) {
+        if (is_matmul) b.Add(kMatmulFlopRate, l, w.flop / w.seconds);
+        if (is_comm) {
+          b.Add(kBusBandwidth, l, w.bus_bytes / w.seconds);
+          b.Add(kAlgoBandwidth, l, w.algo_bytes / w.seconds);
+        }
+      }
+    }
+    for (const CommSnapshot& c : p.comms) {
+      Labels l = rank;
+      l.push_back({"comm", CommLabel(c.comm_id)});
+      b.Add(kCommLastIssued, l, static_cast<double>(c.last_issued_seq));
+      b.Add(kCommLastCompleted, l, static_cast<double>(c.last_completed_seq));
+      b.Add(kCommOldestAge, l, c.oldest_inflight_age_s);
+      b.Add(kCommHang, l, c.hang ? 1 : 0);
+      if (c.last_completed_ns > 0) {
+        b.Add(kCommLastCompletedTime, l, static_cast<double>(c.last_completed_ns) * 1e-9);
+      }
+      if (c.comm_size > 0) {
+        b.Add(kCommSize, l, c.comm_size);
+        b.Add(kCommRank, l, c.comm_rank);
+      }
+    }
+    b.Add(kRankUp, rank, p.up ? 1 : 0);
+    b.Add(kRankHang, rank, p.hang ? 1 : 0);
+    Labels info = rank;
+    info.push_back({"pid", std::to_string(p.pid)});
+    info.push_back({"world_size", std::to_string(p.world_size)});
+    b.Add(kRankInfo, info, 1);
+    b.Add(kRingWritten, rank, static_cast<double>(p.written));
+    b.Add(kRingDropped, rank, static_cast<double>(p.dropped));
+    b.Add(kRingInvalid, rank, static_cast<double>(p.invalid));
+    b.Add(kRingLost, rank, static_cast<double>(p.lost));
+    b.Add(kRingUnaggregated, rank, static_cast<double>(p.unaggregated));
+    b.Add(kRingFill, rank, p.fill);
+    b.Add(kHeartbeatAge, rank, p.heartbeat_age_s);
+    b.Add(kHistoryRecords, rank, static_cast<double>(p.history));
+  }
+  b.Add(kProcessesRegistered, {}, static_cast<double>(snap.processes.size()));
+  b.Add(kRegistrations, {}, static_cast<double>(snap.registrations));
+  b.Add(kRegistrationsRejected, {}, static_cast<double>(snap.registrations_rejected));
+  b.Add(kIdentityConflicts, {}, static_cast<double>(snap.identity_conflicts));
+  b.Add(kStartTime, {}, static_cast<double>(snap.start_ns) * 1e-9);
+  return b.Take();
+}
+
+MetricsCollector::MetricsCollector(const Aggregator* aggregator, std::function<int64_t()> clock)
+    : aggregator_(aggregator), clock_(std::move(clock)) {}
+
+std::vector<MetricFamily> MetricsCollector::Collect() const {
+  return BuildFamilies(aggregator_->TakeSnapshot(clock_()));
+}
+
+}  // namespace daemon
+}  // namespace xtimer

@@ -1,0 +1,289 @@
+#include "daemon/ring_server.h"
+
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cstring>
+#include <exception>
+#include <utility>
+
+#include "daemon/log.h"
+#include "daemon/clock.h"
+#include "format/registration.h"
+
+namespace xtimer {
+namespace daemon {
+namespace {
+
+constexpr size_t kBatch = 1024;
+
+std::string Errno(const char* what) { return std::string(what) + ": " + strerror(errno); }
+
+}  // namespace
+
+struct RingServer::Connection {
+  int fd = -1;
+  int64_t accepted_ns = 0;  // monotonic
+  std::optional<format::RingReader> reader;
+  Aggregator::ProcessId id = 0;
+  int pid = 0;
+  format::ReadStats stats;
+  uint64_t invalid_logged = 0;
+  uint64_t lost_logged = 0;
+  double max_fill = 0;  // since the last status update
+};
+
+RingServer::RingServer(const RingServerOptions& options, Aggregator* aggregator)
+    : options_(options), aggregator_(aggregator), buffer_(kBatch),
+      inflight_(format::kMaxInflight) {
+  last_active_ns_.store(MonotonicNs(), std::memory_order_relaxed);
+}
+
+RingServer::~RingServer() {
+  std::vector<int> fds;
+  for (const auto& c : connections_) fds.push_back(c.first);
+  for (int fd : fds) Close(fd, nullptr);
+  if (epoll_fd_ >= 0) close(epoll_fd_);
+  if (listen_fd_ >= 0) close(listen_fd_);
+  if (created_socket_) unlink(options_.socket_path.c_str());
+}
+
+bool RingServer::Listen(std::string* error) {
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  if (options_.socket_path.empty() || options_.socket_path.size() >= sizeof(addr.sun_path)) {
+    *error = "socket path empty or too long: " + options_.socket_path;
+    return false;
+  }
+  memcpy(addr.sun_path, options_.socket_path.c_str(), options_.socket_path.size() + 1);
+  struct stat st;
+  if (lstat(options_.socket_path.c_str(), &st) == 0) {
+    if (!S_ISSOCK(st.st_mode)) {
+      *error = options_.socket_path + " exists and is not a socket";
+      return false;
+    }
+    unlink(options_.socket_path.c_str());  // stale: the caller holds the run-dir lock
+  }
+  listen_fd_ = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (listen_fd_ < 0) {
+    *error = Errno("socket");
+    return false;
+  }
+  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    *error = Errno(("bind " + options_.socket_path).c_str());
+    return false;
+  }
+  created_socket_ = true;
+  if (listen(listen_fd_, 128) != 0) {
+    *error = Errno("listen");
+    return false;
+  }
+  epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
+  if (epoll_fd_ < 0) {
+    *error = Errno("epoll_create1");
+    return false;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.fd = listen_fd_;
+  if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev) != 0) {
+    *error = Errno("epoll_ctl");
+    return false;
+  }
+  return true;
+}
+
+void RingServer::Accept() {
+  for (;;) {
+    int fd = accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) {
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
+        Logf("accept: %s", strerror(errno));
+      }
+      return;
+    }
+    if (connections_.size() >= options_.max_connections) {
+      Logf("too many connections (%zu); closing a new one", connections_.size());
+      close(fd);
+      continue;
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP;
+    ev.data.fd = fd;
+    if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev) != 0) {
+      Logf("epoll_ctl: %s", strerror(errno));
+      close(fd);
+      continue;
+    }
+    auto c = std::make_unique<Connection>();
+    c->fd = fd;
+    c->accepted_ns = MonotonicNs();
+    connections_[fd] = std::move(c);
+  }
+}
+
+void RingServer::Close(int fd, const char* why) {
+  auto it = connections_.find(fd);
+  if (it == connections_.end()) return;
+  Connection* c = it->second.get();
+  if (c->reader.has_value()) {
+    aggregator_->RemoveProcess(c->id);
+    registered_.fetch_sub(1, std::memory_order_relaxed);
+    if (why != nullptr) {
+      Logf("pid %d unregistered (%s): %" PRIu64 " records read, %" PRIu64 " invalid, %" PRIu64
+           " lost, %" PRIu64 " dropped by the writer",
+           c->pid, why, c->stats.records, c->stats.invalid, c->stats.lost, c->reader->dropped());
+    }
+  }
+  epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  close(fd);
+  connections_.erase(it);
+}
+
+void RingServer::Register(Connection* c) {
+  char peek;
+  ssize_t n = recv(c->fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+  if (n <= 0) {
+    Close(c->fd, nullptr);  // closed before registering
+    return;
+  }
+  format::Hello hello{};
+  std::string error;
+  int ring_fd = format::ReceiveRing(c->fd, &hello, &error);
+  if (ring_fd < 0) {
+    Logf("registration rejected: %s", error.c_str());
+    aggregator_->CountRejectedRegistration();
+    Close(c->fd, nullptr);
+    return;
+  }
+  auto reader = format::RingReader::Attach(ring_fd, &error);
+  close(ring_fd);
+  if (!reader.has_value()) {
+    Logf("registration from pid %d rejected: %s", hello.pid, error.c_str());
+    aggregator_->CountRejectedRegistration();
+    Close(c->fd, nullptr);
+    return;
+  }
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  int peer_pid = getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
+  c->pid = peer_pid > 0 ? peer_pid : reader->pid();
+  const format::Identity id = reader->identity();
+  c->reader = std::move(reader);
+  c->id = aggregator_->AddProcess(c->pid, id);
+  registered_.fetch_add(1, std::memory_order_relaxed);
+  Logf("pid %d registered: job=%s host=%s pod=%s rank=%d local_rank=%d ring=%u records",
+       c->pid, SanitizeLabel(id.job).c_str(), SanitizeLabel(id.host).c_str(),
+       SanitizeLabel(id.pod).c_str(), id.rank, id.local_rank, c->reader->capacity());
+  PublishStatus(c);
+}
+
+void RingServer::HandleReadable(Connection* c) {
+  if (!c->reader.has_value()) {
+    Register(c);
+    return;
+  }
+  char buf[256];
+  ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+  if (n > 0) return;  // nothing more is expected; ignore
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+  // End of the connection: the process exited. Take what it left in its ring, then forget it.
+  Drain(c, RealtimeNs());
+  PublishStatus(c);
+  Close(c->fd, n == 0 ? "connection closed" : strerror(errno));
+}
+
+void RingServer::Drain(Connection* c, int64_t now_ns) {
+  format::RingReader& r = *c->reader;
+  const uint64_t backlog = r.backlog();
+  c->max_fill = std::max(c->max_fill, static_cast<double>(backlog) / r.capacity());
+  // Bounded: a writer that keeps writing cannot hold the thread.
+  size_t budget = r.capacity() + kBatch;
+  while (budget > 0) {
+    size_t n = r.Read(buffer_.data(), buffer_.size(), &c->stats);
+    if (n > 0) aggregator_->Ingest(c->id, buffer_.data(), n, now_ns);
+    if (n < buffer_.size()) break;
+    budget -= std::min(budget, n);
+  }
+}
+
+void RingServer::PublishStatus(Connection* c) {
+  format::RingReader& r = *c->reader;
+  ProcessStatus st;
+  st.identity = r.identity();
+  st.written = r.written();
+  st.dropped = r.dropped();
+  st.invalid = c->stats.invalid;
+  st.lost = c->stats.lost;
+  st.fill = c->max_fill;
+  c->max_fill = static_cast<double>(r.backlog()) / r.capacity();
+  st.heartbeat_ns = r.heartbeat_ns();
+  int count = 0;
+  st.inflight_valid = r.Inflight(inflight_.data(), &count);
+  if (st.inflight_valid) st.inflight.assign(inflight_.begin(), inflight_.begin() + count);
+  aggregator_->UpdateStatus(c->id, st);
+  if (c->stats.invalid != c->invalid_logged || c->stats.lost != c->lost_logged) {
+    Logf("pid %d: ring holds bad data: %" PRIu64 " invalid records, %" PRIu64
+         " lost to impossible positions so far",
+         c->pid, c->stats.invalid, c->stats.lost);
+    c->invalid_logged = c->stats.invalid;
+    c->lost_logged = c->stats.lost;
+  }
+}
+
+void RingServer::RunOnce(int timeout_ms) {
+  try {
+    epoll_event events[64];
+    int n = epoll_wait(epoll_fd_, events, 64, timeout_ms);
+    if (n < 0 && errno != EINTR) Logf("epoll_wait: %s", strerror(errno));
+    for (int i = 0; i < n; ++i) {
+      const int fd = events[i].data.fd;
+      if (fd == listen_fd_) {
+        Accept();
+        continue;
+      }
+      auto it = connections_.find(fd);
+      if (it != connections_.end()) HandleReadable(it->second.get());
+    }
+    const int64_t now = RealtimeNs();
+    for (auto& entry : connections_) {
+      if (entry.second->reader.has_value()) Drain(entry.second.get(), now);
+    }
+    const int64_t mono = MonotonicNs();
+    if (mono - last_status_ns_ >= int64_t{options_.status_interval_ms} * 1000000) {
+      last_status_ns_ = mono;
+      std::vector<int> stale;
+      for (auto& entry : connections_) {
+        Connection* c = entry.second.get();
+        if (c->reader.has_value()) {
+          PublishStatus(c);
+        } else if (mono - c->accepted_ns > int64_t{options_.register_timeout_ms} * 1000000) {
+          stale.push_back(entry.first);
+        }
+      }
+      for (int fd : stale) {
+        Logf("closing a connection that sent no ring within %d ms", options_.register_timeout_ms);
+        Close(fd, nullptr);
+      }
+    }
+    if (registered_.load(std::memory_order_relaxed) > 0) {
+      last_active_ns_.store(mono, std::memory_order_relaxed);
+    }
+  } catch (const std::exception& e) {
+    Logf("read cycle failed: %s", e.what());
+  }
+}
+
+void RingServer::Run(const std::atomic<bool>* stop) {
+  while (!stop->load(std::memory_order_acquire)) RunOnce(options_.poll_interval_ms);
+}
+
+}  // namespace daemon
+}  // namespace xtimer

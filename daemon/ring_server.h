@@ -1,0 +1,83 @@
+// The registration socket and the ring reader: accepts processes on a Unix stream socket,
+// attaches the ring each one sends (format/registration.h), drains every ring into the
+// Aggregator once per cycle, and removes a process when its connection ends.
+//
+// One thread runs everything: epoll on the listening socket and the connections (registrations
+// and exits), with a timeout of one poll interval after which every ring is read. The rings are
+// untrusted: RingReader validates each record; anything invalid is counted and logged, never
+// fatal. Errors in a cycle are logged and the loop goes on.
+#ifndef XTIMER_DAEMON_RING_SERVER_H_
+#define XTIMER_DAEMON_RING_SERVER_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "daemon/aggregator.h"
+#include "daemon/clock.h"
+#include "format/record.h"
+#include "format/ring.h"
+
+namespace xtimer {
+namespace daemon {
+
+struct RingServerOptions {
+  std::string socket_path;
+  int poll_interval_ms = 5;          // read cycle
+  int status_interval_ms = 100;      // ring header status (counters, in-flight table)
+  size_t max_connections = 1024;     // connections beyond are closed at once
+  int register_timeout_ms = 5000;    // a connection that sends no ring by then is closed
+};
+
+class RingServer {
+ public:
+  RingServer(const RingServerOptions& options, Aggregator* aggregator);
+  ~RingServer();  // closes every connection and unlinks the socket if Listen() created it
+  RingServer(const RingServer&) = delete;
+  RingServer& operator=(const RingServer&) = delete;
+
+  // Binds and listens (an existing file at the path is replaced: callers hold the run-dir lock).
+  bool Listen(std::string* error);
+  // One cycle: waits up to `timeout_ms` for socket events, handles them, reads every ring.
+  void RunOnce(int timeout_ms);
+  // Cycles until *stop is true.
+  void Run(const std::atomic<bool>* stop);
+
+  // Processes registered now (safe from any thread).
+  size_t registered() const { return registered_.load(std::memory_order_relaxed); }
+  // Monotonic ns of the last time the number of registered processes was > 0 or changed.
+  int64_t last_active_ns() const { return last_active_ns_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Connection;
+
+  void Accept();
+  void HandleReadable(Connection* c);
+  void Register(Connection* c);
+  void Close(int fd, const char* why);
+  // Drains the ring of `c` (at most one ring's worth of records).
+  void Drain(Connection* c, int64_t now_ns);
+  void PublishStatus(Connection* c);
+
+  const RingServerOptions options_;
+  Aggregator* aggregator_;
+  int listen_fd_ = -1;
+  int epoll_fd_ = -1;
+  bool created_socket_ = false;
+  std::unordered_map<int, std::unique_ptr<Connection>> connections_;
+  std::vector<format::RecordSlot> buffer_;
+  std::vector<format::InflightRow> inflight_;
+  int64_t last_status_ns_ = 0;
+  std::atomic<size_t> registered_{0};
+  std::atomic<int64_t> last_active_ns_{0};
+};
+
+}  // namespace daemon
+}  // namespace xtimer
+
+#endif  // XTIMER_DAEMON_RING_SERVER_H_

@@ -1,0 +1,232 @@
+#include "daemon/ring_server.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <random>
+#include <string>
+
+#include "daemon/aggregator.h"
+#include "daemon/test_util.h"
+#include "format/registration.h"
+
+namespace xtimer {
+namespace daemon {
+namespace {
+
+using format::DType;
+using format::Operation;
+using testing::MakeOp;
+
+format::Identity Id(int rank) {
+  format::Identity id;
+  id.job = "job";
+  id.host = "host";
+  id.pod = "pod";
+  id.rank = rank;
+  id.local_rank = rank;
+  id.world_size = 4;
+  return id;
+}
+
+class RingServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir("ring_server_test");
+    ASSERT_FALSE(dir_.empty());
+    AggregatorOptions ao;
+    ao.history = 1000;
+    aggregator_ = std::make_unique<Aggregator>(ao);
+    RingServerOptions so;
+    so.socket_path = dir_ + "/xtimerd.sock";
+    so.status_interval_ms = 0;
+    so.register_timeout_ms = 100;
+    server_ = std::make_unique<RingServer>(so, aggregator_.get());
+    std::string error;
+    ASSERT_TRUE(server_->Listen(&error)) << error;
+  }
+  void TearDown() override {
+    server_.reset();
+    testing::RemoveTree(dir_);
+  }
+
+  // A connected, registered writer: returns the socket fd.
+  int Register(format::RingWriter* w) {
+    std::string error;
+    int fd = format::ConnectToDaemon(dir_ + "/xtimerd.sock", &error);
+    EXPECT_GE(fd, 0) << error;
+    EXPECT_TRUE(format::SendRing(fd, w->fd(), &error)) << error;
+    return fd;
+  }
+
+  format::RingWriter NewWriter(int rank, uint32_t capacity = 256) {
+    std::string error;
+    auto w = format::RingWriter::Create(capacity, Id(rank), &error);
+    EXPECT_TRUE(w.has_value()) << error;
+    return std::move(*w);
+  }
+
+  void Cycle(int n = 3) {
+    for (int i = 0; i < n; ++i) server_->RunOnce(1);
+  }
+
+  std::string dir_;
+  std::unique_ptr<Aggregator> aggregator_;
+  std::unique_ptr<RingServer> server_;
+};
+
+TEST_F(RingServerTest, RegistersReadsAndForgetsProcesses) {
+  format::RingWriter a = NewWriter(0);
+  format::RingWriter b = NewWriter(1);
+  int fa = Register(&a);
+  int fb = Register(&b);
+  Cycle();
+  EXPECT_EQ(server_->registered(), 2u);
+  for (int i = 0; i < 100; ++i) {
+    auto r = MakeOp(Operation::kGemmEx, DType::kBF16, 1000);
+    ASSERT_TRUE(a.Write(r));
+    ASSERT_TRUE(b.Write(r));
+  }
+  a.PublishInflight(nullptr, 0);
+  Cycle();
+  Snapshot snap = aggregator_->TakeSnapshot(RealtimeNs());
+  ASSERT_EQ(snap.processes.size(), 2u);
+  for (const ProcessSnapshot& p : snap.processes) {
+    ASSERT_EQ(p.series.size(), 1u);
+    EXPECT_EQ(p.series[0].count, 100u);
+    EXPECT_EQ(p.written, 100u);
+    EXPECT_EQ(p.pid, getpid());
+  }
+
+  // Records written just before the process exits are still counted, then the series go.
+  for (int i = 0; i < 10; ++i) b.Write(MakeOp(Operation::kGemmEx, DType::kBF16, 1000));
+  close(fb);
+  Cycle();
+  EXPECT_EQ(server_->registered(), 1u);
+  snap = aggregator_->TakeSnapshot(RealtimeNs());
+  ASSERT_EQ(snap.processes.size(), 1u);
+  EXPECT_EQ(snap.processes[0].rank, 0);
+  close(fa);
+  Cycle();
+  EXPECT_EQ(server_->registered(), 0u);
+  EXPECT_EQ(aggregator_->TakeSnapshot(RealtimeNs()).registrations, 2u);
+}
+
+TEST_F(RingServerTest, RejectsBadRegistrations) {
+  std::string error;
+  const std::string path = dir_ + "/xtimerd.sock";
+  // 1. Bytes without a descriptor.
+  int f1 = format::ConnectToDaemon(path, &error);
+  ASSERT_EQ(write(f1, "garbage-garbage!", 16), 16);
+  // 2. A pipe instead of a memfd.
+  int p[2];
+  ASSERT_EQ(pipe(p), 0);
+  int f2 = format::ConnectToDaemon(path, &error);
+  ASSERT_TRUE(format::SendRing(f2, p[0], &error));
+  // 3. An unsealed memfd with a plausible size.
+  int mfd = memfd_create("fake", MFD_CLOEXEC);
+  ASSERT_EQ(ftruncate(mfd, format::RegionSize(64)), 0);
+  int f3 = format::ConnectToDaemon(path, &error);
+  ASSERT_TRUE(format::SendRing(f3, mfd, &error));
+  // 4. A sealed memfd whose header is garbage.
+  int gfd = memfd_create("garbage", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  ASSERT_EQ(ftruncate(gfd, format::RegionSize(64)), 0);
+  ASSERT_EQ(fcntl(gfd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+  ASSERT_EQ(pwrite(gfd, "not a ring header", 17, 0), 17);
+  int f4 = format::ConnectToDaemon(path, &error);
+  ASSERT_TRUE(format::SendRing(f4, gfd, &error));
+  // 5. A connection that never sends anything.
+  int f5 = format::ConnectToDaemon(path, &error);
+  Cycle();
+  usleep(150000);
+  Cycle();
+  EXPECT_EQ(server_->registered(), 0u);
+  EXPECT_EQ(aggregator_->TakeSnapshot(RealtimeNs()).registrations_rejected, 4u);
+  char c;
+  EXPECT_EQ(read(f5, &c, 1), 0);  // the daemon closed it
+  for (int fd : {f1, f2, f3, f4, f5, p[0], p[1], mfd, gfd}) close(fd);
+
+  // The daemon still accepts a good ring.
+  format::RingWriter w = NewWriter(2);
+  int fw = Register(&w);
+  Cycle();
+  EXPECT_EQ(server_->registered(), 1u);
+  close(fw);
+}
+
+// Writes random garbage into a real ring's slots and header while the server reads it: the
+// server survives, counts invalid records, and keeps serving.
+TEST_F(RingServerTest, SurvivesAGarbageWritingRing) {
+  format::RingWriter w = NewWriter(0, 64);
+  int fw = Register(&w);
+  Cycle();
+  ASSERT_EQ(server_->registered(), 1u);
+  format::RingHeader* h = w.header();
+  auto* slots = reinterpret_cast<unsigned char*>(h) + format::kHeaderSize;
+  const uint32_t cap = h->capacity;
+  std::mt19937_64 rng(12345);
+  uint64_t pos = h->write_pos.load();
+  for (int iter = 0; iter < 2000; ++iter) {
+    // Random bytes in a few slots, sometimes with a valid version/type prefix to reach deeper.
+    for (int k = 0; k < 8; ++k) {
+      unsigned char* s = slots + (rng() % cap) * format::kRecordSize;
+      for (size_t i = 0; i < format::kRecordSize; i += 8) {
+        uint64_t v = rng();
+        memcpy(s + i, &v, 8);
+      }
+      if (rng() % 2) {
+        s[0] = format::kRecordVersion;
+        s[1] = 0;
+        s[2] = static_cast<unsigned char>(1 + rng() % 3);
+      }
+    }
+    switch (rng() % 6) {
+      case 0:  // impossible positions
+        h->write_pos.store(rng());
+        pos = h->write_pos.load();
+        break;
+      case 1:
+        h->read_pos.store(rng());
+        break;
+      case 2:  // identity without NUL, garbage ranks
+        memset(h->job, 0xff, sizeof(h->job));
+        memset(h->host, '"', sizeof(h->host));
+        h->rank.store(static_cast<int32_t>(rng()));
+        h->local_rank.store(static_cast<int32_t>(rng()));
+        break;
+      case 3:  // a garbage in-flight table
+        h->inflight_count.store(static_cast<uint32_t>(rng()));
+        for (auto& e : h->inflight) {
+          e.comm_id.store(rng());
+          e.last_issued_seq.store(rng());
+          e.oldest_launch_ns.store(static_cast<int64_t>(rng()));
+        }
+        break;
+      default:  // plausible progress over the garbage
+        pos = h->read_pos.load() + rng() % (cap + 1);
+        h->write_pos.store(pos);
+        break;
+    }
+    server_->RunOnce(0);
+    if (iter % 100 == 0) {
+      Snapshot snap = aggregator_->TakeSnapshot(RealtimeNs());
+      ASSERT_EQ(snap.processes.size(), 1u);
+    }
+  }
+  Snapshot snap = aggregator_->TakeSnapshot(RealtimeNs());
+  ASSERT_EQ(snap.processes.size(), 1u);
+  EXPECT_GT(snap.processes[0].invalid, 0u);
+  EXPECT_GT(snap.processes[0].lost, 0u);
+  EXPECT_EQ(server_->registered(), 1u);
+  close(fw);
+  Cycle();
+  EXPECT_EQ(server_->registered(), 0u);
+}
+
+}  // namespace
+}  // namespace daemon
+}  // namespace xtimer
