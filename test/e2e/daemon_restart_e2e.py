@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Two jobs on one node under xtimer-launch, with the node daemon killed and restarted mid-run.
+
+  - two jobs (2 ranks each) share one node's xtimerd and are reported apart by their job label;
+  - `kill -9` of xtimerd leaves both jobs running; they finish with exit 0;
+  - a restarted xtimerd picks the running ranks up again (they re-register on their own) and their
+    op counters grow again.
+
+Usage: daemon_restart_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH
+"""
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_lib  # noqa: E402
+from e2e_lib import (Background, daemon_pid, fail, free_ports, log, parse, scrape,  # noqa: E402
+                     select, stop_daemon)
+
+
+def ranks_up(port):
+    text = scrape(port, must=False)
+    if text is None:
+        return {}, []
+    samples = parse(text)
+    up = {}
+    for labels, v in select(samples, "xtimer_rank_up"):
+        if v == 1:
+            up.setdefault(labels["job"], set()).add(int(labels["rank"]))
+    return up, samples
+
+
+def wait_for_ranks(port, want, timeout, what):
+    deadline = time.monotonic() + timeout
+    up = {}
+    while time.monotonic() < deadline:
+        up, samples = ranks_up(port)
+        if up == want:
+            return samples
+        time.sleep(0.2)
+    fail("%s: ranks up %s, expected %s" % (what, up, want))
+
+
+def ops(samples, job):
+    return sum(v for l, v in select(samples, "xtimer_ops_total") if l["job"] == job)
+
+
+def main(argv):
+    if len(argv) != 7:
+        fail(__doc__)
+    launch, xtimerd, lib, gpusim_run, train_step, demo_launch = [os.path.abspath(a) for a in argv[1:]]
+    tmp = tempfile.mkdtemp(prefix="e2e-", dir=os.environ.get("TEST_TMPDIR"))
+    short = tempfile.mkdtemp(prefix="xt-", dir="/tmp")  # Unix socket paths are short
+    e2e_lib.LOG_DIRS.extend([tmp, short])
+    run_dir = os.path.join(short, "node")
+    metrics, control = free_ports(2)
+    env = dict(os.environ)
+    env["XTIMER_SIM_TFLOPS_BF16"] = "0.02"  # GPU-bound: ~140 ms per step, ~8 s per job
+    jobs = []
+    try:
+        for name in ("job-a", "job-b"):
+            argv_j = [launch, "--run-dir", run_dir, "--metrics-port", str(metrics),
+                      "--control-port", str(control), "--lib", lib, "--daemon", xtimerd,
+                      "--job", name, "--",
+                      sys.executable, demo_launch, "--nproc", "2", "--timeout", "240", "--",
+                      gpusim_run, train_step, "--tp", "2", "--steps", "60", "--hidden", "256",
+                      "--seq", "256", "--layers", "2"]
+            jobs.append(Background(name, argv_j, env, tmp))
+        both = {"job-a": {0, 1}, "job-b": {0, 1}}
+        samples = wait_for_ranks(metrics, both, 60, "before the kill")
+        log("two jobs on one daemon, kept apart by the job label: %s" % sorted(both))
+
+        pid = daemon_pid(run_dir)
+        if pid is None:
+            fail("no xtimerd.pid in " + run_dir)
+        os.kill(pid, signal.SIGKILL)
+        log("killed xtimerd (pid %d) with SIGKILL" % pid)
+        time.sleep(1.0)
+        for j in jobs:
+            if j.proc.poll() is not None:
+                fail("%s stopped when the daemon died (exit %s):\n%s" %
+                     (j.name, j.proc.returncode, j.output()))
+        # A fresh daemon on the same run directory (the killed one left its socket file behind);
+        # the ranks re-register on their own.
+        start = subprocess.run([xtimerd, "--daemonize", "--run-dir", run_dir, "--metrics-port",
+                                str(metrics), "--control-port", str(control)],
+                               capture_output=True, timeout=30)
+        if start.returncode != 0:
+            fail("restarting xtimerd failed: %s" % (start.stdout + start.stderr).decode())
+        samples = wait_for_ranks(metrics, both, 30, "after the restart")
+        before = ops(samples, "job-a")
+        time.sleep(2.0)
+        up, samples = ranks_up(metrics)
+        after = ops(samples, "job-a")
+        if after <= before:
+            fail("job-a's op counter did not grow after the restart (%d -> %d)" % (before, after))
+        log("restarted xtimerd picked all 4 ranks up again; job-a's ops grow (%d -> %d)" %
+            (before, after))
+        for j in jobs:
+            status = j.wait(240)
+            if status != 0:
+                fail("%s exited %d:\n%s" % (j.name, status, j.output()))
+        log("both jobs ran to completion with exit 0")
+    finally:
+        for j in jobs:
+            j.kill()
+        stop_daemon(run_dir)
+        shutil.rmtree(short, ignore_errors=True)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,137 @@
+"""Helpers shared by the end-to-end tests: free ports, processes, Prometheus text parsing."""
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+
+def log(msg):
+    print("e2e: " + msg, flush=True)
+
+
+LOG_DIRS = []  # directories whose *.log files are printed when a test fails
+
+
+def fail(msg):
+    print("FAIL: " + msg, flush=True)
+    for d in LOG_DIRS:
+        for root, _, files in os.walk(d):
+            for name in sorted(files):
+                if name.endswith(".log"):
+                    path = os.path.join(root, name)
+                    with open(path, errors="replace") as f:
+                        print("---- %s (last 40 lines)" % path)
+                        print("".join(f.readlines()[-40:]), flush=True)
+    sys.exit(1)
+
+
+def free_ports(n):
+    socks, ports = [], []
+    for _ in range(n):
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        socks.append(s)
+        ports.append(s.getsockname()[1])
+    for s in socks:
+        s.close()
+    return ports
+
+
+def scrape(port, timeout=5, must=True):
+    """The exposition of 127.0.0.1:port/metrics; on failure fails the test, or None if not must."""
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=timeout) as r:
+            return r.read().decode()
+    except OSError as e:
+        if not must:
+            return None
+        fail("cannot scrape 127.0.0.1:%d/metrics: %s" % (port, e))
+
+
+_SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?\s+(\S+)')
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def parse(text):
+    """Returns [(name, {label: value}, float)] for every sample of a text exposition."""
+    samples = []
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = _SAMPLE.match(line)
+        if not m:
+            fail("unparsable exposition line: %r" % line)
+        labels = dict(_LABEL.findall(m.group(2) or ""))
+        samples.append((m.group(1), labels, float(m.group(3))))
+    return samples
+
+
+def select(samples, name, **want):
+    return [(l, v) for n, l, v in samples if n == name and all(l.get(k) == w for k, w in want.items())]
+
+
+def daemon_pid(run_dir):
+    try:
+        with open(os.path.join(run_dir, "xtimerd.pid")) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def stop_daemon(run_dir, sig=signal.SIGTERM):
+    pid = daemon_pid(run_dir)
+    if pid is None:
+        return
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        return
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.05)
+
+
+class Background:
+    """A child process whose output is collected in a file and echoed at the end."""
+
+    def __init__(self, name, argv, env, out_dir):
+        self.name = name
+        self.path = os.path.join(out_dir, name + ".log")
+        self.file = open(self.path, "wb")
+        self.proc = subprocess.Popen(argv, env=env, stdout=self.file, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def output(self):
+        with open(self.path, "rb") as f:
+            return f.read().decode(errors="replace")
+
+    def wait(self, timeout):
+        try:
+            return self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            fail("%s did not finish within %d s:\n%s" % (self.name, timeout, self.output()))
+
+    def kill(self):
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def wait_for_line(self, pattern, timeout):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if re.search(pattern, self.output()):
+                return
+            if self.proc.poll() is not None:
+                fail("%s exited (%s) before printing /%s/:\n%s" %
+                     (self.name, self.proc.returncode, pattern, self.output()))
+            time.sleep(0.1)
+        fail("%s did not print /%s/ within %d s:\n%s" % (self.name, pattern, timeout, self.output()))
