@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# hook/bench/hook_cost.sh: libxtimer.so's own host cost per timed op and per passed-through call,
+# in ns (Google Benchmark, preloaded minus plain) and in instructions (callgrind). Both run the
+# same nvcc-built program on the GPU simulator with and without LD_PRELOAD.
+#   --calls N        calls per callgrind run (default 20000); per call: (Ir(2N) - Ir(N)) / N
+#   --output_base D  Bazel output base (default: Bazel's)
+# Instructions are reported two ways:
+#   delta   preloaded minus plain per call: the hook's code plus the simulator's cost of the CUDA
+#           calls the hook makes (peek, is-capturing, get-device, 2 event records, query,
+#           2 elapsed-time); subtract the simulator's figures (docs/benchmarks.md) to compare.
+#   own     instructions executed inside libxtimer.so itself (callgrind self cost of its object),
+#           on the application's thread (the hot path) and on the poller thread: the simulator's
+#           cost is excluded by construction. The poller's figure includes its idle cycles, which
+#           scale with wall time (inflated ~50x under callgrind), not with calls.
+set -euo pipefail
+cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.."
+calls=20000
+bazel=(bazel)
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --calls) calls=$2; shift 2 ;;
+    --output_base) bazel=(bazel "--output_base=$2"); shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "hook_cost.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+command -v valgrind >/dev/null || { echo "hook_cost.sh: valgrind is required" >&2; exit 2; }
+echo "building (-c opt)..." >&2
+"${bazel[@]}" build --symlink_prefix=/ -c opt //hook:libxtimer.so //hook/bench:hook_bench \
+  //test/gpusim:gpusim-run >&2
+bin="$("${bazel[@]}" info --symlink_prefix=/ -c opt bazel-bin 2>/dev/null)"
+bench="$bin/hook/bench/hook_bench"
+lib="$bin/hook/libxtimer.so"
+export LD_LIBRARY_PATH="$bin/test/gpusim"
+export XTIMER_SIM_KERNEL_TIME_US=0
+export XTIMER_KERNEL_FILTER='^timed_'
+export XTIMER_DAEMON_SOCKET=/nonexistent/xtimerd.sock  # no daemon: the ring just fills
+
+echo "== wall time per call (Google Benchmark), plain"
+"$bench" --benchmark_min_time=0.5 2>&1 | grep -E '^BM_'
+echo "== wall time per call (Google Benchmark), libxtimer.so preloaded"
+LD_PRELOAD="$lib" "$bench" --benchmark_min_time=0.5 2>&1 | grep -E '^BM_'
+
+ir() {  # ir PRELOAD N OP -> "total own_app own_poller" (instructions; all threads for total)
+  local dir
+  dir=$(mktemp -d)
+  if [[ -n "$1" ]]; then
+    LD_PRELOAD="$1" valgrind --tool=callgrind --separate-threads=yes \
+      --callgrind-out-file="$dir/cg" "$bench" "--calls=$2" "$3" 2>/dev/null
+  else
+    valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$dir/cg" \
+      "$bench" "--calls=$2" "$3" 2>/dev/null
+  fi
+  # Per thread file (cg-01 is the application's main thread): the total, and the self cost of
+  # the functions callgrind_annotate attributes to libxtimer.so.
+  local total=0 own_main=0 own_other=0 f t o
+  for f in "$dir"/cg-*; do
+    t=$(callgrind_annotate --threshold=100 "$f" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}')
+    o=$(callgrind_annotate --threshold=100 "$f" 2>/dev/null | awk '/libxtimer\.so\]/ {gsub(",", "", $1); s += $1} END {print s + 0}')
+    total=$((total + t))
+    if [[ "$f" == *-01 ]]; then own_main=$((own_main + o)); else own_other=$((own_other + o)); fi
+  done
+  echo "$total $own_main $own_other"
+  rm -rf "$dir"
+}
+echo "== instructions per call (callgrind, N=$calls)"
+for op in passthrough timed memset; do
+  read -r p1 _ _ <<<"$(ir "" "$calls" "$op")"
+  read -r p2 _ _ <<<"$(ir "" $((2 * calls)) "$op")"
+  read -r h1 a1 o1 <<<"$(ir "$lib" "$calls" "$op")"
+  read -r h2 a2 o2 <<<"$(ir "$lib" $((2 * calls)) "$op")"
+  plain=$(( (p2 - p1) / calls ))
+  hooked=$(( (h2 - h1) / calls ))
+  echo "$op: plain $plain, preloaded $hooked, delta $((hooked - plain)); own code in libxtimer.so:" \
+    "app thread $(( (a2 - a1) / calls )), poller $(( (o2 - o1) / calls )) instructions per call"
+done

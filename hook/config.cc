@@ -1,0 +1,102 @@
+#include "hook/config.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <string>
+
+namespace xtimer {
+namespace hook {
+namespace {
+
+const char* First(GetEnvFn get, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    const char* v = get(n);
+    if (v != nullptr && *v != '\0') return v;
+  }
+  return nullptr;
+}
+
+bool ParseInt(const char* text, long long lo, long long hi, long long* out) {
+  if (text == nullptr || *text == '\0') return false;
+  errno = 0;
+  char* end = nullptr;
+  long long v = strtoll(text, &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+int IntFrom(GetEnvFn get, WarnFn warn, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    const char* v = get(n);
+    if (v == nullptr || *v == '\0') continue;
+    long long x;
+    if (ParseInt(v, 0, 1 << 30, &x)) return static_cast<int>(x);
+    if (warn != nullptr) warn((std::string("ignoring malformed ") + n + "=" + v).c_str());
+  }
+  return -1;
+}
+
+}  // namespace
+
+Config ReadConfig(GetEnvFn get, WarnFn warn) {
+  Config c;
+  const char* disable = get("XTIMER_DISABLE");
+  c.disabled = disable != nullptr && *disable != '\0' && std::string(disable) != "0";
+
+  if (const char* s = First(get, {"XTIMER_DAEMON_SOCKET"})) {
+    c.socket_path = s;
+  } else {
+    const char* dir = First(get, {"XTIMER_RUN_DIR"});
+    c.socket_path = std::string(dir != nullptr ? dir : "/tmp/xtimer") + "/xtimerd.sock";
+  }
+
+  const char* job = First(get, {"XTIMER_JOB", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID"});
+  c.job = job != nullptr ? job : "default";
+  if (const char* h = First(get, {"XTIMER_HOST"})) {
+    c.host = h;
+  } else {
+    char buf[256] = {};
+    c.host = gethostname(buf, sizeof(buf) - 1) == 0 ? buf : "unknown";
+  }
+  const char* pod = First(get, {"XTIMER_POD", "POD_NAME"});
+  c.pod = pod != nullptr ? pod : c.host;
+
+  long long v;
+  if (const char* s = get("XTIMER_RING_CAPACITY")) {
+    if (ParseInt(s, 1, 1 << 22, &v)) {
+      c.ring_capacity = static_cast<uint32_t>(v);
+    } else if (warn != nullptr) {
+      warn((std::string("ignoring malformed XTIMER_RING_CAPACITY=") + s).c_str());
+    }
+  }
+  if (const char* s = get("XTIMER_SAMPLE_RATE")) {
+    if (ParseInt(s, 1, 1 << 30, &v)) {
+      c.sample_rate = static_cast<uint32_t>(v);
+    } else if (warn != nullptr) {
+      warn((std::string("ignoring malformed XTIMER_SAMPLE_RATE=") + s).c_str());
+    }
+  }
+  if (const char* s = get("XTIMER_EXIT_FLUSH_MS")) {
+    if (ParseInt(s, 0, 600000, &v)) {
+      c.exit_flush_ms = static_cast<int>(v);
+    } else if (warn != nullptr) {
+      warn((std::string("ignoring malformed XTIMER_EXIT_FLUSH_MS=") + s).c_str());
+    }
+  }
+  if (const char* f = get("XTIMER_KERNEL_FILTER")) c.kernel_filter = f;
+  const char* verbose = get("XTIMER_VERBOSE");
+  c.verbose = verbose != nullptr && *verbose != '\0' && std::string(verbose) != "0";
+
+  c.rank = IntFrom(get, warn, {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"});
+  c.local_rank = IntFrom(get, warn, {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+                                     "MPI_LOCALRANKID", "SLURM_LOCALID"});
+  c.world_size = IntFrom(get, warn, {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE",
+                                     "SLURM_NTASKS"});
+  return c;
+}
+
+}  // namespace hook
+}  // namespace xtimer

@@ -1,0 +1,33 @@
+// Settings of libxtimer.so, read once from XTIMER_* (and launcher / scheduler) environment
+// variables at the first hooked CUDA call. docs/hook.md lists every variable.
+#ifndef XTIMER_HOOK_CONFIG_H_
+#define XTIMER_HOOK_CONFIG_H_
+
+#include <cstdint>
+#include <string>
+
+namespace xtimer {
+namespace hook {
+
+struct Config {
+  bool disabled = false;            // XTIMER_DISABLE=1: pure pass-through
+  std::string socket_path;          // XTIMER_DAEMON_SOCKET, else $XTIMER_RUN_DIR/xtimerd.sock
+  std::string job, host, pod;       // ring identity
+  uint32_t ring_capacity = 65536;   // XTIMER_RING_CAPACITY (records)
+  uint32_t sample_rate = 1;         // XTIMER_SAMPLE_RATE: time 1 in N calls per op signature
+  std::string kernel_filter;        // XTIMER_KERNEL_FILTER (ECMAScript regex); empty: no kernels
+  int rank = -1, local_rank = -1, world_size = -1;  // from torchrun / MPI / PMI / Slurm
+  int exit_flush_ms = 1000;         // XTIMER_EXIT_FLUSH_MS: wait at exit for ops still in flight
+  bool verbose = false;             // XTIMER_VERBOSE=1: log hook decisions to stderr
+};
+
+// `get` is getenv or a test double. Malformed numbers are ignored (the default stays) with a
+// message through `warn` (may be null).
+using GetEnvFn = const char* (*)(const char*);
+using WarnFn = void (*)(const char* message);
+Config ReadConfig(GetEnvFn get, WarnFn warn);
+
+}  // namespace hook
+}  // namespace xtimer
+
+#endif  // XTIMER_HOOK_CONFIG_H_

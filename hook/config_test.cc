@@ -1,0 +1,93 @@
+#include "hook/config.h"
+
+#include <map>
+#include <string>
+
+#include "gtest/gtest.h"
+
+namespace xtimer {
+namespace hook {
+namespace {
+
+std::map<std::string, std::string>* g_env;
+std::string* g_warnings;
+
+const char* FakeGetEnv(const char* name) {
+  auto it = g_env->find(name);
+  return it == g_env->end() ? nullptr : it->second.c_str();
+}
+void FakeWarn(const char* message) { *g_warnings += std::string(message) + "\n"; }
+
+Config Read(std::map<std::string, std::string> env, std::string* warnings = nullptr) {
+  std::string w;
+  g_env = &env;
+  g_warnings = &w;
+  Config c = ReadConfig(&FakeGetEnv, &FakeWarn);
+  if (warnings != nullptr) *warnings = w;
+  return c;
+}
+
+TEST(ConfigTest, Defaults) {
+  Config c = Read({{"XTIMER_HOST", "h1"}});
+  EXPECT_FALSE(c.disabled);
+  EXPECT_EQ(c.socket_path, "/tmp/xtimer/xtimerd.sock");
+  EXPECT_EQ(c.job, "default");
+  EXPECT_EQ(c.host, "h1");
+  EXPECT_EQ(c.pod, "h1");
+  EXPECT_EQ(c.ring_capacity, 65536u);
+  EXPECT_EQ(c.sample_rate, 1u);
+  EXPECT_EQ(c.kernel_filter, "");
+  EXPECT_EQ(c.rank, -1);
+  EXPECT_EQ(c.local_rank, -1);
+  EXPECT_EQ(c.world_size, -1);
+}
+
+TEST(ConfigTest, IdentityFallbacks) {
+  Config c = Read({{"XTIMER_RUN_DIR", "/run/x"},
+                   {"TORCHELASTIC_RUN_ID", "te"},
+                   {"SLURM_JOB_ID", "77"},
+                   {"POD_NAME", "pod-3"},
+                   {"OMPI_COMM_WORLD_RANK", "5"},
+                   {"SLURM_LOCALID", "1"},
+                   {"PMI_SIZE", "8"}});
+  EXPECT_EQ(c.socket_path, "/run/x/xtimerd.sock");
+  EXPECT_EQ(c.job, "te");
+  EXPECT_EQ(c.pod, "pod-3");
+  EXPECT_EQ(c.rank, 5);
+  EXPECT_EQ(c.local_rank, 1);
+  EXPECT_EQ(c.world_size, 8);
+  c = Read({{"XTIMER_JOB", "j"}, {"SLURM_JOB_ID", "77"}, {"RANK", "2"}, {"SLURM_PROCID", "9"},
+            {"XTIMER_DAEMON_SOCKET", "/s.sock"}, {"XTIMER_POD", "p"}, {"POD_NAME", "q"}});
+  EXPECT_EQ(c.job, "j");
+  EXPECT_EQ(c.rank, 2);  // torchrun's RANK first
+  EXPECT_EQ(c.socket_path, "/s.sock");
+  EXPECT_EQ(c.pod, "p");
+}
+
+TEST(ConfigTest, KnobsAndMalformedValues) {
+  std::string w;
+  Config c = Read({{"XTIMER_DISABLE", "1"},
+                   {"XTIMER_RING_CAPACITY", "1024"},
+                   {"XTIMER_SAMPLE_RATE", "10"},
+                   {"XTIMER_KERNEL_FILTER", "gemm|attn"}},
+                  &w);
+  EXPECT_TRUE(c.disabled);
+  EXPECT_EQ(c.ring_capacity, 1024u);
+  EXPECT_EQ(c.sample_rate, 10u);
+  EXPECT_EQ(c.kernel_filter, "gemm|attn");
+  EXPECT_EQ(w, "");
+  c = Read({{"XTIMER_DISABLE", "0"}, {"XTIMER_SAMPLE_RATE", "0"}, {"RANK", "x"},
+            {"XTIMER_RING_CAPACITY", "lots"}},
+           &w);
+  EXPECT_FALSE(c.disabled);
+  EXPECT_EQ(c.sample_rate, 1u);
+  EXPECT_EQ(c.ring_capacity, 65536u);
+  EXPECT_EQ(c.rank, -1);
+  EXPECT_NE(w.find("XTIMER_SAMPLE_RATE=0"), std::string::npos);
+  EXPECT_NE(w.find("XTIMER_RING_CAPACITY=lots"), std::string::npos);
+  EXPECT_NE(w.find("RANK=x"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hook
+}  // namespace xtimer

@@ -1,0 +1,95 @@
+// Kernel names and the XTIMER_KERNEL_FILTER decision, cached per function.
+//
+// nvcc-built programs launch through __cudaLaunchKernel(cudaKernel_t, ...) after
+// __cudaGetKernel(&handle, host_function): MapHandle remembers handle -> host function. A host
+// function's name (demangled) is fetched and matched against the filter once (cold path, may
+// allocate); later launches find the cached answer with a lock-free probe (hot path).
+#ifndef XTIMER_HOOK_KERNEL_TABLE_H_
+#define XTIMER_HOOK_KERNEL_TABLE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <regex>
+#include <string>
+#include <vector>
+
+namespace xtimer {
+namespace hook {
+
+class KernelTable {
+ public:
+  static constexpr size_t kSlots = 8192;
+
+  // `filter` is an ECMAScript regex searched in the demangled name; empty: no kernel is timed.
+  // Returns false (and times nothing) when it does not compile.
+  bool SetFilter(const std::string& filter);
+  bool filter_enabled() const { return filter_enabled_; }
+
+  void MapHandle(const void* handle, const void* function);
+  const void* FunctionOf(const void* handle) const;  // null if unknown
+
+  // Cached decision for `function`: 0 unknown (call Classify), 1 not timed, else the name id (>=2
+  // is never produced; see below). Lock-free.
+  // Returns true and sets *name_id when the kernel is timed.
+  bool Cached(const void* function, bool* known, uint32_t* name_id) const {
+    uintptr_t v = 0;
+    *known = Find(functions_.get(), function, &v);
+    if (!*known || v == 1) return false;
+    *name_id = static_cast<uint32_t>(v >> 1);
+    return true;
+  }
+  // Cold path: `mangled` is the name the runtime gives (null if unknown). Caches and returns the
+  // decision; a timed kernel gets a name id (1, 2, ...).
+  bool Classify(const void* function, const char* mangled, uint32_t* name_id);
+
+  // Makes `alias` (a cudaKernel_t handle) share the cached decision of `function` (classified).
+  void Alias(const void* alias, const void* function);
+
+  // The demangled name of `name_id`, or empty. Thread-safe (takes the mutex; cold).
+  std::string Name(uint32_t name_id);
+
+ private:
+  struct Slot {
+    std::atomic<const void*> key{nullptr};
+    std::atomic<uintptr_t> value{0};
+  };
+  static size_t SlotOf(const void* p) {
+    uint64_t x = reinterpret_cast<uintptr_t>(p);
+    x ^= x >> 31;
+    x *= 0x9e3779b97f4a7c15ULL;
+    x ^= x >> 29;
+    return static_cast<size_t>(x) & (kSlots - 1);
+  }
+  static bool Find(const Slot* table, const void* key, uintptr_t* value) {
+    size_t i = SlotOf(key);
+    for (size_t n = 0; n < kSlots; ++n, i = (i + 1) & (kSlots - 1)) {
+      const void* k = table[i].key.load(std::memory_order_acquire);
+      if (k == key) {
+        *value = table[i].value.load(std::memory_order_relaxed);
+        return true;
+      }
+      if (k == nullptr) return false;
+    }
+    return false;
+  }
+  static void Put(Slot* table, const void* key, uintptr_t value);
+
+  bool filter_enabled_ = false;
+  std::unique_ptr<std::regex> filter_;
+  std::unique_ptr<Slot[]> handles_{new Slot[kSlots]};
+  // value: 1 = not timed, (name_id << 1) = timed.
+  std::unique_ptr<Slot[]> functions_{new Slot[kSlots]};
+  std::mutex mu_;
+  std::vector<std::string> names_;  // names_[id - 1]
+};
+
+// abi::__cxa_demangle, or the input when it is not a mangled C++ name.
+std::string Demangle(const char* mangled);
+
+}  // namespace hook
+}  // namespace xtimer
+
+#endif  // XTIMER_HOOK_KERNEL_TABLE_H_

@@ -1,0 +1,343 @@
+#include "hook/poller.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "format/registration.h"
+#include "hook/cuda_api.h"
+
+namespace xtimer {
+namespace hook {
+namespace {
+
+constexpr int64_t kReconnectNs = 1000000000;       // retry the daemon every second
+constexpr int64_t kConnectionCheckNs = 100000000;  // notice a dropped daemon within 100 ms
+constexpr float kReanchorMs = 100.0f;              // keep float elapsed times short (precision)
+
+void Log(const char* what, const std::string& detail) {
+  fprintf(stderr, "xtimer[%d]: %s%s\n", static_cast<int>(getpid()), what, detail.c_str());
+}
+
+}  // namespace
+
+Poller::Poller(State* state) : state_(state) {}
+
+void Poller::Start() {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  running_.store(true);
+  thread_ = std::thread([this] { Run(); });
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+void Poller::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  int fd = state_->socket_fd.exchange(-1);
+  if (fd >= 0) close(fd);
+}
+
+uint64_t Poller::ring_dropped() const {
+  format::RingHeader* h = header_.load();
+  return h != nullptr ? h->dropped.load() : 0;
+}
+
+bool Poller::WaitFor(uint64_t queued, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (handled_.load() < queued) {
+    if (!running_.load() || std::chrono::steady_clock::now() >= deadline) return false;
+    cv_.notify_all();
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  return true;
+}
+
+void Poller::Run() {
+  pthread_setname_np(pthread_self(), "xtimer-poller");
+  const Config& c = state_->config;
+  format::Identity id;
+  id.job = c.job;
+  id.host = c.host;
+  id.pod = c.pod;
+  id.rank = c.rank;
+  id.local_rank = c.local_rank;
+  id.world_size = c.world_size;
+  rank_known_ = c.rank >= 0;
+  global_rank_ = c.rank;
+  std::string error;
+  ring_ = format::RingWriter::Create(c.ring_capacity, id, &error);
+  if (ring_) {
+    header_.store(ring_->header());
+  } else {
+    Log("no shared-memory ring, records are discarded: ", error);
+  }
+
+  int idle_ms = 1;
+  for (;;) {
+    bool busy = Cycle();
+    idle_ms = busy ? 1 : std::min(idle_ms * 2, 20);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (stop_) break;
+    cv_.wait_for(lock, std::chrono::milliseconds(idle_ms));
+    if (stop_) break;
+  }
+  Cycle();  // what completed meanwhile
+  running_.store(false);
+}
+
+bool Poller::Cycle() {
+  Drain();
+  CompleteStreams();
+  int64_t now = NowRealtimeNs();
+  if (ring_) {
+    PublishInflight(now);
+    ring_->Heartbeat(now);
+    Register(now);
+  }
+  for (auto& kv : fifos_) {
+    if (!kv.second.ops.empty()) return true;
+  }
+  return false;
+}
+
+void Poller::Drain() {
+  Pending p;
+  while (state_->queue.Pop(&p)) {
+    if (p.state == Pending::kReady) {
+      if (p.rec.header.type == static_cast<uint8_t>(format::RecordType::kOp)) {
+        Issue(p);
+        Finish(p);
+      }
+      Emit(&p);
+      handled_.fetch_add(1);
+      continue;
+    }
+    Issue(p);
+    Fifo& f = fifos_[StreamKey{p.device, p.rec.op.stream}];
+    f.ops.push_back(p);
+  }
+}
+
+void Poller::CompleteStreams() {
+  for (auto& kv : fifos_) {
+    Fifo& f = kv.second;
+    while (!f.ops.empty()) {
+      if (!Complete(&f, &f.ops.front())) break;
+      f.ops.pop_front();
+      handled_.fetch_add(1);
+    }
+  }
+}
+
+bool Poller::Complete(Fifo* fifo, Pending* p) {
+  format::OpRecord& r = p->rec.op;
+  if (p->state == Pending::kFollower) {
+    if (fifo->group_id == r.group_id) {
+      r.gpu_start_ns = fifo->group_start_ns;
+      r.duration_ns = fifo->group_duration_ns;
+      Finish(*p);
+      Emit(p);
+    } else {
+      Finish(*p);  // its leader was not timed: nothing to report
+    }
+    return true;
+  }
+  const CudaApi& api = Api();
+  cudaError_t q = api.event_query(p->end);
+  if (q == cudaErrorNotReady) return false;
+  DeviceState* ds = state_->devices[p->device].load(std::memory_order_acquire);
+  bool ok = q == cudaSuccess;
+  float dur_ms = 0, off_ms = 0;
+  if (ok) ok = api.event_elapsed_time(&dur_ms, p->start, p->end) == cudaSuccess;
+  if (ok) ok = api.event_elapsed_time(&off_ms, ds->ref_event, p->start) == cudaSuccess;
+  if (!ok) api.get_last_error();  // the poller thread's own error slot
+  bool keep_start = false;
+  if (ok) {
+    r.duration_ns = std::llround(static_cast<double>(dur_ms) * 1e6);
+    r.gpu_start_ns = ds->ref_host_ns + std::llround(static_cast<double>(off_ms) * 1e6);
+    if (off_ms > kReanchorMs) {
+      // Re-anchor on this op's start: later offsets stay short, so float ms keep ns precision.
+      ds->pool.Push(ds->ref_event);
+      ds->ref_event = p->start;
+      ds->ref_host_ns = r.gpu_start_ns;
+      keep_start = true;
+    }
+    if (r.group_id != 0) {
+      fifo->group_id = r.group_id;
+      fifo->group_start_ns = r.gpu_start_ns;
+      fifo->group_duration_ns = r.duration_ns;
+    }
+  }
+  if (!keep_start) ds->pool.Push(p->start);
+  ds->pool.Push(p->end);
+  Finish(*p);
+  if (ok) Emit(p);
+  return true;
+}
+
+void Poller::Issue(const Pending& p) {
+  const format::OpRecord& r = p.rec.op;
+  Flight& f = flights_[r.comm_id];
+  // Row 0 counts ops. A communicator's row holds collective sequence numbers only (identical on
+  // every rank); its p2p ops (per-peer numbers) count towards the oldest op in flight.
+  if (r.comm_id == 0) {
+    ++f.issued;
+  } else if (r.kind != static_cast<uint8_t>(format::OpKind::kP2P)) {
+    f.issued = std::max(f.issued, r.seq);
+  }
+  f.launches.push_back(r.cpu_launch_ns);
+  f.last_activity_ns = r.cpu_launch_ns;
+  inflight_dirty_ = true;
+}
+
+void Poller::Finish(const Pending& p) {
+  const format::OpRecord& r = p.rec.op;
+  auto it = flights_.find(r.comm_id);
+  if (it == flights_.end()) return;
+  Flight& f = it->second;
+  // Ops of one communicator (or of row 0) almost always complete in issue order.
+  if (!f.launches.empty() && f.launches.front() == r.cpu_launch_ns) {
+    f.launches.pop_front();
+  } else {
+    auto l = std::find(f.launches.begin(), f.launches.end(), r.cpu_launch_ns);
+    if (l != f.launches.end()) f.launches.erase(l);
+  }
+  inflight_dirty_ = true;
+  if (r.comm_id == 0) {
+    ++f.completed;
+  } else if (r.kind != static_cast<uint8_t>(format::OpKind::kP2P)) {
+    f.completed = std::max(f.completed, r.seq);
+  }
+}
+
+void Poller::EmitName(uint32_t name_id) {
+  if (name_id < names_sent_.size() && names_sent_[name_id]) return;
+  if (names_sent_.size() <= name_id) names_sent_.resize(name_id + 1, false);
+  names_sent_[name_id] = true;
+  std::string name = state_->kernels.Name(name_id);
+  size_t parts = std::max<size_t>(1, (name.size() + format::kNameChunk - 1) / format::kNameChunk);
+  for (size_t i = 0; i < parts; ++i) {
+    format::RecordSlot slot;
+    memset(&slot, 0, sizeof(slot));
+    format::NameRecord& n = slot.name;
+    n.version = format::kRecordVersion;
+    n.type = static_cast<uint8_t>(format::RecordType::kName);
+    n.flags = i + 1 == parts ? format::kNameLast : 0;
+    n.name_id = name_id;
+    n.part = static_cast<uint16_t>(i);
+    size_t off = i * format::kNameChunk;
+    size_t len = std::min(format::kNameChunk, name.size() - std::min(off, name.size()));
+    n.length = static_cast<uint16_t>(len);
+    if (len > 0) memcpy(n.text, name.data() + off, len);
+    Write(slot);
+  }
+}
+
+void Poller::Emit(Pending* p) {
+  if (p->rec.header.type == static_cast<uint8_t>(format::RecordType::kComm)) {
+    format::CommRecord& c = p->rec.comm;
+    if (c.global_rank == -2) {  // a root communicator (made by an init call)
+      if (!rank_known_) {
+        rank_known_ = true;
+        global_rank_ = c.rank;
+        if (ring_) {
+          const Config& cfg = state_->config;
+          ring_->SetRank(c.rank, cfg.local_rank, cfg.world_size >= 0 ? cfg.world_size : c.size);
+        }
+      }
+    }
+    c.global_rank = global_rank_;
+    Write(p->rec);
+    return;
+  }
+  if (p->rec.op.name_id != 0) EmitName(p->rec.op.name_id);
+  Write(p->rec);
+}
+
+void Poller::Write(const format::RecordSlot& r) {
+  if (!ring_) return;
+  if (ring_->Write(r)) written_.fetch_add(1);
+}
+
+void Poller::PublishInflight(int64_t now) {
+  // The table only changes when ops are issued or complete; republish at least every 100 ms.
+  if (!inflight_dirty_ && now < next_publish_ns_) return;
+  inflight_dirty_ = false;
+  next_publish_ns_ = now + 100000000;
+  format::InflightRow rows[format::kMaxInflight];
+  int n = 0;
+  // Row 0: every op that is not a collective or p2p; then communicators, busiest first.
+  std::vector<std::pair<int64_t, uint64_t>> order;
+  for (auto& kv : flights_) {
+    if (kv.first != 0) order.push_back({kv.second.launches.empty() ? kv.second.last_activity_ns
+                                                                    : INT64_MAX,
+                                        kv.first});
+  }
+  std::sort(order.rbegin(), order.rend());
+  auto add = [&](uint64_t id) {
+    const Flight& f = flights_[id];
+    format::InflightRow& row = rows[n++];
+    row.comm_id = id;
+    row.last_issued_seq = f.issued;
+    row.last_completed_seq = f.completed;
+    row.oldest_launch_ns =
+        f.launches.empty() ? 0 : f.launches.front();
+  };
+  add(0);
+  for (auto& o : order) {
+    if (n >= format::kMaxInflight) break;
+    add(o.second);
+  }
+  ring_->PublishInflight(rows, n);
+}
+
+void Poller::Register(int64_t now) {
+  int fd = state_->socket_fd.load();
+  if (fd >= 0) {
+    if (now < next_check_ns_) return;
+    next_check_ns_ = now + kConnectionCheckNs;
+    pollfd pfd = {fd, POLLIN | POLLRDHUP, 0};
+    if (poll(&pfd, 1, 0) <= 0) return;
+    char byte;
+    if ((pfd.revents & (POLLHUP | POLLERR | POLLRDHUP)) != 0 ||
+        recv(fd, &byte, 1, MSG_DONTWAIT) <= 0) {
+      if (state_->socket_fd.compare_exchange_strong(fd, -1)) close(fd);
+      if (state_->config.verbose) Log("daemon connection closed; retrying", "");
+      next_connect_ns_ = now;
+    }
+    return;
+  }
+  if (now < next_connect_ns_) return;
+  next_connect_ns_ = now + kReconnectNs;
+  std::string error;
+  fd = format::ConnectToDaemon(state_->config.socket_path, &error);
+  if (fd < 0) {
+    if (state_->config.verbose) Log("daemon not reachable: ", error);
+    return;
+  }
+  if (!format::SendRing(fd, ring_->fd(), &error)) {
+    if (state_->config.verbose) Log("registration failed: ", error);
+    close(fd);
+    return;
+  }
+  state_->socket_fd.store(fd);
+  next_check_ns_ = now + kConnectionCheckNs;
+}
+
+}  // namespace hook
+}  // namespace xtimer

@@ -1,0 +1,106 @@
+// The poller: one thread per process (started by the first hooked call, every signal blocked).
+//
+// Each cycle it (1) drains the queue fed by the hot path into per-stream FIFOs, (2) completes ops
+// per stream in order: it queries the end event of each stream's head op and stops at the first
+// one not done, so a slow stream never delays another, (3) computes GPU start and duration with
+// the real cudaEventElapsedTime (a float in ms: the ns value is llround(ms * 1e6), exact to about
+// 1e-7 relative) and aligns the start to the host clock, (4) writes OpRecords, NameRecords and
+// CommRecords to the ring, returns events to their pool, (5) publishes the in-flight table and
+// the heartbeat, and (6) keeps the registration with the daemon (retrying every second). It
+// cycles every millisecond while ops are pending and backs off to 20 ms when idle.
+#ifndef XTIMER_HOOK_POLLER_H_
+#define XTIMER_HOOK_POLLER_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "format/ring.h"
+#include "hook/state.h"
+
+namespace xtimer {
+namespace hook {
+
+class Poller {
+ public:
+  explicit Poller(State* state);
+  void Start();
+  // Stops and joins the thread (at exit).
+  void Stop();
+  // Waits until `queued` entries have been handled (written or discarded). False on timeout.
+  bool WaitFor(uint64_t queued, int timeout_ms);
+
+  uint64_t written() const { return written_.load(); }
+  uint64_t ring_dropped() const;
+
+ private:
+  struct StreamKey {
+    int device;
+    uint64_t stream;
+    bool operator==(const StreamKey& o) const { return device == o.device && stream == o.stream; }
+  };
+  struct StreamKeyHash {
+    size_t operator()(const StreamKey& k) const {
+      return std::hash<uint64_t>()(k.stream * 31 + static_cast<uint64_t>(k.device));
+    }
+  };
+  struct Fifo {
+    std::deque<Pending> ops;
+    uint32_t group_id = 0;  // timing of the last timed group member, for its followers
+    int64_t group_start_ns = 0;
+    int64_t group_duration_ns = 0;
+  };
+  struct Flight {
+    uint64_t issued = 0;
+    uint64_t completed = 0;
+    std::deque<int64_t> launches;  // host launch times of ops in flight, in issue order
+    int64_t last_activity_ns = 0;
+  };
+
+  void Run();
+  // One cycle; returns whether anything is still pending.
+  bool Cycle();
+  void Drain();
+  void CompleteStreams();
+  bool Complete(Fifo* fifo, Pending* p);  // false: head not done yet
+  void Emit(Pending* p);
+  void EmitName(uint32_t name_id);
+  void Issue(const Pending& p);
+  void Finish(const Pending& p);
+  void Write(const format::RecordSlot& r);
+  void PublishInflight(int64_t now);
+  void Register(int64_t now);
+
+  State* state_;
+  std::thread thread_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::atomic<bool> running_{false};
+  std::optional<format::RingWriter> ring_;
+  std::atomic<format::RingHeader*> header_{nullptr};  // for ring_dropped() from other threads
+  bool rank_known_ = false;
+  int global_rank_ = -1;
+  std::unordered_map<StreamKey, Fifo, StreamKeyHash> fifos_;
+  std::map<uint64_t, Flight> flights_;  // by comm id; 0 = every other op
+  std::vector<bool> names_sent_;
+  std::atomic<uint64_t> handled_{0};
+  std::atomic<uint64_t> written_{0};
+  int64_t next_connect_ns_ = 0;
+  int64_t next_check_ns_ = 0;
+  bool inflight_dirty_ = true;
+  int64_t next_publish_ns_ = 0;
+};
+
+}  // namespace hook
+}  // namespace xtimer
+
+#endif  // XTIMER_HOOK_POLLER_H_

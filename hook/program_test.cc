@@ -1,0 +1,447 @@
+// Runs nvcc-built programs (hook/programs) on the GPU simulator with libxtimer.so preloaded and a
+// fake daemon (testing/fake_daemon.h) on the socket, and checks the records against the
+// simulator's time model (docs/gpusim*.md).
+// Usage: program_test GPUSIM_RUN LIBXTIMER_SO WORKLOAD ERRORS
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "format/record.h"
+#include "gtest/gtest.h"
+#include "hook/testing/fake_daemon.h"
+
+namespace xtimer {
+namespace hook {
+namespace {
+
+using format::DType;
+using format::OpKind;
+using format::Operation;
+using format::OpRecord;
+using testing::FakeDaemon;
+
+std::string g_run, g_lib, g_workload, g_errors;
+
+// A private directory with a short path (Unix socket paths are limited to 107 bytes), unique even
+// when parallel runs share /tmp and, in PID namespaces, their pids.
+std::string TmpDir() {
+  static const std::string dir = [] {
+    const char* t = getenv("XTIMER_TEST_TMP");
+    std::string tmpl = std::string(t != nullptr ? t : "/tmp") + "/xth-XXXXXX";
+    char* d = mkdtemp(&tmpl[0]);
+    return std::string(d != nullptr ? d : "/tmp");
+  }();
+  return dir;
+}
+
+// Runs argv with the extra environment; stdout and stderr go to *out. Returns the exit status
+// (or 128 + signal).
+int RunProgram(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+               std::string* out,
+        FakeDaemon* kill_after = nullptr, int kill_ms = 0, std::unique_ptr<FakeDaemon>* restart = nullptr,
+        const std::string& restart_path = "") {
+  std::string out_path = TmpDir() + "/program.out";
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    for (const std::string& e : env) putenv(strdup(e.c_str()));
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  if (kill_after != nullptr) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(kill_ms));
+    kill_after->Kill();
+    std::string error;
+    *restart = FakeDaemon::Start(restart_path, &error);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::ifstream in(out_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  *out = ss.str();
+  unlink(out_path.c_str());
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+std::string SocketPath(const char* tag) {
+  return TmpDir() + "/" + tag + ".sock";
+}
+
+std::string g_self;
+
+// The preload is appended inside gpusim-run, after the sanitizer runtimes that gpusim-run puts
+// first for sanitizer builds (the bash script itself must not load an instrumented hook), by this
+// binary re-executed as "--exec-preloaded PROGRAM ARGS..." (a shell would do, but dash does not
+// start with libtsan preloaded).
+std::vector<std::string> Hooked(std::vector<std::string> program_and_args) {
+  std::vector<std::string> argv = {g_run, g_self, "--exec-preloaded"};
+  argv.insert(argv.end(), program_and_args.begin(), program_and_args.end());
+  return argv;
+}
+
+std::vector<std::string> HookEnv(const std::string& socket) {
+  return {"XT_HOOK_LIB=" + g_lib,
+          "XTIMER_DAEMON_SOCKET=" + socket,
+          "XTIMER_JOB=hooktest",
+          "XTIMER_HOST=testhost",
+          "XTIMER_KERNEL_FILTER=timed_k",
+          "XTIMER_SIM_KERNEL_TIMES=timed_kernel=30;other_kernel=10;delay_kernel=50000",
+          "XTIMER_SIM_TFLOPS_BF16=1000",
+          "XTIMER_SIM_TFLOPS_FP32=50",
+          "XTIMER_SIM_TFLOPS_TF32=200"};
+}
+
+// Model duration in ns, as the simulator rounds it.
+int64_t Gemm(double m, double n, double k, double batch, double tflops) {
+  return std::llround(2 * m * n * k * batch / (tflops * 1e12) * 1e9);
+}
+int64_t Copy(double bytes, double gbps) { return std::llround(2000 + bytes / gbps); }
+int64_t Coll(double alg_bytes, double factor) {
+  return std::llround(5000 + alg_bytes * factor / 150.0);
+}
+
+std::vector<OpRecord> Ops(const FakeDaemon::Ring& ring, Operation op) {
+  std::vector<OpRecord> out;
+  for (const auto& r : ring.records) {
+    if (r.header.type == static_cast<uint8_t>(format::RecordType::kOp) &&
+        r.op.op == static_cast<uint16_t>(op)) {
+      out.push_back(r.op);
+    }
+  }
+  // Completion order differs across streams: order by host launch time.
+  std::stable_sort(out.begin(), out.end(), [](const OpRecord& a, const OpRecord& b) {
+    return a.cpu_launch_ns < b.cpu_launch_ns;
+  });
+  return out;
+}
+
+#define EXPECT_NS(actual, expected) EXPECT_NEAR(static_cast<double>(actual), (expected), 2.0)
+
+TEST(ProgramTest, WorkloadRecordsMatchTheModel) {
+  std::string sock = SocketPath("w");
+  std::string error;
+  auto daemon = FakeDaemon::Start(sock, &error);
+  ASSERT_NE(daemon, nullptr) << error;
+  std::string out;
+  ASSERT_EQ(RunProgram(Hooked({g_workload, "all"}), HookEnv(sock), &out), 0) << out;
+  daemon->ReadAll();
+  auto rings = daemon->rings();
+  ASSERT_EQ(rings.size(), 1u) << out;
+  const auto& ring = rings[0];
+  EXPECT_EQ(ring.dropped, 0u);
+  EXPECT_EQ(ring.invalid, 0u);
+  EXPECT_EQ(ring.identity.job, "hooktest");
+  EXPECT_EQ(ring.identity.host, "testhost");
+  EXPECT_EQ(ring.identity.pod, "testhost");
+  // No RANK variable: the rank is learned from the first root communicator (ranks are threads
+  // here, so either may come first).
+  EXPECT_TRUE(ring.identity.rank == 0 || ring.identity.rank == 1) << ring.identity.rank;
+  EXPECT_GT(ring.heartbeat_ns, 0);
+
+  // GEMMs.
+  auto gemm_ex = Ops(ring, Operation::kGemmEx);
+  ASSERT_EQ(gemm_ex.size(), 1u);
+  EXPECT_EQ(gemm_ex[0].kind, static_cast<uint8_t>(OpKind::kMatmul));
+  EXPECT_EQ(gemm_ex[0].dtype, static_cast<uint8_t>(DType::kBF16));
+  EXPECT_EQ(gemm_ex[0].m, 4096);
+  EXPECT_EQ(gemm_ex[0].n, 4096);
+  EXPECT_EQ(gemm_ex[0].k, 4096);
+  EXPECT_EQ(gemm_ex[0].batch, 1);
+  EXPECT_TRUE(gemm_ex[0].flags & format::kFlagTransA);
+  EXPECT_FALSE(gemm_ex[0].flags & format::kFlagTransB);
+  EXPECT_NS(gemm_ex[0].duration_ns, Gemm(4096, 4096, 4096, 1, 1000));
+  EXPECT_GE(gemm_ex[0].gpu_start_ns + 1000000, gemm_ex[0].cpu_launch_ns);
+
+  auto sgemm = Ops(ring, Operation::kSgemm);
+  ASSERT_EQ(sgemm.size(), 2u);
+  EXPECT_EQ(sgemm[0].dtype, static_cast<uint8_t>(DType::kF32));
+  EXPECT_EQ(sgemm[0].m, 1024);
+  EXPECT_EQ(sgemm[0].n, 2048);
+  EXPECT_EQ(sgemm[0].k, 512);
+  EXPECT_TRUE(sgemm[0].flags & format::kFlagTransB);
+  EXPECT_NS(sgemm[0].duration_ns, Gemm(1024, 2048, 512, 1, 50));
+  EXPECT_EQ(sgemm[1].dtype, static_cast<uint8_t>(DType::kTF32));
+  EXPECT_NS(sgemm[1].duration_ns, Gemm(1024, 1024, 1024, 1, 200));
+
+  auto batched = Ops(ring, Operation::kSgemmStridedBatched);
+  ASSERT_EQ(batched.size(), 1u);
+  EXPECT_EQ(batched[0].batch, 4);
+  EXPECT_NS(batched[0].duration_ns, Gemm(512, 512, 512, 4, 50));
+
+  auto lt = Ops(ring, Operation::kLtMatmul);
+  ASSERT_EQ(lt.size(), 1u);
+  EXPECT_EQ(lt[0].dtype, static_cast<uint8_t>(DType::kBF16));
+  EXPECT_EQ(lt[0].m, 1024);
+  EXPECT_EQ(lt[0].n, 2048);
+  EXPECT_EQ(lt[0].k, 512);
+  EXPECT_EQ(lt[0].batch, 2);
+  EXPECT_TRUE(lt[0].flags & format::kFlagTransA);
+  EXPECT_NS(lt[0].duration_ns, Gemm(1024, 2048, 512, 2, 1000));
+
+  // Copies and sets (the capture's memset is not recorded: one async memset only).
+  auto htod = Ops(ring, Operation::kMemcpyHtoD);
+  ASSERT_EQ(htod.size(), 1u);
+  EXPECT_EQ(htod[0].bytes, 1u << 20);
+  EXPECT_NS(htod[0].duration_ns, Copy(1 << 20, 25));
+  auto dtoh = Ops(ring, Operation::kMemcpyDtoH);
+  ASSERT_EQ(dtoh.size(), 1u);
+  EXPECT_GE(dtoh[0].duration_ns, Copy(1 << 20, 25) - 2);
+  auto memsets = Ops(ring, Operation::kMemset);
+  ASSERT_EQ(memsets.size(), 2u);
+  EXPECT_NS(memsets[0].duration_ns, Copy(1 << 20, 2000));
+  EXPECT_TRUE(memsets[0].flags & format::kFlagAsync);
+  EXPECT_EQ(memsets[1].bytes, 4096u);
+  EXPECT_FALSE(memsets[1].flags & format::kFlagAsync);
+
+  // Kernels: only the filtered one, once (the captured launch is not recorded), with its name.
+  auto kernels = Ops(ring, Operation::kKernelLaunch);
+  ASSERT_EQ(kernels.size(), 1u);
+  EXPECT_NS(kernels[0].duration_ns, 30000);
+  ASSERT_NE(kernels[0].name_id, 0u);
+  std::string name;
+  for (const auto& r : ring.records) {
+    if (r.header.type == static_cast<uint8_t>(format::RecordType::kName) &&
+        r.name.name_id == kernels[0].name_id) {
+      name.append(r.name.text, r.name.length);
+    }
+  }
+  EXPECT_EQ(name, "timed_kernel(float*, int)");
+
+  // The graph: one op for the replayed memset + kernel.
+  auto graphs = Ops(ring, Operation::kGraphLaunch);
+  ASSERT_EQ(graphs.size(), 1u);
+  EXPECT_EQ(graphs[0].kind, static_cast<uint8_t>(OpKind::kGraph));
+  EXPECT_NS(graphs[0].duration_ns, Copy(1 << 20, 2000) + 30000);
+
+  // Host syncs.
+  EXPECT_GE(Ops(ring, Operation::kStreamSynchronize).size(), 2u);
+  EXPECT_EQ(Ops(ring, Operation::kDeviceSynchronize).size(), 1u);
+  EXPECT_EQ(Ops(ring, Operation::kEventSynchronize).size(), 1u);
+
+  // Communicators: root (2 ranks) and split child, same ids on both ranks.
+  std::map<uint64_t, std::set<int>> comm_ranks;
+  std::map<uint64_t, uint64_t> parent;
+  for (const auto& r : ring.records) {
+    if (r.header.type != static_cast<uint8_t>(format::RecordType::kComm)) continue;
+    comm_ranks[r.comm.comm_id].insert(r.comm.rank);
+    parent[r.comm.comm_id] = r.comm.parent_id;
+    EXPECT_EQ(r.comm.size, 2);
+    EXPECT_EQ(r.comm.global_rank, ring.identity.rank);
+  }
+  ASSERT_EQ(comm_ranks.size(), 2u);
+  uint64_t root = 0, child = 0;
+  for (auto& kv : comm_ranks) {
+    EXPECT_EQ(kv.second, (std::set<int>{0, 1}));
+    (parent[kv.first] == 0 ? root : child) = kv.first;
+  }
+  ASSERT_NE(root, 0u);
+  ASSERT_NE(child, 0u);
+  EXPECT_EQ(parent[child], root);
+
+  // Collectives: per rank (device) seqs 1..6 on the root, identical across ranks; the
+  // last-arriving rank's duration is the model's.
+  struct Expect {
+    Operation op;
+    uint64_t seq;
+    int64_t model;
+    uint64_t bytes;
+  };
+  const double mib4 = 4 << 20;
+  std::vector<Expect> expect = {
+      {Operation::kAllReduce, 1, Coll(mib4, 1.0), 4u << 20},
+      {Operation::kAllReduce, 2, Coll(mib4, 1.0), 4u << 20},
+      {Operation::kAllReduce, 3, Coll(mib4, 1.0), 4u << 20},
+      {Operation::kAllGather, 4, Coll(2 * (2 << 20), 0.5), 2u << 20},
+      {Operation::kReduceScatter, 5, Coll(2 * (2 << 20), 0.5), 4u << 20},
+      {Operation::kBroadcast, 6, Coll(mib4, 1.0), 4u << 20},
+  };
+  for (const Expect& e : expect) {
+    std::vector<OpRecord> per_rank;
+    for (const OpRecord& r : Ops(ring, e.op)) {
+      if (r.comm_id == root && r.seq == e.seq) per_rank.push_back(r);
+    }
+    ASSERT_EQ(per_rank.size(), 2u) << format::OperationName(e.op) << " seq " << e.seq;
+    EXPECT_NE(per_rank[0].device, per_rank[1].device);
+    int64_t min_dur = std::min(per_rank[0].duration_ns, per_rank[1].duration_ns);
+    EXPECT_NS(min_dur, e.model) << format::OperationName(e.op);
+    for (const OpRecord& r : per_rank) {
+      EXPECT_EQ(r.kind, static_cast<uint8_t>(OpKind::kCollective));
+      EXPECT_EQ(r.comm_size, 2);
+      EXPECT_EQ(r.bytes, e.bytes) << format::OperationName(e.op);
+    }
+  }
+  auto child_ar = Ops(ring, Operation::kAllReduce);
+  int on_child = 0;
+  for (const OpRecord& r : child_ar) {
+    if (r.comm_id == child) {
+      ++on_child;
+      EXPECT_EQ(r.seq, 1u);
+    }
+  }
+  EXPECT_EQ(on_child, 2);
+
+  // The group: per rank one send and one recv, p2p seq 1, same group id, group timing.
+  auto sends = Ops(ring, Operation::kSend);
+  auto recvs = Ops(ring, Operation::kRecv);
+  ASSERT_EQ(sends.size(), 2u);
+  ASSERT_EQ(recvs.size(), 2u);
+  for (const OpRecord& s : sends) {
+    EXPECT_EQ(s.kind, static_cast<uint8_t>(OpKind::kP2P));
+    EXPECT_EQ(s.seq, 1u);
+    EXPECT_TRUE(s.flags & format::kFlagInGroup);
+    EXPECT_NE(s.group_id, 0u);
+    EXPECT_EQ(s.peer, 1 - s.device);
+    const OpRecord* r = nullptr;
+    for (const OpRecord& x : recvs) {
+      if (x.device == s.device) r = &x;
+    }
+    ASSERT_NE(r, nullptr);
+    EXPECT_EQ(r->group_id, s.group_id);
+    EXPECT_EQ(r->gpu_start_ns, s.gpu_start_ns);
+    EXPECT_EQ(r->duration_ns, s.duration_ns);
+    EXPECT_GT(s.duration_ns, 0);
+  }
+
+  // In-flight table: everything completed.
+  ASSERT_FALSE(ring.inflight.empty());
+  for (const auto& row : ring.inflight) {
+    EXPECT_EQ(row.last_issued_seq, row.last_completed_seq) << row.comm_id;
+    EXPECT_EQ(row.oldest_launch_ns, 0);
+  }
+}
+
+TEST(ProgramTest, ErrorsAreIdenticalWithAndWithoutTheHook) {
+  std::string plain, hooked;
+  ASSERT_EQ(RunProgram({g_run, g_errors}, {}, &plain), 0) << plain;
+  std::vector<std::string> env = HookEnv(SocketPath("absent"));
+  env.push_back("XTIMER_KERNEL_FILTER=.");  // time every kernel: the timed path sees the errors
+  ASSERT_EQ(RunProgram(Hooked({g_errors}), env, &hooked), 0) << hooked;
+  // The hook may log to stderr only under XTIMER_VERBOSE; the program's output must match.
+  EXPECT_EQ(plain, hooked);
+  EXPECT_NE(plain.find("-> 9,"), std::string::npos);   // cudaErrorInvalidConfiguration seen
+  EXPECT_NE(plain.find("-> 98,"), std::string::npos);  // cudaErrorInvalidDeviceFunction seen
+}
+
+TEST(ProgramTest, RunsWithoutADaemon) {
+  std::string out;
+  EXPECT_EQ(RunProgram(Hooked({g_workload, "all"}), HookEnv(SocketPath("none")), &out), 0) << out;
+  EXPECT_NE(out.find("OK"), std::string::npos);
+}
+
+TEST(ProgramTest, DisabledIsPassThrough) {
+  std::string sock = SocketPath("d");
+  std::string error;
+  auto daemon = FakeDaemon::Start(sock, &error);
+  ASSERT_NE(daemon, nullptr) << error;
+  std::vector<std::string> env = HookEnv(sock);
+  env.push_back("XTIMER_DISABLE=1");
+  std::string out;
+  EXPECT_EQ(RunProgram(Hooked({g_workload, "loop", "100"}), env, &out), 0) << out;
+  EXPECT_EQ(daemon->registrations(), 0);
+}
+
+TEST(ProgramTest, ReconnectsToARestartedDaemon) {
+  std::string sock = SocketPath("r");
+  std::string error;
+  auto first = FakeDaemon::Start(sock, &error);
+  ASSERT_NE(first, nullptr) << error;
+  std::unique_ptr<FakeDaemon> second;
+  std::string out;
+  // The daemon dies 700 ms into a 3 s run; a new one listens at once on the same path.
+  ASSERT_EQ(RunProgram(Hooked({g_workload, "loop", "3000"}), HookEnv(sock), &out, first.get(), 700,
+                &second, sock),
+            0)
+      << out;
+  EXPECT_EQ(first->registrations(), 1);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(second->registrations(), 1);
+  second->ReadAll();
+  auto rings = second->rings();
+  ASSERT_EQ(rings.size(), 1u);
+  EXPECT_GT(Ops(rings[0], Operation::kMemset).size(), 50u);
+}
+
+TEST(ProgramTest, ForkedChildPassesThroughAndParentKeepsTiming) {
+  std::string sock = SocketPath("f");
+  std::string error;
+  auto daemon = FakeDaemon::Start(sock, &error);
+  ASSERT_NE(daemon, nullptr) << error;
+  std::string out;
+  ASSERT_EQ(RunProgram(Hooked({g_workload, "fork"}), HookEnv(sock), &out), 0) << out;
+  daemon->ReadAll();
+  auto rings = daemon->rings();
+  ASSERT_EQ(rings.size(), 1u);  // the child never registers
+  const auto& ring = rings[0];
+  EXPECT_EQ(ring.invalid, 0u);
+  auto memsets = Ops(ring, Operation::kMemset);
+  // Parent: 100 + 200 + 100 ms of 4 KiB memsets every ~5 ms; the child's 20 are not recorded.
+  EXPECT_GT(memsets.size(), 30u);
+  // The stream is idle: a duration also holds the host's launch gap after the start event.
+  for (const OpRecord& r : memsets) {
+    EXPECT_GE(r.duration_ns, Copy(4096, 2000) - 2);
+    EXPECT_LT(r.duration_ns, Copy(4096, 2000) + 50000000);
+  }
+  for (const auto& r : ring.records) {
+    if (r.header.type == static_cast<uint8_t>(format::RecordType::kOp)) {
+      EXPECT_EQ(format::Validate(r), nullptr);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace hook
+}  // namespace xtimer
+
+int main(int argc, char** argv) {
+  if (argc >= 3 && strcmp(argv[1], "--exec-preloaded") == 0) {
+    const char* pre = getenv("LD_PRELOAD");
+    const char* lib = getenv("XT_HOOK_LIB");
+    std::string value = (pre != nullptr && *pre != '\0' ? std::string(pre) + ":" : "") +
+                        (lib != nullptr ? lib : "");
+    setenv("LD_PRELOAD", value.c_str(), 1);
+    execv(argv[2], argv + 2);
+    perror("execv");
+    return 127;
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  if (argc != 5) {
+    fprintf(stderr, "usage: program_test GPUSIM_RUN LIBXTIMER_SO WORKLOAD ERRORS\n");
+    return 2;
+  }
+  auto abs = [](const char* p) {
+    char buf[4096];
+    return std::string(realpath(p, buf) != nullptr ? buf : p);
+  };
+  // gpusim-run must stay where it is (its libraries sit beside it); the others may resolve.
+  xtimer::hook::g_run = std::string(argv[1]);
+  if (xtimer::hook::g_run[0] != '/') {
+    char cwd[4096];
+    xtimer::hook::g_run = std::string(getcwd(cwd, sizeof(cwd))) + "/" + xtimer::hook::g_run;
+  }
+  xtimer::hook::g_self = abs("/proc/self/exe");
+  xtimer::hook::g_lib = abs(argv[2]);
+  xtimer::hook::g_workload = abs(argv[3]);
+  xtimer::hook::g_errors = abs(argv[4]);
+  int rc = RUN_ALL_TESTS();
+  rmdir(xtimer::hook::TmpDir().c_str());  // empty by now (sockets and outputs are removed)
+  return rc;
+}

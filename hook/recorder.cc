@@ -1,0 +1,387 @@
+#include "hook/recorder.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "hook/cuda_api.h"
+#include "hook/poller.h"
+#include "hook/state.h"
+
+namespace xtimer {
+namespace hook {
+
+std::atomic<int> g_mode{kUninit};
+KernelTable* g_kernels = nullptr;
+__thread bool t_in_hook __attribute__((tls_model("initial-exec"), visibility("hidden"))) =
+    false;
+
+namespace {
+
+State* g_state = nullptr;  // never freed: shims may run during exit
+std::mutex g_init_mu;
+
+void Warn(const char* message) {
+  char buf[512];
+  int n = snprintf(buf, sizeof(buf), "xtimer[%d]: %s\n", static_cast<int>(getpid()), message);
+  if (n > 0) {
+    ssize_t ignored = write(2, buf, static_cast<size_t>(n) < sizeof(buf) ? n : sizeof(buf) - 1);
+    (void)ignored;
+  }
+}
+
+void AtForkChild() {
+  // The child neither inherits a poller (threads do not survive fork) nor may it write the
+  // parent's ring: it passes every call through.
+  g_mode.store(kOff, std::memory_order_relaxed);
+  if (g_state != nullptr) {
+    int fd = g_state->socket_fd.exchange(-1);
+    if (fd >= 0) close(fd);  // the daemon must see the parent's connection end with the parent
+  }
+}
+
+void AtExit() {
+  State* s = g_state;
+  if (s == nullptr || getpid() != s->pid || g_mode.load() != kOn) return;
+  Flush(s->config.exit_flush_ms);
+  g_mode.store(kOff);
+  if (s->poller != nullptr) s->poller->Stop();
+}
+
+// Clears an error our own CUDA call left in the thread's last-error slot. The caller has checked
+// that the application had none before.
+inline void ClearOurError() { Api().get_last_error(); }
+
+DeviceState* InitDevice(int device) {
+  State* s = g_state;
+  std::lock_guard<std::mutex> lock(s->device_mu);
+  DeviceState* ds = s->devices[device].load(std::memory_order_acquire);
+  if (ds != nullptr) return ds;
+  const CudaApi& api = Api();
+  ds = new DeviceState(kEventsPerDevice);
+  bool ok = true;
+  for (size_t i = 0; i < kEventsPerDevice && ok; ++i) {
+    cudaEvent_t e = nullptr;
+    ok = api.event_create_with_flags(&e, cudaEventDefault) == cudaSuccess;
+    if (ok) ds->pool.Push(e);
+  }
+  // Reference for host-clock alignment: an event on a private idle stream, completed at once.
+  cudaStream_t ref_stream = nullptr;
+  if (ok) ok = api.stream_create_with_flags(&ref_stream, cudaStreamNonBlocking) == cudaSuccess;
+  if (ok) ok = api.event_create_with_flags(&ds->ref_event, cudaEventDefault) == cudaSuccess;
+  if (ok) {
+    int64_t before = NowRealtimeNs();
+    ok = api.event_record(ds->ref_event, ref_stream) == cudaSuccess &&
+         api.event_synchronize(ds->ref_event) == cudaSuccess;
+    ds->ref_host_ns = before;
+  }
+  if (!ok) {
+    ClearOurError();
+    Warn("cannot create timing events on this device; its ops are not timed");
+  }
+  ds->ok = ok;
+  s->devices[device].store(ds, std::memory_order_release);
+  return ds;
+}
+
+inline DeviceState* DeviceFor(int device) {
+  if (device < 0 || device >= kMaxDevices) return nullptr;
+  DeviceState* ds = g_state->devices[device].load(std::memory_order_acquire);
+  if (__builtin_expect(ds == nullptr, 0)) ds = InitDevice(device);
+  return ds->ok ? ds : nullptr;
+}
+
+void FillOpRecord(const OpDesc& d, int device, int64_t cpu_launch_ns, uint32_t group_id,
+                  format::OpRecord* r) {
+  r->version = format::kRecordVersion;
+  r->type = static_cast<uint8_t>(format::RecordType::kOp);
+  r->kind = static_cast<uint8_t>(d.kind);
+  r->op = static_cast<uint16_t>(d.op);
+  r->dtype = static_cast<uint8_t>(d.dtype);
+  r->flags = d.flags | (group_id != 0 ? format::kFlagInGroup : 0);
+  r->device = device;
+  r->name_id = d.name_id;
+  r->stream = reinterpret_cast<uint64_t>(d.stream);
+  r->cpu_launch_ns = cpu_launch_ns;
+  r->gpu_start_ns = 0;
+  r->duration_ns = 0;
+  r->bytes = d.bytes;
+  r->m = d.m;
+  r->n = d.n;
+  r->k = d.k;
+  r->batch = d.batch;
+  r->comm_id = d.comm != nullptr ? d.comm->id : 0;
+  r->seq = d.seq;
+  r->peer = d.peer;
+  r->root = d.root;
+  r->group_id = group_id;
+  r->comm_size = d.comm != nullptr ? d.comm->size : 0;
+  r->count = d.count;
+}
+
+}  // namespace
+
+State* GetState() { return g_state; }
+
+bool InitSlow() {
+  std::lock_guard<std::mutex> lock(g_init_mu);
+  int m = g_mode.load();
+  if (m != kUninit) return m == kOn;
+  auto* s = new State();
+  s->config = ReadConfig([](const char* name) -> const char* { return getenv(name); }, &Warn);
+  s->pid = getpid();
+  if (s->config.disabled) {
+    g_state = s;
+    g_kernels = &s->kernels;
+    g_mode.store(kOff);
+    return false;
+  }
+  if (!s->kernels.SetFilter(s->config.kernel_filter)) {
+    Warn(("XTIMER_KERNEL_FILTER is not a valid ECMAScript regex; no kernel is timed: " +
+          s->config.kernel_filter)
+             .c_str());
+  }
+  InitApi();  // resolve the real functions now, outside any hot path
+  g_state = s;
+  g_kernels = &s->kernels;
+  s->poller = new Poller(s);
+  s->poller->Start();
+  pthread_atfork(nullptr, nullptr, &AtForkChild);
+  atexit(&AtExit);
+  g_mode.store(kOn);
+  return true;
+}
+
+const Config& GetConfig() { return g_state->config; }
+CommRegistry& Comms() { return g_state->comms; }
+uint32_t NextGroupId() { return g_state->group_counter.fetch_add(1) + 1; }
+uint64_t NextInitAllCounter() { return g_state->initall_counter.fetch_add(1); }
+
+bool Enqueue(const Pending& p) {
+  if (g_state->queue.Push(p)) {
+    g_state->queued.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  g_state->queue_dropped.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+bool Sampled(const OpDesc& d) {
+  uint32_t rate = g_state->config.sample_rate;
+  if (rate <= 1) return true;
+  uint64_t h = static_cast<uint64_t>(d.op) * 0x9e3779b97f4a7c15ULL;
+  h ^= static_cast<uint64_t>(d.dtype) + (h << 6);
+  h ^= static_cast<uint64_t>(d.m) * 0xff51afd7ed558ccdULL;
+  h ^= static_cast<uint64_t>(d.n) * 0xc4ceb9fe1a85ec53ULL;
+  h ^= static_cast<uint64_t>(d.k) + (h >> 17);
+  h ^= d.bytes * 0x94d049bb133111ebULL;
+  h ^= reinterpret_cast<uintptr_t>(d.stream) + d.name_id;
+  uint32_t c = g_state->sample_counters[(h ^ (h >> 32)) & (kSampleSlots - 1)].fetch_add(
+      1, std::memory_order_relaxed);
+  return c % rate == 0;
+}
+
+bool CanTime(cudaStream_t stream, bool* capturing) {
+  *capturing = false;
+  const CudaApi& api = Api();
+  if (api.peek_at_last_error() != cudaSuccess) {
+    g_state->untimed.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (api.stream_is_capturing(stream, &status) != cudaSuccess) {
+    ClearOurError();
+    g_state->untimed.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  if (status != cudaStreamCaptureStatusNone) {
+    *capturing = true;
+    return false;
+  }
+  return true;
+}
+
+bool BeginTimed(const OpDesc& d, Timing* t) {
+  const CudaApi& api = Api();
+  if (api.get_device(&t->device) != cudaSuccess) {
+    ClearOurError();
+    return false;
+  }
+  DeviceState* ds = DeviceFor(t->device);
+  if (ds == nullptr) return false;
+  if (!ds->pool.Pop(&t->start)) {
+    g_state->untimed.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  if (!ds->pool.Pop(&t->end)) {
+    ds->pool.Push(t->start);
+    g_state->untimed.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  t->cpu_launch_ns = NowRealtimeNs();
+  if (api.event_record(t->start, d.stream) != cudaSuccess) {
+    ClearOurError();
+    ds->pool.Push(t->start);
+    ds->pool.Push(t->end);
+    g_state->untimed.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  return true;
+}
+
+void EndTimed(const OpDesc& d, Timing* t, bool call_ok, uint32_t group_id) {
+  DeviceState* ds = g_state->devices[t->device].load(std::memory_order_acquire);
+  const CudaApi& api = Api();
+  if (call_ok && api.event_record(t->end, d.stream) != cudaSuccess) {
+    ClearOurError();
+    call_ok = false;
+  }
+  if (!call_ok) {
+    ds->pool.Push(t->start);
+    ds->pool.Push(t->end);
+    return;
+  }
+  Pending p;
+  FillOpRecord(d, t->device, t->cpu_launch_ns, group_id, &p.rec.op);
+  p.start = t->start;
+  p.end = t->end;
+  p.device = t->device;
+  p.state = Pending::kTimed;
+  if (!Enqueue(p)) {
+    ds->pool.Push(t->start);
+    ds->pool.Push(t->end);
+  }
+}
+
+void QueueFollower(const OpDesc& d, int device, int64_t cpu_launch_ns, uint32_t group_id) {
+  Pending p;
+  FillOpRecord(d, device, cpu_launch_ns, group_id, &p.rec.op);
+  p.start = nullptr;
+  p.end = nullptr;
+  p.device = device;
+  p.state = Pending::kFollower;
+  Enqueue(p);
+}
+
+void RecordHostSync(format::Operation op, cudaStream_t stream, int64_t begin_ns, int64_t end_ns) {
+  OpDesc d;
+  d.kind = format::OpKind::kHostSync;
+  d.op = op;
+  d.stream = stream;
+  int device = -1;
+  const CudaApi& api = Api();
+  if (api.peek_at_last_error() == cudaSuccess && api.get_device(&device) != cudaSuccess) {
+    ClearOurError();
+    device = -1;
+  }
+  Pending p;
+  FillOpRecord(d, device, begin_ns, 0, &p.rec.op);
+  p.rec.op.gpu_start_ns = begin_ns;
+  p.rec.op.duration_ns = end_ns - begin_ns;
+  p.start = nullptr;
+  p.end = nullptr;
+  p.device = device;
+  p.state = Pending::kReady;
+  Enqueue(p);
+}
+
+bool KernelTimed(const void* key, bool is_handle, uint32_t* name_id) {
+  KernelTable& kt = g_state->kernels;
+  if (!kt.filter_enabled() || key == nullptr) return false;
+  const void* function = is_handle ? kt.FunctionOf(key) : key;
+  if (function == nullptr) return false;  // a handle we did not see created: not timed
+  bool known = false;
+  bool timed = kt.Cached(function, &known, name_id);
+  if (!known) {
+    // Ask the runtime for the name, only when the application has no pending error (a failing
+    // call of ours would replace it); else decide later.
+    const CudaApi& api = Api();
+    if (api.peek_at_last_error() != cudaSuccess) return false;
+    const char* mangled = nullptr;
+    if (api.func_get_name(&mangled, function) != cudaSuccess) {
+      ClearOurError();
+      mangled = nullptr;
+    }
+    timed = kt.Classify(function, mangled, name_id);
+  }
+  if (is_handle) kt.Alias(key, function);
+  return timed;
+}
+
+void ResolveComm(const void* comm, CommEntry* entry, int rank_hint, int size_hint) {
+  if (entry->resolved.load(std::memory_order_acquire)) return;
+  const CudaApi& api = Api();
+  auto c = static_cast<ncclComm_t>(const_cast<void*>(comm));
+  int rank = rank_hint, size = size_hint, device = -1;
+  if (rank < 0 && (api.nccl_comm_user_rank == nullptr ||
+                   api.nccl_comm_user_rank(c, &rank) != ncclSuccess)) {
+    return;
+  }
+  if (size <= 0 &&
+      (api.nccl_comm_count == nullptr || api.nccl_comm_count(c, &size) != ncclSuccess)) {
+    return;
+  }
+  if (api.nccl_comm_cu_device == nullptr || api.nccl_comm_cu_device(c, &device) != ncclSuccess) {
+    device = -1;
+  }
+  if (!g_state->comms.Resolve(entry, rank, size, device)) return;
+  Pending p;
+  memset(&p.rec, 0, sizeof(p.rec));
+  format::CommRecord& r = p.rec.comm;
+  r.version = format::kRecordVersion;
+  r.type = static_cast<uint8_t>(format::RecordType::kComm);
+  r.rank = rank;
+  r.size = size;
+  r.device = device;
+  r.comm_id = entry->id;
+  r.parent_id = entry->parent_id;
+  r.created_ns = NowRealtimeNs();
+  r.global_rank = entry->origin == CommOrigin::kInit ? -2 : -1;  // poller fills it in
+  p.start = nullptr;
+  p.end = nullptr;
+  p.device = device;
+  p.state = Pending::kReady;
+  Enqueue(p);
+}
+
+void ResolvePendingComms() {
+  struct Item {
+    const void* comm;
+    CommEntry* entry;
+  };
+  Item items[64];
+  int n = 0;
+  g_state->comms.ForEachUnresolved([&](const void* comm, CommEntry* e) {
+    if (n < 64) items[n++] = {comm, e};
+  });
+  for (int i = 0; i < n; ++i) ResolveComm(items[i].comm, items[i].entry, -1, -1);
+}
+
+bool Flush(int timeout_ms) {
+  State* s = g_state;
+  if (s == nullptr || s->poller == nullptr || g_mode.load() != kOn) return false;
+  return s->poller->WaitFor(s->queued.load(), timeout_ms);
+}
+
+Stats GetStats() {
+  Stats st = {};
+  State* s = g_state;
+  if (s == nullptr) return st;
+  st.queued = s->queued.load();
+  st.queue_dropped = s->queue_dropped.load();
+  st.untimed = s->untimed.load();
+  if (s->poller != nullptr) {
+    st.written = s->poller->written();
+    st.ring_dropped = s->poller->ring_dropped();
+  }
+  return st;
+}
+
+}  // namespace hook
+}  // namespace xtimer

@@ -1,0 +1,65 @@
+// Process-wide state of libxtimer.so shared by the recorder (hot path) and the poller. Internal.
+#ifndef XTIMER_HOOK_STATE_H_
+#define XTIMER_HOOK_STATE_H_
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "hook/bounded_queue.h"
+#include "hook/comm_registry.h"
+#include "hook/config.h"
+#include "hook/kernel_table.h"
+#include "hook/recorder.h"
+
+namespace xtimer {
+namespace hook {
+
+class Poller;
+
+constexpr int kMaxDevices = 64;
+constexpr size_t kEventsPerDevice = 2048;  // 1024 timed ops in flight per device
+constexpr size_t kQueueCapacity = 16384;
+constexpr size_t kSampleSlots = 1024;
+
+struct DeviceState {
+  explicit DeviceState(size_t events) : pool(events) {}
+  bool ok = false;
+  BoundedQueue<cudaEvent_t> pool;
+  // Host-clock alignment: ref_event completed at host time ref_host_ns. Only the poller reads or
+  // moves them after initialisation.
+  cudaEvent_t ref_event = nullptr;
+  int64_t ref_host_ns = 0;
+};
+
+struct State {
+  State() : queue(kQueueCapacity) {}
+  Config config;
+  int pid = 0;
+  BoundedQueue<Pending> queue;
+  std::atomic<DeviceState*> devices[kMaxDevices] = {};
+  std::mutex device_mu;
+  CommRegistry comms;
+  KernelTable kernels;
+  std::atomic<uint32_t> group_counter{0};
+  std::atomic<uint64_t> initall_counter{0};
+  std::atomic<uint32_t> sample_counters[kSampleSlots] = {};
+  // Statistics.
+  std::atomic<uint64_t> queued{0};
+  std::atomic<uint64_t> queue_dropped{0};
+  std::atomic<uint64_t> untimed{0};
+  std::atomic<int> socket_fd{-1};  // the daemon connection, closed in a forked child
+  Poller* poller = nullptr;
+};
+
+// Null until InitSlow ran.
+State* GetState();
+// Queues an entry for the poller; false (counted) when the queue is full.
+bool Enqueue(const Pending& p);
+
+}  // namespace hook
+}  // namespace xtimer
+
+#endif  // XTIMER_HOOK_STATE_H_
