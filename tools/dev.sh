@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tools/dev.sh: the project's entry points; each installs missing packages and builds first.
 #
-#   tools/dev.sh demo    build everything and run the demo job end to end on the GPU simulator
+#   tools/dev.sh demo    build everything and run the demo job end to end on the GPU simulator,
+#                        observed by xtimer (two emulated nodes, each with its own xtimerd)
 #   tools/dev.sh test    run the whole test suite: plain, ASan+UBSan, and TSan on the concurrent parts;
 #                        ends with the line "N passed, N failed"
 #   tools/dev.sh build   build everything
@@ -62,7 +63,7 @@ test_all() {
 
 demo() {
   build
-  demo/run_demo.sh --bin-dir "$(bazel info $(bazel_flags) bazel-bin 2>/dev/null)"
+  demo/run_xtimer_demo.sh --bin-dir "$(bazel info $(bazel_flags) bazel-bin 2>/dev/null)"
 }
 
 case "${1:-}" in

@@ -1,0 +1,71 @@
+#!/usr/bin/env python3
+"""A true hang, injected with the simulator's knob, shows up in the hang gauges.
+
+Rank 1 of a 2-rank job blocks forever at its 3rd collective on a communicator
+(XTIMER_SIM_HANG=1:3); rank 0's matching collective then stays in flight. With
+XTIMER_HANG_TIMEOUT=2 the daemon must report xtimer_comm_hang = 1 and xtimer_rank_hang = 1 for
+rank 0 within a few seconds, and the in-flight age must keep growing, while the job is still hung.
+
+Usage: hang_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH
+"""
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import e2e_lib  # noqa: E402
+from e2e_lib import Background, fail, free_ports, log, parse, scrape, select, stop_daemon  # noqa: E402
+
+
+def main(argv):
+    if len(argv) != 7:
+        fail(__doc__)
+    launch, xtimerd, lib, gpusim_run, train_step, demo_launch = [os.path.abspath(a) for a in argv[1:]]
+    tmp = tempfile.mkdtemp(prefix="e2e-", dir=os.environ.get("TEST_TMPDIR"))
+    short = tempfile.mkdtemp(prefix="xt-", dir="/tmp")  # Unix socket paths are short
+    e2e_lib.LOG_DIRS.extend([tmp, short])
+    run_dir = os.path.join(short, "node")
+    metrics, control = free_ports(2)
+    env = dict(os.environ)
+    env.update({"XTIMER_HANG_TIMEOUT": "2", "XTIMER_SIM_HANG": "1:3"})
+    job = Background("job", [launch, "--run-dir", run_dir, "--metrics-port", str(metrics),
+                             "--control-port", str(control), "--lib", lib, "--daemon", xtimerd,
+                             "--job", "hung", "--",
+                             sys.executable, demo_launch, "--nproc", "2", "--timeout", "120", "--",
+                             gpusim_run, train_step, "--tp", "2", "--steps", "5", "--hidden",
+                             "256", "--seq", "256", "--layers", "2"], env, tmp)
+    try:
+        job.wait_for_line(r"XTIMER_SIM_HANG: rank 1 hangs", 60)
+        log("rank 1 hangs (simulator knob); waiting for the daemon's hang gauges")
+        deadline = time.monotonic() + 30
+        found = None
+        while time.monotonic() < deadline and found is None:
+            text = scrape(metrics, must=False)
+            if text:
+                s = parse(text)
+                comm = [l["comm"] for l, v in select(s, "xtimer_comm_hang", rank="0")
+                        if v == 1 and l["comm"] != "none"]
+                rank = [v for _, v in select(s, "xtimer_rank_hang", rank="0")]
+                if comm and rank == [1]:
+                    age = [v for _, v in select(s, "xtimer_comm_oldest_inflight_age_seconds",
+                                                rank="0", comm=comm[0])]
+                    found = (comm[0], age[0] if age else None)
+            time.sleep(0.3)
+        if found is None:
+            fail("no communicator's hang gauge turned 1 for rank 0 within 30 s")
+        if job.proc.poll() is not None:
+            fail("the job was expected to stay hung, but exited %s" % job.proc.returncode)
+        log("xtimer_comm_hang{rank=0, comm=%s} = 1, xtimer_rank_hang{rank=0} = 1, oldest op in "
+            "flight for %.1f s (hang timeout 2 s); the job is still hung" % found)
+    finally:
+        job.kill()
+        stop_daemon(run_dir)
+        shutil.rmtree(short, ignore_errors=True)
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
