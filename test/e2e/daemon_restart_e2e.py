@@ -10,17 +10,14 @@ Usage: daemon_restart_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO
 """
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import e2e_lib  # noqa: E402
-from e2e_lib import (Background, daemon_pid, fail, free_ports, log, parse, scrape,  # noqa: E402
-                     select, stop_daemon)
+from e2e_lib import (Background, Paths, daemon_pid, fail, free_ports, log, parse,  # noqa: E402
+                     scrape, select, stop_daemon)
 
 
 def ranks_up(port):
@@ -51,26 +48,19 @@ def ops(samples, job):
 
 
 def main(argv):
-    if len(argv) != 7:
-        fail(__doc__)
-    launch, xtimerd, lib, gpusim_run, train_step, demo_launch = [os.path.abspath(a) for a in argv[1:]]
-    tmp = tempfile.mkdtemp(prefix="e2e-", dir=os.environ.get("TEST_TMPDIR"))
-    short = tempfile.mkdtemp(prefix="xt-", dir="/tmp")  # Unix socket paths are short
-    e2e_lib.LOG_DIRS.extend([tmp, short])
-    run_dir = os.path.join(short, "node")
+    p = Paths(argv, __doc__)
+    run_dir = p.run_dir("node")
     metrics, control = free_ports(2)
     env = dict(os.environ)
     env["XTIMER_SIM_TFLOPS_BF16"] = "0.02"  # GPU-bound: ~140 ms per step, ~8 s per job
     jobs = []
     try:
         for name in ("job-a", "job-b"):
-            argv_j = [launch, "--run-dir", run_dir, "--metrics-port", str(metrics),
-                      "--control-port", str(control), "--lib", lib, "--daemon", xtimerd,
-                      "--job", name, "--",
-                      sys.executable, demo_launch, "--nproc", "2", "--timeout", "240", "--",
-                      gpusim_run, train_step, "--tp", "2", "--steps", "60", "--hidden", "256",
+            argv_j = p.launch_argv(run_dir, metrics, control, name) + [
+                      sys.executable, p.demo_launch, "--nproc", "2", "--timeout", "240", "--",
+                      p.gpusim_run, p.train_step, "--tp", "2", "--steps", "60", "--hidden", "256",
                       "--seq", "256", "--layers", "2"]
-            jobs.append(Background(name, argv_j, env, tmp))
+            jobs.append(Background(name, argv_j, env, p.tmp))
         both = {"job-a": {0, 1}, "job-b": {0, 1}}
         samples = wait_for_ranks(metrics, both, 60, "before the kill")
         log("two jobs on one daemon, kept apart by the job label: %s" % sorted(both))
@@ -87,7 +77,7 @@ def main(argv):
                      (j.name, j.proc.returncode, j.output()))
         # A fresh daemon on the same run directory (the killed one left its socket file behind);
         # the ranks re-register on their own.
-        start = subprocess.run([xtimerd, "--daemonize", "--run-dir", run_dir, "--metrics-port",
+        start = subprocess.run([p.xtimerd, "--daemonize", "--run-dir", run_dir, "--metrics-port",
                                 str(metrics), "--control-port", str(control)],
                                capture_output=True, timeout=30)
         if start.returncode != 0:
@@ -110,7 +100,7 @@ def main(argv):
         for j in jobs:
             j.kill()
         stop_daemon(run_dir)
-        shutil.rmtree(short, ignore_errors=True)
+        p.cleanup()
     print("PASS")
 
 

@@ -24,16 +24,14 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.parse
 import urllib.request
 import json
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import e2e_lib  # noqa: E402
-from e2e_lib import (Background, fail, free_ports, log, parse, scrape, select,  # noqa: E402
-                     stop_daemon)
+from e2e_lib import (Background, Paths, fail, free_ports, log, parse, scrape,  # noqa: E402
+                     select, stop_daemon)
 
 # The configured bf16 rate: low enough that the simulated GPU, not the host, is the bottleneck, as
 # in real training. (Here one CPU also plays every rank's host and moves all collective data, so a
@@ -51,15 +49,9 @@ PP_GROUPS = [[0, 4], [1, 5], [2, 6], [3, 7]]
 
 
 def main(argv):
-    if len(argv) != 7:
-        fail(__doc__)
-    launch, xtimerd, lib, gpusim_run, train_step, demo_launch = [os.path.abspath(a) for a in argv[1:]]
-    tmp = tempfile.mkdtemp(prefix="e2e-", dir=os.environ.get("TEST_TMPDIR"))
-    e2e_lib.LOG_DIRS.append(tmp)
-    # Unix socket paths are limited to 107 bytes: run directories live under /tmp.
-    short = tempfile.mkdtemp(prefix="xt-", dir="/tmp")
-    e2e_lib.LOG_DIRS.append(short)
-    run_dirs = [os.path.join(short, "node%d" % i) for i in range(2)]
+    p = Paths(argv, __doc__)
+    tmp = p.tmp
+    run_dirs = [p.run_dir("node%d" % i) for i in range(2)]
     rdzv = os.path.join(tmp, "rdzv")
     m0, m1, c0, c1, prom_port = free_ports(5)
     metrics_ports = [m0, m1]
@@ -70,12 +62,10 @@ def main(argv):
     prom = start_prometheus(prom_port, metrics_ports, tmp)
     try:
         for i in range(2):
-            argv_i = [launch, "--run-dir", run_dirs[i], "--metrics-port", str(metrics_ports[i]),
-                      "--control-port", str([c0, c1][i]), "--lib", lib, "--daemon", xtimerd,
-                      "--job", "e2e-demo", "--",
-                      sys.executable, demo_launch, "--nnodes", "2", "--nproc-per-node", "4",
+            argv_i = p.launch_argv(run_dirs[i], metrics_ports[i], [c0, c1][i], "e2e-demo") + [
+                      sys.executable, p.demo_launch, "--nnodes", "2", "--nproc-per-node", "4",
                       "--node-rank", str(i), "--rdzv-dir", rdzv, "--timeout", "240", "--",
-                      gpusim_run, train_step, "--tp", "2", "--pp", "2", "--steps", "6",
+                      p.gpusim_run, p.train_step, "--tp", "2", "--pp", "2", "--steps", "6",
                       "--hidden", "512", "--seq", "512", "--linger", "10"]
             nodes.append(Background("node%d" % i, argv_i, env, tmp))
         log("8 ranks started on 2 emulated nodes; waiting for the last step")
@@ -100,7 +90,7 @@ def main(argv):
             node.kill()
         for d in run_dirs:
             stop_daemon(d)
-        shutil.rmtree(short, ignore_errors=True)
+        p.cleanup()
     print("PASS")
 
 

@@ -2,10 +2,12 @@
 
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 
@@ -135,3 +137,29 @@ class Background:
                      (self.name, self.proc.returncode, pattern, self.output()))
             time.sleep(0.1)
         fail("%s did not print /%s/ within %d s:\n%s" % (self.name, pattern, timeout, self.output()))
+
+
+class Paths:
+    """The six programs every end-to-end test takes, and its scratch directories."""
+
+    def __init__(self, argv, doc):
+        if len(argv) != 7:
+            fail(doc)
+        (self.launch, self.xtimerd, self.lib, self.gpusim_run, self.train_step,
+         self.demo_launch) = [os.path.abspath(a) for a in argv[1:]]
+        self.tmp = tempfile.mkdtemp(prefix="e2e-", dir=os.environ.get("TEST_TMPDIR"))
+        # Unix socket paths are limited to 107 bytes: run directories live under /tmp.
+        self.short = tempfile.mkdtemp(prefix="xt-", dir="/tmp")
+        LOG_DIRS.extend([self.tmp, self.short])
+
+    def run_dir(self, name):
+        return os.path.join(self.short, name)
+
+    def launch_argv(self, run_dir, metrics_port, control_port, job):
+        """xtimer-launch with its own daemon on run_dir, up to and including '--'."""
+        return [self.launch, "--run-dir", run_dir, "--metrics-port", str(metrics_port),
+                "--control-port", str(control_port), "--lib", self.lib, "--daemon", self.xtimerd,
+                "--job", job, "--"]
+
+    def cleanup(self):
+        shutil.rmtree(self.short, ignore_errors=True)

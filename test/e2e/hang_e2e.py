@@ -10,33 +10,24 @@ Usage: hang_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH
 """
 
 import os
-import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import e2e_lib  # noqa: E402
-from e2e_lib import Background, fail, free_ports, log, parse, scrape, select, stop_daemon  # noqa: E402
+from e2e_lib import (Background, Paths, fail, free_ports, log, parse, scrape,  # noqa: E402
+                     select, stop_daemon)
 
 
 def main(argv):
-    if len(argv) != 7:
-        fail(__doc__)
-    launch, xtimerd, lib, gpusim_run, train_step, demo_launch = [os.path.abspath(a) for a in argv[1:]]
-    tmp = tempfile.mkdtemp(prefix="e2e-", dir=os.environ.get("TEST_TMPDIR"))
-    short = tempfile.mkdtemp(prefix="xt-", dir="/tmp")  # Unix socket paths are short
-    e2e_lib.LOG_DIRS.extend([tmp, short])
-    run_dir = os.path.join(short, "node")
+    p = Paths(argv, __doc__)
+    run_dir = p.run_dir("node")
     metrics, control = free_ports(2)
     env = dict(os.environ)
     env.update({"XTIMER_HANG_TIMEOUT": "2", "XTIMER_SIM_HANG": "1:3"})
-    job = Background("job", [launch, "--run-dir", run_dir, "--metrics-port", str(metrics),
-                             "--control-port", str(control), "--lib", lib, "--daemon", xtimerd,
-                             "--job", "hung", "--",
-                             sys.executable, demo_launch, "--nproc", "2", "--timeout", "120", "--",
-                             gpusim_run, train_step, "--tp", "2", "--steps", "5", "--hidden",
-                             "256", "--seq", "256", "--layers", "2"], env, tmp)
+    job = Background("job", p.launch_argv(run_dir, metrics, control, "hung") + [
+                             sys.executable, p.demo_launch, "--nproc", "2", "--timeout", "120", "--",
+                             p.gpusim_run, p.train_step, "--tp", "2", "--steps", "5", "--hidden",
+                             "256", "--seq", "256", "--layers", "2"], env, p.tmp)
     try:
         job.wait_for_line(r"XTIMER_SIM_HANG: rank 1 hangs", 60)
         log("rank 1 hangs (simulator knob); waiting for the daemon's hang gauges")
@@ -63,7 +54,7 @@ def main(argv):
     finally:
         job.kill()
         stop_daemon(run_dir)
-        shutil.rmtree(short, ignore_errors=True)
+        p.cleanup()
     print("PASS")
 
 
