@@ -47,6 +47,7 @@ void InitApi() {
     XT_NEXT(get_last_error, cudaGetLastError);
     XT_NEXT(stream_is_capturing, cudaStreamIsCapturing);
     XT_NEXT(get_device, cudaGetDevice);
+    XT_NEXT(set_device, cudaSetDevice);
     XT_NEXT(event_create_with_flags, cudaEventCreateWithFlags);
     XT_NEXT(event_record, cudaEventRecord);
     XT_NEXT(event_query, cudaEventQuery);

@@ -17,6 +17,7 @@ struct CudaApi {
   decltype(&::cudaGetLastError) get_last_error;
   decltype(&::cudaStreamIsCapturing) stream_is_capturing;
   decltype(&::cudaGetDevice) get_device;
+  decltype(&::cudaSetDevice) set_device;
   decltype(&::cudaEventCreateWithFlags) event_create_with_flags;
   decltype(&::cudaEventRecord) event_record;
   decltype(&::cudaEventQuery) event_query;

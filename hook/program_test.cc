@@ -1,7 +1,7 @@
 // Runs nvcc-built programs (hook/programs) on the GPU simulator with libxtimer.so preloaded and a
 // fake daemon (testing/fake_daemon.h) on the socket, and checks the records against the
 // simulator's time model (docs/gpusim*.md).
-// Usage: program_test GPUSIM_RUN LIBXTIMER_SO WORKLOAD ERRORS
+// Usage: program_test GPUSIM_RUN LIBXTIMER_SO WORKLOAD ERRORS WORKLOAD_PTSZ EXTRAS
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,10 +17,12 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "format/record.h"
 #include "gtest/gtest.h"
+#include "hook/comm_registry.h"
 #include "hook/testing/fake_daemon.h"
 
 namespace xtimer {
@@ -33,7 +35,15 @@ using format::Operation;
 using format::OpRecord;
 using testing::FakeDaemon;
 
-std::string g_run, g_lib, g_workload, g_errors;
+std::string g_run, g_lib, g_workload, g_errors, g_workload_ptsz, g_extras;
+
+// The bytes of an ncclUniqueId (nccl.h is not included here).
+struct ncclUniqueIdBytes {
+  char b[128];
+};
+
+// cudaStreamPerThread, as cuda_runtime_api.h defines it.
+const void* cudaStreamPerThreadValue() { return reinterpret_cast<const void*>(0x2); }
 
 // A private directory with a short path (Unix socket paths are limited to 107 bytes), unique even
 // when parallel runs share /tmp and, in PID namespaces, their pids.
@@ -136,17 +146,43 @@ std::vector<OpRecord> Ops(const FakeDaemon::Ring& ring, Operation op) {
 
 #define EXPECT_NS(actual, expected) EXPECT_NEAR(static_cast<double>(actual), (expected), 2.0)
 
-TEST(ProgramTest, WorkloadRecordsMatchTheModel) {
+// Runs a program with the hook and a fake daemon; returns its one ring.
+bool RunHooked(const std::vector<std::string>& program_and_args, const char* tag,
+               const std::vector<std::string>& extra_env, FakeDaemon::Ring* ring,
+               std::string* out) {
+  std::string sock = SocketPath(tag);
+  std::string error;
+  auto daemon = FakeDaemon::Start(sock, &error);
+  EXPECT_NE(daemon, nullptr) << error;
+  if (daemon == nullptr) return false;
+  std::vector<std::string> env = HookEnv(sock);
+  env.insert(env.end(), extra_env.begin(), extra_env.end());
+  int rc = RunProgram(Hooked(program_and_args), env, out);
+  EXPECT_EQ(rc, 0) << *out;
+  if (rc != 0) return false;
+  daemon->ReadAll();
+  auto rings = daemon->rings();
+  EXPECT_EQ(rings.size(), 1u) << *out;
+  if (rings.size() != 1) return false;
+  *ring = rings[0];
+  EXPECT_EQ(ring->dropped, 0u);
+  EXPECT_EQ(ring->invalid, 0u);
+  return true;
+}
+
+// The workload's records (`program` is workload or its per-thread default stream build).
+void CheckWorkload(const std::string& program, FakeDaemon::Ring* ring_out) {
   std::string sock = SocketPath("w");
   std::string error;
   auto daemon = FakeDaemon::Start(sock, &error);
   ASSERT_NE(daemon, nullptr) << error;
   std::string out;
-  ASSERT_EQ(RunProgram(Hooked({g_workload, "all"}), HookEnv(sock), &out), 0) << out;
+  ASSERT_EQ(RunProgram(Hooked({program, "all"}), HookEnv(sock), &out), 0) << out;
   daemon->ReadAll();
   auto rings = daemon->rings();
   ASSERT_EQ(rings.size(), 1u) << out;
   const auto& ring = rings[0];
+  *ring_out = ring;
   EXPECT_EQ(ring.dropped, 0u);
   EXPECT_EQ(ring.invalid, 0u);
   EXPECT_EQ(ring.identity.job, "hooktest");
@@ -329,6 +365,306 @@ TEST(ProgramTest, WorkloadRecordsMatchTheModel) {
   }
 }
 
+// (record type, op kind, op) -> count.
+std::map<std::tuple<int, int, int>, int> Kinds(const FakeDaemon::Ring& ring) {
+  std::map<std::tuple<int, int, int>, int> out;
+  for (const auto& r : ring.records) {
+    if (r.header.type == static_cast<uint8_t>(format::RecordType::kOp)) {
+      ++out[{r.header.type, r.op.kind, r.op.op}];
+    } else {
+      ++out[{r.header.type, 0, 0}];
+    }
+  }
+  return out;
+}
+
+TEST(ProgramTest, WorkloadRecordsMatchTheModel) {
+  FakeDaemon::Ring ring;
+  CheckWorkload(g_workload, &ring);
+}
+
+// Built with --default-stream per-thread (//hook:ptsz_symbols_test checks that it calls the
+// _ptsz / _ptds entry points): the same records, the per-thread-stream ops on cudaStreamPerThread.
+TEST(ProgramTest, PerThreadDefaultStreamBuildGivesTheSameRecords) {
+  FakeDaemon::Ring plain, ptsz;
+  CheckWorkload(g_workload, &plain);
+  CheckWorkload(g_workload_ptsz, &ptsz);
+  auto a = Kinds(plain), b = Kinds(ptsz);
+  EXPECT_EQ(a, b);
+  // The synchronous copy and memset ran on the calling thread's default stream (the _ptds entry
+  // points), the async ones on the stream passed.
+  auto per_thread = reinterpret_cast<uint64_t>(cudaStreamPerThreadValue());
+  auto dtoh = Ops(ptsz, Operation::kMemcpyDtoH);
+  ASSERT_EQ(dtoh.size(), 1u);
+  EXPECT_EQ(dtoh[0].stream, per_thread);
+  auto memsets = Ops(ptsz, Operation::kMemset);
+  ASSERT_EQ(memsets.size(), 2u);
+  EXPECT_NE(memsets[0].stream, per_thread);
+  EXPECT_NE(memsets[0].stream, 0u);
+  EXPECT_EQ(memsets[1].stream, per_thread);
+  auto plain_memsets = Ops(plain, Operation::kMemset);
+  ASSERT_EQ(plain_memsets.size(), 2u);
+  EXPECT_EQ(plain_memsets[1].stream, 0u);  // the legacy default stream
+  EXPECT_GE(Ops(ptsz, Operation::kStreamSynchronize).size(), 2u);
+}
+
+// XTIMER_SAMPLE_RATE=4: per op signature, calls 1, 5, 9, ... are timed; collectives always.
+TEST(ProgramTest, SampleRateTimesOneInNPerSignatureAndEveryCollective) {
+  FakeDaemon::Ring ring;
+  std::string out;
+  ASSERT_TRUE(RunHooked({g_extras, "sample"}, "s", {"XTIMER_SAMPLE_RATE=4"}, &ring, &out));
+  std::vector<OpRecord> big, small;
+  for (const OpRecord& r : Ops(ring, Operation::kSgemm)) {
+    (r.m == 1024 ? big : small).push_back(r);
+  }
+  // Shape A: 40 calls -> 10 records; the GEMMs queue behind the delay kernel, so the i-th call
+  // starts i model durations after the first: the timed ones are calls 0, 4, 8, ...
+  const int64_t a_dur = Gemm(1024, 512, 256, 1, 50);
+  ASSERT_EQ(big.size(), 10u);
+  for (size_t j = 0; j < big.size(); ++j) {
+    EXPECT_EQ(big[j].n, 512);
+    EXPECT_EQ(big[j].k, 256);
+    EXPECT_NS(big[j].duration_ns, a_dur);
+  }
+  // Shape B (8 calls, one after calls 0, 5, 10, ... of A) -> 2 records: its calls 0 and 4.
+  const int64_t b_dur = Gemm(256, 256, 256, 1, 50);
+  ASSERT_EQ(small.size(), 2u);
+  for (const OpRecord& r : small) EXPECT_NS(r.duration_ns, b_dur);
+  // Stream position of A's call i: i A's before it, plus the B's issued before it.
+  auto a_start = [&](int i) { return i * a_dur + ((i + 4) / 5) * b_dur; };
+  for (size_t j = 1; j < big.size(); ++j) {
+    EXPECT_NEAR(static_cast<double>(big[j].gpu_start_ns - big[0].gpu_start_ns),
+                static_cast<double>(a_start(4 * j) - a_start(0)), 50.0)
+        << "record " << j;
+  }
+  // B's call 4 is issued right after A's call 20.
+  EXPECT_NEAR(static_cast<double>(small[1].gpu_start_ns - big[0].gpu_start_ns),
+              static_cast<double>(a_start(21) - b_dur), 50.0);
+  // Collectives: all 8 per rank, seqs 1..8, identical across ranks.
+  auto ar = Ops(ring, Operation::kAllReduce);
+  ASSERT_EQ(ar.size(), 16u);
+  std::map<int, std::set<uint64_t>> seqs;
+  std::set<uint64_t> comm_ids;
+  for (const OpRecord& r : ar) {
+    seqs[r.device].insert(r.seq);
+    comm_ids.insert(r.comm_id);
+    EXPECT_GT(r.duration_ns, 0);
+  }
+  std::set<uint64_t> one_to_eight = {1, 2, 3, 4, 5, 6, 7, 8};
+  ASSERT_EQ(seqs.size(), 2u);
+  for (auto& kv : seqs) EXPECT_EQ(kv.second, one_to_eight) << "device " << kv.first;
+  EXPECT_EQ(comm_ids.size(), 1u);
+}
+
+// The _64 entry points: int64 sizes (one above INT32_MAX each) reach the record intact.
+TEST(ProgramTest, Gemm64VariantsRecordTheirSizes) {
+  FakeDaemon::Ring ring;
+  std::string out;
+  ASSERT_TRUE(RunHooked({g_extras, "gemm64"}, "g", {}, &ring, &out));
+  auto ex = Ops(ring, Operation::kGemmEx);
+  ASSERT_EQ(ex.size(), 1u);
+  EXPECT_EQ(ex[0].dtype, static_cast<uint8_t>(DType::kBF16));
+  EXPECT_EQ(ex[0].m, 3000000000LL);
+  EXPECT_EQ(ex[0].n, 16);
+  EXPECT_EQ(ex[0].k, 32);
+  EXPECT_EQ(ex[0].batch, 1);
+  EXPECT_TRUE(ex[0].flags & format::kFlagTransA);
+  EXPECT_FALSE(ex[0].flags & format::kFlagTransB);
+  EXPECT_NS(ex[0].duration_ns, Gemm(3e9, 16, 32, 1, 1000));
+
+  auto sgemm = Ops(ring, Operation::kSgemm);
+  ASSERT_EQ(sgemm.size(), 1u);
+  EXPECT_EQ(sgemm[0].dtype, static_cast<uint8_t>(DType::kF32));
+  EXPECT_EQ(sgemm[0].m, 64);
+  EXPECT_EQ(sgemm[0].n, 2200000000LL);
+  EXPECT_EQ(sgemm[0].k, 2);
+  EXPECT_EQ(sgemm[0].batch, 1);
+  EXPECT_TRUE(sgemm[0].flags & format::kFlagTransB);
+  EXPECT_NS(sgemm[0].duration_ns, Gemm(64, 2.2e9, 2, 1, 50));
+
+  auto sbex = Ops(ring, Operation::kGemmStridedBatchedEx);
+  ASSERT_EQ(sbex.size(), 1u);
+  EXPECT_EQ(sbex[0].dtype, static_cast<uint8_t>(DType::kBF16));
+  EXPECT_EQ(sbex[0].m, 8);
+  EXPECT_EQ(sbex[0].n, 8);
+  EXPECT_EQ(sbex[0].k, 2500000000LL);
+  EXPECT_EQ(sbex[0].batch, 3);
+  EXPECT_NS(sbex[0].duration_ns, Gemm(8, 8, 2.5e9, 3, 1000));
+
+  auto sb = Ops(ring, Operation::kSgemmStridedBatched);
+  ASSERT_EQ(sb.size(), 1u);
+  EXPECT_EQ(sb[0].m, 1);
+  EXPECT_EQ(sb[0].batch, 3000000000LL);
+  EXPECT_NS(sb[0].duration_ns, Gemm(1, 1, 1, 3e9, 50));
+
+  auto bex = Ops(ring, Operation::kGemmBatchedEx);
+  ASSERT_EQ(bex.size(), 1u);
+  EXPECT_EQ(bex[0].m, (1LL << 31) + 1);
+  EXPECT_EQ(bex[0].n, 4);
+  EXPECT_EQ(bex[0].k, 4);
+  EXPECT_EQ(bex[0].batch, 1);
+  EXPECT_NS(bex[0].duration_ns, Gemm((1LL << 31) + 1, 4, 4, 1, 1000));
+}
+
+// Comm records by comm id: rank -> record.
+std::map<uint64_t, std::map<int, format::CommRecord>> CommsOf(const FakeDaemon::Ring& ring) {
+  std::map<uint64_t, std::map<int, format::CommRecord>> out;
+  for (const auto& r : ring.records) {
+    if (r.header.type == static_cast<uint8_t>(format::RecordType::kComm)) {
+      EXPECT_EQ(out[r.comm.comm_id].count(r.comm.rank), 0u) << "rank " << r.comm.rank;
+      out[r.comm.comm_id][r.comm.rank] = r.comm;
+    }
+  }
+  return out;
+}
+
+std::string Field(const std::string& out, const std::string& key) {
+  size_t p = out.find(key + "=");
+  if (p == std::string::npos) return "";
+  p += key.size() + 1;
+  return out.substr(p, out.find('\n', p) - p);
+}
+
+// One thread, ncclCommInitAll over 3 devices, two grouped all-reduces (current device: 2).
+TEST(ProgramTest, CommInitAllRanksShareTheIdAndTheSeqs) {
+  FakeDaemon::Ring ring;
+  std::string out;
+  ASSERT_TRUE(RunHooked({g_extras, "initall"}, "a", {}, &ring, &out));
+  auto comms = CommsOf(ring);
+  ASSERT_EQ(comms.size(), 1u);
+  uint64_t id = comms.begin()->first;
+  int pid = atoi(Field(out, "pid").c_str());
+  ASSERT_GT(pid, 0) << out;
+  EXPECT_EQ(id, CommIdForInitAll(pid, 0));  // docs/hook.md: hash(pid, per-process counter)
+  ASSERT_EQ(comms[id].size(), 3u);
+  for (auto& kv : comms[id]) {
+    EXPECT_EQ(kv.second.size, 3);
+    EXPECT_EQ(kv.second.device, kv.first);  // no device list: rank i on device i
+    EXPECT_EQ(kv.second.parent_id, 0u);
+  }
+  auto ar = Ops(ring, Operation::kAllReduce);
+  ASSERT_EQ(ar.size(), 6u);
+  std::map<uint64_t, std::set<int>> devices_by_seq;
+  std::map<uint64_t, std::set<uint32_t>> groups_by_seq;
+  for (const OpRecord& r : ar) {
+    EXPECT_EQ(r.comm_id, id);
+    EXPECT_EQ(r.comm_size, 3);
+    EXPECT_TRUE(r.flags & format::kFlagInGroup);
+    EXPECT_GT(r.duration_ns, 0);
+    devices_by_seq[r.seq].insert(r.device);
+    groups_by_seq[r.seq].insert(r.group_id);
+  }
+  // Each rank's op is reported on its communicator's device, not the thread's current one.
+  std::set<int> all = {0, 1, 2};
+  EXPECT_EQ(devices_by_seq[1], all);
+  EXPECT_EQ(devices_by_seq[2], all);
+  EXPECT_EQ(groups_by_seq[1].size(), 1u);
+  EXPECT_EQ(groups_by_seq[2].size(), 1u);
+  EXPECT_NE(*groups_by_seq[1].begin(), *groups_by_seq[2].begin());
+  // The last rank to arrive waits for nobody: the model's duration.
+  int64_t min_dur = INT64_MAX;
+  for (const OpRecord& r : ar) {
+    if (r.seq == 1) min_dur = std::min(min_dur, r.duration_ns);
+  }
+  EXPECT_NS(min_dur, Coll(4 << 20, 2.0 * 2 / 3));
+}
+
+// 3 ranks; 0 and 1 shrink 2 away and all-reduce on the child.
+TEST(ProgramTest, CommShrinkChildIsSharedBySurvivorsWithItsParent) {
+  FakeDaemon::Ring ring;
+  std::string out;
+  ASSERT_TRUE(RunHooked({g_extras, "shrink"}, "k", {}, &ring, &out));
+  auto comms = CommsOf(ring);
+  ASSERT_EQ(comms.size(), 2u);
+  uint64_t root = 0, child = 0;
+  for (auto& kv : comms) (kv.second.begin()->second.parent_id == 0 ? root : child) = kv.first;
+  ASSERT_NE(root, 0u);
+  ASSERT_NE(child, 0u);
+  ASSERT_EQ(comms[root].size(), 3u);
+  ASSERT_EQ(comms[child].size(), 2u);  // survivors only, renumbered 0 and 1
+  int excluded[1] = {2};
+  EXPECT_EQ(child, CommIdForShrink(root, 0, excluded, 1));
+  for (auto& kv : comms[child]) {
+    EXPECT_EQ(kv.second.parent_id, root);
+    EXPECT_EQ(kv.second.size, 2);
+    EXPECT_EQ(kv.second.device, kv.first);
+    EXPECT_EQ(kv.second.global_rank, ring.identity.rank);
+  }
+  std::map<uint64_t, std::vector<OpRecord>> ar;
+  for (const OpRecord& r : Ops(ring, Operation::kAllReduce)) ar[r.comm_id].push_back(r);
+  ASSERT_EQ(ar[root].size(), 3u);
+  ASSERT_EQ(ar[child].size(), 2u);
+  std::set<int> devices;
+  for (const OpRecord& r : ar[child]) {
+    EXPECT_EQ(r.seq, 1u);
+    EXPECT_EQ(r.comm_size, 2);
+    devices.insert(r.device);
+  }
+  EXPECT_EQ(devices, (std::set<int>{0, 1}));
+  EXPECT_NS(std::min(ar[child][0].duration_ns, ar[child][1].duration_ns), Coll(4 << 20, 1.0));
+}
+
+// ncclCommInitRankScalable with 2 ids: the first names the communicator.
+TEST(ProgramTest, CommInitRankScalableIsNamedByTheFirstId) {
+  FakeDaemon::Ring ring;
+  std::string out;
+  ASSERT_TRUE(RunHooked({g_extras, "scalable"}, "c", {}, &ring, &out));
+  std::string hex = Field(out, "id0");
+  ASSERT_EQ(hex.size(), 2 * sizeof(ncclUniqueIdBytes)) << out;
+  ncclUniqueIdBytes id0;
+  for (size_t i = 0; i < sizeof(id0.b); ++i) {
+    id0.b[i] = static_cast<char>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  }
+  auto comms = CommsOf(ring);
+  ASSERT_EQ(comms.size(), 1u);
+  EXPECT_EQ(comms.begin()->first, CommIdFromUniqueId(id0.b, sizeof(id0.b)));
+  EXPECT_EQ(comms.begin()->second.size(), 2u);
+  auto ar = Ops(ring, Operation::kAllReduce);
+  ASSERT_EQ(ar.size(), 2u);
+  for (const OpRecord& r : ar) {
+    EXPECT_EQ(r.comm_id, comms.begin()->first);
+    EXPECT_EQ(r.seq, 1u);
+  }
+  EXPECT_NE(ar[0].device, ar[1].device);
+}
+
+// ncclCommFinalize + Destroy and ncclCommAbort pass through: the same output (return values)
+// with and without the hook, and the ops before them are recorded.
+TEST(ProgramTest, CommFinalizeDestroyAbortPassThrough) {
+  std::string plain;
+  ASSERT_EQ(RunProgram({g_run, g_extras, "lifecycle"}, {}, &plain), 0) << plain;
+  FakeDaemon::Ring ring;
+  std::string hooked;
+  ASSERT_TRUE(RunHooked({g_extras, "lifecycle"}, "l", {}, &ring, &hooked));
+  auto lines = [](const std::string& s) {
+    std::multiset<std::string> out;
+    std::stringstream ss(s);
+    std::string line;
+    while (std::getline(ss, line)) out.insert(line);  // ranks print in any order
+    return out;
+  };
+  EXPECT_EQ(lines(plain), lines(hooked));
+  for (const char* expected : {"rank 0 finalize -> 0", "rank 1 finalize -> 0",
+                               "rank 0 destroy -> 0", "rank 1 destroy -> 0",
+                               "rank 0 abort -> 0", "rank 1 abort -> 0"}) {
+    EXPECT_NE(plain.find(expected), std::string::npos) << expected << "\n" << plain;
+  }
+  EXPECT_NE(plain.find("finalize(null) -> "), std::string::npos) << plain;
+  auto comms = CommsOf(ring);
+  EXPECT_EQ(comms.size(), 2u);
+  auto ar = Ops(ring, Operation::kAllReduce);
+  ASSERT_EQ(ar.size(), 4u);
+  std::map<uint64_t, int> per_comm;
+  for (const OpRecord& r : ar) {
+    EXPECT_EQ(r.seq, 1u);
+    ++per_comm[r.comm_id];
+  }
+  EXPECT_EQ(per_comm.size(), 2u);
+  for (const auto& row : ring.inflight) {
+    EXPECT_EQ(row.last_issued_seq, row.last_completed_seq) << row.comm_id;
+  }
+}
+
 TEST(ProgramTest, ErrorsAreIdenticalWithAndWithoutTheHook) {
   std::string plain, hooked;
   ASSERT_EQ(RunProgram({g_run, g_errors}, {}, &plain), 0) << plain;
@@ -423,8 +759,9 @@ int main(int argc, char** argv) {
     return 127;
   }
   ::testing::InitGoogleTest(&argc, argv);
-  if (argc != 5) {
-    fprintf(stderr, "usage: program_test GPUSIM_RUN LIBXTIMER_SO WORKLOAD ERRORS\n");
+  if (argc != 7) {
+    fprintf(stderr,
+            "usage: program_test GPUSIM_RUN LIBXTIMER_SO WORKLOAD ERRORS WORKLOAD_PTSZ EXTRAS\n");
     return 2;
   }
   auto abs = [](const char* p) {
@@ -441,6 +778,8 @@ int main(int argc, char** argv) {
   xtimer::hook::g_lib = abs(argv[2]);
   xtimer::hook::g_workload = abs(argv[3]);
   xtimer::hook::g_errors = abs(argv[4]);
+  xtimer::hook::g_workload_ptsz = abs(argv[5]);
+  xtimer::hook::g_extras = abs(argv[6]);
   int rc = RUN_ALL_TESTS();
   rmdir(xtimer::hook::TmpDir().c_str());  // empty by now (sockets and outputs are removed)
   return rc;

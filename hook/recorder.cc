@@ -65,7 +65,15 @@ DeviceState* InitDevice(int device) {
   if (ds != nullptr) return ds;
   const CudaApi& api = Api();
   ds = new DeviceState(kEventsPerDevice);
-  bool ok = true;
+  // The events must belong to `device`, which need not be the thread's current one (a
+  // communicator's op issued while another device is current).
+  int current = -1;
+  bool ok = api.get_device(&current) == cudaSuccess;
+  bool switched = false;
+  if (ok && current != device) {
+    ok = api.set_device != nullptr && api.set_device(device) == cudaSuccess;
+    switched = ok;
+  }
   for (size_t i = 0; i < kEventsPerDevice && ok; ++i) {
     cudaEvent_t e = nullptr;
     ok = api.event_create_with_flags(&e, cudaEventDefault) == cudaSuccess;
@@ -81,6 +89,7 @@ DeviceState* InitDevice(int device) {
          api.event_synchronize(ds->ref_event) == cudaSuccess;
     ds->ref_host_ns = before;
   }
+  if (switched && api.set_device(current) != cudaSuccess) ok = false;
   if (!ok) {
     ClearOurError();
     Warn("cannot create timing events on this device; its ops are not timed");
@@ -209,7 +218,12 @@ bool CanTime(cudaStream_t stream, bool* capturing) {
 
 bool BeginTimed(const OpDesc& d, Timing* t) {
   const CudaApi& api = Api();
-  if (api.get_device(&t->device) != cudaSuccess) {
+  // A communicator's op runs on the communicator's device (one thread may drive several, e.g.
+  // ncclCommInitAll + a group); anything else on the current device.
+  if (d.comm != nullptr && d.comm->resolved.load(std::memory_order_acquire) &&
+      d.comm->device >= 0) {
+    t->device = d.comm->device;
+  } else if (api.get_device(&t->device) != cudaSuccess) {
     ClearOurError();
     return false;
   }

@@ -4,6 +4,8 @@
 //   workload all          GEMMs, cuBLASLt, copies, memsets, kernels, a graph, host syncs, NCCL
 //   workload loop MS      memsets and syncs for MS milliseconds (daemon reconnection test)
 //   workload fork         the parent keeps timing while a forked child keeps calling CUDA
+// Built twice: as is, and with --default-stream per-thread (workload_ptsz: the _ptsz / _ptds entry
+// points).
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -55,6 +57,21 @@ __global__ void other_kernel(float* x, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] *= 2.0f;
 }
+
+#ifdef CUDA_API_PER_THREAD_DEFAULT_STREAM
+// Built with --default-stream per-thread, cudaGraphLaunch should be cudaGraphLaunch_ptsz, but CUDA
+// 13's host pass picks cuda_device_runtime_api.h's inline cudaGraphLaunch_ptsz, which calls the
+// legacy cudaGraphLaunch: name the exported entry point directly, as other toolchains do.
+extern "C" cudaError_t GraphLaunchPtsz(cudaGraphExec_t exec, cudaStream_t stream) __asm__(
+    "cudaGraphLaunch_ptsz");
+static cudaError_t GraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
+  return GraphLaunchPtsz(exec, s);
+}
+#else
+static cudaError_t GraphLaunch(cudaGraphExec_t exec, cudaStream_t s) {
+  return cudaGraphLaunch(exec, s);
+}
+#endif
 
 static void Gemms(cudaStream_t s) {
   cublasHandle_t h;
@@ -146,7 +163,7 @@ static void CopiesKernelsGraph(cudaStream_t s) {
   CHECK(cudaStreamEndCapture(s, &graph));
   CHECK(cudaGraphInstantiate(&exec, graph, 0));
   delay_kernel<<<1, 1, 0, s>>>(0);
-  CHECK(cudaGraphLaunch(exec, s));
+  CHECK(GraphLaunch(exec, s));
   cudaEvent_t e;
   CHECK(cudaEventCreate(&e));
   CHECK(cudaEventRecord(e, s));
