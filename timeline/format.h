@@ -1,0 +1,115 @@
+// The timeline file: one per rank, written by xtimerd on a dump, read by `xtimer timeline`.
+//
+// Name: {rank:05d}-{world:05d}.timeline (rank -1 is written as "unknown-<pid>"). Little-endian.
+//
+//   FileHeader                          64 bytes, magic "XTTLINE1", version kTimelineVersion
+//   Metadata block                      MetadataHeader + metadata_bytes of payload (CRC-32 checked)
+//   Event block 0..                     BlockHeader + count EventRecords (CRC-32 checked), up to
+//                                       kEventsPerBlock events each; the last may be shorter
+//
+// Metadata payload: a sequence of fields, each `u16 tag, u32 length, length bytes`; unknown tags are
+// skipped (so later versions may add fields), known tags are:
+//   kTagJob, kTagHost, kTagNode, kTagPod  UTF-8 strings
+//   kTagIdentity   i32 pid, i32 rank, i32 local_rank, i32 world_size, i32 device
+//   kTagClock      i64 realtime_ns, i64 monotonic_ns: read together when the dump was written;
+//                  event times are CLOCK_REALTIME ns of the node that wrote the file
+//   kTagStrings    u32 count, then count x (u16 length, bytes): the string table; index 0 is ""
+//   kTagComms      u32 count, then count x (u64 id, u64 parent_id, i32 size, i32 rank,
+//                  i32 global_rank, u32 nmembers, nmembers x i32 member global ranks (-1: unknown))
+//   kTagDump       i64 dump_time_ns, i64 window_begin_ns, i64 window_end_ns, u32 kinds mask
+//
+// Events are in completion order per stream; readers must not assume a global order.
+//
+// A reader rejects a file whose header or metadata is bad, with an error that says what and where,
+// and recovers every intact event block before the first bad or truncated one (it reports how many
+// events it recovered and why it stopped).
+#ifndef XTIMER_TIMELINE_FORMAT_H_
+#define XTIMER_TIMELINE_FORMAT_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace xtimer {
+namespace timeline {
+
+constexpr char kFileMagic[8] = {'X', 'T', 'T', 'L', 'I', 'N', 'E', '1'};
+constexpr uint32_t kTimelineVersion = 1;
+constexpr uint32_t kMetadataMagic = 0x4154454d;  // "META"
+constexpr uint32_t kBlockMagic = 0x4b4c4258;     // "XBLK"
+constexpr uint32_t kEventsPerBlock = 4096;
+constexpr size_t kMaxMetadataBytes = 64u << 20;
+
+struct FileHeader {
+  char magic[8];          //  0  kFileMagic
+  uint32_t version;       //  8  kTimelineVersion
+  uint32_t header_size;   // 12  sizeof(FileHeader)
+  uint32_t event_size;    // 16  sizeof(EventRecord)
+  uint32_t flags;         // 20  0
+  uint64_t event_count;   // 24  total events in all blocks (0 if the writer did not finish)
+  int64_t created_ns;     // 32  CLOCK_REALTIME
+  uint8_t reserved[24];   // 40
+};
+static_assert(sizeof(FileHeader) == 64, "FileHeader layout");
+
+struct MetadataHeader {
+  uint32_t magic;           //  0  kMetadataMagic
+  uint32_t crc32;           //  4  CRC-32 (IEEE) of the payload
+  uint64_t payload_bytes;   //  8  <= kMaxMetadataBytes
+};
+static_assert(sizeof(MetadataHeader) == 16, "MetadataHeader layout");
+
+struct BlockHeader {
+  uint32_t magic;   //  0  kBlockMagic
+  uint32_t count;   //  4  events in this block, 1..kEventsPerBlock
+  uint32_t crc32;   //  8  CRC-32 (IEEE) of the count * sizeof(EventRecord) bytes that follow
+  uint32_t index;   // 12  0-based block number
+};
+static_assert(sizeof(BlockHeader) == 16, "BlockHeader layout");
+
+enum MetadataTag : uint16_t {
+  kTagJob = 1,
+  kTagHost = 2,
+  kTagNode = 3,
+  kTagPod = 4,
+  kTagIdentity = 5,
+  kTagClock = 6,
+  kTagStrings = 7,
+  kTagComms = 8,
+  kTagDump = 9,
+};
+
+// kind, op and dtype use the values of format/record.h (OpKind, Operation, DType); flags too.
+struct EventRecord {
+  uint16_t op;            //   0
+  uint8_t kind;           //   2
+  uint8_t dtype;          //   3
+  uint8_t flags;          //   4  format::kFlag*
+  uint8_t reserved0;      //   5
+  int16_t device;         //   6
+  uint32_t name;          //   8  string table index of the kernel name (0: none)
+  int32_t peer;           //  12  send/recv peer (communicator rank), else -1
+  uint64_t stream;        //  16
+  int64_t cpu_launch_ns;  //  24
+  int64_t gpu_start_ns;   //  32
+  int64_t duration_ns;    //  40
+  uint64_t bytes;         //  48
+  int64_t m;              //  56
+  int64_t n;              //  64
+  int64_t k;              //  72
+  uint64_t comm_id;       //  80
+  uint64_t seq;           //  88
+  int32_t root;           //  96
+  uint32_t group_id;      // 100
+  int64_t batch;          // 104
+};
+static_assert(sizeof(EventRecord) == 112, "EventRecord layout is part of the file format");
+
+// dump_kernel_type bits (the seed's DumpKernelTrace field): 0 means all.
+constexpr uint32_t kDumpMatmul = 1u << 0;
+constexpr uint32_t kDumpNccl = 1u << 1;       // collectives and send/recv
+constexpr uint32_t kDumpHostAndMemory = 1u << 2;  // copies, memsets, kernels, graphs, host syncs
+
+}  // namespace timeline
+}  // namespace xtimer
+
+#endif  // XTIMER_TIMELINE_FORMAT_H_

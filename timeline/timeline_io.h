@@ -1,0 +1,93 @@
+// Writing and reading timeline files (format.h). One implementation serves xtimerd (writer) and
+// the `xtimer` CLI (reader).
+#ifndef XTIMER_TIMELINE_TIMELINE_IO_H_
+#define XTIMER_TIMELINE_TIMELINE_IO_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "timeline/format.h"
+
+namespace xtimer {
+namespace timeline {
+
+struct CommInfo {
+  uint64_t id = 0;
+  uint64_t parent_id = 0;
+  int32_t size = 0;
+  int32_t rank = -1;         // this file's rank in the communicator
+  int32_t global_rank = -1;  // this file's global rank
+  std::vector<int32_t> members;  // global ranks by communicator rank; -1 where unknown
+};
+
+struct Metadata {
+  std::string job;
+  std::string host;
+  std::string node;
+  std::string pod;
+  int32_t pid = 0;
+  int32_t rank = -1;
+  int32_t local_rank = -1;
+  int32_t world_size = -1;
+  int32_t device = -1;
+  int64_t clock_realtime_ns = 0;
+  int64_t clock_monotonic_ns = 0;
+  std::vector<std::string> strings{""};  // string table; index 0 is ""
+  std::vector<CommInfo> comms;
+  int64_t dump_time_ns = 0;
+  int64_t window_begin_ns = 0;
+  int64_t window_end_ns = 0;
+  uint32_t kinds = 0;  // kDump* mask requested (0: all)
+};
+
+// "{rank:05d}-{world:05d}.timeline", or "unknown-{pid}.timeline" when the rank is unknown.
+std::string TimelineFileName(int rank, int world_size, int pid);
+
+// Writes one file. Append() buffers a block and writes it when full; Finish() writes the last
+// block and the final event count. Errors (disk full, ...) are reported once and stick.
+class TimelineWriter {
+ public:
+  // Creates `path` (through a temporary name renamed on Finish, so readers never see a partial
+  // file under the final name). Returns nullptr with *error on failure.
+  static std::unique_ptr<TimelineWriter> Create(const std::string& path, const Metadata& metadata,
+                                                std::string* error);
+  ~TimelineWriter();
+  bool Append(const EventRecord& event);
+  // Returns false with *error if anything failed.
+  bool Finish(std::string* error);
+  uint64_t events() const;
+
+ private:
+  TimelineWriter() = default;
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+struct ReadResult {
+  bool ok = false;          // header and metadata were good (events may still be partial)
+  bool complete = false;    // every block was intact and the count matched the header
+  std::string error;        // why the file was rejected, or why reading stopped early
+  Metadata metadata;
+  uint64_t events = 0;      // events delivered
+};
+
+// Reads `path`, calling `on_event` for every event of every intact block, in file order, without
+// holding more than one block in memory.
+ReadResult ReadTimeline(const std::string& path,
+                        const std::function<void(const EventRecord&)>& on_event);
+
+// The same from a memory buffer (fuzzing, tests).
+ReadResult ReadTimelineBuffer(const uint8_t* data, size_t size,
+                              const std::function<void(const EventRecord&)>& on_event);
+
+uint32_t Crc32(const void* data, size_t size, uint32_t crc = 0);
+
+}  // namespace timeline
+}  // namespace xtimer
+
+#endif  // XTIMER_TIMELINE_TIMELINE_IO_H_
