@@ -82,6 +82,7 @@ struct Aggregator::Process {
   // process costs nothing.
   std::vector<std::unique_ptr<format::OpRecord[]>> history_chunks;
   uint64_t history_total = 0;  // records ever appended
+  uint64_t ops_seen = 0;       // op records ever ingested (the tap's sequence number)
   std::unordered_map<uint32_t, std::string> names;
   uint32_t pending_name = 0;
   uint16_t pending_part = 0;
@@ -205,6 +206,8 @@ void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t 
             }
           }
         }
+        if (tap_) tap_(id, p->ops_seen, r);
+        ++p->ops_seen;
         if (options_.history > 0) {
           const size_t at = static_cast<size_t>(p->history_total % options_.history);
           const size_t chunk = at / kHistoryChunk;
@@ -368,10 +371,16 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
   return snap;
 }
 
-std::vector<format::OpRecord> Aggregator::History(ProcessId id) const {
+void Aggregator::SetOpTap(OpTap tap) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tap_ = std::move(tap);
+}
+
+std::vector<format::OpRecord> Aggregator::History(ProcessId id, uint64_t* end_seq) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<format::OpRecord> out;
   Process* p = Find(id);
+  if (end_seq != nullptr) *end_seq = p == nullptr ? 0 : p->ops_seen;
   if (p == nullptr) return out;
   const uint64_t size = std::min<uint64_t>(p->history_total, options_.history);
   out.reserve(size);

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -121,8 +122,14 @@ class Aggregator {
   Snapshot TakeSnapshot(int64_t now_ns) const;
 
   size_t process_count() const;
-  // The retained OpRecords of a process, oldest first (for dumps).
-  std::vector<format::OpRecord> History(ProcessId id) const;
+  // The retained OpRecords of a process, oldest first (for dumps). *end_seq (if given) gets the
+  // op sequence number (see OpTap) one past the last record returned.
+  std::vector<format::OpRecord> History(ProcessId id, uint64_t* end_seq = nullptr) const;
+  // Called for every op record ingested, with the process's op sequence number (0, 1, ... per
+  // process), under the aggregator's lock: it must be quick and must not call the aggregator.
+  // Dumps capture with it (daemon/dump_writer.h). An empty function removes it.
+  using OpTap = std::function<void(ProcessId, uint64_t seq, const format::OpRecord&)>;
+  void SetOpTap(OpTap tap);
   // The kernel name for a name_id, or "" when unknown.
   std::string KernelName(ProcessId id, uint32_t name_id) const;
 
@@ -139,6 +146,7 @@ class Aggregator {
   std::map<ProcessId, std::unique_ptr<Process>> processes_;
   uint64_t registrations_ = 0;
   uint64_t rejected_ = 0;
+  OpTap tap_;
 };
 
 // Label-safe copy of an untrusted string: bytes outside printable ASCII become '_'.

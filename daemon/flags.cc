@@ -30,7 +30,11 @@ const std::vector<FlagSpec>& Specs() {
       {"metrics-address", "XTIMER_METRICS_ADDRESS", Type::kString, 0, 0,
        "address /metrics binds (default 127.0.0.1; 0.0.0.0 for every interface)"},
       {"control-port", "XTIMER_CONTROL_PORT", Type::kInt, 0, 65535,
-       "control service port (default 18888; reserved, not served yet)"},
+       "control service port, gRPC and HTTP/JSON (default 18888; 0 picks a free port, logged)"},
+      {"control-address", "XTIMER_CONTROL_ADDRESS", Type::kString, 0, 0,
+       "address the control port binds (default 127.0.0.1)"},
+      {"dump-root", "XTIMER_DUMP_ROOT", Type::kString, 0, 0,
+       "dump paths must resolve inside this directory (default /tmp/xtimer-dumps)"},
       {"hang-timeout", "XTIMER_HANG_TIMEOUT", Type::kInt, 1, 86400 * 7,
        "seconds an op may stay in flight before the hang gauges turn 1 (default 300)"},
       {"window", "XTIMER_METRICS_WINDOW", Type::kInt, 1, 86400,
@@ -106,6 +110,8 @@ bool Apply(const FlagSpec& spec, const std::string& value, Flags* f, std::string
   else if (name == "metrics-port") f->metrics_port = static_cast<int>(i);
   else if (name == "metrics-address") f->metrics_address = value;
   else if (name == "control-port") f->control_port = static_cast<int>(i);
+  else if (name == "control-address") f->control_address = value;
+  else if (name == "dump-root") f->dump_root = value;
   else if (name == "hang-timeout") f->hang_timeout_s = i;
   else if (name == "window") f->window_s = i;
   else if (name == "window-samples") f->window_samples = i;

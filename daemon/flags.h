@@ -14,7 +14,9 @@ struct Flags {
   std::string socket;                   // --socket, XTIMER_DAEMON_SOCKET (RUN_DIR/xtimerd.sock)
   int metrics_port = 18889;             // --metrics-port, XTIMER_METRICS_PORT (0: any free port)
   std::string metrics_address = "127.0.0.1";  // --metrics-address, XTIMER_METRICS_ADDRESS
-  int control_port = 18888;             // --control-port, XTIMER_CONTROL_PORT (reserved)
+  int control_port = 18888;             // --control-port, XTIMER_CONTROL_PORT (0: any free port)
+  std::string control_address = "127.0.0.1";  // --control-address, XTIMER_CONTROL_ADDRESS
+  std::string dump_root = "/tmp/xtimer-dumps";  // --dump-root, XTIMER_DUMP_ROOT
   int64_t hang_timeout_s = 300;         // --hang-timeout, XTIMER_HANG_TIMEOUT
   int64_t window_s = 60;                // --window, XTIMER_METRICS_WINDOW
   int64_t window_samples = 4096;        // --window-samples, XTIMER_WINDOW_SAMPLES

@@ -16,6 +16,9 @@
 
 #include "daemon/aggregator.h"
 #include "daemon/clock.h"
+#include "daemon/control_handler.h"
+#include "daemon/control_server.h"
+#include "daemon/dump_writer.h"
 #include "daemon/flags.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -127,11 +130,28 @@ int Main(int argc, char** argv) {
   }
   const std::vector<int> ports = exposer->GetListeningPorts();
   const int metrics_port = ports.empty() ? flags.metrics_port : ports[0];
-  Logf("serving: socket %s, metrics http://%s:%d/metrics, window %llds, hang timeout %llds, "
-       "history %lld records per process (control port %d reserved)",
+
+  // The control port (gRPC + HTTP/JSON) and dumps.
+  std::string dump_root;
+  if (!PrepareDumpRoot(Absolute(flags.dump_root), &dump_root, &error)) return fail(error);
+  char hostname[256] = {0};
+  gethostname(hostname, sizeof(hostname) - 1);
+  auto dumps = std::make_unique<DumpManager>(&aggregator, dump_root, hostname, RealtimeNs);
+  ControlOptions co;
+  co.node = hostname;
+  co.start_ns = RealtimeNs();
+  co.now_ns = RealtimeNs;
+  ControlHandler handler(&aggregator, dumps.get(), co);
+  auto control = std::make_unique<ControlServer>(&handler);
+  const int control_port = control->Start(flags.control_address, flags.control_port, &error);
+  if (control_port < 0) return fail(error);
+
+  Logf("serving: socket %s, metrics http://%s:%d/metrics, control %s:%d (gRPC + HTTP/JSON, dump "
+       "root %s), window %llds, hang timeout %llds, history %lld records per process",
        flags.socket.c_str(), flags.metrics_address.c_str(), metrics_port,
+       flags.control_address.c_str(), control_port, dump_root.c_str(),
        static_cast<long long>(flags.window_s), static_cast<long long>(flags.hang_timeout_s),
-       static_cast<long long>(flags.history), flags.control_port);
+       static_cast<long long>(flags.history));
   SignalReady(ready_fd, "");
 
   std::atomic<bool> stop{false};
@@ -153,6 +173,8 @@ int Main(int argc, char** argv) {
       break;
     }
   }
+  control->Shutdown();
+  dumps.reset();  // a capture in progress writes what it has
   stop.store(true, std::memory_order_release);
   reader.join();
   server.reset();  // closes connections, removes the socket

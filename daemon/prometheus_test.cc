@@ -53,7 +53,7 @@ TEST(PrometheusTest, ScrapesTwoDaemons) {
     Node& n = nodes[i];
     n.dir = root + "/node" + std::to_string(i);
     n.port = testing::FreePort();
-    n.pid = testing::Spawn({binary, "--run-dir=" + n.dir, "--metrics-port=" + std::to_string(n.port)},
+    n.pid = testing::Spawn({binary, "--run-dir=" + n.dir, "--metrics-port=" + std::to_string(n.port), "--control-port=0"},
                            root + "/xtimerd" + std::to_string(i) + ".log");
   }
   for (int i = 0; i < 2; ++i) {

@@ -63,7 +63,7 @@ class XtimerdTest : public ::testing::Test {
   std::string log() const { return dir_ + "/test.log"; }
 
   void StartDaemon() {
-    pid_ = testing::Spawn({binary_, "--run-dir=" + dir_, "--metrics-port=" + std::to_string(port_),
+    pid_ = testing::Spawn({binary_, "--run-dir=" + dir_, "--metrics-port=" + std::to_string(port_), "--control-port=0",
                            "--hang-timeout=2", "--stale-timeout=0", "--poll-interval-ms=2"},
                           log());
     ASSERT_TRUE(testing::WaitFor(
@@ -115,7 +115,7 @@ TEST_F(XtimerdTest, ServesMetricsOfRegisteredProcesses) {
   // A second daemon on the same run dir says so and exits 0.
   std::string out;
   EXPECT_EQ(testing::RunCapture({binary_, "--run-dir=" + dir_,
-                                 "--metrics-port=" + std::to_string(testing::FreePort())},
+                                 "--metrics-port=" + std::to_string(testing::FreePort()), "--control-port=0"},
                                 "", &out),
             0);
   EXPECT_NE(out.find("already running (pid " + std::to_string(pid_) + ")"), std::string::npos)
@@ -263,7 +263,7 @@ TEST_F(XtimerdTest, DaemonizesAndExitsWhenIdle) {
   std::string out;
   // The caller returns once the daemon serves.
   ASSERT_EQ(testing::RunCapture({binary_, "--run-dir=" + dir_, "--daemonize", "--once=2",
-                                 "--metrics-port=" + std::to_string(port_)},
+                                 "--metrics-port=" + std::to_string(port_), "--control-port=0"},
                                 "", &out),
             0)
       << out;

@@ -1,0 +1,15 @@
+// Subcommands of the `xtimer` CLI. Each takes argv from the subcommand's name on and returns the
+// process exit status: 0 success, 1 failure, 2 bad arguments.
+#ifndef XTIMER_CLI_COMMANDS_H_
+#define XTIMER_CLI_COMMANDS_H_
+
+namespace xtimer {
+namespace cli {
+
+int TimelineMain(int argc, char** argv);
+int DumpMain(int argc, char** argv);  // cli/dump.cc
+
+}  // namespace cli
+}  // namespace xtimer
+
+#endif  // XTIMER_CLI_COMMANDS_H_

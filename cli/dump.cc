@@ -1,0 +1,343 @@
+// `xtimer dump`: one DumpKernelTrace request to every node's xtimerd (gRPC, in parallel), all with
+// the same dump_time a few seconds ahead, so that every rank of every node captures the same
+// window; then (with --wait, the default for captures) polls each node's Status until its files
+// are written and reports where every node wrote.
+#include <errno.h>
+#include <grpcpp/grpcpp.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli/commands.h"
+#include "proto/hosting.grpc.pb.h"
+
+namespace xtimer {
+namespace cli {
+namespace {
+
+const char kUsage[] =
+    "usage: xtimer dump --path DIR [what] [where] [options]\n"
+    "\n"
+    "Asks xtimerd on every node (its control port, gRPC) to write one timeline file per rank,\n"
+    "{rank:05d}-{world:05d}.timeline, into DIR/<job>/ on that node. DIR must resolve inside each\n"
+    "daemon's dump root (xtimerd --dump-root, XTIMER_DUMP_ROOT, default /tmp/xtimer-dumps); a\n"
+    "relative DIR is taken inside the root. Every node gets the same dump_time, DELAY seconds\n"
+    "ahead, so all ranks capture the same window. See docs/control.md.\n"
+    "\n"
+    "what (at least one):\n"
+    "  --count N          events per rank to capture from dump_time on (<= 1000000)\n"
+    "  --duration S       capture S seconds from dump_time on (<= 3600; with --count: whichever\n"
+    "                     ends first)\n"
+    "  --history N        include the last N records each daemon already keeps per rank (instant,\n"
+    "                     works while the job hangs; <= 10000000)\n"
+    "  --kinds LIST       matmul,nccl,host (comma list) or a mask 0-7; default all\n"
+    "  --ranks LIST       only these global ranks: 0,1,4-7\n"
+    "  --job J            only this job (repeatable, or a comma list)\n"
+    "\n"
+    "where:\n"
+    "  --hosts LIST       host:port,host:port (default 127.0.0.1:$XTIMER_CONTROL_PORT or :18888;\n"
+    "                     a host without :port gets that port)\n"
+    "  --hosts-file F     one host[:port] per line ('#' starts a comment)\n"
+    "\n"
+    "options:\n"
+    "  --delay S          dump_time = now + S seconds (default 3)\n"
+    "  --at T             dump_time = T (Unix seconds) instead\n"
+    "  --reset            cancel a dump already running on a node (its files are written)\n"
+    "  --no-wait          return once every node accepted (captures finish later)\n"
+    "  --timeout S        per-request deadline, and the longest wait for captures past their\n"
+    "                     deadline (default 10)\n"
+    "  -h, --help         this text\n"
+    "\n"
+    "Exit status: 0 when every node wrote its files (or accepted, with --no-wait), 1 when any\n"
+    "node failed, 2 on a usage error.\n"
+    "\n"
+    "example:\n"
+    "  xtimer dump --hosts node0:18888,node1:18888 --path /mnt/shared/dumps/run1 --count 10000\n"
+    "  xtimer dump --history 5000 --path hang1 --kinds nccl\n";
+
+int UsageError(const std::string& m) {
+  fprintf(stderr, "xtimer dump: %s (see xtimer dump --help)\n", m.c_str());
+  return 2;
+}
+
+bool ParseInt(const std::string& s, int64_t lo, int64_t hi, int64_t* out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  long long v = strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
+  *out = v;
+  return true;
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i <= s.size()) {
+    size_t j = s.find(sep, i);
+    if (j == std::string::npos) j = s.size();
+    std::string part = s.substr(i, j - i);
+    while (!part.empty() && isspace(static_cast<unsigned char>(part.back()))) part.pop_back();
+    while (!part.empty() && isspace(static_cast<unsigned char>(part.front()))) part.erase(0, 1);
+    if (!part.empty()) out.push_back(part);
+    i = j + 1;
+  }
+  return out;
+}
+
+double NowS() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
+}
+
+struct Node {
+  std::string target;
+  bool ok = false;
+  std::string error;
+  DumpKernelTraceResponse response;
+  DumpState final_state;
+  bool waited = false;
+};
+
+std::string CodeName(grpc::StatusCode c) {
+  switch (c) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "invalid argument";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "busy";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "unavailable";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "timed out";
+    case grpc::StatusCode::INTERNAL:
+      return "failed";
+    default:
+      return "error " + std::to_string(static_cast<int>(c));
+  }
+}
+
+}  // namespace
+
+int DumpMain(int argc, char** argv) {
+  DumpKernelTraceRequest req;
+  std::vector<std::string> hosts;
+  std::string hosts_file;
+  double delay = 3, timeout = 10;
+  int64_t at = -1;
+  bool wait = true, have_path = false;
+  const char* env_port = getenv("XTIMER_CONTROL_PORT");
+  const std::string default_port = env_port && *env_port ? env_port : "18888";
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i], v;
+    const size_t eq = a.find('=');
+    bool has_v = false;
+    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
+      v = a.substr(eq + 1);
+      a = a.substr(0, eq);
+      has_v = true;
+    }
+    auto value = [&](std::string* out) {
+      if (has_v) {
+        *out = v;
+        return true;
+      }
+      if (i + 1 >= argc) return false;
+      *out = argv[++i];
+      return true;
+    };
+    std::string s;
+    int64_t n = 0;
+    if (a == "-h" || a == "--help") {
+      fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--reset") {
+      req.set_reset(true);
+    } else if (a == "--no-wait") {
+      wait = false;
+    } else if (!value(&s)) {
+      return UsageError(a.rfind("--", 0) == 0 ? a + " needs a value (or is unknown)"
+                                              : "unexpected argument '" + a + "'");
+    } else if (a == "--path") {
+      req.set_dump_path(s);
+      have_path = true;
+    } else if (a == "--count") {
+      if (!ParseInt(s, 1, 1000000, &n)) return UsageError("--count: expected 1..1000000");
+      req.set_dump_count(n);
+    } else if (a == "--history") {
+      if (!ParseInt(s, 1, 10000000, &n)) return UsageError("--history: expected 1..10000000");
+      req.set_history(n);
+    } else if (a == "--duration") {
+      char* end = nullptr;
+      double d = strtod(s.c_str(), &end);
+      if (*end || !(d > 0) || d > 3600) return UsageError("--duration: expected (0, 3600] s");
+      req.set_duration_s(d);
+    } else if (a == "--kinds") {
+      int mask = 0;
+      if (ParseInt(s, 0, 7, &n)) {
+        mask = static_cast<int>(n);
+      } else {
+        for (const std::string& k : Split(s, ',')) {
+          if (k == "matmul")
+            mask |= 1;
+          else if (k == "nccl" || k == "collective" || k == "comm")
+            mask |= 2;
+          else if (k == "host" || k == "memory" || k == "mem")
+            mask |= 4;
+          else if (k == "all")
+            mask |= 7;
+          else
+            return UsageError("--kinds: unknown kind '" + k + "' (matmul, nccl, host)");
+        }
+      }
+      req.set_dump_kernel_type(mask);
+    } else if (a == "--ranks") {
+      for (const std::string& r : Split(s, ',')) {
+        const size_t dash = r.find('-');
+        int64_t lo = 0, hi = 0;
+        if (dash == std::string::npos
+                ? !ParseInt(r, 0, 16777215, &lo)
+                : (!ParseInt(r.substr(0, dash), 0, 16777215, &lo) ||
+                   !ParseInt(r.substr(dash + 1), 0, 16777215, &hi) || hi < lo || hi - lo > 65535)) {
+          return UsageError("--ranks: expected a list like 0,1,4-7, got '" + r + "'");
+        }
+        if (dash == std::string::npos) hi = lo;
+        for (int64_t x = lo; x <= hi; ++x) req.add_ranks(static_cast<int>(x));
+      }
+    } else if (a == "--job" || a == "--jobs") {
+      for (const std::string& j : Split(s, ',')) req.add_jobs(j);
+    } else if (a == "--hosts") {
+      for (const std::string& h : Split(s, ',')) hosts.push_back(h);
+    } else if (a == "--hosts-file") {
+      hosts_file = s;
+    } else if (a == "--delay") {
+      char* end = nullptr;
+      delay = strtod(s.c_str(), &end);
+      if (*end || !(delay >= 0) || delay > 3600) return UsageError("--delay: expected 0..3600 s");
+    } else if (a == "--at") {
+      if (!ParseInt(s, 0, int64_t{1} << 40, &at)) return UsageError("--at: expected Unix seconds");
+    } else if (a == "--timeout") {
+      char* end = nullptr;
+      timeout = strtod(s.c_str(), &end);
+      if (*end || !(timeout > 0)) return UsageError("--timeout: expected seconds > 0");
+    } else {
+      return UsageError("unknown option " + a);
+    }
+  }
+  if (!have_path) return UsageError("--path is required");
+  if (req.dump_count() == 0 && req.duration_s() == 0 && req.history() == 0) {
+    return UsageError("say what to dump: --count, --duration and/or --history");
+  }
+  if (!hosts_file.empty()) {
+    std::ifstream f(hosts_file);
+    if (!f) return UsageError("cannot read --hosts-file " + hosts_file);
+    std::string line;
+    while (std::getline(f, line)) {
+      const size_t hash = line.find('#');
+      if (hash != std::string::npos) line.resize(hash);
+      for (const std::string& h : Split(line, ' ')) hosts.push_back(h);
+    }
+  }
+  if (hosts.empty()) hosts.push_back("127.0.0.1");
+  for (std::string& h : hosts) {
+    const bool bracketed = !h.empty() && h[0] == '[';
+    const size_t colon = h.rfind(':');
+    const bool has_port = bracketed ? h.find("]:") != std::string::npos
+                                    : (colon != std::string::npos && h.find(':') == colon);
+    if (!has_port)
+      h = (h.find(':') != std::string::npos && !bracketed ? "[" + h + "]" : h) + ":" + default_port;
+  }
+  const bool capture = req.dump_count() > 0 || req.duration_s() > 0;
+  const double start = NowS();
+  req.set_dump_time(at >= 0 ? at : static_cast<int64_t>(std::ceil(start + delay)));
+  if (capture) {
+    printf("dump_time %lld (in %.1f s) on %zu node(s)\n", static_cast<long long>(req.dump_time()),
+           req.dump_time() - start, hosts.size());
+    fflush(stdout);
+  }
+
+  std::vector<Node> nodes(hosts.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    nodes[i].target = hosts[i];
+    threads.emplace_back([&, i] {
+      Node& n = nodes[i];
+      auto channel = grpc::CreateChannel(n.target, grpc::InsecureChannelCredentials());
+      auto stub = HostingService::NewStub(channel);
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000)));
+      grpc::Status st = stub->DumpKernelTrace(&ctx, req, &n.response);
+      if (!st.ok()) {
+        n.error = CodeName(st.error_code()) + ": " + st.error_message();
+        return;
+      }
+      n.ok = true;
+      if (!wait || n.response.state() != "capturing") return;
+      // Poll Status until this dump is written.
+      const double give_up = n.response.deadline() + timeout;
+      for (;;) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        grpc::ClientContext sctx;
+        sctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+        StatusResponse sr;
+        grpc::Status ss = stub->Status(&sctx, StatusRequest(), &sr);
+        if (ss.ok() && sr.last_dump().dump_id() != n.response.dump_id()) {
+          n.ok = false;
+          n.error = "the dump was replaced by " + sr.last_dump().dump_id() + " (reset)";
+          return;
+        }
+        if (ss.ok() && sr.last_dump().state() != "capturing") {
+          n.final_state = sr.last_dump();
+          n.waited = true;
+          return;
+        }
+        if (NowS() > give_up) {
+          n.ok = false;
+          n.error = "capture not finished by its deadline";
+          return;
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+
+  int failed = 0;
+  for (const Node& n : nodes) {
+    if (!n.ok) {
+      ++failed;
+      printf("%s: FAILED: %s\n", n.target.c_str(), n.error.c_str());
+      continue;
+    }
+    const auto& files = n.waited ? n.final_state.files() : n.response.files();
+    const std::string state = n.waited ? n.final_state.state() : n.response.state();
+    printf("%s (%s): %s, %d file(s) in %s\n", n.target.c_str(), n.response.node().c_str(),
+           state.c_str(), files.size(), n.response.dump_dir().c_str());
+    for (const DumpFile& f : files) {
+      if (!f.error().empty()) {
+        ++failed;
+        printf("  %s: FAILED: %s\n", f.path().c_str(), f.error().c_str());
+      } else if (state == "capturing") {
+        printf("  %s (rank %d, job %s)\n", f.path().c_str(), f.rank(), f.job().c_str());
+      } else {
+        printf("  %s (rank %d, job %s): %llu events\n", f.path().c_str(), f.rank(), f.job().c_str(),
+               static_cast<unsigned long long>(f.events()));
+      }
+    }
+  }
+  if (failed) printf("%d failure(s)\n", failed);
+  return failed ? 1 : 0;
+}
+
+}  // namespace cli
+}  // namespace xtimer

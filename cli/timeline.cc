@@ -1,0 +1,118 @@
+// xtimer timeline DIR... -o trace.pftrace: see --help and docs/perfetto.md.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "cli/commands.h"
+#include "timeline/converter.h"
+
+namespace xtimer {
+namespace cli {
+namespace {
+
+constexpr char kHelp[] = R"HELP(usage: xtimer timeline DIR... -o TRACE.pftrace [options]
+
+Reads the per-rank timeline files (*.timeline) in each DIR (one directory per node, as written by
+xtimerd's DumpKernelTrace; a .timeline file may also be named directly) and writes one Perfetto
+trace of the whole job. Open it at https://ui.perfetto.dev.
+
+Layout: one process per rank ("rank R (host)"), one thread per (device, stream) named by what runs
+on it, and a host thread with launch instants and host synchronisations. Slices carry their
+arguments (shape, dtype, bytes, TFLOPS, bus bandwidth, communicator, sequence, peer, root). Flows
+link each collective (communicator, sequence) across its ranks, and each launch to its GPU slice.
+Clocks of different nodes are aligned from the end times of the collectives they share; the
+offsets applied are printed. See docs/perfetto.md.
+
+options:
+  -o, --output FILE   the trace to write (required)
+  --groups LAYOUT     parallel layout, e.g. tp2-cp1-pp2-dp2: dimensions tp, cp, ep, dp, pp in
+                      rank order, the first varying fastest (Megatron: tp-cp-ep-dp-pp). Ranks
+                      are labelled with their coordinates and grouped by pp, dp, ep, cp, tp.
+                      The sizes must multiply to the world size.
+  -j, --jobs N        worker threads (default: all hardware threads)
+  -q, --quiet         print only errors
+  --no-args           no per-slice arguments (smaller trace)
+  --no-launches       no host launch instants and launch flows (smaller trace)
+  --no-flows          no collective flows
+  --no-align          do not align node clocks
+  -h, --help          this text
+
+exit status: 0 written (skipped inputs are listed on stderr), 1 nothing could be written,
+2 bad arguments.
+)HELP";
+
+int BadArg(const std::string& message) {
+  std::fprintf(stderr, "xtimer timeline: %s (see xtimer timeline --help)\n", message.c_str());
+  return 2;
+}
+
+}  // namespace
+
+int TimelineMain(int argc, char** argv) {
+  timeline::ConvertOptions opt;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](std::string* out) {
+      size_t eq = a.find('=');
+      if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
+        *out = a.substr(eq + 1);
+        return true;
+      }
+      if (i + 1 >= argc) return false;
+      *out = argv[++i];
+      return true;
+    };
+    std::string name = a.substr(0, a.find('='));
+    if (a == "-h" || a == "--help") {
+      std::fputs(kHelp, stdout);
+      return 0;
+    } else if (name == "-o" || name == "--output") {
+      if (!value(&opt.output) || opt.output.empty()) return BadArg(name + " needs a file name");
+    } else if (name == "--groups") {
+      if (!value(&opt.groups)) return BadArg("--groups needs a layout such as tp2-pp2-dp2");
+      timeline::GroupLayout layout;
+      std::string error;
+      if (!timeline::ParseGroupLayout(opt.groups, &layout, &error))
+        return BadArg("--groups: " + error);
+    } else if (name == "-j" || name == "--jobs") {
+      std::string v;
+      if (!value(&v)) return BadArg(name + " needs a number");
+      char* end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < 1 || n > 1024) {
+        return BadArg(name + " must be a number from 1 to 1024, not '" + v + "'");
+      }
+      opt.jobs = static_cast<int>(n);
+    } else if (a == "-q" || a == "--quiet") {
+      opt.quiet = true;
+    } else if (a == "--no-args") {
+      opt.args = false;
+    } else if (a == "--no-launches") {
+      opt.launches = false;
+    } else if (a == "--no-flows") {
+      opt.flows = false;
+    } else if (a == "--no-align") {
+      opt.align_clocks = false;
+    } else if (!a.empty() && a[0] == '-') {
+      return BadArg("unknown option '" + a + "'");
+    } else {
+      opt.inputs.push_back(a);
+    }
+  }
+  if (opt.inputs.empty()) return BadArg("no input directory");
+  if (opt.output.empty()) return BadArg("no output file: give -o TRACE.pftrace");
+  opt.progress = !opt.quiet && isatty(STDERR_FILENO);
+  timeline::ConvertStats stats;
+  std::string error;
+  if (!timeline::ConvertTimelines(opt, &stats, &error, stderr)) {
+    std::fprintf(stderr, "xtimer timeline: %s\n", error.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace cli
+}  // namespace xtimer

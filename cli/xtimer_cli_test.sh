@@ -1,0 +1,35 @@
+#!/bin/bash
+# The xtimer CLI: dispatch, --help, bad arguments (exit 2), a conversion of the golden input.
+set -u
+XT=cli/xtimer
+TMP=${TEST_TMPDIR:-/tmp}
+fail() { echo "FAIL: $*"; exit 1; }
+expect_rc() { local want=$1; shift; "$@" >"$TMP/out" 2>"$TMP/err"; local rc=$?; [ $rc -eq $want ] || fail "'$*' exited $rc, want $want: $(cat "$TMP/err")"; }
+
+expect_rc 2 $XT
+expect_rc 0 $XT --help
+grep -q "timeline" "$TMP/out" || fail "help lists no timeline"
+expect_rc 2 $XT nosuch
+grep -q "unknown command 'nosuch'" "$TMP/err" || fail "unknown command message"
+expect_rc 0 $XT timeline --help
+grep -q -- "--groups" "$TMP/out" || fail "timeline help lacks --groups"
+expect_rc 2 $XT timeline
+grep -q "no input directory" "$TMP/err" || fail "no-input message"
+expect_rc 2 $XT timeline timeline/testdata/node0
+grep -q "no output file" "$TMP/err" || fail "no-output message"
+expect_rc 2 $XT timeline timeline/testdata/node0 -o "$TMP/t.pftrace" --jobs 0
+grep -q -- "--jobs must be a number" "$TMP/err" || fail "jobs message"
+expect_rc 2 $XT timeline timeline/testdata/node0 -o "$TMP/t.pftrace" --groups tp2-xx4
+grep -q "unknown group 'xx'" "$TMP/err" || fail "groups message"
+expect_rc 2 $XT timeline timeline/testdata/node0 -o "$TMP/t.pftrace" --frobnicate
+grep -q "unknown option '--frobnicate'" "$TMP/err" || fail "unknown option message"
+expect_rc 1 $XT timeline "$TMP/empty-nothing" -o "$TMP/t.pftrace"
+grep -q "no readable timeline files" "$TMP/err" || fail "nothing-readable message"
+
+expect_rc 0 $XT timeline timeline/testdata/node0 timeline/testdata/node1 -o "$TMP/t.pftrace" --groups=tp2-pp2-dp2 -j 2
+grep -q "clock offset node1: .* ns (relative to node0" "$TMP/err" || fail "offsets not printed: $(cat "$TMP/err")"
+grep -q "wrote .*8 ranks" "$TMP/err" || fail "summary missing"
+cmp "$TMP/t.pftrace" timeline/testdata/expected.pftrace || fail "CLI output differs from the golden trace"
+expect_rc 0 $XT timeline timeline/testdata/node0 timeline/testdata/node1 -o "$TMP/q.pftrace" --quiet
+[ -s "$TMP/err" ] && fail "--quiet printed: $(cat "$TMP/err")"
+echo PASS

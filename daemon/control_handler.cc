@@ -1,0 +1,408 @@
+#include "daemon/control_handler.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "format/record.h"
+#include "format/ring.h"
+#include "timeline/format.h"
+
+namespace xtimer {
+namespace daemon {
+namespace {
+
+const char* CodeName(Code c) {
+  switch (c) {
+    case Code::kOk: return "OK";
+    case Code::kInvalidArgument: return "INVALID_ARGUMENT";
+    case Code::kNotFound: return "NOT_FOUND";
+    case Code::kFailedPrecondition: return "FAILED_PRECONDITION";
+    case Code::kResourceExhausted: return "RESOURCE_EXHAUSTED";
+    case Code::kUnimplemented: return "UNIMPLEMENTED";
+    case Code::kInternal: return "INTERNAL";
+  }
+  return "UNKNOWN";
+}
+
+CallStatus Invalid(const std::string& m) { return CallStatus{Code::kInvalidArgument, m}; }
+
+std::string JsonQuote(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c >= 0x7f) {
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+bool InsideRoot(const std::string& root, const std::string& path) {
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          (root == "/" || path[root.size()] == '/'));
+}
+
+void FillFile(const DumpFileInfo& f, DumpFile* out) {
+  out->set_path(f.path);
+  out->set_job(f.job);
+  out->set_host(f.host);
+  out->set_pid(f.pid);
+  out->set_rank(f.rank);
+  out->set_local_rank(f.local_rank);
+  out->set_world_size(f.world_size);
+  out->set_events(f.events);
+  out->set_error(f.error);
+}
+
+// One table entry per method: parse JSON into the request type, call, print the response.
+using JsonCall = std::function<CallStatus(ControlHandler*, const std::string&, std::string*)>;
+
+template <typename Req, typename Resp>
+JsonCall MakeJsonCall(CallStatus (ControlHandler::*method)(const Req&, Resp*)) {
+  return [method](ControlHandler* h, const std::string& body, std::string* json) {
+    namespace pbu = google::protobuf::util;
+    Req req;
+    pbu::JsonParseOptions po;
+    po.ignore_unknown_fields = false;
+    const std::string text = body.find_first_not_of(" \t\r\n") == std::string::npos ? "{}" : body;
+    auto st = pbu::JsonStringToMessage(text, &req, po);
+    if (!st.ok()) {
+      std::string why(st.message());
+      for (char& c : why) {
+        if (c == '\n' || c == '\r') c = ' ';
+      }
+      return Invalid("bad request body: " + why +
+                     " (expected a JSON object with the fields of " + Req::descriptor()->name() +
+                     ", see docs/control.md)");
+    }
+    Resp resp;
+    CallStatus cs = (h->*method)(req, &resp);
+    if (!cs.ok()) return cs;
+    pbu::JsonPrintOptions o;
+    o.always_print_primitive_fields = true;
+    o.preserve_proto_field_names = true;
+    auto ps = pbu::MessageToJsonString(resp, json, o);
+    if (!ps.ok()) return CallStatus{Code::kInternal, std::string(ps.message())};
+    json->push_back('\n');
+    return cs;
+  };
+}
+
+// The method table (transport-independent): one line per rpc of proto/hosting.proto.
+const std::map<std::string, JsonCall>& Methods() {
+  static const auto* m = new std::map<std::string, JsonCall>{
+      {"DumpKernelTrace", MakeJsonCall(&ControlHandler::DumpKernelTrace)},
+      {"Status", MakeJsonCall(&ControlHandler::Status)},
+  };
+  return *m;
+}
+
+}  // namespace
+
+int HttpStatus(Code code) {
+  switch (code) {
+    case Code::kOk: return 200;
+    case Code::kInvalidArgument: return 400;
+    case Code::kNotFound: return 404;
+    case Code::kFailedPrecondition: return 409;
+    case Code::kResourceExhausted: return 413;
+    case Code::kUnimplemented: return 405;
+    case Code::kInternal: return 500;
+  }
+  return 500;
+}
+
+std::string ErrorJson(Code code, const std::string& message) {
+  return std::string("{\"code\":\"") + CodeName(code) + "\",\"error\":" + JsonQuote(message) +
+         "}\n";
+}
+
+bool PrepareDumpRoot(const std::string& root, std::string* resolved, std::string* error) {
+  if (root.empty() || root[0] != '/') {
+    *error = "dump root '" + root + "' must be an absolute path";
+    return false;
+  }
+  for (size_t i = 1; i <= root.size(); ++i) {
+    if (i == root.size() || root[i] == '/') {
+      const std::string cur = root.substr(0, i);
+      if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
+        *error = "cannot create dump root " + cur + ": " + strerror(errno);
+        return false;
+      }
+    }
+  }
+  char real[PATH_MAX];
+  if (realpath(root.c_str(), real) == nullptr) {
+    *error = "cannot resolve dump root " + root + ": " + strerror(errno);
+    return false;
+  }
+  *resolved = real;
+  return true;
+}
+
+bool ResolveDumpPath(const std::string& root, const std::string& path, std::string* resolved,
+                     std::string* error) {
+  if (path.empty()) {
+    *error = "dump_path: required (a directory inside the dump root " + root + ")";
+    return false;
+  }
+  if (path.size() > kMaxPathBytes) {
+    *error = "dump_path: longer than " + std::to_string(kMaxPathBytes) + " bytes";
+    return false;
+  }
+  if (path.find('\0') != std::string::npos) {
+    *error = "dump_path: contains a NUL byte";
+    return false;
+  }
+  const std::string abs = path[0] == '/' ? path : root + "/" + path;
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < abs.size()) {
+    size_t j = abs.find('/', i);
+    if (j == std::string::npos) j = abs.size();
+    std::string part = abs.substr(i, j - i);
+    if (part == "..") {
+      *error = "dump_path: '..' components are not allowed (" + path + ")";
+      return false;
+    }
+    if (!part.empty() && part != ".") parts.push_back(part);
+    i = j + 1;
+  }
+  // The deepest existing ancestor, resolved; the rest appended.
+  for (size_t keep = parts.size() + 1; keep-- > 0;) {
+    std::string prefix = "/";
+    for (size_t k = 0; k < keep; ++k) prefix += (k ? "/" : "") + parts[k];
+    struct stat st;
+    if (stat(prefix.c_str(), &st) != 0) {
+      if (errno == ENOENT || errno == ENOTDIR) continue;
+      *error = "dump_path: cannot examine " + prefix + ": " + strerror(errno);
+      return false;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      *error = "dump_path: " + prefix + " exists and is not a directory";
+      return false;
+    }
+    char real[PATH_MAX];
+    if (realpath(prefix.c_str(), real) == nullptr) {
+      *error = "dump_path: cannot resolve " + prefix + ": " + strerror(errno);
+      return false;
+    }
+    std::string out = real;
+    for (size_t k = keep; k < parts.size(); ++k) out += (out == "/" ? "" : "/") + parts[k];
+    if (!InsideRoot(root, out)) {
+      *error = "dump_path: " + path + " resolves to " + out + ", outside the dump root " + root +
+               " (xtimerd --dump-root / XTIMER_DUMP_ROOT)";
+      return false;
+    }
+    *resolved = out;
+    return true;
+  }
+  *error = "dump_path: cannot resolve " + path;
+  return false;
+}
+
+ControlHandler::ControlHandler(Aggregator* aggregator, DumpManager* dumps, ControlOptions options)
+    : aggregator_(aggregator), dumps_(dumps), options_(std::move(options)) {}
+
+CallStatus ControlHandler::Validate(const DumpKernelTraceRequest& q, DumpRequest* out) const {
+  const int64_t now = options_.now_ns();
+  if (q.dump_count() < 0 || q.dump_count() > kMaxDumpCount) {
+    return Invalid("dump_count: must be in [0, " + std::to_string(kMaxDumpCount) + "], got " +
+                   std::to_string(q.dump_count()));
+  }
+  if (q.history() < 0 || q.history() > kMaxDumpHistory) {
+    return Invalid("history: must be in [0, " + std::to_string(kMaxDumpHistory) + "], got " +
+                   std::to_string(q.history()));
+  }
+  if (!std::isfinite(q.duration_s()) || q.duration_s() < 0 ||
+      q.duration_s() > kMaxDumpDurationS) {
+    return Invalid("duration_s: must be in [0, " + std::to_string(int(kMaxDumpDurationS)) +
+                   "] seconds");
+  }
+  if (q.dump_count() == 0 && q.duration_s() == 0 && q.history() == 0) {
+    return Invalid("dump_count: one of dump_count, duration_s or history must be > 0");
+  }
+  if (q.dump_kernel_type() < 0 || q.dump_kernel_type() > 7) {
+    return Invalid("dump_kernel_type: a mask of bits 0 (matmul), 1 (NCCL), 2 (host and memory "
+                   "ops); must be in [0, 7] (0 = all), got " +
+                   std::to_string(q.dump_kernel_type()));
+  }
+  const int64_t now_s = now / 1000000000;
+  if (q.dump_time() < 0 || q.dump_time() > now_s + kMaxDumpTimeAheadS) {
+    return Invalid("dump_time: Unix seconds, at most " + std::to_string(kMaxDumpTimeAheadS) +
+                   " s ahead (now " + std::to_string(now_s) + "), got " +
+                   std::to_string(q.dump_time()));
+  }
+  if (static_cast<size_t>(q.ranks_size()) > kMaxFilterEntries) {
+    return Invalid("ranks: at most " + std::to_string(kMaxFilterEntries) + " entries");
+  }
+  if (static_cast<size_t>(q.jobs_size()) > kMaxFilterEntries) {
+    return Invalid("jobs: at most " + std::to_string(kMaxFilterEntries) + " entries");
+  }
+  DumpRequest r;
+  for (int rank : q.ranks()) {
+    if (rank < 0 || rank >= (1 << 24)) {
+      return Invalid("ranks: " + std::to_string(rank) + " is not a global rank (0 .. 16777215)");
+    }
+    r.ranks.insert(rank);
+  }
+  for (const std::string& job : q.jobs()) {
+    if (job.empty() || job.size() > 256) return Invalid("jobs: each entry must be 1-256 bytes");
+    r.jobs.insert(job);
+  }
+  std::string error;
+  if (!ResolveDumpPath(dumps_->root(), q.dump_path(), &r.dir, &error)) return Invalid(error);
+  r.dump_time_ns = q.dump_time() == 0 ? now : q.dump_time() * 1000000000;
+  r.count = q.dump_count();
+  r.duration_s = q.duration_s();
+  r.history = q.history();
+  r.kinds = static_cast<uint32_t>(q.dump_kernel_type());
+  r.reset = q.reset();
+  *out = std::move(r);
+  return CallStatus();
+}
+
+CallStatus ControlHandler::DumpKernelTrace(const DumpKernelTraceRequest& request,
+                                           DumpKernelTraceResponse* response) {
+  DumpRequest r;
+  CallStatus cs = Validate(request, &r);
+  if (!cs.ok()) return cs;
+  DumpStatus st;
+  std::string error;
+  switch (dumps_->Start(r, &st, &error)) {
+    case DumpError::kBusy:
+      return CallStatus{Code::kFailedPrecondition, error};
+    case DumpError::kIo:
+      return CallStatus{Code::kInternal, "dump failed: " + error};
+    case DumpError::kNone:
+      break;
+  }
+  response->set_state(st.state);
+  response->set_dump_id(st.id);
+  response->set_dump_dir(st.dir);
+  response->set_dump_time(st.dump_time_ns / 1000000000);
+  response->set_deadline(static_cast<double>(st.deadline_ns) * 1e-9);
+  response->set_node(options_.node);
+  for (const DumpFileInfo& f : st.files) FillFile(f, response->add_files());
+  std::string msg;
+  if (st.files.empty()) {
+    msg = "no registered process matches: nothing to dump";
+  } else if (st.state == "capturing") {
+    msg = std::to_string(st.files.size()) + " files will be written in " + st.dir +
+          "/<job>/ when the capture ends (from dump_time " +
+          std::to_string(st.dump_time_ns / 1000000000) + ", by " +
+          std::to_string(st.deadline_ns / 1000000000) + " at the latest)";
+  } else {
+    uint64_t events = 0;
+    for (const DumpFileInfo& f : st.files) events += f.events;
+    msg = std::to_string(st.files.size()) + " files written in " + st.dir + "/<job>/ (" +
+          std::to_string(events) + " events)";
+  }
+  response->set_message(msg);
+  return cs;
+}
+
+CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out) {
+  const int64_t now = options_.now_ns();
+  const Snapshot snap = aggregator_->TakeSnapshot(now);
+  out->set_version(options_.version);
+  out->set_record_version(format::kRecordVersion);
+  out->set_ring_version(format::kRingVersion);
+  out->set_timeline_version(timeline::kTimelineVersion);
+  out->set_node(options_.node);
+  out->set_uptime_s(static_cast<double>(now - options_.start_ns) * 1e-9);
+  out->set_dump_root(dumps_->root());
+  out->set_registrations(snap.registrations);
+  out->set_registrations_rejected(snap.registrations_rejected);
+  std::set<std::string> jobs;
+  std::set<int> ranks;
+  for (const ProcessSnapshot& p : snap.processes) {
+    ProcessInfo* pi = out->add_processes();
+    pi->set_pid(p.pid);
+    pi->set_job(p.job);
+    pi->set_host(p.host);
+    pi->set_pod(p.pod);
+    pi->set_rank(p.rank);
+    pi->set_local_rank(p.local_rank);
+    pi->set_world_size(p.world_size);
+    pi->set_up(p.up);
+    pi->set_hang(p.hang);
+    pi->set_records_written(p.written);
+    pi->set_records_dropped(p.dropped);
+    pi->set_records_invalid(p.invalid);
+    pi->set_records_lost(p.lost);
+    pi->set_ring_fill(p.fill);
+    pi->set_heartbeat_age_s(p.heartbeat_age_s);
+    pi->set_history(p.history);
+    for (const CommSnapshot& c : p.comms) {
+      if (c.comm_id == 0) continue;
+      InflightComm* ic = pi->add_comms();
+      ic->set_comm_id(c.comm_id);
+      ic->set_comm_rank(c.comm_rank);
+      ic->set_comm_size(c.comm_size);
+      ic->set_last_issued_seq(c.last_issued_seq);
+      ic->set_last_completed_seq(c.last_completed_seq);
+      ic->set_oldest_inflight_age_s(c.oldest_inflight_age_s);
+      ic->set_hang(c.hang);
+    }
+    jobs.insert(p.job);
+    if (p.rank >= 0) ranks.insert(p.rank);
+  }
+  for (const auto& j : jobs) out->add_jobs(j);
+  for (int r : ranks) out->add_ranks(r);
+  const DumpStatus d = dumps_->Current();
+  DumpState* ds = out->mutable_last_dump();
+  ds->set_state(d.state);
+  ds->set_dump_id(d.id);
+  ds->set_dump_dir(d.dir);
+  ds->set_dump_time(d.dump_time_ns / 1000000000);
+  ds->set_deadline(static_cast<double>(d.deadline_ns) * 1e-9);
+  for (const DumpFileInfo& f : d.files) FillFile(f, ds->add_files());
+  return CallStatus();
+}
+
+int ControlHandler::HandleJson(const std::string& method, const std::string& body,
+                               std::string* json) {
+  if (body.size() > kMaxRequestBytes) {
+    *json = ErrorJson(Code::kResourceExhausted,
+                      "request body larger than " + std::to_string(kMaxRequestBytes) + " bytes");
+    return HttpStatus(Code::kResourceExhausted);
+  }
+  auto it = Methods().find(method);
+  if (it == Methods().end()) {
+    std::string names;
+    for (const auto& m : Methods()) names += (names.empty() ? "" : ", ") + m.first;
+    *json = ErrorJson(Code::kNotFound,
+                      "no method '" + method + "' in HostingService (methods: " + names + ")");
+    return HttpStatus(Code::kNotFound);
+  }
+  std::string out;
+  CallStatus cs = it->second(this, body, &out);
+  if (!cs.ok()) {
+    *json = ErrorJson(cs.code, cs.message);
+    return HttpStatus(cs.code);
+  }
+  *json = std::move(out);
+  return 200;
+}
+
+}  // namespace daemon
+}  // namespace xtimer

@@ -1,0 +1,116 @@
+// Dumps: per-rank timeline files (timeline/format.h) from the aggregator's history and/or a
+// capture of the records that arrive from a given time on. Transport-free: the control handler
+// (daemon/control_handler.h) validates requests and calls Start(); tests call it directly.
+//
+// A capture installs the aggregator's op tap (called on the ring-reader thread under the
+// aggregator's lock; it only appends to per-process buffers under this class's own lock) and a
+// thread that ends it when every rank has its count, the duration is over, the deadline passed, or
+// the dump is cancelled; that thread then writes the files. One dump at a time.
+#ifndef XTIMER_DAEMON_DUMP_WRITER_H_
+#define XTIMER_DAEMON_DUMP_WRITER_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "daemon/aggregator.h"
+
+namespace xtimer {
+namespace daemon {
+
+// Bounds (also the request validation's limits; docs/control.md).
+constexpr int64_t kMaxDumpCount = 1000000;        // events per rank in a capture
+constexpr int64_t kMaxDumpHistory = 10000000;     // history records per rank
+constexpr double kMaxDumpDurationS = 3600;        // capture length
+constexpr int64_t kMaxDumpTimeAheadS = 3600;      // dump_time at most this far in the future
+constexpr int64_t kMaxCaptureWaitS = 600;         // a count-only capture ends after this at most
+constexpr int64_t kCaptureGraceNs = 1000000000;   // records of a window arrive up to 1 s later
+
+// A validated request.
+struct DumpRequest {
+  std::string dir;           // absolute, resolved, inside the dump root
+  int64_t dump_time_ns = 0;  // capture starts (CLOCK_REALTIME ns)
+  int64_t count = 0;         // events per rank to capture (0: no count limit)
+  double duration_s = 0;     // capture length (0: until count)
+  int64_t history = 0;       // last N kept records per rank
+  uint32_t kinds = 0;        // timeline::kDump* mask, 0 = all
+  std::set<int> ranks;       // empty: all
+  std::set<std::string> jobs;
+  bool reset = false;
+  bool capture() const { return count > 0 || duration_s > 0; }
+};
+
+struct DumpFileInfo {
+  std::string path, job, host;
+  int pid = 0, rank = -1, local_rank = -1, world_size = -1;
+  uint64_t events = 0;
+  std::string error;
+};
+
+struct DumpStatus {
+  std::string state = "idle";  // idle, capturing, written, cancelled
+  std::string id;
+  std::string dir;
+  int64_t dump_time_ns = 0;
+  int64_t deadline_ns = 0;
+  std::vector<DumpFileInfo> files;
+};
+
+enum class DumpError { kNone, kBusy, kIo };
+
+// The directory name used for a job inside the dump directory: [A-Za-z0-9._-], others '_';
+// "_nojob" for an empty job or one of "." and "..".
+std::string JobDirName(const std::string& job);
+
+class DumpManager {
+ public:
+  // `root`: the resolved dump root; `node`: this host's name (metadata).
+  DumpManager(Aggregator* aggregator, std::string root, std::string node,
+              std::function<int64_t()> realtime_ns);
+  ~DumpManager();  // cancels a capture (its files are written) and joins
+  DumpManager(const DumpManager&) = delete;
+  DumpManager& operator=(const DumpManager&) = delete;
+
+  // Starts a dump. History-only dumps are written before this returns. On kBusy, *error says
+  // which dump runs. *out describes what is (or will be) written where.
+  DumpError Start(const DumpRequest& request, DumpStatus* out, std::string* error);
+  // The current or last dump.
+  DumpStatus Current() const;
+  // Waits until no capture runs (tests). Returns false on timeout.
+  bool WaitIdle(int64_t timeout_ms);
+  const std::string& root() const { return root_; }
+
+ private:
+  struct Capture;
+  struct Job;
+  void Run(std::shared_ptr<Job> job);
+  void Finish(Job* job, bool cancelled);
+  void CancelAndJoin();
+  void Tap(Aggregator::ProcessId id, uint64_t seq, const format::OpRecord& r);
+
+  Aggregator* aggregator_;
+  const std::string root_;
+  const std::string node_;
+  const std::function<int64_t()> now_;
+
+  std::mutex start_mu_;  // serialises Start and the destructor
+  mutable std::mutex mu_;  // everything below; the tap takes it
+  std::condition_variable cv_;
+  std::shared_ptr<Job> job_;  // the running or last dump
+  bool running_ = false;
+  bool cancel_ = false;
+  std::thread thread_;
+  uint64_t next_id_ = 1;
+};
+
+}  // namespace daemon
+}  // namespace xtimer
+
+#endif  // XTIMER_DAEMON_DUMP_WRITER_H_

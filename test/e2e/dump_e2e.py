@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""Timeline dumps through the control port, end to end.
+
+1. The demo job (8 ranks, 2 emulated nodes, tp2-pp2-dp2), each node under its own xtimer-launch
+   and xtimerd (own run directory, metrics and control ports, XTIMER_DUMP_ROOT):
+   - the seed's curl command, verbatim but for a dump_path inside the dump root and a dump_time
+     two seconds ahead, answers 200 on node 0 and writes node 0's 4 rank files;
+   - one `xtimer dump --hosts node0,node1` call (gRPC, one shared dump_time) writes all 8 ranks'
+     files, {rank:05d}-00008.timeline under DIR/<job>/ on each node;
+   - every file reads back complete with the project's reader, with its identity, events and a
+     communicator table whose members are known on the node;
+   - a bad request over curl gets 400 naming the field.
+2. A 2-rank job hung with the simulator's knob (XTIMER_SIM_HANG=1:3): `xtimer dump --history`
+   succeeds at once while the job is hung, and both files hold the collectives completed before
+   the hang.
+
+Usage: dump_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH XTIMER TIMELINE_CHECK
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e_lib import Background, Paths, fail, free_ports, log, stop_daemon  # noqa: E402
+
+JOB = "e2e-dump"
+
+
+def status(port):
+    req = urllib.request.Request("http://127.0.0.1:%d/HostingService/Status" % port, data=b"{}",
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=5) as r:
+        return json.loads(r.read().decode())
+
+
+def wait_ranks(port, want, timeout):
+    """Waits until the daemon on `port` has the ranks `want` registered with records flowing."""
+    deadline = time.monotonic() + timeout
+    seen = None
+    while time.monotonic() < deadline:
+        try:
+            s = status(port)
+            seen = sorted(p["rank"] for p in s["processes"] if int(p["records_written"]) > 0)
+            if seen == want:
+                return s
+        except OSError:
+            pass
+        time.sleep(0.3)
+    fail("daemon on :%d: ranks with records %s, expected %s" % (port, seen, want))
+
+
+def wait_dump_done(port, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        d = status(port)["last_dump"]
+        if d["state"] != "capturing":
+            return d
+        time.sleep(0.2)
+    fail("the dump on :%d did not finish within %d s" % (port, timeout))
+
+
+def check_files(check, paths, want_events=None):
+    p = subprocess.run([check] + paths, capture_output=True, text=True)
+    infos = [json.loads(line) for line in p.stdout.splitlines()]
+    if p.returncode != 0 or len(infos) != len(paths):
+        fail("timeline_check failed (%d):\n%s%s" % (p.returncode, p.stdout, p.stderr))
+    for info in infos:
+        if not info["ok"] or not info["complete"]:
+            fail("%s does not read back: %s" % (info["path"], info["error"]))
+        if want_events is not None and info["events"] != want_events:
+            fail("%s: %d events, expected %d" % (info["path"], info["events"], want_events))
+    return infos
+
+
+def varint(n):
+    n &= (1 << 64) - 1
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out += bytes([b | 0x80])
+        else:
+            return out + bytes([b])
+
+
+def python_grpc_dump(port, path):
+    """The same service from Python's grpcio (no generated code: hand-encoded messages)."""
+    try:
+        import grpc
+    except ImportError:
+        log("python3-grpcio is not installed: skipping the Python gRPC client")
+        return None
+    channel = grpc.insecure_channel("127.0.0.1:%d" % port)
+    dump = channel.unary_unary("/HostingService/DumpKernelTrace")
+    p = path.encode()
+    # DumpKernelTraceRequest{dump_path = 1, history = 7}
+    resp = dump(b"\x0a" + varint(len(p)) + p + b"\x38" + varint(50), timeout=10)
+    try:
+        dump(b"\x0a" + varint(len(p)) + p + b"\x38" + varint(-1), timeout=10)
+        fail("Python gRPC: history -1 was accepted")
+    except grpc.RpcError as e:
+        if e.code() != grpc.StatusCode.INVALID_ARGUMENT or "history" not in e.details():
+            fail("Python gRPC: history -1 answered %s %s" % (e.code(), e.details()))
+    channel.close()
+    return resp
+
+
+def run(argv, timeout=120):
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout + p.stderr
+
+
+def demo_part(p, xtimer, check):
+    tmp = p.tmp
+    root = os.path.join(tmp, "dumps")
+    run_dirs = [p.run_dir("node%d" % i) for i in range(2)]
+    m0, m1, c0, c1 = free_ports(4)
+    controls = [c0, c1]
+    env = dict(os.environ)
+    env["XTIMER_DUMP_ROOT"] = root
+    nodes = []
+    try:
+        for i in range(2):
+            argv_i = p.launch_argv(run_dirs[i], [m0, m1][i], controls[i], JOB) + [
+                sys.executable, p.demo_launch, "--nnodes", "2", "--nproc-per-node", "4",
+                "--node-rank", str(i), "--rdzv-dir", os.path.join(tmp, "rdzv"), "--timeout",
+                "300", "--", p.gpusim_run, p.train_step, "--tp", "2", "--pp", "2", "--steps",
+                "100000", "--hidden", "256", "--seq", "256", "--layers", "2"]
+            nodes.append(Background("node%d" % i, argv_i, env, tmp))
+        wait_ranks(c0, [0, 1, 2, 3], 120)
+        wait_ranks(c1, [4, 5, 6, 7], 120)
+        log("8 ranks registered with records flowing on 2 daemons (control :%d, :%d)" % (c0, c1))
+
+        # The seed's command, verbatim but for the path and a dump_time slightly ahead.
+        out_dir = os.path.join(root, "output")
+        cmd = ("curl -s -w '\\n%%{http_code}' -H 'Content-Type: application/json' -d "
+               "\"{\\\"dump_path\\\":\\\"%s\\\", \\\"dump_count\\\": 200, \\\"dump_time\\\": "
+               "$(( $(date +%%s) + 2 )), \\\"dump_kernel_type\\\": 7}\" "
+               "127.0.0.1:%d/HostingService/DumpKernelTrace" % (out_dir, c0))
+        log("$ " + cmd)
+        r = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=30)
+        body, _, code = r.stdout.rpartition("\n")
+        if code != "200":
+            fail("the seed's curl command answered %s: %s %s" % (code, body, r.stderr))
+        answer = json.loads(body)
+        log("answer: " + answer["message"])
+        done = wait_dump_done(c0, 60)
+        paths = sorted(f["path"] for f in done["files"])
+        want = [os.path.join(out_dir, JOB, "%05d-00008.timeline" % rank) for rank in range(4)]
+        if paths != want:
+            fail("curl dump wrote %s, expected %s" % (paths, want))
+        check_files(check, paths, want_events=200)
+        log("curl: node 0's 4 rank files, 200 events each, read back complete")
+
+        # A bad request over curl.
+        r = subprocess.run(["curl", "-s", "-w", "\n%{http_code}", "-d",
+                            '{"dump_path":"/etc/x","dump_count":5}',
+                            "127.0.0.1:%d/HostingService/DumpKernelTrace" % c0],
+                           capture_output=True, text=True, timeout=30)
+        body, _, code = r.stdout.rpartition("\n")
+        if code != "400" or "dump_path" not in body:
+            fail("path outside the root: expected 400 naming dump_path, got %s %s" % (code, body))
+        log("curl: a path outside the dump root gets 400: " + json.loads(body)["error"])
+
+        # One `xtimer dump` call for both nodes (gRPC, one shared dump_time).
+        hosts = "127.0.0.1:%d,127.0.0.1:%d" % (c0, c1)
+        rc, out = run([xtimer, "dump", "--hosts", hosts, "--path", "run1", "--count", "300",
+                       "--delay", "2"], timeout=120)
+        log("$ xtimer dump --hosts %s --path run1 --count 300 --delay 2\n%s" % (hosts, out))
+        if rc != 0:
+            fail("xtimer dump exited %d" % rc)
+        paths = [os.path.join(root, "run1", JOB, "%05d-00008.timeline" % r) for r in range(8)]
+        for path in paths:
+            if path not in out:
+                fail("xtimer dump did not report %s" % path)
+        infos = check_files(check, paths, want_events=300)
+        for rank, info in enumerate(infos):
+            if info["rank"] != rank or info["world"] != 8 or info["job"] != JOB:
+                fail("%s: identity %s" % (info["path"], info))
+            if not info["comms"]:
+                fail("%s: no communicator table" % info["path"])
+            for c in info["comms"]:
+                if rank not in c["members"] or len(c["members"]) != c["size"]:
+                    fail("%s: communicator %s does not list rank %d" % (info["path"], c, rank))
+            if not info["kinds"].get("1") or not info["kinds"].get("2"):
+                fail("%s: expected matmuls and collectives, got %s" % (info["path"], info["kinds"]))
+        log("xtimer dump: all 8 ranks' files (300 events each) on 2 nodes read back complete, with "
+            "identities and communicator tables")
+    finally:
+        for node in nodes:
+            node.kill()
+        for d in run_dirs:
+            stop_daemon(d)
+
+
+def hang_part(p, xtimer, check):
+    root = os.path.join(p.tmp, "dumps-hang")
+    run_dir = p.run_dir("hang")
+    metrics, control = free_ports(2)
+    env = dict(os.environ)
+    env.update({"XTIMER_DUMP_ROOT": root, "XTIMER_HANG_TIMEOUT": "2", "XTIMER_SIM_HANG": "1:3"})
+    job = Background("hung", p.launch_argv(run_dir, metrics, control, "hung") + [
+        sys.executable, p.demo_launch, "--nproc", "2", "--timeout", "120", "--", p.gpusim_run,
+        p.train_step, "--tp", "2", "--steps", "5", "--hidden", "256", "--seq", "256", "--layers",
+        "2"], env, p.tmp)
+    try:
+        job.wait_for_line(r"XTIMER_SIM_HANG: rank 1 hangs", 60)
+        time.sleep(1)  # the last completed records reach the daemon
+        if job.proc.poll() is not None:
+            fail("the job was expected to hang, but exited %s" % job.proc.returncode)
+        t0 = time.monotonic()
+        rc, out = run([xtimer, "dump", "--hosts", "127.0.0.1:%d" % control, "--path", "hang",
+                       "--history", "100000"], timeout=60)
+        elapsed = time.monotonic() - t0
+        log("$ xtimer dump --history 100000 --path hang  (%.2f s)\n%s" % (elapsed, out))
+        if rc != 0:
+            fail("history dump while hung exited %d" % rc)
+        paths = [os.path.join(root, "hang", "hung", "%05d-00002.timeline" % r) for r in range(2)]
+        infos = check_files(check, paths)
+        for info in infos:
+            if not info["kinds"].get("2") or not info["collective_seq_end"]:
+                fail("%s: no collectives before the hang: %s" % (info["path"], info))
+        resp = python_grpc_dump(control, "hang-py")
+        if resp is not None:
+            want = os.path.join(root, "hang-py", "hung", "00000-00002.timeline")
+            if want.encode() not in resp:
+                fail("Python gRPC dump: %s not in the answer %r" % (want, resp))
+            check_files(check, [want])
+            log("python3-grpcio client: history dump written and read back; history -1 gets "
+                "INVALID_ARGUMENT naming the field")
+        if job.proc.poll() is not None:
+            fail("the job stopped hanging during the dump")
+        log("history dump while hung: %s collectives per rank before the hang, read back complete"
+            % [i["kinds"].get("2") for i in infos])
+    finally:
+        job.kill()
+        stop_daemon(run_dir)
+
+
+def main(argv):
+    if len(argv) != 9:
+        fail(__doc__)
+    xtimer, check = [os.path.abspath(a) for a in argv[7:9]]
+    p = Paths(argv[:7], __doc__)
+    try:
+        demo_part(p, xtimer, check)
+        hang_part(p, xtimer, check)
+    finally:
+        p.cleanup()
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main(sys.argv)

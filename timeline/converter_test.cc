@@ -1,0 +1,401 @@
+#include "timeline/converter.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "format/record.h"
+#include "gtest/gtest.h"
+#include "timeline/perfetto_trace.pb.h"
+#include "timeline/synthetic_job.h"
+#include "timeline/timeline_io.h"
+
+namespace xtimer {
+namespace timeline {
+namespace {
+
+using perfetto::protos::Trace;
+using perfetto::protos::TracePacket;
+using perfetto::protos::TrackEvent;
+
+std::string Tmp() { return std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp"; }
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A decoded trace: what trace_processor would build from it (for the parts we use).
+struct Slice {
+  uint64_t track;
+  int64_t ts;
+  int64_t dur;
+  std::string name;
+  std::string category;
+  std::map<std::string, std::string> args;
+  std::vector<uint64_t> flows, terminating;
+};
+struct Decoded {
+  std::map<uint64_t, perfetto::protos::TrackDescriptor> tracks;
+  std::vector<Slice> slices;  // completed slices
+  std::vector<Slice> instants;
+  std::set<std::string> names;  // interned event names
+  bool primary_realtime = false;
+};
+
+Decoded Decode(const std::string& bytes) {
+  Trace trace;
+  EXPECT_TRUE(trace.ParseFromString(bytes));
+  Decoded d;
+  struct SeqState {
+    int64_t clock = 0;
+    bool has_clock = false;
+    uint64_t track = 0;
+    std::map<uint64_t, std::string> names, cats, arg_names, arg_strings;
+    std::vector<Slice> open;
+  };
+  std::map<uint32_t, SeqState> seqs;
+  for (const TracePacket& p : trace.packet()) {
+    if (p.has_track_descriptor()) {
+      d.tracks[p.track_descriptor().uuid()] = p.track_descriptor();
+      continue;
+    }
+    if (p.has_clock_snapshot() && !p.has_trusted_packet_sequence_id()) {
+      d.primary_realtime =
+          p.clock_snapshot().primary_trace_clock() == perfetto::protos::BUILTIN_CLOCK_REALTIME;
+      continue;
+    }
+    EXPECT_TRUE(p.has_trusted_packet_sequence_id());
+    SeqState& s = seqs[p.trusted_packet_sequence_id()];
+    if (p.sequence_flags() & TracePacket::SEQ_INCREMENTAL_STATE_CLEARED) {
+      s = SeqState();
+      EXPECT_EQ(p.trace_packet_defaults().timestamp_clock_id(), 64u);
+      s.track = p.trace_packet_defaults().track_event_defaults().track_uuid();
+    }
+    if (p.has_clock_snapshot()) {
+      for (const auto& c : p.clock_snapshot().clocks()) {
+        if (c.clock_id() == 64) {
+          EXPECT_TRUE(c.is_incremental());
+          s.clock = static_cast<int64_t>(c.timestamp());
+          s.has_clock = true;
+        }
+      }
+      continue;
+    }
+    const auto& in = p.interned_data();
+    for (const auto& n : in.event_names()) {
+      s.names[n.iid()] = n.name();
+      d.names.insert(n.name());
+    }
+    for (const auto& n : in.event_categories()) s.cats[n.iid()] = n.name();
+    for (const auto& n : in.debug_annotation_names()) s.arg_names[n.iid()] = n.name();
+    for (const auto& n : in.debug_annotation_string_values()) s.arg_strings[n.iid()] = n.str();
+    EXPECT_TRUE(p.has_track_event());
+    EXPECT_TRUE(s.has_clock);
+    s.clock += static_cast<int64_t>(p.timestamp());
+    const TrackEvent& te = p.track_event();
+    if (te.type() == TrackEvent::TYPE_SLICE_END) {
+      EXPECT_FALSE(s.open.empty());
+      if (s.open.empty()) continue;
+      Slice sl = s.open.back();
+      s.open.pop_back();
+      sl.dur = s.clock - sl.ts;
+      d.slices.push_back(sl);
+      continue;
+    }
+    Slice sl;
+    sl.track = s.track;
+    sl.ts = s.clock;
+    EXPECT_EQ(s.names.count(te.name_iid()), 1u);
+    sl.name = s.names[te.name_iid()];
+    if (te.category_iids_size()) sl.category = s.cats[te.category_iids(0)];
+    for (const auto& a : te.debug_annotations()) {
+      EXPECT_EQ(s.arg_names.count(a.name_iid()), 1u);
+      std::string v;
+      if (a.has_string_value_iid())
+        v = s.arg_strings[a.string_value_iid()];
+      else if (a.has_uint_value())
+        v = std::to_string(a.uint_value());
+      else if (a.has_int_value())
+        v = std::to_string(a.int_value());
+      else if (a.has_double_value())
+        v = std::to_string(a.double_value());
+      sl.args[s.arg_names[a.name_iid()]] = v;
+    }
+    sl.flows.assign(te.flow_ids().begin(), te.flow_ids().end());
+    sl.terminating.assign(te.terminating_flow_ids().begin(), te.terminating_flow_ids().end());
+    if (te.type() == TrackEvent::TYPE_INSTANT)
+      d.instants.push_back(sl);
+    else
+      s.open.push_back(sl);
+  }
+  for (auto& kv : seqs) EXPECT_TRUE(kv.second.open.empty());
+  return d;
+}
+
+int PidOfTrack(const Decoded& d, uint64_t uuid) {
+  const auto& t = d.tracks.at(uuid);
+  if (t.has_thread()) return t.thread().pid();
+  return t.process().pid();
+}
+
+class ConverterTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    SyntheticJob job;
+    job.ranks = 8;
+    job.nodes = 2;
+    job.steps = 5;
+    job.seed = 3;
+    job.node_skew_ns = {0, kSkew};
+    std::string error;
+    dirs_ = new std::vector<std::string>(WriteSyntheticJob(job, Tmp() + "/conv", &error));
+    ASSERT_EQ(dirs_->size(), 2u) << error;
+  }
+  static constexpr int64_t kSkew = 3217000;  // node1's clock runs 3.217 ms ahead
+  static std::vector<std::string>* dirs_;
+};
+std::vector<std::string>* ConverterTest::dirs_ = nullptr;
+
+TEST_F(ConverterTest, TracksSlicesNamesAndFlows) {
+  ConvertOptions opt;
+  opt.inputs = *dirs_;
+  opt.output = Tmp() + "/conv.pftrace";
+  opt.quiet = true;
+  opt.jobs = 4;
+  ConvertStats stats;
+  std::string error;
+  ASSERT_TRUE(ConvertTimelines(opt, &stats, &error, stderr)) << error;
+  EXPECT_EQ(stats.ranks, 8);
+  EXPECT_TRUE(stats.skipped.empty());
+  EXPECT_TRUE(stats.warnings.empty()) << stats.warnings[0];
+  std::string bytes = Slurp(opt.output);
+  EXPECT_EQ(bytes.size(), stats.trace_bytes);
+  Decoded d = Decode(bytes);
+  EXPECT_TRUE(d.primary_realtime);
+
+  // 8 rank process tracks, named by rank and host; per-stream thread tracks.
+  std::map<int, std::string> processes;
+  std::map<int, std::vector<std::string>> threads;
+  for (const auto& kv : d.tracks) {
+    if (kv.second.has_process())
+      processes[kv.second.process().pid()] = kv.second.process().process_name();
+    if (kv.second.has_thread())
+      threads[kv.second.thread().pid()].push_back(kv.second.thread().thread_name());
+  }
+  ASSERT_EQ(processes.size(), 8u);
+  EXPECT_EQ(processes[1], "rank 0 (node0)");
+  EXPECT_EQ(processes[8], "rank 7 (node1)");
+  for (int pid = 1; pid <= 8; ++pid) {
+    std::vector<std::string>& t = threads[pid];
+    std::sort(t.begin(), t.end());
+    ASSERT_EQ(t.size(), 4u) << pid;  // host, compute, comm, copy
+    EXPECT_EQ(t[0], "dev " + std::to_string((pid - 1) % 4) + " stream 0x7f000000" +
+                        std::to_string(1 + 0) + std::to_string((pid - 1) % 4) +
+                        "00 (matmul, kernel)");
+    EXPECT_NE(t[1].find("(collective)"), std::string::npos) << t[1];
+    EXPECT_NE(t[2].find("(memcpy)"), std::string::npos) << t[2];
+    EXPECT_EQ(t[3], "host (launches, syncs)");
+  }
+
+  // Slices: every event of every file, with its duration; node0's at its own times, node1's
+  // shifted by the estimated offset (-skew).
+  std::multiset<std::tuple<int, std::string, int64_t>> want, got;
+  std::multiset<std::tuple<int, std::string, int64_t, int64_t>> want0, got0;
+  for (const std::string& dir : *dirs_) {
+    for (int r = 0; r < 8; ++r) {
+      std::string path = dir + "/" + TimelineFileName(r, 8, 0);
+      Metadata m;
+      ReadResult rr = ReadTimeline(path, [&](const EventRecord& e) {
+        std::string name =
+            e.name ? "" : format::OperationName(static_cast<format::Operation>(e.op));
+        (void)name;
+      });
+      if (!rr.ok) continue;
+      ReadTimeline(path, [&](const EventRecord& e) {
+        std::string name = e.name ? rr.metadata.strings[e.name]
+                                  : format::OperationName(static_cast<format::Operation>(e.op));
+        want.insert({r + 1, name, e.duration_ns});
+        if (r < 4) want0.insert({r + 1, name, e.gpu_start_ns, e.duration_ns});
+      });
+    }
+  }
+  for (const Slice& s : d.slices) {
+    int pid = PidOfTrack(d, s.track);
+    got.insert({pid, s.name, s.dur});
+    if (pid <= 4) got0.insert({pid, s.name, s.ts, s.dur});
+  }
+  EXPECT_EQ(got.size(), want.size());
+  EXPECT_TRUE(got == want);
+  EXPECT_TRUE(got0 == want0);
+  EXPECT_EQ(stats.events, want.size());
+
+  // Interned names.
+  for (const char* n : {"GemmEx", "LtMatmul", "AllReduce", "AllGather", "MemcpyHtoD",
+                        "StreamSynchronize", "vectorized_elementwise_kernel<float>"}) {
+    EXPECT_EQ(d.names.count(n), 1u) << n;
+  }
+
+  // Args.
+  bool saw_gemm = false, saw_ar = false;
+  for (const Slice& s : d.slices) {
+    if (s.name == "GemmEx" && s.args.count("shape") &&
+        s.args.at("shape") == "m=4096 n=4096 k=4096 batch=1 NT") {
+      saw_gemm = true;
+      EXPECT_EQ(s.category, "matmul");
+      EXPECT_EQ(s.args.at("dtype"), "bf16");
+      double tflops = std::stod(s.args.at("tflops"));
+      EXPECT_NEAR(tflops, 2.0 * 4096 * 4096 * 4096 / s.dur / 1e3, 1e-3);
+    }
+    if (s.name == "AllReduce") {
+      saw_ar = true;
+      EXPECT_EQ(s.args.at("comm"), "0xc0ffee0000000001 (8 ranks)");
+      EXPECT_EQ(s.args.at("bytes"), std::to_string(64u << 20));
+      EXPECT_EQ(s.args.at("dtype"), "fp32");
+      EXPECT_TRUE(s.args.count("seq"));
+      EXPECT_NEAR(std::stod(s.args.at("busbw_gbps")), (64 << 20) * 2.0 * 7 / 8 / s.dur, 1e-3);
+    }
+  }
+  EXPECT_TRUE(saw_gemm);
+  EXPECT_TRUE(saw_ar);
+
+  // Flows: each collective (comm, seq) joins all its ranks; each launch joins its GPU slice.
+  std::map<uint64_t, std::set<int>> coll;
+  std::map<uint64_t, std::string> coll_name;
+  std::map<uint64_t, int> terminating;
+  for (const Slice& s : d.slices) {
+    for (uint64_t f : s.flows) {
+      EXPECT_TRUE(coll[f].insert(PidOfTrack(d, s.track)).second);
+      coll_name[f] = s.name;
+    }
+    for (uint64_t f : s.terminating) ++terminating[f];
+  }
+  int allreduce = 0, allgather = 0;
+  for (const auto& kv : coll) {
+    if (coll_name[kv.first] == "AllReduce") {
+      ++allreduce;
+      EXPECT_EQ(kv.second.size(), 8u);
+    } else {
+      ++allgather;
+      EXPECT_EQ(kv.second.size(), 2u);
+    }
+  }
+  EXPECT_EQ(allreduce, 5);
+  EXPECT_EQ(allgather, 5 * 4);
+  std::map<uint64_t, int> launches;
+  for (const Slice& s : d.instants) {
+    ASSERT_EQ(s.flows.size(), 1u);
+    ++launches[s.flows[0]];
+    EXPECT_EQ(d.tracks.at(s.track).thread().thread_name(), "host (launches, syncs)");
+  }
+  EXPECT_EQ(launches.size(), terminating.size());
+  for (const auto& kv : terminating) {
+    EXPECT_EQ(kv.second, 1);
+    EXPECT_EQ(launches[kv.first], 1);
+  }
+}
+
+TEST_F(ConverterTest, ClockOffsetRecoversSkew) {
+  ConvertOptions opt;
+  opt.inputs = *dirs_;
+  opt.output = Tmp() + "/skew.pftrace";
+  opt.quiet = true;
+  ConvertStats stats;
+  std::string error;
+  ASSERT_TRUE(ConvertTimelines(opt, &stats, &error, nullptr)) << error;
+  ASSERT_EQ(stats.offsets.size(), 2u);
+  EXPECT_EQ(stats.offsets[0].first, "node0");
+  EXPECT_EQ(stats.offsets[0].second, 0);
+  EXPECT_EQ(stats.offsets[1].first, "node1");
+  EXPECT_NEAR(stats.offsets[1].second, -kSkew, 1000);
+}
+
+TEST(ClockOffsets, MedianOverSharedCollectivesAndChains) {
+  // Three nodes: b shares with a, c shares only with b; outliers do not move the median.
+  NodeEnds a{"a", {}}, b{"b", {}}, c{"c", {}};
+  for (uint64_t s = 0; s < 11; ++s) {
+    const int64_t t = 10 * static_cast<int64_t>(s);
+    a.ends.push_back({{1, s}, 1000000 + t});
+    b.ends.push_back({{1, s}, 1000000 + t + 5000 + (s == 3 ? 900000 : 0)});
+    b.ends.push_back({{2, s}, 2000000 + t + 5000});
+    c.ends.push_back({{2, s}, 2000000 + t - 7000});
+  }
+  std::sort(b.ends.begin(), b.ends.end());
+  std::vector<int> ref;
+  std::vector<int64_t> off = EstimateClockOffsets({a, b, c}, &ref);
+  // b has the most collectives: it is the reference.
+  EXPECT_EQ(ref[1], 1);
+  EXPECT_EQ(off[1], 0);
+  EXPECT_EQ(off[0], 5000);
+  EXPECT_EQ(off[2], 12000);
+  NodeEnds lonely{"d", {{{9, 9}, 5}}};
+  off = EstimateClockOffsets({a, lonely}, &ref);
+  EXPECT_EQ(ref[1], -1);
+  EXPECT_EQ(off[1], 0);
+}
+
+TEST(GroupLayout, ParsesAndOrders) {
+  GroupLayout g;
+  std::string error;
+  ASSERT_TRUE(ParseGroupLayout("tp2-cp1-pp2-dp2", &g, &error)) << error;
+  EXPECT_EQ(g.world(), 8);
+  EXPECT_EQ(g.Label(5), "pp0 dp1 tp1");  // rank 5 = tp 1, cp 0, pp 0, dp 1
+  // Grouped by pp, then dp, then tp: rank 2 (pp1 dp0 tp0) comes after rank 4 (pp0 dp1 tp0).
+  EXPECT_LT(g.OrderKey(4), g.OrderKey(2));
+  for (const char* bad : {"", "tp", "xx2", "tp0", "tp2-tp2", "tp2-", "tp2x"}) {
+    EXPECT_FALSE(ParseGroupLayout(bad, &g, &error)) << bad;
+    EXPECT_FALSE(error.empty());
+  }
+}
+
+TEST_F(ConverterTest, SkipsBadAndDuplicateInputs) {
+  std::string dir = Tmp() + "/bad";
+  mkdir(dir.c_str(), 0755);
+  { std::ofstream(dir + "/garbage.timeline") << "not a timeline"; }
+  // A duplicate of rank 0 (a copy of node0's file).
+  std::string src = Slurp((*dirs_)[0] + "/" + TimelineFileName(0, 8, 0));
+  std::ofstream(dir + "/00000-00008.timeline", std::ios::binary) << src;
+  // A truncated copy of rank 1 keeps its header, loses events.
+  std::string r1 = Slurp((*dirs_)[0] + "/" + TimelineFileName(1, 8, 0));
+  ConvertOptions opt;
+  opt.inputs = {(*dirs_)[0], (*dirs_)[1], dir, Tmp() + "/does-not-exist"};
+  opt.output = Tmp() + "/bad.pftrace";
+  opt.quiet = true;
+  ConvertStats stats;
+  std::string error;
+  ASSERT_TRUE(ConvertTimelines(opt, &stats, &error, nullptr)) << error;
+  EXPECT_EQ(stats.ranks, 8);
+  ASSERT_EQ(stats.skipped.size(), 3u);
+  std::string all;
+  for (const auto& s : stats.skipped) all += s + "\n";
+  EXPECT_NE(all.find("does-not-exist: No such file"), std::string::npos) << all;
+  EXPECT_NE(all.find("garbage.timeline: truncated file header"), std::string::npos) << all;
+  EXPECT_NE(all.find("duplicate rank 0"), std::string::npos) << all;
+}
+
+TEST(Converter, GroupsMustMatchWorld) {
+  SyntheticJob job;
+  job.ranks = 4;
+  job.nodes = 1;
+  job.steps = 1;
+  std::string error;
+  auto dirs = WriteSyntheticJob(job, Tmp() + "/g4", &error);
+  ConvertOptions opt;
+  opt.inputs = dirs;
+  opt.output = Tmp() + "/g4.pftrace";
+  opt.groups = "tp2-dp4";
+  opt.quiet = true;
+  ConvertStats stats;
+  EXPECT_FALSE(ConvertTimelines(opt, &stats, &error, nullptr));
+  EXPECT_NE(error.find("describes 8 ranks, the files say world size 4"), std::string::npos)
+      << error;
+}
+
+}  // namespace
+}  // namespace timeline
+}  // namespace xtimer

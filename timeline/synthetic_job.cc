@@ -1,0 +1,188 @@
+#include "timeline/synthetic_job.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <random>
+
+#include "format/record.h"
+#include "timeline/timeline_io.h"
+
+namespace xtimer {
+namespace timeline {
+namespace {
+
+using format::DType;
+using format::Operation;
+using format::OpKind;
+
+constexpr uint64_t kWorldComm = 0xC0FFEE0000000001ull;
+constexpr uint64_t kTpCommBase = 0x7000000000000000ull;
+
+EventRecord Base(OpKind kind, Operation op, uint64_t stream) {
+  EventRecord e{};
+  e.kind = static_cast<uint8_t>(kind);
+  e.op = static_cast<uint16_t>(op);
+  e.stream = stream;
+  e.peer = -1;
+  e.root = -1;
+  e.batch = 1;
+  return e;
+}
+
+}  // namespace
+
+std::vector<std::string> WriteSyntheticJob(const SyntheticJob& job, const std::string& root,
+                                           std::string* error) {
+  std::vector<std::string> dirs;
+  mkdir(root.c_str(), 0755);
+  int per_node = (job.ranks + job.nodes - 1) / job.nodes;
+  for (int n = 0; n < job.nodes; ++n) {
+    dirs.push_back(root + "/node" + std::to_string(n));
+    mkdir(dirs.back().c_str(), 0755);
+  }
+  // True-time schedule shared by all ranks: every step, each rank runs GEMMs (rank-dependent
+  // length), then an AllGather in its tp pair and an AllReduce over the world; a collective ends
+  // at the same true time on all its members (+ < 300 ns jitter).
+  std::mt19937_64 rng(job.seed);
+  struct RankState {
+    std::vector<EventRecord> events;
+  };
+  std::vector<RankState> st(job.ranks);
+  int64_t t = job.start_ns;
+  for (int step = 0; step < job.steps; ++step) {
+    std::vector<int64_t> ready(job.ranks);
+    for (int r = 0; r < job.ranks; ++r) {
+      int local = r % per_node;
+      uint64_t compute = 0x7f0000001000ull + local * 0x100;
+      int64_t c = t + static_cast<int64_t>(rng() % 20000);
+      // A host-to-device copy on its own stream.
+      EventRecord cp =
+          Base(OpKind::kMemcpy, Operation::kMemcpyHtoD, 0x7f0000003000ull + local * 0x100);
+      cp.cpu_launch_ns = c - 5000;
+      cp.gpu_start_ns = c;
+      cp.duration_ns = 8000 + static_cast<int64_t>(rng() % 4000);
+      cp.bytes = 4u << 20;
+      st[r].events.push_back(cp);
+      c += cp.duration_ns + 1000;
+      for (int g = 0; g < 3; ++g) {
+        EventRecord e =
+            Base(OpKind::kMatmul, g == 2 ? Operation::kLtMatmul : Operation::kGemmEx, compute);
+        e.dtype = static_cast<uint8_t>(DType::kBF16);
+        e.m = 4096;
+        e.n = g == 1 ? 11008 : 4096;
+        e.k = 4096;
+        e.flags = g == 0 ? format::kFlagTransB : 0;
+        e.cpu_launch_ns = c - 20000 - static_cast<int64_t>(rng() % 10000);
+        e.gpu_start_ns = c;
+        e.duration_ns = 150000 + static_cast<int64_t>(rng() % 50000) + r * 1000;
+        st[r].events.push_back(e);
+        c += e.duration_ns + 2000;
+      }
+      EventRecord k = Base(OpKind::kKernel, Operation::kKernelLaunch, compute);
+      k.name = 1 + (step % 2);
+      k.cpu_launch_ns = c - 10000;
+      k.gpu_start_ns = c;
+      k.duration_ns = 20000 + static_cast<int64_t>(rng() % 5000);
+      st[r].events.push_back(k);
+      c += k.duration_ns;
+      ready[r] = c;
+    }
+    // tp AllGather per pair, then world AllReduce.
+    int64_t ag_end_max = 0;
+    std::vector<int64_t> ag_end(job.ranks);
+    for (int p = 0; p < job.ranks; p += job.tp) {
+      int64_t start = 0;
+      for (int r = p; r < std::min(p + job.tp, job.ranks); ++r) start = std::max(start, ready[r]);
+      int64_t end = start + 60000 + static_cast<int64_t>(rng() % 10000);
+      for (int r = p; r < std::min(p + job.tp, job.ranks); ++r) {
+        int local = r % per_node;
+        EventRecord e =
+            Base(OpKind::kCollective, Operation::kAllGather, 0x7f0000002000ull + local * 0x100);
+        e.dtype = static_cast<uint8_t>(DType::kBF16);
+        e.comm_id = kTpCommBase + p / job.tp;
+        e.seq = step;
+        e.bytes = 8u << 20;
+        e.cpu_launch_ns = ready[r] - 30000;
+        e.gpu_start_ns = ready[r] - static_cast<int64_t>(rng() % 3000);
+        int64_t my_end = end + static_cast<int64_t>(rng() % 300);
+        e.duration_ns = my_end - e.gpu_start_ns;
+        st[r].events.push_back(e);
+        ag_end[r] = my_end;
+        ag_end_max = std::max(ag_end_max, my_end);
+      }
+    }
+    int64_t ar_end = ag_end_max + 400000 + static_cast<int64_t>(rng() % 50000);
+    for (int r = 0; r < job.ranks; ++r) {
+      int local = r % per_node;
+      EventRecord e =
+          Base(OpKind::kCollective, Operation::kAllReduce, 0x7f0000002000ull + local * 0x100);
+      e.dtype = static_cast<uint8_t>(DType::kF32);
+      e.comm_id = kWorldComm;
+      e.seq = step;
+      e.bytes = 64u << 20;
+      e.cpu_launch_ns = ag_end[r] - 20000;
+      e.gpu_start_ns = ag_end[r] + 1000;
+      e.duration_ns = ar_end + static_cast<int64_t>(rng() % 300) - e.gpu_start_ns;
+      st[r].events.push_back(e);
+      EventRecord s =
+          Base(OpKind::kHostSync, Operation::kStreamSynchronize, 0x7f0000002000ull + local * 0x100);
+      s.cpu_launch_ns = ag_end[r];
+      s.gpu_start_ns = ag_end[r];
+      s.duration_ns = e.gpu_start_ns + e.duration_ns - ag_end[r] + 2000;
+      st[r].events.push_back(s);
+    }
+    t = ar_end + 100000;
+  }
+  for (int r = 0; r < job.ranks; ++r) {
+    int node = r / per_node;
+    int64_t skew = node < static_cast<int>(job.node_skew_ns.size()) ? job.node_skew_ns[node] : 0;
+    Metadata m;
+    m.job = job.job;
+    m.host = "node" + std::to_string(node);
+    m.node = m.host;
+    m.pid = 1000 + r;
+    m.rank = r;
+    m.local_rank = r % per_node;
+    m.world_size = job.ranks;
+    m.device = r % per_node;
+    m.clock_realtime_ns = t + skew;
+    m.clock_monotonic_ns = 1000000000;
+    m.strings = {"", "vectorized_elementwise_kernel<float>", "reduce_kernel<bf16>"};
+    CommInfo world;
+    world.id = kWorldComm;
+    world.size = job.ranks;
+    world.rank = r;
+    world.global_rank = r;
+    for (int i = 0; i < job.ranks; ++i) world.members.push_back(i);
+    CommInfo tp;
+    tp.id = kTpCommBase + r / job.tp;
+    tp.size = job.tp;
+    tp.rank = r % job.tp;
+    tp.global_rank = r;
+    for (int i = r - r % job.tp; i < r - r % job.tp + job.tp; ++i) tp.members.push_back(i);
+    m.comms = {world, tp};
+    m.dump_time_ns = job.start_ns + skew;
+    m.window_begin_ns = job.start_ns + skew;
+    m.window_end_ns = t + skew;
+    std::string path = dirs[node] + "/" + TimelineFileName(r, job.ranks, m.pid);
+    auto w = TimelineWriter::Create(path, m, error);
+    if (!w) return {};
+    // Completion order per stream: sort by end time (stable), as the daemon would see them.
+    std::vector<EventRecord>& ev = st[r].events;
+    std::stable_sort(ev.begin(), ev.end(), [](const EventRecord& a, const EventRecord& b) {
+      return a.gpu_start_ns + a.duration_ns < b.gpu_start_ns + b.duration_ns;
+    });
+    for (EventRecord e : ev) {
+      e.device = static_cast<int16_t>(m.device);
+      e.cpu_launch_ns += skew;
+      e.gpu_start_ns += skew;
+      w->Append(e);
+    }
+    if (!w->Finish(error)) return {};
+  }
+  return dirs;
+}
+
+}  // namespace timeline
+}  // namespace xtimer

@@ -1,0 +1,31 @@
+// A deterministic synthetic training job written as timeline files (tests, golden data, bench).
+#ifndef XTIMER_TIMELINE_SYNTHETIC_JOB_H_
+#define XTIMER_TIMELINE_SYNTHETIC_JOB_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace xtimer {
+namespace timeline {
+
+struct SyntheticJob {
+  int ranks = 8;
+  int nodes = 2;  // ranks are split evenly, node i in dirs[i]
+  int steps = 4;  // training steps; ~10 events per rank per step
+  uint64_t seed = 1;
+  std::vector<int64_t> node_skew_ns;       // added to node i's clock (default 0)
+  int64_t start_ns = 1767225600000000000;  // 2026-01-01 UTC
+  std::string job = "synthetic";
+  int tp = 2;  // tensor-parallel pairs share a communicator
+};
+
+// Writes one directory per node under `root` (root/node0, root/node1, ...). Returns the
+// directories, or an empty vector with *error.
+std::vector<std::string> WriteSyntheticJob(const SyntheticJob& job, const std::string& root,
+                                           std::string* error);
+
+}  // namespace timeline
+}  // namespace xtimer
+
+#endif  // XTIMER_TIMELINE_SYNTHETIC_JOB_H_

@@ -1,0 +1,583 @@
+#include "timeline/timeline_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <ctime>
+#include <utility>
+
+namespace xtimer {
+namespace timeline {
+namespace {
+
+// ---- CRC-32 (IEEE 802.3, reflected 0xEDB88320), slicing-by-8 for speed. ----
+struct CrcTables {
+  uint32_t t[8][256];
+  CrcTables() {
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+      t[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; ++i) {
+      for (int s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xff];
+    }
+  }
+};
+
+const CrcTables& Tables() {
+  static const CrcTables* tables = new CrcTables();
+  return *tables;
+}
+
+std::string Errno(const std::string& what, const std::string& path) {
+  return what + " " + path + ": " + std::strerror(errno);
+}
+
+// ---- metadata encoding ----
+template <typename T>
+void Put(std::string* out, T v) {
+  out->append(reinterpret_cast<const char*>(&v), sizeof(v));
+}
+
+void PutField(std::string* out, uint16_t tag, const std::string& payload) {
+  Put<uint16_t>(out, tag);
+  Put<uint32_t>(out, static_cast<uint32_t>(payload.size()));
+  out->append(payload);
+}
+
+std::string EncodeMetadata(const Metadata& m) {
+  std::string out, f;
+  PutField(&out, kTagJob, m.job);
+  PutField(&out, kTagHost, m.host);
+  PutField(&out, kTagNode, m.node);
+  PutField(&out, kTagPod, m.pod);
+  f.clear();
+  Put<int32_t>(&f, m.pid);
+  Put<int32_t>(&f, m.rank);
+  Put<int32_t>(&f, m.local_rank);
+  Put<int32_t>(&f, m.world_size);
+  Put<int32_t>(&f, m.device);
+  PutField(&out, kTagIdentity, f);
+  f.clear();
+  Put<int64_t>(&f, m.clock_realtime_ns);
+  Put<int64_t>(&f, m.clock_monotonic_ns);
+  PutField(&out, kTagClock, f);
+  f.clear();
+  Put<uint32_t>(&f, static_cast<uint32_t>(m.strings.size()));
+  for (const std::string& s : m.strings) {
+    size_t n = s.size() > 0xffff ? 0xffff : s.size();
+    Put<uint16_t>(&f, static_cast<uint16_t>(n));
+    f.append(s.data(), n);
+  }
+  PutField(&out, kTagStrings, f);
+  f.clear();
+  Put<uint32_t>(&f, static_cast<uint32_t>(m.comms.size()));
+  for (const CommInfo& c : m.comms) {
+    Put<uint64_t>(&f, c.id);
+    Put<uint64_t>(&f, c.parent_id);
+    Put<int32_t>(&f, c.size);
+    Put<int32_t>(&f, c.rank);
+    Put<int32_t>(&f, c.global_rank);
+    Put<uint32_t>(&f, static_cast<uint32_t>(c.members.size()));
+    for (int32_t r : c.members) Put<int32_t>(&f, r);
+  }
+  PutField(&out, kTagComms, f);
+  f.clear();
+  Put<int64_t>(&f, m.dump_time_ns);
+  Put<int64_t>(&f, m.window_begin_ns);
+  Put<int64_t>(&f, m.window_end_ns);
+  Put<uint32_t>(&f, m.kinds);
+  PutField(&out, kTagDump, f);
+  return out;
+}
+
+// ---- metadata decoding (untrusted input) ----
+class Cursor {
+ public:
+  Cursor(const uint8_t* p, size_t n) : p_(p), n_(n) {}
+  template <typename T>
+  bool Get(T* v) {
+    if (n_ - pos_ < sizeof(T)) return false;
+    std::memcpy(v, p_ + pos_, sizeof(T));
+    pos_ += sizeof(T);
+    return true;
+  }
+  bool GetBytes(size_t len, std::string* s) {
+    if (n_ - pos_ < len) return false;
+    s->assign(reinterpret_cast<const char*>(p_ + pos_), len);
+    pos_ += len;
+    return true;
+  }
+  size_t remaining() const { return n_ - pos_; }
+  size_t pos() const { return pos_; }
+
+ private:
+  const uint8_t* p_;
+  size_t n_;
+  size_t pos_ = 0;
+};
+
+// Parses one known field; returns an empty string or what is wrong with it.
+std::string ParseField(uint16_t tag, Cursor c, Metadata* m) {
+  switch (tag) {
+    case kTagJob:
+      c.GetBytes(c.remaining(), &m->job);
+      return "";
+    case kTagHost:
+      c.GetBytes(c.remaining(), &m->host);
+      return "";
+    case kTagNode:
+      c.GetBytes(c.remaining(), &m->node);
+      return "";
+    case kTagPod:
+      c.GetBytes(c.remaining(), &m->pod);
+      return "";
+    case kTagIdentity:
+      if (!c.Get(&m->pid) || !c.Get(&m->rank) || !c.Get(&m->local_rank) || !c.Get(&m->world_size) ||
+          !c.Get(&m->device)) {
+        return "identity field shorter than 20 bytes";
+      }
+      return "";
+    case kTagClock:
+      if (!c.Get(&m->clock_realtime_ns) || !c.Get(&m->clock_monotonic_ns)) {
+        return "clock field shorter than 16 bytes";
+      }
+      return "";
+    case kTagDump:
+      if (!c.Get(&m->dump_time_ns) || !c.Get(&m->window_begin_ns) || !c.Get(&m->window_end_ns) ||
+          !c.Get(&m->kinds)) {
+        return "dump field shorter than 28 bytes";
+      }
+      return "";
+    case kTagStrings: {
+      uint32_t count = 0;
+      if (!c.Get(&count)) return "string table without a count";
+      if (count > c.remaining() / 2) {
+        return "string table count " + std::to_string(count) + " exceeds the field";
+      }
+      m->strings.clear();
+      m->strings.reserve(count);
+      for (uint32_t i = 0; i < count; ++i) {
+        uint16_t len = 0;
+        std::string s;
+        if (!c.Get(&len) || !c.GetBytes(len, &s)) {
+          return "string " + std::to_string(i) + " of " + std::to_string(count) +
+                 " runs past the field";
+        }
+        m->strings.push_back(std::move(s));
+      }
+      if (m->strings.empty()) m->strings.push_back("");
+      return "";
+    }
+    case kTagComms: {
+      uint32_t count = 0;
+      if (!c.Get(&count)) return "communicator table without a count";
+      if (count > c.remaining() / 32) {
+        return "communicator count " + std::to_string(count) + " exceeds the field";
+      }
+      m->comms.clear();
+      m->comms.reserve(count);
+      for (uint32_t i = 0; i < count; ++i) {
+        CommInfo ci;
+        uint32_t nmembers = 0;
+        if (!c.Get(&ci.id) || !c.Get(&ci.parent_id) || !c.Get(&ci.size) || !c.Get(&ci.rank) ||
+            !c.Get(&ci.global_rank) || !c.Get(&nmembers)) {
+          return "communicator " + std::to_string(i) + " runs past the field";
+        }
+        if (nmembers > c.remaining() / 4) {
+          return "communicator " + std::to_string(i) + " member count " + std::to_string(nmembers) +
+                 " exceeds the field";
+        }
+        ci.members.resize(nmembers);
+        for (uint32_t k = 0; k < nmembers; ++k) c.Get(&ci.members[k]);
+        m->comms.push_back(std::move(ci));
+      }
+      return "";
+    }
+    default:
+      return "";  // unknown tags are skipped
+  }
+}
+
+std::string ParseMetadata(const uint8_t* data, size_t size, uint64_t base_offset, Metadata* m) {
+  Cursor c(data, size);
+  while (c.remaining() > 0) {
+    uint64_t at = base_offset + c.pos();
+    uint16_t tag = 0;
+    uint32_t len = 0;
+    if (!c.Get(&tag) || !c.Get(&len)) {
+      return "metadata field header truncated at offset " + std::to_string(at);
+    }
+    if (len > c.remaining()) {
+      return "metadata field tag " + std::to_string(tag) + " at offset " + std::to_string(at) +
+             ": length " + std::to_string(len) + " exceeds the metadata block";
+    }
+    std::string err = ParseField(tag, Cursor(data + c.pos(), len), m);
+    if (!err.empty()) {
+      return "metadata field tag " + std::to_string(tag) + " at offset " + std::to_string(at) +
+             ": " + err;
+    }
+    std::string skip;
+    c.GetBytes(len, &skip);
+  }
+  return "";
+}
+
+// A sequential byte source: a file or a buffer.
+class Source {
+ public:
+  virtual ~Source() = default;
+  // Reads up to n bytes; returns how many were read (short only at the end).
+  virtual size_t Read(void* dst, size_t n) = 0;
+  // Bytes left, when known (for sanity checks before large allocations); SIZE_MAX otherwise.
+  virtual uint64_t Remaining() const = 0;
+};
+
+class BufferSource : public Source {
+ public:
+  BufferSource(const uint8_t* p, size_t n) : p_(p), n_(n) {}
+  size_t Read(void* dst, size_t n) override {
+    size_t k = n < n_ - pos_ ? n : n_ - pos_;
+    if (k) std::memcpy(dst, p_ + pos_, k);
+    pos_ += k;
+    return k;
+  }
+  uint64_t Remaining() const override { return n_ - pos_; }
+
+ private:
+  const uint8_t* p_;
+  size_t n_;
+  size_t pos_ = 0;
+};
+
+class FileSource : public Source {
+ public:
+  FileSource(FILE* f, uint64_t size) : f_(f), left_(size) {}
+  size_t Read(void* dst, size_t n) override {
+    size_t k = std::fread(dst, 1, n, f_);
+    left_ = k > left_ ? 0 : left_ - k;
+    return k;
+  }
+  uint64_t Remaining() const override { return left_; }
+
+ private:
+  FILE* f_;
+  uint64_t left_;
+};
+
+ReadResult ReadFrom(Source* src, const std::function<void(const EventRecord&)>& on_event) {
+  ReadResult r;
+  FileHeader h;
+  size_t got = src->Read(&h, sizeof(h));
+  if (got < sizeof(h)) {
+    r.error = "truncated file header at offset 0: " + std::to_string(got) + " of " +
+              std::to_string(sizeof(h)) + " bytes";
+    return r;
+  }
+  if (std::memcmp(h.magic, kFileMagic, sizeof(kFileMagic)) != 0) {
+    r.error = "bad magic at offset 0: not a timeline file";
+    return r;
+  }
+  if (h.version != kTimelineVersion) {
+    r.error = "unsupported version " + std::to_string(h.version) +
+              " at offset 8 (this reader: " + std::to_string(kTimelineVersion) + ")";
+    return r;
+  }
+  if (h.header_size < sizeof(FileHeader) || h.header_size > 4096) {
+    r.error = "bad header_size " + std::to_string(h.header_size) + " at offset 12";
+    return r;
+  }
+  if (h.event_size != sizeof(EventRecord)) {
+    r.error = "bad event_size " + std::to_string(h.event_size) + " at offset 16 (expected " +
+              std::to_string(sizeof(EventRecord)) + ")";
+    return r;
+  }
+  uint64_t offset = sizeof(h);
+  if (h.header_size > sizeof(h)) {
+    std::string skip(h.header_size - sizeof(h), '\0');
+    if (src->Read(&skip[0], skip.size()) < skip.size()) {
+      r.error = "truncated file header at offset " + std::to_string(offset);
+      return r;
+    }
+    offset = h.header_size;
+  }
+
+  MetadataHeader mh;
+  got = src->Read(&mh, sizeof(mh));
+  if (got < sizeof(mh)) {
+    r.error = "truncated metadata header at offset " + std::to_string(offset);
+    return r;
+  }
+  if (mh.magic != kMetadataMagic) {
+    r.error = "bad metadata magic at offset " + std::to_string(offset);
+    return r;
+  }
+  if (mh.payload_bytes > kMaxMetadataBytes) {
+    r.error = "metadata size " + std::to_string(mh.payload_bytes) + " at offset " +
+              std::to_string(offset + 8) + " exceeds the limit of " +
+              std::to_string(kMaxMetadataBytes);
+    return r;
+  }
+  if (mh.payload_bytes > src->Remaining()) {
+    r.error = "truncated metadata at offset " + std::to_string(offset + sizeof(mh)) + ": " +
+              std::to_string(src->Remaining()) + " of " + std::to_string(mh.payload_bytes) +
+              " bytes";
+    return r;
+  }
+  std::string payload(static_cast<size_t>(mh.payload_bytes), '\0');
+  if (src->Read(&payload[0], payload.size()) < payload.size()) {
+    r.error = "truncated metadata at offset " + std::to_string(offset + sizeof(mh));
+    return r;
+  }
+  offset += sizeof(mh);
+  const uint8_t* pp = reinterpret_cast<const uint8_t*>(payload.data());
+  if (Crc32(pp, payload.size()) != mh.crc32) {
+    r.error = "metadata CRC mismatch at offset " + std::to_string(offset);
+    return r;
+  }
+  std::string err = ParseMetadata(pp, payload.size(), offset, &r.metadata);
+  if (!err.empty()) {
+    r.error = err;
+    return r;
+  }
+  offset += payload.size();
+  r.ok = true;
+
+  std::vector<EventRecord> block(kEventsPerBlock);
+  uint32_t index = 0;
+  std::string stop;
+  for (;; ++index) {
+    BlockHeader bh;
+    got = src->Read(&bh, sizeof(bh));
+    if (got == 0) break;
+    if (got < sizeof(bh)) {
+      stop = "truncated header of block " + std::to_string(index) + " at offset " +
+             std::to_string(offset);
+      break;
+    }
+    if (bh.magic != kBlockMagic) {
+      stop = "bad magic of block " + std::to_string(index) + " at offset " + std::to_string(offset);
+      break;
+    }
+    if (bh.count == 0 || bh.count > kEventsPerBlock) {
+      stop = "bad event count " + std::to_string(bh.count) + " in block " + std::to_string(index) +
+             " at offset " + std::to_string(offset);
+      break;
+    }
+    if (bh.index != index) {
+      stop = "block " + std::to_string(index) + " at offset " + std::to_string(offset) +
+             " says it is block " + std::to_string(bh.index);
+      break;
+    }
+    size_t bytes = static_cast<size_t>(bh.count) * sizeof(EventRecord);
+    got = src->Read(block.data(), bytes);
+    if (got < bytes) {
+      stop = "truncated block " + std::to_string(index) + " at offset " + std::to_string(offset) +
+             ": " + std::to_string(got) + " of " + std::to_string(bytes) + " event bytes";
+      break;
+    }
+    if (Crc32(block.data(), bytes) != bh.crc32) {
+      stop =
+          "CRC mismatch in block " + std::to_string(index) + " at offset " + std::to_string(offset);
+      break;
+    }
+    for (uint32_t i = 0; i < bh.count; ++i) on_event(block[i]);
+    r.events += bh.count;
+    offset += sizeof(bh) + bytes;
+  }
+  if (stop.empty() && h.event_count != r.events) {
+    stop = h.event_count == 0 ? "the header's event count is 0: the writer did not finish"
+                              : "the header says " + std::to_string(h.event_count) +
+                                    " events, the blocks hold " + std::to_string(r.events);
+  }
+  if (stop.empty()) {
+    r.complete = true;
+  } else {
+    r.error = "recovered " + std::to_string(r.events) + " events in " + std::to_string(index) +
+              " intact blocks; stopped: " + stop;
+  }
+  return r;
+}
+
+}  // namespace
+
+uint32_t Crc32(const void* data, size_t size, uint32_t crc) {
+  const CrcTables& t = Tables();
+  const uint8_t* p = static_cast<const uint8_t*>(data);
+  crc = ~crc;
+  while (size >= 8) {  // little-endian
+    uint32_t lo, hi;
+    std::memcpy(&lo, p, 4);
+    std::memcpy(&hi, p + 4, 4);
+    lo ^= crc;
+    crc = t.t[7][lo & 0xff] ^ t.t[6][(lo >> 8) & 0xff] ^ t.t[5][(lo >> 16) & 0xff] ^
+          t.t[4][lo >> 24] ^ t.t[3][hi & 0xff] ^ t.t[2][(hi >> 8) & 0xff] ^
+          t.t[1][(hi >> 16) & 0xff] ^ t.t[0][hi >> 24];
+    p += 8;
+    size -= 8;
+  }
+  while (size--) crc = t.t[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+  return ~crc;
+}
+
+std::string TimelineFileName(int rank, int world_size, int pid) {
+  char buf[64];
+  if (rank < 0) {
+    std::snprintf(buf, sizeof(buf), "unknown-%d.timeline", pid);
+  } else {
+    std::snprintf(buf, sizeof(buf), "%05d-%05d.timeline", rank, world_size);
+  }
+  return buf;
+}
+
+struct TimelineWriter::Impl {
+  std::string path;
+  std::string tmp_path;
+  FILE* file = nullptr;
+  std::vector<EventRecord> block;
+  uint32_t next_block = 0;
+  uint64_t events = 0;
+  std::string error;  // sticky
+  bool finished = false;
+
+  bool Fail(const std::string& what) {
+    if (error.empty()) error = what;
+    return false;
+  }
+  bool Write(const void* p, size_t n) {
+    if (!error.empty()) return false;
+    if (std::fwrite(p, 1, n, file) != n) return Fail(Errno("write", tmp_path));
+    return true;
+  }
+  bool FlushBlock() {
+    if (block.empty()) return error.empty();
+    BlockHeader bh{};
+    bh.magic = kBlockMagic;
+    bh.count = static_cast<uint32_t>(block.size());
+    bh.crc32 = Crc32(block.data(), block.size() * sizeof(EventRecord));
+    bh.index = next_block++;
+    bool ok = Write(&bh, sizeof(bh)) && Write(block.data(), block.size() * sizeof(EventRecord));
+    block.clear();
+    return ok;
+  }
+};
+
+std::unique_ptr<TimelineWriter> TimelineWriter::Create(const std::string& path,
+                                                       const Metadata& metadata,
+                                                       std::string* error) {
+  std::unique_ptr<TimelineWriter> w(new TimelineWriter());
+  w->impl_.reset(new Impl());
+  Impl& im = *w->impl_;
+  im.path = path;
+  im.tmp_path = path + ".tmp." + std::to_string(getpid());
+  im.file = std::fopen(im.tmp_path.c_str(), "wbx");
+  if (im.file == nullptr && errno == EEXIST) {
+    unlink(im.tmp_path.c_str());
+    im.file = std::fopen(im.tmp_path.c_str(), "wbx");
+  }
+  if (im.file == nullptr) {
+    if (error) *error = Errno("cannot create", im.tmp_path);
+    return nullptr;
+  }
+  std::string payload = EncodeMetadata(metadata);
+  if (payload.size() > kMaxMetadataBytes) {
+    if (error) *error = "metadata of " + std::to_string(payload.size()) + " bytes is too large";
+    return nullptr;  // the destructor removes the temporary file
+  }
+  FileHeader h{};
+  std::memcpy(h.magic, kFileMagic, sizeof(h.magic));
+  h.version = kTimelineVersion;
+  h.header_size = sizeof(FileHeader);
+  h.event_size = sizeof(EventRecord);
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  h.created_ns = static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  MetadataHeader mh{};
+  mh.magic = kMetadataMagic;
+  mh.crc32 = Crc32(payload.data(), payload.size());
+  mh.payload_bytes = payload.size();
+  if (!im.Write(&h, sizeof(h)) || !im.Write(&mh, sizeof(mh)) ||
+      !im.Write(payload.data(), payload.size())) {
+    if (error) *error = im.error;
+    return nullptr;
+  }
+  im.block.reserve(kEventsPerBlock);
+  return w;
+}
+
+TimelineWriter::~TimelineWriter() {
+  if (impl_ && impl_->file != nullptr) {
+    std::fclose(impl_->file);
+    unlink(impl_->tmp_path.c_str());
+  }
+}
+
+bool TimelineWriter::Append(const EventRecord& event) {
+  Impl& im = *impl_;
+  if (!im.error.empty()) return false;
+  if (im.finished) return im.Fail("Append after Finish");
+  im.block.push_back(event);
+  ++im.events;
+  if (im.block.size() == kEventsPerBlock) return im.FlushBlock();
+  return true;
+}
+
+bool TimelineWriter::Finish(std::string* error) {
+  Impl& im = *impl_;
+  if (!im.finished) {
+    im.finished = true;
+    if (im.FlushBlock() && im.error.empty()) {
+      uint64_t count = im.events;
+      if (std::fseek(im.file, offsetof(FileHeader, event_count), SEEK_SET) != 0) {
+        im.Fail(Errno("seek", im.tmp_path));
+      } else {
+        im.Write(&count, sizeof(count));
+      }
+    }
+    if (im.error.empty() && std::fflush(im.file) != 0) im.Fail(Errno("flush", im.tmp_path));
+    if (im.error.empty() && fsync(fileno(im.file)) != 0) im.Fail(Errno("fsync", im.tmp_path));
+    if (std::fclose(im.file) != 0) im.Fail(Errno("close", im.tmp_path));
+    im.file = nullptr;
+    if (im.error.empty() && std::rename(im.tmp_path.c_str(), im.path.c_str()) != 0) {
+      im.Fail(Errno("rename to " + im.path + ":", im.tmp_path));
+    }
+    if (!im.error.empty()) unlink(im.tmp_path.c_str());
+  }
+  if (!im.error.empty()) {
+    if (error) *error = im.error;
+    return false;
+  }
+  return true;
+}
+
+uint64_t TimelineWriter::events() const { return impl_->events; }
+
+ReadResult ReadTimeline(const std::string& path,
+                        const std::function<void(const EventRecord&)>& on_event) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    ReadResult r;
+    r.error = Errno("cannot open", path);
+    return r;
+  }
+  struct stat st;
+  uint64_t size = fstat(fileno(f), &st) == 0 ? static_cast<uint64_t>(st.st_size) : UINT64_MAX;
+  FileSource src(f, size);
+  ReadResult r = ReadFrom(&src, on_event);
+  std::fclose(f);
+  return r;
+}
+
+ReadResult ReadTimelineBuffer(const uint8_t* data, size_t size,
+                              const std::function<void(const EventRecord&)>& on_event) {
+  BufferSource src(data, size);
+  return ReadFrom(&src, on_event);
+}
+
+}  // namespace timeline
+}  // namespace xtimer
