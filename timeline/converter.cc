@@ -251,13 +251,13 @@ double BusBytes(uint16_t op, uint64_t bytes, int n) {
   switch (static_cast<O>(op)) {
     case O::kAllReduce:
       return s * 2.0 * (n - 1) / n;
-    case O::kAllGather:
-    case O::kAlltoAll:
+    case O::kAllGather:  // send buffer is one rank's share: S = n * bytes
     case O::kGather:
     case O::kScatter:
       return s * n * (n - 1) / n;
-    case O::kReduceScatter:
-      return s * (n - 1) / n;  // send buffer is the full buffer
+    case O::kReduceScatter:  // send buffer is the full buffer: S = bytes
+    case O::kAlltoAll:
+      return s * (n - 1) / n;
     default:
       return s;
   }
