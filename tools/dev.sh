@@ -14,7 +14,7 @@ cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # Targets that run threads against each other: also run under ThreadSanitizer.
-TSAN_TARGETS=(//test/gpusim/... //format/... //daemon/... //hook/...)
+TSAN_TARGETS=(//test/gpusim/... //format/... //daemon/... //hook/... //timeline/... //cli/...)
 # The end-to-end tests preload libxtimer.so into every process of a job (Python launchers
 # included), which a sanitizer-built library cannot be; their parts run under the sanitizers in
 # their own packages' tests.

@@ -191,6 +191,14 @@ def demo_part(p, xtimer, check):
                 fail("%s: expected matmuls and collectives, got %s" % (info["path"], info["kinds"]))
         log("xtimer dump: all 8 ranks' files (300 events each) on 2 nodes read back complete, with "
             "identities and communicator tables")
+
+        # The dumped files of the whole job become one Perfetto trace.
+        trace = os.path.join(tmp, "job.pftrace")
+        rc, out = run([xtimer, "timeline", os.path.join(root, "run1", JOB), "-o", trace],
+                      timeout=120)
+        log("$ xtimer timeline run1/%s -o job.pftrace\n%s" % (JOB, out))
+        if rc != 0 or "8 ranks" not in out or not os.path.getsize(trace):
+            fail("xtimer timeline did not convert the 8 dumped ranks (exit %d)" % rc)
     finally:
         for node in nodes:
             node.kill()
