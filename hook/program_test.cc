@@ -172,19 +172,9 @@ bool RunHooked(const std::vector<std::string>& program_and_args, const char* tag
 
 // The workload's records (`program` is workload or its per-thread default stream build).
 void CheckWorkload(const std::string& program, FakeDaemon::Ring* ring_out) {
-  std::string sock = SocketPath("w");
-  std::string error;
-  auto daemon = FakeDaemon::Start(sock, &error);
-  ASSERT_NE(daemon, nullptr) << error;
   std::string out;
-  ASSERT_EQ(RunProgram(Hooked({program, "all"}), HookEnv(sock), &out), 0) << out;
-  daemon->ReadAll();
-  auto rings = daemon->rings();
-  ASSERT_EQ(rings.size(), 1u) << out;
-  const auto& ring = rings[0];
-  *ring_out = ring;
-  EXPECT_EQ(ring.dropped, 0u);
-  EXPECT_EQ(ring.invalid, 0u);
+  ASSERT_TRUE(RunHooked({program, "all"}, "w", {}, ring_out, &out));  // checks drops, validity
+  const FakeDaemon::Ring& ring = *ring_out;
   EXPECT_EQ(ring.identity.job, "hooktest");
   EXPECT_EQ(ring.identity.host, "testhost");
   EXPECT_EQ(ring.identity.pod, "testhost");
@@ -717,17 +707,10 @@ TEST(ProgramTest, ReconnectsToARestartedDaemon) {
 }
 
 TEST(ProgramTest, ForkedChildPassesThroughAndParentKeepsTiming) {
-  std::string sock = SocketPath("f");
-  std::string error;
-  auto daemon = FakeDaemon::Start(sock, &error);
-  ASSERT_NE(daemon, nullptr) << error;
   std::string out;
-  ASSERT_EQ(RunProgram(Hooked({g_workload, "fork"}), HookEnv(sock), &out), 0) << out;
-  daemon->ReadAll();
-  auto rings = daemon->rings();
-  ASSERT_EQ(rings.size(), 1u);  // the child never registers
-  const auto& ring = rings[0];
-  EXPECT_EQ(ring.invalid, 0u);
+  FakeDaemon::Ring ring;
+  // RunHooked requires exactly one ring: the child never registers.
+  ASSERT_TRUE(RunHooked({g_workload, "fork"}, "f", {}, &ring, &out));
   auto memsets = Ops(ring, Operation::kMemset);
   // Parent: 100 + 200 + 100 ms of 4 KiB memsets every ~5 ms; the child's 20 are not recorded.
   EXPECT_GT(memsets.size(), 30u);
