@@ -648,21 +648,13 @@ cudaError_t cudaPointerGetAttributes(cudaPointerAttributes* attr, const void* pt
   return cudaSuccess;
 }
 
+static cudaError_t MallocAsyncImpl(void** ptr, size_t size, cudaStream_t stream, bool per_thread) {
+  Stream* s;
+  cudaError_t e = ResolveStream(stream, per_thread, &s);
+  return e != cudaSuccess ? e : xtsim::Allocate(ptr, size, MemKind::kDevice, s->device(), 0);
+}
 XTSIM_STREAM_API(cudaMallocAsync, (void** ptr, size_t size, cudaStream_t stream), _ptsz,
-                 ([&] {
-                   Stream* s;
-                   cudaError_t e = ResolveStream(stream, false, &s);
-                   return e != cudaSuccess ? e
-                                           : xtsim::Allocate(ptr, size, MemKind::kDevice,
-                                                             s->device(), 0);
-                 }()),
-                 ([&] {
-                   Stream* s;
-                   cudaError_t e = ResolveStream(stream, true, &s);
-                   return e != cudaSuccess ? e
-                                           : xtsim::Allocate(ptr, size, MemKind::kDevice,
-                                                             s->device(), 0);
-                 }()))
+                 MallocAsyncImpl(ptr, size, stream, false), MallocAsyncImpl(ptr, size, stream, true))
 
 static cudaError_t FreeAsyncImpl(void* ptr, cudaStream_t stream, bool per_thread) {
   if (ptr == nullptr) return cudaSuccess;
