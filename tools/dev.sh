@@ -32,7 +32,7 @@ run_tests() {
   local log
   log=$(mktemp)
   set +e
-  bazel test $(bazel_flags) "$@" 2>&1 | tee "$log"
+  bazel test --keep_going $(bazel_flags) "$@" 2>&1 | tee "$log"
   set -e
   # Lines like "//demo:demo_test    PASSED in 3.1s" / "FAILED in ..." / "FAILED TO BUILD" / "TIMEOUT".
   grep -E '^//[^ ]+ +(\(cached\) )?(PASSED|FAILED|TIMEOUT|NO STATUS|FLAKY|INCOMPLETE)' "$log" \
