@@ -114,7 +114,7 @@ std::vector<std::string> HookEnv(const std::string& socket) {
           "XTIMER_JOB=hooktest",
           "XTIMER_HOST=testhost",
           "XTIMER_KERNEL_FILTER=timed_k",
-          "XTIMER_SIM_KERNEL_TIMES=timed_kernel=30;other_kernel=10;delay_kernel=50000",
+          "XTIMER_SIM_KERNEL_TIMES=timed_kernel=30;other_kernel=10;delay_kernel=500000",
           "XTIMER_SIM_TFLOPS_BF16=1000",
           "XTIMER_SIM_TFLOPS_FP32=50",
           "XTIMER_SIM_TFLOPS_TF32=200"};

@@ -20,10 +20,8 @@
 #include <thread>
 #include <vector>
 
-#include "hook/programs/check.h"
+#include "hook/programs/common.h"
 
-// Holds the stream (XTIMER_SIM_KERNEL_TIMES gives it 50 ms) so the timed ops queue behind it.
-__global__ void delay_kernel(int ns) {}
 
 static const size_t kCount = 1 << 20;  // floats per all-reduce: 4 MiB
 

@@ -21,15 +21,12 @@
 #include <thread>
 #include <vector>
 
-#include "hook/programs/check.h"
+#include "hook/programs/common.h"
 
 __global__ void timed_kernel(float* x, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] += 1.0f;
 }
-// Holds the stream (XTIMER_SIM_KERNEL_TIMES gives it 50 ms) so the timed ops queue behind it and
-// host launch overhead (large under sanitizers) stays out of their GPU durations.
-__global__ void delay_kernel(int ns) {}
 __global__ void other_kernel(float* x, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] *= 2.0f;
@@ -153,13 +150,6 @@ static void CopiesKernelsGraph(cudaStream_t s) {
   CHECK(cudaFreeHost(h));
 }
 
-// Holds a rank's stream 0.5 s (10 x 50 ms) so that the collectives after it queue up on the GPU
-// even when the host is slow (sanitizers): a collective's start event and its NCCL work then run
-// back to back, and its measured time is the model's.
-static void HoldStream(cudaStream_t s) {
-  for (int i = 0; i < 10; ++i) delay_kernel<<<1, 1, 0, s>>>(0);
-}
-
 static void Rank(int rank, int nranks, ncclUniqueId id) {
   CHECK(cudaSetDevice(rank));
   cudaStream_t s;
@@ -170,7 +160,7 @@ static void Rank(int rank, int nranks, ncclUniqueId id) {
   float *send, *recv;
   CHECK(cudaMalloc(&send, count * 4 * nranks));
   CHECK(cudaMalloc(&recv, count * 4 * nranks));
-  HoldStream(s);
+  delay_kernel<<<1, 1, 0, s>>>(0);
   for (int i = 0; i < 3; ++i) {
     CHECK_NCCL(ncclAllReduce(send, recv, count, ncclFloat, ncclSum, comm, s));
   }
@@ -184,7 +174,7 @@ static void Rank(int rank, int nranks, ncclUniqueId id) {
   CHECK_NCCL(ncclGroupEnd());
   ncclComm_t child;
   CHECK_NCCL(ncclCommSplit(comm, 0, rank, &child, nullptr));
-  HoldStream(s);
+  delay_kernel<<<1, 1, 0, s>>>(0);
   CHECK_NCCL(ncclAllReduce(send, recv, count, ncclFloat, ncclSum, child, s));
   CHECK(cudaStreamSynchronize(s));
   CHECK_NCCL(ncclCommDestroy(child));

@@ -291,11 +291,20 @@ TEST_F(RuntimeTest, LegacyStreamWaitsForBlockingStreams) {
 TEST_F(RuntimeTest, BlockingStreamsWaitForLegacyNonBlockingDoNot) {
   cudaStream_t nb;
   ASSERT_EQ(cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking), cudaSuccess);
-  ASSERT_EQ(Launch(SlowKernel(), cudaStreamLegacy), cudaSuccess);  // 1 ms on the legacy stream
-  ASSERT_EQ(cudaEventRecord(start_, nb), cudaSuccess);
-  ASSERT_EQ(cudaEventRecord(stop_, stream_), cudaSuccess);  // a blocking stream: waits
+  cudaEvent_t before, nb_after;
+  ASSERT_EQ(cudaEventCreate(&before), cudaSuccess);
+  ASSERT_EQ(cudaEventCreate(&nb_after), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(before, nb), cudaSuccess);
+  // 50 ms on the legacy stream: far more than the host needs for the next calls, even under
+  // sanitizers on a loaded machine.
+  for (int i = 0; i < 50; ++i) ASSERT_EQ(Launch(SlowKernel(), cudaStreamLegacy), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(nb_after, nb), cudaSuccess);  // non-blocking: does not wait
+  ASSERT_EQ(cudaEventRecord(stop_, stream_), cudaSuccess);  // blocking: waits for the 50 ms
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-  EXPECT_GE(Elapsed(start_, stop_), 0.9);
+  EXPECT_GE(Elapsed(before, stop_), 50.0);
+  EXPECT_GT(Elapsed(nb_after, stop_), 25.0) << "the non-blocking stream must not wait";
+  EXPECT_EQ(cudaEventDestroy(before), cudaSuccess);
+  EXPECT_EQ(cudaEventDestroy(nb_after), cudaSuccess);
   EXPECT_EQ(cudaStreamDestroy(nb), cudaSuccess);
 }
 
