@@ -38,6 +38,11 @@ options:
   --no-launches       no host launch instants and launch flows (smaller trace)
   --no-flows          no collective flows
   --no-align          do not align node clocks
+  --compression-level N
+                      zlib-compress packets at libdeflate level N: 1 (default, fastest) to 12
+                      (smallest); 0 writes plain packets (for protoc --decode). Perfetto's UI
+                      and trace_processor read both.
+  --no-compress       same as --compression-level 0
   -h, --help          this text
 
 exit status: 0 written (skipped inputs are listed on stderr), 1 nothing could be written,
@@ -66,6 +71,20 @@ int TimelineMain(int argc, char** argv) {
       return true;
     };
     std::string name = a.substr(0, a.find('='));
+    // Parses the option's value as a number in [lo, hi]; prints the error and returns false.
+    auto number = [&](const std::string& option, long lo, long hi, int* out) {
+      std::string v;
+      if (!value(&v)) return BadArg(option + " needs a number"), false;
+      char* end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end != '\0' || n < lo || n > hi) {
+        BadArg(option + " must be a number from " + std::to_string(lo) + " to " +
+               std::to_string(hi) + ", not '" + v + "'");
+        return false;
+      }
+      *out = static_cast<int>(n);
+      return true;
+    };
     if (a == "-h" || a == "--help") {
       std::fputs(kHelp, stdout);
       return 0;
@@ -78,14 +97,11 @@ int TimelineMain(int argc, char** argv) {
       if (!timeline::ParseGroupLayout(opt.groups, &layout, &error))
         return BadArg("--groups: " + error);
     } else if (name == "-j" || name == "--jobs") {
-      std::string v;
-      if (!value(&v)) return BadArg(name + " needs a number");
-      char* end = nullptr;
-      long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < 1 || n > 1024) {
-        return BadArg(name + " must be a number from 1 to 1024, not '" + v + "'");
-      }
-      opt.jobs = static_cast<int>(n);
+      if (!number(name, 1, 1024, &opt.jobs)) return 2;
+    } else if (name == "--compression-level") {
+      if (!number(name, 0, 12, &opt.compression_level)) return 2;
+    } else if (a == "--no-compress") {
+      opt.compression_level = 0;
     } else if (a == "-q" || a == "--quiet") {
       opt.quiet = true;
     } else if (a == "--no-args") {

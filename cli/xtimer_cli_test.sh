@@ -19,6 +19,10 @@ expect_rc 2 $XT timeline timeline/testdata/node0
 grep -q "no output file" "$TMP/err" || fail "no-output message"
 expect_rc 2 $XT timeline timeline/testdata/node0 -o "$TMP/t.pftrace" --jobs 0
 grep -q -- "--jobs must be a number" "$TMP/err" || fail "jobs message"
+expect_rc 2 $XT timeline timeline/testdata/node0 -o "$TMP/t.pftrace" --compression-level 13
+grep -q -- "--compression-level must be a number from 0 to 12, not '13'" "$TMP/err" || fail "level message"
+expect_rc 2 $XT timeline timeline/testdata/node0 -o "$TMP/t.pftrace" --compression-level=fast
+grep -q -- "--compression-level must be a number" "$TMP/err" || fail "level message (text)"
 expect_rc 2 $XT timeline timeline/testdata/node0 -o "$TMP/t.pftrace" --groups tp2-xx4
 grep -q "unknown group 'xx'" "$TMP/err" || fail "groups message"
 expect_rc 2 $XT timeline timeline/testdata/node0 -o "$TMP/t.pftrace" --frobnicate
@@ -32,4 +36,9 @@ grep -q "wrote .*8 ranks" "$TMP/err" || fail "summary missing"
 cmp "$TMP/t.pftrace" timeline/testdata/expected.pftrace || fail "CLI output differs from the golden trace"
 expect_rc 0 $XT timeline timeline/testdata/node0 timeline/testdata/node1 -o "$TMP/q.pftrace" --quiet
 [ -s "$TMP/err" ] && fail "--quiet printed: $(cat "$TMP/err")"
+# Uncompressed packets: larger, and a different file (compression is on by default).
+expect_rc 0 $XT timeline timeline/testdata/node0 timeline/testdata/node1 -o "$TMP/plain.pftrace" --groups=tp2-pp2-dp2 --no-compress
+[ "$(stat -c %s "$TMP/plain.pftrace")" -gt "$(stat -c %s "$TMP/t.pftrace")" ] || fail "--no-compress did not write a larger trace"
+expect_rc 0 $XT timeline timeline/testdata/node0 timeline/testdata/node1 -o "$TMP/plain0.pftrace" --groups=tp2-pp2-dp2 --compression-level 0
+cmp "$TMP/plain.pftrace" "$TMP/plain0.pftrace" || fail "--no-compress and --compression-level 0 differ"
 echo PASS

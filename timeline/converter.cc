@@ -7,15 +7,18 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
 #include <unordered_map>
 
 #include "format/record.h"
+#include "timeline/packet_compressor.h"
 #include "timeline/proto_wire.h"
 #include "timeline/timeline_io.h"
 
@@ -263,6 +266,12 @@ double BusBytes(uint16_t op, uint64_t bytes, int n) {
   }
 }
 
+double RoundSignificant(double v, int digits) {
+  if (!(v > 0) || !std::isfinite(v)) return v;
+  double scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(v))));
+  return std::round(v * scale) / scale;
+}
+
 // ---------------- per-sequence encoder ----------------
 class Sequence {
  public:
@@ -338,8 +347,11 @@ class Sequence {
   void ArgU(const char* name, uint64_t v) { Arg(name, kDaUint, v); }
   void ArgI(const char* name, int64_t v) { Arg(name, kDaInt, static_cast<uint64_t>(v)); }
   void ArgS(const char* name, const std::string& v) { Arg(name, kDaStringIid, ArgString(v)); }
-  void ArgD(const char* name, double v) {
+  // A rate derived from a duration (TFLOPS, GB/s): rounded to 4 significant digits, which is
+  // all anyone reads and lets the compressor find repeats (the duration itself is exact).
+  void ArgRate(const char* name, double v) {
     scratch_.clear();
+    v = RoundSignificant(v, 4);
     wire::U64(&scratch_, kDaNameIid, ArgName(name));
     wire::Double(&scratch_, kDaDouble, v);
     wire::Bytes(&args_, kTeDebug, scratch_);
@@ -467,7 +479,7 @@ void AddArgs(Sequence* s, const EventRecord& e,
       }));
       s->ArgSIid("dtype", dtype());
       double flop = 2.0 * e.m * e.n * e.k * std::max<int64_t>(e.batch, 1);
-      s->ArgD("tflops", flop / dur / 1e3);
+      s->ArgRate("tflops", flop / dur / 1e3);
       break;
     }
     case OpKind::kCollective:
@@ -480,7 +492,7 @@ void AddArgs(Sequence* s, const EventRecord& e,
       s->ArgU("seq", e.seq);
       s->ArgU("bytes", e.bytes);
       s->ArgSIid("dtype", dtype());
-      s->ArgD("busbw_gbps", BusBytes(e.op, e.bytes, n) / dur);
+      s->ArgRate("busbw_gbps", BusBytes(e.op, e.bytes, n) / dur);
       if (e.peer >= 0) s->ArgI("peer", e.peer);
       if (e.root >= 0) s->ArgI("root", e.root);
       break;
@@ -488,7 +500,7 @@ void AddArgs(Sequence* s, const EventRecord& e,
     case OpKind::kMemcpy:
     case OpKind::kMemset:
       s->ArgU("bytes", e.bytes);
-      s->ArgD("gbps", static_cast<double>(e.bytes) / dur);
+      s->ArgRate("gbps", static_cast<double>(e.bytes) / dur);
       break;
     default:
       break;
@@ -522,8 +534,9 @@ void EmitTrack(std::vector<Item>* items, Sequence* s, uint64_t* clamped, EmitFn 
   }
 }
 
-RankResult EncodeRank(const RankContext& ctx) {
+RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
   RankResult res;
+  std::string packets;
   std::vector<EventRecord> events;
   events.reserve(ctx.file->events);
   ReadResult r = ReadTimeline(ctx.file->path, [&](const EventRecord& e) { events.push_back(e); });
@@ -531,7 +544,8 @@ RankResult EncodeRank(const RankContext& ctx) {
   std::unordered_map<uint64_t, int> comm_sizes;
   for (const CommInfo& c : m.comms) comm_sizes[c.id] = c.size;
   const ConvertOptions& opt = *ctx.options;
-  std::string* out = &res.bytes;
+  std::string* out = compressor ? &packets : &res.bytes;
+  out->reserve(events.size() * 96);  // about what a slice with arguments and a launch takes
 
   uint64_t base_uuid = static_cast<uint64_t>(ctx.ordinal + 1) << 20;
   int rank = ctx.file->meta.rank;
@@ -627,6 +641,7 @@ RankResult EncodeRank(const RankContext& ctx) {
       ++res.events;
     });
   }
+  if (compressor) compressor->Compress(packets, &res.bytes);
   if (res.clamped) {
     res.warning =
         ctx.file->path + ": " + std::to_string(res.clamped) +
@@ -778,6 +793,11 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
 
   GroupLayout layout;
   if (!opt.groups.empty() && !ParseGroupLayout(opt.groups, &layout, error)) return false;
+  if (opt.compression_level < 0 || opt.compression_level > PacketCompressor::kMaxLevel) {
+    *error = "compression level " + std::to_string(opt.compression_level) + " is not in 0.." +
+             std::to_string(PacketCompressor::kMaxLevel);
+    return false;
+  }
 
   std::vector<FileInfo> files;
   ListInputs(opt.inputs, &files, &stats->skipped);
@@ -986,6 +1006,9 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
   std::vector<std::thread> workers;
   for (int t = 0; t < std::min<int>(jobs, static_cast<int>(ranks.size())); ++t) {
     workers.emplace_back([&] {
+      std::unique_ptr<PacketCompressor> compressor;
+      if (opt.compression_level > 0)
+        compressor = std::make_unique<PacketCompressor>(opt.compression_level);
       for (;;) {
         size_t i = next.fetch_add(1);
         if (i >= ranks.size()) return;
@@ -993,7 +1016,7 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
           std::unique_lock<std::mutex> lock(rmu);
           cv.wait(lock, [&] { return i < written + window; });  // bound memory
         }
-        RankResult r = EncodeRank(ctxs[i]);
+        RankResult r = EncodeRank(ctxs[i], compressor.get());
         std::lock_guard<std::mutex> lock(rmu);
         results[i] = std::move(r);
         ready[i] = true;

@@ -37,6 +37,9 @@ struct ConvertOptions {
   bool launches = true;   // host track with launch instants + launch->GPU flows
   bool flows = true;      // collective flows across ranks
   bool align_clocks = true;
+  // Packets go into zlib-compressed `compressed_packets` at this libdeflate level (1 fastest ..
+  // 12 smallest); 0 writes them uncompressed.
+  int compression_level = 1;
 };
 
 struct ConvertStats {

@@ -12,6 +12,7 @@
 #include "format/record.h"
 #include "gtest/gtest.h"
 #include "timeline/perfetto_trace.pb.h"
+#include "timeline/trace_decoder.h"
 #include "timeline/synthetic_job.h"
 #include "timeline/timeline_io.h"
 
@@ -30,118 +31,13 @@ std::string Slurp(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
-// A decoded trace: what trace_processor would build from it (for the parts we use).
-struct Slice {
-  uint64_t track;
-  int64_t ts;
-  int64_t dur;
-  std::string name;
-  std::string category;
-  std::map<std::string, std::string> args;
-  std::vector<uint64_t> flows, terminating;
-};
-struct Decoded {
-  std::map<uint64_t, perfetto::protos::TrackDescriptor> tracks;
-  std::vector<Slice> slices;  // completed slices
-  std::vector<Slice> instants;
-  std::set<std::string> names;  // interned event names
-  bool primary_realtime = false;
-};
-
-Decoded Decode(const std::string& bytes) {
-  Trace trace;
-  EXPECT_TRUE(trace.ParseFromString(bytes));
-  Decoded d;
-  struct SeqState {
-    int64_t clock = 0;
-    bool has_clock = false;
-    uint64_t track = 0;
-    std::map<uint64_t, std::string> names, cats, arg_names, arg_strings;
-    std::vector<Slice> open;
-  };
-  std::map<uint32_t, SeqState> seqs;
-  for (const TracePacket& p : trace.packet()) {
-    if (p.has_track_descriptor()) {
-      d.tracks[p.track_descriptor().uuid()] = p.track_descriptor();
-      continue;
-    }
-    if (p.has_clock_snapshot() && !p.has_trusted_packet_sequence_id()) {
-      d.primary_realtime =
-          p.clock_snapshot().primary_trace_clock() == perfetto::protos::BUILTIN_CLOCK_REALTIME;
-      continue;
-    }
-    EXPECT_TRUE(p.has_trusted_packet_sequence_id());
-    SeqState& s = seqs[p.trusted_packet_sequence_id()];
-    if (p.sequence_flags() & TracePacket::SEQ_INCREMENTAL_STATE_CLEARED) {
-      s = SeqState();
-      EXPECT_EQ(p.trace_packet_defaults().timestamp_clock_id(), 64u);
-      s.track = p.trace_packet_defaults().track_event_defaults().track_uuid();
-    }
-    if (p.has_clock_snapshot()) {
-      for (const auto& c : p.clock_snapshot().clocks()) {
-        if (c.clock_id() == 64) {
-          EXPECT_TRUE(c.is_incremental());
-          s.clock = static_cast<int64_t>(c.timestamp());
-          s.has_clock = true;
-        }
-      }
-      continue;
-    }
-    const auto& in = p.interned_data();
-    for (const auto& n : in.event_names()) {
-      s.names[n.iid()] = n.name();
-      d.names.insert(n.name());
-    }
-    for (const auto& n : in.event_categories()) s.cats[n.iid()] = n.name();
-    for (const auto& n : in.debug_annotation_names()) s.arg_names[n.iid()] = n.name();
-    for (const auto& n : in.debug_annotation_string_values()) s.arg_strings[n.iid()] = n.str();
-    EXPECT_TRUE(p.has_track_event());
-    EXPECT_TRUE(s.has_clock);
-    s.clock += static_cast<int64_t>(p.timestamp());
-    const TrackEvent& te = p.track_event();
-    if (te.type() == TrackEvent::TYPE_SLICE_END) {
-      EXPECT_FALSE(s.open.empty());
-      if (s.open.empty()) continue;
-      Slice sl = s.open.back();
-      s.open.pop_back();
-      sl.dur = s.clock - sl.ts;
-      d.slices.push_back(sl);
-      continue;
-    }
-    Slice sl;
-    sl.track = s.track;
-    sl.ts = s.clock;
-    EXPECT_EQ(s.names.count(te.name_iid()), 1u);
-    sl.name = s.names[te.name_iid()];
-    if (te.category_iids_size()) sl.category = s.cats[te.category_iids(0)];
-    for (const auto& a : te.debug_annotations()) {
-      EXPECT_EQ(s.arg_names.count(a.name_iid()), 1u);
-      std::string v;
-      if (a.has_string_value_iid())
-        v = s.arg_strings[a.string_value_iid()];
-      else if (a.has_uint_value())
-        v = std::to_string(a.uint_value());
-      else if (a.has_int_value())
-        v = std::to_string(a.int_value());
-      else if (a.has_double_value())
-        v = std::to_string(a.double_value());
-      sl.args[s.arg_names[a.name_iid()]] = v;
-    }
-    sl.flows.assign(te.flow_ids().begin(), te.flow_ids().end());
-    sl.terminating.assign(te.terminating_flow_ids().begin(), te.terminating_flow_ids().end());
-    if (te.type() == TrackEvent::TYPE_INSTANT)
-      d.instants.push_back(sl);
-    else
-      s.open.push_back(sl);
-  }
-  for (auto& kv : seqs) EXPECT_TRUE(kv.second.open.empty());
-  return d;
-}
-
-int PidOfTrack(const Decoded& d, uint64_t uuid) {
-  const auto& t = d.tracks.at(uuid);
-  if (t.has_thread()) return t.thread().pid();
-  return t.process().pid();
+// Rates (TFLOPS, GB/s) are the exact value rounded to 4 significant digits.
+void ExpectRate(const std::string& got_text, double want) {
+  double got = std::stod(got_text);
+  EXPECT_NEAR(got, want, want * 5e-4) << got_text;
+  char four[32];
+  std::snprintf(four, sizeof(four), "%.4g", got);
+  EXPECT_EQ(std::stod(four), got) << got_text << " has more than 4 significant digits";
 }
 
 class ConverterTest : public ::testing::Test {
@@ -176,7 +72,8 @@ TEST_F(ConverterTest, TracksSlicesNamesAndFlows) {
   EXPECT_TRUE(stats.warnings.empty()) << stats.warnings[0];
   std::string bytes = Slurp(opt.output);
   EXPECT_EQ(bytes.size(), stats.trace_bytes);
-  Decoded d = Decode(bytes);
+  DecodedTrace d = DecodeTrace(bytes);
+  ASSERT_TRUE(d.errors.empty()) << d.errors[0];
   EXPECT_TRUE(d.primary_realtime);
 
   // 8 rank process tracks, named by rank and host; per-stream thread tracks.
@@ -225,7 +122,7 @@ TEST_F(ConverterTest, TracksSlicesNamesAndFlows) {
       });
     }
   }
-  for (const Slice& s : d.slices) {
+  for (const DecodedSlice& s : d.slices) {
     int pid = PidOfTrack(d, s.track);
     got.insert({pid, s.name, s.dur});
     if (pid <= 4) got0.insert({pid, s.name, s.ts, s.dur});
@@ -243,14 +140,13 @@ TEST_F(ConverterTest, TracksSlicesNamesAndFlows) {
 
   // Args.
   bool saw_gemm = false, saw_ar = false;
-  for (const Slice& s : d.slices) {
+  for (const DecodedSlice& s : d.slices) {
     if (s.name == "GemmEx" && s.args.count("shape") &&
         s.args.at("shape") == "m=4096 n=4096 k=4096 batch=1 NT") {
       saw_gemm = true;
       EXPECT_EQ(s.category, "matmul");
       EXPECT_EQ(s.args.at("dtype"), "bf16");
-      double tflops = std::stod(s.args.at("tflops"));
-      EXPECT_NEAR(tflops, 2.0 * 4096 * 4096 * 4096 / s.dur / 1e3, 1e-3);
+      ExpectRate(s.args.at("tflops"), 2.0 * 4096 * 4096 * 4096 / s.dur / 1e3);
     }
     if (s.name == "AllReduce") {
       saw_ar = true;
@@ -258,7 +154,7 @@ TEST_F(ConverterTest, TracksSlicesNamesAndFlows) {
       EXPECT_EQ(s.args.at("bytes"), std::to_string(64u << 20));
       EXPECT_EQ(s.args.at("dtype"), "fp32");
       EXPECT_TRUE(s.args.count("seq"));
-      EXPECT_NEAR(std::stod(s.args.at("busbw_gbps")), (64 << 20) * 2.0 * 7 / 8 / s.dur, 1e-3);
+      ExpectRate(s.args.at("busbw_gbps"), (64 << 20) * 2.0 * 7 / 8 / s.dur);
     }
   }
   EXPECT_TRUE(saw_gemm);
@@ -268,7 +164,7 @@ TEST_F(ConverterTest, TracksSlicesNamesAndFlows) {
   std::map<uint64_t, std::set<int>> coll;
   std::map<uint64_t, std::string> coll_name;
   std::map<uint64_t, int> terminating;
-  for (const Slice& s : d.slices) {
+  for (const DecodedSlice& s : d.slices) {
     for (uint64_t f : s.flows) {
       EXPECT_TRUE(coll[f].insert(PidOfTrack(d, s.track)).second);
       coll_name[f] = s.name;
@@ -288,7 +184,7 @@ TEST_F(ConverterTest, TracksSlicesNamesAndFlows) {
   EXPECT_EQ(allreduce, 5);
   EXPECT_EQ(allgather, 5 * 4);
   std::map<uint64_t, int> launches;
-  for (const Slice& s : d.instants) {
+  for (const DecodedSlice& s : d.instants) {
     ASSERT_EQ(s.flows.size(), 1u);
     ++launches[s.flows[0]];
     EXPECT_EQ(d.tracks.at(s.track).thread().thread_name(), "host (launches, syncs)");
@@ -298,6 +194,55 @@ TEST_F(ConverterTest, TracksSlicesNamesAndFlows) {
     EXPECT_EQ(kv.second, 1);
     EXPECT_EQ(launches[kv.first], 1);
   }
+}
+
+// Every compression level decodes (with zlib, not the converter's libdeflate) to the same trace;
+// level 0 writes plain packets.
+TEST_F(ConverterTest, CompressionKeepsTheTrace) {
+  auto convert = [&](int level, ConvertStats* stats) {
+    ConvertOptions opt;
+    opt.inputs = *dirs_;
+    opt.output = Tmp() + "/level" + std::to_string(level) + ".pftrace";
+    opt.quiet = true;
+    opt.compression_level = level;
+    std::string error;
+    EXPECT_TRUE(ConvertTimelines(opt, stats, &error, stderr)) << error;
+    DecodedTrace d = DecodeTrace(Slurp(opt.output));
+    EXPECT_TRUE(d.errors.empty()) << d.errors[0];
+    return d;
+  };
+  auto same = [](const DecodedTrace& a, const DecodedTrace& b) {
+    auto key = [](const DecodedSlice& s) {
+      return std::make_tuple(s.track, s.ts, s.dur, s.name, s.category, s.args, s.flows,
+                             s.terminating);
+    };
+    ASSERT_EQ(a.slices.size(), b.slices.size());
+    for (size_t i = 0; i < a.slices.size(); ++i) EXPECT_EQ(key(a.slices[i]), key(b.slices[i]));
+    ASSERT_EQ(a.instants.size(), b.instants.size());
+    for (size_t i = 0; i < a.instants.size(); ++i)
+      EXPECT_EQ(key(a.instants[i]), key(b.instants[i]));
+    EXPECT_EQ(a.tracks.size(), b.tracks.size());
+    EXPECT_EQ(a.names, b.names);
+  };
+  ConvertStats plain_stats, fast_stats, small_stats;
+  DecodedTrace plain = convert(0, &plain_stats);
+  DecodedTrace fast = convert(1, &fast_stats);
+  DecodedTrace small = convert(12, &small_stats);
+  EXPECT_EQ(plain.compressed_packets, 0);
+  EXPECT_GE(fast.compressed_packets, 8);  // at least one per rank
+  EXPECT_GT(plain.slices.size(), 0u);
+  same(plain, fast);
+  same(plain, small);
+  EXPECT_LT(fast_stats.trace_bytes * 2, plain_stats.trace_bytes);
+  EXPECT_LE(small_stats.trace_bytes, fast_stats.trace_bytes);
+  ConvertStats bad;
+  ConvertOptions opt;
+  opt.inputs = *dirs_;
+  opt.output = Tmp() + "/bad-level.pftrace";
+  opt.compression_level = 13;
+  std::string error;
+  EXPECT_FALSE(ConvertTimelines(opt, &bad, &error, nullptr));
+  EXPECT_NE(error.find("compression level 13"), std::string::npos) << error;
 }
 
 TEST_F(ConverterTest, ClockOffsetRecoversSkew) {

@@ -1,5 +1,6 @@
 // Converter benchmark: 64 ranks x ~50k events (synthetic job on 8 nodes), converted with one
-// worker (events/s per core) and with all workers, default and lean (--no-args --no-launches).
+// worker (events/s per core) and with all workers: default (compressed), plain (uncompressed) and
+// lean (--no-args --no-launches).
 //   bazel run -c opt //timeline:timeline_bench -- [ranks] [events_per_rank] [dir]
 #include <sys/resource.h>
 
@@ -31,12 +32,15 @@ int main(int argc, char** argv) {
     return 1;
   }
   int hw = static_cast<int>(std::thread::hardware_concurrency());
+  // default: all arguments, launches and flows, compressed packets (level 1); plain: the same
+  // uncompressed; lean: --no-args --no-launches.
   struct Mode {
     const char* name;
     bool lean;
+    int level;
     int jobs;
-  } modes[] = {
-      {"default", false, 1}, {"default", false, hw}, {"lean", true, 1}, {"lean", true, hw}};
+  } modes[] = {{"default", false, 1, 1}, {"default", false, 1, hw}, {"plain", false, 0, 1},
+               {"lean", true, 1, 1},     {"lean", true, 1, hw}};
   for (const Mode& m : modes) {
     ConvertOptions opt;
     opt.inputs = dirs;
@@ -45,6 +49,7 @@ int main(int argc, char** argv) {
     opt.quiet = true;
     opt.args = !m.lean;
     opt.launches = !m.lean;
+    opt.compression_level = m.level;
     ConvertStats st;
     auto cpu = [] {
       struct rusage ru;

@@ -10,6 +10,7 @@ PACKAGES=(
   # libraries (headers + .so) used by daemon, CLI and tests
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev prometheus-cpp-dev
   libabsl-dev libunwind-dev liblzma-dev libgtest-dev libgmock-dev libbenchmark-dev python3-dev
+  libdeflate-dev zlib1g-dev
   # tools the tests drive for real
   curl prometheus python3-grpcio valgrind
 )
