@@ -439,7 +439,7 @@ struct RankContext {
 struct RankResult {
   std::string bytes;
   uint64_t events = 0;
-  uint64_t clamped = 0;
+  uint64_t truncated = 0;  // overlaps longer than kOverlapNoiseNs
   std::string warning;
 };
 
@@ -507,23 +507,30 @@ void AddArgs(Sequence* s, const EventRecord& e,
   }
 }
 
-// Emits the items (sorted) of one track, nesting slices; partial overlaps are clamped.
+// Operations on one stream run one after another, but their measured times can overlap by a few
+// nanoseconds (timer resolution; a real GPU's events resolve about 0.5 us). Overlaps up to this
+// much are corrected silently; longer ones are corrected too and counted in a warning.
+constexpr int64_t kOverlapNoiseNs = 1000;
+
+// Emits the items of one track. A slice inside another nests; a slice that starts inside open
+// slices but ends after them ends them where it begins (Perfetto slices on a track must nest).
 template <typename EmitFn>
-void EmitTrack(std::vector<Item>* items, Sequence* s, uint64_t* clamped, EmitFn emit) {
+void EmitTrack(std::vector<Item>* items, Sequence* s, uint64_t* truncated, EmitFn emit) {
   std::sort(items->begin(), items->end(), [](const Item& a, const Item& b) {
     if (a.begin != b.begin) return a.begin < b.begin;
     if (a.end != b.end) return a.end > b.end;
     return a.index < b.index;
   });
   std::vector<int64_t> open;
-  for (Item& it : *items) {
+  for (const Item& it : *items) {
     while (!open.empty() && open.back() <= it.begin) {
       s->End(open.back());
       open.pop_back();
     }
-    if (!open.empty() && it.end > open.back()) {
-      it.end = open.back();
-      ++*clamped;
+    while (!open.empty() && it.end > open.back()) {
+      if (open.back() - it.begin > kOverlapNoiseNs) ++*truncated;
+      s->End(it.begin);
+      open.pop_back();
     }
     emit(it);
     if (!it.instant) open.push_back(it.end);
@@ -621,7 +628,7 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
     int64_t first = tracks[t][0].begin;
     for (const Item& it : tracks[t]) first = std::min(first, it.begin);
     Sequence seq(out, ctx.first_seq + static_cast<uint32_t>(t), uuid, first);
-    EmitTrack(&tracks[t], &seq, &res.clamped, [&](const Item& it) {
+    EmitTrack(&tracks[t], &seq, &res.truncated, [&](const Item& it) {
       const EventRecord& e = events[it.index];
       uint64_t name = seq.CachedName((static_cast<uint64_t>(e.name) << 16) | e.op,
                                      [&] { return EventName(e, m); });
@@ -642,10 +649,11 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
     });
   }
   if (compressor) compressor->Compress(packets, &res.bytes);
-  if (res.clamped) {
+  if (res.truncated) {
     res.warning =
-        ctx.file->path + ": " + std::to_string(res.clamped) +
-        " slices overlapped the previous one on their track and were nested (end clamped)";
+        ctx.file->path + ": " + std::to_string(res.truncated) +
+        " slices started more than 1 us before the previous one on their stream ended; the "
+        "previous one was cut short there";
   }
   return res;
 }

@@ -245,6 +245,63 @@ TEST_F(ConverterTest, CompressionKeepsTheTrace) {
   EXPECT_NE(error.find("compression level 13"), std::string::npos) << error;
 }
 
+// Operations on one stream overlapping by timer noise (ns) end the previous slice where the next
+// begins, silently; longer overlaps do the same and are counted; a slice inside another nests.
+TEST(Converter, OverlapsOnOneStream) {
+  std::string dir = Tmp() + "/overlap";
+  mkdir(dir.c_str(), 0755);
+  Metadata m;
+  m.job = "overlap";
+  m.host = m.node = "n0";
+  m.pid = 7;
+  m.rank = 0;
+  m.world_size = 1;
+  m.device = 0;
+  m.clock_realtime_ns = 1700000000000000000;
+  m.strings = {"", "k"};
+  std::string error;
+  auto w = TimelineWriter::Create(dir + "/" + TimelineFileName(0, 1, 7), m, &error);
+  ASSERT_TRUE(w) << error;
+  const int64_t t0 = m.clock_realtime_ns;
+  // {begin, duration} in ns after t0, in completion order.
+  const std::vector<std::pair<int64_t, int64_t>> ops = {
+      {1000, 1000},   // A: ends where B begins, less 5 ns of noise
+      {1995, 1000},   // B
+      {5000, 3000},   // C: D begins 2 us before C ends
+      {6000, 4000},   // D
+      {13000, 1000},  // F: inside E (a kernel of a graph, say)
+      {12000, 5000},  // E
+  };
+  for (const auto& op : ops) {
+    EventRecord e{};
+    e.kind = static_cast<uint8_t>(format::OpKind::kKernel);
+    e.op = static_cast<uint16_t>(format::Operation::kKernelLaunch);
+    e.name = 1;
+    e.stream = 0x10;
+    e.gpu_start_ns = t0 + op.first;
+    e.duration_ns = op.second;
+    e.peer = e.root = -1;
+    ASSERT_TRUE(w->Append(e));
+  }
+  ASSERT_TRUE(w->Finish(&error)) << error;
+  ConvertOptions opt;
+  opt.inputs = {dir};
+  opt.output = Tmp() + "/overlap.pftrace";
+  opt.quiet = true;
+  ConvertStats stats;
+  ASSERT_TRUE(ConvertTimelines(opt, &stats, &error, nullptr)) << error;
+  ASSERT_EQ(stats.warnings.size(), 1u);
+  EXPECT_NE(stats.warnings[0].find(": 1 slices started more than 1 us before"), std::string::npos)
+      << stats.warnings[0];
+  DecodedTrace d = DecodeTrace(Slurp(opt.output));
+  ASSERT_TRUE(d.errors.empty()) << d.errors[0];
+  std::map<int64_t, int64_t> dur;  // begin -> duration
+  for (const DecodedSlice& s : d.slices) dur[s.ts - t0] = s.dur;
+  EXPECT_EQ(dur, (std::map<int64_t, int64_t>{
+                     {1000, 995}, {1995, 1000}, {5000, 1000}, {6000, 4000}, {12000, 5000},
+                     {13000, 1000}}));
+}
+
 TEST_F(ConverterTest, ClockOffsetRecoversSkew) {
   ConvertOptions opt;
   opt.inputs = *dirs_;

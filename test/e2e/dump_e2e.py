@@ -9,16 +9,23 @@
      files, {rank:05d}-00008.timeline under DIR/<job>/ on each node;
    - every file reads back complete with the project's reader, with its identity, events and a
      communicator table whose members are known on the node;
-   - a bad request over curl gets 400 naming the field.
+   - a bad request over curl gets 400 naming the field;
+   - `xtimer timeline` turns the 8 files into one Perfetto trace, decoded with the project's
+     schema (//timeline:trace_summary): 8 rank processes with per-stream threads, one slice per
+     dumped event, GEMM durations equal to the simulator's model (2·m·n·k·batch at the
+     configured bf16 TFLOPS) when queued behind earlier work and never shorter, flows joining
+     each collective's ranks and each launch to its slice.
 2. A 2-rank job hung with the simulator's knob (XTIMER_SIM_HANG=1:3): `xtimer dump --history`
    succeeds at once while the job is hung, and both files hold the collectives completed before
    the hang.
 
 Usage: dump_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH XTIMER TIMELINE_CHECK
+                   TRACE_SUMMARY
 """
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -28,6 +35,12 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_lib import Background, Paths, fail, free_ports, log, stop_daemon  # noqa: E402
 
 JOB = "e2e-dump"
+# The simulator's bf16 rate for the demo part: GEMMs of the demo's shapes take 0.07-1 ms.
+TFLOPS_BF16 = 0.25
+# A GEMM whose GPU start is this long after its launch was queued behind earlier work, so its
+# CUDA-event duration is the GEMM alone. On an idle stream the start event fires when it is
+# recorded and the duration includes the host's time to enqueue the GEMM (as on a real GPU).
+QUEUED_NS = 200000
 
 
 def status(port):
@@ -115,7 +128,125 @@ def run(argv, timeout=120):
     return p.returncode, p.stdout + p.stderr
 
 
-def demo_part(p, xtimer, check):
+def check_trace(summary_tool, trace, infos):
+    """The converted trace of the dumped files, decoded with the project's Perfetto schema."""
+    p = subprocess.run([summary_tool, trace], capture_output=True, text=True, timeout=60)
+    if p.returncode != 0:
+        fail("trace_summary %s failed (%d): %s" % (trace, p.returncode, p.stderr))
+    t = json.loads(p.stdout)
+    procs = {pr["pid"]: pr for pr in t["processes"]}
+    if sorted(procs) != list(range(1, 9)):
+        fail("trace processes %s, expected pids 1..8 (ranks 0..7)" % sorted(procs))
+    for pid, pr in procs.items():
+        if not pr["name"].startswith("rank %d (" % (pid - 1)):
+            fail("process %d is named %r" % (pid, pr["name"]))
+    threads = {th["uuid"]: th for th in t["threads"]}
+    streams = {}
+    for th in t["threads"]:
+        if th["name"].startswith("dev "):
+            streams.setdefault(th["pid"], []).append(th["name"])
+        elif th["name"] != "host (launches, syncs)":
+            fail("unexpected thread %r" % th["name"])
+    for pid in procs:
+        if len(streams.get(pid, [])) < 2:
+            fail("rank %d: stream threads %s, expected compute and communication streams"
+                 % (pid - 1, streams.get(pid)))
+    slices = t["slices"]
+    want = sum(i["events"] for i in infos)
+    if len(slices) != want:
+        fail("the trace has %d slices, the files %d events" % (len(slices), want))
+    pid_of = {uuid: th["pid"] for uuid, th in threads.items()}
+
+    # GEMM durations: the simulator's model, 2*m*n*k*batch / (TFLOPS * 1e12) seconds, exactly
+    # for queued GEMMs; never less for any.
+    gemms, queued, worst = 0, 0, 0.0
+    launch_of = {}
+    for i in t["instants"]:
+        for f in i["flows"]:
+            launch_of[f] = i["ts"]
+    for s in slices:
+        if s["cat"] != "matmul":
+            continue
+        a = s["args"]
+        dims = dict(kv.split("=") for kv in a["shape"].split()[:4])
+        flop = 2.0 * int(dims["m"]) * int(dims["n"]) * int(dims["k"]) * max(int(dims["batch"]), 1)
+        if a["dtype"] != "bf16":
+            fail("GEMM %s: dtype %s, the demo runs bf16" % (s["name"], a["dtype"]))
+        model_ns = flop / (TFLOPS_BF16 * 1e12) * 1e9
+        what = "rank %d %s %s: %d ns, the model says %.0f ns" % (
+            pid_of[s["track"]] - 1, s["name"], a["shape"], s["dur"], model_ns)
+        if s["dur"] < model_ns * (1 - 1e-3):
+            fail(what)
+        gemms += 1
+        launch = [launch_of[f] for f in s["terminating"] if f in launch_of]
+        if len(launch) != 1 or s["ts"] - launch[0] < QUEUED_NS:
+            continue
+        dev = abs(s["dur"] - model_ns) / model_ns
+        worst = max(worst, dev)
+        if dev > 1e-3:
+            fail(what + " (queued %d us after its launch)" % ((s["ts"] - launch[0]) // 1000))
+        if abs(float(a["tflops"]) - TFLOPS_BF16) > 1e-3 * TFLOPS_BF16:
+            fail("GEMM %s: tflops argument %s, configured %g" % (s["name"], a["tflops"],
+                                                                TFLOPS_BF16))
+        queued += 1
+    if queued < 8:
+        fail("only %d of %d GEMM slices were queued behind earlier work" % (queued, gemms))
+
+    # Collective flows: every (communicator, sequence) ending inside the window that all 8
+    # ranks captured joins exactly its communicator's ranks.
+    first_end = max(min(s["ts"] + s["dur"] for s in slices if pid_of[s["track"]] == pid)
+                    for pid in procs)
+    last_end = min(max(s["ts"] + s["dur"] for s in slices if pid_of[s["track"]] == pid)
+                   for pid in procs)
+    margin = (last_end - first_end) // 10
+    lo, hi = first_end + margin, last_end - margin
+    members, size_of, ends = {}, {}, {}
+    for s in slices:
+        if s["cat"] not in ("collective", "p2p"):
+            continue
+        if len(s["flows"]) != 1:
+            fail("collective slice %s carries flows %s" % (s["name"], s["flows"]))
+        f = s["flows"][0]
+        members.setdefault(f, set()).add(pid_of[s["track"]])
+        size_of.setdefault(f, set()).add(s["args"]["comm"])
+        ends.setdefault(f, []).append(s["ts"] + s["dur"])
+    joined = 0
+    for f, pids in members.items():
+        comms = size_of[f]
+        if len(comms) != 1:
+            fail("flow %s joins slices of different communicators %s" % (f, comms))
+        n = int(list(comms)[0].split("(")[1].split()[0])
+        if len(pids) > n:
+            fail("flow %s joins %d ranks, its communicator has %d" % (f, len(pids), n))
+        if lo <= min(ends[f]) and max(ends[f]) <= hi:
+            if len(pids) != n:
+                fail("collective flow %s (%s) inside the common window joins ranks %s only"
+                     % (f, list(comms)[0], sorted(x - 1 for x in pids)))
+            joined += 1
+    if joined < 10:
+        fail("only %d collectives inside the window all ranks captured" % joined)
+
+    # Launch flows: each GPU slice's terminating flow starts at a launch instant of its rank.
+    launches = {}
+    for i in t["instants"]:
+        for f in i["flows"]:
+            launches[f] = pid_of[i["track"]]
+    linked = 0
+    for s in slices:
+        for f in s["terminating"]:
+            if launches.get(f) != pid_of[s["track"]]:
+                fail("slice %s: launch flow %s has no launch instant on its rank" % (s["name"], f))
+            linked += 1
+    if linked < len(slices) // 2:
+        fail("only %d of %d slices are linked to their launch" % (linked, len(slices)))
+    log("trace: 8 rank processes with %d stream threads, %d slices (= dumped events, %d "
+        "compressed packets), %d GEMMs none shorter than the model, the %d queued ones at the "
+        "modelled duration (largest deviation %.4f%%), %d collectives joining all their ranks, "
+        "%d launch flows" % (sum(len(v) for v in streams.values()), len(slices),
+                             t["compressed_packets"], gemms, queued, 100 * worst, joined, linked))
+
+
+def demo_part(p, xtimer, check, summary_tool):
     tmp = p.tmp
     root = os.path.join(tmp, "dumps")
     run_dirs = [p.run_dir("node%d" % i) for i in range(2)]
@@ -123,6 +254,7 @@ def demo_part(p, xtimer, check):
     controls = [c0, c1]
     env = dict(os.environ)
     env["XTIMER_DUMP_ROOT"] = root
+    env["XTIMER_SIM_TFLOPS_BF16"] = str(TFLOPS_BF16)
     nodes = []
     try:
         for i in range(2):
@@ -199,6 +331,11 @@ def demo_part(p, xtimer, check):
         log("$ xtimer timeline run1/%s -o job.pftrace\n%s" % (JOB, out))
         if rc != 0 or "8 ranks" not in out or not os.path.getsize(trace):
             fail("xtimer timeline did not convert the 8 dumped ranks (exit %d)" % rc)
+        keep = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR")
+        if keep:  # bazel zips these into bazel-testlogs/.../test.outputs for a look afterwards
+            shutil.copytree(os.path.join(root, "run1", JOB), os.path.join(keep, "run1"))
+            shutil.copy(trace, keep)
+        check_trace(summary_tool, trace, infos)
     finally:
         for node in nodes:
             node.kill()
@@ -251,12 +388,12 @@ def hang_part(p, xtimer, check):
 
 
 def main(argv):
-    if len(argv) != 9:
+    if len(argv) != 10:
         fail(__doc__)
-    xtimer, check = [os.path.abspath(a) for a in argv[7:9]]
+    xtimer, check, summary_tool = [os.path.abspath(a) for a in argv[7:10]]
     p = Paths(argv[:7], __doc__)
     try:
-        demo_part(p, xtimer, check)
+        demo_part(p, xtimer, check, summary_tool)
         hang_part(p, xtimer, check)
     finally:
         p.cleanup()
