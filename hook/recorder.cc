@@ -84,10 +84,12 @@ DeviceState* InitDevice(int device) {
   if (ok) ok = api.stream_create_with_flags(&ref_stream, cudaStreamNonBlocking) == cudaSuccess;
   if (ok) ok = api.event_create_with_flags(&ds->ref_event, cudaEventDefault) == cudaSuccess;
   if (ok) {
-    int64_t before = NowRealtimeNs();
-    ok = api.event_record(ds->ref_event, ref_stream) == cudaSuccess &&
-         api.event_synchronize(ds->ref_event) == cudaSuccess;
-    ds->ref_host_ns = before;
+    // The event completes once the record is submitted: take the host time right after the
+    // call returns, so no op's GPU start maps before its own launch (an op on an idle stream
+    // starts after the hook read its launch time and recorded its start event).
+    ok = api.event_record(ds->ref_event, ref_stream) == cudaSuccess;
+    ds->ref_host_ns = NowRealtimeNs();
+    ok = ok && api.event_synchronize(ds->ref_event) == cudaSuccess;
   }
   if (switched && api.set_device(current) != cudaSuccess) ok = false;
   if (!ok) {

@@ -606,7 +606,10 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
     if (it == streams.end() || it->device != e.device || it->stream != e.stream) continue;
     tracks[t].push_back({b, en, i, false});
     if (opt.launches && e.cpu_launch_ns > 0) {
-      int64_t c = e.cpu_launch_ns + off;
+      // A launch cannot follow its GPU start; where the two clocks say so (by the GPU-to-host
+      // alignment error, about a microsecond) the instant is put at the start, so that the
+      // launch flow runs forward in time (Perfetto drops flows that run backwards).
+      int64_t c = std::min(e.cpu_launch_ns, e.gpu_start_ns) + off;
       tracks[0].push_back({c, c, i, true});
     }
   }

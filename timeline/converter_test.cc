@@ -281,6 +281,10 @@ TEST(Converter, OverlapsOnOneStream) {
     e.gpu_start_ns = t0 + op.first;
     e.duration_ns = op.second;
     e.peer = e.root = -1;
+    // A's launch reads 500 ns after its GPU start (clock alignment error): the launch instant
+    // goes to the start, so that its flow runs forward.
+    if (op.first == 1000) e.cpu_launch_ns = t0 + 1500;
+    if (op.first == 5000) e.cpu_launch_ns = t0 + 4000;
     ASSERT_TRUE(w->Append(e));
   }
   ASSERT_TRUE(w->Finish(&error)) << error;
@@ -300,6 +304,10 @@ TEST(Converter, OverlapsOnOneStream) {
   EXPECT_EQ(dur, (std::map<int64_t, int64_t>{
                      {1000, 995}, {1995, 1000}, {5000, 1000}, {6000, 4000}, {12000, 5000},
                      {13000, 1000}}));
+  std::vector<int64_t> launches;
+  for (const DecodedSlice& s : d.instants) launches.push_back(s.ts - t0);
+  std::sort(launches.begin(), launches.end());
+  EXPECT_EQ(launches, (std::vector<int64_t>{1000, 4000}));
 }
 
 TEST_F(ConverterTest, ClockOffsetRecoversSkew) {

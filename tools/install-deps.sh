@@ -36,6 +36,11 @@ if [[ ${#missing[@]} -gt 0 ]]; then
     "${missing[@]}" >/dev/null
 fi
 
+# Perfetto's own trace processor, to check our traces with the reader ui.perfetto.dev uses.
+if [[ "${XTIMER_SKIP_PERFETTO_TP:-0}" != 1 ]]; then
+  "$(dirname "$0")/install-perfetto-tp.sh"
+fi
+
 if [[ ! -x /usr/local/cuda/bin/nvcc || ! -e /usr/local/cuda/lib64/libnccl.so.2 ]]; then
   echo "install-deps: the CUDA 13 toolkit with cuBLAS and NCCL must be at /usr/local/cuda" \
        "(nvcc and the real libraries are needed to build the test programs)" >&2
