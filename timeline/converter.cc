@@ -117,7 +117,23 @@ struct FileInfo {
   std::string node;
   int node_index = -1;
   std::vector<std::pair<std::pair<uint64_t, uint64_t>, int64_t>> ends;  // pass 1 only
+  // Communicators as this file knows them (pass 1 only): id, size, (comm rank, global rank).
+  struct CommSeen {
+    uint64_t id;
+    int32_t size;
+    std::vector<std::pair<int32_t, int32_t>> members;
+  };
+  std::vector<CommSeen> comms;
 };
+
+// Communicators of the whole job, merged over every file: a node's daemon knows the global ranks
+// of its own members only; the files of all nodes together name every member.
+struct CommMembers {
+  int32_t size = 0;
+  std::vector<int32_t> global;  // by communicator rank; -1 where no file says
+};
+using CommTable = std::unordered_map<uint64_t, CommMembers>;
+constexpr int32_t kMaxCommSize = 1 << 20;  // larger sizes in a file are not believed
 
 bool IsCollective(uint8_t kind) {
   return kind == static_cast<uint8_t>(OpKind::kCollective) ||
@@ -182,6 +198,15 @@ void Pass1(FileInfo* f) {
   f->meta = std::move(r.metadata);
   f->meta.strings.clear();
   f->meta.strings.shrink_to_fit();
+  for (const CommInfo& c : f->meta.comms) {
+    if (c.size <= 0 || c.size > kMaxCommSize) continue;
+    FileInfo::CommSeen seen{c.id, c.size, {}};
+    if (c.rank >= 0 && c.global_rank >= 0) seen.members.push_back({c.rank, c.global_rank});
+    for (size_t i = 0; i < c.members.size() && i < static_cast<size_t>(c.size); ++i) {
+      if (c.members[i] >= 0) seen.members.push_back({static_cast<int32_t>(i), c.members[i]});
+    }
+    f->comms.push_back(std::move(seen));
+  }
   f->meta.comms.clear();
   for (const auto& s : streams) f->streams.push_back({s.first.first, s.first.second, s.second});
   f->has_host = has_host;
@@ -434,6 +459,7 @@ struct RankContext {
   std::string label;  // group label
   int sort_index;
   const ConvertOptions* options;
+  const CommTable* comms;
 };
 
 struct RankResult {
@@ -456,8 +482,22 @@ std::string Key(char tag, const void* p, size_t n) {
   return k;
 }
 
-void AddArgs(Sequence* s, const EventRecord& e,
-             const std::unordered_map<uint64_t, int>& comm_sizes) {
+// "0x… (4 ranks: 0 2 4 6)": the communicator and its members' global ranks ('?' where no file
+// says; past 16 members, the first 16 and a count).
+std::string CommLabel(uint64_t id, const CommTable& comms) {
+  auto it = comms.find(id);
+  if (it == comms.end()) return Hex(id);
+  const CommMembers& c = it->second;
+  std::string label = Hex(id) + " (" + std::to_string(c.size) + (c.size == 1 ? " rank" : " ranks");
+  constexpr int32_t kShown = 16;
+  for (int32_t i = 0; i < c.size && i < kShown; ++i) {
+    label += (i == 0 ? ": " : " ") + (c.global[i] >= 0 ? std::to_string(c.global[i]) : "?");
+  }
+  if (c.size > kShown) label += " … " + std::to_string(c.size - kShown) + " more";
+  return label + ")";
+}
+
+void AddArgs(Sequence* s, const EventRecord& e, const CommTable& comms) {
   double dur = static_cast<double>(std::max<int64_t>(e.duration_ns, 1));
   auto dtype = [&] {
     return s->CachedArgString(Key('d', &e.dtype, 1), [&] {
@@ -484,11 +524,10 @@ void AddArgs(Sequence* s, const EventRecord& e,
     }
     case OpKind::kCollective:
     case OpKind::kP2P: {
-      auto it = comm_sizes.find(e.comm_id);
-      int n = it == comm_sizes.end() ? 1 : it->second;
-      s->ArgSIid("comm", s->CachedArgString(Key('c', &e.comm_id, 8), [&] {
-        return Hex(e.comm_id) + " (" + std::to_string(n) + " ranks)";
-      }));
+      auto it = comms.find(e.comm_id);
+      int n = it == comms.end() ? 1 : it->second.size;
+      s->ArgSIid("comm", s->CachedArgString(Key('c', &e.comm_id, 8),
+                                            [&] { return CommLabel(e.comm_id, comms); }));
       s->ArgU("seq", e.seq);
       s->ArgU("bytes", e.bytes);
       s->ArgSIid("dtype", dtype());
@@ -548,8 +587,6 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
   events.reserve(ctx.file->events);
   ReadResult r = ReadTimeline(ctx.file->path, [&](const EventRecord& e) { events.push_back(e); });
   const Metadata& m = r.metadata;
-  std::unordered_map<uint64_t, int> comm_sizes;
-  for (const CommInfo& c : m.comms) comm_sizes[c.id] = c.size;
   const ConvertOptions& opt = *ctx.options;
   std::string* out = compressor ? &packets : &res.bytes;
   out->reserve(events.size() * 96);  // about what a slice with arguments and a launch takes
@@ -641,7 +678,7 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
         seq.Instant(it.begin, name, cat);
         return;
       }
-      if (opt.args) AddArgs(&seq, e, comm_sizes);
+      if (opt.args) AddArgs(&seq, e, *ctx.comms);
       if (opt.flows && IsCollective(e.kind) && e.comm_id != 0) {
         seq.Flow(CollectiveFlowId(e.comm_id, e.seq));
       }
@@ -878,6 +915,25 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
     }
     ranks.swap(unique);
   }
+  CommTable comms;
+  for (FileInfo* f : ranks) {
+    for (const FileInfo::CommSeen& seen : f->comms) {
+      CommMembers& c = comms[seen.id];
+      if (c.size == 0) {
+        c.size = seen.size;
+        c.global.assign(seen.size, -1);
+      }
+      if (c.size != seen.size) {
+        stats->warnings.push_back(f->path + ": communicator " + Hex(seen.id) + " has " +
+                                  std::to_string(seen.size) + " ranks here, " +
+                                  std::to_string(c.size) + " in an earlier file");
+        continue;
+      }
+      for (const auto& m : seen.members) c.global[m.first] = m.second;
+    }
+    f->comms.clear();
+    f->comms.shrink_to_fit();
+  }
   if (!layout.dims.empty()) {
     int world = 0;
     for (FileInfo* f : ranks) world = std::max(world, f->meta.world_size);
@@ -1005,6 +1061,7 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
         layout.dims.empty() || ranks[i]->meta.rank < 0 ? "" : layout.Label(ranks[i]->meta.rank);
     c.sort_index = static_cast<int>(i);
     c.options = &opt;
+    c.comms = &comms;
     total_events += ranks[i]->events;
   }
   std::vector<RankResult> results(ranks.size());

@@ -154,7 +154,8 @@ std::vector<std::string> WriteSyntheticJob(const SyntheticJob& job, const std::s
     world.size = job.ranks;
     world.rank = r;
     world.global_rank = r;
-    for (int i = 0; i < job.ranks; ++i) world.members.push_back(i);
+    // As a node's daemon writes it: the global ranks of members on this node, -1 for the others.
+    for (int i = 0; i < job.ranks; ++i) world.members.push_back(i / per_node == node ? i : -1);
     CommInfo tp;
     tp.id = kTpCommBase + r / job.tp;
     tp.size = job.tp;
