@@ -66,6 +66,7 @@ struct Comm {
   format::InflightRow row;
   int comm_rank = -1;
   int comm_size = 0;
+  uint64_t parent_id = 0;
 };
 
 struct Aggregator::Process {
@@ -249,6 +250,7 @@ void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t 
         if (c != nullptr) {
           c->comm_rank = r.rank;
           c->comm_size = r.size;
+          c->parent_id = r.parent_id;
           c->last_activity_ns = now_ns;
         }
         break;
@@ -363,6 +365,7 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
       cs.last_completed_ns = c.last_completed_ns;
       cs.comm_rank = c.comm_rank;
       cs.comm_size = c.comm_size;
+      cs.parent_id = c.parent_id;
       ps.hang = ps.hang || cs.hang;
       ps.comms.push_back(cs);
     }

@@ -73,6 +73,7 @@ struct CommSnapshot {
   int64_t last_completed_ns = 0;  // 0 when unknown
   int comm_rank = -1;             // from the kComm record, -1 when none was seen
   int comm_size = 0;
+  uint64_t parent_id = 0;  // the communicator it was split or shrunk from, else 0
 };
 
 struct ProcessSnapshot {

@@ -192,6 +192,7 @@ TEST(AggregatorTest, CommunicatorProgressAndHang) {
   comm.comm.comm_id = 0x1234;
   comm.comm.rank = 1;
   comm.comm.size = 2;
+  comm.comm.parent_id = 0x99;
   agg.Ingest(id, &comm, 1, kT0);
 
   ProcessStatus st;
@@ -208,6 +209,7 @@ TEST(AggregatorTest, CommunicatorProgressAndHang) {
   EXPECT_EQ(none.comm_id, 0u);
   EXPECT_FALSE(none.hang);
   EXPECT_EQ(c.comm_id, 0x1234u);
+  EXPECT_EQ(c.parent_id, 0x99u);
   EXPECT_EQ(c.last_issued_seq, 9u);
   EXPECT_EQ(c.last_completed_seq, 7u);
   EXPECT_NEAR(c.oldest_inflight_age_s, 299, 1e-6);

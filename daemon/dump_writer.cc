@@ -238,6 +238,7 @@ DumpError DumpManager::Start(const DumpRequest& request, DumpStatus* out, std::s
       ci.id = cs.comm_id;
       ci.size = cs.comm_size;
       ci.rank = cs.comm_rank;
+      ci.parent_id = cs.parent_id;
       ci.global_rank = p.rank;
       auto m = members.find({p.job, cs.comm_id});
       if (m != members.end()) ci.members = m->second;

@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
     first = true;
     for (const auto& c : m.comms) {
       out += std::string(first ? "" : ",") + "{\"id\":\"" + std::to_string(c.id) +
+             "\",\"parent\":\"" + std::to_string(c.parent_id) +
              "\",\"size\":" + std::to_string(c.size) + ",\"rank\":" + std::to_string(c.rank) +
              ",\"members\":[";
       for (size_t j = 0; j < c.members.size(); ++j) {

@@ -338,6 +338,10 @@ def demo_part(p, xtimer, check, trace_tools):
             for c in info["comms"]:
                 if rank not in c["members"] or len(c["members"]) != c["size"]:
                     fail("%s: communicator %s does not list rank %d" % (info["path"], c, rank))
+            ids = {c["id"] for c in info["comms"]}
+            if not any(c["parent"] in ids for c in info["comms"]):
+                fail("%s: no communicator names its parent (the demo splits TP, DP and PP "
+                     "communicators from the world): %s" % (info["path"], info["comms"]))
             if not info["kinds"].get("1") or not info["kinds"].get("2"):
                 fail("%s: expected matmuls and collectives, got %s" % (info["path"], info["kinds"]))
         log("xtimer dump: all 8 ranks' files (300 events each) on 2 nodes read back complete, with "
