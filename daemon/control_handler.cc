@@ -18,6 +18,7 @@
 #include "format/record.h"
 #include "format/ring.h"
 #include "timeline/format.h"
+#include "util/json.h"
 
 namespace xtimer {
 namespace daemon {
@@ -37,23 +38,6 @@ const char* CodeName(Code c) {
 }
 
 CallStatus Invalid(const std::string& m) { return CallStatus{Code::kInvalidArgument, m}; }
-
-std::string JsonQuote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20 || c >= 0x7f) {
-      char buf[8];
-      snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
 
 bool InsideRoot(const std::string& root, const std::string& path) {
   return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&

@@ -6,25 +6,9 @@
 #include <string>
 
 #include "timeline/timeline_io.h"
+#include "util/json.h"
 
-namespace {
-
-std::string Quote(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') out += '\\';
-    if (c < 0x20) {
-      char b[8];
-      snprintf(b, sizeof b, "\\u%04x", c);
-      out += b;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
-}
-
-}  // namespace
+using xtimer::JsonQuote;
 
 int main(int argc, char** argv) {
   int bad = 0;
@@ -40,10 +24,11 @@ int main(int argc, char** argv) {
         });
     if (!r.ok || !r.complete) ++bad;
     const auto& m = r.metadata;
-    std::string out = "{\"path\":" + Quote(argv[i]) + ",\"ok\":" + (r.ok ? "true" : "false") +
+    std::string out = "{\"path\":" + JsonQuote(argv[i]) + ",\"ok\":" + (r.ok ? "true" : "false") +
                       ",\"complete\":" + (r.complete ? "true" : "false") +
-                      ",\"error\":" + Quote(r.error) + ",\"events\":" + std::to_string(r.events) +
-                      ",\"job\":" + Quote(m.job) + ",\"node\":" + Quote(m.node) +
+                      ",\"error\":" + JsonQuote(r.error) +
+                      ",\"events\":" + std::to_string(r.events) +
+                      ",\"job\":" + JsonQuote(m.job) + ",\"node\":" + JsonQuote(m.node) +
                       ",\"rank\":" + std::to_string(m.rank) +
                       ",\"world\":" + std::to_string(m.world_size) +
                       ",\"pid\":" + std::to_string(m.pid) +

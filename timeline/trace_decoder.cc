@@ -131,8 +131,11 @@ class Decoder {
     sl.track = s.track;
     sl.ts = s.clock;
     auto name = s.names.find(te.name_iid());
-    if (name == s.names.end()) Error("event name iid " + std::to_string(te.name_iid()) + " unknown");
-    else sl.name = name->second;
+    if (name == s.names.end()) {
+      Error("event name iid " + std::to_string(te.name_iid()) + " unknown");
+    } else {
+      sl.name = name->second;
+    }
     if (te.category_iids_size()) sl.category = s.cats[te.category_iids(0)];
     for (const auto& a : te.debug_annotations()) {
       auto an = s.arg_names.find(a.name_iid());

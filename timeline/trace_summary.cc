@@ -14,28 +14,13 @@
 #include <string>
 
 #include "timeline/trace_decoder.h"
+#include "util/json.h"
 
 namespace {
 
 using xtimer::timeline::DecodedSlice;
+using xtimer::JsonQuote;
 using xtimer::timeline::DecodedTrace;
-
-std::string Quote(const std::string& s) {
-  std::string o = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof(b), "\\u%04x", c);
-      o += b;
-    } else {
-      o += static_cast<char>(c);
-    }
-  }
-  return o + "\"";
-}
 
 template <typename C, typename F>
 std::string List(const C& c, F item) {
@@ -45,13 +30,15 @@ std::string List(const C& c, F item) {
 }
 
 std::string SliceJson(const DecodedSlice& s) {
-  auto id = [](uint64_t v) { return Quote(std::to_string(v)); };
+  auto id = [](uint64_t v) { return JsonQuote(std::to_string(v)); };
   std::string args = "{";
-  for (const auto& kv : s.args) args += (args.size() > 1 ? "," : "") + Quote(kv.first) + ":" + Quote(kv.second);
+  for (const auto& kv : s.args) {
+    args += (args.size() > 1 ? "," : "") + JsonQuote(kv.first) + ":" + JsonQuote(kv.second);
+  }
   args += "}";
   return "{\"track\":" + std::to_string(s.track) + ",\"ts\":" + std::to_string(s.ts) +
-         ",\"dur\":" + std::to_string(s.dur) + ",\"name\":" + Quote(s.name) +
-         ",\"cat\":" + Quote(s.category) + ",\"args\":" + args + ",\"flows\":" +
+         ",\"dur\":" + std::to_string(s.dur) + ",\"name\":" + JsonQuote(s.name) +
+         ",\"cat\":" + JsonQuote(s.category) + ",\"args\":" + args + ",\"flows\":" +
          List(s.flows, id) + ",\"terminating\":" + List(s.terminating, id) + "}";
 }
 
@@ -59,7 +46,7 @@ std::string SliceJson(const DecodedSlice& s) {
 
 int main(int argc, char** argv) {
   if (argc != 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    std::fprintf(stderr, "usage: trace_summary TRACE.pftrace   (prints the decoded trace as JSON)\n");
+    std::fprintf(stderr, "usage: trace_summary TRACE.pftrace   (prints the trace as JSON)\n");
     return argc == 2 ? 0 : 2;
   }
   std::ifstream in(argv[1], std::ios::binary);
@@ -75,18 +62,18 @@ int main(int argc, char** argv) {
     if (t.has_process()) {
       processes += (processes.size() > 1 ? "," : "") + std::string("{\"uuid\":") +
                    std::to_string(kv.first) + ",\"pid\":" + std::to_string(t.process().pid()) +
-                   ",\"name\":" + Quote(t.process().process_name()) + ",\"labels\":" +
-                   List(t.process().process_labels(), Quote) + "}";
+                   ",\"name\":" + JsonQuote(t.process().process_name()) + ",\"labels\":" +
+                   List(t.process().process_labels(), JsonQuote) + "}";
     } else if (t.has_thread()) {
       threads += (threads.size() > 1 ? "," : "") + std::string("{\"uuid\":") +
                  std::to_string(kv.first) + ",\"pid\":" + std::to_string(t.thread().pid()) +
                  ",\"tid\":" + std::to_string(t.thread().tid()) +
-                 ",\"name\":" + Quote(t.thread().thread_name()) + "}";
+                 ",\"name\":" + JsonQuote(t.thread().thread_name()) + "}";
     }
   }
   std::printf("{\"errors\":%s,\"compressed_packets\":%d,\"primary_realtime\":%s,"
               "\"processes\":%s],\"threads\":%s],\"slices\":%s,\"instants\":%s}\n",
-              List(d.errors, Quote).c_str(), d.compressed_packets,
+              List(d.errors, JsonQuote).c_str(), d.compressed_packets,
               d.primary_realtime ? "true" : "false", processes.c_str(), threads.c_str(),
               List(d.slices, SliceJson).c_str(), List(d.instants, SliceJson).c_str());
   for (const std::string& e : d.errors) std::fprintf(stderr, "trace_summary: %s\n", e.c_str());

@@ -21,6 +21,7 @@ constexpr double kKernelUs = 20.0;  // XTIMER_SIM_KERNEL_TIMES below gives test 
 
 void KernelStub() {}
 void SlowKernelStub() {}
+void HoldKernelStub() {}
 
 const void* Kernel() {
   static const bool registered = [] {
@@ -28,6 +29,8 @@ const void* Kernel() {
                            "_Z10testKernelPfi", -1, nullptr, nullptr, nullptr, nullptr, nullptr);
     __cudaRegisterFunction(nullptr, reinterpret_cast<const char*>(&SlowKernelStub), nullptr,
                            "_Z10slowKernelv", -1, nullptr, nullptr, nullptr, nullptr, nullptr);
+    __cudaRegisterFunction(nullptr, reinterpret_cast<const char*>(&HoldKernelStub), nullptr,
+                           "_Z10holdKernelv", -1, nullptr, nullptr, nullptr, nullptr, nullptr);
     return true;
   }();
   (void)registered;
@@ -37,6 +40,12 @@ const void* Kernel() {
 const void* SlowKernel() {
   Kernel();
   return reinterpret_cast<const void*>(&SlowKernelStub);
+}
+
+// 300 ms: holds a stream ahead of the host while a test enqueues work behind it.
+const void* HoldKernel() {
+  Kernel();
+  return reinterpret_cast<const void*>(&HoldKernelStub);
 }
 
 cudaError_t Launch(const void* k, cudaStream_t s, dim3 grid = dim3(4), dim3 block = dim3(128)) {
@@ -124,9 +133,10 @@ TEST_F(RuntimeTest, StreamExecutesInOrder) {
 }
 
 TEST_F(RuntimeTest, EventTimingFollowsTheModel) {
-  // A 1 ms kernel first keeps the simulated GPU ahead of the host, so host launch time (slow
-  // under sanitizers) does not leak into the measured interval.
-  ASSERT_EQ(Launch(SlowKernel(), stream_), cudaSuccess);
+  // A 300 ms kernel first keeps the simulated GPU ahead of the host, so host launch time (slow
+  // under sanitizers, or when the host is descheduled on a loaded machine) does not leak into
+  // the measured interval.
+  ASSERT_EQ(Launch(HoldKernel(), stream_), cudaSuccess);
   ASSERT_EQ(cudaEventRecord(start_, stream_), cudaSuccess);
   for (int i = 0; i < 50; ++i) ASSERT_EQ(Launch(Kernel(), stream_), cudaSuccess);
   ASSERT_EQ(cudaEventRecord(stop_, stream_), cudaSuccess);
@@ -402,7 +412,7 @@ TEST_F(RuntimeTest, StreamCallbacksRunInOrderAfterPriorWork) {
 
 int main(int argc, char** argv) {
   // Read once by the simulator, so set before the first CUDA call.
-  setenv("XTIMER_SIM_KERNEL_TIMES", "slowKernel=1000;testKernel=20", 1);
+  setenv("XTIMER_SIM_KERNEL_TIMES", "slowKernel=1000;testKernel=20;holdKernel=300000", 1);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }
