@@ -22,22 +22,39 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
+TP_DIR=${XTIMER_PERFETTO_TP:-/var/cache/xtimer/perfetto-tp-v55.3}
+if [[ "${XTIMER_SKIP_PERFETTO_TP:-0}" != 1 && ! -f "$TP_DIR/trace_processor.wasm" ]]; then
+  missing_tp="Perfetto's trace processor in $TP_DIR"
+fi
+
 if [[ "${1:-}" == "--check" ]]; then
-  if [[ ${#missing[@]} -gt 0 ]]; then echo "missing: ${missing[*]}"; exit 1; fi
+  if [[ ${#missing[@]} -gt 0 || -n "${missing_tp:-}" ]]; then
+    echo "missing: ${missing[*]} ${missing_tp:-}"
+    exit 1
+  fi
   echo "all packages installed"; exit 0
 fi
 
+apt_install() {
+  echo "install-deps: installing $*" >&2
+  local sudo=()
+  if [[ $(id -u) -ne 0 ]]; then sudo=(sudo); fi
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends \
+    "$@" >/dev/null
+}
+
 if [[ ${#missing[@]} -gt 0 ]]; then
-  echo "install-deps: installing ${missing[*]}" >&2
-  SUDO=()
-  if [[ $(id -u) -ne 0 ]]; then SUDO=(sudo); fi
-  "${SUDO[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -qq --no-install-recommends \
-    "${missing[@]}" >/dev/null
+  apt_install "${missing[@]}"
 fi
 
-# Perfetto's own trace processor, to check our traces with the reader ui.perfetto.dev uses.
+# Perfetto's own trace processor, to check our traces with the reader ui.perfetto.dev uses. It
+# runs under Node.js: machines of this project's kind have Node.js 20 with npm; elsewhere Debian's
+# nodejs and npm are installed (only when there is no node at all, so as not to fight a newer one).
 if [[ "${XTIMER_SKIP_PERFETTO_TP:-0}" != 1 ]]; then
+  if ! command -v node >/dev/null || ! command -v npm >/dev/null; then
+    apt_install nodejs npm
+  fi
   "$(dirname "$0")/install-perfetto-tp.sh"
 fi
 
