@@ -11,7 +11,6 @@
 
 #include "format/record.h"
 #include "gtest/gtest.h"
-#include "timeline/perfetto_trace.pb.h"
 #include "timeline/trace_decoder.h"
 #include "timeline/synthetic_job.h"
 #include "timeline/timeline_io.h"
@@ -19,10 +18,6 @@
 namespace xtimer {
 namespace timeline {
 namespace {
-
-using perfetto::protos::Trace;
-using perfetto::protos::TracePacket;
-using perfetto::protos::TrackEvent;
 
 std::string Tmp() { return std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp"; }
 
