@@ -130,10 +130,9 @@ struct FileInfo {
 // of its own members only; the files of all nodes together name every member.
 struct CommMembers {
   int32_t size = 0;
-  std::vector<int32_t> global;  // by communicator rank; -1 where no file says
+  std::map<int32_t, int32_t> global;  // communicator rank -> global rank, as far as files say
 };
 using CommTable = std::unordered_map<uint64_t, CommMembers>;
-constexpr int32_t kMaxCommSize = 1 << 20;  // larger sizes in a file are not believed
 
 bool IsCollective(uint8_t kind) {
   return kind == static_cast<uint8_t>(OpKind::kCollective) ||
@@ -199,9 +198,11 @@ void Pass1(FileInfo* f) {
   f->meta.strings.clear();
   f->meta.strings.shrink_to_fit();
   for (const CommInfo& c : f->meta.comms) {
-    if (c.size <= 0 || c.size > kMaxCommSize) continue;
+    if (c.size <= 0) continue;
     FileInfo::CommSeen seen{c.id, c.size, {}};
-    if (c.rank >= 0 && c.global_rank >= 0) seen.members.push_back({c.rank, c.global_rank});
+    if (c.rank >= 0 && c.rank < c.size && c.global_rank >= 0) {
+      seen.members.push_back({c.rank, c.global_rank});
+    }
     for (size_t i = 0; i < c.members.size() && i < static_cast<size_t>(c.size); ++i) {
       if (c.members[i] >= 0) seen.members.push_back({static_cast<int32_t>(i), c.members[i]});
     }
@@ -491,7 +492,8 @@ std::string CommLabel(uint64_t id, const CommTable& comms) {
   std::string label = Hex(id) + " (" + std::to_string(c.size) + (c.size == 1 ? " rank" : " ranks");
   constexpr int32_t kShown = 16;
   for (int32_t i = 0; i < c.size && i < kShown; ++i) {
-    label += (i == 0 ? ": " : " ") + (c.global[i] >= 0 ? std::to_string(c.global[i]) : "?");
+    auto g = c.global.find(i);
+    label += (i == 0 ? ": " : " ") + (g != c.global.end() ? std::to_string(g->second) : "?");
   }
   if (c.size > kShown) label += " … " + std::to_string(c.size - kShown) + " more";
   return label + ")";
@@ -919,17 +921,14 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
   for (FileInfo* f : ranks) {
     for (const FileInfo::CommSeen& seen : f->comms) {
       CommMembers& c = comms[seen.id];
-      if (c.size == 0) {
-        c.size = seen.size;
-        c.global.assign(seen.size, -1);
-      }
+      if (c.size == 0) c.size = seen.size;
       if (c.size != seen.size) {
         stats->warnings.push_back(f->path + ": communicator " + Hex(seen.id) + " has " +
                                   std::to_string(seen.size) + " ranks here, " +
                                   std::to_string(c.size) + " in an earlier file");
         continue;
       }
-      for (const auto& m : seen.members) c.global[m.first] = m.second;
+      for (const auto& m : seen.members) c.global[m.first] = m.second;  // ranks < size (pass 1)
     }
     f->comms.clear();
     f->comms.shrink_to_fit();

@@ -306,6 +306,62 @@ TEST(Converter, OverlapsOnOneStream) {
   EXPECT_EQ(launches, (std::vector<int64_t>{1000, 4000}));
 }
 
+// Each file knows some members of a communicator; the slices name what all files know together,
+// '?' for the rest; a file that disagrees on the size is reported.
+TEST(Converter, MergesCommunicatorMembersOverFiles) {
+  std::string dir = Tmp() + "/members";
+  mkdir(dir.c_str(), 0755);
+  const int64_t t0 = 1700000000000000000;
+  // {global rank, communicator rank, size the file claims}
+  const int files[][3] = {{0, 0, 4}, {5, 1, 4}, {9, 2, 3}};
+  for (const auto& f : files) {
+    Metadata m;
+    m.job = "members";
+    m.host = m.node = "n" + std::to_string(f[0]);
+    m.pid = 100 + f[0];
+    m.rank = f[0];
+    m.world_size = 16;
+    m.clock_realtime_ns = t0;
+    CommInfo c;
+    c.id = 0xabc;
+    c.size = f[2];
+    c.rank = f[1];
+    c.global_rank = f[0];
+    c.members.assign(f[2], -1);
+    c.members[f[1]] = f[0];
+    m.comms = {c};
+    std::string error;
+    auto w = TimelineWriter::Create(dir + "/" + TimelineFileName(f[0], 16, m.pid), m, &error);
+    ASSERT_TRUE(w) << error;
+    EventRecord e{};
+    e.kind = static_cast<uint8_t>(format::OpKind::kCollective);
+    e.op = static_cast<uint16_t>(format::Operation::kAllReduce);
+    e.stream = 0x20;
+    e.comm_id = 0xabc;
+    e.seq = 1;
+    e.gpu_start_ns = t0 + 1000;
+    e.duration_ns = 5000;
+    e.peer = e.root = -1;
+    ASSERT_TRUE(w->Append(e));
+    ASSERT_TRUE(w->Finish(&error)) << error;
+  }
+  ConvertOptions opt;
+  opt.inputs = {dir};
+  opt.output = Tmp() + "/members.pftrace";
+  opt.quiet = true;
+  ConvertStats stats;
+  std::string error;
+  ASSERT_TRUE(ConvertTimelines(opt, &stats, &error, nullptr)) << error;
+  ASSERT_EQ(stats.warnings.size(), 1u);
+  EXPECT_NE(stats.warnings[0].find("communicator 0xabc has 3 ranks here, 4 in an earlier file"),
+            std::string::npos)
+      << stats.warnings[0];
+  DecodedTrace d = DecodeTrace(Slurp(opt.output));
+  ASSERT_TRUE(d.errors.empty()) << d.errors[0];
+  ASSERT_EQ(d.slices.size(), 3u);
+  for (const DecodedSlice& sl : d.slices) EXPECT_EQ(sl.args.at("comm"), "0xabc (4 ranks: 0 5 ? ?)");
+}
+
 TEST_F(ConverterTest, ClockOffsetRecoversSkew) {
   ConvertOptions opt;
   opt.inputs = *dirs_;
