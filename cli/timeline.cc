@@ -74,7 +74,10 @@ int TimelineMain(int argc, char** argv) {
     // Parses the option's value as a number in [lo, hi]; prints the error and returns false.
     auto number = [&](const std::string& option, long lo, long hi, int* out) {
       std::string v;
-      if (!value(&v)) return BadArg(option + " needs a number"), false;
+      if (!value(&v)) {
+        BadArg(option + " needs a number");
+        return false;
+      }
       char* end = nullptr;
       long n = std::strtol(v.c_str(), &end, 10);
       if (v.empty() || *end != '\0' || n < lo || n > hi) {

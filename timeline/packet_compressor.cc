@@ -1,10 +1,10 @@
 #include "timeline/packet_compressor.h"
 
-#include <libdeflate.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <new>
+
+#include <libdeflate.h>
 
 #include "timeline/proto_wire.h"
 
@@ -57,9 +57,14 @@ void PacketCompressor::CompressChunk(const char* data, size_t n, std::string* ou
   scratch_.resize(libdeflate_zlib_compress_bound(compressor_, n));
   size_t z = libdeflate_zlib_compress(compressor_, data, n, &scratch_[0], scratch_.size());
   if (z == 0) std::abort();  // cannot happen: the buffer is the library's bound
-  std::string packet;
-  wire::Bytes(&packet, kCompressedPackets, scratch_.data(), z);
-  wire::Bytes(out, kTracePacket, packet);
+  // Trace.packet { compressed_packets: <z bytes> }, written straight into `out`.
+  wire::FixedBuf<16> inner;  // the compressed_packets tag and length
+  wire::Tag(&inner, kCompressedPackets, 2);
+  wire::Varint(&inner, z);
+  wire::Tag(out, kTracePacket, 2);
+  wire::Varint(out, inner.size() + z);
+  out->append(inner.data, inner.size());
+  out->append(scratch_.data(), z);
 }
 
 }  // namespace timeline

@@ -22,9 +22,8 @@ for p in "${PACKAGES[@]}"; do
   fi
 done
 
-TP_DIR=${XTIMER_PERFETTO_TP:-/var/cache/xtimer/perfetto-tp-v55.3}
-if [[ "${XTIMER_SKIP_PERFETTO_TP:-0}" != 1 && ! -f "$TP_DIR/trace_processor.wasm" ]]; then
-  missing_tp="Perfetto's trace processor in $TP_DIR"
+if [[ "${XTIMER_SKIP_PERFETTO_TP:-0}" != 1 ]]; then
+  missing_tp=$("$(dirname "$0")/install-perfetto-tp.sh" --check || true)
 fi
 
 if [[ "${1:-}" == "--check" ]]; then

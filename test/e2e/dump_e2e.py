@@ -158,16 +158,16 @@ def check_trace(summary_tool, trace, infos):
     if len(slices) != want:
         fail("the trace has %d slices, the files %d events" % (len(slices), want))
     pid_of = {uuid: th["pid"] for uuid, th in threads.items()}
+    launch_of = {}  # launch flow id -> (time, pid) of its launch instant
+    for i in t["instants"]:
+        for f in i["flows"]:
+            launch_of[f] = (i["ts"], pid_of[i["track"]])
 
     # GEMM durations against the simulator's model, 2*m*n*k*batch / (TFLOPS * 1e12) seconds:
     # none shorter; the shortest of each shape equal to it; and nearly all GEMMs that were queued
     # behind earlier work equal to it. (A queued GEMM can still include a host gap: when the host
     # is descheduled between recording the start event and enqueuing the GEMM, as happens with 8
     # ranks and 2 daemons on 2 cores, the stream runs dry in between.)
-    launch_of = {}
-    for i in t["instants"]:
-        for f in i["flows"]:
-            launch_of[f] = i["ts"]
     shortest, queued, exact, worst = {}, 0, 0, 0.0
     for s in slices:
         if s["cat"] != "matmul":
@@ -184,7 +184,7 @@ def check_trace(summary_tool, trace, infos):
         key = (s["name"], a["shape"])
         if key not in shortest or s["dur"] < shortest[key][0]["dur"]:
             shortest[key] = (s, model_ns)
-        launch = [launch_of[f] for f in s["terminating"] if f in launch_of]
+        launch = [launch_of[f][0] for f in s["terminating"] if f in launch_of]
         if len(launch) == 1 and s["ts"] - launch[0] >= QUEUED_NS:
             queued += 1
             dev = abs(s["dur"] - model_ns) / model_ns
@@ -211,23 +211,22 @@ def check_trace(summary_tool, trace, infos):
                    for pid in procs)
     margin = (last_end - first_end) // 10
     lo, hi = first_end + margin, last_end - margin
-    members, size_of, ends = {}, {}, {}
+    pids_of, labels_of, ends = {}, {}, {}
     for s in slices:
         if s["cat"] not in ("collective", "p2p"):
             continue
         if len(s["flows"]) != 1:
             fail("collective slice %s carries flows %s" % (s["name"], s["flows"]))
         f = s["flows"][0]
-        members.setdefault(f, set()).add(pid_of[s["track"]])
-        size_of.setdefault(f, set()).add(s["args"]["comm"])
+        pids_of.setdefault(f, set()).add(pid_of[s["track"]])
+        labels_of.setdefault(f, set()).add(s["args"]["comm"])
         ends.setdefault(f, []).append(s["ts"] + s["dur"])
     joined = 0
-    for f, pids in members.items():
-        comms = size_of[f]
-        if len(comms) != 1:
-            fail("flow %s joins slices of different communicators %s" % (f, comms))
+    for f, pids in pids_of.items():
+        if len(labels_of[f]) != 1:
+            fail("flow %s joins slices of different communicators %s" % (f, labels_of[f]))
         # "0x… (4 ranks: 0 2 4 6)": members merged by the converter from every node's files.
-        label = list(comms)[0]
+        label = list(labels_of[f])[0]
         n = int(label.split("(")[1].split()[0])
         members = sorted(int(r) for r in label.split(": ")[1].rstrip(")").split())
         if len(members) != n:
@@ -244,14 +243,10 @@ def check_trace(summary_tool, trace, infos):
         fail("only %d collectives inside the window all ranks captured" % joined)
 
     # Launch flows: each GPU slice's terminating flow starts at a launch instant of its rank.
-    launches = {}
-    for i in t["instants"]:
-        for f in i["flows"]:
-            launches[f] = pid_of[i["track"]]
     linked = 0
     for s in slices:
         for f in s["terminating"]:
-            if launches.get(f) != pid_of[s["track"]]:
+            if f not in launch_of or launch_of[f][1] != pid_of[s["track"]]:
                 fail("slice %s: launch flow %s has no launch instant on its rank" % (s["name"], f))
             linked += 1
     if linked < len(slices) // 2:
