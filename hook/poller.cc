@@ -103,8 +103,12 @@ void Poller::Run() {
 bool Poller::Cycle() {
   Drain();
   CompleteStreams();
+  GrowPools();
   int64_t now = NowRealtimeNs();
   if (ring_) {
+    uint64_t untimed[format::kUntimedSlots];
+    for (int i = 0; i < format::kUntimedSlots; ++i) untimed[i] = state_->untimed[i].load();
+    ring_->PublishUntimed(untimed, format::kUntimedSlots);
     PublishInflight(now);
     ring_->Heartbeat(now);
     Register(now);
@@ -113,6 +117,17 @@ bool Poller::Cycle() {
     if (!kv.second.ops.empty()) return true;
   }
   return false;
+}
+
+void Poller::GrowPools() {
+  for (auto& slot : state_->devices) {
+    DeviceState* ds = slot.load(std::memory_order_acquire);
+    if (ds == nullptr || !ds->ok) continue;
+    size_t created = ds->created.load(std::memory_order_relaxed);
+    if (created < kMaxEvents && ds->pool.SizeApprox() < created / 4) {
+      GrowEventPool(ds, kEventGrowStep);
+    }
+  }
 }
 
 void Poller::Drain() {

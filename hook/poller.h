@@ -69,6 +69,8 @@ class Poller {
   // One cycle; returns whether anything is still pending.
   bool Cycle();
   void Drain();
+  // Adds events to every device pool that runs low (state.h: kEventGrowStep up to kMaxEvents).
+  void GrowPools();
   void CompleteStreams();
   bool Complete(Fifo* fifo, Pending* p);  // false: head not done yet
   void Emit(Pending* p);
