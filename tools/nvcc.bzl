@@ -27,3 +27,28 @@ def nvcc_binary(name, srcs, hdrs = [], libs = [], nvcc_opts = [], **kwargs):
         local = True,  # nvcc and the CUDA toolkit live outside the workspace
         **kwargs
     )
+
+def nvcc_shared_library(name, srcs, hdrs = [], libs = [], nvcc_opts = [], **kwargs):
+    """A shared library built by nvcc (`-shared`, position-independent), as users build CUDA
+    extension modules: DT_NEEDED on libcudart.so (and the `libs`), no rpath. `name` is the file
+    name (for example "libmodule.so")."""
+    cmd = " ".join([
+        "/usr/local/cuda/bin/nvcc",
+        "-shared -Xcompiler -fPIC",
+        "-cudart shared",
+        "-std=c++17 -O2 -g -I.",
+        "-Xcompiler -Wall",
+        " ".join(nvcc_opts),
+        "-o $@",
+        " ".join(["$(location %s)" % s for s in srcs]),
+        "-L/usr/local/cuda/lib64",
+        " ".join(["-l" + l for l in libs]),
+    ])
+    native.genrule(
+        name = name + "_nvcc",
+        srcs = srcs + hdrs,
+        outs = [name],
+        cmd = cmd,
+        local = True,
+        **kwargs
+    )
