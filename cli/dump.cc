@@ -20,6 +20,7 @@
 
 #include "cli/commands.h"
 #include "proto/hosting.grpc.pb.h"
+#include "util/version.h"
 
 namespace xtimer {
 namespace cli {
@@ -57,6 +58,7 @@ const char kUsage[] =
     "  --timeout S        per-request deadline, and the longest wait for captures past their\n"
     "                     deadline (default 10)\n"
     "  -h, --help         this text\n"
+    "  --version          print the version and exit\n"
     "\n"
     "Exit status: 0 when every node wrote its files (or accepted, with --no-wait), 1 when any\n"
     "node failed, 2 on a usage error.\n"
@@ -160,6 +162,9 @@ int DumpMain(int argc, char** argv) {
     int64_t n = 0;
     if (a == "-h" || a == "--help") {
       fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--version") {
+      printf("%s\n", kVersion);
       return 0;
     } else if (a == "--reset") {
       req.set_reset(true);

@@ -24,6 +24,7 @@
 #include "daemon/metrics.h"
 #include "daemon/ring_server.h"
 #include "daemon/run_dir.h"
+#include "util/version.h"
 
 namespace xtimer {
 namespace daemon {
@@ -51,6 +52,10 @@ int Main(int argc, char** argv) {
   }
   if (flags.help) {
     fputs(Usage().c_str(), stdout);
+    return 0;
+  }
+  if (flags.version) {
+    printf("%s\n", kVersion);
     return 0;
   }
   flags.run_dir = Absolute(flags.run_dir);
