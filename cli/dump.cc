@@ -129,6 +129,27 @@ std::string CodeName(grpc::StatusCode c) {
   }
 }
 
+// What a failed call means for the user; gRPC's own words follow in parentheses.
+std::string Explain(const grpc::Status& st, const std::string& target) {
+  const std::string& m = st.error_message();
+  auto has = [&m](const char* s) { return m.find(s) != std::string::npos; };
+  std::string what;
+  if (has("HTTP/2") || has("http1") || has("HTTP/1")) {
+    what = target + " answered, but not with gRPC: is this the control port? xtimerd takes "
+           "commands on --control-port (default 18888); its metrics port (--metrics-port, "
+           "default 18889) serves plain HTTP";
+  } else if (st.error_code() == grpc::StatusCode::UNAVAILABLE &&
+             (has("failed to connect") || has("onnection refused"))) {
+    what = "nothing accepts connections on " + target + ": is xtimerd running on that host with "
+           "that --control-port? xtimer-launch starts one for a job; or start it with "
+           "`xtimerd --control-port PORT` (and --control-address 0.0.0.0 to be reached from other "
+           "hosts)";
+  } else {
+    return CodeName(st.error_code()) + ": " + m;
+  }
+  return what + " (gRPC: " + CodeName(st.error_code()) + ": " + m + ")";
+}
+
 }  // namespace
 
 int DumpMain(int argc, char** argv) {
@@ -284,7 +305,7 @@ int DumpMain(int argc, char** argv) {
                        std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000)));
       grpc::Status st = stub->DumpKernelTrace(&ctx, req, &n.response);
       if (!st.ok()) {
-        n.error = CodeName(st.error_code()) + ": " + st.error_message();
+        n.error = Explain(st, n.target);
         return;
       }
       n.ok = true;
