@@ -234,7 +234,12 @@ void ControlServer::AcceptLoop() {
         } else if (n > 0) {
           Logf("control port: a client sent bytes that are neither HTTP/1.1 nor gRPC (is it "
                "pointed at the control port?)");
+          // Read what arrived, so that closing sends FIN after the answer, not a reset.
+          char sink[4096];
+          while (::recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
+          }
           Reply(fd, 400, ErrorJson(Code::kInvalidArgument, kNotOurProtocol));
+          ::shutdown(fd, SHUT_WR);
         }
         ::close(fd);
       }

@@ -61,7 +61,8 @@ def close(a, b, rel=1e-9):
 
 # ------------------------------------------------------------------------- expected answers
 # Each takes (result, ctx) and returns None when the answer is right, else what is wrong.
-# result: [(labels, value)]; ctx: the daemon's exposition samples and the hung communicator.
+# result: [(labels, value)]; ctx: the daemon's exposition samples, the hung communicator and the
+# culprit's collective call (on it) that never happens.
 
 def same_as_exposition(name, scale, **want):
     def check(result, ctx):
@@ -109,14 +110,26 @@ def tflops_per_rank(result, ctx):
 
 def issued_skew(result, ctx):
     got = {l.get("comm"): v for l, v in result}
-    want = {c: (1.0 if c == ctx["hung_comm"] else 0.0) for c in ctx["comms"]}
-    return None if got == want else "want %s (1 on the hung communicator), got %s" % (want, got)
+    issued = {}
+    for l, v in select(ctx["samples"], "xtimer_comm_last_issued_seq"):
+        issued.setdefault(l["comm"], []).append(v)
+    want = {c: max(v) - min(v) for c, v in issued.items() if c != "none"}
+    if got != want or want.get(ctx["hung_comm"], 0) < 1:
+        return "want %s (the exposition's skew, >= 1 on the hung communicator %s), got %s" % (
+            want, ctx["hung_comm"], got)
+    others = [c for c, v in got.items() if v != 0 and c != ctx["hung_comm"]]
+    return "only the hung communicator may show a skew: %s" % got if others else None
 
 
 def culprit(result, ctx):
     got = [(l.get("rank"), l.get("comm")) for l, _ in result]
     want = [(CULPRIT, ctx["hung_comm"])]
-    return None if got == want else "want exactly %s, got %s" % (want, got)
+    if got != want:
+        return "want exactly %s, got %s" % (want, got)
+    if not result[0][1] < ctx["hang_call"]:
+        return "the culprit never issued call %d, yet its issued sequence reads %g" % (
+            ctx["hang_call"], result[0][1])
+    return None
 
 
 def any_hang(result, ctx):
@@ -137,10 +150,10 @@ EXPECTED = {
     "sum by (job, rank) (xtimer_matmul_flop_per_second * xtimer_op_latency_avg_seconds * "
     "xtimer_op_window_ops) / sum by (job, rank) (xtimer_op_latency_avg_seconds{kind=\"matmul\"} * "
     "xtimer_op_window_ops{kind=\"matmul\"}) / 1e12": tflops_per_rank,
-    "max by (comm) (xtimer_comm_last_issued_seq) - min by (comm) (xtimer_comm_last_issued_seq)":
-        issued_skew,
-    "xtimer_comm_last_issued_seq < on (comm) group_left max by (comm) "
-    "(xtimer_comm_last_issued_seq)": culprit,
+    'max by (comm) (xtimer_comm_last_issued_seq{comm!="none"}) - min by (comm) '
+    '(xtimer_comm_last_issued_seq{comm!="none"})': issued_skew,
+    'xtimer_comm_last_issued_seq{comm!="none"} < on (comm) group_left max by (comm) '
+    '(xtimer_comm_last_issued_seq{comm!="none"})': culprit,
     "max by (job) (xtimer_rank_hang) == 1": any_hang,
     "rate(xtimer_ring_records_dropped_total[5m]) > 0": no_drops,
 }
@@ -192,14 +205,18 @@ def main(argv):
         log("rank %s hangs (simulator knob); waiting for the hang gauges" % CULPRIT)
         def hung_comms():
             samples = parse(scrape(metrics, must=False) or "")
-            return [l["comm"] for l, v in select(samples, "xtimer_comm_hang", rank="0") if v == 1]
+            return [l["comm"] for l, v in select(samples, "xtimer_comm_hang", rank="0")
+                    if v == 1 and l["comm"] != "none"]
         wait_for("xtimer_comm_hang = 1 on rank 0", hung_comms, 60)
         wait_for("Prometheus to see the hang", lambda: query(prom_port, "xtimer_rank_hang == 1"), 30)
         time.sleep(2)  # a last scrape after the gauges settled
         samples = parse(scrape(metrics))
         hung = hung_comms()
-        comms = {l["comm"] for l, _ in select(samples, "xtimer_comm_last_issued_seq")}
-        ctx = {"samples": samples, "hung_comm": hung[0], "comms": comms}
+        # launch.py turns --hang-step into the simulator's XTIMER_SIM_HANG=R:N:C and prints it.
+        m = re.search(r"XTIMER_SIM_HANG=%s:(\d+)" % CULPRIT, job.output())
+        if not m:
+            fail("the job did not print its XTIMER_SIM_HANG setting:\n" + job.output())
+        ctx = {"samples": samples, "hung_comm": hung[0], "hang_call": int(m.group(1))}
         failures = []
         for expr, where in exprs:
             problem = EXPECTED[expr](query(prom_port, expr), ctx)
