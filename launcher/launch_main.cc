@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "format/registration.h"
+#include "util/version.h"
 
 namespace {
 
@@ -36,7 +37,8 @@ constexpr char kUsage[] =
     "  --daemon PATH        xtimerd to start [XTIMER_DAEMON_BIN; else beside this program]\n"
     "  --no-daemon          do not start xtimerd (the job still runs and retries registering)\n"
     "  --daemon-timeout S   seconds to wait for a started daemon's socket [5]\n"
-    "  -h, --help           this text\n";
+    "  -h, --help           this text\n"
+    "  --version            print the version and exit\n";
 
 struct Options {
   std::string run_dir;
@@ -91,6 +93,9 @@ Options Parse(int argc, char** argv) {
       break;
     } else if (a == "-h" || a == "--help") {
       fputs(kUsage, stdout);
+      exit(0);
+    } else if (a == "--version") {
+      printf("%s\n", xtimer::kVersion);
       exit(0);
     } else if (a == "--run-dir") {
       o.run_dir = value("--run-dir");
