@@ -48,6 +48,18 @@ def job_labels(port):
     return jobs
 
 
+def wait_history(port, want, timeout):
+    """Waits until every registered rank has at least `want` records kept for history dumps."""
+    deadline = time.monotonic() + timeout
+    kept = None
+    while time.monotonic() < deadline:
+        kept = sorted(int(pr["history"]) for pr in status(port)["processes"])
+        if kept and kept[0] >= want:
+            return
+        time.sleep(0.3)
+    fail("daemon on :%d: records kept per rank %s, expected >= %d" % (port, kept, want))
+
+
 def stop_job(job, pids):
     """SIGTERM to the launcher or mpirun (both pass it on), then make sure no rank is left."""
     if job.proc.poll() is None:
@@ -92,6 +104,7 @@ def check_order(p, order, program):
                  (order, jobs, label))
         log("%s: ranks 0-3 under one job label %r in Status and /metrics" % (order, label))
 
+        wait_history(ctl, 100, 60)
         answer = control(ctl, "DumpKernelTrace", {"dump_path": "run", "history": 100}, timeout=30)
         folders = sorted(os.listdir(os.path.join(root, "run")))
         if folders != [label]:
@@ -102,7 +115,7 @@ def check_order(p, order, program):
             fail("%s: the job folder holds %s (answer: %s), expected %s" %
                  (order, files, answer, want))
         for f in answer["files"]:
-            if f["job"] != label or f["error"] or int(f["events"]) <= 0:
+            if f["job"] != label or f["error"] or int(f["events"]) != 100:
                 fail("%s: dumped file %s" % (order, f))
         log("%s: the dump wrote one job folder %s/ with %s" % (order, label, " ".join(files)))
         return label
