@@ -34,7 +34,7 @@ constexpr char kUsage[] =
     "  --job NAME           job label of the metrics and dumps, the same for every rank\n"
     "                       [XTIMER_JOB; else torchrun's run id, the Slurm job, the MPI job,\n"
     "                       the Kubernetes JOB_NAME; else COMMAND's name] ([A-Za-z0-9._-],\n"
-    "                       other bytes become '_', at most 63; see docs/launcher.md)"
+    "                       other bytes become '_', at most 63; see docs/launcher.md)\n"
     "  --lib PATH           libxtimer.so to preload [XTIMER_LIB; else found beside this program]\n"
     "  --daemon PATH        xtimerd to start [XTIMER_DAEMON_BIN; else beside this program]\n"
     "  --no-daemon          do not start xtimerd (the job still runs and retries registering)\n"

@@ -56,6 +56,7 @@ grep -q "unknown option --bogus" "$tmp/err" || fail "unknown option message"
 "$launch" --lib /nonexistent/libxtimer.so true 2> "$tmp/err"; [[ $? == 2 ]] || fail "missing lib"
 grep -q "libxtimer.so not found" "$tmp/err" || fail "missing lib message"
 "$launch" --help | grep -q "usage: xtimer-launch" || fail "--help"
+"$launch" --help | grep -q "^  --lib PATH" || fail "--help: option lines"
 echo "== a missing daemon binary never stops the job"
 "$launch" --lib "$lib" --daemon "$tmp/no-xtimerd" -- true 2> "$tmp/err"; [[ $? == 0 ]] || fail "job must run"
 set -e
