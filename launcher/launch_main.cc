@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "format/registration.h"
-#include "util/version.h"
 #include "util/job_identity.h"
+#include "util/version.h"
 
 namespace {
 
