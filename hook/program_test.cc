@@ -2,8 +2,10 @@
 // fake daemon (testing/fake_daemon.h) on the socket, and checks the records against the
 // simulator's time model (docs/gpusim*.md).
 // Usage: program_test GPUSIM_RUN LIBXTIMER_SO WORKLOAD ERRORS WORKLOAD_PTSZ EXTRAS LOCAL_SCOPE
-//                     LOCAL_COMM_MODULE LOCAL_GEMM_MODULE
+//                     LOCAL_COMM_MODULE LOCAL_GEMM_MODULE FIRST_CALLS
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -37,7 +39,7 @@ using format::OpRecord;
 using testing::FakeDaemon;
 
 std::string g_run, g_lib, g_workload, g_errors, g_workload_ptsz, g_extras;
-std::string g_local_scope, g_local_comm, g_local_gemm;
+std::string g_local_scope, g_local_comm, g_local_gemm, g_first_calls;
 
 // The bytes of an ncclUniqueId (nccl.h is not included here).
 struct ncclUniqueIdBytes {
@@ -718,10 +720,123 @@ TEST(ProgramTest, LibrariesInLocalScopesPassThroughWhenDisabled) {
   EXPECT_EQ(disabled, plain);
 }
 
+// Launcher environments whose numeric variables the hook parses at its first call.
+const std::vector<std::vector<std::string>>& LauncherEnvironments() {
+  static const std::vector<std::vector<std::string>> envs = {
+      {"RANK=0", "WORLD_SIZE=1", "LOCAL_RANK=0", "TORCHELASTIC_RUN_ID=run1",
+       "XTIMER_RING_CAPACITY=4096", "XTIMER_EXIT_FLUSH_MS=500"},
+      {"SLURM_PROCID=0", "SLURM_NTASKS=1", "SLURM_LOCALID=0", "SLURM_JOB_ID=77",
+       "SLURM_STEP_ID=0", "XTIMER_SAMPLE_RATE=1"},
+      {"OMPI_COMM_WORLD_RANK=0", "OMPI_COMM_WORLD_SIZE=1", "OMPI_COMM_WORLD_LOCAL_RANK=0",
+       "PMIX_NAMESPACE=1234", "PMI_RANK=0", "PMI_SIZE=1"},
+  };
+  return envs;
+}
+
+TEST(ProgramTest, FirstCallOfEveryFamilyLeavesErrnoAndErrorsAlone) {
+  const std::vector<std::string> families = {"copy", "kernel", "sync", "gemm", "lt", "nccl"};
+  // Each family is the process's first hooked call once; each launcher environment runs once
+  // with a daemon and once without.
+  for (size_t i = 0; i < families.size(); ++i) {
+    std::vector<std::string> argv = {g_first_calls, families[i]};
+    for (const std::string& f : families) {
+      if (f != families[i]) argv.push_back(f);
+    }
+    // The libraries themselves may read the launcher's variables (the simulator's NCCL parses
+    // RANK): the run without the hook has the same environment.
+    const std::vector<std::string>& launcher = LauncherEnvironments()[i / 2];
+    std::string plain;
+    std::vector<std::string> plain_argv = {g_run};
+    plain_argv.insert(plain_argv.end(), argv.begin(), argv.end());
+    ASSERT_EQ(RunProgram(plain_argv, launcher, &plain), 0) << plain;
+    ASSERT_NE(plain.find("errno 4242"), std::string::npos) << plain;
+
+    bool with_daemon = i % 2 == 0;
+    std::string sock = SocketPath(with_daemon ? "fc" : "fc-absent");
+    std::string error;
+    std::unique_ptr<FakeDaemon> daemon;
+    if (with_daemon) {
+      daemon = FakeDaemon::Start(sock, &error);
+      ASSERT_NE(daemon, nullptr) << error;
+    }
+    std::vector<std::string> env = HookEnv(sock);
+    env.insert(env.end(), launcher.begin(), launcher.end());
+    std::string hooked;
+    ASSERT_EQ(RunProgram(Hooked(argv), env, &hooked), 0) << hooked;
+    EXPECT_EQ(hooked, plain) << "first family " << families[i] << ", launcher env " << i / 2
+                             << (with_daemon ? ", daemon" : ", no daemon");
+    if (with_daemon) {
+      // The daemon side counts the registration on its own thread.
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (daemon->registrations() == 0 && std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      EXPECT_EQ(daemon->registrations(), 1);
+    }
+  }
+}
+
 TEST(ProgramTest, RunsWithoutADaemon) {
   std::string out;
   EXPECT_EQ(RunProgram(Hooked({g_workload, "all"}), HookEnv(SocketPath("none")), &out), 0) << out;
   EXPECT_NE(out.find("OK"), std::string::npos);
+}
+
+// A socket that is listening but never accepts, its backlog already full (a stopped daemon, or
+// one swamped by clients): connecting to it would block.
+class SaturatedSocket {
+ public:
+  explicit SaturatedSocket(const std::string& path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    snprintf(addr.sun_path, sizeof(addr.sun_path), "%s", path.c_str());
+    listener_ = socket(AF_UNIX, SOCK_STREAM, 0);
+    unlink(path.c_str());
+    ok_ = bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+          listen(listener_, 0) == 0;
+    path_ = path;
+    while (ok_ && clients_.size() < 64) {
+      int c = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0);
+      if (connect(c, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+        full_ = errno == EAGAIN;
+        close(c);
+        break;
+      }
+      clients_.push_back(c);
+    }
+  }
+  ~SaturatedSocket() {
+    for (int c : clients_) close(c);
+    close(listener_);
+    unlink(path_.c_str());
+  }
+  bool full() const { return ok_ && full_; }
+
+ private:
+  int listener_ = -1;
+  bool ok_ = false, full_ = false;
+  std::string path_;
+  std::vector<int> clients_;
+};
+
+TEST(ProgramTest, ExitNeverWaitsForADaemonThatDoesNotAccept) {
+  std::string sock = SocketPath("sat");
+  SaturatedSocket saturated(sock);
+  ASSERT_TRUE(saturated.full());
+  // The program prints the time at which main returns; the test notes when the process is gone.
+  std::string out;
+  ASSERT_EQ(RunProgram(Hooked({g_workload, "loop", "300"}), HookEnv(sock), &out), 0) << out;
+  timespec now;
+  clock_gettime(CLOCK_REALTIME, &now);
+  int64_t gone_ns = int64_t{now.tv_sec} * 1000000000 + now.tv_nsec;
+  size_t at = out.find("main_returns_ns=");
+  ASSERT_NE(at, std::string::npos) << out;
+  int64_t returned_ns = std::stoll(out.substr(at + strlen("main_returns_ns=")));
+  double exit_s = (gone_ns - returned_ns) * 1e-9;
+  printf("exit took %.3f s after main returned\n", exit_s);
+  // Nothing was in flight at exit: the hook's exit path has nothing to wait for. A hook that
+  // waited for the daemon would block here until the listener accepted (never).
+  EXPECT_LT(exit_s, 5.0) << out;
 }
 
 TEST(ProgramTest, DisabledIsPassThrough) {
@@ -793,10 +908,10 @@ int main(int argc, char** argv) {
     return 127;
   }
   ::testing::InitGoogleTest(&argc, argv);
-  if (argc != 10) {
+  if (argc != 11) {
     fprintf(stderr,
             "usage: program_test GPUSIM_RUN LIBXTIMER_SO WORKLOAD ERRORS WORKLOAD_PTSZ EXTRAS "
-            "LOCAL_SCOPE LOCAL_COMM_MODULE LOCAL_GEMM_MODULE\n");
+            "LOCAL_SCOPE LOCAL_COMM_MODULE LOCAL_GEMM_MODULE FIRST_CALLS\n");
     return 2;
   }
   auto abs = [](const char* p) {
@@ -818,6 +933,7 @@ int main(int argc, char** argv) {
   xtimer::hook::g_local_scope = abs(argv[7]);
   xtimer::hook::g_local_comm = abs(argv[8]);
   xtimer::hook::g_local_gemm = abs(argv[9]);
+  xtimer::hook::g_first_calls = abs(argv[10]);
   int rc = RUN_ALL_TESTS();
   rmdir(xtimer::hook::TmpDir().c_str());  // empty by now (sockets and outputs are removed)
   return rc;
