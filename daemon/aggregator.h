@@ -126,7 +126,7 @@ class Aggregator {
 
   // A process registered (ring attached). Ids are never reused.
   ProcessId AddProcess(int pid, const format::Identity& identity);
-  // The process is gone: all its series disappear.
+  // Forgets the process at once: all its series disappear (the daemon stopping).
   void RemoveProcess(ProcessId id);
   // The process's connection closed (`now_ns` CLOCK_REALTIME): it is kept, frozen, for the
   // exited grace period (or removed at once when the grace is 0); bounds are applied.
