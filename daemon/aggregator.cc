@@ -360,12 +360,7 @@ void Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {
   }
 }
 
-Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  Snapshot snap;
-  snap.registrations = registrations_;
-  snap.registrations_rejected = rejected_;
-  snap.start_ns = start_ns_;
+std::set<Aggregator::ProcessId> Aggregator::HiddenProcesses(Snapshot* snap) const {
   // Label conflicts: live processes claim their labels first (in registration order), so a rank
   // restarted after a crash is exported and its exited predecessor is hidden.
   std::set<std::string> seen;
@@ -382,7 +377,7 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
       if (seen.insert(key).second) continue;
       hidden.insert(entry.first);
       if (!p.connected) continue;
-      ++snap.identity_conflicts;
+      ++snap->identity_conflicts;
       if (!p.conflict_logged) {
         p.conflict_logged = true;
         Logf("pid %d has the same job/host/pod/rank/local_rank as another live process "
@@ -391,6 +386,16 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
       }
     }
   }
+  return hidden;
+}
+
+Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Snapshot snap;
+  snap.registrations = registrations_;
+  snap.registrations_rejected = rejected_;
+  snap.start_ns = start_ns_;
+  const std::set<ProcessId> hidden = HiddenProcesses(&snap);
   std::vector<int64_t> scratch;
   snap.processes.reserve(processes_.size());
   for (const auto& entry : processes_) {

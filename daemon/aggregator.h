@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -161,6 +162,9 @@ class Aggregator {
  private:
   struct Process;
   Process* Find(ProcessId id) const;
+  // Processes whose labels an earlier live process (or any live one, for an exited process)
+  // already has; counts live conflicts in snap->identity_conflicts. Needs mu_.
+  std::set<ProcessId> HiddenProcesses(Snapshot* snap) const;
   // Drops the oldest exited processes while there are too many or they hold too much memory.
   void EnforceExitedBounds();
 
