@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -55,13 +56,17 @@ const char kUsage[] =
     "  --at T             dump_time = T (Unix seconds) instead\n"
     "  --reset            cancel a dump already running on a node (its files are written)\n"
     "  --no-wait          return once every node accepted (captures finish later)\n"
-    "  --timeout S        per-request deadline, and the longest wait for captures past their\n"
-    "                     deadline (default 10)\n"
+    "  --timeout S        per-request deadline; a count capture ends S seconds after dump_time\n"
+    "                     at the latest (each daemon writes what it has); the longest wait past\n"
+    "                     a capture's end (default 60)\n"
     "  -h, --help         this text\n"
     "  --version          print the version and exit\n"
     "\n"
+    "A rank's capture also ends when its process exits, or after 30 s without an op (a hang).\n"
+    "\n"
     "Exit status: 0 when every node wrote its files (or accepted, with --no-wait), 1 when any\n"
-    "node failed, 2 on a usage error.\n"
+    "node failed, 2 on a usage error, 3 when every file was written but some rank got fewer\n"
+    "than half of --count events (the ranks are named; e.g. they exited or hung).\n"
     "\n"
     "example:\n"
     "  xtimer dump --hosts node0:18888,node1:18888 --path /mnt/shared/dumps/run1 --count 10000\n"
@@ -156,7 +161,7 @@ int DumpMain(int argc, char** argv) {
   DumpKernelTraceRequest req;
   std::vector<std::string> hosts;
   std::string hosts_file;
-  double delay = 3, timeout = 10;
+  double delay = 3, timeout = 60;
   int64_t at = -1;
   bool wait = true, have_path = false;
   const char* env_port = getenv("XTIMER_CONTROL_PORT");
@@ -284,6 +289,7 @@ int DumpMain(int argc, char** argv) {
       h = (h.find(':') != std::string::npos && !bracketed ? "[" + h + "]" : h) + ":" + default_port;
   }
   const bool capture = req.dump_count() > 0 || req.duration_s() > 0;
+  if (req.dump_count() > 0 && req.duration_s() == 0) req.set_timeout_s(std::min(timeout, 600.0));
   const double start = NowS();
   req.set_dump_time(at >= 0 ? at : static_cast<int64_t>(std::ceil(start + delay)));
   if (capture) {
@@ -311,7 +317,7 @@ int DumpMain(int argc, char** argv) {
       n.ok = true;
       if (!wait || n.response.state() != "capturing") return;
       // Poll Status until this dump is written.
-      const double give_up = n.response.deadline() + timeout;
+      const double give_up = n.response.deadline() + std::min(timeout, 60.0);
       for (;;) {
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
         grpc::ClientContext sctx;
@@ -339,6 +345,7 @@ int DumpMain(int argc, char** argv) {
   for (auto& t : threads) t.join();
 
   int failed = 0;
+  std::vector<std::string> short_ranks;
   for (const Node& n : nodes) {
     if (!n.ok) {
       ++failed;
@@ -356,13 +363,28 @@ int DumpMain(int argc, char** argv) {
       } else if (state == "capturing") {
         printf("  %s (rank %d, job %s)\n", f.path().c_str(), f.rank(), f.job().c_str());
       } else {
-        printf("  %s (rank %d, job %s): %llu events\n", f.path().c_str(), f.rank(), f.job().c_str(),
-               static_cast<unsigned long long>(f.events()));
+        const std::string ended = f.ended().empty() ? "" : ", capture ended: " + f.ended();
+        printf("  %s (rank %d, job %s): %llu events%s\n", f.path().c_str(), f.rank(),
+               f.job().c_str(), static_cast<unsigned long long>(f.events()), ended.c_str());
+        if (f.fell_short()) {
+          short_ranks.push_back("rank " + std::to_string(f.rank()) + " of job " + f.job() + " on " +
+                                n.target + ": " + std::to_string(f.captured()) + " of " +
+                                std::to_string(f.requested()) + " events (" + f.ended() + ")");
+        }
       }
     }
   }
   if (failed) printf("%d failure(s)\n", failed);
-  return failed ? 1 : 0;
+  if (!short_ranks.empty()) {
+    fprintf(stderr,
+            "xtimer dump: partial: %zu rank(s) got fewer than half of --count %lld events:\n",
+            short_ranks.size(), static_cast<long long>(req.dump_count()));
+    for (const std::string& r : short_ranks) fprintf(stderr, "  %s\n", r.c_str());
+    fprintf(stderr, "(exited: the process ended; idle: no op for 30 s, e.g. a hang; deadline: "
+                    "--timeout passed. For ops that already ran use --history N.)\n");
+  }
+  if (failed) return 1;
+  return short_ranks.empty() ? 0 : 3;
 }
 
 }  // namespace cli

@@ -89,7 +89,28 @@ struct Aggregator::Process {
   uint16_t pending_part = 0;
   std::string pending_text;
   mutable bool conflict_logged = false;
+  bool connected = true;
+  ExitCause exit_cause;
+  int64_t exited_ns = 0;
+
+  // An estimate of the memory it holds (history chunks, latency windows, names).
+  size_t Bytes(const AggregatorOptions& o) const {
+    size_t bytes = sizeof(*this) + history_chunks.size() * kHistoryChunk * sizeof(format::OpRecord);
+    bytes += series.size() * (sizeof(Series) + o.window_samples * sizeof(int64_t));
+    bytes += comms.size() * sizeof(Comm);
+    for (const auto& n : names) bytes += n.second.size() + 64;
+    return bytes;
+  }
 };
+
+const char* ExitCauseName(const ExitCause& cause) {
+  switch (cause.kind) {
+    case format::ExitKind::kExited: return "exit";
+    case format::ExitKind::kSignal: return "signal";
+    case format::ExitKind::kNone: break;
+  }
+  return "connection_lost";
+}
 
 Aggregator::Aggregator(const AggregatorOptions& options, int64_t start_ns)
     : options_(options), start_ns_(start_ns) {}
@@ -116,6 +137,62 @@ Aggregator::ProcessId Aggregator::AddProcess(int pid, const format::Identity& id
 void Aggregator::RemoveProcess(ProcessId id) {
   std::lock_guard<std::mutex> lock(mu_);
   processes_.erase(id);
+}
+
+void Aggregator::MarkExited(ProcessId id, const ExitCause& cause, int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Process* p = Find(id);
+  if (p == nullptr || !p->connected) return;
+  if (options_.exited_grace_ns <= 0) {
+    processes_.erase(id);
+    return;
+  }
+  p->connected = false;
+  p->exit_cause = cause;
+  p->exited_ns = now_ns;
+  p->last_series = nullptr;
+  EnforceExitedBounds();
+}
+
+void Aggregator::EnforceExitedBounds() {
+  for (;;) {
+    size_t count = 0, bytes = 0;
+    auto oldest = processes_.end();
+    for (auto it = processes_.begin(); it != processes_.end(); ++it) {
+      const Process& p = *it->second;
+      if (p.connected) continue;
+      ++count;
+      bytes += p.Bytes(options_);
+      if (oldest == processes_.end() || p.exited_ns < oldest->second->exited_ns) oldest = it;
+    }
+    if (count == 0 || (count <= options_.max_exited && bytes <= options_.max_exited_bytes)) return;
+    Logf("dropping exited pid %d early (%zu exited processes kept, about %zu MiB; limits %zu and "
+         "%zu MiB)",
+         oldest->second->pid, count, bytes >> 20, options_.max_exited,
+         options_.max_exited_bytes >> 20);
+    processes_.erase(oldest);
+  }
+}
+
+size_t Aggregator::ExpireExited(int64_t now_ns) {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t removed = 0;
+  for (auto it = processes_.begin(); it != processes_.end();) {
+    const Process& p = *it->second;
+    if (!p.connected && now_ns - p.exited_ns >= options_.exited_grace_ns) {
+      it = processes_.erase(it);
+      ++removed;
+    } else {
+      ++it;
+    }
+  }
+  return removed;
+}
+
+bool Aggregator::Connected(ProcessId id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Process* p = Find(id);
+  return p != nullptr && p->connected;
 }
 
 void Aggregator::CountRejectedRegistration() {
@@ -154,7 +231,7 @@ void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t 
                         int64_t now_ns) {
   std::lock_guard<std::mutex> lock(mu_);
   Process* p = Find(id);
-  if (p == nullptr) return;
+  if (p == nullptr || !p->connected) return;
   int64_t epoch = -1;
   for (size_t i = 0; i < n; ++i) {
     const format::RecordSlot& slot = records[i];
@@ -262,7 +339,7 @@ void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t 
 void Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {
   std::lock_guard<std::mutex> lock(mu_);
   Process* p = Find(id);
-  if (p == nullptr) return;
+  if (p == nullptr || !p->connected) return;
   p->identity = status.identity;
   p->status.identity = status.identity;
   p->status.written = status.written;
@@ -284,17 +361,48 @@ void Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {
   }
 }
 
+std::set<Aggregator::ProcessId> Aggregator::HiddenProcesses(Snapshot* snap) const {
+  // Label conflicts: live processes claim their labels first (in registration order), so a rank
+  // restarted after a crash is exported and its exited predecessor is hidden.
+  std::set<std::string> seen;
+  std::set<ProcessId> hidden;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const auto& entry : processes_) {
+      const Process& p = *entry.second;
+      if (p.connected != (pass == 0)) continue;
+      const std::string key = SanitizeLabel(p.identity.job) + '\0' +
+                              SanitizeLabel(p.identity.host) + '\0' +
+                              SanitizeLabel(p.identity.pod) + '\0' +
+                              std::to_string(p.identity.rank) + '\0' +
+                              std::to_string(p.identity.local_rank);
+      if (seen.insert(key).second) continue;
+      hidden.insert(entry.first);
+      if (!p.connected) continue;
+      ++snap->identity_conflicts;
+      if (!p.conflict_logged) {
+        p.conflict_logged = true;
+        Logf("pid %d has the same job/host/pod/rank/local_rank as another live process "
+             "(rank %d); its series are not exported",
+             p.pid, p.identity.rank);
+      }
+    }
+  }
+  return hidden;
+}
+
 Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
   std::lock_guard<std::mutex> lock(mu_);
   Snapshot snap;
   snap.registrations = registrations_;
   snap.registrations_rejected = rejected_;
   snap.start_ns = start_ns_;
-  std::set<std::string> seen;
+  const std::set<ProcessId> hidden = HiddenProcesses(&snap);
   std::vector<int64_t> scratch;
   snap.processes.reserve(processes_.size());
   for (const auto& entry : processes_) {
     const Process& p = *entry.second;
+    // An exited process is frozen at its exit: in-flight ages and hang as they were then.
+    const int64_t at_ns = p.connected ? now_ns : std::min(now_ns, p.exited_ns);
     ProcessSnapshot ps;
     ps.id = entry.first;
     ps.pid = p.pid;
@@ -304,18 +412,11 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
     ps.rank = p.identity.rank;
     ps.local_rank = p.identity.local_rank;
     ps.world_size = p.identity.world_size;
-    std::string key = ps.job + '\0' + ps.host + '\0' + ps.pod + '\0' + std::to_string(ps.rank) +
-                      '\0' + std::to_string(ps.local_rank);
-    if (!seen.insert(key).second) {
-      ps.hidden = true;
-      ++snap.identity_conflicts;
-      if (!p.conflict_logged) {
-        p.conflict_logged = true;
-        Logf("pid %d has the same job/host/pod/rank/local_rank as another live process "
-             "(rank %d); its series are not exported",
-             p.pid, ps.rank);
-      }
-    }
+    ps.hidden = hidden.count(entry.first) != 0;
+    ps.exited = !p.connected;
+    ps.exit_cause = p.exit_cause;
+    ps.exited_ns = p.exited_ns;
+    if (p.connected) ++snap.connected;
     ps.written = p.status.written;
     ps.dropped = p.status.dropped;
     std::copy(std::begin(p.status.untimed), std::end(p.status.untimed), std::begin(ps.untimed));
@@ -324,8 +425,9 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
     ps.unaggregated = p.unaggregated;
     ps.fill = p.status.fill;
     ps.heartbeat_age_s = AgeSeconds(now_ns, p.status.heartbeat_ns);
-    ps.up = options_.stale_heartbeat_ns <= 0 ||
-            ps.heartbeat_age_s * 1e9 < static_cast<double>(options_.stale_heartbeat_ns);
+    ps.up = p.connected &&
+            (options_.stale_heartbeat_ns <= 0 ||
+             ps.heartbeat_age_s * 1e9 < static_cast<double>(options_.stale_heartbeat_ns));
     ps.history = std::min<uint64_t>(p.history_total, options_.history);
 
     std::vector<uint64_t> keys;
@@ -359,7 +461,7 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
       if (c.has_row) {
         cs.last_completed_seq = std::max(cs.last_completed_seq, c.row.last_completed_seq);
         cs.last_issued_seq = c.row.last_issued_seq;
-        cs.oldest_inflight_age_s = AgeSeconds(now_ns, c.row.oldest_launch_ns);
+        cs.oldest_inflight_age_s = AgeSeconds(at_ns, c.row.oldest_launch_ns);
         cs.hang = c.row.oldest_launch_ns > 0 &&
                   cs.oldest_inflight_age_s * 1e9 > static_cast<double>(options_.hang_timeout_ns);
       }

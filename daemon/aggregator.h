@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -36,7 +37,18 @@ struct AggregatorOptions {
   size_t max_series_per_process = 512;  // op series; records beyond are counted, not aggregated
   size_t max_comms_per_process = 64;    // communicators tracked per process
   size_t max_names_per_process = 4096;  // kernel names kept per process
+  // Exited processes (connection closed) are kept this long, with rank_up 0 and their exit
+  // cause, so that short jobs and crashed ranks stay visible and dumpable. 0: dropped at once.
+  int64_t exited_grace_ns = int64_t{600} * 1000000000;  // --exited-grace
+  size_t max_exited = 64;                                // --exited-max: oldest dropped first
+  size_t max_exited_bytes = size_t{1} << 30;             // --exited-memory-mb, estimated
 };
+
+// Why a process is gone: its ring's exit marker, or kNone for a connection that ended without
+// one ("connection lost": SIGKILL, SIGTERM, _exit, an older hook).
+using ExitCause = format::ExitState;
+// "exit", "signal", "connection_lost": the metrics' cause label and Status's exit_cause.
+const char* ExitCauseName(const ExitCause& cause);
 
 // What the transport reads from a process's ring header (and its own read counters).
 struct ProcessStatus {
@@ -83,6 +95,9 @@ struct ProcessSnapshot {
   std::string job, host, pod;
   int rank = -1, local_rank = -1, world_size = -1;
   bool up = true;
+  bool exited = false;  // the connection closed; kept for the exited grace period
+  ExitCause exit_cause;
+  int64_t exited_ns = 0;  // CLOCK_REALTIME at which the connection closed
   bool hang = false;
   bool hidden = false;  // another live process has the same labels (see identity conflicts)
   uint64_t written = 0, dropped = 0, invalid = 0, lost = 0, unaggregated = 0;
@@ -95,7 +110,8 @@ struct ProcessSnapshot {
 };
 
 struct Snapshot {
-  std::vector<ProcessSnapshot> processes;  // in registration order
+  std::vector<ProcessSnapshot> processes;  // in registration order, exited ones included
+  uint64_t connected = 0;                  // processes whose connection is open
   uint64_t registrations = 0;
   uint64_t registrations_rejected = 0;
   uint64_t identity_conflicts = 0;
@@ -113,8 +129,15 @@ class Aggregator {
 
   // A process registered (ring attached). Ids are never reused.
   ProcessId AddProcess(int pid, const format::Identity& identity);
-  // The process is gone: all its series disappear.
+  // Forgets the process at once: all its series disappear (the daemon stopping).
   void RemoveProcess(ProcessId id);
+  // The process's connection closed (`now_ns` CLOCK_REALTIME): it is kept, frozen, for the
+  // exited grace period (or removed at once when the grace is 0); bounds are applied.
+  void MarkExited(ProcessId id, const ExitCause& cause, int64_t now_ns);
+  // Removes exited processes past their grace period. Returns how many.
+  size_t ExpireExited(int64_t now_ns);
+  // False once MarkExited was called (or the id is unknown).
+  bool Connected(ProcessId id) const;
   void CountRejectedRegistration();
 
   // `records` passed Validate already. `now_ns` is the daemon's CLOCK_REALTIME at ingest.
@@ -141,6 +164,11 @@ class Aggregator {
  private:
   struct Process;
   Process* Find(ProcessId id) const;
+  // Processes whose labels an earlier live process (or any live one, for an exited process)
+  // already has; counts live conflicts in snap->identity_conflicts. Needs mu_.
+  std::set<ProcessId> HiddenProcesses(Snapshot* snap) const;
+  // Drops the oldest exited processes while there are too many or they hold too much memory.
+  void EnforceExitedBounds();
 
   const AggregatorOptions options_;
   const int64_t start_ns_;

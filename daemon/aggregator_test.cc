@@ -259,6 +259,89 @@ TEST(AggregatorTest, RemovedProcessSeriesDisappear) {
   EXPECT_EQ(agg.TakeSnapshot(kT0).processes.size(), 1u);
 }
 
+TEST(AggregatorTest, ExitedProcessStaysWithItsCauseUntilTheGraceEnds) {
+  AggregatorOptions o = Options();
+  o.exited_grace_ns = 600 * kSec;
+  Aggregator agg(o);
+  auto a = agg.AddProcess(100, Id(0));
+  auto b = agg.AddProcess(101, Id(1));
+  auto r = MakeOp(Operation::kGemmEx, DType::kF16, 1000);
+  agg.Ingest(a, &r, 1, kT0);
+  agg.Ingest(b, &r, 1, kT0);
+  agg.MarkExited(b, ExitCause{format::ExitKind::kSignal, 11}, kT0 + kSec);
+  EXPECT_FALSE(agg.Connected(b));
+  EXPECT_TRUE(agg.Connected(a));
+  agg.Ingest(b, &r, 1, kT0 + 2 * kSec);  // a late batch for an exited process is ignored
+  Snapshot snap = agg.TakeSnapshot(kT0 + 2 * kSec);
+  ASSERT_EQ(snap.processes.size(), 2u);
+  EXPECT_EQ(snap.connected, 1u);
+  EXPECT_EQ(snap.processes[1].series[0].count, 1u);
+  std::string text = Exposition(snap);
+  const std::string labels =
+      "job=\"job\",host=\"host\",pod=\"pod\",rank=\"1\",local_rank=\"1\"";
+  EXPECT_NE(text.find("xtimer_rank_up{" + labels + "} 0"), std::string::npos) << text;
+  EXPECT_NE(text.find("xtimer_rank_exit_code{" + labels + ",cause=\"signal\"} 11"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("xtimer_rank_exit_timestamp_seconds{" + labels + ",cause=\"signal\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("xtimer_rank_exit_code{job=\"job\",host=\"host\",pod=\"pod\",rank=\"0\""),
+            std::string::npos);
+  EXPECT_NE(text.find("xtimer_processes_registered 1"), std::string::npos);
+  EXPECT_NE(text.find("xtimer_processes_exited 1"), std::string::npos);
+  EXPECT_EQ(agg.History(b).size(), 1u);
+  EXPECT_EQ(agg.ExpireExited(kT0 + 600 * kSec), 0u);
+  EXPECT_EQ(agg.ExpireExited(kT0 + 601 * kSec), 1u);
+  EXPECT_EQ(agg.process_count(), 1u);
+}
+
+TEST(AggregatorTest, ZeroGraceDropsAtOnceAndBoundsDropTheOldestExited) {
+  AggregatorOptions o = Options();
+  o.exited_grace_ns = 0;
+  Aggregator none(o);
+  none.MarkExited(none.AddProcess(1, Id(0)), ExitCause(), kT0);
+  EXPECT_EQ(none.process_count(), 0u);
+
+  o.exited_grace_ns = 600 * kSec;
+  o.max_exited = 2;
+  Aggregator agg(o);
+  std::vector<Aggregator::ProcessId> ids;
+  for (int i = 0; i < 4; ++i) ids.push_back(agg.AddProcess(10 + i, Id(i)));
+  for (int i = 0; i < 4; ++i) agg.MarkExited(ids[i], ExitCause(), kT0 + i * kSec);
+  Snapshot snap = agg.TakeSnapshot(kT0 + 10 * kSec);
+  ASSERT_EQ(snap.processes.size(), 2u);
+  EXPECT_EQ(snap.processes[0].rank, 2);
+  EXPECT_EQ(snap.processes[1].rank, 3);
+
+  // The memory bound: one history chunk (4096 records) is more than 1 KiB.
+  o.max_exited = 64;
+  o.max_exited_bytes = 1024;
+  Aggregator small(o);
+  auto p = small.AddProcess(1, Id(0));
+  auto r = MakeOp(Operation::kGemmEx, DType::kF16, 1000);
+  small.Ingest(p, &r, 1, kT0);
+  small.MarkExited(p, ExitCause(), kT0);
+  EXPECT_EQ(small.process_count(), 0u);
+}
+
+TEST(AggregatorTest, RestartedRankIsExportedAndItsExitedPredecessorHidden) {
+  AggregatorOptions o = Options();
+  o.exited_grace_ns = 600 * kSec;
+  Aggregator agg(o);
+  auto old_id = agg.AddProcess(1, Id(0));
+  agg.MarkExited(old_id, ExitCause{format::ExitKind::kExited, 1}, kT0);
+  agg.AddProcess(2, Id(0));  // the same rank, restarted
+  Snapshot snap = agg.TakeSnapshot(kT0);
+  ASSERT_EQ(snap.processes.size(), 2u);
+  EXPECT_TRUE(snap.processes[0].hidden);
+  EXPECT_FALSE(snap.processes[1].hidden);
+  EXPECT_EQ(snap.identity_conflicts, 0u);
+  const std::string text = Exposition(snap);
+  EXPECT_NE(text.find("pid=\"2\""), std::string::npos);
+  EXPECT_EQ(text.find("pid=\"1\""), std::string::npos);
+}
+
 TEST(AggregatorTest, EveryFamilyIsAlwaysPresent) {
   Aggregator empty(Options());
   auto families = BuildFamilies(empty.TakeSnapshot(kT0));

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -54,6 +55,10 @@ void FillFile(const DumpFileInfo& f, DumpFile* out) {
   out->set_world_size(f.world_size);
   out->set_events(f.events);
   out->set_error(f.error);
+  out->set_captured(f.captured);
+  out->set_requested(f.requested);
+  out->set_ended(f.ended);
+  out->set_fell_short(f.fell_short);
 }
 
 // One table entry per method: parse JSON into the request type, call, print the response.
@@ -235,6 +240,24 @@ CallStatus ControlHandler::Validate(const DumpKernelTraceRequest& q, DumpRequest
                    " s ahead (now " + std::to_string(now_s) + "), got " +
                    std::to_string(q.dump_time()));
   }
+  const bool capture = q.dump_count() > 0 || q.duration_s() > 0;
+  if (capture && q.dump_time() != 0 && q.dump_time() < now_s - kMaxDumpTimeBehindS) {
+    return Invalid("dump_time: " + std::to_string(q.dump_time()) + " is " +
+                   std::to_string(now_s - q.dump_time()) +
+                   " s in the past; a capture (dump_count, duration_s) takes ops as they arrive "
+                   "from dump_time on. For ops that already ran, ask for the records the daemon "
+                   "keeps: history: N (e.g. {\"history\": 10000}; xtimer dump --history N)");
+  }
+  if (!std::isfinite(q.timeout_s()) || q.timeout_s() < 0 || q.timeout_s() > kMaxCaptureWaitS) {
+    return Invalid("timeout_s: must be in [0, " + std::to_string(kMaxCaptureWaitS) +
+                   "] seconds (0: " + std::to_string(kMaxCaptureWaitS) + ")");
+  }
+  if (!std::isfinite(q.idle_timeout_s()) || q.idle_timeout_s() < 0 ||
+      q.idle_timeout_s() > kMaxCaptureWaitS) {
+    return Invalid("idle_timeout_s: must be in [0, " + std::to_string(kMaxCaptureWaitS) +
+                   "] seconds (0: " + std::to_string(static_cast<int>(kDefaultCaptureIdleS)) +
+                   ")");
+  }
   if (static_cast<size_t>(q.ranks_size()) > kMaxFilterEntries) {
     return Invalid("ranks: at most " + std::to_string(kMaxFilterEntries) + " entries");
   }
@@ -257,6 +280,8 @@ CallStatus ControlHandler::Validate(const DumpKernelTraceRequest& q, DumpRequest
   r.dump_time_ns = q.dump_time() == 0 ? now : q.dump_time() * 1000000000;
   r.count = q.dump_count();
   r.duration_s = q.duration_s();
+  if (q.timeout_s() > 0) r.timeout_s = q.timeout_s();
+  if (q.idle_timeout_s() > 0) r.idle_s = q.idle_timeout_s();
   r.history = q.history();
   r.kinds = static_cast<uint32_t>(q.dump_kernel_type());
   r.reset = q.reset();
@@ -299,6 +324,11 @@ CallStatus ControlHandler::DumpKernelTrace(const DumpKernelTraceRequest& request
     for (const DumpFileInfo& f : st.files) events += f.events;
     msg = std::to_string(st.files.size()) + " files written in " + st.dir + "/<job>/ (" +
           std::to_string(events) + " events)";
+    const std::string fell_short = DescribeShortRanks(st.files);
+    if (!fell_short.empty()) {
+      msg += "; fewer than " + std::to_string(static_cast<int>(kShortFraction * 100)) +
+             "% of dump_count: " + fell_short;
+    }
   }
   response->set_message(msg);
   return cs;
@@ -336,6 +366,12 @@ CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out) {
     pi->set_ring_fill(p.fill);
     pi->set_heartbeat_age_s(p.heartbeat_age_s);
     pi->set_history(p.history);
+    pi->set_exited(p.exited);
+    if (p.exited) {
+      pi->set_exit_cause(ExitCauseName(p.exit_cause));
+      pi->set_exit_code(p.exit_cause.kind == format::ExitKind::kNone ? -1 : p.exit_cause.value);
+      pi->set_exited_age_s(std::max(0.0, static_cast<double>(now - p.exited_ns) * 1e-9));
+    }
     for (const CommSnapshot& c : p.comms) {
       if (c.comm_id == 0) continue;
       InflightComm* ic = pi->add_comms();

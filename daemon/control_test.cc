@@ -165,6 +165,7 @@ TEST_F(ControlTest, EveryDocumentedErrorOverHttpAndGrpc) {
   { FILE* f = fopen((root_ + "/afile").c_str(), "w"); ASSERT_TRUE(f); fclose(f); }
   const std::string now = std::to_string(NowS());
   const std::string ms = std::to_string(NowS() * 1000);
+  const std::string past = std::to_string(NowS() - 3600);
   const std::vector<BadCase> cases = {
       {"malformed JSON", R"({"dump_path":"@ROOT/x", "dump_count": )", 400, "bad request body"},
       {"not an object", R"([1, 2])", 400, "bad request body"},
@@ -191,6 +192,12 @@ TEST_F(ControlTest, EveryDocumentedErrorOverHttpAndGrpc) {
        "dump_time"},
       {"dump_time negative", R"({"dump_path":"@ROOT/x","dump_count":1,"dump_time":-1})", 400,
        "dump_time"},
+      {"dump_time in the past", R"({"dump_path":"@ROOT/x","dump_count":1,"dump_time":)" + past +
+                                    "}", 400, "history"},
+      {"timeout_s too long", R"({"dump_path":"@ROOT/x","dump_count":1,"timeout_s":601})", 400,
+       "timeout_s"},
+      {"idle_timeout_s negative", R"({"dump_path":"@ROOT/x","dump_count":1,"idle_timeout_s":-1})",
+       400, "idle_timeout_s"},
       {"negative rank", R"({"dump_path":"@ROOT/x","dump_count":1,"ranks":[0,-1]})", 400, "ranks"},
       {"empty job", R"({"dump_path":"@ROOT/x","dump_count":1,"jobs":[""]})", 400, "jobs"},
       {"no dump_path", R"({"dump_count":1,"dump_time":)" + now + "}", 400, "dump_path"},
@@ -286,6 +293,66 @@ TEST_F(ControlTest, HistoryDumpWritesEveryRankAndFilters) {
   EXPECT_EQ(rr.metadata.job, "job1");
   EXPECT_EQ(rr.metadata.node, "testnode");
   EXPECT_EQ(rr.metadata.kinds, 2u);
+}
+
+// A crashed rank ends its part of a count capture at once, a live rank that stops issuing ops
+// ends after the idle timeout; a count capture of a job that has ended is written in the reply,
+// which names the ranks that fell short; the crashed rank's history stays dumpable.
+TEST_F(ControlTest, ExitedAndIdleRanksEndACountCapture) {
+  auto r0 = AddRank(0, 2), r1 = AddRank(1, 2);
+  Feed(r1, 30, RealtimeNs() - 5000000000);
+  aggregator_->MarkExited(r1, ExitCause{format::ExitKind::kSignal, 11}, RealtimeNs());
+  int status = 0;
+  std::string out = HttpPost(port_, "/HostingService/DumpKernelTrace",
+                             R"({"dump_path":"c","dump_count":100,"idle_timeout_s":1})", &status);
+  ASSERT_EQ(status, 200) << out;
+  EXPECT_NE(out.find("\"state\":\"capturing\""), std::string::npos) << out;
+  Feed(r0, 60, RealtimeNs() + 1000000);
+  const int64_t start = MonotonicNs();
+  ASSERT_TRUE(dumps_->WaitIdle(20000));
+  EXPECT_LT(MonotonicNs() - start, int64_t{15} * 1000000000);  // idle 1 s, not the 600 s deadline
+  DumpStatus d = dumps_->Current();
+  ASSERT_EQ(d.files.size(), 2u);
+  EXPECT_EQ(d.files[0].rank, 0);
+  EXPECT_EQ(d.files[0].captured, 60u);
+  EXPECT_EQ(d.files[0].ended, "idle");
+  EXPECT_FALSE(d.files[0].fell_short);
+  EXPECT_EQ(d.files[1].captured, 0u);
+  EXPECT_EQ(d.files[1].ended, "exited");
+  EXPECT_TRUE(d.files[1].fell_short);
+  StatusResponse sr;
+  ASSERT_TRUE(handler_->Status(StatusRequest(), &sr).ok());
+  ASSERT_EQ(sr.last_dump().files_size(), 2);
+  EXPECT_TRUE(sr.last_dump().files(1).fell_short());
+  EXPECT_EQ(sr.last_dump().files(1).ended(), "exited");
+  ASSERT_EQ(sr.processes_size(), 2);
+  EXPECT_FALSE(sr.processes(0).exited());
+  EXPECT_TRUE(sr.processes(1).exited());
+  EXPECT_FALSE(sr.processes(1).up());
+  EXPECT_EQ(sr.processes(1).exit_cause(), "signal");
+  EXPECT_EQ(sr.processes(1).exit_code(), 11);
+
+  // The whole job has ended: the capture is written at once, and the reply says who fell short.
+  aggregator_->MarkExited(r0, ExitCause{format::ExitKind::kExited, 0}, RealtimeNs());
+  DumpKernelTraceRequest req;
+  req.set_dump_path("ended");
+  req.set_dump_count(100);
+  DumpKernelTraceResponse resp;
+  ASSERT_TRUE(GrpcDump(req, &resp).ok());
+  EXPECT_EQ(resp.state(), "written");
+  EXPECT_NE(resp.message().find("rank 0 (0 of 100 events, exited), rank 1 (0 of 100 events, "
+                                "exited)"),
+            std::string::npos)
+      << resp.message();
+  ASSERT_EQ(resp.files_size(), 2);
+  EXPECT_TRUE(resp.files(0).fell_short());
+
+  // A history dump after the crash holds the crashed rank's file.
+  out = HttpPost(port_, "/HostingService/DumpKernelTrace",
+                 R"({"dump_path":"after","history":1000,"ranks":[1]})", &status);
+  ASSERT_EQ(status, 200) << out;
+  std::string error;
+  EXPECT_EQ(CountEvents(root_ + "/after/job1/00001-00002.timeline", &error), 30u) << error;
 }
 
 TEST_F(ControlTest, CaptureFromDumpTimeBusyAndReset) {

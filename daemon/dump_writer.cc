@@ -84,6 +84,18 @@ bool MakeDirInside(const std::string& root, const std::string& dir, std::string*
 
 }  // namespace
 
+std::string DescribeShortRanks(const std::vector<DumpFileInfo>& files) {
+  std::string out;
+  for (const DumpFileInfo& f : files) {
+    if (!f.fell_short) continue;
+    if (!out.empty()) out += ", ";
+    out += (f.rank >= 0 ? "rank " + std::to_string(f.rank) : "pid " + std::to_string(f.pid)) +
+           " (" + std::to_string(f.captured) + " of " +
+           std::to_string(f.requested) + " events, " + f.ended + ")";
+  }
+  return out;
+}
+
 std::string JobDirName(const std::string& job) {
   const std::string out = SanitizeJobId(job);
   return out.empty() ? "_nojob" : out;
@@ -98,6 +110,10 @@ struct DumpManager::Capture {
   uint64_t history_end = UINT64_MAX;  // op seq one past the history; UINT64_MAX until known
   std::vector<std::pair<uint64_t, OpRecord>> captured;  // guarded by DumpManager::mu_
   bool full = false;                                   // guarded by DumpManager::mu_
+  uint64_t ops_seen = 0;       // op records of the process tapped so far; guarded by mu_
+  uint64_t idle_seen = 0;      // ops_seen when last checked (EndRanks); guarded by mu_
+  int64_t active_mono_ns = 0;  // when ops_seen last changed (monotonic); guarded by mu_
+  std::string ended;           // why its capture is over (DumpFileInfo::ended); guarded by mu_
   std::unordered_map<uint32_t, std::string> names;     // kernel names, gathered as we go
 };
 
@@ -141,8 +157,9 @@ void DumpManager::Tap(Aggregator::ProcessId id, uint64_t seq, const OpRecord& r)
   auto it = job_->by_id.find(id);
   if (it == job_->by_id.end()) return;
   Capture* c = it->second;
+  c->ops_seen = seq + 1;
   const DumpRequest& q = job_->request;
-  if (c->full || r.cpu_launch_ns < q.dump_time_ns || r.cpu_launch_ns >= job_->window_end_ns ||
+  if (c->full || !c->ended.empty() || r.cpu_launch_ns < q.dump_time_ns || r.cpu_launch_ns >= job_->window_end_ns ||
       !KindSelected(q.kinds, r.kind)) {
     return;
   }
@@ -189,7 +206,7 @@ DumpError DumpManager::Start(const DumpRequest& request, DumpStatus* out, std::s
     job->window_end_ns = request.dump_time_ns + static_cast<int64_t>(request.duration_s * 1e9);
     st.deadline_ns = job->window_end_ns + kCaptureGraceNs;
   } else if (request.capture()) {
-    st.deadline_ns = request.dump_time_ns + kMaxCaptureWaitS * 1000000000;
+    st.deadline_ns = request.dump_time_ns + static_cast<int64_t>(request.timeout_s * 1e9);
   } else {
     st.deadline_ns = now;
   }
@@ -221,6 +238,7 @@ DumpError DumpManager::Start(const DumpRequest& request, DumpStatus* out, std::s
     f.rank = p.rank;
     f.local_rank = p.local_rank;
     f.world_size = p.world_size;
+    f.requested = request.count;
     const std::string dir = request.dir + "/" + JobDirName(p.job);
     f.path = dir + "/" + tl::TimelineFileName(p.rank, p.world_size, p.pid);
     if (!used_paths.insert(f.path).second) {  // two live processes claim the same rank
@@ -244,7 +262,9 @@ DumpError DumpManager::Start(const DumpRequest& request, DumpStatus* out, std::s
   }
 
   for (const auto& c : job->captures) st.files.push_back(c->file);
-  const bool capture = request.capture() && !job->captures.empty();
+  // A capture of ranks that have all exited already (a job that ended) is written at once.
+  const bool capture = request.capture() && !job->captures.empty() &&
+                       !EndRanks(job.get(), MonotonicNowNs());
   st.state = capture ? "capturing" : "written";
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -287,22 +307,47 @@ DumpError DumpManager::Start(const DumpRequest& request, DumpStatus* out, std::s
   return DumpError::kNone;
 }
 
+bool DumpManager::EndRanks(Job* job, int64_t mono_ns) {
+  // The aggregator's lock is taken before ours by the tap: ask it first, without ours.
+  std::vector<bool> connected;
+  for (const auto& c : job->captures) connected.push_back(aggregator_->Connected(c->id));
+  const int64_t idle_ns = static_cast<int64_t>(job->request.idle_s * 1e9);
+  std::lock_guard<std::mutex> lock(mu_);
+  bool all = true;
+  for (size_t i = 0; i < job->captures.size(); ++i) {
+    Capture* c = job->captures[i].get();
+    if (c->ended.empty()) {
+      if (c->active_mono_ns == 0 || c->ops_seen != c->idle_seen) {
+        c->idle_seen = c->ops_seen;
+        c->active_mono_ns = mono_ns;
+      }
+      if (c->full) {
+        c->ended = "count";
+      } else if (!connected[i]) {
+        c->ended = "exited";  // its last records were ingested before its connection closed
+      } else if (idle_ns > 0 && mono_ns - c->active_mono_ns >= idle_ns) {
+        c->ended = "idle";
+      }
+    }
+    all = all && !c->ended.empty();
+  }
+  return all;
+}
+
 void DumpManager::Run(std::shared_ptr<Job> job) {
-  const DumpRequest& q = job->request;
   int64_t last_names = MonotonicNowNs();
   bool cancelled = false;
   for (;;) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, std::chrono::milliseconds(50), [this] { return cancel_; });
-    if (cancel_) {
-      cancelled = true;
-      break;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::milliseconds(50), [this] { return cancel_; });
+      if (cancel_) {
+        cancelled = true;
+        break;
+      }
+      if (now_() >= job->status.deadline_ns) break;
     }
-    const int64_t now = now_();
-    bool all_full = true;
-    for (auto& c : job->captures) all_full = all_full && c->full;
-    if (now >= job->status.deadline_ns || (q.count > 0 && all_full)) break;
-    lock.unlock();
+    if (EndRanks(job.get(), MonotonicNowNs())) break;
     // Kernel names, while the processes are alive (a process that exits takes its names along).
     if (MonotonicNowNs() - last_names > 500000000) {
       last_names = MonotonicNowNs();
@@ -333,19 +378,29 @@ void DumpManager::Run(std::shared_ptr<Job> job) {
 
 void DumpManager::Finish(Job* job, bool cancelled) {
   const DumpRequest& q = job->request;
+  const bool window_over = q.duration_s > 0 && now_() >= job->window_end_ns;
   std::vector<DumpFileInfo> files;
   for (auto& cptr : job->captures) {
     Capture* c = cptr.get();
     std::vector<OpRecord> records = std::move(c->history);
+    DumpFileInfo f = c->file;
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (const auto& e : c->captured) {
-        if (e.first >= c->history_end || c->history_end == UINT64_MAX) records.push_back(e.second);
+        if (e.first >= c->history_end || c->history_end == UINT64_MAX) {
+          records.push_back(e.second);
+          ++f.captured;
+        }
       }
       c->captured.clear();
       c->captured.shrink_to_fit();
+      if (q.capture()) {
+        if (c->ended.empty()) c->ended = cancelled ? "cancelled" : window_over ? "duration" : "deadline";
+        f.ended = c->ended;
+        f.fell_short = q.count > 0 && f.ended != "duration" && f.ended != "count" &&
+                       static_cast<double>(f.captured) < kShortFraction * static_cast<double>(q.count);
+      }
     }
-    DumpFileInfo f = c->file;
     tl::Metadata md;
     const ProcessSnapshot& p = c->process;
     md.job = p.job;

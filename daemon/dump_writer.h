@@ -4,8 +4,9 @@
 //
 // A capture installs the aggregator's op tap (called on the ring-reader thread under the
 // aggregator's lock; it only appends to per-process buffers under this class's own lock) and a
-// thread that ends it when every rank has its count, the duration is over, the deadline passed, or
-// the dump is cancelled; that thread then writes the files. One dump at a time.
+// thread that ends it when every rank has its count, has exited or has gone idle, the duration is
+// over, the deadline passed, or the dump is cancelled; that thread then writes the files. A
+// capture whose ranks have all exited already is written at once. One dump at a time.
 #ifndef XTIMER_DAEMON_DUMP_WRITER_H_
 #define XTIMER_DAEMON_DUMP_WRITER_H_
 
@@ -32,6 +33,10 @@ constexpr double kMaxDumpDurationS = 3600;        // capture length
 constexpr int64_t kMaxDumpTimeAheadS = 3600;      // dump_time at most this far in the future
 constexpr int64_t kMaxCaptureWaitS = 600;         // a count-only capture ends after this at most
 constexpr int64_t kCaptureGraceNs = 1000000000;   // records of a window arrive up to 1 s later
+constexpr double kDefaultCaptureIdleS = 30;       // a rank with no op for this long is done
+constexpr int64_t kMaxDumpTimeBehindS = 10;       // a capture's dump_time may be this far past
+// A rank "fell short" of a count capture when it got fewer than this fraction of dump_count.
+constexpr double kShortFraction = 0.5;
 
 // A validated request.
 struct DumpRequest {
@@ -39,6 +44,8 @@ struct DumpRequest {
   int64_t dump_time_ns = 0;  // capture starts (CLOCK_REALTIME ns)
   int64_t count = 0;         // events per rank to capture (0: no count limit)
   double duration_s = 0;     // capture length (0: until count)
+  double timeout_s = kMaxCaptureWaitS;    // a count-only capture ends this long after dump_time
+  double idle_s = kDefaultCaptureIdleS;   // a rank with no op record for this long is done
   int64_t history = 0;       // last N kept records per rank
   uint32_t kinds = 0;        // timeline::kDump* mask, 0 = all
   std::set<int> ranks;       // empty: all
@@ -50,9 +57,19 @@ struct DumpRequest {
 struct DumpFileInfo {
   std::string path, job, host;
   int pid = 0, rank = -1, local_rank = -1, world_size = -1;
-  uint64_t events = 0;
+  uint64_t events = 0;    // written (history and capture)
+  uint64_t captured = 0;  // of which captured from dump_time on
+  int64_t requested = 0;  // dump_count
+  // Why this rank's capture ended: "count", "exited", "idle", "duration", "deadline",
+  // "cancelled"; "" for history-only dumps and while capturing.
+  std::string ended;
+  bool fell_short = false;  // a count capture got < kShortFraction * dump_count events
   std::string error;
 };
+
+// "rank 1 (12 of 100 events, exited), rank 3 (0 of 100, idle)" for the files that fell short;
+// "" when none did.
+std::string DescribeShortRanks(const std::vector<DumpFileInfo>& files);
 
 struct DumpStatus {
   std::string state = "idle";  // idle, capturing, written, cancelled
@@ -92,6 +109,8 @@ class DumpManager {
   struct Capture;
   struct Job;
   void Run(std::shared_ptr<Job> job);
+  // Marks the ranks whose capture is over (count, exited, idle); true when all are.
+  bool EndRanks(Job* job, int64_t mono_ns);
   void Finish(Job* job, bool cancelled);
   void CancelAndJoin();
   void Tap(Aggregator::ProcessId id, uint64_t seq, const format::OpRecord& r);

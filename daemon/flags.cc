@@ -45,6 +45,14 @@ const std::vector<FlagSpec>& Specs() {
        "op records kept in memory per process for dumps (default 100000)"},
       {"stale-timeout", "XTIMER_STALE_TIMEOUT", Type::kInt, 0, 86400 * 7,
        "seconds without a ring heartbeat before rank_up turns 0; 0 never (default 60)"},
+      {"exited-grace", "XTIMER_EXITED_GRACE", Type::kInt, 0, 86400 * 7,
+       "seconds an exited process's series (rank_up 0, exit cause) and history are kept; 0 "
+       "drops them at once (default 600)"},
+      {"exited-max", "XTIMER_EXITED_MAX", Type::kInt, 0, 100000,
+       "exited processes kept at most; the oldest go first (default 64)"},
+      {"exited-memory-mb", "XTIMER_EXITED_MEMORY_MB", Type::kInt, 1, 1 << 20,
+       "memory (estimated, MiB) the kept exited processes may hold; the oldest go first "
+       "(default 1024)"},
       {"poll-interval-ms", "XTIMER_POLL_INTERVAL_MS", Type::kInt, 1, 10,
        "ring read cycle, milliseconds (default 5)"},
       {"daemonize", "XTIMER_DAEMONIZE", Type::kBool, 0, 0,
@@ -117,6 +125,9 @@ bool Apply(const FlagSpec& spec, const std::string& value, Flags* f, std::string
   else if (name == "window-samples") f->window_samples = i;
   else if (name == "history") f->history = i;
   else if (name == "stale-timeout") f->stale_timeout_s = i;
+  else if (name == "exited-grace") f->exited_grace_s = i;
+  else if (name == "exited-max") f->exited_max = i;
+  else if (name == "exited-memory-mb") f->exited_memory_mb = i;
   else if (name == "poll-interval-ms") f->poll_ms = i;
   else if (name == "daemonize") f->daemonize = b;
   else if (name == "log-file") f->log_file = value;

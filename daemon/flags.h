@@ -22,6 +22,9 @@ struct Flags {
   int64_t window_samples = 4096;        // --window-samples, XTIMER_WINDOW_SAMPLES
   int64_t history = 100000;             // --history, XTIMER_HISTORY
   int64_t stale_timeout_s = 60;         // --stale-timeout, XTIMER_STALE_TIMEOUT (0: never)
+  int64_t exited_grace_s = 600;         // --exited-grace, XTIMER_EXITED_GRACE (0: drop at once)
+  int64_t exited_max = 64;              // --exited-max, XTIMER_EXITED_MAX
+  int64_t exited_memory_mb = 1024;      // --exited-memory-mb, XTIMER_EXITED_MEMORY_MB
   int64_t poll_ms = 5;                  // --poll-interval-ms, XTIMER_POLL_INTERVAL_MS
   bool daemonize = false;               // --daemonize, XTIMER_DAEMONIZE
   std::string log_file;                 // --log-file, XTIMER_LOG_FILE (RUN_DIR/xtimerd.log)

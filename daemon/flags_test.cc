@@ -35,6 +35,24 @@ TEST(FlagsTest, Defaults) {
   EXPECT_EQ(f.history, 100000);
   EXPECT_FALSE(f.daemonize);
   EXPECT_EQ(f.exit_when_idle_s, -1);
+  EXPECT_EQ(f.exited_grace_s, 600);
+  EXPECT_EQ(f.exited_max, 64);
+  EXPECT_EQ(f.exited_memory_mb, 1024);
+}
+
+TEST(FlagsTest, ExitedProcessBounds) {
+  Flags f;
+  std::string error;
+  ASSERT_TRUE(Parse({"--exited-grace=0", "--exited-max", "3"}, {{"XTIMER_EXITED_MEMORY_MB", "16"}},
+                    &f, &error))
+      << error;
+  EXPECT_EQ(f.exited_grace_s, 0);
+  EXPECT_EQ(f.exited_max, 3);
+  EXPECT_EQ(f.exited_memory_mb, 16);
+  EXPECT_FALSE(Parse({"--exited-grace=-1"}, {}, &f, &error));
+  EXPECT_NE(error.find("--exited-grace"), std::string::npos) << error;
+  EXPECT_FALSE(Parse({}, {{"XTIMER_EXITED_MEMORY_MB", "0"}}, &f, &error));
+  EXPECT_NE(error.find("XTIMER_EXITED_MEMORY_MB"), std::string::npos) << error;
 }
 
 TEST(FlagsTest, EnvironmentThenCommandLine) {

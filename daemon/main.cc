@@ -118,6 +118,9 @@ int Main(int argc, char** argv) {
   ao.history = static_cast<size_t>(flags.history);
   ao.hang_timeout_ns = flags.hang_timeout_s * 1000000000;
   ao.stale_heartbeat_ns = flags.stale_timeout_s * 1000000000;
+  ao.exited_grace_ns = flags.exited_grace_s * 1000000000;
+  ao.max_exited = static_cast<size_t>(flags.exited_max);
+  ao.max_exited_bytes = static_cast<size_t>(flags.exited_memory_mb) << 20;
   Aggregator aggregator(ao, RealtimeNs());
 
   RingServerOptions so;

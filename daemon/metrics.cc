@@ -39,6 +39,8 @@ enum Family {
   kRankUp,
   kRankHang,
   kRankInfo,
+  kRankExitCode,
+  kRankExitTime,
   kRingWritten,
   kRingDropped,
   kUntimedOps,
@@ -49,6 +51,7 @@ enum Family {
   kHeartbeatAge,
   kHistoryRecords,
   kProcessesRegistered,
+  kProcessesExited,
   kRegistrations,
   kRegistrationsRejected,
   kIdentityConflicts,
@@ -101,11 +104,17 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
     {"xtimer_comm_size", MetricType::Gauge, "Ranks in the communicator."},
     {"xtimer_comm_rank", MetricType::Gauge, "This process's rank in the communicator."},
     {"xtimer_rank_up", MetricType::Gauge,
-     "1 while the process is registered and its ring heartbeat is fresh, 0 when it is stale."},
+     "1 while the process is connected and its ring heartbeat is fresh; 0 when the heartbeat is "
+     "stale or the process exited (its series are kept for the exited grace period)."},
     {"xtimer_rank_hang", MetricType::Gauge,
      "1 when any operation of the process has been in flight longer than the hang timeout."},
     {"xtimer_rank_info", MetricType::Gauge,
      "Always 1; carries the process id and world size of a registered process."},
+    {"xtimer_rank_exit_code", MetricType::Gauge,
+     "Only for an exited process: its exit status (cause=\"exit\"), the fatal signal number "
+     "(cause=\"signal\"), or -1 (cause=\"connection_lost\": it ended without saying how)."},
+    {"xtimer_rank_exit_timestamp_seconds", MetricType::Gauge,
+     "Only for an exited process: Unix time at which its connection to the daemon closed."},
     {"xtimer_ring_records_written_total", MetricType::Counter,
      "Records the process published into its ring."},
     {"xtimer_ring_records_dropped_total", MetricType::Counter,
@@ -124,7 +133,10 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
      "Seconds since the process's recorder last updated its ring heartbeat."},
     {"xtimer_history_records", MetricType::Gauge,
      "Operation records retained in memory for dumps."},
-    {"xtimer_processes_registered", MetricType::Gauge, "Processes registered with the daemon."},
+    {"xtimer_processes_registered", MetricType::Gauge,
+     "Processes registered with the daemon and still connected."},
+    {"xtimer_processes_exited", MetricType::Gauge,
+     "Exited processes whose series and history are still kept (exited grace period)."},
     {"xtimer_registrations_total", MetricType::Counter, "Rings accepted since the daemon started."},
     {"xtimer_registrations_rejected_total", MetricType::Counter,
      "Registrations rejected (bad hello, invalid or unsealed ring)."},
@@ -235,6 +247,13 @@ std::vector<MetricFamily> BuildFamilies(const Snapshot& snap) {
     info.push_back({"pid", std::to_string(p.pid)});
     info.push_back({"world_size", std::to_string(p.world_size)});
     b.Add(kRankInfo, info, 1);
+    if (p.exited) {
+      Labels exit = rank;
+      exit.push_back({"cause", ExitCauseName(p.exit_cause)});
+      const bool known = p.exit_cause.kind != format::ExitKind::kNone;
+      b.Add(kRankExitCode, exit, known ? p.exit_cause.value : -1);
+      b.Add(kRankExitTime, exit, static_cast<double>(p.exited_ns) * 1e-9);
+    }
     b.Add(kRingWritten, rank, static_cast<double>(p.written));
     b.Add(kRingDropped, rank, static_cast<double>(p.dropped));
     for (uint32_t i = 0; i < static_cast<uint32_t>(format::UntimedCause::kCount); ++i) {
@@ -249,7 +268,8 @@ std::vector<MetricFamily> BuildFamilies(const Snapshot& snap) {
     b.Add(kHeartbeatAge, rank, p.heartbeat_age_s);
     b.Add(kHistoryRecords, rank, static_cast<double>(p.history));
   }
-  b.Add(kProcessesRegistered, {}, static_cast<double>(snap.processes.size()));
+  b.Add(kProcessesRegistered, {}, static_cast<double>(snap.connected));
+  b.Add(kProcessesExited, {}, static_cast<double>(snap.processes.size() - snap.connected));
   b.Add(kRegistrations, {}, static_cast<double>(snap.registrations));
   b.Add(kRegistrationsRejected, {}, static_cast<double>(snap.registrations_rejected));
   b.Add(kIdentityConflicts, {}, static_cast<double>(snap.identity_conflicts));

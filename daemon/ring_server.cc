@@ -133,12 +133,17 @@ void RingServer::Close(int fd, const char* why) {
   if (it == connections_.end()) return;
   Connection* c = it->second.get();
   if (c->reader.has_value()) {
-    aggregator_->RemoveProcess(c->id);
     registered_.fetch_sub(1, std::memory_order_relaxed);
-    if (why != nullptr) {
-      Logf("pid %d unregistered (%s): %" PRIu64 " records read, %" PRIu64 " invalid, %" PRIu64
-           " lost, %" PRIu64 " dropped by the writer",
-           c->pid, why, c->stats.records, c->stats.invalid, c->stats.lost, c->reader->dropped());
+    if (why == nullptr) {
+      aggregator_->RemoveProcess(c->id);  // the daemon is stopping
+    } else {
+      // The hook marks a clean exit or a fatal signal just before its connection closes.
+      const ExitCause cause = c->reader->exit_state();
+      aggregator_->MarkExited(c->id, cause, RealtimeNs());
+      Logf("pid %d unregistered (%s; %s %d): %" PRIu64 " records read, %" PRIu64
+           " invalid, %" PRIu64 " lost, %" PRIu64 " dropped by the writer",
+           c->pid, why, ExitCauseName(cause), cause.value, c->stats.records, c->stats.invalid,
+           c->stats.lost, c->reader->dropped());
     }
   }
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
@@ -275,6 +280,7 @@ void RingServer::RunOnce(int timeout_ms) {
         Logf("closing a connection that sent no ring within %d ms", options_.register_timeout_ms);
         Close(fd, nullptr);
       }
+      aggregator_->ExpireExited(RealtimeNs());
     }
     if (registered_.load(std::memory_order_relaxed) > 0) {
       last_active_ns_.store(mono, std::memory_order_relaxed);

@@ -1,6 +1,7 @@
 // The registration socket and the ring reader: accepts processes on a Unix stream socket,
 // attaches the ring each one sends (format/registration.h), drains every ring into the
-// Aggregator once per cycle, and removes a process when its connection ends.
+// Aggregator once per cycle, and when a connection ends reads the ring's exit marker and marks the
+// process exited (the Aggregator keeps it for the exited grace period).
 //
 // One thread runs everything: epoll on the listening socket and the connections (registrations
 // and exits), with a timeout of one poll interval after which every ring is read. The rings are

@@ -102,18 +102,66 @@ TEST_F(RingServerTest, RegistersReadsAndForgetsProcesses) {
     EXPECT_EQ(p.pid, getpid());
   }
 
-  // Records written just before the process exits are still counted, then the series go.
+  // Records written just before the process exits are still counted; the exited process stays
+  // (rank_up 0, cause: no marker, so the connection was lost) for the grace period.
   for (int i = 0; i < 10; ++i) b.Write(MakeOp(Operation::kGemmEx, DType::kBF16, 1000));
   close(fb);
   Cycle();
   EXPECT_EQ(server_->registered(), 1u);
   snap = aggregator_->TakeSnapshot(RealtimeNs());
-  ASSERT_EQ(snap.processes.size(), 1u);
-  EXPECT_EQ(snap.processes[0].rank, 0);
+  ASSERT_EQ(snap.processes.size(), 2u);
+  EXPECT_EQ(snap.connected, 1u);
+  EXPECT_FALSE(snap.processes[0].exited);
+  const ProcessSnapshot& gone = snap.processes[1];
+  EXPECT_EQ(gone.rank, 1);
+  EXPECT_TRUE(gone.exited);
+  EXPECT_FALSE(gone.up);
+  EXPECT_EQ(gone.exit_cause.kind, format::ExitKind::kNone);
+  EXPECT_STREQ(ExitCauseName(gone.exit_cause), "connection_lost");
+  ASSERT_EQ(gone.series.size(), 1u);
+  EXPECT_EQ(gone.series[0].count, 110u);
+  EXPECT_EQ(aggregator_->History(gone.id).size(), 110u);
   close(fa);
   Cycle();
   EXPECT_EQ(server_->registered(), 0u);
   EXPECT_EQ(aggregator_->TakeSnapshot(RealtimeNs()).registrations, 2u);
+}
+
+TEST_F(RingServerTest, ExitMarkersGiveTheCauseAndInflightOpsStayFrozen) {
+  format::RingWriter crashed = NewWriter(0);
+  format::RingWriter clean = NewWriter(1);
+  int fc = Register(&crashed);
+  int fl = Register(&clean);
+  Cycle();
+  // Rank 0 dies of SIGSEGV with all-reduce 7 of communicator 0xabc in flight since 5 s ago.
+  const int64_t launched = RealtimeNs() - int64_t{5} * 1000000000;
+  format::InflightRow row = {0xabc, 7, 6, launched};
+  crashed.PublishInflight(&row, 1);
+  Cycle();
+  crashed.header()->exit_state.store(format::EncodeExitState(format::ExitKind::kSignal, 11));
+  clean.header()->exit_state.store(format::EncodeExitState(format::ExitKind::kExited, 3));
+  close(fc);
+  close(fl);
+  Cycle();
+  EXPECT_EQ(server_->registered(), 0u);
+  // Later, its in-flight age is still the one it had when it died.
+  const Snapshot snap = aggregator_->TakeSnapshot(RealtimeNs() + int64_t{60} * 1000000000);
+  ASSERT_EQ(snap.processes.size(), 2u);
+  const ProcessSnapshot& p0 = snap.processes[0];
+  EXPECT_TRUE(p0.exited);
+  EXPECT_EQ(p0.exit_cause.kind, format::ExitKind::kSignal);
+  EXPECT_EQ(p0.exit_cause.value, 11);
+  const CommSnapshot* comm = nullptr;
+  for (const CommSnapshot& c : p0.comms) {
+    if (c.comm_id == 0xabc) comm = &c;
+  }
+  ASSERT_NE(comm, nullptr);
+  EXPECT_EQ(comm->last_issued_seq, 7u);
+  EXPECT_EQ(comm->last_completed_seq, 6u);
+  EXPECT_GE(comm->oldest_inflight_age_s, 4.5);
+  EXPECT_LT(comm->oldest_inflight_age_s, 30);
+  EXPECT_EQ(snap.processes[1].exit_cause.kind, format::ExitKind::kExited);
+  EXPECT_EQ(snap.processes[1].exit_cause.value, 3);
 }
 
 TEST_F(RingServerTest, RejectsBadRegistrations) {

@@ -196,7 +196,8 @@ TEST_F(XtimerdTest, ServesMetricsOfRegisteredProcesses) {
   int rc = testing::RunCapture({"/usr/bin/promtool", "check", "metrics"}, m, &promtool);
   EXPECT_EQ(rc, 0) << promtool;
 
-  // Process 2 exits: its series disappear, the others stay.
+  // Process 2 goes without an exit marker: its series stay (exited grace period) with rank_up 0
+  // and the cause "connection_lost"; the others are untouched.
   close(f2);
   ASSERT_TRUE(testing::WaitFor(
       [&] {
@@ -204,8 +205,11 @@ TEST_F(XtimerdTest, ServesMetricsOfRegisteredProcesses) {
         return Sample(m, "xtimer_processes_registered") == 2;
       },
       10000));
-  EXPECT_EQ(m.find("rank=\"2\""), std::string::npos) << m;
-  EXPECT_NE(m.find("rank=\"1\""), std::string::npos);
+  EXPECT_EQ(Sample(m, "xtimer_processes_exited"), 1);
+  EXPECT_EQ(Sample(m, "xtimer_rank_up{" + Labels(2) + "}"), 0);
+  EXPECT_EQ(Sample(m, "xtimer_rank_up{" + Labels(1) + "}"), 1);
+  EXPECT_EQ(Sample(m, "xtimer_rank_exit_code{" + Labels(2) + ",cause=\"connection_lost\"}"), -1);
+  EXPECT_EQ(Sample(m, "xtimer_ring_records_written_total{" + Labels(2) + "}"), 10);
   rc = testing::RunCapture({"/usr/bin/promtool", "check", "metrics"}, m, &promtool);
   EXPECT_EQ(rc, 0) << promtool;
 

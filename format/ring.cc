@@ -44,6 +44,21 @@ int64_t RealtimeNs() {
 
 size_t RegionSize(uint32_t capacity) { return kHeaderSize + size_t{capacity} * kRecordSize; }
 
+ExitState DecodeExitState(uint64_t word) {
+  const uint32_t kind = static_cast<uint32_t>(word >> 32);
+  const uint32_t value = static_cast<uint32_t>(word);
+  ExitState out;
+  if (kind == static_cast<uint32_t>(ExitKind::kExited) && value <= 255) {
+    out.kind = ExitKind::kExited;
+  } else if (kind == static_cast<uint32_t>(ExitKind::kSignal) && value >= 1 && value <= 64) {
+    out.kind = ExitKind::kSignal;
+  } else {
+    return out;
+  }
+  out.value = static_cast<int>(value);
+  return out;
+}
+
 // ------------------------------------------------------------------------------------- writer
 
 RingWriter::RingWriter(int fd, void* base, size_t size)
@@ -333,6 +348,10 @@ const char* UntimedCauseName(uint32_t cause) {
 
 int64_t RingReader::heartbeat_ns() const {
   return header_->heartbeat_ns.load(std::memory_order_relaxed);
+}
+
+ExitState RingReader::exit_state() const {
+  return DecodeExitState(header_->exit_state.load(std::memory_order_acquire));
 }
 
 uint64_t RingReader::backlog() const {

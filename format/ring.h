@@ -87,6 +87,7 @@ struct RingHeader {
   std::atomic<int64_t> heartbeat_ns;  // 248  CLOCK_REALTIME, updated by the writer's poller
   alignas(64) std::atomic<uint64_t> write_pos;  // 256  records published
   std::atomic<uint64_t> dropped;                // 264  records dropped because the ring was full
+  std::atomic<uint64_t> exit_state;             // 272  how the writer is ending (ExitState below)
   alignas(64) std::atomic<uint64_t> read_pos;   // 320  written by the reader only
   alignas(64) std::atomic<uint32_t> inflight_version;  // 384  seqlock
   std::atomic<uint32_t> inflight_count;                // 388  valid entries
@@ -96,10 +97,32 @@ struct RingHeader {
 };
 static_assert(sizeof(RingHeader) <= kHeaderSize, "RingHeader must fit its page");
 static_assert(offsetof(RingHeader, write_pos) == 256, "RingHeader layout");
+static_assert(offsetof(RingHeader, exit_state) == 272, "RingHeader layout");
 static_assert(offsetof(RingHeader, read_pos) == 320, "RingHeader layout");
 static_assert(offsetof(RingHeader, inflight) == 392, "RingHeader layout");
 static_assert(offsetof(RingHeader, untimed) == 3072, "RingHeader layout");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared atomics must be lock-free");
+
+// exit_state: how the writer's process is ending, written with one atomic store (the signal
+// handler's is its only access to the ring) just before the process ends, read by the daemon
+// when the registration connection closes. High 32 bits the kind, low 32 bits its value:
+//   0                          running, or gone without saying (killed, _exit): "connection lost"
+//   (1 << 32) | (status & 255) exit(status) / return from main was called
+//   (2 << 32) | signal         a fatal signal (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL) is being
+//                              delivered; a handler of the application that returns clears it
+// Older writers leave the field 0 (it was padding).
+enum class ExitKind : uint32_t { kNone = 0, kExited = 1, kSignal = 2 };
+constexpr uint64_t EncodeExitState(ExitKind kind, uint32_t value) {
+  return (uint64_t{static_cast<uint32_t>(kind)} << 32) | value;
+}
+
+struct ExitState {
+  ExitKind kind = ExitKind::kNone;
+  int value = 0;  // exit status 0..255, or signal number 1..64
+};
+
+// Decodes an untrusted exit_state word; anything outside the forms above is kNone.
+ExitState DecodeExitState(uint64_t word);
 
 struct Identity {
   std::string job;
@@ -186,6 +209,8 @@ class RingReader {
   // The writer's cumulative count of untimed ops for `cause` (0 for a cause out of range).
   uint64_t untimed(UntimedCause cause) const;
   int64_t heartbeat_ns() const;
+  // The writer's exit marker (validated; kNone when absent or malformed).
+  ExitState exit_state() const;
   // Records published but not read yet (0..capacity).
   uint64_t backlog() const;
   // A consistent copy of the in-flight table; false if the writer kept it busy.

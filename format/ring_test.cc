@@ -175,6 +175,26 @@ TEST(RingTest, InflightTableRoundTrip) {
   EXPECT_EQ(out[1].oldest_launch_ns, 123456789);
 }
 
+TEST(RingTest, ExitStateRoundTripAndValidation) {
+  RingWriter w = NewWriter(64);
+  RingReader r = AttachThroughSocket(w);
+  EXPECT_EQ(r.exit_state().kind, ExitKind::kNone);
+  w.header()->exit_state.store(EncodeExitState(ExitKind::kExited, 3));
+  EXPECT_EQ(r.exit_state().kind, ExitKind::kExited);
+  EXPECT_EQ(r.exit_state().value, 3);
+  w.header()->exit_state.store(EncodeExitState(ExitKind::kSignal, 11));
+  EXPECT_EQ(r.exit_state().kind, ExitKind::kSignal);
+  EXPECT_EQ(r.exit_state().value, 11);
+  // Untrusted words outside the documented forms read as "no marker".
+  for (uint64_t bad : {EncodeExitState(ExitKind::kExited, 256),
+                       EncodeExitState(ExitKind::kSignal, 0),
+                       EncodeExitState(ExitKind::kSignal, 65), uint64_t{3} << 32, ~uint64_t{0}}) {
+    w.header()->exit_state.store(bad);
+    EXPECT_EQ(r.exit_state().kind, ExitKind::kNone) << bad;
+    EXPECT_EQ(r.exit_state().value, 0) << bad;
+  }
+}
+
 TEST(RingTest, AttachRejectsWhatIsNotASealedRing) {
   std::string error;
   // A plain file cannot be sealed.

@@ -40,6 +40,8 @@ class Poller {
 
   uint64_t written() const { return written_.load(); }
   uint64_t ring_dropped() const;
+  // The ring's shared header once the ring exists, else nullptr (any thread, signal handlers).
+  format::RingHeader* header() const { return header_.load(); }
 
  private:
   struct StreamKey {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "hook/cuda_api.h"
+#include "hook/exit_marker.h"
 #include "hook/poller.h"
 #include "hook/state.h"
 
@@ -49,10 +50,20 @@ void AtForkChild() {
   }
 }
 
-void AtExit() {
+format::RingHeader* RingHeaderNow() {
+  State* s = g_state;
+  // getpid: a forked child inherits the mapping and the handlers but must not mark the parent.
+  if (s == nullptr || s->poller == nullptr || getpid() != s->pid) return nullptr;
+  return s->poller->header();
+}
+
+// An on_exit handler: it learns the exit status, which it leaves in the ring for the daemon
+// before the connection closes (hook/exit_marker.h).
+void AtExit(int status, void*) {
   State* s = g_state;
   if (s == nullptr || getpid() != s->pid || g_mode.load() != kOn) return;
   Flush(s->config.exit_flush_ms);
+  MarkExited(RingHeaderNow(), status);
   g_mode.store(kOff);
   if (s->poller != nullptr) s->poller->Stop();
 }
@@ -200,7 +211,10 @@ bool InitSlow() {
   s->poller = new Poller(s);
   s->poller->Start();
   pthread_atfork(nullptr, nullptr, &AtForkChild);
-  atexit(&AtExit);
+  on_exit(&AtExit, nullptr);
+  if (!InstallFatalSignalMarkers(&RingHeaderNow)) {
+    Warn("cannot install the fatal-signal markers; a crash will read as a lost connection");
+  }
   g_mode.store(kOn);
   return true;
 }
