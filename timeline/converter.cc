@@ -62,8 +62,39 @@ struct FileInfo {
   std::vector<CommSeen> comms;
 };
 
+std::vector<std::string> TimelineNames(const std::string& dir, std::vector<std::string>* subdirs) {
+  std::vector<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return names;
+  while (struct dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n.size() > 9 && n.compare(n.size() - 9, 9, ".timeline") == 0) {
+      names.push_back(n);
+    } else if (n != "." && n != "..") {
+      struct stat st;
+      if (stat((dir + "/" + n).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) subdirs->push_back(n);
+    }
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  std::sort(subdirs->begin(), subdirs->end());
+  return names;
+}
+
+void AddDirectory(const std::string& dir, std::vector<FileInfo>* files) {
+  std::vector<std::string> unused;
+  for (const std::string& n : TimelineNames(dir, &unused)) {
+    FileInfo f;
+    f.path = dir + "/" + n;
+    f.dir = dir;
+    files->push_back(std::move(f));
+  }
+}
+
+// A directory without timeline files but with job folders that hold some (a dump path, as given
+// to DumpKernelTrace) is read folder by folder, and `notes` says so.
 void ListInputs(const std::vector<std::string>& inputs, std::vector<FileInfo>* files,
-                std::vector<std::string>* skipped) {
+                std::vector<std::string>* skipped, std::vector<std::string>* notes) {
   for (const std::string& in : inputs) {
     struct stat st;
     if (stat(in.c_str(), &st) != 0) {
@@ -83,20 +114,28 @@ void ListInputs(const std::vector<std::string>& inputs, std::vector<FileInfo>* f
       skipped->push_back(in + ": " + std::strerror(errno));
       continue;
     }
-    std::vector<std::string> names;
-    while (struct dirent* e = readdir(d)) {
-      std::string n = e->d_name;
-      if (n.size() > 9 && n.compare(n.size() - 9, 9, ".timeline") == 0) names.push_back(n);
-    }
     closedir(d);
-    std::sort(names.begin(), names.end());
-    if (names.empty()) skipped->push_back(in + ": no *.timeline files");
-    for (const std::string& n : names) {
-      FileInfo f;
-      f.path = in + "/" + n;
-      f.dir = in;
-      files->push_back(std::move(f));
+    std::vector<std::string> subdirs;
+    if (!TimelineNames(in, &subdirs).empty()) {
+      AddDirectory(in, files);
+      continue;
     }
+    std::vector<std::string> jobs;
+    for (const std::string& sub : subdirs) {
+      std::vector<std::string> unused;
+      if (!TimelineNames(in + "/" + sub, &unused).empty()) jobs.push_back(sub);
+    }
+    if (jobs.empty()) {
+      skipped->push_back(in + ": no *.timeline files");
+      continue;
+    }
+    std::string list;
+    for (const std::string& j : jobs) {
+      list += (list.empty() ? "" : ", ") + j;
+      AddDirectory(in + "/" + j, files);
+    }
+    notes->push_back(in + " is a dump path holding job folders; reading " +
+                     std::to_string(jobs.size()) + " of them: " + list);
   }
 }
 
@@ -359,6 +398,42 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
   return res;
 }
 
+// Ranks of the world that no file holds, and files from different dumps (job, dump_time).
+void WarnAboutInputs(const std::vector<FileInfo*>& ranks, std::vector<std::string>* warnings) {
+  int world = 0;
+  std::set<int> found;
+  std::map<std::pair<std::string, int64_t>, int> dumps;  // (job, dump_time_ns) -> files
+  for (const FileInfo* f : ranks) {
+    world = std::max(world, f->meta.world_size);
+    if (f->meta.rank >= 0) found.insert(f->meta.rank);
+    ++dumps[{f->meta.job, f->meta.dump_time_ns}];
+  }
+  if (world > 0 && static_cast<int>(found.size()) < world) {
+    std::string missing;
+    int listed = 0;
+    for (int r = 0; r < world && listed < 16; ++r) {
+      if (found.count(r)) continue;
+      missing += (listed++ ? " " : "") + std::to_string(r);
+    }
+    const int n = world - static_cast<int>(found.size());
+    if (n > listed) missing += " … " + std::to_string(n - listed) + " more";
+    warnings->push_back(std::to_string(n) + " of " + std::to_string(world) +
+                        " ranks have no file (ranks " + missing +
+                        "): the trace shows part of the job; give every node's directory");
+  }
+  if (dumps.size() > 1) {
+    std::string list;
+    for (const auto& d : dumps) {
+      list += (list.empty() ? "" : "; ") + std::string("job '") + d.first.first +
+              "' dump_time " + std::to_string(d.first.second) + " ns: " +
+              std::to_string(d.second) + (d.second == 1 ? " file" : " files");
+    }
+    warnings->push_back("the inputs come from " + std::to_string(dumps.size()) +
+                        " different dumps (" + list +
+                        "); their times do not line up: convert one dump at a time");
+  }
+}
+
 std::string HumanCount(uint64_t n) {
   char b[32];
   if (n >= 1000000)
@@ -388,7 +463,7 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
   }
 
   std::vector<FileInfo> files;
-  ListInputs(opt.inputs, &files, &stats->skipped);
+  ListInputs(opt.inputs, &files, &stats->skipped, &stats->notes);
   stats->files = static_cast<int>(files.size());
 
   // Pass 1: metadata, streams, collective end times.
@@ -450,6 +525,7 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
     }
     ranks.swap(unique);
   }
+  WarnAboutInputs(ranks, &stats->warnings);
   CommTable comms;
   for (FileInfo* f : ranks) {
     for (const FileInfo::CommSeen& seen : f->comms) {
@@ -484,6 +560,9 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
     // Unknown ranks last.
     std::stable_partition(ranks.begin(), ranks.end(),
                           [](const FileInfo* f) { return f->meta.rank >= 0; });
+  }
+  for (const std::string& s : stats->notes) {
+    if (info) std::fprintf(info, "note: %s\n", s.c_str());
   }
   for (const std::string& s : stats->skipped) {
     if (info) std::fprintf(info, "skipped %s\n", s.c_str());

@@ -35,7 +35,8 @@ struct ConvertStats {
   uint64_t events = 0;  // events converted (slices)
   uint64_t trace_bytes = 0;
   std::vector<std::string> skipped;  // "path: why"
-  std::vector<std::string> warnings;
+  std::vector<std::string> warnings;  // missing ranks, mixed dumps, bad parts of files
+  std::vector<std::string> notes;     // how inputs were read (a dump path's job folders)
   std::vector<std::pair<std::string, int64_t>> offsets;  // node -> ns added to its times
   double seconds = 0;
 };

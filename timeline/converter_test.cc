@@ -355,15 +355,60 @@ TEST(Converter, MergesCommunicatorMembersOverFiles) {
   ConvertStats stats;
   std::string error;
   ASSERT_TRUE(ConvertTimelines(opt, &stats, &error, nullptr)) << error;
-  ASSERT_EQ(stats.warnings.size(), 1u);
-  EXPECT_NE(stats.warnings[0].find("communicator 0x0000000000000abc has 3 ranks here, 4 in an "
-                                   "earlier file"),
+  ASSERT_EQ(stats.warnings.size(), 2u);
+  EXPECT_NE(stats.warnings[0].find("13 of 16 ranks have no file (ranks 1 2 3 4 6 7 8 10 11 12 "
+                                   "13 14 15)"),
             std::string::npos)
       << stats.warnings[0];
+  EXPECT_NE(stats.warnings[1].find("communicator 0x0000000000000abc has 3 ranks here, 4 in an "
+                                   "earlier file"),
+            std::string::npos)
+      << stats.warnings[1];
   DecodedTrace d = DecodeTrace(Slurp(opt.output));
   ASSERT_TRUE(d.errors.empty()) << d.errors[0];
   ASSERT_EQ(d.slices.size(), 3u);
   for (const DecodedSlice& sl : d.slices) EXPECT_EQ(sl.args.at("comm"), "0x0000000000000abc (4 ranks: 0 5 ? ?)");
+}
+
+// Missing ranks, files of different dumps, and a dump path that holds job folders.
+TEST_F(ConverterTest, WarnsAboutMissingRanksAndMixedDumpsAndReadsDumpPaths) {
+  auto convert = [](const std::vector<std::string>& inputs, ConvertStats* stats) {
+    ConvertOptions opt;
+    opt.inputs = inputs;
+    opt.output = Tmp() + "/warn.pftrace";
+    opt.quiet = true;
+    std::string error;
+    EXPECT_TRUE(ConvertTimelines(opt, stats, &error, nullptr)) << error;
+  };
+  ConvertStats half;
+  convert({(*dirs_)[0]}, &half);
+  ASSERT_EQ(half.warnings.size(), 1u);
+  EXPECT_NE(half.warnings[0].find("4 of 8 ranks have no file (ranks 4 5 6 7)"), std::string::npos)
+      << half.warnings[0];
+
+  SyntheticJob later;
+  later.steps = 1;
+  later.start_ns += 60000000000;
+  std::string error;
+  auto other = WriteSyntheticJob(later, Tmp() + "/later", &error);
+  ASSERT_EQ(other.size(), 2u) << error;
+  ConvertStats mixed;
+  convert({(*dirs_)[0], other[1]}, &mixed);
+  ASSERT_EQ(mixed.warnings.size(), 1u);
+  EXPECT_NE(mixed.warnings[0].find("the inputs come from 2 different dumps (job 'synthetic' "
+                                   "dump_time 1767225600000000000 ns: 4 files; job 'synthetic' "
+                                   "dump_time 1767225660000000000 ns: 4 files)"),
+            std::string::npos)
+      << mixed.warnings[0];
+
+  // DUMP_PATH/JOB/*.timeline: pointed at DUMP_PATH, the converter reads every job folder.
+  ConvertStats whole;
+  convert({Tmp() + "/conv"}, &whole);
+  EXPECT_EQ(whole.ranks, 8);
+  EXPECT_TRUE(whole.warnings.empty()) << whole.warnings[0];
+  ASSERT_EQ(whole.notes.size(), 1u);
+  EXPECT_EQ(whole.notes[0], Tmp() + "/conv is a dump path holding job folders; reading 2 of them: "
+                                    "node0, node1");
 }
 
 TEST_F(ConverterTest, ClockOffsetRecoversSkew) {
