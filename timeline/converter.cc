@@ -399,7 +399,8 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
 }
 
 // Ranks of the world that no file holds, and files from different dumps (job, dump_time).
-void WarnAboutInputs(const std::vector<FileInfo*>& ranks, std::vector<std::string>* warnings) {
+void WarnAboutInputs(const std::vector<FileInfo*>& ranks, std::vector<std::string>* warnings,
+                     int* missing_ranks) {
   int world = 0;
   std::set<int> found;
   std::map<std::pair<std::string, int64_t>, int> dumps;  // (job, dump_time_ns) -> files
@@ -416,6 +417,7 @@ void WarnAboutInputs(const std::vector<FileInfo*>& ranks, std::vector<std::strin
       missing += (listed++ ? " " : "") + std::to_string(r);
     }
     const int n = world - static_cast<int>(found.size());
+    *missing_ranks = n;
     if (n > listed) missing += " … " + std::to_string(n - listed) + " more";
     warnings->push_back(std::to_string(n) + " of " + std::to_string(world) +
                         " ranks have no file (ranks " + missing +
@@ -525,7 +527,7 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
     }
     ranks.swap(unique);
   }
-  WarnAboutInputs(ranks, &stats->warnings);
+  WarnAboutInputs(ranks, &stats->warnings, &stats->missing_ranks);
   CommTable comms;
   for (FileInfo* f : ranks) {
     for (const FileInfo::CommSeen& seen : f->comms) {

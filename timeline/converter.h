@@ -37,6 +37,7 @@ struct ConvertStats {
   std::vector<std::string> skipped;  // "path: why"
   std::vector<std::string> warnings;  // missing ranks, mixed dumps, bad parts of files
   std::vector<std::string> notes;     // how inputs were read (a dump path's job folders)
+  int missing_ranks = 0;              // ranks of the world (files' world size) without a file
   std::vector<std::pair<std::string, int64_t>> offsets;  // node -> ns added to its times
   double seconds = 0;
 };
