@@ -139,6 +139,23 @@ void ListInputs(const std::vector<std::string>& inputs, std::vector<FileInfo>* f
   }
 }
 
+// Collectives of communicators whose members all run on this node (the daemon names the global
+// ranks of its own node's members only, so a complete member list means a node-local one) cannot
+// align clocks: they are dropped, which keeps alignment's memory to the cross-node collectives.
+void DropNodeLocal(const std::vector<CommInfo>& comms, std::vector<CollectiveEnd>* ends) {
+  std::set<uint64_t> local;
+  for (const CommInfo& c : comms) {
+    if (c.size > 0 && c.members.size() == static_cast<size_t>(c.size) &&
+        std::all_of(c.members.begin(), c.members.end(), [](int32_t g) { return g >= 0; })) {
+      local.insert(c.id);
+    }
+  }
+  if (local.empty()) return;
+  ends->erase(std::remove_if(ends->begin(), ends->end(),
+                             [&](const CollectiveEnd& e) { return local.count(e.first.first); }),
+              ends->end());
+}
+
 void Pass1(FileInfo* f) {
   std::map<std::pair<int16_t, uint64_t>, uint32_t> streams;
   bool has_host = false;
@@ -175,6 +192,7 @@ void Pass1(FileInfo* f) {
   f->meta.comms.clear();
   for (const auto& s : streams) f->streams.push_back({s.first.first, s.first.second, s.second});
   f->has_host = has_host;
+  DropNodeLocal(f->meta.comms, &f->ends);
   std::sort(f->ends.begin(), f->ends.end());  // by key, then the earliest end first
   f->ends.erase(std::unique(f->ends.begin(), f->ends.end(),
                             [](const CollectiveEnd& a, const CollectiveEnd& b) {
