@@ -18,7 +18,10 @@ constexpr char kHelp[] = R"HELP(usage: xtimer timeline DIR... -o TRACE.pftrace [
 
 Reads the per-rank timeline files (*.timeline) in each DIR (one directory per node, as written by
 xtimerd's DumpKernelTrace; a .timeline file may also be named directly) and writes one Perfetto
-trace of the whole job. Open it at https://ui.perfetto.dev.
+trace of the whole job. Open it at https://ui.perfetto.dev. A DIR that holds job folders (the
+dump_path given to DumpKernelTrace: DIR/JOB/*.timeline) is read folder by folder, with a note.
+Warns when ranks of the world (the files' world size) have no file, and when the files come
+from different dumps (job, dump_time).
 
 Layout: one process per rank ("rank R (host)"), one thread per (device, stream) named by what runs
 on it, and a host thread with launch instants and host synchronisations. Slices carry their
@@ -48,7 +51,7 @@ options:
   --version           print the version and exit
 
 exit status: 0 written (skipped inputs are listed on stderr), 1 nothing could be written,
-2 bad arguments.
+2 bad arguments, 3 written but partial: ranks of the world have no file.
 )HELP";
 
 int BadArg(const std::string& message) {
@@ -135,7 +138,7 @@ int TimelineMain(int argc, char** argv) {
     std::fprintf(stderr, "xtimer timeline: %s\n", error.c_str());
     return 1;
   }
-  return 0;
+  return stats.missing_ranks > 0 ? 3 : 0;
 }
 
 }  // namespace cli

@@ -41,4 +41,12 @@ expect_rc 0 $XT timeline timeline/testdata/node0 timeline/testdata/node1 -o "$TM
 [ "$(stat -c %s "$TMP/plain.pftrace")" -gt "$(stat -c %s "$TMP/t.pftrace")" ] || fail "--no-compress did not write a larger trace"
 expect_rc 0 $XT timeline timeline/testdata/node0 timeline/testdata/node1 -o "$TMP/plain0.pftrace" --groups=tp2-pp2-dp2 --compression-level 0
 cmp "$TMP/plain.pftrace" "$TMP/plain0.pftrace" || fail "--no-compress and --compression-level 0 differ"
+# Half the ranks: written, but partial (exit 3), with the missing ranks named.
+expect_rc 3 $XT timeline timeline/testdata/node0 -o "$TMP/half.pftrace"
+grep -q "warning: 4 of 8 ranks have no file (ranks 4 5 6 7)" "$TMP/err" || fail "no missing-ranks warning: $(cat "$TMP/err")"
+[ -s "$TMP/half.pftrace" ] || fail "the partial trace was not written"
+# A dump path holding job folders (here node0/ and node1/): read folder by folder, and said so.
+expect_rc 0 $XT timeline timeline/testdata -o "$TMP/dumppath.pftrace" --groups=tp2-pp2-dp2
+grep -q "note: timeline/testdata is a dump path holding job folders; reading 2 of them: node0, node1" "$TMP/err" || fail "no dump-path note: $(cat "$TMP/err")"
+cmp "$TMP/dumppath.pftrace" timeline/testdata/expected.pftrace || fail "the dump path gave a different trace"
 echo PASS

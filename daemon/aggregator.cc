@@ -264,7 +264,7 @@ void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t 
           const bool comm_op = r.kind == static_cast<uint8_t>(OpKind::kCollective) ||
                                r.kind == static_cast<uint8_t>(OpKind::kP2P);
           const double algo = comm_op ? AlgoBytesOf(r) : 0;
-          const double bus = comm_op ? algo * BusFactor(r.op, r.comm_size) : 0;
+          const double bus = comm_op ? BusBytesOf(r) : 0;
           ++s->count;
           s->sum_ns += static_cast<uint64_t>(dur);
           s->bytes += static_cast<double>(r.bytes);

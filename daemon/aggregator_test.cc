@@ -224,7 +224,7 @@ TEST(AggregatorTest, CommunicatorProgressAndHang) {
   EXPECT_TRUE(snap.processes[0].hang);
   std::string text = Exposition(snap);
   EXPECT_NE(text.find("xtimer_comm_hang{job=\"job\",host=\"host\",pod=\"pod\",rank=\"1\","
-                      "local_rank=\"1\",comm=\"0000000000001234\"} 1"),
+                      "local_rank=\"1\",comm=\"0x0000000000001234\"} 1"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("xtimer_rank_hang{job=\"job\",host=\"host\",pod=\"pod\",rank=\"1\","

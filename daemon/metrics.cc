@@ -184,9 +184,8 @@ Labels RankLabels(const ProcessSnapshot& p) {
 
 std::string CommLabel(uint64_t id) {
   if (id == 0) return "none";
-  char buf[17];
-  snprintf(buf, sizeof(buf), "%016" PRIx64, id);
-  return buf;
+  char buf[format::kCommIdTextSize];
+  return format::CommIdText(id, buf);
 }
 
 }  // namespace

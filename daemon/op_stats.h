@@ -1,7 +1,7 @@
 // Pure functions that turn one OpRecord into the numbers the metrics need: its size class, FLOP
 // count and (for collectives and p2p) the bytes that the nccl-tests bandwidth formulas use.
-// Every input comes from untrusted shared memory, so all arithmetic is done in double (no
-// integer overflow) and unknown values degrade to 0 rather than failing.
+// Every input comes from untrusted shared memory; unknown values degrade to 0 rather than
+// failing.
 #ifndef XTIMER_DAEMON_OP_STATS_H_
 #define XTIMER_DAEMON_OP_STATS_H_
 
@@ -22,24 +22,16 @@ uint8_t SizeClassOf(const format::OpRecord& r);
 // The label value: "lt64KiB", ... for byte classes, "lt1GFLOP", ... for matmul, "all".
 const char* SizeClassName(uint8_t kind, uint8_t size_class);
 
-// Bytes per element; 0 for kUnknown or out-of-range values.
-int DTypeSize(uint8_t dtype);
+// The arithmetic itself is opmath's (opmath/op_math.h); these apply it to a record.
 
 // 2 * m * n * k * batch for matmuls (batch 0 counts as 1), 0 for other kinds.
 double FlopOf(const format::OpRecord& r);
 
-// nccl-tests bus bandwidth factor for a collective or p2p op on `n` ranks: AllReduce 2(n-1)/n;
-// AllGather, ReduceScatter, AlltoAll, Gather, Scatter (n-1)/n; Broadcast, Reduce, Send, Recv 1.
-// 0 for other operations or n < 1.
-double BusFactor(uint16_t op, int n);
-
-// The size nccl-tests divides by the time to get the algorithm bandwidth: the full n * count
-// buffer for AllGather, ReduceScatter, AlltoAll, Gather and Scatter (count is per rank), count
-// elements otherwise. Falls back to record.bytes (times n where applicable) when the dtype size
-// or count is unknown. 0 for operations that are not collectives or p2p.
+// nccl-tests' algorithm bytes S of a collective or p2p op (opmath::AlgoBytes of the recorded
+// send buffer and communicator size); 0 for other kinds.
 double AlgoBytesOf(const format::OpRecord& r);
 
-// AlgoBytesOf(r) * BusFactor(r.op, r.comm_size).
+// nccl-tests' bus bytes: AlgoBytesOf(r) * opmath::BusFactor(r.op, r.comm_size).
 double BusBytesOf(const format::OpRecord& r);
 
 }  // namespace daemon

@@ -170,7 +170,7 @@ TEST_F(XtimerdTest, ServesMetricsOfRegisteredProcesses) {
   EXPECT_NEAR(Sample(m, "xtimer_collective_bus_bandwidth_bytes_per_second{" + ar_labels + "}"),
               (2 << 20) / 1e-3 * 2 * 1 / 2, 1e-3);
   EXPECT_EQ(Sample(m, "xtimer_op_bytes_total{" + ar_labels + "}"), 10 * (2 << 20));
-  const std::string comm = Labels(1) + ",comm=\"0000000000000077\"";
+  const std::string comm = Labels(1) + ",comm=\"0x0000000000000077\"";
   EXPECT_EQ(Sample(m, "xtimer_comm_last_issued_seq{" + comm + "}"), 11);
   EXPECT_EQ(Sample(m, "xtimer_comm_last_completed_seq{" + comm + "}"), 10);
   EXPECT_EQ(Sample(m, "xtimer_comm_hang{" + comm + "}"), 1);

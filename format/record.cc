@@ -3,6 +3,15 @@
 namespace xtimer {
 namespace format {
 
+const char* CommIdText(uint64_t id, char (&buf)[kCommIdTextSize]) {
+  static const char kDigits[] = "0123456789abcdef";
+  buf[0] = '0';
+  buf[1] = 'x';
+  for (int i = 0; i < 16; ++i) buf[2 + i] = kDigits[(id >> (60 - 4 * i)) & 0xf];
+  buf[18] = '\0';
+  return buf;
+}
+
 const char* OpKindName(OpKind k) {
   switch (k) {
     case OpKind::kMatmul: return "matmul";

@@ -186,6 +186,10 @@ static_assert(sizeof(RecordSlot) == kRecordSize, "RecordSlot");
 const char* OpKindName(OpKind k);        // "matmul", "collective", ... ; "unknown" if invalid
 const char* OperationName(Operation o);  // "GemmEx", "AllReduce", ... ; "Unknown" if invalid
 const char* DTypeName(DType d);          // "fp32", "bf16", ... ; "unknown" if invalid
+// A communicator id as text, the one spelling that metrics labels and traces share: "0x" and 16
+// lowercase hex digits ("0x00000000000000ab"). Writes into buf and returns it.
+constexpr size_t kCommIdTextSize = 19;  // with the terminating NUL
+const char* CommIdText(uint64_t id, char (&buf)[kCommIdTextSize]);
 // The kind an operation belongs to (kMatmul for kGemmEx, ...), or 0 for an unknown operation.
 uint8_t KindOfOperation(uint16_t op);
 

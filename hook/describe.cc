@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "hook/cuda_api.h"
+#include "opmath/op_math.h"
 
 namespace xtimer {
 namespace hook {
@@ -67,16 +68,6 @@ DType DTypeOfNccl(ncclDataType_t t) {
     case ncclFloat8e4m3: return DType::kF8E4M3;
     case ncclFloat8e5m2: return DType::kF8E5M2;
     default: return DType::kUnknown;
-  }
-}
-
-size_t NcclTypeSize(ncclDataType_t t) {
-  switch (t) {
-    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
-    case ncclFloat16: case ncclBfloat16: return 2;
-    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
-    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
-    default: return 0;
   }
 }
 
@@ -199,12 +190,13 @@ bool DescribeLtMatmul(OpDesc* d, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout
 }
 
 void DescribeCollective(OpDesc* d, Operation op, size_t count, ncclDataType_t type, int root,
-                        cudaStream_t stream, size_t send_blocks) {
+                        cudaStream_t stream, int comm_size) {
   d->kind = format::OpKind::kCollective;
   d->op = op;
   d->dtype = DTypeOfNccl(type);
   d->count = count;
-  d->bytes = count * NcclTypeSize(type) * send_blocks;
+  d->bytes = opmath::SendBytes(static_cast<uint16_t>(op), count, opmath::ElementSize(d->dtype),
+                               comm_size);
   d->root = root;
   d->stream = stream;
   d->flags = format::kFlagAsync;
@@ -216,7 +208,7 @@ void DescribeP2P(OpDesc* d, Operation op, size_t count, ncclDataType_t type, int
   d->op = op;
   d->dtype = DTypeOfNccl(type);
   d->count = count;
-  d->bytes = count * NcclTypeSize(type);
+  d->bytes = opmath::SendBytes(static_cast<uint16_t>(op), count, opmath::ElementSize(d->dtype), 1);
   d->peer = peer;
   d->stream = stream;
   d->flags = format::kFlagAsync;

@@ -18,7 +18,6 @@ namespace hook {
 
 format::DType DTypeOfCuda(cudaDataType t);
 format::DType DTypeOfNccl(ncclDataType_t t);
-size_t NcclTypeSize(ncclDataType_t t);  // 0 if unknown
 format::Operation CopyOperation(cudaMemcpyKind kind);
 
 // cuBLAS GEMMs. dtype: A's type, refined for FP32 inputs by the compute type or the handle's
@@ -56,9 +55,13 @@ inline bool DescribeGraph(OpDesc* d, cudaStream_t stream) {
   return true;
 }
 
-// NCCL. `count` is the call's count argument; bytes are the send buffer's size.
+// Ranks in the call's communicator, 0 when unknown.
+inline int CommSize(const OpDesc* d) { return d->comm != nullptr ? d->comm->size : 0; }
+
+// NCCL. `count` is the call's count argument; bytes are the send buffer's size
+// (opmath::SendBytes: for ReduceScatter, AlltoAll and Scatter, comm_size blocks of count).
 void DescribeCollective(OpDesc* d, format::Operation op, size_t count, ncclDataType_t type,
-                        int root, cudaStream_t stream, size_t send_blocks);
+                        int root, cudaStream_t stream, int comm_size);
 void DescribeP2P(OpDesc* d, format::Operation op, size_t count, ncclDataType_t type, int peer,
                  cudaStream_t stream);
 

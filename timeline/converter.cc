@@ -18,8 +18,12 @@
 #include <unordered_map>
 
 #include "format/record.h"
+#include "timeline/clock_align.h"
+#include "timeline/flows.h"
 #include "timeline/packet_compressor.h"
+#include "timeline/packet_sequence.h"
 #include "timeline/proto_wire.h"
+#include "timeline/slice_args.h"
 #include "timeline/timeline_io.h"
 
 namespace xtimer {
@@ -27,76 +31,8 @@ namespace timeline {
 namespace {
 
 using format::OpKind;
+using format::Operation;
 
-// Perfetto field numbers (protos/perfetto/trace/...; see timeline/perfetto_trace.proto).
-enum : uint32_t {
-  kTracePacket = 1,
-  // TracePacket
-  kPktTimestamp = 8,
-  kPktTimestampClockId = 58,
-  kPktSeqId = 10,
-  kPktTrackEvent = 11,
-  kPktInterned = 12,
-  kPktSeqFlags = 13,
-  kPktDefaults = 59,
-  kPktTrackDescriptor = 60,
-  kPktClockSnapshot = 6,
-  // ClockSnapshot / Clock
-  kCsClocks = 1,
-  kCsPrimary = 2,
-  kClkId = 1,
-  kClkTimestamp = 2,
-  kClkIncremental = 3,
-  // TracePacketDefaults / TrackEventDefaults
-  kDefClockId = 58,
-  kDefTrackEvent = 11,
-  kTedTrackUuid = 11,
-  // TrackDescriptor
-  kTdUuid = 1,
-  kTdName = 2,
-  kTdProcess = 3,
-  kTdThread = 4,
-  kTdParent = 5,
-  // ProcessDescriptor / ThreadDescriptor
-  kPdPid = 1,
-  kPdSortIndex = 3,
-  kPdName = 6,
-  kPdLabels = 8,
-  kThPid = 1,
-  kThTid = 2,
-  kThName = 5,
-  // TrackEvent
-  kTeCategoryIids = 3,
-  kTeDebug = 4,
-  kTeType = 9,
-  kTeNameIid = 10,
-  kTeFlowIds = 47,
-  kTeTerminatingFlowIds = 48,
-  // DebugAnnotation
-  kDaNameIid = 1,
-  kDaUint = 3,
-  kDaInt = 4,
-  kDaDouble = 5,
-  kDaStringIid = 17,
-  // InternedData
-  kIdCategories = 1,
-  kIdNames = 2,
-  kIdDebugNames = 3,
-  kIdDebugStrings = 29,
-  // EventName / EventCategory / DebugAnnotationName / InternedString: iid=1, name/str=2
-};
-constexpr uint32_t kSliceBegin = 1, kSliceEnd = 2, kInstant = 3;
-constexpr uint32_t kSeqIncrementalStateCleared = 1;
-constexpr uint32_t kClockRealtime = 1, kClockBoottime = 6, kClockSeq = 64;
-
-// ---------------- groups ----------------
-int CanonicalPriority(const std::string& d) {  // larger = slower (outer) in the display order
-  if (d == "pp") return 5;
-  if (d == "dp") return 4;
-  if (d == "ep") return 3;
-  if (d == "cp") return 2;
-  return 1;  // tp
-}
 
 // ---------------- inputs ----------------
 struct StreamInfo {
@@ -116,7 +52,7 @@ struct FileInfo {
   bool has_host = false;
   std::string node;
   int node_index = -1;
-  std::vector<std::pair<std::pair<uint64_t, uint64_t>, int64_t>> ends;  // pass 1 only
+  std::vector<CollectiveEnd> ends;  // pass 1 only: sorted, one per collective
   // Communicators as this file knows them (pass 1 only): id, size, (comm rank, global rank).
   struct CommSeen {
     uint64_t id;
@@ -126,21 +62,39 @@ struct FileInfo {
   std::vector<CommSeen> comms;
 };
 
-// Communicators of the whole job, merged over every file: a node's daemon knows the global ranks
-// of its own members only; the files of all nodes together name every member.
-struct CommMembers {
-  int32_t size = 0;
-  std::map<int32_t, int32_t> global;  // communicator rank -> global rank, as far as files say
-};
-using CommTable = std::unordered_map<uint64_t, CommMembers>;
-
-bool IsCollective(uint8_t kind) {
-  return kind == static_cast<uint8_t>(OpKind::kCollective) ||
-         kind == static_cast<uint8_t>(OpKind::kP2P);
+std::vector<std::string> TimelineNames(const std::string& dir, std::vector<std::string>* subdirs) {
+  std::vector<std::string> names;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return names;
+  while (struct dirent* e = readdir(d)) {
+    std::string n = e->d_name;
+    if (n.size() > 9 && n.compare(n.size() - 9, 9, ".timeline") == 0) {
+      names.push_back(n);
+    } else if (n != "." && n != "..") {
+      struct stat st;
+      if (stat((dir + "/" + n).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) subdirs->push_back(n);
+    }
+  }
+  closedir(d);
+  std::sort(names.begin(), names.end());
+  std::sort(subdirs->begin(), subdirs->end());
+  return names;
 }
 
+void AddDirectory(const std::string& dir, std::vector<FileInfo>* files) {
+  std::vector<std::string> unused;
+  for (const std::string& n : TimelineNames(dir, &unused)) {
+    FileInfo f;
+    f.path = dir + "/" + n;
+    f.dir = dir;
+    files->push_back(std::move(f));
+  }
+}
+
+// A directory without timeline files but with job folders that hold some (a dump path, as given
+// to DumpKernelTrace) is read folder by folder, and `notes` says so.
 void ListInputs(const std::vector<std::string>& inputs, std::vector<FileInfo>* files,
-                std::vector<std::string>* skipped) {
+                std::vector<std::string>* skipped, std::vector<std::string>* notes) {
   for (const std::string& in : inputs) {
     struct stat st;
     if (stat(in.c_str(), &st) != 0) {
@@ -160,21 +114,46 @@ void ListInputs(const std::vector<std::string>& inputs, std::vector<FileInfo>* f
       skipped->push_back(in + ": " + std::strerror(errno));
       continue;
     }
-    std::vector<std::string> names;
-    while (struct dirent* e = readdir(d)) {
-      std::string n = e->d_name;
-      if (n.size() > 9 && n.compare(n.size() - 9, 9, ".timeline") == 0) names.push_back(n);
-    }
     closedir(d);
-    std::sort(names.begin(), names.end());
-    if (names.empty()) skipped->push_back(in + ": no *.timeline files");
-    for (const std::string& n : names) {
-      FileInfo f;
-      f.path = in + "/" + n;
-      f.dir = in;
-      files->push_back(std::move(f));
+    std::vector<std::string> subdirs;
+    if (!TimelineNames(in, &subdirs).empty()) {
+      AddDirectory(in, files);
+      continue;
+    }
+    std::vector<std::string> jobs;
+    for (const std::string& sub : subdirs) {
+      std::vector<std::string> unused;
+      if (!TimelineNames(in + "/" + sub, &unused).empty()) jobs.push_back(sub);
+    }
+    if (jobs.empty()) {
+      skipped->push_back(in + ": no *.timeline files");
+      continue;
+    }
+    std::string list;
+    for (const std::string& j : jobs) {
+      list += (list.empty() ? "" : ", ") + j;
+      AddDirectory(in + "/" + j, files);
+    }
+    notes->push_back(in + " is a dump path holding job folders; reading " +
+                     std::to_string(jobs.size()) + " of them: " + list);
+  }
+}
+
+// Collectives of communicators whose members all run on this node (the daemon names the global
+// ranks of its own node's members only, so a complete member list means a node-local one) cannot
+// align clocks: they are dropped, which keeps alignment's memory to the cross-node collectives.
+void DropNodeLocal(const std::vector<CommInfo>& comms, std::vector<CollectiveEnd>* ends) {
+  std::set<uint64_t> local;
+  for (const CommInfo& c : comms) {
+    if (c.size > 0 && c.members.size() == static_cast<size_t>(c.size) &&
+        std::all_of(c.members.begin(), c.members.end(), [](int32_t g) { return g >= 0; })) {
+      local.insert(c.id);
     }
   }
+  if (local.empty()) return;
+  ends->erase(std::remove_if(ends->begin(), ends->end(),
+                             [&](const CollectiveEnd& e) { return local.count(e.first.first); }),
+              ends->end());
 }
 
 void Pass1(FileInfo* f) {
@@ -187,7 +166,9 @@ void Pass1(FileInfo* f) {
     }
     if (e.cpu_launch_ns > 0) has_host = true;
     streams[{e.device, e.stream}] |= 1u << (e.kind & 31);
-    if (IsCollective(e.kind) && e.comm_id != 0) {
+    // Collectives only: a send/recv's seq counts per peer, so equal keys on two ranks need not
+    // be the same operation.
+    if (e.kind == static_cast<uint8_t>(OpKind::kCollective) && e.comm_id != 0) {
       f->ends.push_back({{e.comm_id, e.seq}, e.gpu_start_ns + std::max<int64_t>(e.duration_ns, 0)});
     }
   });
@@ -211,36 +192,14 @@ void Pass1(FileInfo* f) {
   f->meta.comms.clear();
   for (const auto& s : streams) f->streams.push_back({s.first.first, s.first.second, s.second});
   f->has_host = has_host;
-  std::sort(f->ends.begin(), f->ends.end());
+  DropNodeLocal(f->meta.comms, &f->ends);
+  std::sort(f->ends.begin(), f->ends.end());  // by key, then the earliest end first
+  f->ends.erase(std::unique(f->ends.begin(), f->ends.end(),
+                            [](const CollectiveEnd& a, const CollectiveEnd& b) {
+                              return a.first == b.first;
+                            }),
+                f->ends.end());
   f->node = !f->meta.host.empty() ? f->meta.host : !f->meta.node.empty() ? f->meta.node : f->dir;
-}
-
-int64_t Median(std::vector<int64_t>* v) {
-  if (v->empty()) return 0;
-  size_t mid = v->size() / 2;
-  std::nth_element(v->begin(), v->begin() + mid, v->end());
-  int64_t hi = (*v)[mid];
-  if (v->size() % 2 == 1) return hi;
-  int64_t lo = *std::max_element(v->begin(), v->begin() + mid);
-  return lo + (hi - lo) / 2;
-}
-
-// Differences a - b over shared keys.
-std::vector<int64_t> SharedDiffs(const NodeEnds& a, const NodeEnds& b) {
-  std::vector<int64_t> d;
-  size_t i = 0, j = 0;
-  while (i < a.ends.size() && j < b.ends.size()) {
-    if (a.ends[i].first < b.ends[j].first) {
-      ++i;
-    } else if (b.ends[j].first < a.ends[i].first) {
-      ++j;
-    } else {
-      d.push_back(a.ends[i].second - b.ends[j].second);
-      ++i;
-      ++j;
-    }
-  }
-  return d;
 }
 
 std::string Hex(uint64_t v) {
@@ -260,195 +219,12 @@ std::string KindsLabel(uint32_t kinds) {
   return s;
 }
 
-uint64_t Mix(uint64_t a, uint64_t b) {
-  uint64_t x = a * 0x9E3779B97F4A7C15ull ^ (b + 0x632BE59BD9B4E019ull + (a << 6) + (a >> 2));
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  return x;
-}
-
-uint64_t CollectiveFlowId(uint64_t comm, uint64_t seq) {
-  return (Mix(comm, seq) & ~(3ull << 62)) | (1ull << 63);
-}
-
-// nccl-tests bus bytes for one op (docs/metrics.md), from the per-rank send buffer.
-double BusBytes(uint16_t op, uint64_t bytes, int n) {
-  using O = format::Operation;
-  double s = static_cast<double>(bytes);
-  if (n < 1) n = 1;
-  switch (static_cast<O>(op)) {
-    case O::kAllReduce:
-      return s * 2.0 * (n - 1) / n;
-    case O::kAllGather:  // send buffer is one rank's share: S = n * bytes
-    case O::kGather:
-    case O::kScatter:
-      return s * n * (n - 1) / n;
-    case O::kReduceScatter:  // send buffer is the full buffer: S = bytes
-    case O::kAlltoAll:
-      return s * (n - 1) / n;
-    default:
-      return s;
-  }
-}
-
-double RoundSignificant(double v, int digits) {
-  if (!(v > 0) || !std::isfinite(v)) return v;
-  double scale = std::pow(10.0, digits - 1 - static_cast<int>(std::floor(std::log10(v))));
-  return std::round(v * scale) / scale;
-}
-
-// ---------------- per-sequence encoder ----------------
-class Sequence {
- public:
-  Sequence(std::string* out, uint32_t seq_id, uint64_t track_uuid, int64_t first_ts)
-      : out_(out), seq_id_(seq_id), last_ts_(first_ts) {
-    std::string p, d, ted, cs, clk;
-    wire::U64(&p, kPktSeqId, seq_id);
-    wire::U64(&p, kPktSeqFlags, kSeqIncrementalStateCleared);
-    wire::U64(&ted, kTedTrackUuid, track_uuid);
-    wire::U64(&d, kDefClockId, kClockSeq);
-    wire::Bytes(&d, kDefTrackEvent, ted);
-    wire::Bytes(&p, kPktDefaults, d);
-    wire::U64(&clk, kClkId, kClockRealtime);
-    wire::U64(&clk, kClkTimestamp, static_cast<uint64_t>(first_ts));
-    wire::Bytes(&cs, kCsClocks, clk);
-    clk.clear();
-    wire::U64(&clk, kClkId, kClockSeq);
-    wire::U64(&clk, kClkTimestamp, static_cast<uint64_t>(first_ts));
-    wire::U64(&clk, kClkIncremental, 1);
-    wire::Bytes(&cs, kCsClocks, clk);
-    wire::Bytes(&p, kPktClockSnapshot, cs);
-    wire::Bytes(out_, kTracePacket, p);
-  }
-
-  uint64_t Intern(std::unordered_map<std::string, uint64_t>* table, uint32_t interned_field,
-                  const std::string& s) {
-    auto it = table->find(s);
-    if (it != table->end()) return it->second;
-    uint64_t iid = table->size() + 1;
-    table->emplace(s, iid);
-    std::string entry;
-    wire::U64(&entry, 1, iid);
-    wire::Bytes(&entry, 2, s);
-    wire::Bytes(&interned_, interned_field, entry);
-    return iid;
-  }
-  uint64_t Name(const std::string& s) { return Intern(&names_, kIdNames, s); }
-  uint64_t Category(const std::string& s) { return Intern(&categories_, kIdCategories, s); }
-  uint64_t ArgName(const char* s) {  // s is a literal: cache by address
-    auto it = arg_name_cache_.find(s);
-    if (it != arg_name_cache_.end()) return it->second;
-    uint64_t iid = Intern(&arg_names_, kIdDebugNames, s);
-    arg_name_cache_.emplace(s, iid);
-    return iid;
-  }
-  // Interned ids cached by a caller-chosen binary key (avoids building the string per event).
-  template <typename MakeFn>
-  uint64_t CachedArgString(const std::string& key, MakeFn make) {
-    auto it = arg_key_cache_.find(key);
-    if (it != arg_key_cache_.end()) return it->second;
-    uint64_t iid = ArgString(make());
-    arg_key_cache_.emplace(key, iid);
-    return iid;
-  }
-  template <typename MakeFn>
-  uint64_t CachedName(uint64_t key, MakeFn make) {
-    auto it = name_cache_.find(key);
-    if (it != name_cache_.end()) return it->second;
-    uint64_t iid = Name(make());
-    name_cache_.emplace(key, iid);
-    return iid;
-  }
-  uint64_t CachedCategory(uint8_t kind) {
-    if (!category_cache_[kind]) {
-      category_cache_[kind] = Category(format::OpKindName(static_cast<OpKind>(kind)));
-    }
-    return category_cache_[kind];
-  }
-  void ArgSIid(const char* name, uint64_t iid) { Arg(name, kDaStringIid, iid); }
-  uint64_t ArgString(const std::string& s) { return Intern(&arg_strings_, kIdDebugStrings, s); }
-
-  // Debug annotations for the next event.
-  void ArgU(const char* name, uint64_t v) { Arg(name, kDaUint, v); }
-  void ArgI(const char* name, int64_t v) { Arg(name, kDaInt, static_cast<uint64_t>(v)); }
-  void ArgS(const char* name, const std::string& v) { Arg(name, kDaStringIid, ArgString(v)); }
-  // A rate derived from a duration (TFLOPS, GB/s): rounded to 4 significant digits, which is
-  // all anyone reads and lets the compressor find repeats (the duration itself is exact).
-  void ArgRate(const char* name, double v) {
-    scratch_.clear();
-    v = RoundSignificant(v, 4);
-    wire::U64(&scratch_, kDaNameIid, ArgName(name));
-    wire::Double(&scratch_, kDaDouble, v);
-    wire::Bytes(&args_, kTeDebug, scratch_);
-  }
-  void Flow(uint64_t id) { wire::Fixed64(&flows_, kTeFlowIds, id); }
-  void TerminatingFlow(uint64_t id) { wire::Fixed64(&flows_, kTeTerminatingFlowIds, id); }
-
-  void Begin(int64_t ts, uint64_t name_iid, uint64_t category_iid) {
-    Emit(ts, kSliceBegin, name_iid, category_iid);
-  }
-  void Instant(int64_t ts, uint64_t name_iid, uint64_t category_iid) {
-    Emit(ts, kInstant, name_iid, category_iid);
-  }
-  void End(int64_t ts) { Emit(ts, kSliceEnd, 0, 0); }
-  int64_t last_ts() const { return last_ts_; }
-
- private:
-  void Arg(const char* name, uint32_t field, uint64_t v) {
-    scratch_.clear();
-    wire::U64(&scratch_, kDaNameIid, ArgName(name));
-    wire::U64(&scratch_, field, v);
-    wire::Bytes(&args_, kTeDebug, scratch_);
-  }
-  void Emit(int64_t ts, uint32_t type, uint64_t name_iid, uint64_t category_iid) {
-    te_.clear();
-    if (category_iid) wire::U64(&te_, kTeCategoryIids, category_iid);
-    te_.append(args_.data, args_.n);
-    wire::U64(&te_, kTeType, type);
-    if (name_iid) wire::U64(&te_, kTeNameIid, name_iid);
-    te_.append(flows_.data, flows_.n);
-    if (interned_.empty()) {
-      pkt_.clear();
-      wire::U64(&pkt_, kPktTimestamp, static_cast<uint64_t>(ts - last_ts_));
-      wire::U64(&pkt_, kPktSeqId, seq_id_);
-      wire::Bytes(&pkt_, kPktTrackEvent, te_);
-      wire::Bytes(out_, kTracePacket, pkt_);
-    } else {
-      std::string pkt;
-      wire::U64(&pkt, kPktTimestamp, static_cast<uint64_t>(ts - last_ts_));
-      wire::U64(&pkt, kPktSeqId, seq_id_);
-      wire::Bytes(&pkt, kPktInterned, interned_);
-      wire::Bytes(&pkt, kPktTrackEvent, te_);
-      wire::Bytes(out_, kTracePacket, pkt);
-      interned_.clear();
-    }
-    last_ts_ = ts;
-    args_.clear();
-    flows_.clear();
-  }
-
-  std::string* out_;
-  uint32_t seq_id_;
-  int64_t last_ts_;
-  std::unordered_map<std::string, uint64_t> names_, categories_, arg_names_, arg_strings_;
-  std::unordered_map<const char*, uint64_t> arg_name_cache_;
-  std::unordered_map<std::string, uint64_t> arg_key_cache_;
-  std::unordered_map<uint64_t, uint64_t> name_cache_;
-  uint64_t category_cache_[256] = {};
-  // Bounded per event: at most 8 arguments of <= 24 bytes, 2 flow ids.
-  std::string interned_;
-  wire::FixedBuf<512> args_;
-  wire::FixedBuf<64> flows_, scratch_;
-  wire::FixedBuf<640> te_;
-  wire::FixedBuf<704> pkt_;
-};
-
 struct Item {
   int64_t begin;
   int64_t end;     // == begin for instants
   uint32_t index;  // event index in the rank
   bool instant;
+  uint64_t end_flow = 0;  // a flow that terminates where the slice ends (a receive's), or 0
 };
 
 struct RankContext {
@@ -477,77 +253,6 @@ std::string EventName(const EventRecord& e, const Metadata& m) {
   return format::OperationName(static_cast<format::Operation>(e.op));
 }
 
-std::string Key(char tag, const void* p, size_t n) {
-  std::string k(1, tag);
-  k.append(static_cast<const char*>(p), n);
-  return k;
-}
-
-// "0x… (4 ranks: 0 2 4 6)": the communicator and its members' global ranks ('?' where no file
-// says; past 16 members, the first 16 and a count).
-std::string CommLabel(uint64_t id, const CommTable& comms) {
-  auto it = comms.find(id);
-  if (it == comms.end()) return Hex(id);
-  const CommMembers& c = it->second;
-  std::string label = Hex(id) + " (" + std::to_string(c.size) + (c.size == 1 ? " rank" : " ranks");
-  constexpr int32_t kShown = 16;
-  for (int32_t i = 0; i < c.size && i < kShown; ++i) {
-    auto g = c.global.find(i);
-    label += (i == 0 ? ": " : " ") + (g != c.global.end() ? std::to_string(g->second) : "?");
-  }
-  if (c.size > kShown) label += " … " + std::to_string(c.size - kShown) + " more";
-  return label + ")";
-}
-
-void AddArgs(Sequence* s, const EventRecord& e, const CommTable& comms) {
-  double dur = static_cast<double>(std::max<int64_t>(e.duration_ns, 1));
-  auto dtype = [&] {
-    return s->CachedArgString(Key('d', &e.dtype, 1), [&] {
-      return std::string(format::DTypeName(static_cast<format::DType>(e.dtype)));
-    });
-  };
-  switch (static_cast<OpKind>(e.kind)) {
-    case OpKind::kMatmul: {
-      int64_t key[5] = {e.m, e.n, e.k, e.batch,
-                        e.flags & (format::kFlagTransA | format::kFlagTransB)};
-      s->ArgSIid("shape", s->CachedArgString(Key('s', key, sizeof(key)), [&] {
-        char shape[160];
-        std::snprintf(shape, sizeof(shape), "m=%lld n=%lld k=%lld batch=%lld %c%c",
-                      static_cast<long long>(e.m), static_cast<long long>(e.n),
-                      static_cast<long long>(e.k), static_cast<long long>(e.batch),
-                      (e.flags & format::kFlagTransA) ? 'T' : 'N',
-                      (e.flags & format::kFlagTransB) ? 'T' : 'N');
-        return std::string(shape);
-      }));
-      s->ArgSIid("dtype", dtype());
-      double flop = 2.0 * e.m * e.n * e.k * std::max<int64_t>(e.batch, 1);
-      s->ArgRate("tflops", flop / dur / 1e3);
-      break;
-    }
-    case OpKind::kCollective:
-    case OpKind::kP2P: {
-      auto it = comms.find(e.comm_id);
-      int n = it == comms.end() ? 1 : it->second.size;
-      s->ArgSIid("comm", s->CachedArgString(Key('c', &e.comm_id, 8),
-                                            [&] { return CommLabel(e.comm_id, comms); }));
-      s->ArgU("seq", e.seq);
-      s->ArgU("bytes", e.bytes);
-      s->ArgSIid("dtype", dtype());
-      s->ArgRate("busbw_gbps", BusBytes(e.op, e.bytes, n) / dur);
-      if (e.peer >= 0) s->ArgI("peer", e.peer);
-      if (e.root >= 0) s->ArgI("root", e.root);
-      break;
-    }
-    case OpKind::kMemcpy:
-    case OpKind::kMemset:
-      s->ArgU("bytes", e.bytes);
-      s->ArgRate("gbps", static_cast<double>(e.bytes) / dur);
-      break;
-    default:
-      break;
-  }
-}
-
 // Operations on one stream run one after another, but their measured times can overlap by a few
 // nanoseconds (timer resolution; a real GPU's events resolve about 0.5 us). Overlaps up to this
 // much are corrected silently; longer ones are corrected too and counted in a warning.
@@ -562,24 +267,26 @@ void EmitTrack(std::vector<Item>* items, Sequence* s, uint64_t* truncated, EmitF
     if (a.end != b.end) return a.end > b.end;
     return a.index < b.index;
   });
-  std::vector<int64_t> open;
+  struct Open {
+    int64_t end;
+    uint64_t end_flow;
+  };
+  std::vector<Open> open;
+  auto end = [&](int64_t ts) {
+    if (open.back().end_flow != 0) s->TerminatingFlow(open.back().end_flow);
+    s->End(ts);
+    open.pop_back();
+  };
   for (const Item& it : *items) {
-    while (!open.empty() && open.back() <= it.begin) {
-      s->End(open.back());
-      open.pop_back();
-    }
-    while (!open.empty() && it.end > open.back()) {
-      if (open.back() - it.begin > kOverlapNoiseNs) ++*truncated;
-      s->End(it.begin);
-      open.pop_back();
+    while (!open.empty() && open.back().end <= it.begin) end(open.back().end);
+    while (!open.empty() && it.end > open.back().end) {
+      if (open.back().end - it.begin > kOverlapNoiseNs) ++*truncated;
+      end(it.begin);
     }
     emit(it);
-    if (!it.instant) open.push_back(it.end);
+    if (!it.instant) open.push_back({it.end, it.end_flow});
   }
-  while (!open.empty()) {
-    s->End(open.back());
-    open.pop_back();
-  }
+  while (!open.empty()) end(open.back().end);
 }
 
 RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
@@ -629,6 +336,9 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
   size_t ntracks = streams.size() + 1;
   std::vector<std::vector<Item>> tracks(ntracks);
   const int64_t off = ctx.offset;
+  // A send's slice starts the flow to its receive, which ends where the receive ends: always
+  // forward in time, whichever of the two began first.
+  const std::unordered_map<uint32_t, uint64_t> p2p_flows = P2PFlowIds(events, m.comms);
   for (uint32_t i = 0; i < events.size(); ++i) {
     const EventRecord& e = events[i];
     int64_t b = e.gpu_start_ns + off;
@@ -643,7 +353,9 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
         });
     size_t t = 1 + static_cast<size_t>(it - streams.begin());
     if (it == streams.end() || it->device != e.device || it->stream != e.stream) continue;
-    tracks[t].push_back({b, en, i, false});
+    auto p2p = opt.flows ? p2p_flows.find(i) : p2p_flows.end();
+    const bool recv = p2p != p2p_flows.end() && e.op == static_cast<uint16_t>(Operation::kRecv);
+    tracks[t].push_back({b, en, i, false, recv ? p2p->second : 0});
     if (opt.launches && e.cpu_launch_ns > 0) {
       // A launch cannot follow its GPU start; where the two clocks say so (by the GPU-to-host
       // alignment error, about a microsecond) the instant is put at the start, so that the
@@ -681,8 +393,12 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
         return;
       }
       if (opt.args) AddArgs(&seq, e, *ctx.comms);
-      if (opt.flows && IsCollective(e.kind) && e.comm_id != 0) {
+      if (opt.flows && e.kind == static_cast<uint8_t>(OpKind::kCollective) && e.comm_id != 0) {
         seq.Flow(CollectiveFlowId(e.comm_id, e.seq));
+      }
+      if (e.op == static_cast<uint16_t>(Operation::kSend)) {
+        auto p2p = p2p_flows.find(it.index);
+        if (opt.flows && p2p != p2p_flows.end()) seq.Flow(p2p->second);
       }
       if (opt.launches && t != 0 && e.cpu_launch_ns > 0)
         seq.TerminatingFlow(launch_base | it.index);
@@ -700,6 +416,44 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
   return res;
 }
 
+// Ranks of the world that no file holds, and files from different dumps (job, dump_time).
+void WarnAboutInputs(const std::vector<FileInfo*>& ranks, std::vector<std::string>* warnings,
+                     int* missing_ranks) {
+  int world = 0;
+  std::set<int> found;
+  std::map<std::pair<std::string, int64_t>, int> dumps;  // (job, dump_time_ns) -> files
+  for (const FileInfo* f : ranks) {
+    world = std::max(world, f->meta.world_size);
+    if (f->meta.rank >= 0) found.insert(f->meta.rank);
+    ++dumps[{f->meta.job, f->meta.dump_time_ns}];
+  }
+  if (world > 0 && static_cast<int>(found.size()) < world) {
+    std::string missing;
+    int listed = 0;
+    for (int r = 0; r < world && listed < 16; ++r) {
+      if (found.count(r)) continue;
+      missing += (listed++ ? " " : "") + std::to_string(r);
+    }
+    const int n = world - static_cast<int>(found.size());
+    *missing_ranks = n;
+    if (n > listed) missing += " … " + std::to_string(n - listed) + " more";
+    warnings->push_back(std::to_string(n) + " of " + std::to_string(world) +
+                        " ranks have no file (ranks " + missing +
+                        "): the trace shows part of the job; give every node's directory");
+  }
+  if (dumps.size() > 1) {
+    std::string list;
+    for (const auto& d : dumps) {
+      list += (list.empty() ? "" : "; ") + std::string("job '") + d.first.first +
+              "' dump_time " + std::to_string(d.first.second) + " ns: " +
+              std::to_string(d.second) + (d.second == 1 ? " file" : " files");
+    }
+    warnings->push_back("the inputs come from " + std::to_string(dumps.size()) +
+                        " different dumps (" + list +
+                        "); their times do not line up: convert one dump at a time");
+  }
+}
+
 std::string HumanCount(uint64_t n) {
   char b[32];
   if (n >= 1000000)
@@ -712,127 +466,6 @@ std::string HumanCount(uint64_t n) {
 }
 
 }  // namespace
-
-int GroupLayout::world() const {
-  int w = 1;
-  for (const auto& d : dims) w *= d.second;
-  return w;
-}
-
-std::vector<int> GroupLayout::Coordinates(int rank) const {
-  std::vector<int> c;
-  for (const auto& d : dims) {
-    c.push_back(rank % d.second);
-    rank /= d.second;
-  }
-  return c;
-}
-
-std::string GroupLayout::Label(int rank) const {
-  std::vector<int> c = Coordinates(rank);
-  std::vector<size_t> order(dims.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return CanonicalPriority(dims[a].first) > CanonicalPriority(dims[b].first);
-  });
-  std::string s;
-  for (size_t i : order) {
-    if (dims[i].second == 1) continue;
-    if (!s.empty()) s += ' ';
-    s += dims[i].first + std::to_string(c[i]);
-  }
-  return s;
-}
-
-int64_t GroupLayout::OrderKey(int rank) const {
-  std::vector<int> c = Coordinates(rank);
-  std::vector<size_t> order(dims.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return CanonicalPriority(dims[a].first) > CanonicalPriority(dims[b].first);
-  });
-  int64_t key = 0;
-  for (size_t i : order) key = key * dims[i].second + c[i];
-  return key;
-}
-
-bool ParseGroupLayout(const std::string& text, GroupLayout* layout, std::string* error) {
-  layout->dims.clear();
-  std::set<std::string> seen;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t dash = text.find('-', pos);
-    std::string part = text.substr(pos, dash == std::string::npos ? std::string::npos : dash - pos);
-    if (part.size() < 3) {
-      *error = "bad group '" + part + "' in '" + text + "': expected e.g. tp2";
-      return false;
-    }
-    std::string name = part.substr(0, 2);
-    if (name != "tp" && name != "cp" && name != "ep" && name != "dp" && name != "pp") {
-      *error = "unknown group '" + name + "' in '" + text + "' (tp, cp, ep, dp, pp)";
-      return false;
-    }
-    if (!seen.insert(name).second) {
-      *error = "group '" + name + "' given twice in '" + text + "'";
-      return false;
-    }
-    std::string num = part.substr(2);
-    if (num.empty() || num.size() > 6 || num.find_first_not_of("0123456789") != std::string::npos ||
-        std::stoi(num) < 1) {
-      *error = "bad size '" + num + "' for group '" + name + "' in '" + text + "'";
-      return false;
-    }
-    layout->dims.push_back({name, std::stoi(num)});
-    if (dash == std::string::npos) break;
-    pos = dash + 1;
-  }
-  return true;
-}
-
-std::vector<int64_t> EstimateClockOffsets(const std::vector<NodeEnds>& nodes,
-                                          std::vector<int>* reference_of) {
-  size_t n = nodes.size();
-  std::vector<int64_t> offset(n, 0);
-  reference_of->assign(n, -1);
-  if (n == 0) return offset;
-  size_t ref = 0;
-  for (size_t i = 1; i < n; ++i) {
-    if (nodes[i].ends.size() > nodes[ref].ends.size()) ref = i;
-  }
-  std::vector<bool> aligned(n, false);
-  aligned[ref] = true;
-  (*reference_of)[ref] = static_cast<int>(ref);
-  // Prim-like: repeatedly attach the unaligned node sharing most collectives with an aligned one.
-  std::vector<size_t> best_count(n, 0);
-  std::vector<int> best_link(n, -1);
-  auto update = [&](size_t a) {
-    for (size_t u = 0; u < n; ++u) {
-      if (aligned[u]) continue;
-      size_t c = SharedDiffs(nodes[a], nodes[u]).size();
-      if (c > best_count[u]) {
-        best_count[u] = c;
-        best_link[u] = static_cast<int>(a);
-      }
-    }
-  };
-  update(ref);
-  for (;;) {
-    int pick = -1;
-    for (size_t u = 0; u < n; ++u) {
-      if (!aligned[u] && best_link[u] >= 0 && (pick < 0 || best_count[u] > best_count[pick])) {
-        pick = static_cast<int>(u);
-      }
-    }
-    if (pick < 0) break;
-    size_t a = static_cast<size_t>(best_link[pick]);
-    std::vector<int64_t> d = SharedDiffs(nodes[a], nodes[pick]);
-    offset[pick] = offset[a] + Median(&d);
-    aligned[pick] = true;
-    (*reference_of)[pick] = static_cast<int>(a);
-    update(pick);
-  }
-  return offset;
-}
 
 bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::string* error,
                       FILE* log) {
@@ -850,7 +483,7 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
   }
 
   std::vector<FileInfo> files;
-  ListInputs(opt.inputs, &files, &stats->skipped);
+  ListInputs(opt.inputs, &files, &stats->skipped, &stats->notes);
   stats->files = static_cast<int>(files.size());
 
   // Pass 1: metadata, streams, collective end times.
@@ -867,18 +500,13 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
   };
   std::mutex mu;
   std::atomic<size_t> pass1_done{0};
-  std::map<std::string, std::unordered_map<uint64_t, std::unordered_map<uint64_t, int64_t>>>
-      node_ends;
+  std::map<std::string, std::vector<CollectiveEnd>> node_ends;  // sorted, one per collective
   parallel(files.size(), [&](size_t i) {
     FileInfo& f = files[i];
     Pass1(&f);
     if (f.ok && opt.align_clocks) {
       std::lock_guard<std::mutex> lock(mu);
-      auto& ne = node_ends[f.node];
-      for (const auto& e : f.ends) {
-        auto ins = ne[e.first.first].emplace(e.first.second, e.second);
-        if (!ins.second && e.second < ins.first->second) ins.first->second = e.second;
-      }
+      MergeEnds(&node_ends[f.node], f.ends);
     }
     f.ends.clear();
     f.ends.shrink_to_fit();
@@ -917,13 +545,14 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
     }
     ranks.swap(unique);
   }
+  WarnAboutInputs(ranks, &stats->warnings, &stats->missing_ranks);
   CommTable comms;
   for (FileInfo* f : ranks) {
     for (const FileInfo::CommSeen& seen : f->comms) {
       CommMembers& c = comms[seen.id];
       if (c.size == 0) c.size = seen.size;
       if (c.size != seen.size) {
-        stats->warnings.push_back(f->path + ": communicator " + Hex(seen.id) + " has " +
+        stats->warnings.push_back(f->path + ": communicator " + CommHex(seen.id) + " has " +
                                   std::to_string(seen.size) + " ranks here, " +
                                   std::to_string(c.size) + " in an earlier file");
         continue;
@@ -952,6 +581,9 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
     std::stable_partition(ranks.begin(), ranks.end(),
                           [](const FileInfo* f) { return f->meta.rank >= 0; });
   }
+  for (const std::string& s : stats->notes) {
+    if (info) std::fprintf(info, "note: %s\n", s.c_str());
+  }
   for (const std::string& s : stats->skipped) {
     if (info) std::fprintf(info, "skipped %s\n", s.c_str());
   }
@@ -972,19 +604,13 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
     NodeEnds ne;
     ne.node = kv.first;
     auto it = node_ends.find(kv.first);
-    if (it != node_ends.end()) {
-      for (const auto& c : it->second) {
-        for (const auto& s : c.second) ne.ends.push_back({{c.first, s.first}, s.second});
-      }
-    }
-    std::sort(ne.ends.begin(), ne.ends.end());
+    if (it != node_ends.end()) ne.ends.swap(it->second);
     nodes.push_back(std::move(ne));
   }
   node_ends.clear();
-  std::vector<int> reference_of;
-  std::vector<int64_t> offsets = opt.align_clocks ? EstimateClockOffsets(nodes, &reference_of)
-                                                  : std::vector<int64_t>(nodes.size(), 0);
-  if (!opt.align_clocks) reference_of.assign(nodes.size(), -1);
+  ClockAlignment alignment = AlignClocks(nodes);
+  const std::vector<int64_t>& offsets = alignment.offset;
+  const std::vector<int>& reference_of = alignment.reference_of;
   for (size_t i = 0; i < nodes.size(); ++i) {
     stats->offsets.push_back({nodes[i].node, offsets[i]});
     if (!info) continue;
@@ -1000,8 +626,7 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
       std::fprintf(info,
                    "clock offset %s: %+lld ns (relative to %s, from %zu shared collectives)\n",
                    nodes[i].node.c_str(), static_cast<long long>(offsets[i]),
-                   nodes[reference_of[i]].node.c_str(),
-                   SharedDiffs(nodes[reference_of[i]], nodes[i]).size());
+                   nodes[reference_of[i]].node.c_str(), alignment.shared[i]);
     }
   }
   for (NodeEnds& ne : nodes) {

@@ -8,23 +8,10 @@
 #include <utility>
 #include <vector>
 
+#include "timeline/group_layout.h"
+
 namespace xtimer {
 namespace timeline {
-
-// A parallel layout such as "tp2-cp1-pp2-dp2": dimensions in rank order, the first varies
-// fastest. Missing dimensions have size 1; the default layout is Megatron's tp-cp-ep-dp-pp.
-struct GroupLayout {
-  std::vector<std::pair<std::string, int>> dims;  // {"tp", 2}, ... fastest first
-  int world() const;
-  // Coordinates of a rank, in the order of dims.
-  std::vector<int> Coordinates(int rank) const;
-  // "pp1 dp0 tp1": slowest first.
-  std::string Label(int rank) const;
-  // Sort key grouping ranks: pp, dp, ep, cp, tp (canonical priority), tp fastest.
-  int64_t OrderKey(int rank) const;
-};
-// Returns false with *error naming the bad part.
-bool ParseGroupLayout(const std::string& text, GroupLayout* layout, std::string* error);
 
 struct ConvertOptions {
   std::vector<std::string> inputs;  // directories (or single .timeline files)
@@ -48,7 +35,9 @@ struct ConvertStats {
   uint64_t events = 0;  // events converted (slices)
   uint64_t trace_bytes = 0;
   std::vector<std::string> skipped;  // "path: why"
-  std::vector<std::string> warnings;
+  std::vector<std::string> warnings;  // missing ranks, mixed dumps, bad parts of files
+  std::vector<std::string> notes;     // how inputs were read (a dump path's job folders)
+  int missing_ranks = 0;              // ranks of the world (files' world size) without a file
   std::vector<std::pair<std::string, int64_t>> offsets;  // node -> ns added to its times
   double seconds = 0;
 };
@@ -57,16 +46,6 @@ struct ConvertStats {
 // the skipped inputs, the clock offsets and progress unless quiet.
 bool ConvertTimelines(const ConvertOptions& options, ConvertStats* stats, std::string* error,
                       FILE* log);
-
-// Clock alignment, exposed for tests. For each node, a map from (comm_id, seq) to the end time
-// of that collective on that node. Returns the offset (ns) to add to each node's times so that
-// shared collectives end together; node 0 with the most shared collectives is the reference.
-struct NodeEnds {
-  std::string node;
-  std::vector<std::pair<std::pair<uint64_t, uint64_t>, int64_t>> ends;  // sorted by key
-};
-std::vector<int64_t> EstimateClockOffsets(const std::vector<NodeEnds>& nodes,
-                                          std::vector<int>* reference_of);
 
 }  // namespace timeline
 }  // namespace xtimer

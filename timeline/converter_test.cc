@@ -1,4 +1,5 @@
 #include "timeline/converter.h"
+#include "timeline/clock_align.h"
 
 #include <sys/stat.h>
 
@@ -14,6 +15,8 @@
 #include "timeline/trace_decoder.h"
 #include "timeline/synthetic_job.h"
 #include "timeline/timeline_io.h"
+#include "opmath/nccl_tests_reference.h"
+#include "opmath/op_math.h"
 
 namespace xtimer {
 namespace timeline {
@@ -352,14 +355,60 @@ TEST(Converter, MergesCommunicatorMembersOverFiles) {
   ConvertStats stats;
   std::string error;
   ASSERT_TRUE(ConvertTimelines(opt, &stats, &error, nullptr)) << error;
-  ASSERT_EQ(stats.warnings.size(), 1u);
-  EXPECT_NE(stats.warnings[0].find("communicator 0xabc has 3 ranks here, 4 in an earlier file"),
+  ASSERT_EQ(stats.warnings.size(), 2u);
+  EXPECT_NE(stats.warnings[0].find("13 of 16 ranks have no file (ranks 1 2 3 4 6 7 8 10 11 12 "
+                                   "13 14 15)"),
             std::string::npos)
       << stats.warnings[0];
+  EXPECT_NE(stats.warnings[1].find("communicator 0x0000000000000abc has 3 ranks here, 4 in an "
+                                   "earlier file"),
+            std::string::npos)
+      << stats.warnings[1];
   DecodedTrace d = DecodeTrace(Slurp(opt.output));
   ASSERT_TRUE(d.errors.empty()) << d.errors[0];
   ASSERT_EQ(d.slices.size(), 3u);
-  for (const DecodedSlice& sl : d.slices) EXPECT_EQ(sl.args.at("comm"), "0xabc (4 ranks: 0 5 ? ?)");
+  for (const DecodedSlice& sl : d.slices) EXPECT_EQ(sl.args.at("comm"), "0x0000000000000abc (4 ranks: 0 5 ? ?)");
+}
+
+// Missing ranks, files of different dumps, and a dump path that holds job folders.
+TEST_F(ConverterTest, WarnsAboutMissingRanksAndMixedDumpsAndReadsDumpPaths) {
+  auto convert = [](const std::vector<std::string>& inputs, ConvertStats* stats) {
+    ConvertOptions opt;
+    opt.inputs = inputs;
+    opt.output = Tmp() + "/warn.pftrace";
+    opt.quiet = true;
+    std::string error;
+    EXPECT_TRUE(ConvertTimelines(opt, stats, &error, nullptr)) << error;
+  };
+  ConvertStats half;
+  convert({(*dirs_)[0]}, &half);
+  ASSERT_EQ(half.warnings.size(), 1u);
+  EXPECT_NE(half.warnings[0].find("4 of 8 ranks have no file (ranks 4 5 6 7)"), std::string::npos)
+      << half.warnings[0];
+
+  SyntheticJob later;
+  later.steps = 1;
+  later.start_ns += 60000000000;
+  std::string error;
+  auto other = WriteSyntheticJob(later, Tmp() + "/later", &error);
+  ASSERT_EQ(other.size(), 2u) << error;
+  ConvertStats mixed;
+  convert({(*dirs_)[0], other[1]}, &mixed);
+  ASSERT_EQ(mixed.warnings.size(), 1u);
+  EXPECT_NE(mixed.warnings[0].find("the inputs come from 2 different dumps (job 'synthetic' "
+                                   "dump_time 1767225600000000000 ns: 4 files; job 'synthetic' "
+                                   "dump_time 1767225660000000000 ns: 4 files)"),
+            std::string::npos)
+      << mixed.warnings[0];
+
+  // DUMP_PATH/JOB/*.timeline: pointed at DUMP_PATH, the converter reads every job folder.
+  ConvertStats whole;
+  convert({Tmp() + "/conv"}, &whole);
+  EXPECT_EQ(whole.ranks, 8);
+  EXPECT_TRUE(whole.warnings.empty()) << whole.warnings[0];
+  ASSERT_EQ(whole.notes.size(), 1u);
+  EXPECT_EQ(whole.notes[0], Tmp() + "/conv is a dump path holding job folders; reading 2 of them: "
+                                    "node0, node1");
 }
 
 TEST_F(ConverterTest, ClockOffsetRecoversSkew) {
@@ -388,17 +437,15 @@ TEST(ClockOffsets, MedianOverSharedCollectivesAndChains) {
     c.ends.push_back({{2, s}, 2000000 + t - 7000});
   }
   std::sort(b.ends.begin(), b.ends.end());
-  std::vector<int> ref;
-  std::vector<int64_t> off = EstimateClockOffsets({a, b, c}, &ref);
+  ClockAlignment al = AlignClocks({a, b, c});
   // b has the most collectives: it is the reference.
-  EXPECT_EQ(ref[1], 1);
-  EXPECT_EQ(off[1], 0);
-  EXPECT_EQ(off[0], 5000);
-  EXPECT_EQ(off[2], 12000);
+  EXPECT_EQ(al.reference_of, (std::vector<int>{1, 1, 1}));
+  EXPECT_EQ(al.offset, (std::vector<int64_t>{5000, 0, 12000}));
+  EXPECT_EQ(al.shared, (std::vector<size_t>{11, 0, 11}));
   NodeEnds lonely{"d", {{{9, 9}, 5}}};
-  off = EstimateClockOffsets({a, lonely}, &ref);
-  EXPECT_EQ(ref[1], -1);
-  EXPECT_EQ(off[1], 0);
+  al = AlignClocks({a, lonely});
+  EXPECT_EQ(al.reference_of[1], -1);
+  EXPECT_EQ(al.offset[1], 0);
 }
 
 TEST(GroupLayout, ParsesAndOrders) {
@@ -456,6 +503,151 @@ TEST(Converter, GroupsMustMatchWorld) {
   EXPECT_FALSE(ConvertTimelines(opt, &stats, &error, nullptr));
   EXPECT_NE(error.find("describes 8 ranks, the files say world size 4"), std::string::npos)
       << error;
+}
+
+}  // namespace
+}  // namespace timeline
+}  // namespace xtimer
+
+namespace xtimer {
+namespace timeline {
+namespace {
+
+// Writes one rank's file with `events` and communicator `comm` of `size` ranks (this file: comm
+// rank `comm_rank`, global rank `rank`; members' global ranks = 10 + comm rank).
+void WriteRank(const std::string& dir, int rank, int world, uint64_t comm, int size, int comm_rank,
+               const std::vector<EventRecord>& events) {
+  Metadata m;
+  m.job = "unit";
+  m.host = m.node = "n0";
+  m.pid = 100 + rank;
+  m.rank = rank;
+  m.world_size = world;
+  m.clock_realtime_ns = 1700000000000000000;
+  CommInfo c;
+  c.id = comm;
+  c.size = size;
+  c.rank = comm_rank;
+  c.global_rank = rank;
+  for (int i = 0; i < size; ++i) c.members.push_back(10 + i);
+  m.comms = {c};
+  std::string error;
+  auto w = TimelineWriter::Create(dir + "/" + TimelineFileName(rank, world, m.pid), m, &error);
+  ASSERT_TRUE(w) << error;
+  for (const EventRecord& e : events) ASSERT_TRUE(w->Append(e));
+  ASSERT_TRUE(w->Finish(&error)) << error;
+}
+
+EventRecord CommOp(format::Operation op, uint64_t comm, uint64_t seq, int64_t start, int64_t dur) {
+  EventRecord e{};
+  e.op = static_cast<uint16_t>(op);
+  e.kind = format::KindOfOperation(e.op);
+  e.stream = 0x30;
+  e.comm_id = comm;
+  e.seq = seq;
+  e.gpu_start_ns = 1700000000000000000 + start;
+  e.duration_ns = dur;
+  e.peer = e.root = -1;
+  return e;
+}
+
+DecodedTrace Convert(const std::string& dir, const std::string& name) {
+  ConvertOptions opt;
+  opt.inputs = {dir};
+  opt.output = Tmp() + "/" + name + ".pftrace";
+  opt.quiet = true;
+  ConvertStats stats;
+  std::string error;
+  EXPECT_TRUE(ConvertTimelines(opt, &stats, &error, nullptr)) << error;
+  DecodedTrace d = DecodeTrace(Slurp(opt.output));
+  EXPECT_TRUE(d.errors.empty()) << d.errors[0];
+  return d;
+}
+
+// Events as the hook records them (bytes: the send buffer, opmath::SendBytes) for every
+// collective and dtype: the trace's busbw_gbps is nccl-tests' bus bandwidth, as the metrics'.
+TEST(Converter, BusBandwidthOfEveryCollectiveAndDtypeIsNcclTests) {
+  constexpr int kRanks = 8;
+  constexpr uint64_t kCount = 12345;
+  constexpr int64_t kDur = 100003;
+  const uint64_t comm = 0x5eed;
+  std::string dir = Tmp() + "/busbw";
+  mkdir(dir.c_str(), 0755);
+  std::vector<EventRecord> events;
+  std::map<uint64_t, std::pair<const opmath::testing::NcclTestsCase*, int>> what;  // by seq
+  uint64_t seq = 0;
+  for (const auto& c : opmath::testing::NcclTestsCases()) {
+    for (const auto& d : opmath::testing::DTypeCases()) {
+      ++seq;
+      EventRecord e = CommOp(c.op, comm, seq, static_cast<int64_t>(seq) * 200000, kDur);
+      e.dtype = static_cast<uint8_t>(d.dtype);
+      e.bytes = opmath::SendBytes(e.op, kCount, opmath::ElementSize(d.dtype), kRanks);
+      if (e.kind == static_cast<uint8_t>(format::OpKind::kP2P)) e.peer = 1;
+      events.push_back(e);
+      what[seq] = {&c, d.size};
+    }
+  }
+  WriteRank(dir, 0, kRanks, comm, kRanks, 0, events);
+  DecodedTrace d = Convert(dir, "busbw");
+  size_t checked = 0;
+  for (const DecodedSlice& s : d.slices) {
+    auto w = what.find(std::stoull(s.args.at("seq")));
+    ASSERT_NE(w, what.end());
+    const auto& c = *w->second.first;
+    SCOPED_TRACE(std::string(c.name) + " size " + std::to_string(w->second.second));
+    EXPECT_EQ(s.name, c.name);
+    ExpectRate(s.args.at("busbw_gbps"),
+               opmath::testing::ReferenceBusBytes(c, kCount, w->second.second, kRanks) / kDur);
+    ++checked;
+  }
+  EXPECT_EQ(checked, what.size());
+}
+
+// Each send is linked to the matching receive (n-th send from A to B -> n-th receive at B from
+// A), in the data's direction, and peers show as global ranks.
+TEST(Converter, SendFlowsToItsReceive) {
+  const uint64_t comm = 0xfeed;
+  std::string dir = Tmp() + "/p2p";
+  mkdir(dir.c_str(), 0755);
+  auto p2p = [&](format::Operation op, int peer, uint64_t seq, int64_t start) {
+    EventRecord e = CommOp(op, comm, seq, start, 5000);
+    e.peer = peer;
+    e.bytes = 1024;
+    return e;
+  };
+  using O = format::Operation;
+  // Rank 0 (comm rank 0) sends twice to 1 and receives once from 1; its per-peer seq counts
+  // both directions. Rank 1 receives twice from 0 (the second receive begins before its send),
+  // then sends once to 0.
+  WriteRank(dir, 0, 2, comm, 2, 0,
+            {p2p(O::kSend, 1, 1, 1000), p2p(O::kSend, 1, 2, 17000), p2p(O::kRecv, 1, 3, 40000)});
+  WriteRank(dir, 1, 2, comm, 2, 1,
+            {p2p(O::kRecv, 0, 1, 1500), p2p(O::kRecv, 0, 2, 15000), p2p(O::kSend, 0, 3, 39000)});
+  DecodedTrace d = Convert(dir, "p2p");
+  std::map<uint64_t, std::pair<const DecodedSlice*, const DecodedSlice*>> flows;  // send, recv
+  for (const DecodedSlice& s : d.slices) {
+    EXPECT_EQ(s.args.at("peer"), s.args.at("peer_comm_rank") == "0" ? "10" : "11") << s.name;
+    if (s.name == "Send") {
+      ASSERT_EQ(s.flows.size(), 1u);
+      EXPECT_TRUE(s.terminating.empty());
+      flows[s.flows[0]].first = &s;
+    } else {
+      ASSERT_EQ(s.name, "Recv");
+      ASSERT_EQ(s.terminating.size(), 1u);
+      EXPECT_TRUE(s.flows.empty());
+      flows[s.terminating[0]].second = &s;
+    }
+  }
+  ASSERT_EQ(flows.size(), 3u);
+  std::set<std::pair<int64_t, int64_t>> pairs;  // (send start, recv start) after t0
+  for (const auto& kv : flows) {
+    ASSERT_TRUE(kv.second.first && kv.second.second);
+    EXPECT_NE(PidOfTrack(d, kv.second.first->track), PidOfTrack(d, kv.second.second->track));
+    pairs.insert({kv.second.first->ts - 1700000000000000000, kv.second.second->ts -
+                                                                 1700000000000000000});
+  }
+  EXPECT_EQ(pairs, (std::set<std::pair<int64_t, int64_t>>{
+                       {1000, 1500}, {17000, 15000}, {39000, 40000}}));
 }
 
 }  // namespace

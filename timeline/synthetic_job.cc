@@ -163,7 +163,7 @@ std::vector<std::string> WriteSyntheticJob(const SyntheticJob& job, const std::s
     tp.global_rank = r;
     for (int i = r - r % job.tp; i < r - r % job.tp + job.tp; ++i) tp.members.push_back(i);
     m.comms = {world, tp};
-    m.dump_time_ns = job.start_ns + skew;
+    m.dump_time_ns = job.start_ns;  // the request's dump_time: the same on every node
     m.window_begin_ns = job.start_ns + skew;
     m.window_end_ns = t + skew;
     std::string path = dirs[node] + "/" + TimelineFileName(r, job.ranks, m.pid);

@@ -2,18 +2,123 @@
 // worker (events/s per core) and with all workers: default (compressed), plain (uncompressed) and
 // lean (--no-args --no-launches).
 //   bazel run -c opt //timeline:timeline_bench -- [ranks] [events_per_rank] [dir]
+// Clock alignment at scale: many nodes, converted with alignment on and with --no-align, each in
+// a child process whose CPU time and peak RSS are measured (wait4), so that neither the
+// generator's memory nor the other mode's counts.
+//   bazel run -c opt //timeline:timeline_bench -- --scale [nodes] [ranks_per_node] [steps]
+#include <ftw.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "timeline/converter.h"
 #include "timeline/synthetic_job.h"
 
+namespace {
+
+using xtimer::timeline::ConvertOptions;
+using xtimer::timeline::ConvertStats;
+using xtimer::timeline::ConvertTimelines;
+using xtimer::timeline::SyntheticJob;
+using xtimer::timeline::WriteSyntheticJob;
+
+// Runs fn in a child process; returns its exit status and fills its CPU seconds and peak RSS.
+template <typename Fn>
+int InChild(Fn fn, double* cpu_s, long* max_rss_kb) {
+  std::fflush(stdout);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int rc = fn();
+    std::fflush(stdout);
+    std::_Exit(rc);
+  }
+  int status = 0;
+  struct rusage ru;
+  if (pid < 0 || wait4(pid, &status, 0, &ru) != pid) return -1;
+  *cpu_s = ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+           (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  *max_rss_kb = ru.ru_maxrss;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) { return remove(path); }
+
+int ScaleMain(int nodes, int per_node, int steps) {
+  char tmpl[] = "/tmp/xtimer_align_bench.XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) {
+    std::perror("mkdtemp");
+    return 1;
+  }
+  const std::string dir = tmpl;
+  SyntheticJob job;
+  job.ranks = nodes * per_node;
+  job.nodes = nodes;
+  job.steps = steps;
+  job.seed = 7;
+  for (int n = 0; n < nodes; ++n) job.node_skew_ns.push_back((n * 7919 % 2001 - 1000) * 1000);
+  std::printf("generating %d nodes x %d ranks x %d steps in %s ...\n", nodes, per_node, steps,
+              dir.c_str());
+  double cpu = 0;
+  long rss = 0;
+  if (InChild([&] {
+        std::string error;
+        if (WriteSyntheticJob(job, dir, &error).empty()) {
+          std::fprintf(stderr, "%s\n", error.c_str());
+          return 1;
+        }
+        return 0;
+      }, &cpu, &rss) != 0) {
+    return 1;
+  }
+  std::vector<std::string> dirs;
+  for (int n = 0; n < nodes; ++n) dirs.push_back(dir + "/node" + std::to_string(n));
+  double cpu_mode[2] = {0, 0};
+  long rss_mode[2] = {0, 0};
+  for (int align = 1; align >= 0; --align) {
+    int rc = InChild([&] {
+      ConvertOptions opt;
+      opt.inputs = dirs;
+      opt.output = dir + "/bench.pftrace";
+      opt.jobs = 1;
+      opt.quiet = true;
+      opt.align_clocks = align != 0;
+      ConvertStats st;
+      std::string error;
+      if (!ConvertTimelines(opt, &st, &error, stderr)) {
+        std::fprintf(stderr, "%s\n", error.c_str());
+        return 1;
+      }
+      std::printf("%-10s %d ranks, %llu events, wall %.2f s, trace %.1f MB\n",
+                  align ? "align" : "--no-align", st.ranks,
+                  static_cast<unsigned long long>(st.events), st.seconds, st.trace_bytes / 1e6);
+      return 0;
+    }, &cpu_mode[align], &rss_mode[align]);
+    if (rc != 0) return 1;
+    std::printf("%-10s cpu %.2f s, peak RSS %.1f MB\n", align ? "align" : "--no-align",
+                cpu_mode[align], rss_mode[align] / 1024.0);
+  }
+  std::printf("alignment on vs --no-align: cpu %+.1f %% (%+.2f s), peak RSS %+.1f %% (%+.1f MB)\n",
+              100.0 * (cpu_mode[1] - cpu_mode[0]) / cpu_mode[0], cpu_mode[1] - cpu_mode[0],
+              100.0 * (rss_mode[1] - rss_mode[0]) / rss_mode[0],
+              (rss_mode[1] - rss_mode[0]) / 1024.0);
+  nftw(dir.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
+  return 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   using namespace xtimer::timeline;
+  if (argc > 1 && std::string(argv[1]) == "--scale") {
+    return ScaleMain(argc > 2 ? std::atoi(argv[2]) : 1024, argc > 3 ? std::atoi(argv[3]) : 8,
+                     argc > 4 ? std::atoi(argv[4]) : 20);
+  }
   int ranks = argc > 1 ? std::atoi(argv[1]) : 64;
   int events = argc > 2 ? std::atoi(argv[2]) : 50000;
   std::string dir = argc > 3 ? argv[3] : "/tmp/xtimer_timeline_bench";

@@ -124,6 +124,10 @@ class Decoder {
       DecodedSlice sl = std::move(s.open.back());
       s.open.pop_back();
       sl.dur = s.clock - sl.ts;
+      // Flows on an end event belong to the slice it ends.
+      sl.flows.insert(sl.flows.end(), te.flow_ids().begin(), te.flow_ids().end());
+      sl.terminating.insert(sl.terminating.end(), te.terminating_flow_ids().begin(),
+                            te.terminating_flow_ids().end());
       d_->slices.push_back(std::move(sl));
       return;
     }

@@ -190,7 +190,7 @@ def check_trace(summary_tool, trace, infos):
     lo, hi = first_end + margin, last_end - margin
     pids_of, labels_of, ends = {}, {}, {}
     for s in slices:
-        if s["cat"] not in ("collective", "p2p"):
+        if s["cat"] != "collective":
             continue
         if len(s["flows"]) != 1:
             fail("collective slice %s carries flows %s" % (s["name"], s["flows"]))
@@ -219,10 +219,33 @@ def check_trace(summary_tool, trace, infos):
     if joined < 10:
         fail("only %d collectives inside the window all ranks captured" % joined)
 
+    # Send/recv flows (top two id bits 11): a send's flow ends at a receive on another rank.
+    sends, recvs = {}, {}
+    for s in slices:
+        for f in s["flows"]:
+            if int(f) >> 62 == 3:
+                if s["name"] != "Send" or f in sends:
+                    fail("send/recv flow %s starts at %s or twice" % (f, s["name"]))
+                sends[f] = pid_of[s["track"]]
+        for f in s["terminating"]:
+            if int(f) >> 62 == 3:
+                if s["name"] != "Recv" or f in recvs:
+                    fail("send/recv flow %s ends at %s or twice" % (f, s["name"]))
+                recvs[f] = pid_of[s["track"]]
+    p2p_linked = [f for f in sends if f in recvs]
+    for f in p2p_linked:
+        if sends[f] == recvs[f]:
+            fail("send/recv flow %s stays on rank %d" % (f, sends[f] - 1))
+    p2p_slices = sum(1 for s in slices if s["cat"] == "p2p")
+    if p2p_slices and not p2p_linked:
+        fail("%d send/recv slices, none linked to its peer" % p2p_slices)
+
     # Launch flows: each GPU slice's terminating flow starts at a launch instant of its rank.
     linked = 0
     for s in slices:
         for f in s["terminating"]:
+            if int(f) >> 62 == 3:
+                continue
             if f not in launch_of or launch_of[f][1] != pid_of[s["track"]]:
                 fail("slice %s: launch flow %s has no launch instant on its rank" % (s["name"], f))
             linked += 1
@@ -231,9 +254,10 @@ def check_trace(summary_tool, trace, infos):
     log("trace: 8 rank processes with %d stream threads, %d slices (= dumped events, %d "
         "compressed packets), %d GEMMs none shorter than the model, the shortest of each of %d "
         "shapes and %d of %d queued ones at the modelled duration (largest deviation %.4f%%), "
-        "%d collectives joining exactly their communicator's members, %d launch flows" % (
+        "%d collectives joining exactly their communicator's members, %d sends linked to their "
+        "receives, %d launch flows" % (
             sum(len(v) for v in streams.values()), len(slices), t["compressed_packets"], gemms,
-            len(shortest), exact, queued, 100 * worst, joined, linked))
+            len(shortest), exact, queued, 100 * worst, joined, len(p2p_linked), linked))
 
 
 def demo_part(p, xtimer, check, trace_tools):
