@@ -1,12 +1,11 @@
-"""nvcc_binary: builds a CUDA program with the machine's nvcc, the way users build theirs.
+"""nvcc_binary, nvcc_shared_library: build CUDA code with the machine's nvcc, the way users do.
 
-The program links the REAL CUDA libraries in /usr/local/cuda/lib64 (cudart as a shared library,
-`-cudart shared`, so that preloaded hooks and the simulator see its calls) and carries no rpath:
+The outputs link the REAL CUDA libraries in /usr/local/cuda/lib64 (cudart as a shared library,
+`-cudart shared`, so that preloaded hooks and the simulator see its calls) and carry no rpath:
 at run time LD_LIBRARY_PATH decides whether the real libraries or test/gpusim's stand-ins load.
 """
 
-def nvcc_binary(name, srcs, hdrs = [], libs = [], nvcc_opts = [], **kwargs):
-    """srcs: .cu/.cc files; libs: extra -l names (cublas, cublasLt, nccl)."""
+def _nvcc(name, out, srcs, hdrs, libs, nvcc_opts, executable, **kwargs):
     cmd = " ".join([
         "/usr/local/cuda/bin/nvcc",
         "-cudart shared",
@@ -19,11 +18,22 @@ def nvcc_binary(name, srcs, hdrs = [], libs = [], nvcc_opts = [], **kwargs):
         " ".join(["-l" + l for l in libs]),
     ])
     native.genrule(
-        name = name + "_nvcc",
+        name = name,
         srcs = srcs + hdrs,
-        outs = [name],
+        outs = [out],
         cmd = cmd,
-        executable = True,
+        executable = executable,
         local = True,  # nvcc and the CUDA toolkit live outside the workspace
         **kwargs
     )
+
+def nvcc_binary(name, srcs, hdrs = [], libs = [], nvcc_opts = [], **kwargs):
+    """srcs: .cu/.cc files; libs: extra -l names (cublas, cublasLt, nccl)."""
+    _nvcc(name + "_nvcc", name, srcs, hdrs, libs, nvcc_opts, True, **kwargs)
+
+def nvcc_shared_library(name, srcs, hdrs = [], libs = [], nvcc_opts = [], **kwargs):
+    """A shared object `name` (e.g. "libfoo.so") that programs load with dlopen, as Python's
+    ctypes and extension modules do: position-independent, DT_NEEDED on libcudart.so.13 and on
+    the libraries in libs, no soname, no rpath."""
+    _nvcc(name + "_nvcc", name, srcs, hdrs, libs, ["-shared", "-Xcompiler -fPIC"] + nvcc_opts,
+          False, **kwargs)
