@@ -110,7 +110,7 @@ def run_config(p, job, python, ranks):
     regex, kernels_per_step = FILTERS[ranks]
     hooked_env = dict(env, XTIMER_KERNEL_FILTER=regex)
     hooked = Background("hooked-%d" % ranks, p.launch_argv(run_dir, metrics, control, "pydemo") +
-                        job.argv(python, ranks, 30), hooked_env, p.tmp)
+                        job.argv(python, ranks, 20), hooked_env, p.tmp)
     try:
         wait_lingering(hooked, ranks)
         check_metrics(label, metrics, ranks, regex, kernels_per_step)
