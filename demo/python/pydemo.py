@@ -11,6 +11,11 @@ default), never linked into the interpreter:
                      --late-step: from then on every step also runs a bf16 cublasGemmEx and an
                      fp32 cublasSgemm on the core's stream.
 
+With --ext (CPython 3.11 only) it also imports pydemo_ext, a real CPython extension module built
+against /usr/include/python3.11, with importlib (dlopen with sys.getdlopenflags(): RTLD_NOW,
+local scope; DT_NEEDED libcudart.so.13), and every step round-trips its results through that
+module's device memory (host to device, device to device, device to host).
+
 Every step checks the three results exactly (they depend on copies and NCCL only) and prints a
 checksum of them, so that runs with and without a preloaded hook can be compared line by line.
 
@@ -24,6 +29,8 @@ any CPython 3.6 or later. Exit status: 0 success, 1 a failed CUDA/cuBLAS/NCCL ca
 import argparse
 import ctypes
 import hashlib
+import importlib.machinery
+import importlib.util
 import os
 import platform
 import sys
@@ -32,6 +39,7 @@ from array import array
 
 PROG = "pydemo"
 ID_FILE = "pydemo_nccl_unique_id"
+EXT_FILE = "pydemo_ext.cpython-311-x86_64-linux-gnu.so"
 
 
 class DemoError(Exception):
@@ -56,6 +64,9 @@ def parse_args(argv):
     p.add_argument("--lib-dir", metavar="DIR",
                    help="directory holding libpydemo_core.so and libpydemo_gemm.so (default: "
                         "this script's directory)")
+    p.add_argument("--ext", action="store_true",
+                   help="also import the extension module %s with importlib and round-trip "
+                        "each step's results through it (CPython 3.11 only)" % EXT_FILE)
     p.add_argument("--rendezvous-timeout", type=float, default=120, metavar="S",
                    help="seconds a rank waits for rank 0's NCCL id (default 120)")
     p.add_argument("--linger", type=float, default=0, metavar="S",
@@ -64,6 +75,9 @@ def parse_args(argv):
     args = p.parse_args(argv)
     if args.steps < 1 or args.late_step < 0 or args.elements < 1 or args.gemm_dim < 1:
         p.error("--steps, --elements and --gemm-dim must be >= 1 and --late-step >= 0")
+    if args.ext and sys.version_info[:2] != (3, 11):
+        p.error("--ext needs CPython 3.11 (%s is built against /usr/include/python3.11); this is "
+                "%s" % (EXT_FILE, platform.python_version()))
     if args.rendezvous_timeout <= 0 or args.linger < 0:
         p.error("--rendezvous-timeout must be positive and --linger not negative")
     args.lib_dir = args.lib_dir or os.path.dirname(os.path.abspath(__file__))
@@ -119,6 +133,24 @@ GEMM = {
     "run": (INT, [VP]),
     "close": (INT, [VP]),
 }
+
+
+def scope(dlopen_flags):
+    return "RTLD_GLOBAL" if dlopen_flags & os.RTLD_GLOBAL else "RTLD_LOCAL"
+
+
+def import_ext(lib_dir):
+    """pydemo_ext, imported from lib_dir with importlib as `import` would (dlopen RTLD_LOCAL)."""
+    path = os.path.join(lib_dir, EXT_FILE)
+    loader = importlib.machinery.ExtensionFileLoader("pydemo_ext", path)
+    spec = importlib.util.spec_from_file_location("pydemo_ext", path, loader=loader)
+    try:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    except ImportError as e:
+        raise DemoError("cannot import %s: %s (build //demo/python:libs, or pass --lib-dir)" %
+                        (path, e))
+    return module
 
 
 def rendezvous(core, rank, world, timeout):
@@ -191,12 +223,15 @@ def run(args):
     n, m, b = args.elements, 256, 1024
     core = Library(args.lib_dir, "libpydemo_core.so", "pydemo_core", CORE)
     if rank == 0:
-        scope = "RTLD_GLOBAL" if ctypes.DEFAULT_MODE & os.RTLD_GLOBAL else "RTLD_LOCAL"
         say("python %s (%s); %d ranks; %s loaded with ctypes.CDLL (%s)" %
-            (platform.python_version(), sys.executable, world, core.name, scope))
+            (platform.python_version(), sys.executable, world, core.name,
+             scope(ctypes.DEFAULT_MODE)))
     uid = rendezvous(core, rank, world, args.rendezvous_timeout)
     handle = VP()
     core.check(core.open(rank, world, local_rank, uid, n, m, b, ctypes.byref(handle)), "open")
+    ext = import_ext(args.lib_dir) if args.ext else None
+    if ext is not None and rank == 0:
+        say("imported pydemo_ext with importlib (%s)" % scope(sys.getdlopenflags()))
     gemm, gemm_handle = None, VP()
     outs = (floats(bytes(4 * n)), floats(bytes(4 * m * world)), floats(bytes(4 * b)))
     digest = hashlib.sha256()
@@ -213,10 +248,17 @@ def run(args):
             gemm.check(gemm.run(gemm_handle), "step %d" % step)
         for what, got, w in zip(("all-reduce", "all-gather", "broadcast"), outs, want):
             check(step, what, got, w)
+            if ext is not None:
+                try:
+                    back = floats(ext.roundtrip(got.tobytes()))
+                except RuntimeError as e:
+                    raise DemoError("step %d: %s" % (step, e))
+                check(step, what + " through pydemo_ext", back, w)
         step_sum = hashlib.sha256(b"".join(a.tobytes() for a in outs)).hexdigest()[:16]
         digest.update(step_sum.encode())
         say("step %d/%d checksum %s (all-reduce ok, all-gather ok, broadcast from rank %d ok%s)" %
-            (step, args.steps, step_sum, root, ", 2 gemms" if gemm is not None else ""))
+            (step, args.steps, step_sum, root,
+             (", 2 gemms" if gemm is not None else "") + (", pydemo_ext ok" if ext else "")))
     say("done: %d steps on %d ranks, all checks passed; checksum of all steps %s" %
         (args.steps, world, digest.hexdigest()[:16]))
     if args.linger > 0:

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # demo/python without xtimer: the modules are built as Python loads them (DT_NEEDED on the CUDA
 # libraries, no rpath, only the C ABI exported); 2 ranks of pydemo.py under Debian's
-# /usr/bin/python3 pass every check on the simulator, loading the cuBLAS module late; usage and
+# /usr/bin/python3 pass every check on the simulator, loading the cuBLAS module late and
+# round-tripping results through the extension module imported with importlib (--ext); usage and
 # setup errors exit 2 / 1 with a message that says what to do.
 source demo/testlib.sh
 
@@ -24,18 +25,19 @@ done
 OUT="$TMP/pydemo.out"
 set +e
 "$LAUNCH" --nproc 2 --timeout 120 -- "$GPUSIM_RUN" "$PY" "$PYDEMO" --lib-dir "$LIB_DIR" \
-  --steps 4 --late-step 2 >"$OUT" 2>&1
+  --steps 4 --late-step 2 --ext >"$OUT" 2>&1
 RC=$?
 set -e
 expect_rc 0 "2-rank job"
 expect_line '^\[rank 0\] pydemo: python 3\.11\.[0-9]+ \(/usr/bin/python3\); 2 ranks; libpydemo_core\.so loaded with ctypes\.CDLL \(RTLD_LOCAL\)$' "header"
+expect_line '^\[rank 0\] pydemo: imported pydemo_ext with importlib \(RTLD_LOCAL\)$' "importlib line"
 for r in 0 1; do
   for s in 1 2; do
-    expect_line "^\[rank $r\] pydemo: step $s/4 checksum [0-9a-f]{16} \(all-reduce ok, all-gather ok, broadcast from rank $(( (s - 1) % 2 )) ok\)$" "rank $r step $s"
+    expect_line "^\[rank $r\] pydemo: step $s/4 checksum [0-9a-f]{16} \(all-reduce ok, all-gather ok, broadcast from rank $(( (s - 1) % 2 )) ok, pydemo_ext ok\)$" "rank $r step $s"
   done
   expect_line "^\[rank $r\] pydemo: loaded libpydemo_gemm\.so before step 3: cuBLAS is used from now on$" "late load on rank $r"
   for s in 3 4; do
-    expect_line "^\[rank $r\] pydemo: step $s/4 checksum [0-9a-f]{16} \(.*, 2 gemms\)$" "rank $r step $s with GEMMs"
+    expect_line "^\[rank $r\] pydemo: step $s/4 checksum [0-9a-f]{16} \(.*, 2 gemms, pydemo_ext ok\)$" "rank $r step $s with GEMMs"
   done
   expect_line "^\[rank $r\] pydemo: done: 4 steps on 2 ranks, all checks passed" "rank $r summary"
 done

@@ -14,8 +14,12 @@ the three runs. While the hooked ranks linger after their last step, it checks t
 kernels, or only PydemoGelu), one AllReduce, AllGather and Broadcast per step, and one GemmEx and
 one Sgemm per step after the late load.
 
+Under /usr/bin/python3 (3.11) the job also imports the extension module pydemo_ext with importlib
+(--ext) and round-trips its three results through it every step: the daemon must then report 3
+device-to-device copies per step for every rank.
+
 Usage: pydemo_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH PYDEMO_PY
-       LIBPYDEMO_CORE LIBPYDEMO_GEMM
+       LIBPYDEMO_CORE LIBPYDEMO_GEMM PYDEMO_EXT
 """
 
 import glob
@@ -54,15 +58,16 @@ def pyenv_python():
 class Job:
     def __init__(self, p, extra):
         self.p = p
-        self.pydemo, core, gemm = extra
+        self.pydemo, core, gemm, ext = extra
         self.lib_dir = os.path.dirname(core)
-        if os.path.dirname(gemm) != self.lib_dir:
-            fail("libpydemo_core.so and libpydemo_gemm.so are in different directories")
+        if os.path.dirname(gemm) != self.lib_dir or os.path.dirname(ext) != self.lib_dir:
+            fail("the three modules of demo/python are in different directories")
 
     def argv(self, python, ranks, linger):
         return [python, self.p.demo_launch, "--nproc", str(ranks), "--timeout", "240", "--",
                 self.p.gpusim_run, python, self.pydemo, "--lib-dir", self.lib_dir,
-                "--steps", str(STEPS), "--late-step", str(LATE), "--linger", str(linger)]
+                "--steps", str(STEPS), "--late-step", str(LATE), "--linger", str(linger)] + \
+            (["--ext"] if python == DEBIAN_PYTHON else [])
 
 
 def checksums(name, output, ranks):
@@ -113,7 +118,7 @@ def run_config(p, job, python, ranks):
                         job.argv(python, ranks, 20), hooked_env, p.tmp)
     try:
         wait_lingering(hooked, ranks)
-        check_metrics(label, metrics, ranks, regex, kernels_per_step)
+        check_metrics(label, metrics, ranks, regex, kernels_per_step, python == DEBIAN_PYTHON)
         hooked_sums = finish(hooked, label + " under xtimer-launch", ranks)
     finally:
         hooked.kill()
@@ -143,12 +148,15 @@ def wait_lingering(job, ranks):
     fail("%s: not every rank lingered within 240 s:\n%s" % (job.name, job.output()))
 
 
-def expected(ranks, kernels_per_step):
+def expected(ranks, kernels_per_step, ext):
     """[(what, rank, metric, labels, value)] that the daemon must report."""
     want = []
     for rank in range(ranks):
         r = str(rank)
         want.append(("up", rank, "xtimer_rank_up", {"rank": r}, 1))
+        want.append(("pydemo_ext copies", rank, "xtimer_ops_total",
+                     {"rank": r, "kind": "memcpy", "operation": "MemcpyDtoD"},
+                     3 * STEPS if ext else 0))
         want.append(("kernels", rank, "xtimer_ops_total",
                      {"rank": r, "kind": "kernel", "operation": "KernelLaunch"},
                      kernels_per_step * STEPS))
@@ -161,9 +169,9 @@ def expected(ranks, kernels_per_step):
     return want
 
 
-def check_metrics(label, port, ranks, regex, kernels_per_step):
+def check_metrics(label, port, ranks, regex, kernels_per_step, ext):
     """Waits (30 s at most) until the daemon reports exactly the expected counts."""
-    want = expected(ranks, kernels_per_step)
+    want = expected(ranks, kernels_per_step, ext)
     deadline = time.monotonic() + 30
     while True:
         samples = parse(scrape(port))
@@ -182,14 +190,15 @@ def check_metrics(label, port, ranks, regex, kernels_per_step):
             fail("%s: rank %s dropped %d records" % (label, labels.get("rank"), v))
     log("%s: /metrics: every rank up, %d kernel(s) per step (XTIMER_KERNEL_FILTER=%s), "
         "AllReduce/AllGather/Broadcast every step, GemmEx and Sgemm in the %d steps after the "
-        "late load, no drops" % (label, kernels_per_step, regex, STEPS - LATE))
+        "late load,%s no drops" % (label, kernels_per_step, regex, STEPS - LATE,
+                                   " pydemo_ext's device-to-device copies," if ext else ""))
 
 
 def main(argv):
-    if len(argv) != 10:
+    if len(argv) != 11:
         fail(__doc__)
     p = Paths(argv[:7], __doc__)
-    job = Job(p, [os.path.abspath(a) for a in argv[7:10]])
+    job = Job(p, [os.path.abspath(a) for a in argv[7:11]])
     configs = [(DEBIAN_PYTHON, 2), (DEBIAN_PYTHON, 4)]
     other = pyenv_python()
     if other is None:
