@@ -6,9 +6,11 @@
 # pydemo.py, run by PATH (default /usr/bin/python3), started by demo/launch.py on the GPU
 # simulator under `xtimer-launch`, which starts an xtimerd for a fresh run directory (metrics on
 # 127.0.0.1:18889, control port 18888 unless changed). pydemo.py loads its CUDA/NCCL module and,
-# after step 3, its cuBLAS module with ctypes (dlopen RTLD_LOCAL). XTIMER_KERNEL_FILTER=Pydemo
+# after step 3, its cuBLAS module with ctypes (dlopen RTLD_LOCAL); under CPython 3.11 it also
+# imports its extension module with importlib (--ext). XTIMER_KERNEL_FILTER=Pydemo
 # selects its two kernels. While the ranks linger after their last step, the script prints what
-# the daemon's /metrics report for each rank: kernels, collectives and GEMMs. The daemon is
+# the daemon's /metrics report for each rank: kernels, collectives, GEMMs and device-to-device
+# copies (the extension module's). The daemon is
 # stopped at the end unless --keep-daemon. Needs //demo/python:libs, //demo:launch,
 # //test/gpusim:gpusim-run, //launcher:xtimer-launch, //daemon:xtimerd and //hook:libxtimer.so
 # built under DIR (default: the repository's bazel-bin). Exit status: the job's. See docs/demo.md.
@@ -44,6 +46,9 @@ for f in demo/python/libpydemo_core.so demo/python/libpydemo_gemm.so test/gpusim
   [[ -e "$bin_dir/$f" ]] || { echo "run_xtimer_pydemo.sh: $bin_dir/$f is missing (build it first)" >&2; exit 2; }
 done
 
+ext=()
+if "$python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then ext=(--ext); fi
+
 run_dir="$(mktemp -d /tmp/xtimer-pydemo.XXXXXX)"
 out="$run_dir/job.out"
 stop_daemon() {
@@ -62,7 +67,8 @@ export XTIMER_KERNEL_FILTER=Pydemo
   --control-port "$control_port" --job xtimer-pydemo -- \
   "$python" "$repo/demo/launch.py" --nproc "$ranks" --timeout 300 -- \
   "$bin_dir/test/gpusim/gpusim-run" "$python" "$repo/demo/python/pydemo.py" \
-  --lib-dir "$bin_dir/demo/python" --steps "$steps" --linger 4 > >(tee "$out") 2>&1 &
+  --lib-dir "$bin_dir/demo/python" --steps "$steps" --linger 4 ${ext[@]+"${ext[@]}"} \
+  > >(tee "$out") 2>&1 &
 job=$!
 
 # Wait until every rank lingers, then until the daemon has every rank's last GEMMs (the pollers
@@ -80,9 +86,10 @@ summary() {
       if (k == "kernel") kern[r] += $2
       else if (k == "collective") coll[r] = coll[r] " " op "=" $2
       else if (k == "matmul") mm[r] = mm[r] " " op "=" $2
+      else if (op == "MemcpyDtoD") d2d[r] += $2
       ranks[r] = 1
     }
-    END { for (r in ranks) printf "rank %s: kernels %d; collectives%s; GEMMs%s\n", r, kern[r], coll[r], mm[r] }' | sort -n -k2
+    END { for (r in ranks) printf "rank %s: kernels %d; collectives%s; GEMMs%s; device-to-device copies %d\n", r, kern[r], coll[r], mm[r], d2d[r] }' | sort -n -k2
 }
 for _ in $(seq 50); do
   [[ $(summary | grep -c 'Sgemm') -ge $ranks ]] && break
