@@ -116,7 +116,8 @@ class Library:
 
     def check(self, status, what):
         if status != 0:
-            raise DemoError("%s: %s: %s" % (self.name, what, self.last_error().decode(errors="replace")))
+            message = self.last_error().decode(errors="replace")
+            raise DemoError("%s: %s: %s" % (self.name, what, message))
 
 
 VP, INT, FP = ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_float)
@@ -200,7 +201,7 @@ def inputs(rank, world, step, n, m, b):
     root = (step - 1) % world
     reduce_in = floats((rank + 1) * step + i % 17 for i in range(n))
     gather_in = floats(rank * 1000 + step * 10 + i % 7 for i in range(m))
-    bcast_in = floats(root * 100 + step + i % 3 for i in range(b)) if rank == root else floats([0] * b)
+    bcast_in = floats(root * 100 + step + i % 3 if rank == root else 0 for i in range(b))
     ranks_sum = world * (world + 1) // 2
     want = (floats(step * ranks_sum + world * (i % 17) for i in range(n)),
             floats(r * 1000 + step * 10 + i % 7 for r in range(world) for i in range(m)),
@@ -213,6 +214,18 @@ def check(step, what, got, want):
         return
     i = next(i for i in range(len(want)) if got[i] != want[i])
     raise DemoError("step %d: %s: element %d is %r, expected %r" % (step, what, i, got[i], want[i]))
+
+
+def verify(step, outs, want, ext):
+    """Checks the step's results, and their round trip through pydemo_ext when imported."""
+    for what, got, w in zip(("all-reduce", "all-gather", "broadcast"), outs, want):
+        check(step, what, got, w)
+        if ext is not None:
+            try:
+                back = floats(ext.roundtrip(got.tobytes()))
+            except RuntimeError as e:
+                raise DemoError("step %d: %s" % (step, e))
+            check(step, what + " through pydemo_ext", back, w)
 
 
 def run(args):
@@ -246,14 +259,7 @@ def run(args):
                    "step %d" % step)
         if gemm is not None:
             gemm.check(gemm.run(gemm_handle), "step %d" % step)
-        for what, got, w in zip(("all-reduce", "all-gather", "broadcast"), outs, want):
-            check(step, what, got, w)
-            if ext is not None:
-                try:
-                    back = floats(ext.roundtrip(got.tobytes()))
-                except RuntimeError as e:
-                    raise DemoError("step %d: %s" % (step, e))
-                check(step, what + " through pydemo_ext", back, w)
+        verify(step, outs, want, ext)
         step_sum = hashlib.sha256(b"".join(a.tobytes() for a in outs)).hexdigest()[:16]
         digest.update(step_sum.encode())
         say("step %d/%d checksum %s (all-reduce ok, all-gather ok, broadcast from rank %d ok%s)" %
