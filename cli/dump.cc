@@ -20,6 +20,7 @@
 
 #include "cli/commands.h"
 #include "proto/hosting.grpc.pb.h"
+#include "util/version.h"
 
 namespace xtimer {
 namespace cli {
@@ -57,6 +58,7 @@ const char kUsage[] =
     "  --timeout S        per-request deadline, and the longest wait for captures past their\n"
     "                     deadline (default 10)\n"
     "  -h, --help         this text\n"
+    "  --version          print the version and exit\n"
     "\n"
     "Exit status: 0 when every node wrote its files (or accepted, with --no-wait), 1 when any\n"
     "node failed, 2 on a usage error.\n"
@@ -127,6 +129,27 @@ std::string CodeName(grpc::StatusCode c) {
   }
 }
 
+// What a failed call means for the user; gRPC's own words follow in parentheses.
+std::string Explain(const grpc::Status& st, const std::string& target) {
+  const std::string& m = st.error_message();
+  auto has = [&m](const char* s) { return m.find(s) != std::string::npos; };
+  std::string what;
+  if (has("HTTP/2") || has("http1") || has("HTTP/1")) {
+    what = target + " answered, but not with gRPC: is this the control port? xtimerd takes "
+           "commands on --control-port (default 18888); its metrics port (--metrics-port, "
+           "default 18889) serves plain HTTP";
+  } else if (st.error_code() == grpc::StatusCode::UNAVAILABLE &&
+             (has("failed to connect") || has("onnection refused"))) {
+    what = "nothing accepts connections on " + target + ": is xtimerd running on that host with "
+           "that --control-port? xtimer-launch starts one for a job; or start it with "
+           "`xtimerd --control-port PORT` (and --control-address 0.0.0.0 to be reached from other "
+           "hosts)";
+  } else {
+    return CodeName(st.error_code()) + ": " + m;
+  }
+  return what + " (gRPC: " + CodeName(st.error_code()) + ": " + m + ")";
+}
+
 }  // namespace
 
 int DumpMain(int argc, char** argv) {
@@ -160,6 +183,9 @@ int DumpMain(int argc, char** argv) {
     int64_t n = 0;
     if (a == "-h" || a == "--help") {
       fputs(kUsage, stdout);
+      return 0;
+    } else if (a == "--version") {
+      printf("%s\n", kVersion);
       return 0;
     } else if (a == "--reset") {
       req.set_reset(true);
@@ -279,7 +305,7 @@ int DumpMain(int argc, char** argv) {
                        std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000)));
       grpc::Status st = stub->DumpKernelTrace(&ctx, req, &n.response);
       if (!st.ok()) {
-        n.error = CodeName(st.error_code()) + ": " + st.error_message();
+        n.error = Explain(st, n.target);
         return;
       }
       n.ok = true;

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "cli/commands.h"
+#include "util/version.h"
 
 namespace {
 
@@ -20,7 +21,8 @@ constexpr Command kCommands[] = {
 
 void Usage(FILE* out) {
   std::fprintf(
-      out, "usage: xtimer COMMAND [ARGS...]   (xtimer COMMAND --help for details)\n\ncommands:\n");
+      out, "usage: xtimer COMMAND [ARGS...]   (xtimer COMMAND --help for details;\n"
+           "       xtimer --version)\n\ncommands:\n");
   for (const Command& c : kCommands) std::fprintf(out, "  %-10s %s\n", c.name, c.summary);
 }
 
@@ -34,6 +36,10 @@ int main(int argc, char** argv) {
   if (!std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help") ||
       !std::strcmp(argv[1], "help")) {
     Usage(stdout);
+    return 0;
+  }
+  if (!std::strcmp(argv[1], "--version") || !std::strcmp(argv[1], "version")) {
+    std::printf("%s\n", xtimer::kVersion);
     return 0;
   }
   for (const Command& c : kCommands) {

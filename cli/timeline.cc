@@ -8,6 +8,7 @@
 
 #include "cli/commands.h"
 #include "timeline/converter.h"
+#include "util/version.h"
 
 namespace xtimer {
 namespace cli {
@@ -44,6 +45,7 @@ options:
                       and trace_processor read both.
   --no-compress       same as --compression-level 0
   -h, --help          this text
+  --version           print the version and exit
 
 exit status: 0 written (skipped inputs are listed on stderr), 1 nothing could be written,
 2 bad arguments.
@@ -90,6 +92,9 @@ int TimelineMain(int argc, char** argv) {
     };
     if (a == "-h" || a == "--help") {
       std::fputs(kHelp, stdout);
+      return 0;
+    } else if (a == "--version") {
+      std::printf("%s\n", kVersion);
       return 0;
     } else if (name == "-o" || name == "--output") {
       if (!value(&opt.output) || opt.output.empty()) return BadArg(name + " needs a file name");

@@ -267,6 +267,7 @@ void Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {
   p->status.identity = status.identity;
   p->status.written = status.written;
   p->status.dropped = status.dropped;
+  std::copy(std::begin(status.untimed), std::end(status.untimed), std::begin(p->status.untimed));
   p->status.invalid = status.invalid;
   p->status.lost = status.lost;
   p->status.fill = std::min(1.0, std::max(0.0, status.fill));
@@ -317,6 +318,7 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
     }
     ps.written = p.status.written;
     ps.dropped = p.status.dropped;
+    std::copy(std::begin(p.status.untimed), std::end(p.status.untimed), std::begin(ps.untimed));
     ps.invalid = p.status.invalid;
     ps.lost = p.status.lost;
     ps.unaggregated = p.unaggregated;

@@ -43,6 +43,7 @@ struct ProcessStatus {
   format::Identity identity;
   uint64_t written = 0;  // header write_pos
   uint64_t dropped = 0;  // header dropped
+  uint64_t untimed[format::kUntimedSlots] = {};  // header untimed, by format::UntimedCause
   uint64_t invalid = 0;  // records that failed validation (reader's running total)
   uint64_t lost = 0;     // records skipped over impossible positions (reader's running total)
   double fill = 0;       // backlog / capacity seen before the last drain, 0..1
@@ -85,6 +86,7 @@ struct ProcessSnapshot {
   bool hang = false;
   bool hidden = false;  // another live process has the same labels (see identity conflicts)
   uint64_t written = 0, dropped = 0, invalid = 0, lost = 0, unaggregated = 0;
+  uint64_t untimed[format::kUntimedSlots] = {};
   double fill = 0;
   double heartbeat_age_s = 0;
   uint64_t history = 0;

@@ -14,6 +14,7 @@
 #include "daemon/aggregator.h"
 #include "daemon/dump_writer.h"
 #include "proto/hosting.pb.h"
+#include "util/version.h"
 
 namespace xtimer {
 namespace daemon {
@@ -52,7 +53,7 @@ bool ResolveDumpPath(const std::string& root, const std::string& path, std::stri
 bool PrepareDumpRoot(const std::string& root, std::string* resolved, std::string* error);
 
 struct ControlOptions {
-  std::string version = "0.1.0";
+  std::string version = kVersion;  // //:VERSION
   std::string node;             // host name
   int64_t start_ns = 0;         // daemon start (CLOCK_REALTIME)
   std::function<int64_t()> now_ns;  // CLOCK_REALTIME

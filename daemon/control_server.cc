@@ -26,6 +26,14 @@ namespace {
 constexpr int kMaxHttpConnections = 64;
 constexpr size_t kMaxHeaderBytes = 16 * 1024;
 constexpr int kIoTimeoutMs = 5000;
+// The HTTP/2 client connection preface: gRPC clients send it first.
+constexpr char kHttp2Preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+constexpr size_t kHttp2PrefaceBytes = sizeof(kHttp2Preface) - 1;
+// Said to (and logged for) clients that speak neither protocol.
+constexpr char kNotOurProtocol[] =
+    "this is xtimerd's control port: it speaks gRPC (HostingService) and HTTP/1.1 (POST "
+    "/HostingService/<Method> with a JSON body), and the bytes received are neither. Is the "
+    "client pointed at the control port? (Prometheus scrapes the metrics port, --metrics-port.)";
 
 grpc::Status ToGrpc(const CallStatus& s) {
   return s.ok() ? grpc::Status::OK
@@ -195,17 +203,23 @@ void ControlServer::AcceptLoop() {
       ++active_http_;  // counts the sniffing thread too
     }
     std::thread([this, fd] {
-      // Peek (without consuming) until we know which protocol this is.
-      char buf[3];
+      // Peek (without consuming) until we know which protocol this is: the whole HTTP/2
+      // preface, or a first byte that cannot start it.
+      char buf[kHttp2PrefaceBytes];
       ssize_t n = 0;
+      bool http2 = false;
       const int64_t tries = kIoTimeoutMs / 50;
       for (int64_t t = 0; t < tries && !stop_.load(); ++t) {
         pollfd p{fd, POLLIN, 0};
         if (::poll(&p, 1, 50) <= 0) continue;
         n = ::recv(fd, buf, sizeof buf, MSG_PEEK);
-        if (n <= 0 || n >= 3) break;
+        if (n <= 0 || std::memcmp(buf, kHttp2Preface, static_cast<size_t>(n)) != 0) break;
+        if (static_cast<size_t>(n) == kHttp2PrefaceBytes) {
+          http2 = true;
+          break;
+        }
       }
-      if (n >= 3 && std::memcmp(buf, "PRI", 3) == 0 && !stop_.load()) {
+      if (http2 && !stop_.load()) {
         ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
         int one = 1;
         ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -214,7 +228,19 @@ void ControlServer::AcceptLoop() {
         p.fd = fd;  // gRPC owns it from here
         acceptor_->HandleNewConnection(&p);
       } else {
-        if (n >= 3) ServeHttp(fd);
+        // An HTTP/1.1 request starts with a method in capitals (GET, POST, ...).
+        if (n > 0 && buf[0] >= 'A' && buf[0] <= 'Z') {
+          ServeHttp(fd);
+        } else if (n > 0) {
+          Logf("control port: a client sent bytes that are neither HTTP/1.1 nor gRPC (is it "
+               "pointed at the control port?)");
+          // Read what arrived, so that closing sends FIN after the answer, not a reset.
+          char sink[4096];
+          while (::recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
+          }
+          Reply(fd, 400, ErrorJson(Code::kInvalidArgument, kNotOurProtocol));
+          ::shutdown(fd, SHUT_WR);
+        }
         ::close(fd);
       }
       std::lock_guard<std::mutex> l(mu_);
@@ -242,7 +268,8 @@ void ControlServer::ServeHttp(int fd) {
   const size_t s1 = request_line.find(' ');
   const size_t s2 = s1 == std::string::npos ? s1 : request_line.find(' ', s1 + 1);
   if (s2 == std::string::npos) {
-    Reply(fd, 400, ErrorJson(Code::kInvalidArgument, "malformed HTTP request line"));
+    Reply(fd, 400, ErrorJson(Code::kInvalidArgument,
+                             std::string("malformed HTTP request line; ") + kNotOurProtocol));
     return;
   }
   const std::string method = request_line.substr(0, s1);

@@ -15,6 +15,7 @@
 #include "daemon/log.h"
 #include "timeline/format.h"
 #include "timeline/timeline_io.h"
+#include "util/job_identity.h"
 
 namespace xtimer {
 namespace daemon {
@@ -84,14 +85,8 @@ bool MakeDirInside(const std::string& root, const std::string& dir, std::string*
 }  // namespace
 
 std::string JobDirName(const std::string& job) {
-  std::string out = job.substr(0, 128);
-  for (char& c : out) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-';
-    if (!ok) c = '_';
-  }
-  if (out.empty() || out == "." || out == "..") return "_nojob";
-  return out;
+  const std::string out = SanitizeJobId(job);
+  return out.empty() ? "_nojob" : out;
 }
 
 struct DumpManager::Capture {

@@ -65,7 +65,8 @@ struct DumpStatus {
 
 enum class DumpError { kNone, kBusy, kIo };
 
-// The directory name used for a job inside the dump directory: [A-Za-z0-9._-], others '_';
+// The directory name used for a job inside the dump directory: the job label sanitized as the
+// hook and launcher do (util/job_identity.h; a ring may come from another build of the hook), or
 // "_nojob" for an empty job or one of "." and "..".
 std::string JobDirName(const std::string& job);
 

@@ -142,6 +142,10 @@ bool ParseFlags(int argc, const char* const* argv,
       flags->help = true;
       continue;
     }
+    if (arg == "--version") {
+      flags->version = true;
+      continue;
+    }
     if (arg.rfind("--", 0) != 0) {
       *error = "unexpected argument '" + arg + "' (see --help)";
       return false;
@@ -196,6 +200,7 @@ std::string Usage() {
   }
   out += "  --once N                 same as --exit-when-idle N\n";
   out += "  -h, --help               this text\n";
+  out += "  --version                print the version and exit\n";
   out += "\nSee docs/daemon.md and docs/metrics.md.\n";
   return out;
 }

@@ -27,6 +27,7 @@ struct Flags {
   std::string log_file;                 // --log-file, XTIMER_LOG_FILE (RUN_DIR/xtimerd.log)
   int64_t exit_when_idle_s = -1;        // --exit-when-idle / --once, XTIMER_EXIT_WHEN_IDLE
   bool help = false;
+  bool version = false;  // --version
 };
 
 // Parses argv over environment defaults (`getenv` is injectable for tests). Returns false with

@@ -22,8 +22,10 @@
 #include "daemon/flags.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "daemon/port_owner.h"
 #include "daemon/ring_server.h"
 #include "daemon/run_dir.h"
+#include "util/version.h"
 
 namespace xtimer {
 namespace daemon {
@@ -51,6 +53,10 @@ int Main(int argc, char** argv) {
   }
   if (flags.help) {
     fputs(Usage().c_str(), stdout);
+    return 0;
+  }
+  if (flags.version) {
+    printf("%s\n", kVersion);
     return 0;
   }
   flags.run_dir = Absolute(flags.run_dir);
@@ -126,7 +132,9 @@ int Main(int argc, char** argv) {
     exposer = std::make_unique<prometheus::Exposer>(BindAddress(flags), 2);
     exposer->RegisterCollectable(collector);
   } catch (const std::exception& e) {
-    return fail("cannot serve metrics on " + BindAddress(flags) + ": " + e.what());
+    // prometheus-cpp says only "null context when constructing CivetServer": say what happened.
+    return fail(ExplainListenFailure("the metrics port", flags.metrics_address, flags.metrics_port,
+                                     "--metrics-port", "XTIMER_METRICS_PORT", e.what()));
   }
   const std::vector<int> ports = exposer->GetListeningPorts();
   const int metrics_port = ports.empty() ? flags.metrics_port : ports[0];
@@ -144,7 +152,10 @@ int Main(int argc, char** argv) {
   ControlHandler handler(&aggregator, dumps.get(), co);
   auto control = std::make_unique<ControlServer>(&handler);
   const int control_port = control->Start(flags.control_address, flags.control_port, &error);
-  if (control_port < 0) return fail(error);
+  if (control_port < 0) {
+    return fail(ExplainListenFailure("the control port", flags.control_address, flags.control_port,
+                                     "--control-port", "XTIMER_CONTROL_PORT", error));
+  }
 
   Logf("serving: socket %s, metrics http://%s:%d/metrics, control %s:%d (gRPC + HTTP/JSON, dump "
        "root %s), window %llds, hang timeout %llds, history %lld records per process",

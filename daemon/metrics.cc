@@ -41,6 +41,7 @@ enum Family {
   kRankInfo,
   kRingWritten,
   kRingDropped,
+  kUntimedOps,
   kRingInvalid,
   kRingLost,
   kRingUnaggregated,
@@ -109,6 +110,8 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
      "Records the process published into its ring."},
     {"xtimer_ring_records_dropped_total", MetricType::Counter,
      "Records the process dropped because its ring was full."},
+    {"xtimer_untimed_ops_total", MetricType::Counter,
+     "Operations the hook intercepted but could not time, by cause (docs/metrics.md)."},
     {"xtimer_ring_records_invalid_total", MetricType::Counter,
      "Records the daemon rejected as malformed."},
     {"xtimer_ring_records_lost_total", MetricType::Counter,
@@ -234,6 +237,11 @@ std::vector<MetricFamily> BuildFamilies(const Snapshot& snap) {
     b.Add(kRankInfo, info, 1);
     b.Add(kRingWritten, rank, static_cast<double>(p.written));
     b.Add(kRingDropped, rank, static_cast<double>(p.dropped));
+    for (uint32_t i = 0; i < static_cast<uint32_t>(format::UntimedCause::kCount); ++i) {
+      Labels l = rank;
+      l.push_back({"cause", format::UntimedCauseName(i)});
+      b.Add(kUntimedOps, l, static_cast<double>(p.untimed[i]));
+    }
     b.Add(kRingInvalid, rank, static_cast<double>(p.invalid));
     b.Add(kRingLost, rank, static_cast<double>(p.lost));
     b.Add(kRingUnaggregated, rank, static_cast<double>(p.unaggregated));

@@ -220,6 +220,9 @@ void RingServer::PublishStatus(Connection* c) {
   st.identity = r.identity();
   st.written = r.written();
   st.dropped = r.dropped();
+  for (int i = 0; i < format::kUntimedSlots; ++i) {
+    st.untimed[i] = r.untimed(static_cast<format::UntimedCause>(i));
+  }
   st.invalid = c->stats.invalid;
   st.lost = c->stats.lost;
   st.fill = c->max_fill;

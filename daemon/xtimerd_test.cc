@@ -142,6 +142,8 @@ TEST_F(XtimerdTest, ServesMetricsOfRegisteredProcesses) {
   }
   format::InflightRow row{0x77, 11, 10, now - 5 * kSec};  // in flight longer than --hang-timeout
   w1.PublishInflight(&row, 1);
+  const uint64_t untimed[] = {3, 0, 1, 0, 0};  // app_error, no_event, cuda_error, queue_full, no_runtime
+  w2.PublishUntimed(untimed, 5);
   for (auto* w : {&w0, &w1, &w2}) w->Heartbeat(now);
 
   std::string m;
@@ -184,6 +186,10 @@ TEST_F(XtimerdTest, ServesMetricsOfRegisteredProcesses) {
   EXPECT_EQ(Sample(m, "xtimer_ring_records_written_total{" + Labels(2) + "}"), 10);
   EXPECT_EQ(Sample(m, "xtimer_ring_records_dropped_total{" + Labels(2) + "}"), 0);
   EXPECT_EQ(Sample(m, "xtimer_rank_up{" + Labels(2) + "}"), 1);
+  EXPECT_EQ(Sample(m, "xtimer_untimed_ops_total{" + Labels(2) + ",cause=\"app_error\"}"), 3);
+  EXPECT_EQ(Sample(m, "xtimer_untimed_ops_total{" + Labels(2) + ",cause=\"cuda_error\"}"), 1);
+  EXPECT_EQ(Sample(m, "xtimer_untimed_ops_total{" + Labels(2) + ",cause=\"no_event\"}"), 0);
+  EXPECT_EQ(Sample(m, "xtimer_untimed_ops_total{" + Labels(0) + ",cause=\"no_runtime\"}"), 0);
 
   // The exposition is clean for promtool (exit 0: no parse error, no lint problem).
   std::string promtool;

@@ -88,6 +88,16 @@ def parse_rank_value(text, option, value_type, extra=None):
     return r, v, x
 
 
+def read_version():
+    """The one version string, //:VERSION beside demo/ (symlinks resolved, as bazel runs us)."""
+    path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "VERSION")
+    try:
+        with open(path) as f:
+            return f.readline().strip()
+    except OSError as e:
+        return "unknown (cannot read %s: %s)" % (path, e.strerror)
+
+
 def build_parser():
     p = argparse.ArgumentParser(
         prog="launch.py",
@@ -161,6 +171,8 @@ examples:
     g.add_argument("--collectives-per-step", type=int, metavar="K",
                    help="collectives per step for the -step options, for programs other than "
                         "train_step")
+    p.add_argument("--version", action="version", version=read_version(),
+                   help="print the version and exit")
     p.add_argument("command", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     return p
 

@@ -21,6 +21,7 @@ step_flags=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     -h|--help) usage; exit 0 ;;
+    --version) cat "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../VERSION"; exit 0 ;;
     --bin-dir) [[ $# -ge 2 ]] || { echo "run_demo.sh: --bin-dir needs a directory" >&2; exit 2; }
                bin_dir="$2"; shift 2 ;;
     --bin-dir=*) bin_dir="${1#--bin-dir=}"; shift ;;

@@ -17,6 +17,7 @@ while [[ $# -gt 0 ]]; do
     --bin-dir) bin_dir="$2"; shift 2 ;;
     --keep-daemons) keep=1; shift ;;
     -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --version) cat "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../VERSION"; exit 0 ;;
     *) echo "run_xtimer_demo.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

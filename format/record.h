@@ -117,7 +117,7 @@ struct OpRecord {
   uint16_t op;            //   4  Operation
   uint8_t dtype;          //   6  DType
   uint8_t flags;          //   7  kFlag*
-  int32_t device;         //   8  CUDA device ordinal
+  int32_t device;         //   8  CUDA device ordinal; -1 (unknown) allowed for kHostSync only
   uint32_t name_id;       //  12  kernel name (kKernel), else 0
   uint64_t stream;        //  16  the cudaStream_t value the application passed
   int64_t cpu_launch_ns;  //  24  host time of the call

@@ -23,7 +23,9 @@ int ConnectToDaemon(const std::string& socket_path, std::string* error) {
     return -1;
   }
   memcpy(addr.sun_path, socket_path.c_str(), socket_path.size() + 1);
-  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  // Non-blocking: a daemon that is stopped or whose backlog is full makes connect fail with
+  // EAGAIN at once instead of blocking the caller (and the process's exit) until it accepts.
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) {
     *error = Errno("socket");
     return -1;

@@ -22,11 +22,13 @@ struct Hello {
 };
 static_assert(sizeof(Hello) == 16, "Hello layout");
 
-// Connects to the daemon's socket without blocking for long (a missing daemon fails at once).
-// Returns the connected fd (close-on-exec), or -1 with *error.
+// Connects to the daemon's socket without ever blocking: a missing daemon, or one whose backlog
+// is full (stopped, overloaded), fails at once. Returns the connected fd (close-on-exec,
+// non-blocking), or -1 with *error.
 int ConnectToDaemon(const std::string& socket_path, std::string* error);
 
-// Sends the Hello and the ring fd. False with *error on failure.
+// Sends the Hello and the ring fd; never blocks on a non-blocking fd (a full socket buffer
+// fails). False with *error on failure.
 bool SendRing(int socket_fd, int ring_fd, std::string* error);
 
 // Receives one registration. Returns the received fd (close-on-exec), or -1 with *error; a

@@ -133,6 +133,12 @@ bool RingWriter::Write(const RecordSlot& record) {
   return true;
 }
 
+void RingWriter::PublishUntimed(const uint64_t* counts, int n) {
+  for (int i = 0; i < n && i < kUntimedSlots; ++i) {
+    header_->untimed[i].store(counts[i], std::memory_order_relaxed);
+  }
+}
+
 void RingWriter::Heartbeat(int64_t now_ns) {
   header_->heartbeat_ns.store(now_ns, std::memory_order_relaxed);
 }
@@ -309,6 +315,21 @@ uint64_t RingReader::written() const {
 }
 
 uint64_t RingReader::dropped() const { return header_->dropped.load(std::memory_order_relaxed); }
+
+uint64_t RingReader::untimed(UntimedCause cause) const {
+  auto i = static_cast<uint32_t>(cause);
+  return i < static_cast<uint32_t>(kUntimedSlots)
+             ? header_->untimed[i].load(std::memory_order_relaxed)
+             : 0;
+}
+
+const char* UntimedCauseName(uint32_t cause) {
+  static constexpr const char* kNames[] = {"app_error", "no_event", "cuda_error", "queue_full",
+                                           "no_runtime"};
+  static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(UntimedCause::kCount),
+                "a name for every UntimedCause");
+  return cause < static_cast<uint32_t>(UntimedCause::kCount) ? kNames[cause] : "unknown";
+}
 
 int64_t RingReader::heartbeat_ns() const {
   return header_->heartbeat_ns.load(std::memory_order_relaxed);

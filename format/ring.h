@@ -42,6 +42,23 @@ constexpr int kMaxInflight = 64;
 constexpr uint32_t kMinCapacity = 64;
 constexpr uint32_t kMaxCapacity = 1u << 22;  // 512 MiB of records
 
+// Why an op the hook intercepted was not timed: RingHeader::untimed[cause], exported by the
+// daemon as xtimer_untimed_ops_total{cause}. Sampled-out ops (XTIMER_SAMPLE_RATE) are not counted.
+enum class UntimedCause : uint32_t {
+  kAppError = 0,    // "app_error": the application had a CUDA error pending, so the hook made no
+                    //   CUDA call of its own (it would have replaced the error)
+  kNoEvent = 1,     // "no_event": the device's event pool was empty (more ops in flight than
+                    //   the pool's bound, or the poller had not grown it yet)
+  kCudaError = 2,   // "cuda_error": a CUDA call of the hook failed (capture query, event record,
+                    //   the device's event creation)
+  kQueueFull = 3,   // "queue_full": the queue from the application's threads to the poller was full
+  kNoRuntime = 4,   // "no_runtime": no loaded libcudart defines the functions the hook needs
+  kCount = 5,
+};
+constexpr int kUntimedSlots = 8;  // RingHeader::untimed has room for more causes
+// The metric label of a cause ("app_error", ...); "unknown" for a value out of range.
+const char* UntimedCauseName(uint32_t cause);
+
 // One row of the in-flight table: a communicator, or (comm_id 0) every other kind of op.
 struct InflightEntry {
   std::atomic<uint64_t> comm_id;
@@ -74,11 +91,14 @@ struct RingHeader {
   alignas(64) std::atomic<uint32_t> inflight_version;  // 384  seqlock
   std::atomic<uint32_t> inflight_count;                // 388  valid entries
   InflightEntry inflight[kMaxInflight];                // 392
+  char reserved2[3072 - 2440];                         // 2440
+  std::atomic<uint64_t> untimed[kUntimedSlots];        // 3072  by UntimedCause, written by the poller
 };
 static_assert(sizeof(RingHeader) <= kHeaderSize, "RingHeader must fit its page");
 static_assert(offsetof(RingHeader, write_pos) == 256, "RingHeader layout");
 static_assert(offsetof(RingHeader, read_pos) == 320, "RingHeader layout");
 static_assert(offsetof(RingHeader, inflight) == 392, "RingHeader layout");
+static_assert(offsetof(RingHeader, untimed) == 3072, "RingHeader layout");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared atomics must be lock-free");
 
 struct Identity {
@@ -119,6 +139,8 @@ class RingWriter {
   // Replaces the in-flight table (at most kMaxInflight rows are kept).
   void PublishInflight(const InflightRow* rows, int count);
   void SetRank(int rank, int local_rank, int world_size);
+  // Publishes the process's untimed-op counters (cumulative, by UntimedCause).
+  void PublishUntimed(const uint64_t* counts, int n);
 
   int fd() const { return fd_; }
   RingHeader* header() const { return header_; }
@@ -161,6 +183,8 @@ class RingReader {
   uint32_t capacity() const { return capacity_; }
   uint64_t written() const;
   uint64_t dropped() const;
+  // The writer's cumulative count of untimed ops for `cause` (0 for a cause out of range).
+  uint64_t untimed(UntimedCause cause) const;
   int64_t heartbeat_ns() const;
   // Records published but not read yet (0..capacity).
   uint64_t backlog() const;

@@ -1,19 +1,13 @@
 // The xtimer_* C API (xtimer.h).
 #include "hook/xtimer.h"
 
-#include "format/record.h"
-#include "format/ring.h"
 #include "hook/recorder.h"
-
-#define XT_STR2(x) #x
-#define XT_STR(x) XT_STR2(x)
+#include "util/version.h"
 
 extern "C" {
 
 __attribute__((visibility("default"))) const char* xtimer_version(void) {
-  static_assert(xtimer::format::kRingVersion == 1 && xtimer::format::kRecordVersion == 1,
-                "update the version string");
-  return "xtimer 0.1.0 (ring v1, record v1)";
+  return xtimer::kVersion;  // //:VERSION; util:version_test ties it to the ring and record layouts
 }
 
 __attribute__((visibility("default"))) int xtimer_enabled(void) {

@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "util/job_identity.h"
+
 namespace xtimer {
 namespace hook {
 namespace {
@@ -53,8 +55,7 @@ Config ReadConfig(GetEnvFn get, WarnFn warn) {
     c.socket_path = std::string(dir != nullptr ? dir : "/tmp/xtimer") + "/xtimerd.sock";
   }
 
-  const char* job = First(get, {"XTIMER_JOB", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID"});
-  c.job = job != nullptr ? job : "default";
+  c.job = DeriveJobIdentity(get).id;
   if (const char* h = First(get, {"XTIMER_HOST"})) {
     c.host = h;
   } else {

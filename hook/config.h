@@ -12,7 +12,7 @@ namespace hook {
 struct Config {
   bool disabled = false;            // XTIMER_DISABLE=1: pure pass-through
   std::string socket_path;          // XTIMER_DAEMON_SOCKET, else $XTIMER_RUN_DIR/xtimerd.sock
-  std::string job, host, pod;       // ring identity
+  std::string job, host, pod;       // ring identity; job: util/job_identity.h
   uint32_t ring_capacity = 65536;   // XTIMER_RING_CAPACITY (records)
   uint32_t sample_rate = 1;         // XTIMER_SAMPLE_RATE: time 1 in N calls per op signature
   std::string kernel_filter;        // XTIMER_KERNEL_FILTER (ECMAScript regex); empty: no kernels

@@ -62,6 +62,13 @@ TEST(ConfigTest, IdentityFallbacks) {
   EXPECT_EQ(c.rank, 2);  // torchrun's RANK first
   EXPECT_EQ(c.socket_path, "/s.sock");
   EXPECT_EQ(c.pod, "p");
+  // The job label comes from util/job_identity (its own test covers every source and the order).
+  c = Read({{"SLURM_JOB_ID", "77"}, {"PMIX_NAMESPACE", "9"}});
+  EXPECT_EQ(c.job, "slurm-77");
+  c = Read({{"PMIX_NAMESPACE", "9"}, {"OMPI_COMM_WORLD_RANK", "1"}});
+  EXPECT_EQ(c.job, "mpi-9");
+  c = Read({{"XTIMER_JOB", "my run/2"}});
+  EXPECT_EQ(c.job, "my_run_2");
 }
 
 TEST(ConfigTest, KnobsAndMalformedValues) {

@@ -1,75 +1,79 @@
 #include "hook/cuda_api.h"
 
-#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <mutex>
 
-#include "hook/real.h"
+#include "hook/resolve.h"
 
 namespace xtimer {
 namespace hook {
 
-void* ResolveNext(const char* name) {
-  void* p = dlsym(RTLD_NEXT, name);
-  if (p == nullptr) {
-    char buf[256];
-    int n = snprintf(buf, sizeof(buf), "xtimer[%d]: %s not found after libxtimer.so\n",
-                     static_cast<int>(getpid()), name);
-    if (n > 0) {
-      ssize_t ignored = write(2, buf, static_cast<size_t>(n) < sizeof(buf) ? n : sizeof(buf) - 1);
-      (void)ignored;
-    }
-  }
-  return p;
-}
+CudaApi g_api;
+std::atomic<bool> g_cudart_ready{false};
 
 namespace {
 
-template <typename Fn>
-Fn Next(const char* name) {
-  return reinterpret_cast<Fn>(dlsym(RTLD_NEXT, name));
-}
+std::atomic<unsigned long long> g_cudart_missed_generation{~0ULL};
+std::mutex g_publish_mu;  // never held across a loader call
 
-std::once_flag g_once;
-bool g_for_testing = false;
+template <typename Fn>
+bool Find(const char* name, Fn* out) {
+  *out = reinterpret_cast<Fn>(ResolveReal(name));
+  return *out != nullptr;
+}
 
 }  // namespace
 
-CudaApi g_api;
-
-void InitApi() {
-  std::call_once(g_once, [] {
-    if (g_for_testing) return;
-#define XT_NEXT(field, fn) g_api.field = Next<decltype(&::fn)>(#fn)
-    XT_NEXT(peek_at_last_error, cudaPeekAtLastError);
-    XT_NEXT(get_last_error, cudaGetLastError);
-    XT_NEXT(stream_is_capturing, cudaStreamIsCapturing);
-    XT_NEXT(get_device, cudaGetDevice);
-    XT_NEXT(set_device, cudaSetDevice);
-    XT_NEXT(event_create_with_flags, cudaEventCreateWithFlags);
-    XT_NEXT(event_record, cudaEventRecord);
-    XT_NEXT(event_query, cudaEventQuery);
-    XT_NEXT(event_synchronize, cudaEventSynchronize);
-    XT_NEXT(event_elapsed_time, cudaEventElapsedTime);
-    XT_NEXT(stream_create_with_flags, cudaStreamCreateWithFlags);
-    XT_NEXT(func_get_name, cudaFuncGetName);
-    XT_NEXT(cublas_get_stream, cublasGetStream_v2);
-    XT_NEXT(cublas_get_math_mode, cublasGetMathMode);
-    XT_NEXT(lt_desc_get_attribute, cublasLtMatmulDescGetAttribute);
-    XT_NEXT(lt_layout_get_attribute, cublasLtMatrixLayoutGetAttribute);
-    XT_NEXT(nccl_comm_user_rank, ncclCommUserRank);
-    XT_NEXT(nccl_comm_count, ncclCommCount);
-    XT_NEXT(nccl_comm_cu_device, ncclCommCuDevice);
-#undef XT_NEXT
-  });
+void WarnUnresolved(const char* name, std::atomic<bool>* warned) {
+  if (warned->exchange(true)) return;
+  char buf[320];
+  int n = snprintf(buf, sizeof(buf),
+                   "xtimer[%d]: no loaded library defines %s (searched the global scope and every "
+                   "loaded %s*); the call fails\n",
+                   static_cast<int>(getpid()), name, LibraryStem(LibraryOf(name)));
+  if (n > 0) {
+    ssize_t ignored = write(2, buf, static_cast<size_t>(n) < sizeof(buf) ? n : sizeof(buf) - 1);
+    (void)ignored;
+  }
 }
 
-void SetCudaApiForTesting(const CudaApi& api) {
-  g_for_testing = true;
-  g_api = api;
-  InitApi();
+bool ResolveCudart() {
+  if (g_cudart_ready.load(std::memory_order_acquire)) return true;
+  unsigned long long generation = LoaderGeneration();
+  if (g_cudart_missed_generation.load(std::memory_order_relaxed) == generation) return false;
+  CudaApi found;
+  bool ok = Find("cudaPeekAtLastError", &found.peek_at_last_error) &&
+            Find("cudaGetLastError", &found.get_last_error) &&
+            Find("cudaStreamIsCapturing", &found.stream_is_capturing) &&
+            Find("cudaGetDevice", &found.get_device) && Find("cudaSetDevice", &found.set_device) &&
+            Find("cudaEventCreateWithFlags", &found.event_create_with_flags) &&
+            Find("cudaEventRecord", &found.event_record) &&
+            Find("cudaEventQuery", &found.event_query) &&
+            Find("cudaEventSynchronize", &found.event_synchronize) &&
+            Find("cudaEventElapsedTime", &found.event_elapsed_time) &&
+            Find("cudaStreamCreateWithFlags", &found.stream_create_with_flags);
+  if (!ok) {
+    g_cudart_missed_generation.store(generation, std::memory_order_relaxed);
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(g_publish_mu);
+  if (!g_cudart_ready.load(std::memory_order_relaxed)) {
+    g_api.peek_at_last_error = found.peek_at_last_error;
+    g_api.get_last_error = found.get_last_error;
+    g_api.stream_is_capturing = found.stream_is_capturing;
+    g_api.get_device = found.get_device;
+    g_api.set_device = found.set_device;
+    g_api.event_create_with_flags = found.event_create_with_flags;
+    g_api.event_record = found.event_record;
+    g_api.event_query = found.event_query;
+    g_api.event_synchronize = found.event_synchronize;
+    g_api.event_elapsed_time = found.event_elapsed_time;
+    g_api.stream_create_with_flags = found.stream_create_with_flags;
+    g_cudart_ready.store(true, std::memory_order_release);
+  }
+  return true;
 }
 
 }  // namespace hook

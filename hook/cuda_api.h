@@ -1,6 +1,7 @@
 // Every vendor call the recorder and the poller make for their own work (not the application's)
-// goes through this table of function pointers. In libxtimer.so they are the real functions
-// (dlsym RTLD_NEXT); unit tests install fakes with SetCudaApiForTesting.
+// goes through this table. The runtime's functions are resolved together, once libcudart is
+// found (resolve.h: global scope or a local one); until then nothing is timed. cuBLAS, cuBLASLt
+// and NCCL functions are resolved at their first use, since those libraries often arrive late.
 #ifndef XTIMER_HOOK_CUDA_API_H_
 #define XTIMER_HOOK_CUDA_API_H_
 
@@ -9,39 +10,51 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <atomic>
+
+#include "hook/real.h"
+
 namespace xtimer {
 namespace hook {
 
 struct CudaApi {
-  decltype(&::cudaPeekAtLastError) peek_at_last_error;
-  decltype(&::cudaGetLastError) get_last_error;
-  decltype(&::cudaStreamIsCapturing) stream_is_capturing;
-  decltype(&::cudaGetDevice) get_device;
-  decltype(&::cudaSetDevice) set_device;
-  decltype(&::cudaEventCreateWithFlags) event_create_with_flags;
-  decltype(&::cudaEventRecord) event_record;
-  decltype(&::cudaEventQuery) event_query;
-  decltype(&::cudaEventSynchronize) event_synchronize;
-  decltype(&::cudaEventElapsedTime) event_elapsed_time;
-  decltype(&::cudaStreamCreateWithFlags) stream_create_with_flags;
-  decltype(&::cudaFuncGetName) func_get_name;
-  // cuBLAS / cuBLASLt / NCCL: may be null when the library is not loaded.
-  decltype(&::cublasGetStream_v2) cublas_get_stream;
-  decltype(&::cublasGetMathMode) cublas_get_math_mode;
-  decltype(&::cublasLtMatmulDescGetAttribute) lt_desc_get_attribute;
-  decltype(&::cublasLtMatrixLayoutGetAttribute) lt_layout_get_attribute;
-  decltype(&::ncclCommUserRank) nccl_comm_user_rank;
-  decltype(&::ncclCommCount) nccl_comm_count;
-  decltype(&::ncclCommCuDevice) nccl_comm_cu_device;
+  // The runtime: every one of these is set once CudartReady() has returned true.
+  decltype(&::cudaPeekAtLastError) peek_at_last_error = nullptr;
+  decltype(&::cudaGetLastError) get_last_error = nullptr;
+  decltype(&::cudaStreamIsCapturing) stream_is_capturing = nullptr;
+  decltype(&::cudaGetDevice) get_device = nullptr;
+  decltype(&::cudaSetDevice) set_device = nullptr;
+  decltype(&::cudaEventCreateWithFlags) event_create_with_flags = nullptr;
+  decltype(&::cudaEventRecord) event_record = nullptr;
+  decltype(&::cudaEventQuery) event_query = nullptr;
+  decltype(&::cudaEventSynchronize) event_synchronize = nullptr;
+  decltype(&::cudaEventElapsedTime) event_elapsed_time = nullptr;
+  decltype(&::cudaStreamCreateWithFlags) stream_create_with_flags = nullptr;
+  // Resolved at first use; null when absent (older runtimes lack cudaFuncGetName, and cuBLAS,
+  // cuBLASLt and NCCL may not be loaded yet).
+  Real<decltype(&::cudaFuncGetName)> func_get_name{"cudaFuncGetName"};
+  Real<decltype(&::cublasGetStream_v2)> cublas_get_stream{"cublasGetStream_v2"};
+  Real<decltype(&::cublasGetMathMode)> cublas_get_math_mode{"cublasGetMathMode"};
+  Real<decltype(&::cublasLtMatmulDescGetAttribute)> lt_desc_get_attribute{
+      "cublasLtMatmulDescGetAttribute"};
+  Real<decltype(&::cublasLtMatrixLayoutGetAttribute)> lt_layout_get_attribute{
+      "cublasLtMatrixLayoutGetAttribute"};
+  Real<decltype(&::ncclCommUserRank)> nccl_comm_user_rank{"ncclCommUserRank"};
+  Real<decltype(&::ncclCommCount)> nccl_comm_count{"ncclCommCount"};
+  Real<decltype(&::ncclCommCuDevice)> nccl_comm_cu_device{"ncclCommCuDevice"};
 };
 
-// Resolves the real functions (cold; thread-safe; idempotent). InitSlow calls it before timing
-// starts, so the hot path reads the table with no check.
-void InitApi();
 extern CudaApi g_api __attribute__((visibility("hidden")));
+extern std::atomic<bool> g_cudart_ready __attribute__((visibility("hidden")));
+
+// Tries to resolve the runtime's functions (cold; retried only after the process loaded a new
+// object). True when all are set.
+bool ResolveCudart();
+// Whether the runtime table is usable: one acquire load once it is.
+inline bool CudartReady() {
+  return __builtin_expect(g_cudart_ready.load(std::memory_order_acquire), 1) || ResolveCudart();
+}
 inline const CudaApi& Api() { return g_api; }
-// Replaces the table (tests only; call before any other use).
-void SetCudaApiForTesting(const CudaApi& api);
 
 }  // namespace hook
 }  // namespace xtimer

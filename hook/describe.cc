@@ -126,9 +126,9 @@ bool DescribeGemm(OpDesc* d, cublasHandle_t handle, Operation op, cublasOperatio
                   cublasOperation_t tb, int64_t m, int64_t n, int64_t k, int64_t batch,
                   cudaDataType a_type, cublasComputeType_t compute) {
   const CudaApi& api = Api();
-  if (api.cublas_get_stream == nullptr) return false;
+  auto get_stream = api.cublas_get_stream.get_optional();
   cudaStream_t stream = nullptr;
-  if (api.cublas_get_stream(handle, &stream) != CUBLAS_STATUS_SUCCESS) return false;
+  if (get_stream == nullptr || get_stream(handle, &stream) != CUBLAS_STATUS_SUCCESS) return false;
   d->kind = format::OpKind::kMatmul;
   d->op = op;
   d->stream = stream;
@@ -141,9 +141,10 @@ bool DescribeGemm(OpDesc* d, cublasHandle_t handle, Operation op, cublasOperatio
   d->dtype = DTypeOfCuda(a_type);
   if (d->dtype == DType::kF32 && a_type == CUDA_R_32F) {
     int mode = 0;
-    if (compute == CUBLAS_COMPUTE_32F && api.cublas_get_math_mode != nullptr) {
+    auto get_math_mode = api.cublas_get_math_mode.get_optional();
+    if (compute == CUBLAS_COMPUTE_32F && get_math_mode != nullptr) {
       cublasMath_t mm = CUBLAS_DEFAULT_MATH;
-      if (api.cublas_get_math_mode(handle, &mm) == CUBLAS_STATUS_SUCCESS) mode = mm;
+      if (get_math_mode(handle, &mm) == CUBLAS_STATUS_SUCCESS) mode = mm;
     }
     d->dtype = Fp32Refined(compute, mode);
   }
@@ -152,32 +153,33 @@ bool DescribeGemm(OpDesc* d, cublasHandle_t handle, Operation op, cublasOperatio
 
 bool DescribeLtMatmul(OpDesc* d, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
                       cublasLtMatrixLayout_t dl, cudaStream_t stream) {
-  const CudaApi& api = Api();
-  if (api.lt_desc_get_attribute == nullptr || api.lt_layout_get_attribute == nullptr ||
-      desc == nullptr || a == nullptr || dl == nullptr) {
+  auto desc_get = Api().lt_desc_get_attribute.get_optional();
+  auto layout_get = Api().lt_layout_get_attribute.get_optional();
+  if (desc_get == nullptr || layout_get == nullptr || desc == nullptr || a == nullptr ||
+      dl == nullptr) {
     return false;
   }
   size_t written = 0;
   int32_t compute = 0, ta = 0, tb = 0, batch = 1;
   uint32_t a_type = 0;
   uint64_t a_rows = 0, a_cols = 0, d_rows = 0, d_cols = 0;
-  if (api.lt_desc_get_attribute(desc, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, &compute,
+  if (desc_get(desc, CUBLASLT_MATMUL_DESC_COMPUTE_TYPE, &compute,
                                 sizeof(compute), &written) != CUBLAS_STATUS_SUCCESS ||
-      api.lt_desc_get_attribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta), &written) !=
+      desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta), &written) !=
           CUBLAS_STATUS_SUCCESS ||
-      api.lt_desc_get_attribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb), &written) !=
+      desc_get(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb), &written) !=
           CUBLAS_STATUS_SUCCESS ||
-      api.lt_layout_get_attribute(a, CUBLASLT_MATRIX_LAYOUT_TYPE, &a_type, sizeof(a_type),
+      layout_get(a, CUBLASLT_MATRIX_LAYOUT_TYPE, &a_type, sizeof(a_type),
                                   &written) != CUBLAS_STATUS_SUCCESS ||
-      api.lt_layout_get_attribute(a, CUBLASLT_MATRIX_LAYOUT_ROWS, &a_rows, sizeof(a_rows),
+      layout_get(a, CUBLASLT_MATRIX_LAYOUT_ROWS, &a_rows, sizeof(a_rows),
                                   &written) != CUBLAS_STATUS_SUCCESS ||
-      api.lt_layout_get_attribute(a, CUBLASLT_MATRIX_LAYOUT_COLS, &a_cols, sizeof(a_cols),
+      layout_get(a, CUBLASLT_MATRIX_LAYOUT_COLS, &a_cols, sizeof(a_cols),
                                   &written) != CUBLAS_STATUS_SUCCESS ||
-      api.lt_layout_get_attribute(dl, CUBLASLT_MATRIX_LAYOUT_ROWS, &d_rows, sizeof(d_rows),
+      layout_get(dl, CUBLASLT_MATRIX_LAYOUT_ROWS, &d_rows, sizeof(d_rows),
                                   &written) != CUBLAS_STATUS_SUCCESS ||
-      api.lt_layout_get_attribute(dl, CUBLASLT_MATRIX_LAYOUT_COLS, &d_cols, sizeof(d_cols),
+      layout_get(dl, CUBLASLT_MATRIX_LAYOUT_COLS, &d_cols, sizeof(d_cols),
                                   &written) != CUBLAS_STATUS_SUCCESS ||
-      api.lt_layout_get_attribute(dl, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch),
+      layout_get(dl, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch),
                                   &written) != CUBLAS_STATUS_SUCCESS) {
     return false;
   }

@@ -23,6 +23,7 @@ namespace {
 constexpr int64_t kReconnectNs = 1000000000;       // retry the daemon every second
 constexpr int64_t kConnectionCheckNs = 100000000;  // notice a dropped daemon within 100 ms
 constexpr float kReanchorMs = 100.0f;              // keep float elapsed times short (precision)
+constexpr size_t kMaxRememberedComms = 4096;       // CommRecords kept to re-send after a restart
 
 void Log(const char* what, const std::string& detail) {
   fprintf(stderr, "xtimer[%d]: %s%s\n", static_cast<int>(getpid()), what, detail.c_str());
@@ -103,8 +104,12 @@ void Poller::Run() {
 bool Poller::Cycle() {
   Drain();
   CompleteStreams();
+  GrowPools();
   int64_t now = NowRealtimeNs();
   if (ring_) {
+    uint64_t untimed[format::kUntimedSlots];
+    for (int i = 0; i < format::kUntimedSlots; ++i) untimed[i] = state_->untimed[i].load();
+    ring_->PublishUntimed(untimed, format::kUntimedSlots);
     PublishInflight(now);
     ring_->Heartbeat(now);
     Register(now);
@@ -113,6 +118,17 @@ bool Poller::Cycle() {
     if (!kv.second.ops.empty()) return true;
   }
   return false;
+}
+
+void Poller::GrowPools() {
+  for (auto& slot : state_->devices) {
+    DeviceState* ds = slot.load(std::memory_order_acquire);
+    if (ds == nullptr || !ds->ok) continue;
+    size_t created = ds->created.load(std::memory_order_relaxed);
+    if (created < kMaxEvents && ds->pool.SizeApprox() < created / 4) {
+      GrowEventPool(ds, kEventGrowStep);
+    }
+  }
 }
 
 void Poller::Drain() {
@@ -262,6 +278,9 @@ void Poller::Emit(Pending* p) {
       }
     }
     c.global_rank = global_rank_;
+    if (comm_records_.size() < kMaxRememberedComms || comm_records_.count(c.comm_id) != 0) {
+      comm_records_[c.comm_id] = p->rec;
+    }
     Write(p->rec);
     return;
   }
@@ -337,6 +356,14 @@ void Poller::Register(int64_t now) {
   }
   state_->socket_fd.store(fd);
   next_check_ns_ = now + kConnectionCheckNs;
+  if (++registrations_ > 1) ResendIdentity();
+}
+
+void Poller::ResendIdentity() {
+  // The ring's identity (job, host, rank) lives in its header; communicators and names were
+  // records, read by the previous daemon.
+  for (const auto& kv : comm_records_) Write(kv.second);
+  names_sent_.assign(names_sent_.size(), false);
 }
 
 }  // namespace hook

@@ -69,6 +69,8 @@ class Poller {
   // One cycle; returns whether anything is still pending.
   bool Cycle();
   void Drain();
+  // Adds events to every device pool that runs low (state.h: kEventGrowStep up to kMaxEvents).
+  void GrowPools();
   void CompleteStreams();
   bool Complete(Fifo* fifo, Pending* p);  // false: head not done yet
   void Emit(Pending* p);
@@ -78,6 +80,7 @@ class Poller {
   void Write(const format::RecordSlot& r);
   void PublishInflight(int64_t now);
   void Register(int64_t now);
+  void ResendIdentity();
 
   State* state_;
   std::thread thread_;
@@ -92,6 +95,11 @@ class Poller {
   std::unordered_map<StreamKey, Fifo, StreamKeyHash> fifos_;
   std::map<uint64_t, Flight> flights_;  // by comm id; 0 = every other op
   std::vector<bool> names_sent_;
+  // Every CommRecord written, by comm id: sent again on each registration after the first, so a
+  // restarted daemon (which reads on from where its predecessor stopped) knows every
+  // communicator's rank and size. Names are sent again at their next use.
+  std::map<uint64_t, format::RecordSlot> comm_records_;
+  int registrations_ = 0;
   std::atomic<uint64_t> handled_{0};
   std::atomic<uint64_t> written_{0};
   int64_t next_connect_ns_ = 0;

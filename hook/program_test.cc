@@ -1,7 +1,8 @@
 // Runs nvcc-built programs (hook/programs) on the GPU simulator with libxtimer.so preloaded and a
 // fake daemon (testing/fake_daemon.h) on the socket, and checks the records against the
 // simulator's time model (docs/gpusim*.md).
-// Usage: program_test GPUSIM_RUN LIBXTIMER_SO WORKLOAD ERRORS WORKLOAD_PTSZ EXTRAS
+// Usage: program_test GPUSIM_RUN LIBXTIMER_SO WORKLOAD ERRORS WORKLOAD_PTSZ EXTRAS LOCAL_SCOPE
+//                     LOCAL_COMM_MODULE LOCAL_GEMM_MODULE
 #include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -36,6 +37,7 @@ using format::OpRecord;
 using testing::FakeDaemon;
 
 std::string g_run, g_lib, g_workload, g_errors, g_workload_ptsz, g_extras;
+std::string g_local_scope, g_local_comm, g_local_gemm;
 
 // The bytes of an ncclUniqueId (nccl.h is not included here).
 struct ncclUniqueIdBytes {
@@ -667,6 +669,55 @@ TEST(ProgramTest, ErrorsAreIdenticalWithAndWithoutTheHook) {
   EXPECT_NE(plain.find("-> 98,"), std::string::npos);  // cudaErrorInvalidDeviceFunction seen
 }
 
+// The program's line "checksum=N" (its results), or "" when absent.
+std::string Checksum(const std::string& out) {
+  size_t at = out.find("checksum=");
+  return at == std::string::npos ? "" : out.substr(at, out.find('\n', at) - at);
+}
+
+TEST(ProgramTest, LibrariesInLocalScopesAreFoundAndTimed) {
+  std::vector<std::string> program = {g_local_scope, g_local_comm, g_local_gemm};
+  std::string plain;
+  ASSERT_EQ(RunProgram([&] {
+              std::vector<std::string> argv = {g_run};
+              argv.insert(argv.end(), program.begin(), program.end());
+              return argv;
+            }(),
+                       {}, &plain),
+            0)
+      << plain;
+  ASSERT_NE(Checksum(plain), "") << plain;
+  FakeDaemon::Ring ring;
+  std::string out;
+  ASSERT_TRUE(RunHooked(program, "ls", {}, &ring, &out));
+  EXPECT_EQ(Checksum(out), Checksum(plain)) << out;
+  EXPECT_EQ(out.find("xtimer["), std::string::npos) << out;  // no resolution warnings
+  // 2 ranks × (3 + 2) steps, each a kernel, an all-reduce and two copies; 4 late SGEMMs.
+  EXPECT_EQ(Ops(ring, Operation::kKernelLaunch).size(), 10u);
+  EXPECT_EQ(Ops(ring, Operation::kAllReduce).size(), 10u);
+  EXPECT_EQ(Ops(ring, Operation::kMemcpyHtoD).size(), 10u);
+  EXPECT_EQ(Ops(ring, Operation::kMemcpyDtoH).size(), 10u);
+  std::vector<OpRecord> gemms = Ops(ring, Operation::kSgemm);
+  ASSERT_EQ(gemms.size(), 4u);
+  for (const OpRecord& g : gemms) {
+    EXPECT_EQ(g.m, 256);
+    EXPECT_EQ(g.k, 256);
+    EXPECT_GE(g.duration_ns, Gemm(256, 256, 256, 1, 200));  // never faster than the model
+  }
+  for (const OpRecord& r : Ops(ring, Operation::kAllReduce)) EXPECT_EQ(r.comm_size, 2);
+}
+
+TEST(ProgramTest, LibrariesInLocalScopesPassThroughWhenDisabled) {
+  std::vector<std::string> env = HookEnv(SocketPath("lsd"));
+  env.push_back("XTIMER_DISABLE=1");
+  std::string plain, disabled;
+  ASSERT_EQ(RunProgram({g_run, g_local_scope, g_local_comm, g_local_gemm}, {}, &plain), 0)
+      << plain;
+  ASSERT_EQ(RunProgram(Hooked({g_local_scope, g_local_comm, g_local_gemm}), env, &disabled), 0)
+      << disabled;
+  EXPECT_EQ(disabled, plain);
+}
+
 TEST(ProgramTest, RunsWithoutADaemon) {
   std::string out;
   EXPECT_EQ(RunProgram(Hooked({g_workload, "all"}), HookEnv(SocketPath("none")), &out), 0) << out;
@@ -742,9 +793,10 @@ int main(int argc, char** argv) {
     return 127;
   }
   ::testing::InitGoogleTest(&argc, argv);
-  if (argc != 7) {
+  if (argc != 10) {
     fprintf(stderr,
-            "usage: program_test GPUSIM_RUN LIBXTIMER_SO WORKLOAD ERRORS WORKLOAD_PTSZ EXTRAS\n");
+            "usage: program_test GPUSIM_RUN LIBXTIMER_SO WORKLOAD ERRORS WORKLOAD_PTSZ EXTRAS "
+            "LOCAL_SCOPE LOCAL_COMM_MODULE LOCAL_GEMM_MODULE\n");
     return 2;
   }
   auto abs = [](const char* p) {
@@ -763,6 +815,9 @@ int main(int argc, char** argv) {
   xtimer::hook::g_errors = abs(argv[4]);
   xtimer::hook::g_workload_ptsz = abs(argv[5]);
   xtimer::hook::g_extras = abs(argv[6]);
+  xtimer::hook::g_local_scope = abs(argv[7]);
+  xtimer::hook::g_local_comm = abs(argv[8]);
+  xtimer::hook::g_local_gemm = abs(argv[9]);
   int rc = RUN_ALL_TESTS();
   rmdir(xtimer::hook::TmpDir().c_str());  // empty by now (sockets and outputs are removed)
   return rc;

@@ -1,34 +1,58 @@
-// The real (next in link order) definition of an intercepted or used function, resolved lazily
-// with dlsym(RTLD_NEXT, name) and typed by decltype of the vendor header's declaration.
+// The real definition of an intercepted or used vendor function, resolved at its first use
+// (resolve.h: the global scope after libxtimer.so, else the vendor library wherever it was loaded)
+// and typed by decltype of the vendor header's declaration. After the first successful
+// resolution, get() is one relaxed atomic load.
 #ifndef XTIMER_HOOK_REAL_H_
 #define XTIMER_HOOK_REAL_H_
 
 #include <atomic>
 
+#include "hook/resolve.h"
+
 namespace xtimer {
 namespace hook {
 
-// dlsym(RTLD_NEXT, name); logs once and returns null when absent.
-void* ResolveNext(const char* name);
+// Logs once per function that no loaded library defines it (the shim then fails the call).
+void WarnUnresolved(const char* name, std::atomic<bool>* warned);
 
 template <typename Fn>
 class Real {
  public:
   constexpr explicit Real(const char* name) : name_(name) {}
-  // The real function, or null when no later object defines it.
-  Fn get() {
+  Real(const Real&) = delete;
+  Real& operator=(const Real&) = delete;
+
+  // The real function, or null while no loaded object defines it (retried at later calls).
+  Fn get() const {
+    void* p = ptr_.load(std::memory_order_relaxed);
+    if (__builtin_expect(p == nullptr, 0)) p = Resolve();
+    return reinterpret_cast<Fn>(p);
+  }
+  // get(), without the message when absent (for functions the hook can do without).
+  Fn get_optional() const {
     void* p = ptr_.load(std::memory_order_relaxed);
     if (__builtin_expect(p == nullptr, 0)) {
-      p = ResolveNext(name_);
-      ptr_.store(p, std::memory_order_relaxed);
+      p = ResolveReal(name_);
+      if (p != nullptr) ptr_.store(p, std::memory_order_relaxed);
     }
     return reinterpret_cast<Fn>(p);
   }
   const char* name() const { return name_; }
 
  private:
+  void* Resolve() const {
+    void* p = ResolveReal(name_);
+    if (p != nullptr) {
+      ptr_.store(p, std::memory_order_relaxed);
+    } else {
+      WarnUnresolved(name_, &warned_);
+    }
+    return p;
+  }
+
   const char* name_;
-  std::atomic<void*> ptr_{nullptr};
+  mutable std::atomic<void*> ptr_{nullptr};
+  mutable std::atomic<bool> warned_{false};
 };
 
 }  // namespace hook

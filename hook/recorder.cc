@@ -21,6 +21,9 @@ std::atomic<int> g_mode{kUninit};
 KernelTable* g_kernels = nullptr;
 __thread bool t_in_hook __attribute__((tls_model("initial-exec"), visibility("hidden"))) =
     false;
+// The device this thread last had current when the hook asked; host-sync records use it when the
+// application has an error pending (the hook then makes no CUDA call of its own).
+__thread int t_device __attribute__((tls_model("initial-exec"), visibility("hidden"))) = -1;
 
 namespace {
 
@@ -58,27 +61,39 @@ void AtExit() {
 // that the application had none before.
 inline void ClearOurError() { Api().get_last_error(); }
 
+// Makes `device` current on the calling thread for the life of the object, when it is not.
+class DeviceSwitch {
+ public:
+  explicit DeviceSwitch(int device) {
+    const CudaApi& api = Api();
+    ok_ = api.get_device(&previous_) == cudaSuccess;
+    if (ok_ && previous_ != device) {
+      ok_ = api.set_device(device) == cudaSuccess;
+      switched_ = ok_;
+    }
+  }
+  ~DeviceSwitch() {
+    if (switched_ && Api().set_device(previous_) != cudaSuccess) ClearOurError();
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  int previous_ = -1;
+  bool ok_ = false;
+  bool switched_ = false;
+};
+
 DeviceState* InitDevice(int device) {
   State* s = g_state;
   std::lock_guard<std::mutex> lock(s->device_mu);
   DeviceState* ds = s->devices[device].load(std::memory_order_acquire);
   if (ds != nullptr) return ds;
   const CudaApi& api = Api();
-  ds = new DeviceState(kEventsPerDevice);
+  ds = new DeviceState(device);
   // The events must belong to `device`, which need not be the thread's current one (a
   // communicator's op issued while another device is current).
-  int current = -1;
-  bool ok = api.get_device(&current) == cudaSuccess;
-  bool switched = false;
-  if (ok && current != device) {
-    ok = api.set_device != nullptr && api.set_device(device) == cudaSuccess;
-    switched = ok;
-  }
-  for (size_t i = 0; i < kEventsPerDevice && ok; ++i) {
-    cudaEvent_t e = nullptr;
-    ok = api.event_create_with_flags(&e, cudaEventDefault) == cudaSuccess;
-    if (ok) ds->pool.Push(e);
-  }
+  DeviceSwitch on_device(device);
+  bool ok = on_device.ok() && GrowEventPool(ds, kInitialEvents) == kInitialEvents;
   // Reference for host-clock alignment: an event on a private idle stream, completed at once.
   cudaStream_t ref_stream = nullptr;
   if (ok) ok = api.stream_create_with_flags(&ref_stream, cudaStreamNonBlocking) == cudaSuccess;
@@ -91,7 +106,6 @@ DeviceState* InitDevice(int device) {
     ds->ref_host_ns = NowRealtimeNs();
     ok = ok && api.event_synchronize(ds->ref_event) == cudaSuccess;
   }
-  if (switched && api.set_device(current) != cudaSuccess) ok = false;
   if (!ok) {
     ClearOurError();
     Warn("cannot create timing events on this device; its ops are not timed");
@@ -140,7 +154,29 @@ void FillOpRecord(const OpDesc& d, int device, int64_t cpu_launch_ns, uint32_t g
 
 State* GetState() { return g_state; }
 
+size_t GrowEventPool(DeviceState* ds, size_t n) {
+  const CudaApi& api = Api();
+  DeviceSwitch on_device(ds->device);
+  if (!on_device.ok()) {
+    ClearOurError();
+    return 0;
+  }
+  size_t added = 0;
+  size_t created = ds->created.load(std::memory_order_relaxed);
+  for (; added < n && created + added < kMaxEvents; ++added) {
+    cudaEvent_t e = nullptr;
+    if (api.event_create_with_flags(&e, cudaEventDefault) != cudaSuccess) {
+      ClearOurError();
+      break;
+    }
+    ds->pool.Push(e);  // cannot fail: the pool has room for kMaxEvents
+  }
+  ds->created.store(created + added, std::memory_order_relaxed);
+  return added;
+}
+
 bool InitSlow() {
+  ErrnoSaver saver;  // reading the environment parses numbers (strtoll sets errno)
   std::lock_guard<std::mutex> lock(g_init_mu);
   int m = g_mode.load();
   if (m != kUninit) return m == kOn;
@@ -158,7 +194,7 @@ bool InitSlow() {
           s->config.kernel_filter)
              .c_str());
   }
-  InitApi();  // resolve the real functions now, outside any hot path
+  ResolveCudart();  // now, outside any hot path, when the runtime is already loaded
   g_state = s;
   g_kernels = &s->kernels;
   s->poller = new Poller(s);
@@ -180,6 +216,7 @@ bool Enqueue(const Pending& p) {
     return true;
   }
   g_state->queue_dropped.fetch_add(1, std::memory_order_relaxed);
+  CountUntimed(format::UntimedCause::kQueueFull);
   return false;
 }
 
@@ -200,15 +237,19 @@ bool Sampled(const OpDesc& d) {
 
 bool CanTime(cudaStream_t stream, bool* capturing) {
   *capturing = false;
+  if (!CudartReady()) {
+    CountUntimed(format::UntimedCause::kNoRuntime);
+    return false;
+  }
   const CudaApi& api = Api();
   if (api.peek_at_last_error() != cudaSuccess) {
-    g_state->untimed.fetch_add(1, std::memory_order_relaxed);
+    CountUntimed(format::UntimedCause::kAppError);
     return false;
   }
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (api.stream_is_capturing(stream, &status) != cudaSuccess) {
     ClearOurError();
-    g_state->untimed.fetch_add(1, std::memory_order_relaxed);
+    CountUntimed(format::UntimedCause::kCudaError);
     return false;
   }
   if (status != cudaStreamCaptureStatusNone) {
@@ -227,17 +268,23 @@ bool BeginTimed(const OpDesc& d, Timing* t) {
     t->device = d.comm->device;
   } else if (api.get_device(&t->device) != cudaSuccess) {
     ClearOurError();
+    CountUntimed(format::UntimedCause::kCudaError);
     return false;
+  } else {
+    t_device = t->device;
   }
   DeviceState* ds = DeviceFor(t->device);
-  if (ds == nullptr) return false;
+  if (ds == nullptr) {
+    CountUntimed(format::UntimedCause::kCudaError);
+    return false;
+  }
   if (!ds->pool.Pop(&t->start)) {
-    g_state->untimed.fetch_add(1, std::memory_order_relaxed);
+    CountUntimed(format::UntimedCause::kNoEvent);
     return false;
   }
   if (!ds->pool.Pop(&t->end)) {
     ds->pool.Push(t->start);
-    g_state->untimed.fetch_add(1, std::memory_order_relaxed);
+    CountUntimed(format::UntimedCause::kNoEvent);
     return false;
   }
   t->cpu_launch_ns = NowRealtimeNs();
@@ -245,7 +292,7 @@ bool BeginTimed(const OpDesc& d, Timing* t) {
     ClearOurError();
     ds->pool.Push(t->start);
     ds->pool.Push(t->end);
-    g_state->untimed.fetch_add(1, std::memory_order_relaxed);
+    CountUntimed(format::UntimedCause::kCudaError);
     return false;
   }
   return true;
@@ -256,6 +303,7 @@ void EndTimed(const OpDesc& d, Timing* t, bool call_ok, uint32_t group_id) {
   const CudaApi& api = Api();
   if (call_ok && api.event_record(t->end, d.stream) != cudaSuccess) {
     ClearOurError();
+    CountUntimed(format::UntimedCause::kCudaError);
     call_ok = false;
   }
   if (!call_ok) {
@@ -290,11 +338,18 @@ void RecordHostSync(format::Operation op, cudaStream_t stream, int64_t begin_ns,
   d.kind = format::OpKind::kHostSync;
   d.op = op;
   d.stream = stream;
-  int device = -1;
+  if (!CudartReady()) return;
+  // With an error pending the hook makes no CUDA call: the thread's last known device (-1, which
+  // the record format allows for host syncs, when the hook never saw one).
+  int device = t_device;
   const CudaApi& api = Api();
-  if (api.peek_at_last_error() == cudaSuccess && api.get_device(&device) != cudaSuccess) {
-    ClearOurError();
-    device = -1;
+  if (api.peek_at_last_error() == cudaSuccess) {
+    if (api.get_device(&device) == cudaSuccess) {
+      t_device = device;
+    } else {
+      ClearOurError();
+      device = t_device;
+    }
   }
   Pending p;
   FillOpRecord(d, device, begin_ns, 0, &p.rec.op);
@@ -317,10 +372,12 @@ bool KernelTimed(const void* key, bool is_handle, uint32_t* name_id) {
   if (!known) {
     // Ask the runtime for the name, only when the application has no pending error (a failing
     // call of ours would replace it); else decide later.
+    if (!CudartReady()) return false;
     const CudaApi& api = Api();
     if (api.peek_at_last_error() != cudaSuccess) return false;
     const char* mangled = nullptr;
-    if (api.func_get_name(&mangled, function) != cudaSuccess) {
+    auto func_get_name = api.func_get_name.get_optional();
+    if (func_get_name == nullptr || func_get_name(&mangled, function) != cudaSuccess) {
       ClearOurError();
       mangled = nullptr;
     }
@@ -335,17 +392,12 @@ void ResolveComm(const void* comm, CommEntry* entry, int rank_hint, int size_hin
   const CudaApi& api = Api();
   auto c = static_cast<ncclComm_t>(const_cast<void*>(comm));
   int rank = rank_hint, size = size_hint, device = -1;
-  if (rank < 0 && (api.nccl_comm_user_rank == nullptr ||
-                   api.nccl_comm_user_rank(c, &rank) != ncclSuccess)) {
-    return;
-  }
-  if (size <= 0 &&
-      (api.nccl_comm_count == nullptr || api.nccl_comm_count(c, &size) != ncclSuccess)) {
-    return;
-  }
-  if (api.nccl_comm_cu_device == nullptr || api.nccl_comm_cu_device(c, &device) != ncclSuccess) {
-    device = -1;
-  }
+  auto user_rank = api.nccl_comm_user_rank.get_optional();
+  auto count = api.nccl_comm_count.get_optional();
+  auto cu_device = api.nccl_comm_cu_device.get_optional();
+  if (rank < 0 && (user_rank == nullptr || user_rank(c, &rank) != ncclSuccess)) return;
+  if (size <= 0 && (count == nullptr || count(c, &size) != ncclSuccess)) return;
+  if (cu_device == nullptr || cu_device(c, &device) != ncclSuccess) device = -1;
   if (!g_state->comms.Resolve(entry, rank, size, device)) return;
   Pending p;
   memset(&p.rec, 0, sizeof(p.rec));
@@ -391,7 +443,8 @@ Stats GetStats() {
   if (s == nullptr) return st;
   st.queued = s->queued.load();
   st.queue_dropped = s->queue_dropped.load();
-  st.untimed = s->untimed.load();
+  st.untimed = 0;
+  for (const auto& n : s->untimed) st.untimed += n.load();
   if (s->poller != nullptr) {
     st.written = s->poller->written();
     st.ring_dropped = s->poller->ring_dropped();

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <mutex>
 
+#include "format/ring.h"
 #include "hook/bounded_queue.h"
 #include "hook/comm_registry.h"
 #include "hook/config.h"
@@ -20,14 +21,21 @@ namespace hook {
 class Poller;
 
 constexpr int kMaxDevices = 64;
-constexpr size_t kEventsPerDevice = 2048;  // 1024 timed ops in flight per device
+// A device's event pool starts with kInitialEvents and is grown by the poller, kEventGrowStep at a
+// time, whenever fewer than a quarter of its events are free, up to kMaxEvents (32768 timed ops
+// in flight per device). Growth happens off the hot path; the pool's slots are allocated once.
+constexpr size_t kInitialEvents = 2048;
+constexpr size_t kEventGrowStep = 2048;
+constexpr size_t kMaxEvents = 65536;
 constexpr size_t kQueueCapacity = 16384;
 constexpr size_t kSampleSlots = 1024;
 
 struct DeviceState {
-  explicit DeviceState(size_t events) : pool(events) {}
+  explicit DeviceState(int id) : device(id), pool(kMaxEvents) {}
+  const int device;
   bool ok = false;
   BoundedQueue<cudaEvent_t> pool;
+  std::atomic<size_t> created{0};  // events made for the pool (grown by the poller only)
   // Host-clock alignment: ref_event completed at host time ref_host_ns. Only the poller reads or
   // moves them after initialisation.
   cudaEvent_t ref_event = nullptr;
@@ -49,7 +57,7 @@ struct State {
   // Statistics.
   std::atomic<uint64_t> queued{0};
   std::atomic<uint64_t> queue_dropped{0};
-  std::atomic<uint64_t> untimed{0};
+  std::atomic<uint64_t> untimed[format::kUntimedSlots] = {};  // by format::UntimedCause
   std::atomic<int> socket_fd{-1};  // the daemon connection, closed in a forked child
   Poller* poller = nullptr;
 };
@@ -58,6 +66,13 @@ struct State {
 State* GetState();
 // Queues an entry for the poller; false (counted) when the queue is full.
 bool Enqueue(const Pending& p);
+// Counts an op that is not timed.
+inline void CountUntimed(format::UntimedCause cause) {
+  GetState()->untimed[static_cast<int>(cause)].fetch_add(1, std::memory_order_relaxed);
+}
+// Adds up to `n` events to `ds`'s pool (creating them on its device from the calling thread);
+// returns how many were added. Cold: the poller calls it.
+size_t GrowEventPool(DeviceState* ds, size_t n);
 
 }  // namespace hook
 }  // namespace xtimer

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "format/registration.h"
+#include "util/job_identity.h"
+#include "util/version.h"
 
 namespace {
 
@@ -30,13 +32,16 @@ constexpr char kUsage[] =
     "  --run-dir DIR        daemon socket, lock and log directory [XTIMER_RUN_DIR, /tmp/xtimer]\n"
     "  --metrics-port N     Prometheus port of a daemon started here [XTIMER_METRICS_PORT, 18889]\n"
     "  --control-port N     control port of a daemon started here [XTIMER_CONTROL_PORT, 18888]\n"
-    "  --job NAME           job label of the metrics [XTIMER_JOB; else TORCHELASTIC_RUN_ID,\n"
-    "                       SLURM_JOB_ID, else COMMAND's name and this launcher's pid]\n"
+    "  --job NAME           job label of the metrics and dumps, the same for every rank\n"
+    "                       [XTIMER_JOB; else torchrun's run id, the Slurm job, the MPI job,\n"
+    "                       the Kubernetes JOB_NAME; else COMMAND's name] ([A-Za-z0-9._-],\n"
+    "                       other bytes become '_', at most 63; see docs/launcher.md)\n"
     "  --lib PATH           libxtimer.so to preload [XTIMER_LIB; else found beside this program]\n"
     "  --daemon PATH        xtimerd to start [XTIMER_DAEMON_BIN; else beside this program]\n"
     "  --no-daemon          do not start xtimerd (the job still runs and retries registering)\n"
     "  --daemon-timeout S   seconds to wait for a started daemon's socket [5]\n"
-    "  -h, --help           this text\n";
+    "  -h, --help           this text\n"
+    "  --version            print the version and exit\n";
 
 struct Options {
   std::string run_dir;
@@ -76,7 +81,6 @@ Options Parse(int argc, char** argv) {
   o.run_dir = Env("XTIMER_RUN_DIR", "/tmp/xtimer");
   o.metrics_port = Env("XTIMER_METRICS_PORT", "18889");
   o.control_port = Env("XTIMER_CONTROL_PORT", "18888");
-  o.job = Env("XTIMER_JOB", "");
   o.lib = Env("XTIMER_LIB", "");
   o.daemon = Env("XTIMER_DAEMON_BIN", "");
   int i = 1;
@@ -92,6 +96,9 @@ Options Parse(int argc, char** argv) {
     } else if (a == "-h" || a == "--help") {
       fputs(kUsage, stdout);
       exit(0);
+    } else if (a == "--version") {
+      printf("%s\n", xtimer::kVersion);
+      exit(0);
     } else if (a == "--run-dir") {
       o.run_dir = value("--run-dir");
     } else if (a == "--metrics-port") {
@@ -99,7 +106,8 @@ Options Parse(int argc, char** argv) {
     } else if (a == "--control-port") {
       o.control_port = value("--control-port");
     } else if (a == "--job") {
-      o.job = value("--job");
+      o.job = xtimer::SanitizeJobId(value("--job"));
+      if (o.job.empty()) Usage("--job: '%s' leaves no label (use [A-Za-z0-9._-])", argv[i]);
     } else if (a == "--lib") {
       o.lib = value("--lib");
     } else if (a == "--daemon") {
@@ -210,15 +218,24 @@ std::string AppendPreload(const std::string& lib) {
   return current.empty() ? lib : current + ":" + lib;
 }
 
-std::string DefaultJob(const Options& o) {
-  if (!o.job.empty()) return o.job;
-  for (const char* name : {"TORCHELASTIC_RUN_ID", "SLURM_JOB_ID"}) {
-    std::string v = Env(name, "");
-    if (!v.empty()) return v;
+// The job label (util/job_identity.h). --job, or a source this launcher sees (XTIMER_JOB, a
+// scheduler's or MPI launcher's job id), becomes XTIMER_JOB of every process of COMMAND. With none,
+// COMMAND's name only becomes XTIMER_JOB_DEFAULT, the last source: what a launcher started here
+// gives its ranks (torchrun's run id, mpirun's job) still names the job, the same for all ranks.
+void ExportJob(const Options& o) {
+  if (!o.job.empty()) {
+    setenv("XTIMER_JOB", o.job.c_str(), 1);
+    return;
   }
-  std::string cmd = o.command[0];
-  cmd = cmd.substr(cmd.rfind('/') + 1);
-  return cmd + "-" + std::to_string(getpid());
+  const xtimer::JobIdentity j =
+      xtimer::DeriveJobIdentity([](const char* name) -> const char* { return getenv(name); });
+  if (j.source == "default") {
+    std::string cmd = o.command[0];
+    cmd = xtimer::SanitizeJobId(cmd.substr(cmd.rfind('/') + 1));
+    setenv("XTIMER_JOB_DEFAULT", cmd.empty() ? j.id.c_str() : cmd.c_str(), 1);
+  } else if (j.source != "XTIMER_JOB_DEFAULT") {  // an outer launcher's default stays as it is
+    setenv("XTIMER_JOB", j.id.c_str(), 1);
+  }
 }
 
 volatile sig_atomic_t g_child = 0;
@@ -255,7 +272,7 @@ int main(int argc, char** argv) {
   setenv("LD_PRELOAD", AppendPreload(o.lib).c_str(), 1);
   setenv("XTIMER_RUN_DIR", o.run_dir.c_str(), 1);
   setenv("XTIMER_DAEMON_SOCKET", (o.run_dir + "/xtimerd.sock").c_str(), 1);
-  setenv("XTIMER_JOB", DefaultJob(o).c_str(), 1);
+  ExportJob(o);
 
   // Signals that would stop the job are passed on; the launcher itself waits for the child.
   struct sigaction sa{};

@@ -14,10 +14,28 @@ out=$(LD_PRELOAD= "$launch" --no-daemon --lib "$lib" --job myjob -- sh -c 'echo 
 [[ "$out" == "$lib|myjob|$tmp/run/xtimerd.sock" ]] || fail "got '$out'"
 out=$(LD_PRELOAD=/x/other.so "$launch" --no-daemon --lib "$lib" sh -c 'echo "$LD_PRELOAD"')
 [[ "$out" == "/x/other.so:$lib" ]] || fail "preload not appended: '$out'"
-out=$("$launch" --no-daemon --lib "$lib" -- sh -c 'echo "$XTIMER_JOB"')
-[[ "$out" == sh-* ]] || fail "default job label: '$out'"
-out=$(TORCHELASTIC_RUN_ID=elastic-7 "$launch" --no-daemon --lib "$lib" -- sh -c 'echo "$XTIMER_JOB"')
-[[ "$out" == elastic-7 ]] || fail "torchrun job id: '$out'"
+
+echo "== the job label (util/job_identity.h): the same for every launcher, no pid in it"
+# The test's own environment must not name a job.
+clean() {
+  env -u XTIMER_JOB -u XTIMER_JOB_DEFAULT -u TORCHELASTIC_RUN_ID -u SLURM_JOB_ID -u PMIX_NAMESPACE \
+      -u OMPI_MCA_orte_hnp_uri -u PMI_KVSNAME -u PMI_PORT -u JOB_NAME -u KUBERNETES_SERVICE_HOST "$@"
+}
+job() { clean "$@" "$launch" --no-daemon --lib "$lib" -- sh -c 'echo "$XTIMER_JOB|$XTIMER_JOB_DEFAULT"'; }
+out=$(job); [[ "$out" == "|sh" ]] || fail "default job label: '$out'"
+[[ "$(job)" == "$out" ]] || fail "default job label differs between runs"
+out=$(job TORCHELASTIC_RUN_ID=elastic-7); [[ "$out" == "elastic-7|" ]] || fail "torchrun job id: '$out'"
+out=$(job TORCHELASTIC_RUN_ID=none SLURM_JOB_ID=55); [[ "$out" == "slurm-55|" ]] || fail "Slurm: '$out'"
+out=$(job PMIX_NAMESPACE=1270808577 OMPI_COMM_WORLD_RANK=2); [[ "$out" == "mpi-1270808577|" ]] \
+  || fail "Open MPI: '$out'"
+out=$(job XTIMER_JOB='run 1/a'); [[ "$out" == "run_1_a|" ]] || fail "XTIMER_JOB sanitized: '$out'"
+out=$(job XTIMER_JOB_DEFAULT=outer); [[ "$out" == "|outer" ]] || fail "an outer launcher's default: '$out'"
+out=$(clean "$launch" --no-daemon --lib "$lib" --job 'a b' -- sh -c 'echo "$XTIMER_JOB"')
+[[ "$out" == "a_b" ]] || fail "--job sanitized: '$out'"
+set +e
+clean "$launch" --no-daemon --lib "$lib" --job .. -- true 2> "$tmp/err"; [[ $? == 2 ]] || fail "--job .."
+grep -q "leaves no label" "$tmp/err" || fail "--job .. message"
+set -e
 
 echo "== exit status and signals pass through"
 set +e
@@ -38,6 +56,7 @@ grep -q "unknown option --bogus" "$tmp/err" || fail "unknown option message"
 "$launch" --lib /nonexistent/libxtimer.so true 2> "$tmp/err"; [[ $? == 2 ]] || fail "missing lib"
 grep -q "libxtimer.so not found" "$tmp/err" || fail "missing lib message"
 "$launch" --help | grep -q "usage: xtimer-launch" || fail "--help"
+"$launch" --help | grep -q "^  --lib PATH" || fail "--help: option lines"
 echo "== a missing daemon binary never stops the job"
 "$launch" --lib "$lib" --daemon "$tmp/no-xtimerd" -- true 2> "$tmp/err"; [[ $? == 0 ]] || fail "job must run"
 set -e

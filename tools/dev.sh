@@ -19,6 +19,9 @@ TSAN_TARGETS=(//test/gpusim/... //format/... //daemon/... //hook/... //timeline/
 # included), which a sanitizer-built library cannot be; their parts run under the sanitizers in
 # their own packages' tests.
 SANITIZER_EXCLUDE=(-//test/e2e/...)
+# What the README runs from bazel-bin/.
+README_TARGETS=(//launcher:xtimer-launch //daemon:xtimerd //hook:libxtimer.so //cli:xtimer
+  //test/gpusim:gpusim-run)
 
 bazel_flags() { echo ${XTIMER_BAZEL_FLAGS:-}; }
 
@@ -50,6 +53,9 @@ test_all() {
   run_tests --config=default -- //...
   run_tests --config=asan -- //... "${SANITIZER_EXCLUDE[@]}"
   run_tests --config=tsan -- "${TSAN_TARGETS[@]}"
+  # The sanitizer runs moved the bazel-bin link into their trees (--platform_suffix): point it
+  # back at the plain build the README's bazel-bin/... commands use (already built, so cached).
+  bazel build --config=default $(bazel_flags) "${README_TARGETS[@]}" || true
   echo
   echo "== test results (plain, asan+ubsan, tsan) =="
   cat "$RESULTS"
@@ -71,5 +77,6 @@ case "${1:-}" in
   test) test_all ;;
   build) build ;;
   -h|--help|help) usage ;;
+  --version) cat VERSION ;;
   *) usage >&2; exit 2 ;;
 esac

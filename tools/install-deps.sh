@@ -12,7 +12,7 @@ PACKAGES=(
   libabsl-dev libunwind-dev liblzma-dev libgtest-dev libgmock-dev libbenchmark-dev python3-dev
   libdeflate-dev zlib1g-dev
   # tools the tests drive for real
-  curl prometheus python3-grpcio valgrind
+  curl prometheus python3-grpcio valgrind openmpi-bin
 )
 
 missing=()

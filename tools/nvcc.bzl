@@ -32,8 +32,8 @@ def nvcc_binary(name, srcs, hdrs = [], libs = [], nvcc_opts = [], **kwargs):
     _nvcc(name + "_nvcc", name, srcs, hdrs, libs, nvcc_opts, True, **kwargs)
 
 def nvcc_shared_library(name, srcs, hdrs = [], libs = [], nvcc_opts = [], **kwargs):
-    """A shared object `name` (e.g. "libfoo.so") that programs load with dlopen, as Python's
-    ctypes and extension modules do: position-independent, DT_NEEDED on libcudart.so.13 and on
-    the libraries in libs, no soname, no rpath."""
+    """A shared library `name` (the file name, e.g. "libmodule.so") that programs load with
+    dlopen, as Python's ctypes and CUDA extension modules are: `-shared`, position-independent,
+    DT_NEEDED on libcudart.so.13 and on the libraries in libs, no rpath."""
     _nvcc(name + "_nvcc", name, srcs, hdrs, libs, ["-shared", "-Xcompiler -fPIC"] + nvcc_opts,
           False, **kwargs)

@@ -21,6 +21,7 @@ while [[ $# -gt 0 ]]; do
     --calls) calls=$2; shift 2 ;;
     --output_base) bazel=(bazel "--output_base=$2"); shift 2 ;;
     -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --version) cat VERSION; exit 0 ;;
     *) echo "hook_cost.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done

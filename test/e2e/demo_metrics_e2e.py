@@ -21,7 +21,6 @@ Usage: demo_metrics_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_L
 """
 
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -31,7 +30,7 @@ import json
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_lib import (Background, Paths, fail, free_ports, log, parse, scrape,  # noqa: E402
-                     select, stop_daemon)
+                     select, start_prometheus, stop_daemon)
 
 # The configured bf16 rate: low enough that the simulated GPU, not the host, is the bottleneck, as
 # in real training. (Here one CPU also plays every rank's host and moves all collective data, so a
@@ -190,21 +189,6 @@ def check_metrics(per_node):
                 fail("comm %s rank %d: issued %s, completed %s" %
                      (comm, rank, issued.get((comm, str(rank))), seq))
     log("sequence numbers agree across the ranks of all %d communicators" % len(comms))
-
-
-def start_prometheus(port, targets, tmp):
-    """A real Prometheus server, scraping both daemons every second."""
-    prometheus = shutil.which("prometheus")
-    if prometheus is None:
-        fail("prometheus is not installed (tools/install-deps.sh installs it)")
-    config = os.path.join(tmp, "prometheus.yml")
-    with open(config, "w") as f:
-        f.write("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: xtimer\n"
-                "    honor_labels: true\n    static_configs:\n      - targets: [%s]\n" %
-                ", ".join("'127.0.0.1:%d'" % t for t in targets))
-    return Background("prometheus", [prometheus, "--config.file=" + config,
-                                     "--storage.tsdb.path=" + os.path.join(tmp, "tsdb"),
-                                     "--web.listen-address=127.0.0.1:%d" % port], os.environ, tmp)
 
 
 def query_prometheus(prom, port):

@@ -31,10 +31,10 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_lib import Background, Paths, fail, free_ports, log, stop_daemon  # noqa: E402
+from e2e_lib import (Background, Paths, fail, free_ports, log, status,  # noqa: E402
+                     stop_daemon, wait_ranks)
 
 JOB = "e2e-dump"
 # The simulator's bf16 rate for the demo part: GEMMs of the demo's shapes take 0.07-1 ms.
@@ -43,29 +43,6 @@ TFLOPS_BF16 = 0.25
 # CUDA-event duration is the GEMM alone. On an idle stream the start event fires when it is
 # recorded and the duration includes the host's time to enqueue the GEMM (as on a real GPU).
 QUEUED_NS = 200000
-
-
-def status(port):
-    req = urllib.request.Request("http://127.0.0.1:%d/HostingService/Status" % port, data=b"{}",
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=5) as r:
-        return json.loads(r.read().decode())
-
-
-def wait_ranks(port, want, timeout):
-    """Waits until the daemon on `port` has the ranks `want` registered with records flowing."""
-    deadline = time.monotonic() + timeout
-    seen = None
-    while time.monotonic() < deadline:
-        try:
-            s = status(port)
-            seen = sorted(p["rank"] for p in s["processes"] if int(p["records_written"]) > 0)
-            if seen == want:
-                return s
-        except OSError:
-            pass
-        time.sleep(0.3)
-    fail("daemon on :%d: ranks with records %s, expected %s" % (port, seen, want))
 
 
 def wait_dump_done(port, timeout):

@@ -1,5 +1,6 @@
 """Helpers shared by the end-to-end tests: free ports, processes, Prometheus text parsing."""
 
+import json
 import os
 import re
 import shutil
@@ -75,6 +76,35 @@ def parse(text):
 
 def select(samples, name, **want):
     return [(l, v) for n, l, v in samples if n == name and all(l.get(k) == w for k, w in want.items())]
+
+
+def control(port, method, request, timeout=5):
+    """The JSON answer of HostingService/<method> on the control port (docs/control.md)."""
+    req = urllib.request.Request("http://127.0.0.1:%d/HostingService/%s" % (port, method),
+                                 data=json.dumps(request).encode(),
+                                 headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=timeout) as r:
+        return json.loads(r.read().decode())
+
+
+def status(port):
+    return control(port, "Status", {})
+
+
+def wait_ranks(port, want, timeout):
+    """Waits until the daemon on `port` has the ranks `want` registered with records flowing."""
+    deadline = time.monotonic() + timeout
+    seen = None
+    while time.monotonic() < deadline:
+        try:
+            s = status(port)
+            seen = sorted(p["rank"] for p in s["processes"] if int(p["records_written"]) > 0)
+            if seen == want:
+                return s
+        except OSError:
+            pass
+        time.sleep(0.3)
+    fail("daemon on :%d: ranks with records %s, expected %s" % (port, seen, want))
 
 
 def daemon_pid(run_dir):
@@ -156,10 +186,27 @@ class Paths:
         return os.path.join(self.short, name)
 
     def launch_argv(self, run_dir, metrics_port, control_port, job):
-        """xtimer-launch with its own daemon on run_dir, up to and including '--'."""
+        """xtimer-launch with its own daemon on run_dir, up to and including '--'; job None: no
+        --job (the launcher derives the label, util/job_identity.h)."""
         return [self.launch, "--run-dir", run_dir, "--metrics-port", str(metrics_port),
-                "--control-port", str(control_port), "--lib", self.lib, "--daemon", self.xtimerd,
-                "--job", job, "--"]
+                "--control-port", str(control_port), "--lib", self.lib, "--daemon", self.xtimerd
+                ] + (["--job", job] if job is not None else []) + ["--"]
 
     def cleanup(self):
         shutil.rmtree(self.short, ignore_errors=True)
+
+
+def start_prometheus(port, targets, tmp):
+    """A real Prometheus server scraping the daemons on 127.0.0.1:targets every second, keeping
+    the job label they expose (honor_labels, as docs/metrics.md says to configure it)."""
+    prometheus = shutil.which("prometheus")
+    if prometheus is None:
+        fail("prometheus is not installed (tools/install-deps.sh installs it)")
+    config = os.path.join(tmp, "prometheus.yml")
+    with open(config, "w") as f:
+        f.write("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: xtimer\n"
+                "    honor_labels: true\n    static_configs:\n      - targets: [%s]\n" %
+                ", ".join("'127.0.0.1:%d'" % t for t in targets))
+    return Background("prometheus", [prometheus, "--config.file=" + config,
+                                     "--storage.tsdb.path=" + os.path.join(tmp, "tsdb"),
+                                     "--web.listen-address=127.0.0.1:%d" % port], os.environ, tmp)

@@ -7,6 +7,10 @@ if [[ $# -eq 0 || "$1" == "--help" || "$1" == "-h" ]]; then
   sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//'
   exit $(( $# == 0 ? 2 : 0 ))
 fi
+if [[ "$1" == "--version" ]]; then
+  cat "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../../VERSION"
+  exit 0
+fi
 # Not resolving symlinks on purpose: bazel-bin/test/gpusim/ and a test's runfiles directory
 # hold this script next to the four libraries.
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

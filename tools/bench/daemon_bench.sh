@@ -10,6 +10,7 @@ set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.."
 case "${1:-}" in
   -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  --version) cat "./VERSION"; exit 0 ;;
 esac
 echo "building //daemon:daemon_bench (-c opt)..." >&2
 # --symlink_prefix=/: leave the bazel-* convenience links (fastbuild) alone.

@@ -11,6 +11,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --calls) calls=$2; shift 2 ;;
     -h|--help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --version) cat "./VERSION"; exit 0 ;;
     *) echo "gpusim_cost.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done

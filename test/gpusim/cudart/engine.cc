@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <unordered_map>
@@ -31,6 +32,18 @@ void SleepUntil(int64_t t_ns) {
   }
 }
 
+size_t StreamQueueDepth() {
+  static const size_t depth = [] {
+    const int64_t v = EnvInt("XTIMER_SIM_STREAM_QUEUE_DEPTH", 1024);
+    if (v < 1 || v > (int64_t{1} << 20)) {
+      Fatal("XTIMER_SIM_STREAM_QUEUE_DEPTH=%lld is out of range [1, 1048576]",
+            static_cast<long long>(v));
+    }
+    return static_cast<size_t>(v);
+  }();
+  return depth;
+}
+
 int CurrentDevice() { return t_device; }
 void SetCurrentDevice(int device) { t_device = device; }
 
@@ -42,7 +55,8 @@ Stream::Stream(int device, unsigned flags, int priority, bool legacy)
       flags_(flags),
       priority_(priority),
       legacy_(legacy),
-      id_(g_next_stream_id.fetch_add(1)) {}
+      id_(g_next_stream_id.fetch_add(1)),
+      depth_(StreamQueueDepth()) {}
 
 Stream::~Stream() = default;
 
@@ -131,11 +145,30 @@ void Stream::ExecuteLocked(Op& op, std::unique_lock<std::mutex>& lock) {
   }
 }
 
+void Stream::NoteEndLocked() { ends_.push_back(tail_ns_); }
+
+bool Stream::WaitForRoomLocked(std::unique_lock<std::mutex>& lock) {
+  for (bool waited = false;; waited = true) {
+    const int64_t now = NowNs();
+    while (!ends_.empty() && ends_.front() <= now) ends_.pop_front();
+    if (queue_.size() + (busy_ ? 1 : 0) + ends_.size() < depth_) return waited;
+    // Woken when the executor finishes an operation, or when the oldest executed one ends.
+    const int64_t wake = ends_.empty() ? now + 100000000 : ends_.front();
+    cv_.wait_for(lock, std::chrono::nanoseconds(std::max<int64_t>(wake - now, 1000)));
+  }
+}
+
+void Stream::WaitForRoom() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (capture_ == nullptr) WaitForRoomLocked(lock);
+}
+
 void Stream::EnqueueLocked(Op op) {
   if (CanRunInline(op)) {
     // No lock juggling happens for inline kinds; a dummy lock satisfies the signature.
     std::unique_lock<std::mutex> unused;
     ExecuteLocked(op, unused);
+    NoteEndLocked();
     return;
   }
   queue_.push_back(std::move(op));
@@ -160,21 +193,25 @@ void Stream::Worker() {
     busy_ = true;
     ExecuteLocked(op, lock);
     busy_ = false;
+    NoteEndLocked();
     cv_.notify_all();
   }
   lock.unlock();
   delete this;
 }
 
-cudaError_t Stream::Submit(Op op) {
-  if (op.enqueue_ns == 0) op.enqueue_ns = NowNs();
+cudaError_t Stream::Submit(Op op, bool wait_for_room) {
+  const bool stamp = op.enqueue_ns == 0;
+  if (stamp) op.enqueue_ns = NowNs();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     if (capture_ != nullptr) {
       if (capture_invalid_) return cudaErrorStreamCaptureInvalidated;
       capture_->ops.push_back(std::move(op));
       return cudaSuccess;
     }
+    // A launch that blocked for room is submitted when it returns.
+    if (wait_for_room && WaitForRoomLocked(lock) && stamp) op.enqueue_ns = NowNs();
   }
   std::vector<Op> waits;
   int64_t floor_ns = 0;

@@ -6,6 +6,12 @@
 // one uncontended lock. Anything else (tasks from NCCL, host callbacks, waits on events still
 // queued elsewhere) goes to the FIFO and is executed, in order, by the stream's executor thread,
 // started the first time the stream needs one.
+//
+// Like a real launch queue, a stream holds a bounded number of pending operations (queued, or
+// executed whose simulated end is still ahead of the wall clock): XTIMER_SIM_STREAM_QUEUE_DEPTH,
+// 1024 by default. Submitting to a full stream blocks the host until the oldest one finishes.
+// Internal dependency markers and the operations of one graph launch are admitted together
+// (a graph launch is one entry of a real launch queue), so nothing waits on itself.
 #ifndef XTIMER_TEST_GPUSIM_CUDART_ENGINE_H_
 #define XTIMER_TEST_GPUSIM_CUDART_ENGINE_H_
 
@@ -101,8 +107,12 @@ class Stream {
   // Synchronises with the legacy default stream.
   bool blocking() const { return legacy_ || (flags_ & cudaStreamNonBlocking) == 0; }
 
-  // Appends an operation (or records it into the capture graph). Returns the capture error, if any.
-  cudaError_t Submit(Op op);
+  // Appends an operation (or records it into the capture graph), first waiting for room when
+  // `wait_for_room`. Returns the capture error, if any.
+  cudaError_t Submit(Op op, bool wait_for_room = true);
+  // Blocks until the stream holds fewer pending operations than its depth (graph launches call
+  // it once, then submit their operations without waiting).
+  void WaitForRoom();
   // Blocks until everything submitted so far has executed and the wall clock has reached its end.
   void Synchronize();
   // cudaSuccess when idle and done, else cudaErrorNotReady.
@@ -131,6 +141,10 @@ class Stream {
   bool CanRunInline(const Op& op) const;
   // Appends to the FIFO under the lock; starts the executor when needed.
   void EnqueueLocked(Op op);
+  // Records that an executed operation ends at tail_ns_ (pending until the wall clock gets there).
+  void NoteEndLocked();
+  // Returns whether it had to wait.
+  bool WaitForRoomLocked(std::unique_lock<std::mutex>& lock);
   friend class Engine;
   void Worker();
 
@@ -143,6 +157,8 @@ class Stream {
   std::mutex mu_;
   std::condition_variable cv_;  // queue became non-empty, or an operation finished
   std::deque<Op> queue_;
+  std::deque<int64_t> ends_;  // simulated ends of executed operations, oldest first
+  const size_t depth_;        // XTIMER_SIM_STREAM_QUEUE_DEPTH
   bool busy_ = false;       // the executor holds an operation outside the lock
   bool retired_ = false;
   bool worker_started_ = false;
@@ -196,6 +212,9 @@ class Engine {
   std::vector<Stream*> live_streams_;  // sorted, for handle validation
   std::unordered_map<void*, std::shared_ptr<EventState>> events_;
 };
+
+// XTIMER_SIM_STREAM_QUEUE_DEPTH: pending operations a stream holds before launches block.
+size_t StreamQueueDepth();
 
 // Sleeps until CLOCK_MONOTONIC reaches t_ns.
 void SleepUntil(int64_t t_ns);

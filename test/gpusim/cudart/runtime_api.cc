@@ -250,6 +250,7 @@ cudaError_t GraphLaunchImpl(cudaGraphExec_t exec_handle, cudaStream_t stream, bo
   Stream* s;
   cudaError_t e = ResolveStream(stream, per_thread, &s);
   if (e != cudaSuccess) return e;
+  s->WaitForRoom();  // one launch-queue entry: its operations are admitted together
   int64_t now = xtsim::NowNs();
   for (const Op& captured : exec->ops) {
     Op op = captured;
@@ -261,7 +262,7 @@ cudaError_t GraphLaunchImpl(cudaGraphExec_t exec_handle, cudaStream_t stream, bo
       std::lock_guard<std::mutex> lock(op.event->mu);
       op.event_seq = op.event->recorded;
     }
-    e = s->Submit(std::move(op));
+    e = s->Submit(std::move(op), /*wait_for_room=*/false);
     if (e != cudaSuccess) return e;
   }
   return cudaSuccess;

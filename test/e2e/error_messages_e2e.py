@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""Errors that used to speak library jargon now say what happened and what to do.
+
+  - xtimerd on a metrics port another process holds (prometheus-cpp only said "null context when
+    constructing CivetServer"): names the port, says it is in use, by which pid, and the flag;
+  - the same for a taken control port;
+  - `xtimer dump` against a closed port (gRPC: "failed to connect to all addresses"): asks whether
+    xtimerd runs there and how to start it;
+  - `xtimer dump` against the metrics port (gRPC on an HTTP/1 server): "is this the control port?";
+  - bytes that are neither HTTP/1.1 nor gRPC sent to the control port: the reply and the daemon's
+    log say so ("is ... pointed at the control port?").
+
+Usage: error_messages_e2e.py XTIMERD XTIMER
+"""
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e_lib import fail, free_ports, log, scrape  # noqa: E402
+
+
+def run(argv, timeout=60):
+    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=timeout)
+    return r.returncode, r.stdout.decode(errors="replace")
+
+
+def expect(what, text, *needles):
+    missing = [n for n in needles if n not in text]
+    if missing:
+        fail("%s: %s missing from:\n%s" % (what, missing, text))
+    log("ok: " + what)
+
+
+def taken_port(xtimerd, tmp, which):
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", 0))
+    holder.listen(1)
+    port = holder.getsockname()[1]
+    free = free_ports(1)[0]
+    ports = {"metrics": (port, free), "control": (free, port)}[which]
+    try:
+        rc, out = run([xtimerd, "--run-dir", os.path.join(tmp, which), "--metrics-port",
+                       str(ports[0]), "--control-port", str(ports[1]), "--once", "1"])
+    finally:
+        holder.close()
+    if rc == 0:
+        fail("xtimerd started on a taken %s port:\n%s" % (which, out))
+    expect("taken %s port" % which, out, "the %s port %d on 127.0.0.1 is already in use" % (
+        which, port), "by pid %d (" % os.getpid(), "--%s-port" % which)
+
+
+def main(argv):
+    if len(argv) != 3:
+        fail(__doc__)
+    xtimerd, xtimer = [os.path.abspath(a) for a in argv[1:]]
+    tmp = tempfile.mkdtemp(prefix="xt-err-", dir="/tmp")
+    taken_port(xtimerd, tmp, "metrics")
+    taken_port(xtimerd, tmp, "control")
+
+    closed = free_ports(1)[0]
+    rc, out = run([xtimer, "dump", "--hosts", "127.0.0.1:%d" % closed, "--path", "x", "--count",
+                   "1", "--timeout", "5"])
+    if rc == 0:
+        fail("xtimer dump against a closed port exited 0:\n" + out)
+    expect("dump against a closed port", out, "127.0.0.1:%d" % closed,
+           "is xtimerd running on that host", "xtimerd --control-port")
+
+    metrics, control = free_ports(2)
+    log_file = os.path.join(tmp, "xtimerd.log")
+    daemon = subprocess.Popen([xtimerd, "--run-dir", os.path.join(tmp, "up"), "--metrics-port",
+                               str(metrics), "--control-port", str(control), "--log-file",
+                               log_file])
+    try:
+        deadline = time.monotonic() + 30
+        while scrape(metrics, must=False) is None:
+            if time.monotonic() > deadline or daemon.poll() is not None:
+                fail("xtimerd did not come up")
+            time.sleep(0.2)
+        rc, out = run([xtimer, "dump", "--hosts", "127.0.0.1:%d" % metrics, "--path", "x",
+                       "--count", "1", "--timeout", "5"])
+        if rc == 0:
+            fail("xtimer dump against the metrics port exited 0:\n" + out)
+        expect("gRPC pointed at the metrics port", out, "is this the control port?")
+
+        with socket.create_connection(("127.0.0.1", control), timeout=10) as s:
+            s.sendall(b"\x16\x03\x01hello, not http\r\n\r\n")
+            reply = b""
+            while True:
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                reply += chunk
+        expect("non-HTTP bytes to the control port", reply.decode(errors="replace"),
+               "400", "pointed at the control port")
+        deadline = time.monotonic() + 10
+        while True:
+            with open(log_file, errors="replace") as f:
+                text = f.read()
+            if "pointed at the control port" in text or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        expect("the daemon's log about non-HTTP bytes", text, "neither HTTP/1.1 nor gRPC")
+    finally:
+        daemon.terminate()
+        daemon.wait(30)
+
+
+if __name__ == "__main__":
+    main(sys.argv)
