@@ -82,6 +82,7 @@ int RunProgram(const std::vector<std::string>& argv, const std::vector<std::stri
   }
   if (kill_after != nullptr) {
     std::this_thread::sleep_for(std::chrono::milliseconds(kill_ms));
+    kill_after->ReadAll();  // as a real daemon would have: the new one reads on from there
     kill_after->Kill();
     std::string error;
     *restart = FakeDaemon::Start(restart_path, &error);
@@ -859,7 +860,7 @@ TEST(ProgramTest, ReconnectsToARestartedDaemon) {
   std::unique_ptr<FakeDaemon> second;
   std::string out;
   // The daemon dies 700 ms into a 3 s run; a new one listens at once on the same path.
-  ASSERT_EQ(RunProgram(Hooked({g_workload, "loop", "3000"}), HookEnv(sock), &out, first.get(), 700,
+  ASSERT_EQ(RunProgram(Hooked({g_workload, "comm_loop", "3000"}), HookEnv(sock), &out, first.get(), 700,
                 &second, sock),
             0)
       << out;
@@ -870,6 +871,26 @@ TEST(ProgramTest, ReconnectsToARestartedDaemon) {
   auto rings = second->rings();
   ASSERT_EQ(rings.size(), 1u);
   EXPECT_GT(Ops(rings[0], Operation::kMemset).size(), 50u);
+  // The communicator was created before the new daemon started: the hook sends it again.
+  std::vector<OpRecord> all_reduces = Ops(rings[0], Operation::kAllReduce);
+  ASSERT_GT(all_reduces.size(), 10u);
+  auto comm_records_in = [](const FakeDaemon::Ring& ring) {
+    int n = 0;
+    for (const auto& r : ring.records) n += r.header.type == static_cast<uint8_t>(format::RecordType::kComm);
+    return n;
+  };
+  auto first_rings = first->rings();
+  ASSERT_EQ(first_rings.size(), 1u);
+  ASSERT_EQ(comm_records_in(first_rings[0]), 1);  // read by the first daemon
+  int comm_records = 0;
+  for (const auto& r : rings[0].records) {
+    if (r.header.type != static_cast<uint8_t>(format::RecordType::kComm)) continue;
+    EXPECT_EQ(r.comm.comm_id, all_reduces[0].comm_id);
+    EXPECT_EQ(r.comm.rank, 0);
+    EXPECT_EQ(r.comm.size, 1);
+    ++comm_records;
+  }
+  EXPECT_EQ(comm_records, 1);
 }
 
 TEST(ProgramTest, ForkedChildPassesThroughAndParentKeepsTiming) {

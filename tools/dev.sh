@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tools/dev.sh: the project's entry points; each installs missing packages and builds first.
 #
-#   tools/dev.sh demo    build everything and run the demo job end to end on the GPU simulator,
-#                        observed by xtimer (two emulated nodes, each with its own xtimerd)
+#   tools/dev.sh demo    build everything and run the demo jobs end to end on the GPU simulator,
+#                        observed by xtimer: the C++ job (two emulated nodes, each with its own
+#                        xtimerd), then the Python job (CUDA loaded through ctypes, RTLD_LOCAL)
 #   tools/dev.sh test    run the whole test suite: plain, ASan+UBSan, and TSan on the concurrent parts;
 #                        ends with the line "N passed, N failed"
 #   tools/dev.sh build   build everything
@@ -11,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 
-usage() { sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # Targets that run threads against each other: also run under ThreadSanitizer.
 TSAN_TARGETS=(//test/gpusim/... //format/... //daemon/... //hook/... //timeline/... //cli/...)
@@ -69,7 +70,12 @@ test_all() {
 
 demo() {
   build
-  demo/run_xtimer_demo.sh --bin-dir "$(bazel info $(bazel_flags) bazel-bin 2>/dev/null)"
+  local bin
+  bin="$(bazel info $(bazel_flags) bazel-bin 2>/dev/null)"
+  demo/run_xtimer_demo.sh --bin-dir "$bin"
+  echo
+  echo "== the Python demo job: CUDA, NCCL and (late) cuBLAS loaded with ctypes (RTLD_LOCAL)"
+  demo/python/run_xtimer_pydemo.sh --bin-dir "$bin"
 }
 
 case "${1:-}" in

@@ -50,9 +50,21 @@ def say(msg):
     print("%s: %s" % (PROG, msg), flush=True)
 
 
+def read_version():
+    """The one version string, //:VERSION at the repository root (symlinks resolved)."""
+    path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "VERSION")
+    try:
+        with open(path) as f:
+            return f.readline().strip()
+    except OSError as e:
+        return "unknown (cannot read %s: %s)" % (path, e.strerror)
+
+
 def parse_args(argv):
     p = argparse.ArgumentParser(prog="pydemo.py", description=__doc__.split("\n\n")[0],
                                 epilog="See docs/demo.md.")
+    p.add_argument("--version", action="version", version=read_version(),
+                   help="print the version and exit")
     p.add_argument("--steps", type=int, default=6, help="steps (default 6)")
     p.add_argument("--late-step", type=int, default=3, metavar="L",
                    help="load libpydemo_gemm.so after step L (default 3; 0: before step 1; "

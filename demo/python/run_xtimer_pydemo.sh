@@ -34,6 +34,7 @@ while [[ $# -gt 0 ]]; do
     --control-port) need_value "$@"; control_port="$2"; shift 2 ;;
     --keep-daemon) keep=1; shift ;;
     -h|--help) sed -n '2,/^set /p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --version) cat "$repo/VERSION"; exit 0 ;;
     *) echo "run_xtimer_pydemo.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done

@@ -3,6 +3,7 @@
 // records a fake daemon receives. Modes:
 //   workload all          GEMMs, cuBLASLt, copies, memsets, kernels, a graph, host syncs, NCCL
 //   workload loop MS      memsets and syncs for MS milliseconds (daemon reconnection test)
+//   workload comm_loop MS a one-rank communicator, then memsets and all-reduces for MS ms
 //   workload fork         the parent keeps timing while a forked child keeps calling CUDA
 // Built twice: as is, and with --default-stream per-thread (workload_ptsz: the _ptsz / _ptds entry
 // points).
@@ -193,6 +194,25 @@ static void Nccl() {
   for (auto& t : threads) t.join();
 }
 
+// A one-rank communicator, then memsets and all-reduces for `ms` milliseconds (the daemon restart
+// test: the new daemon must learn the communicator, created before it started).
+static void CommLoop(int ms, cudaStream_t s) {
+  ncclComm_t comm;
+  int devices[1] = {0};
+  CHECK_NCCL(ncclCommInitAll(&comm, 1, devices));
+  float* d;
+  CHECK(cudaMalloc(&d, 4096));
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+  while (std::chrono::steady_clock::now() < end) {
+    CHECK(cudaMemsetAsync(d, 0, 4096, s));
+    CHECK_NCCL(ncclAllReduce(d, d, 1024, ncclFloat, ncclSum, comm, s));
+    CHECK(cudaStreamSynchronize(s));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  CHECK_NCCL(ncclCommDestroy(comm));
+  CHECK(cudaFree(d));
+}
+
 static void Loop(int ms, cudaStream_t s) {
   void* d;
   CHECK(cudaMalloc(&d, 4096));
@@ -220,6 +240,8 @@ int main(int argc, char** argv) {
     clock_gettime(CLOCK_REALTIME, &now);
     printf("main_returns_ns=%lld\n", static_cast<long long>(now.tv_sec) * 1000000000 + now.tv_nsec);
     fflush(stdout);
+  } else if (strcmp(mode, "comm_loop") == 0) {
+    CommLoop(argc > 2 ? atoi(argv[2]) : 2000, s);
   } else if (strcmp(mode, "fork") == 0) {
     Loop(100, s);
     pid_t child = fork();
