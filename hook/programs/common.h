@@ -3,6 +3,7 @@
 #ifndef XTIMER_HOOK_PROGRAMS_COMMON_H_
 #define XTIMER_HOOK_PROGRAMS_COMMON_H_
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 
@@ -29,6 +30,18 @@
       fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, ncclGetErrorString(r_)); \
       exit(1);                                                                          \
     }                                                                                   \
+  } while (0)
+
+// Calls `expr` with errno set to 4242 and prints what the application sees: the value, errno and
+// the CUDA last error (peeked). errors.cu and first_calls.cu compare this output with and without
+// the hook.
+#define SHOW(expr)                                                                         \
+  do {                                                                                     \
+    errno = 4242;                                                                          \
+    int r_ = static_cast<int>(expr);                                                       \
+    int e_ = errno;                                                                        \
+    printf("%-60s -> %d, errno %d, peek %d\n", #expr, r_, e_,                             \
+           static_cast<int>(cudaPeekAtLastError()));                                       \
   } while (0)
 
 // Holds the stream for the time XTIMER_SIM_KERNEL_TIMES gives it (program_test: 500 ms) so the

@@ -6,19 +6,12 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "hook/programs/common.h"
+
 __global__ void k(float* x) {
   if (x) x[threadIdx.x] = 1.0f;
 }
 static void host_function(float*) {}
-
-#define SHOW(expr)                                                                         \
-  do {                                                                                     \
-    errno = 4242;                                                                          \
-    int r_ = static_cast<int>(expr);                                                       \
-    int e_ = errno;                                                                        \
-    printf("%-60s -> %d, errno %d, peek %d\n", #expr, r_, e_,                             \
-           static_cast<int>(cudaPeekAtLastError()));                                       \
-  } while (0)
 
 int main() {
   cudaStream_t s;

@@ -21,36 +21,11 @@
 #include <vector>
 
 #include "hook/programs/common.h"
+#include "hook/programs/ranks.h"
 
 
 static const size_t kCount = 1 << 20;  // floats per all-reduce: 4 MiB
 
-// Runs `body(rank, comm, stream, send, recv)` on `nranks` threads, each on its own device with a
-// communicator from ncclCommInitRank.
-template <typename Body>
-static void Ranks(int nranks, Body body) {
-  ncclUniqueId id;
-  CHECK_NCCL(ncclGetUniqueId(&id));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < nranks; ++r) {
-    threads.emplace_back([&, r] {
-      CHECK(cudaSetDevice(r));
-      cudaStream_t s;
-      CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-      ncclComm_t comm;
-      CHECK_NCCL(ncclCommInitRank(&comm, nranks, id, r));
-      float *send, *recv;
-      CHECK(cudaMalloc(&send, kCount * 4));
-      CHECK(cudaMalloc(&recv, kCount * 4));
-      body(r, comm, s, send, recv);
-      CHECK(cudaStreamSynchronize(s));
-      CHECK(cudaFree(send));
-      CHECK(cudaFree(recv));
-      CHECK(cudaStreamDestroy(s));
-    });
-  }
-  for (auto& t : threads) t.join();
-}
 
 static void Sample() {
   cudaStream_t s;
@@ -80,7 +55,7 @@ static void Sample() {
   CHECK(cudaFree(b));
   CHECK(cudaFree(c));
   CHECK(cudaStreamDestroy(s));
-  Ranks(2, [](int, ncclComm_t comm, cudaStream_t s, float* send, float* recv) {
+  Ranks(2, kCount, [](int, ncclComm_t comm, cudaStream_t s, float* send, float* recv) {
     delay_kernel<<<1, 1, 0, s>>>(0);
     for (int i = 0; i < 8; ++i) {
       CHECK_NCCL(ncclAllReduce(send, recv, kCount, ncclFloat, ncclSum, comm, s));
@@ -176,7 +151,7 @@ static void InitAll() {
 }
 
 static void Shrink() {
-  Ranks(3, [](int rank, ncclComm_t comm, cudaStream_t s, float* send, float* recv) {
+  Ranks(3, kCount, [](int rank, ncclComm_t comm, cudaStream_t s, float* send, float* recv) {
     delay_kernel<<<1, 1, 0, s>>>(0);
     CHECK_NCCL(ncclAllReduce(send, recv, kCount, ncclFloat, ncclSum, comm, s));
     CHECK(cudaStreamSynchronize(s));
@@ -232,7 +207,7 @@ static void Lifecycle() {
     std::lock_guard<std::mutex> lock(mu);
     printf("rank %d %s -> %d\n", rank, what, static_cast<int>(r));
   };
-  Ranks(2, [&](int rank, ncclComm_t comm, cudaStream_t s, float* send, float* recv) {
+  Ranks(2, kCount, [&](int rank, ncclComm_t comm, cudaStream_t s, float* send, float* recv) {
     delay_kernel<<<1, 1, 0, s>>>(0);
     CHECK_NCCL(ncclAllReduce(send, recv, kCount, ncclFloat, ncclSum, comm, s));
     CHECK(cudaStreamSynchronize(s));

@@ -15,15 +15,6 @@
 
 #include "hook/programs/common.h"
 
-#define SHOW(expr)                                                                         \
-  do {                                                                                     \
-    errno = 4242;                                                                          \
-    int r_ = static_cast<int>(expr);                                                       \
-    int e_ = errno;                                                                        \
-    printf("%-70s -> %d, errno %d, peek %d\n", #expr, r_, e_,                             \
-           static_cast<int>(cudaPeekAtLastError()));                                       \
-  } while (0)
-
 __global__ void timed_kernel_first(float* x) {}
 
 static float* Buffer(size_t bytes) {

@@ -5,10 +5,9 @@
 #include <nccl.h>
 
 #include <cstdint>
-#include <thread>
 #include <vector>
 
-#include "hook/programs/common.h"
+#include "hook/programs/ranks.h"
 
 __global__ void timed_kernel_scale(float* x, float factor) {}
 
@@ -18,39 +17,25 @@ __global__ void timed_kernel_scale(float* x, float factor) {}
 extern "C" __attribute__((visibility("default"))) uint64_t xt_local_comm_steps(int nranks,
                                                                                 int steps) {
   const size_t count = 1024;
-  ncclUniqueId id;
-  CHECK_NCCL(ncclGetUniqueId(&id));
   std::vector<uint64_t> sums(nranks, 0);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < nranks; ++r) {
-    threads.emplace_back([&, r] {
-      CHECK(cudaSetDevice(r));
-      cudaStream_t s;
-      CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-      ncclComm_t comm;
-      CHECK_NCCL(ncclCommInitRank(&comm, nranks, id, r));
-      float *send, *recv;
-      CHECK(cudaMalloc(&send, count * sizeof(float)));
-      CHECK(cudaMalloc(&recv, count * sizeof(float)));
-      std::vector<float> host(count);
-      for (int step = 0; step < steps; ++step) {
-        for (size_t i = 0; i < count; ++i) host[i] = static_cast<float>((r + 1) * (step + 1) + i % 7);
-        CHECK(cudaMemcpyAsync(send, host.data(), count * sizeof(float), cudaMemcpyHostToDevice, s));
-        timed_kernel_scale<<<1, 32, 0, s>>>(send, 1.0f);
-        CHECK(cudaGetLastError());
-        CHECK_NCCL(ncclAllReduce(send, recv, count, ncclFloat, ncclSum, comm, s));
-        CHECK(cudaMemcpyAsync(host.data(), recv, count * sizeof(float), cudaMemcpyDeviceToHost, s));
-        CHECK(cudaStreamSynchronize(s));
-        for (float v : host) sums[r] = sums[r] * 31 + static_cast<uint64_t>(v);
-      }
-      CHECK_NCCL(ncclCommDestroy(comm));
-      CHECK(cudaFree(send));
-      CHECK(cudaFree(recv));
-      CHECK(cudaStreamDestroy(s));
-    });
-  }
-  for (auto& t : threads) t.join();
+  Ranks(nranks, count,
+        [&](int r, ncclComm_t comm, cudaStream_t s, float* send, float* recv) {
+          std::vector<float> host(count);
+          for (int step = 0; step < steps; ++step) {
+            for (size_t i = 0; i < count; ++i) host[i] = static_cast<float>((r + 1) * (step + 1) + i % 7);
+            CHECK(cudaMemcpyAsync(send, host.data(), count * sizeof(float),
+                                  cudaMemcpyHostToDevice, s));
+            timed_kernel_scale<<<1, 32, 0, s>>>(send, 1.0f);
+            CHECK(cudaGetLastError());
+            CHECK_NCCL(ncclAllReduce(send, recv, count, ncclFloat, ncclSum, comm, s));
+            CHECK(cudaMemcpyAsync(host.data(), recv, count * sizeof(float),
+                                  cudaMemcpyDeviceToHost, s));
+            CHECK(cudaStreamSynchronize(s));
+            for (float v : host) sums[r] = sums[r] * 31 + static_cast<uint64_t>(v);
+          }
+          CHECK_NCCL(ncclCommDestroy(comm));
+        });
   uint64_t total = 0;
-  for (uint64_t s : sums) total = total * 1000003 + s;
+  for (uint64_t v : sums) total = total * 1000003 + v;
   return total;
 }
