@@ -62,10 +62,16 @@ class EntryIndex {
   };
   size_t keys() const { return key_begin_.size() - 1; }
   size_t count(uint32_t node) const { return node_begin_[node + 1] - node_begin_[node]; }
-  const Entry* entries_begin(uint32_t node) const { return &node_entries_[node_begin_[node]]; }
-  const Entry* entries_end(uint32_t node) const { return &node_entries_[node_begin_[node + 1]]; }
-  const uint32_t* nodes_begin(uint32_t key) const { return &key_nodes_[key_begin_[key]]; }
-  const uint32_t* nodes_end(uint32_t key) const { return &key_nodes_[key_begin_[key + 1]]; }
+  // Pointer arithmetic on data(), never operator[] at size() (which would bind a reference to
+  // one past the end, or to null when a vector is empty).
+  const Entry* entries_begin(uint32_t node) const {
+    return node_entries_.data() + node_begin_[node];
+  }
+  const Entry* entries_end(uint32_t node) const {
+    return node_entries_.data() + node_begin_[node + 1];
+  }
+  const uint32_t* nodes_begin(uint32_t key) const { return key_nodes_.data() + key_begin_[key]; }
+  const uint32_t* nodes_end(uint32_t key) const { return key_nodes_.data() + key_begin_[key + 1]; }
 
  private:
   std::vector<size_t> key_begin_;
