@@ -150,12 +150,18 @@ void Poller::Drain() {
 }
 
 void Poller::CompleteStreams() {
+  constexpr int kGrowCheckEvery = 256;  // a long backlog must not starve the pools meanwhile
+  int since_check = 0;
   for (auto& kv : fifos_) {
     Fifo& f = kv.second;
     while (!f.ops.empty()) {
       if (!Complete(&f, &f.ops.front())) break;
       f.ops.pop_front();
       handled_.fetch_add(1);
+      if (++since_check == kGrowCheckEvery) {
+        since_check = 0;
+        GrowPools();
+      }
     }
   }
 }
