@@ -31,11 +31,9 @@ mkdir -p "$root"
 rm -f "$root/node0.out" "$root/node1.out"
 ports=(18889 28889)
 controls=(18888 28888)
+source "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/stop_xtimerd.sh"
 stop_daemons() {
-  for i in 0 1; do
-    pid=$(cat "$root/node$i/xtimerd.pid" 2>/dev/null || true)
-    [[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true
-  done
+  for i in 0 1; do stop_xtimerd "$root/node$i/xtimerd.pid"; done
   rm -rf "$rdzv"
 }
 [[ $keep == 1 ]] || trap stop_daemons EXIT

@@ -52,9 +52,9 @@ if "$python" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))'; then ex
 
 run_dir="$(mktemp -d /tmp/xtimer-pydemo.XXXXXX)"
 out="$run_dir/job.out"
+source "$repo/demo/stop_xtimerd.sh"
 stop_daemon() {
-  pid=$(cat "$run_dir/xtimerd.pid" 2>/dev/null || true)
-  [[ -n "$pid" ]] && kill "$pid" 2>/dev/null || true
+  stop_xtimerd "$run_dir/xtimerd.pid"
   rm -rf "$run_dir"
 }
 if [[ $keep == 1 ]]; then
