@@ -16,6 +16,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/server_builder.h>
 
+#include "daemon/http_request.h"
 #include "daemon/log.h"
 #include "proto/hosting.grpc.pb.h"
 
@@ -24,8 +25,10 @@ namespace daemon {
 namespace {
 
 constexpr int kMaxHttpConnections = 64;
-constexpr size_t kMaxHeaderBytes = 16 * 1024;
 constexpr int kIoTimeoutMs = 5000;
+// What is read and dropped after an error answer before closing (CloseAfterError).
+constexpr size_t kMaxDrainBytes = 256 * 1024;
+constexpr int kDrainTimeoutMs = 500;
 // The HTTP/2 client connection preface: gRPC clients send it first.
 constexpr char kHttp2Preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 constexpr size_t kHttp2PrefaceBytes = sizeof(kHttp2Preface) - 1;
@@ -61,6 +64,8 @@ const char* Reason(int status) {
     case 411: return "Length Required";
     case 413: return "Payload Too Large";
     case 431: return "Request Header Fields Too Large";
+    case 501: return "Not Implemented";
+    case 505: return "HTTP Version Not Supported";
     default: return "Internal Server Error";
   }
 }
@@ -72,23 +77,23 @@ void Reply(int fd, int status, const std::string& body) {
   SendAll(fd, out);
 }
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
-  return s;
+Code CodeForHttpError(int status) {
+  switch (status) {
+    case 413:
+    case 431: return Code::kResourceExhausted;
+    case 405:
+    case 501:
+    case 505: return Code::kUnimplemented;
+    default: return Code::kInvalidArgument;
+  }
 }
 
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t");
-  size_t e = s.find_last_not_of(" \t\r");
-  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
-}
-
-// recv with the connection's deadline. Returns bytes read, 0 on EOF, -1 on error or timeout.
-ssize_t RecvSome(int fd, char* buf, size_t n) {
+// recv with a deadline. Returns bytes read, 0 on EOF, -1 on error or timeout.
+ssize_t RecvSome(int fd, char* buf, size_t n, int timeout_ms = kIoTimeoutMs) {
   pollfd p{fd, POLLIN, 0};
   int r;
   do {
-    r = ::poll(&p, 1, kIoTimeoutMs);
+    r = ::poll(&p, 1, timeout_ms);
   } while (r < 0 && errno == EINTR);
   if (r <= 0) return -1;
   ssize_t got;
@@ -96,6 +101,18 @@ ssize_t RecvSome(int fd, char* buf, size_t n) {
     got = ::recv(fd, buf, n, 0);
   } while (got < 0 && errno == EINTR);
   return got;
+}
+
+// After an error answer: half-close, then read (bounded in bytes and time) what the client still
+// sends, so that closing does not reset the connection before the client has read the answer.
+void CloseAfterError(int fd) {
+  ::shutdown(fd, SHUT_WR);
+  char sink[4096];
+  for (size_t drained = 0; drained < kMaxDrainBytes;) {
+    const ssize_t n = RecvSome(fd, sink, sizeof sink, kDrainTimeoutMs);
+    if (n <= 0) break;
+    drained += static_cast<size_t>(n);
+  }
 }
 
 }  // namespace
@@ -250,92 +267,33 @@ void ControlServer::AcceptLoop() {
 }
 
 void ControlServer::ServeHttp(int fd) {
-  std::string req;
+  HttpRequestParser parser(kMaxHttpHeaderBytes, kMaxRequestBytes);
   char buf[4096];
-  size_t hdr_end;
-  while ((hdr_end = req.find("\r\n\r\n")) == std::string::npos) {
-    if (req.size() > kMaxHeaderBytes) {
-      Reply(fd, 431, ErrorJson(Code::kResourceExhausted, "request headers too large"));
-      return;
+  bool continue_sent = false;
+  while (parser.state() == HttpRequestParser::State::kNeedMore) {
+    if (parser.headers_done() && parser.request().expect_continue && !continue_sent) {
+      continue_sent = true;
+      SendAll(fd, "HTTP/1.1 100 Continue\r\n\r\n");
     }
     ssize_t n = RecvSome(fd, buf, sizeof buf);
     if (n <= 0) return;
-    req.append(buf, static_cast<size_t>(n));
+    parser.Feed(buf, static_cast<size_t>(n));
   }
-  const std::string head = req.substr(0, hdr_end);
-  size_t eol = head.find("\r\n");
-  const std::string request_line = head.substr(0, eol);
-  const size_t s1 = request_line.find(' ');
-  const size_t s2 = s1 == std::string::npos ? s1 : request_line.find(' ', s1 + 1);
-  if (s2 == std::string::npos) {
-    Reply(fd, 400, ErrorJson(Code::kInvalidArgument,
-                             std::string("malformed HTTP request line; ") + kNotOurProtocol));
+  if (parser.state() == HttpRequestParser::State::kError) {
+    Reply(fd, parser.error_status(),
+          ErrorJson(CodeForHttpError(parser.error_status()), parser.error_reason()));
+    CloseAfterError(fd);
     return;
   }
-  const std::string method = request_line.substr(0, s1);
-  std::string path = request_line.substr(s1 + 1, s2 - s1 - 1);
-  const size_t q = path.find('?');
-  if (q != std::string::npos) path.resize(q);
-  long long content_length = -1;
-  bool chunked = false, expect_continue = false;
-  size_t pos = eol == std::string::npos ? head.size() : eol + 2;
-  while (pos < head.size()) {
-    size_t e = head.find("\r\n", pos);
-    if (e == std::string::npos) e = head.size();
-    const std::string line = head.substr(pos, e - pos);
-    pos = e + 2;
-    const size_t c = line.find(':');
-    if (c == std::string::npos) continue;
-    const std::string k = Lower(Trim(line.substr(0, c)));
-    const std::string v = Trim(line.substr(c + 1));
-    if (k == "content-length") {
-      char* end = nullptr;
-      errno = 0;
-      content_length = strtoll(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || errno != 0 || content_length < 0) {
-        Reply(fd, 400, ErrorJson(Code::kInvalidArgument, "bad Content-Length"));
-        return;
-      }
-    } else if (k == "transfer-encoding" && Lower(v) != "identity") {
-      chunked = true;
-    } else if (k == "expect" && Lower(v) == "100-continue") {
-      expect_continue = true;
-    }
-  }
+  const HttpRequest& r = parser.request();
   static const std::string kPrefix = "/HostingService/";
-  if (path.compare(0, kPrefix.size(), kPrefix) != 0) {
-    Reply(fd, 404, ErrorJson(Code::kNotFound, "no such path '" + path.substr(0, 200) +
+  if (r.path.compare(0, kPrefix.size(), kPrefix) != 0) {
+    Reply(fd, 404, ErrorJson(Code::kNotFound, "no such path '" + r.path.substr(0, 200) +
                                                   "': use POST /HostingService/<Method>"));
     return;
   }
-  if (method != "POST" && method != "GET") {
-    Reply(fd, 405, ErrorJson(Code::kUnimplemented, "use POST with a JSON body"));
-    return;
-  }
-  if (chunked) {
-    Reply(fd, 411, ErrorJson(Code::kInvalidArgument,
-                             "chunked bodies are not supported: send Content-Length"));
-    return;
-  }
-  if (content_length > static_cast<long long>(kMaxRequestBytes)) {
-    Reply(fd, 413, ErrorJson(Code::kResourceExhausted,
-                             "request body larger than " + std::to_string(kMaxRequestBytes) +
-                                 " bytes"));
-    return;
-  }
-  if (content_length < 0) content_length = 0;
-  std::string body = req.substr(hdr_end + 4);
-  if (expect_continue && body.size() < static_cast<size_t>(content_length)) {
-    SendAll(fd, "HTTP/1.1 100 Continue\r\n\r\n");
-  }
-  while (body.size() < static_cast<size_t>(content_length)) {
-    ssize_t n = RecvSome(fd, buf, sizeof buf);
-    if (n <= 0) return;
-    body.append(buf, static_cast<size_t>(n));
-  }
-  body.resize(static_cast<size_t>(content_length));
   std::string json;
-  const int status = handler_->HandleJson(path.substr(kPrefix.size()), body, &json);
+  const int status = handler_->HandleJson(r.path.substr(kPrefix.size()), r.body, &json);
   Reply(fd, status, json);
 }
 

@@ -1,10 +1,7 @@
 #include "daemon/dump_writer.h"
 
-#include <errno.h>
-#include <limits.h>
-#include <stdlib.h>
-#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -12,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "daemon/dump_root.h"
 #include "daemon/log.h"
 #include "timeline/format.h"
 #include "timeline/timeline_io.h"
@@ -43,43 +41,6 @@ int64_t MonotonicNowNs() {
   timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
-}
-
-bool InsideRoot(const std::string& root, const std::string& path) {
-  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
-                          (root == "/" || path[root.size()] == '/'));
-}
-
-// mkdir -p `dir` (absolute), then checks its real path is still inside `root` (a symlink may
-// have appeared since the request was validated).
-bool MakeDirInside(const std::string& root, const std::string& dir, std::string* error) {
-  std::string cur;
-  size_t i = 1;
-  while (i <= dir.size()) {
-    size_t j = dir.find('/', i);
-    if (j == std::string::npos) j = dir.size();
-    cur = dir.substr(0, j);
-    if (j > i && mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
-      *error = "cannot create " + cur + ": " + strerror(errno);
-      return false;
-    }
-    i = j + 1;
-  }
-  char real[PATH_MAX];
-  if (realpath(dir.c_str(), real) == nullptr) {
-    *error = "cannot resolve " + dir + ": " + strerror(errno);
-    return false;
-  }
-  if (!InsideRoot(root, real)) {
-    *error = dir + " now resolves to " + real + ", outside the dump root " + root;
-    return false;
-  }
-  struct stat st;
-  if (stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    *error = dir + " is not a directory";
-    return false;
-  }
-  return true;
 }
 
 }  // namespace
@@ -439,9 +400,11 @@ void DumpManager::Finish(Job* job, bool cancelled) {
       md.strings.push_back(std::move(name));
     }
     std::string error;
-    const std::string dir = f.path.substr(0, f.path.rfind('/'));
-    if (MakeDirInside(root_, dir, &error)) {
-      auto w = tl::TimelineWriter::Create(f.path, md, &error);
+    const size_t slash = f.path.rfind('/');
+    const int dir_fd = OpenDirUnderRoot(root_, f.path.substr(0, slash), &error);
+    if (dir_fd >= 0) {
+      auto w = tl::TimelineWriter::CreateAt(dir_fd, f.path.substr(slash + 1), md, &error);
+      close(dir_fd);
       if (w) {
         for (const OpRecord& r : records) {
           tl::EventRecord e;

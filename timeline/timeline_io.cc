@@ -405,6 +405,7 @@ std::string TimelineFileName(int rank, int world_size, int pid) {
 }
 
 struct TimelineWriter::Impl {
+  int dir_fd = AT_FDCWD;  // path and tmp_path are relative to it; owned unless AT_FDCWD
   std::string path;
   std::string tmp_path;
   FILE* file = nullptr;
@@ -434,22 +435,47 @@ struct TimelineWriter::Impl {
     block.clear();
     return ok;
   }
+  // Creates tmp_path exclusively, never through a symlink.
+  bool OpenTemporary() {
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      int fd = openat(dir_fd, tmp_path.c_str(),
+                      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+      if (fd < 0 && errno == EEXIST && attempt == 0) {
+        unlinkat(dir_fd, tmp_path.c_str(), 0);
+        continue;
+      }
+      if (fd < 0) return false;
+      file = fdopen(fd, "wb");
+      if (file == nullptr) close(fd);
+      return file != nullptr;
+    }
+    return false;
+  }
+  ~Impl() {
+    if (dir_fd != AT_FDCWD) close(dir_fd);
+  }
 };
 
 std::unique_ptr<TimelineWriter> TimelineWriter::Create(const std::string& path,
                                                        const Metadata& metadata,
                                                        std::string* error) {
+  return CreateAt(AT_FDCWD, path, metadata, error);
+}
+
+std::unique_ptr<TimelineWriter> TimelineWriter::CreateAt(int dir_fd, const std::string& path,
+                                                         const Metadata& metadata,
+                                                         std::string* error) {
   std::unique_ptr<TimelineWriter> w(new TimelineWriter());
   w->impl_.reset(new Impl());
   Impl& im = *w->impl_;
+  if (dir_fd != AT_FDCWD && (im.dir_fd = fcntl(dir_fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+    im.dir_fd = AT_FDCWD;
+    if (error) *error = Errno("cannot duplicate the directory descriptor for", path);
+    return nullptr;
+  }
   im.path = path;
   im.tmp_path = path + ".tmp." + std::to_string(getpid());
-  im.file = std::fopen(im.tmp_path.c_str(), "wbx");
-  if (im.file == nullptr && errno == EEXIST) {
-    unlink(im.tmp_path.c_str());
-    im.file = std::fopen(im.tmp_path.c_str(), "wbx");
-  }
-  if (im.file == nullptr) {
+  if (!im.OpenTemporary()) {
     if (error) *error = Errno("cannot create", im.tmp_path);
     return nullptr;
   }
@@ -482,7 +508,7 @@ std::unique_ptr<TimelineWriter> TimelineWriter::Create(const std::string& path,
 TimelineWriter::~TimelineWriter() {
   if (impl_ && impl_->file != nullptr) {
     std::fclose(impl_->file);
-    unlink(impl_->tmp_path.c_str());
+    unlinkat(impl_->dir_fd, impl_->tmp_path.c_str(), 0);
   }
 }
 
@@ -512,10 +538,11 @@ bool TimelineWriter::Finish(std::string* error) {
     if (im.error.empty() && fsync(fileno(im.file)) != 0) im.Fail(Errno("fsync", im.tmp_path));
     if (std::fclose(im.file) != 0) im.Fail(Errno("close", im.tmp_path));
     im.file = nullptr;
-    if (im.error.empty() && std::rename(im.tmp_path.c_str(), im.path.c_str()) != 0) {
+    if (im.error.empty() &&
+        renameat(im.dir_fd, im.tmp_path.c_str(), im.dir_fd, im.path.c_str()) != 0) {
       im.Fail(Errno("rename to " + im.path + ":", im.tmp_path));
     }
-    if (!im.error.empty()) unlink(im.tmp_path.c_str());
+    if (!im.error.empty()) unlinkat(im.dir_fd, im.tmp_path.c_str(), 0);
   }
   if (!im.error.empty()) {
     if (error) *error = im.error;

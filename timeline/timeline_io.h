@@ -56,6 +56,12 @@ class TimelineWriter {
   // file under the final name). Returns nullptr with *error on failure.
   static std::unique_ptr<TimelineWriter> Create(const std::string& path, const Metadata& metadata,
                                                 std::string* error);
+  // The same with `path` relative to the directory `dir_fd` (AT_FDCWD: the working directory;
+  // the writer keeps its own duplicate of the descriptor). The file and its temporary are
+  // created with O_NOFOLLOW | O_EXCL and renamed with renameat, so a symlink swapped into the
+  // directory's path after it was opened cannot redirect them.
+  static std::unique_ptr<TimelineWriter> CreateAt(int dir_fd, const std::string& path,
+                                                  const Metadata& metadata, std::string* error);
   ~TimelineWriter();
   bool Append(const EventRecord& event);
   // Returns false with *error if anything failed.

@@ -8,7 +8,10 @@
     xtimerd runs there and how to start it;
   - `xtimer dump` against the metrics port (gRPC on an HTTP/1 server): "is this the control port?";
   - bytes that are neither HTTP/1.1 nor gRPC sent to the control port: the reply and the daemon's
-    log say so ("is ... pointed at the control port?").
+    log say so ("is ... pointed at the control port?");
+  - malformed HTTP/1.1 on the control port (docs/control.md): two Content-Length headers from
+    real curl get 400, Transfer-Encoding 501, bare-LF lines 400 and a 20 KB header 431 (raw
+    sockets), each answer followed by the daemon closing the connection.
 
 Usage: error_messages_e2e.py XTIMERD XTIMER
 """
@@ -53,6 +56,57 @@ def taken_port(xtimerd, tmp, which):
         fail("xtimerd started on a taken %s port:\n%s" % (which, out))
     expect("taken %s port" % which, out, "the %s port %d on 127.0.0.1 is already in use" % (
         which, port), "by pid %d (" % os.getpid(), "--%s-port" % which)
+
+
+def curl_status(control, *args):
+    """Real curl against the control port; returns (HTTP status, body)."""
+    rc, out = run(["curl", "-sS", "--max-time", "20", "-o", "-", "-w", "\n%{http_code}"] +
+                  list(args) + ["http://127.0.0.1:%d/HostingService/Status" % control])
+    body, _, code = out.rstrip("\n").rpartition("\n")
+    if rc != 0 or not code.isdigit():
+        fail("curl failed (rc %d):\n%s" % (rc, out))
+    return int(code), body
+
+
+def raw_http(control, data):
+    """Sends raw bytes; returns the whole reply, failing unless the daemon closes the connection
+    (recv returns EOF) within 20 s."""
+    with socket.create_connection(("127.0.0.1", control), timeout=20) as s:
+        s.sendall(data)
+        reply = b""
+        while True:
+            try:
+                chunk = s.recv(4096)
+            except socket.timeout:
+                fail("the control port kept the connection open after %r" % reply[:200])
+            if not chunk:
+                return reply.decode(errors="replace")
+            reply += chunk
+
+
+def malformed_http(control):
+    code, body = curl_status(control, "-H", "Content-Length: 2", "-H", "Content-Length: 2",
+                             "-d", "{}")
+    if code != 400:
+        fail("two Content-Length headers: HTTP %d, expected 400:\n%s" % (code, body))
+    expect("two Content-Length headers", body, "more than one Content-Length")
+    code, body = curl_status(control, "-H", "Transfer-Encoding: chunked", "-d", "{}")
+    if code != 501:
+        fail("Transfer-Encoding: HTTP %d, expected 501:\n%s" % (code, body))
+    expect("Transfer-Encoding", body, "Content-Length")
+    code, body = curl_status(control)  # a good request still works
+    if code != 200:
+        fail("Status over curl: HTTP %d:\n%s" % (code, body))
+    reply = raw_http(control, b"POST /HostingService/Status HTTP/1.1\nHost: x\n"
+                              b"Content-Length: 2\n\n{}")
+    expect("bare LF", reply, "HTTP/1.1 400", "bare LF", "CRLF", "Connection: close")
+    reply = raw_http(control, b"POST /HostingService/Status HTTP/1.1\r\nContent-Length: 2\r\n"
+                              b"Content-Length: 2\r\n\r\n{}")
+    expect("two Content-Length headers (raw)", reply, "HTTP/1.1 400",
+           "more than one Content-Length")
+    reply = raw_http(control, b"GET /HostingService/Status HTTP/1.1\r\nX-Pad: " +
+                     b"a" * 20000 + b"\r\n\r\n")
+    expect("a 20 KB header", reply, "HTTP/1.1 431", "16384")
 
 
 def main(argv):
@@ -106,6 +160,7 @@ def main(argv):
                 break
             time.sleep(0.2)
         expect("the daemon's log about non-HTTP bytes", text, "neither HTTP/1.1 nor gRPC")
+        malformed_http(control)
     finally:
         daemon.terminate()
         daemon.wait(30)
