@@ -176,6 +176,7 @@ void Pass1(FileInfo* f) {
   f->error = r.error;
   f->events = r.events;
   f->meta = std::move(r.metadata);
+  DropNodeLocal(f->meta.comms, &f->ends);  // before the communicators are dropped below
   f->meta.strings.clear();
   f->meta.strings.shrink_to_fit();
   for (const CommInfo& c : f->meta.comms) {
@@ -192,7 +193,6 @@ void Pass1(FileInfo* f) {
   f->meta.comms.clear();
   for (const auto& s : streams) f->streams.push_back({s.first.first, s.first.second, s.second});
   f->has_host = has_host;
-  DropNodeLocal(f->meta.comms, &f->ends);
   std::sort(f->ends.begin(), f->ends.end());  // by key, then the earliest end first
   f->ends.erase(std::unique(f->ends.begin(), f->ends.end(),
                             [](const CollectiveEnd& a, const CollectiveEnd& b) {
@@ -608,6 +608,7 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
     nodes.push_back(std::move(ne));
   }
   node_ends.clear();
+  for (const NodeEnds& ne : nodes) stats->align_entries += ne.ends.size();
   ClockAlignment alignment = AlignClocks(nodes);
   const std::vector<int64_t>& offsets = alignment.offset;
   const std::vector<int>& reference_of = alignment.reference_of;

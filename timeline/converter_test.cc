@@ -424,6 +424,13 @@ TEST_F(ConverterTest, ClockOffsetRecoversSkew) {
   EXPECT_EQ(stats.offsets[0].second, 0);
   EXPECT_EQ(stats.offsets[1].first, "node1");
   EXPECT_NEAR(stats.offsets[1].second, -kSkew, 1000);
+  // Only the world AllReduces (5 steps, one entry per node) span both nodes; the tp pairs'
+  // AllGathers are node-local and left out of alignment's index.
+  EXPECT_EQ(stats.align_entries, 2u * 5u);
+  opt.align_clocks = false;
+  ConvertStats off;
+  ASSERT_TRUE(ConvertTimelines(opt, &off, &error, nullptr)) << error;
+  EXPECT_EQ(off.align_entries, 0u);
 }
 
 TEST(ClockOffsets, MedianOverSharedCollectivesAndChains) {
