@@ -219,12 +219,15 @@ std::string KindsLabel(uint32_t kinds) {
   return s;
 }
 
+// What a track item draws: an event's slice, its launch instant (host track), or the instant
+// at a receive's end where the send's flow arrives.
+enum class Mark : uint8_t { kSlice, kLaunch, kArrival };
+
 struct Item {
   int64_t begin;
   int64_t end;     // == begin for instants
   uint32_t index;  // event index in the rank
-  bool instant;
-  uint64_t end_flow = 0;  // a flow that terminates where the slice ends (a receive's), or 0
+  Mark mark;
 };
 
 struct RankContext {
@@ -267,26 +270,21 @@ void EmitTrack(std::vector<Item>* items, Sequence* s, uint64_t* truncated, EmitF
     if (a.end != b.end) return a.end > b.end;
     return a.index < b.index;
   });
-  struct Open {
-    int64_t end;
-    uint64_t end_flow;
-  };
-  std::vector<Open> open;
+  std::vector<int64_t> open;  // ends of the open slices
   auto end = [&](int64_t ts) {
-    if (open.back().end_flow != 0) s->TerminatingFlow(open.back().end_flow);
     s->End(ts);
     open.pop_back();
   };
   for (const Item& it : *items) {
-    while (!open.empty() && open.back().end <= it.begin) end(open.back().end);
-    while (!open.empty() && it.end > open.back().end) {
-      if (open.back().end - it.begin > kOverlapNoiseNs) ++*truncated;
+    while (!open.empty() && open.back() <= it.begin) end(open.back());
+    while (!open.empty() && it.end > open.back()) {
+      if (open.back() - it.begin > kOverlapNoiseNs) ++*truncated;
       end(it.begin);
     }
     emit(it);
-    if (!it.instant) open.push_back({it.end, it.end_flow});
+    if (it.mark == Mark::kSlice) open.push_back(it.end);
   }
-  while (!open.empty()) end(open.back().end);
+  while (!open.empty()) end(open.back());
 }
 
 RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
@@ -336,15 +334,17 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
   size_t ntracks = streams.size() + 1;
   std::vector<std::vector<Item>> tracks(ntracks);
   const int64_t off = ctx.offset;
-  // A send's slice starts the flow to its receive, which ends where the receive ends: always
-  // forward in time, whichever of the two began first.
+  // A send's slice starts the flow to its receive; the flow ends on an instant at the receive's
+  // end (when the data has arrived), on the receiver's stream. Perfetto draws a flow from the
+  // slice that begins first, so ending it on the receive's own slice would draw a receive posted
+  // before its send as receive -> send.
   const std::unordered_map<uint32_t, uint64_t> p2p_flows = P2PFlowIds(events, m.comms);
   for (uint32_t i = 0; i < events.size(); ++i) {
     const EventRecord& e = events[i];
     int64_t b = e.gpu_start_ns + off;
     int64_t en = b + std::max<int64_t>(e.duration_ns, 0);
     if (e.kind == static_cast<uint8_t>(OpKind::kHostSync)) {
-      tracks[0].push_back({b, en, i, false});
+      tracks[0].push_back({b, en, i, Mark::kSlice});
       continue;
     }
     auto it = std::lower_bound(
@@ -354,14 +354,16 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
     size_t t = 1 + static_cast<size_t>(it - streams.begin());
     if (it == streams.end() || it->device != e.device || it->stream != e.stream) continue;
     auto p2p = opt.flows ? p2p_flows.find(i) : p2p_flows.end();
-    const bool recv = p2p != p2p_flows.end() && e.op == static_cast<uint16_t>(Operation::kRecv);
-    tracks[t].push_back({b, en, i, false, recv ? p2p->second : 0});
+    tracks[t].push_back({b, en, i, Mark::kSlice});
+    if (p2p != p2p_flows.end() && e.op == static_cast<uint16_t>(Operation::kRecv)) {
+      tracks[t].push_back({en, en, i, Mark::kArrival});
+    }
     if (opt.launches && e.cpu_launch_ns > 0) {
       // A launch cannot follow its GPU start; where the two clocks say so (by the GPU-to-host
       // alignment error, about a microsecond) the instant is put at the start, so that the
       // launch flow runs forward in time (Perfetto drops flows that run backwards).
       int64_t c = std::min(e.cpu_launch_ns, e.gpu_start_ns) + off;
-      tracks[0].push_back({c, c, i, true});
+      tracks[0].push_back({c, c, i, Mark::kLaunch});
     }
   }
   const uint64_t launch_base = (1ull << 62) | (static_cast<uint64_t>(ctx.ordinal) << 36);
@@ -384,11 +386,18 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
     Sequence seq(out, ctx.first_seq + static_cast<uint32_t>(t), uuid, first);
     EmitTrack(&tracks[t], &seq, &res.truncated, [&](const Item& it) {
       const EventRecord& e = events[it.index];
-      uint64_t name = seq.CachedName((static_cast<uint64_t>(e.name) << 16) | e.op,
-                                     [&] { return EventName(e, m); });
+      const bool arrival = it.mark == Mark::kArrival;
+      uint64_t name = seq.CachedName(
+          (static_cast<uint64_t>(arrival) << 63) | (static_cast<uint64_t>(e.name) << 16) | e.op,
+          [&] { return EventName(e, m) + (arrival ? " done" : ""); });
       uint64_t cat = seq.CachedCategory(e.kind);
-      if (it.instant) {
+      if (it.mark == Mark::kLaunch) {
         seq.Flow(launch_base | it.index);
+        seq.Instant(it.begin, name, cat);
+        return;
+      }
+      if (arrival) {
+        seq.TerminatingFlow(p2p_flows.at(it.index));
         seq.Instant(it.begin, name, cat);
         return;
       }

@@ -631,30 +631,52 @@ TEST(Converter, SendFlowsToItsReceive) {
   WriteRank(dir, 1, 2, comm, 2, 1,
             {p2p(O::kRecv, 0, 1, 1500), p2p(O::kRecv, 0, 2, 15000), p2p(O::kSend, 0, 3, 39000)});
   DecodedTrace d = Convert(dir, "p2p");
-  std::map<uint64_t, std::pair<const DecodedSlice*, const DecodedSlice*>> flows;  // send, recv
+  // The send's slice starts the flow; an instant at the receive's end ("Recv done", on the same
+  // track) terminates it, so the flow runs from the send even where the receive began first.
+  std::map<uint64_t, std::pair<const DecodedSlice*, const DecodedSlice*>> flows;  // send, done
+  std::map<std::pair<uint64_t, int64_t>, const DecodedSlice*> recv_end;  // (track, end) -> Recv
   for (const DecodedSlice& s : d.slices) {
     EXPECT_EQ(s.args.at("peer"), s.args.at("peer_comm_rank") == "0" ? "10" : "11") << s.name;
+    EXPECT_TRUE(s.terminating.empty()) << s.name;
     if (s.name == "Send") {
       ASSERT_EQ(s.flows.size(), 1u);
-      EXPECT_TRUE(s.terminating.empty());
       flows[s.flows[0]].first = &s;
     } else {
       ASSERT_EQ(s.name, "Recv");
-      ASSERT_EQ(s.terminating.size(), 1u);
       EXPECT_TRUE(s.flows.empty());
-      flows[s.terminating[0]].second = &s;
+      recv_end[{s.track, s.ts + s.dur}] = &s;
     }
   }
+  ASSERT_EQ(d.instants.size(), 3u);
+  for (const DecodedSlice& i : d.instants) {
+    EXPECT_EQ(i.name, "Recv done");
+    EXPECT_EQ(i.category, "p2p");
+    EXPECT_EQ(recv_end.count({i.track, i.ts}), 1u) << "no receive ends at " << i.ts;
+    ASSERT_EQ(i.terminating.size(), 1u);
+    EXPECT_TRUE(i.flows.empty());
+    flows[i.terminating[0]].second = &i;
+  }
   ASSERT_EQ(flows.size(), 3u);
-  std::set<std::pair<int64_t, int64_t>> pairs;  // (send start, recv start) after t0
+  std::set<std::pair<int64_t, int64_t>> pairs;  // (send start, receive end) after t0
   for (const auto& kv : flows) {
     ASSERT_TRUE(kv.second.first && kv.second.second);
     EXPECT_NE(PidOfTrack(d, kv.second.first->track), PidOfTrack(d, kv.second.second->track));
+    EXPECT_LT(kv.second.first->ts, kv.second.second->ts);  // Perfetto draws it send -> receive
     pairs.insert({kv.second.first->ts - 1700000000000000000, kv.second.second->ts -
                                                                  1700000000000000000});
   }
   EXPECT_EQ(pairs, (std::set<std::pair<int64_t, int64_t>>{
-                       {1000, 1500}, {17000, 15000}, {39000, 40000}}));
+                       {1000, 6500}, {17000, 20000}, {39000, 45000}}));
+  // Without flows, no arrival instants either.
+  ConvertOptions opt;
+  opt.inputs = {dir};
+  opt.output = Tmp() + "/p2p_noflows.pftrace";
+  opt.quiet = true;
+  opt.flows = false;
+  ConvertStats stats;
+  std::string error;
+  ASSERT_TRUE(ConvertTimelines(opt, &stats, &error, nullptr)) << error;
+  EXPECT_TRUE(DecodeTrace(Slurp(opt.output)).instants.empty());
 }
 
 }  // namespace

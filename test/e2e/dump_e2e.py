@@ -219,23 +219,28 @@ def check_trace(summary_tool, trace, infos):
     if joined < 10:
         fail("only %d collectives inside the window all ranks captured" % joined)
 
-    # Send/recv flows (top two id bits 11): a send's flow ends at a receive on another rank.
+    # Send/recv flows (top two id bits 11): a send's flow ends at the "Recv done" instant at the
+    # end of a receive on another rank, later than the send began (Perfetto draws the arrow from
+    # the earlier end, so send -> receive even where the receive was posted first).
     sends, recvs = {}, {}
-    for s in slices:
+    for s in slices + t["instants"]:
         for f in s["flows"]:
             if int(f) >> 62 == 3:
                 if s["name"] != "Send" or f in sends:
                     fail("send/recv flow %s starts at %s or twice" % (f, s["name"]))
-                sends[f] = pid_of[s["track"]]
+                sends[f] = (pid_of[s["track"]], s["ts"])
         for f in s["terminating"]:
             if int(f) >> 62 == 3:
-                if s["name"] != "Recv" or f in recvs:
+                if s["name"] != "Recv done" or s["dur"] != 0 or f in recvs:
                     fail("send/recv flow %s ends at %s or twice" % (f, s["name"]))
-                recvs[f] = pid_of[s["track"]]
+                recvs[f] = (pid_of[s["track"]], s["ts"])
     p2p_linked = [f for f in sends if f in recvs]
     for f in p2p_linked:
-        if sends[f] == recvs[f]:
-            fail("send/recv flow %s stays on rank %d" % (f, sends[f] - 1))
+        if sends[f][0] == recvs[f][0]:
+            fail("send/recv flow %s stays on rank %d" % (f, sends[f][0] - 1))
+        if recvs[f][1] <= sends[f][1]:
+            fail("send/recv flow %s: the receive ends at %d, before its send begins at %d"
+                 % (f, recvs[f][1], sends[f][1]))
     p2p_slices = sum(1 for s in slices if s["cat"] == "p2p")
     if p2p_slices and not p2p_linked:
         fail("%d send/recv slices, none linked to its peer" % p2p_slices)

@@ -31,6 +31,18 @@ QUERIES = {
             "where a.key glob 'debug.*'",
     "problems": "select name, idx, severity, value from stats where value > 0 "
                 "and severity in ('error', 'data_loss')",
+    # Every flow touching a send or receive, but for launch flows (from the host thread), with
+    # both ends' processes, and the receive that ends where a "Recv done" instant is (same
+    # thread, same time).
+    "p2p": "select so.name as out_name, so.ts as out_ts, ti.upid as in_upid, "
+           "si.name as in_name, si.ts as in_ts, tt.upid as out_upid, "
+           "(select min(r.ts) from slice r where r.track_id = si.track_id and r.name = 'Recv' "
+           "and r.ts + r.dur = si.ts) as recv_ts "
+           "from flow f join slice so on so.id = f.slice_out join slice si on si.id = f.slice_in "
+           "join thread_track oo on so.track_id = oo.id join thread tt on tt.utid = oo.utid "
+           "join thread_track ii on si.track_id = ii.id join thread ti on ti.utid = ii.utid "
+           "where (so.category = 'p2p' or si.category = 'p2p') "
+           "and tt.name not glob 'host (*'",
 }
 
 
@@ -94,13 +106,35 @@ def check(query_mjs, summary_tool, tp_dir, trace):
     if tp["flows"][0]["n"] != want_flows:
         fail("%s: %d flows, the decoder's flow ids make %d" %
              (trace, tp["flows"][0]["n"], want_flows))
+    sends, posted_first = check_p2p(trace, tp["p2p"])
     want_args = sum(len(s["args"]) for s in me["slices"] + me["instants"])
     if tp["args"][0]["n"] != want_args:
         fail("%s: %d debug arguments, the decoder has %d" % (trace, tp["args"][0]["n"], want_args))
     print("%s: Perfetto's trace processor and the decoder agree: %d processes, %d threads, "
-          "%d slices, %d flows, %d arguments; no import errors (%d compressed packets)" %
+          "%d slices, %d flows, %d arguments; no import errors (%d compressed packets); "
+          "%d send -> receive flows in the data's direction (%d receives posted before their "
+          "send)" %
           (os.path.basename(trace), len(got_procs), len(got_threads), sum(got.values()),
-           want_flows, want_args, me["compressed_packets"]))
+           want_flows, want_args, me["compressed_packets"], sends, posted_first))
+
+
+def check_p2p(trace, rows):
+    """Every send/recv flow must run from a Send to the "Recv done" instant at the end of a
+    receive in another process, as Perfetto's flow table says. Returns (flows, receives that
+    began before their send)."""
+    posted_first = 0
+    for r in rows:
+        where = "%s: flow %s at %s -> %s at %s" % (trace, r["out_name"], r["out_ts"],
+                                                   r["in_name"], r["in_ts"])
+        if r["out_name"] != "Send" or r["in_name"] != "Recv done":
+            fail(where + ": a send/recv flow must run from the Send to the Recv done instant")
+        if r["out_upid"] == r["in_upid"]:
+            fail(where + ": stays in one process")
+        if r["recv_ts"] is None:
+            fail(where + ": no Recv ends at the instant on its thread")
+        if int(r["recv_ts"]) < int(r["out_ts"]):
+            posted_first += 1
+    return len(rows), posted_first
 
 
 def main(argv):
