@@ -6,8 +6,9 @@ ui.perfetto.dev runs) and by the project's decoder (trace_summary, timeline/trac
 the two must agree: the same processes, threads, slices (time, duration, name, category, thread),
 flows and arguments, with no import errors or data losses in the trace processor's stats.
 
-Usage: check_trace.py QUERY_MJS TRACE_SUMMARY TRACE.pftrace...
-The trace processor is looked for in $XTIMER_PERFETTO_TP, else /var/cache/xtimer/perfetto-tp-v55.3
+Usage: check_trace.py [--chunk-bytes N] QUERY_MJS TRACE_SUMMARY TRACE.pftrace...
+--chunk-bytes N: hand the trace to the trace processor N bytes at a time (query.mjs's option;
+default 16 MiB). The trace processor is looked for in $XTIMER_PERFETTO_TP, else /var/cache/xtimer/perfetto-tp-v55.3
 (tools/install-perfetto-tp.sh installs it). Exit status 0 when every trace agrees.
 """
 
@@ -51,10 +52,10 @@ def fail(msg):
     sys.exit(1)
 
 
-def trace_processor(query_mjs, tp_dir, trace):
+def trace_processor(query_mjs, tp_dir, trace, chunk_args):
     names = list(QUERIES)
-    p = subprocess.run(["node", query_mjs, tp_dir, trace] + [QUERIES[n] for n in names],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(["node", query_mjs] + chunk_args + [tp_dir, trace] +
+                       [QUERIES[n] for n in names], capture_output=True, text=True, timeout=300)
     results = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
     if p.returncode != 0 or len(results) != len(names):
         errors = [r for r in results if "error" in r]
@@ -70,8 +71,8 @@ def ours(summary_tool, trace):
     return json.loads(p.stdout)
 
 
-def check(query_mjs, summary_tool, tp_dir, trace):
-    tp = trace_processor(query_mjs, tp_dir, trace)
+def check(query_mjs, summary_tool, tp_dir, trace, chunk_args):
+    tp = trace_processor(query_mjs, tp_dir, trace, chunk_args)
     me = ours(summary_tool, trace)
     if tp["problems"]:
         fail("%s: the trace processor reports %s" % (trace, tp["problems"]))
@@ -138,6 +139,9 @@ def check_p2p(trace, rows):
 
 
 def main(argv):
+    chunk_args = []
+    if len(argv) > 2 and argv[1] == "--chunk-bytes":
+        chunk_args, argv = argv[1:3], argv[:1] + argv[3:]
     if len(argv) < 4:
         fail(__doc__)
     query_mjs, summary_tool = argv[1], argv[2]
@@ -146,7 +150,7 @@ def main(argv):
         fail("Perfetto's trace processor is not installed in %s: run tools/install-perfetto-tp.sh"
              % tp_dir)
     for trace in argv[3:]:
-        check(query_mjs, summary_tool, tp_dir, trace)
+        check(query_mjs, summary_tool, tp_dir, trace, chunk_args)
 
 
 if __name__ == "__main__":
