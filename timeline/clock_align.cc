@@ -71,10 +71,15 @@ class EntryIndex {
   };
   size_t keys() const { return key_begin_.size() - 1; }
   size_t count(uint32_t node) const { return node_begin_[node + 1] - node_begin_[node]; }
-  const Entry* entries_begin(uint32_t node) const { return &node_entries_[node_begin_[node]]; }
-  const Entry* entries_end(uint32_t node) const { return &node_entries_[node_begin_[node + 1]]; }
-  const uint32_t* nodes_begin(uint32_t key) const { return &key_nodes_[key_begin_[key]]; }
-  const uint32_t* nodes_end(uint32_t key) const { return &key_nodes_[key_begin_[key + 1]]; }
+  // Pointers from data(): a range may end at the vector's end, and the vector may be empty.
+  const Entry* entries_begin(uint32_t node) const {
+    return node_entries_.data() + node_begin_[node];
+  }
+  const Entry* entries_end(uint32_t node) const {
+    return node_entries_.data() + node_begin_[node + 1];
+  }
+  const uint32_t* nodes_begin(uint32_t key) const { return key_nodes_.data() + key_begin_[key]; }
+  const uint32_t* nodes_end(uint32_t key) const { return key_nodes_.data() + key_begin_[key + 1]; }
 
  private:
   std::vector<size_t> key_begin_;
