@@ -10,6 +10,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -60,6 +61,7 @@ struct FileInfo {
     std::vector<std::pair<int32_t, int32_t>> members;
   };
   std::vector<CommSeen> comms;
+  std::vector<P2POp> p2p;  // pass 1 only: its sends and receives, sorted
 };
 
 std::vector<std::string> TimelineNames(const std::string& dir, std::vector<std::string>* subdirs) {
@@ -159,7 +161,9 @@ void DropNodeLocal(const std::vector<CommInfo>& comms, std::vector<CollectiveEnd
 void Pass1(FileInfo* f) {
   std::map<std::pair<int16_t, uint64_t>, uint32_t> streams;
   bool has_host = false;
+  std::vector<EventRecord> p2p;
   ReadResult r = ReadTimeline(f->path, [&](const EventRecord& e) {
+    if (e.kind == static_cast<uint8_t>(OpKind::kP2P)) p2p.push_back(e);
     if (e.kind == static_cast<uint8_t>(OpKind::kHostSync)) {
       has_host = true;
       return;
@@ -177,6 +181,7 @@ void Pass1(FileInfo* f) {
   f->events = r.events;
   f->meta = std::move(r.metadata);
   DropNodeLocal(f->meta.comms, &f->ends);  // before the communicators are dropped below
+  for (const auto& op : P2POps(p2p, f->meta.comms)) f->p2p.push_back(op.second);
   f->meta.strings.clear();
   f->meta.strings.shrink_to_fit();
   for (const CommInfo& c : f->meta.comms) {
@@ -230,6 +235,48 @@ struct Item {
   Mark mark;
 };
 
+// How receives pair with sends across files (flows.h), and each send's start, on the aligned
+// clock: a receive that reads as ending up to kP2PNoiseNs before its send began (timer noise,
+// clock alignment error) gets its arrival just after the send's start, so that the flow still
+// runs forward; one that ends longer before is not its send's receive, and gets no arrival.
+constexpr int64_t kP2PNoiseNs = 100000;
+
+struct P2PMatch {
+  P2PShifts shifts;
+  std::vector<std::pair<uint64_t, int64_t>> send_start;  // flow id -> start, sorted
+
+  // Where flow `id` arrives for a receive ending at recv_end; -1: nowhere.
+  int64_t Arrival(uint64_t id, int64_t recv_end) const {
+    auto it = std::lower_bound(send_start.begin(), send_start.end(),
+                               std::make_pair(id, std::numeric_limits<int64_t>::min()));
+    if (it == send_start.end() || it->first != id || it->second < recv_end) return recv_end;
+    return it->second - recv_end <= kP2PNoiseNs ? it->second + 1 : -1;
+  }
+};
+
+// Frees pass 1's lists.
+P2PMatch MatchFilesP2P(const std::vector<FileInfo*>& ranks,
+                       const std::vector<int64_t>& offsets) {
+  P2PMatch match;
+  std::map<P2PPair, std::vector<int64_t>> sends, receives;
+  for (FileInfo* f : ranks) {
+    for (const P2POp& op : f->p2p) {
+      (op.recv ? receives : sends)[op.pair].push_back(op.end + offsets[f->node_index]);
+    }
+  }
+  match.shifts = MatchP2P(sends, receives);
+  for (FileInfo* f : ranks) {
+    for (const auto& [i, id] : P2PNumbered(f->p2p, match.shifts)) {
+      if (f->p2p[i].recv) continue;
+      match.send_start.push_back({id, f->p2p[i].start + offsets[f->node_index]});
+    }
+    f->p2p.clear();
+    f->p2p.shrink_to_fit();
+  }
+  std::sort(match.send_start.begin(), match.send_start.end());
+  return match;
+}
+
 struct RankContext {
   const FileInfo* file;
   int ordinal;         // position in the output order
@@ -240,6 +287,7 @@ struct RankContext {
   int sort_index;
   const ConvertOptions* options;
   const CommTable* comms;
+  const P2PMatch* p2p;
 };
 
 struct RankResult {
@@ -338,7 +386,7 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
   // end (when the data has arrived), on the receiver's stream. Perfetto draws a flow from the
   // slice that begins first, so ending it on the receive's own slice would draw a receive posted
   // before its send as receive -> send.
-  const std::unordered_map<uint32_t, uint64_t> p2p_flows = P2PFlowIds(events, m.comms);
+  const std::unordered_map<uint32_t, uint64_t> p2p_flows = P2PFlowIds(events, m.comms, ctx.p2p->shifts);
   for (uint32_t i = 0; i < events.size(); ++i) {
     const EventRecord& e = events[i];
     int64_t b = e.gpu_start_ns + off;
@@ -356,7 +404,8 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
     auto p2p = opt.flows ? p2p_flows.find(i) : p2p_flows.end();
     tracks[t].push_back({b, en, i, Mark::kSlice});
     if (p2p != p2p_flows.end() && e.op == static_cast<uint16_t>(Operation::kRecv)) {
-      tracks[t].push_back({en, en, i, Mark::kArrival});
+      const int64_t arrival = ctx.p2p->Arrival(p2p->second, en);
+      if (arrival >= 0) tracks[t].push_back({arrival, arrival, i, Mark::kArrival});
     }
     if (opt.launches && e.cpu_launch_ns > 0) {
       // A launch cannot follow its GPU start; where the two clocks say so (by the GPU-to-host
@@ -644,6 +693,7 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
     ne.ends.shrink_to_fit();
   }
   for (FileInfo* f : ranks) f->node_index = node_index[f->node];
+  const P2PMatch p2p = MatchFilesP2P(ranks, offsets);
 
   // Pass 2: encode ranks in parallel, write in order.
   std::string tmp = opt.output + ".tmp";
@@ -696,6 +746,7 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
     c.sort_index = static_cast<int>(i);
     c.options = &opt;
     c.comms = &comms;
+    c.p2p = &p2p;
     total_events += ranks[i]->events;
   }
   std::vector<RankResult> results(ranks.size());

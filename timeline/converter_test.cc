@@ -679,6 +679,69 @@ TEST(Converter, SendFlowsToItsReceive) {
   EXPECT_TRUE(DecodeTrace(Slurp(opt.output)).instants.empty());
 }
 
+// Files of a dump can begin at different operations (the last N per rank): receives pair with
+// sends by when they end, not by position in the files. A receive that reads as ending before
+// its send began (timer noise) gets its arrival just after the send's start.
+TEST(Converter, ReceivesPairWithSendsAcrossCutFiles) {
+  const uint64_t comm = 0xbeef;
+  std::string dir = Tmp() + "/p2p_cut";
+  mkdir(dir.c_str(), 0755);
+  auto p2p = [&](format::Operation op, int peer, uint64_t seq, int64_t start, int64_t dur) {
+    EventRecord e = CommOp(op, comm, seq, start, dur);
+    e.peer = peer;
+    e.bytes = 1024;
+    return e;
+  };
+  using O = format::Operation;
+  // 0 -> 1: rank 0 holds all 4 sends, rank 1 only the last 2 receives (the 3rd posted first).
+  // 1 -> 0: rank 1 holds only the last 2 of 3 sends, rank 0 all 3 receives; the last receive
+  // ends 500 ns before its send begins.
+  WriteRank(dir, 0, 2, comm, 2, 0,
+            {p2p(O::kSend, 1, 1, 1000, 5000), p2p(O::kSend, 1, 2, 11000, 5000),
+             p2p(O::kSend, 1, 3, 21000, 5000), p2p(O::kSend, 1, 4, 31000, 5000),
+             p2p(O::kRecv, 1, 5, 30000, 2000), p2p(O::kRecv, 1, 6, 40000, 6500),
+             p2p(O::kRecv, 1, 7, 47000, 3500)});
+  WriteRank(dir, 1, 2, comm, 2, 1,
+            {p2p(O::kRecv, 0, 3, 20000, 7000), p2p(O::kRecv, 0, 4, 30500, 6000),
+             p2p(O::kSend, 0, 6, 41000, 5000), p2p(O::kSend, 0, 7, 51000, 5000)});
+  DecodedTrace d = Convert(dir, "p2p_cut");
+  std::map<uint64_t, int64_t> send_of;  // flow id -> send start after t0
+  for (const DecodedSlice& s : d.slices) {
+    if (s.name == "Send") {
+      ASSERT_EQ(s.flows.size(), 1u);
+      send_of[s.flows[0]] = s.ts - 1700000000000000000;
+    }
+  }
+  EXPECT_EQ(send_of.size(), 6u);
+  std::set<std::pair<int64_t, int64_t>> pairs;  // (send start, arrival) after t0
+  for (const DecodedSlice& i : d.instants) {
+    ASSERT_EQ(i.name, "Recv done");
+    ASSERT_EQ(i.terminating.size(), 1u);
+    ASSERT_EQ(send_of.count(i.terminating[0]), 1u) << "an arrival without its send";
+    pairs.insert({send_of[i.terminating[0]], i.ts - 1700000000000000000});
+  }
+  // The receive at 30000 (its send is not in rank 1's file) has no arrival.
+  EXPECT_EQ(pairs, (std::set<std::pair<int64_t, int64_t>>{
+                       {21000, 27000}, {31000, 36500}, {41000, 46500}, {51000, 51001}}));
+}
+
+// A receive that ends more than 100 us before its send begins is not drawn as its arrival.
+TEST(Converter, NoArrivalLongBeforeItsSend) {
+  const uint64_t comm = 0xbee5;
+  std::string dir = Tmp() + "/p2p_early";
+  mkdir(dir.c_str(), 0755);
+  auto p2p = [&](format::Operation op, int peer, int64_t start) {
+    EventRecord e = CommOp(op, comm, 1, start, 20000);
+    e.peer = peer;
+    return e;
+  };
+  WriteRank(dir, 0, 2, comm, 2, 0, {p2p(format::Operation::kSend, 1, 200000)});
+  WriteRank(dir, 1, 2, comm, 2, 1, {p2p(format::Operation::kRecv, 0, 0)});  // ends at 20000
+  DecodedTrace d = Convert(dir, "p2p_early");
+  EXPECT_TRUE(d.instants.empty());
+  ASSERT_EQ(d.slices.size(), 2u);
+}
+
 }  // namespace
 }  // namespace timeline
 }  // namespace xtimer

@@ -241,6 +241,12 @@ def check_trace(summary_tool, trace, infos):
         if recvs[f][1] <= sends[f][1]:
             fail("send/recv flow %s: the receive ends at %d, before its send begins at %d"
                  % (f, recvs[f][1], sends[f][1]))
+    # Arrivals moved to 1 ns after their send's start (the receive read as ending up to 100 us
+    # before it): timer noise, so few.
+    clamped = sum(1 for f in p2p_linked if recvs[f][1] == sends[f][1] + 1)
+    if clamped * 4 > len(p2p_linked):
+        fail("%d of %d receives read as ending before their send began" %
+             (clamped, len(p2p_linked)))
     p2p_slices = sum(1 for s in slices if s["cat"] == "p2p")
     if p2p_slices and not p2p_linked:
         fail("%d send/recv slices, none linked to its peer" % p2p_slices)
@@ -260,9 +266,9 @@ def check_trace(summary_tool, trace, infos):
         "compressed packets), %d GEMMs none shorter than the model, the shortest of each of %d "
         "shapes and %d of %d queued ones at the modelled duration (largest deviation %.4f%%), "
         "%d collectives joining exactly their communicator's members, %d sends linked to their "
-        "receives, %d launch flows" % (
+        "receives (%d arrivals moved to just after the send's start), %d launch flows" % (
             sum(len(v) for v in streams.values()), len(slices), t["compressed_packets"], gemms,
-            len(shortest), exact, queued, 100 * worst, joined, len(p2p_linked), linked))
+            len(shortest), exact, queued, 100 * worst, joined, len(p2p_linked), clamped, linked))
 
 
 def demo_part(p, xtimer, check, trace_tools):

@@ -33,12 +33,12 @@ QUERIES = {
     "problems": "select name, idx, severity, value from stats where value > 0 "
                 "and severity in ('error', 'data_loss')",
     # Every flow touching a send or receive, but for launch flows (from the host thread), with
-    # both ends' processes, and the receive that ends where a "Recv done" instant is (same
-    # thread, same time).
+    # both ends' processes, and the start of the last receive on the "Recv done" instant's thread
+    # that ended by the instant's time.
     "p2p": "select so.name as out_name, so.ts as out_ts, ti.upid as in_upid, "
            "si.name as in_name, si.ts as in_ts, tt.upid as out_upid, "
-           "(select min(r.ts) from slice r where r.track_id = si.track_id and r.name = 'Recv' "
-           "and r.ts + r.dur = si.ts) as recv_ts "
+           "(select r.ts from slice r where r.track_id = si.track_id and r.name = 'Recv' "
+           "and r.ts + r.dur <= si.ts order by r.ts + r.dur desc limit 1) as recv_ts "
            "from flow f join slice so on so.id = f.slice_out join slice si on si.id = f.slice_in "
            "join thread_track oo on so.track_id = oo.id join thread tt on tt.utid = oo.utid "
            "join thread_track ii on si.track_id = ii.id join thread ti on ti.utid = ii.utid "
@@ -120,9 +120,11 @@ def check(query_mjs, summary_tool, tp_dir, trace, chunk_args):
 
 
 def check_p2p(trace, rows):
-    """Every send/recv flow must run from a Send to the "Recv done" instant at the end of a
-    receive in another process, as Perfetto's flow table says. Returns (flows, receives that
-    began before their send)."""
+    """Every send/recv flow must run from a Send to a "Recv done" instant in another process,
+    after a receive on the instant's thread, as Perfetto's flow table says. (The instant is at
+    its receive's end as recorded, which is later than the slice's end where the next operation
+    on the stream cut the slice short, or 1 ns after the send's start where the receive reads as
+    ending before it.) Returns (flows, receives that began before their send)."""
     posted_first = 0
     for r in rows:
         where = "%s: flow %s at %s -> %s at %s" % (trace, r["out_name"], r["out_ts"],
@@ -132,7 +134,7 @@ def check_p2p(trace, rows):
         if r["out_upid"] == r["in_upid"]:
             fail(where + ": stays in one process")
         if r["recv_ts"] is None:
-            fail(where + ": no Recv ends at the instant on its thread")
+            fail(where + ": no Recv on the instant's thread ended by its time")
         if int(r["recv_ts"]) < int(r["out_ts"]):
             posted_first += 1
     return len(rows), posted_first
