@@ -386,7 +386,8 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
   // end (when the data has arrived), on the receiver's stream. Perfetto draws a flow from the
   // slice that begins first, so ending it on the receive's own slice would draw a receive posted
   // before its send as receive -> send.
-  const std::unordered_map<uint32_t, uint64_t> p2p_flows = P2PFlowIds(events, m.comms, ctx.p2p->shifts);
+  const std::unordered_map<uint32_t, uint64_t> p2p_flows =
+      P2PFlowIds(events, m.comms, ctx.p2p->shifts);
   for (uint32_t i = 0; i < events.size(); ++i) {
     const EventRecord& e = events[i];
     int64_t b = e.gpu_start_ns + off;

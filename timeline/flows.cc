@@ -53,7 +53,8 @@ std::vector<std::pair<uint32_t, P2POp>> P2POps(const std::vector<EventRecord>& e
              !send, e.seq, e.gpu_start_ns, e.gpu_start_ns + std::max<int64_t>(e.duration_ns, 0)};
     ops.push_back({i, op});
   }
-  std::sort(ops.begin(), ops.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  std::sort(ops.begin(), ops.end(),
+            [](const auto& a, const auto& b) { return a.second < b.second; });
   return ops;
 }
 

@@ -96,7 +96,8 @@ int ScaleMain(int nodes, int per_node, int steps, const char* keep_dir) {
         std::fprintf(stderr, "%s\n", error.c_str());
         return 1;
       }
-      std::printf("%-10s %d ranks, %llu events, %llu alignment entries, wall %.2f s, trace %.1f MB\n",
+      std::printf("%-10s %d ranks, %llu events, %llu alignment entries, wall %.2f s, "
+                  "trace %.1f MB\n",
                   align ? "align" : "--no-align", st.ranks,
                   static_cast<unsigned long long>(st.events),
                   static_cast<unsigned long long>(st.align_entries), st.seconds,

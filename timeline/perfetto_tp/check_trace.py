@@ -4,11 +4,14 @@
 Each trace is loaded twice, by Perfetto's trace processor (query.mjs, the WebAssembly build that
 ui.perfetto.dev runs) and by the project's decoder (trace_summary, timeline/trace_decoder.h), and
 the two must agree: the same processes, threads, slices (time, duration, name, category, thread),
-flows and arguments, with no import errors or data losses in the trace processor's stats.
+flows and arguments, with no import errors or data losses in the trace processor's stats. Every
+send/recv flow in the trace processor's flow table must run from a Send to a "Recv done" instant
+in another process.
 
 Usage: check_trace.py [--chunk-bytes N] QUERY_MJS TRACE_SUMMARY TRACE.pftrace...
 --chunk-bytes N: hand the trace to the trace processor N bytes at a time (query.mjs's option;
-default 16 MiB). The trace processor is looked for in $XTIMER_PERFETTO_TP, else /var/cache/xtimer/perfetto-tp-v55.3
+default 16 MiB).
+The trace processor is looked for in $XTIMER_PERFETTO_TP, else /var/cache/xtimer/perfetto-tp-v55.3
 (tools/install-perfetto-tp.sh installs it). Exit status 0 when every trace agrees.
 """
 

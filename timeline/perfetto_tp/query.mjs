@@ -30,7 +30,8 @@ let chunkBytes = DEFAULT_CHUNK_BYTES;
 if (args[0] === '--chunk-bytes') {
   chunkBytes = Number(args[1]);
   if (!Number.isInteger(chunkBytes) || chunkBytes < 1 || chunkBytes > MAX_CHUNK_BYTES) {
-    console.error(`query.mjs: --chunk-bytes wants an integer from 1 to ${MAX_CHUNK_BYTES}\n${usage}`);
+    console.error(`query.mjs: --chunk-bytes wants an integer from 1 to ${MAX_CHUNK_BYTES}`);
+    console.error(usage);
     process.exit(2);
   }
   args = args.slice(2);
