@@ -26,7 +26,8 @@ from different dumps (job, dump_time).
 Layout: one process per rank ("rank R (host)"), one thread per (device, stream) named by what runs
 on it, and a host thread with launch instants and host synchronisations. Slices carry their
 arguments (shape, dtype, bytes, TFLOPS, bus bandwidth, communicator, sequence, peer, root). Flows
-link each collective (communicator, sequence) across its ranks, and each launch to its GPU slice.
+link each collective (communicator, sequence) across its ranks, each send to a "Recv done"
+instant where its receive ends, and each launch to its GPU slice.
 Clocks of different nodes are aligned from the end times of the collectives they share; the
 offsets applied are printed. See docs/perfetto.md.
 
@@ -40,7 +41,7 @@ options:
   -q, --quiet         print only errors
   --no-args           no per-slice arguments (smaller trace)
   --no-launches       no host launch instants and launch flows (smaller trace)
-  --no-flows          no collective flows
+  --no-flows          no collective or send/recv flows (nor the "Recv done" instants)
   --no-align          do not align node clocks
   --compression-level N
                       zlib-compress packets at libdeflate level N: 1 (default, fastest) to 12

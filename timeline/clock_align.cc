@@ -1,6 +1,7 @@
 #include "timeline/clock_align.h"
 
 #include <algorithm>
+#include <functional>
 #include <queue>
 
 namespace xtimer {
@@ -18,42 +19,50 @@ int64_t Median(std::vector<int64_t>* v) {
 }
 
 // Every (node, collective) entry, indexed both ways: per collective (key) its nodes, per node
-// its collectives.
+// its collectives. Built by merging the nodes' sorted lists, so that nothing but the index itself
+// is allocated (a heap of one cursor per node).
 class EntryIndex {
  public:
   explicit EntryIndex(const std::vector<NodeEnds>& nodes) {
-    size_t total = 0;
-    for (const NodeEnds& n : nodes) total += n.ends.size();
-    struct Flat {
-      std::pair<uint64_t, uint64_t> key;
-      uint32_t node;
-      int64_t end;
-    };
-    std::vector<Flat> flat;
-    flat.reserve(total);
-    for (uint32_t i = 0; i < nodes.size(); ++i) {
-      for (const CollectiveEnd& e : nodes[i].ends) flat.push_back({e.first, i, e.second});
+    node_begin_.assign(nodes.size() + 1, 0);
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      node_begin_[i + 1] = node_begin_[i] + nodes[i].ends.size();
     }
-    std::sort(flat.begin(), flat.end(), [](const Flat& a, const Flat& b) {
-      return a.key != b.key ? a.key < b.key : a.node < b.node;
-    });
-    // Per key: a range of key_nodes_. Per node: a range of node_entries_ (counting sort).
+    const size_t total = node_begin_.back();
     key_nodes_.reserve(total);
-    std::vector<size_t> per_node(nodes.size() + 1, 0);
-    for (size_t i = 0; i < flat.size(); ++i) {
-      if (i == 0 || flat[i].key != flat[i - 1].key) key_begin_.push_back(key_nodes_.size());
-      key_nodes_.push_back(flat[i].node);
-      ++per_node[flat[i].node + 1];
+    node_entries_.resize(total);
+    struct Cursor {
+      const CollectiveEnd* at;
+      uint32_t node;
+      bool operator>(const Cursor& o) const {  // by key, then node
+        return at->first != o.at->first ? at->first > o.at->first : node > o.node;
+      }
+    };
+    std::vector<Cursor> heap;
+    heap.reserve(nodes.size());
+    for (uint32_t i = 0; i < nodes.size(); ++i) {
+      if (!nodes[i].ends.empty()) heap.push_back({nodes[i].ends.data(), i});
+    }
+    auto later = std::greater<Cursor>();
+    std::make_heap(heap.begin(), heap.end(), later);
+    const CollectiveEnd* last = nullptr;
+    while (!heap.empty()) {
+      std::pop_heap(heap.begin(), heap.end(), later);
+      Cursor& c = heap.back();
+      if (last == nullptr || c.at->first != last->first) key_begin_.push_back(key_nodes_.size());
+      last = c.at;
+      key_nodes_.push_back(c.node);
+      const std::vector<CollectiveEnd>& ends = nodes[c.node].ends;
+      node_entries_[node_begin_[c.node] + (c.at - ends.data())] = {
+          static_cast<uint32_t>(key_begin_.size() - 1), c.at->second};
+      if (++c.at == ends.data() + ends.size()) {
+        heap.pop_back();
+      } else {
+        std::push_heap(heap.begin(), heap.end(), later);
+      }
     }
     key_begin_.push_back(key_nodes_.size());
-    for (size_t i = 1; i < per_node.size(); ++i) per_node[i] += per_node[i - 1];
-    node_begin_ = per_node;
-    node_entries_.resize(total);
-    uint32_t key = 0;
-    for (size_t i = 0; i < flat.size(); ++i) {
-      if (i > 0 && flat[i].key != flat[i - 1].key) ++key;
-      node_entries_[per_node[flat[i].node]++] = {key, flat[i].end};
-    }
+    key_begin_.shrink_to_fit();
   }
 
   struct Entry {
@@ -62,8 +71,7 @@ class EntryIndex {
   };
   size_t keys() const { return key_begin_.size() - 1; }
   size_t count(uint32_t node) const { return node_begin_[node + 1] - node_begin_[node]; }
-  // Pointer arithmetic on data(), never operator[] at size() (which would bind a reference to
-  // one past the end, or to null when a vector is empty).
+  // Pointers from data(): a range may end at the vector's end, and the vector may be empty.
   const Entry* entries_begin(uint32_t node) const {
     return node_entries_.data() + node_begin_[node];
   }
@@ -169,21 +177,34 @@ class Aligner {
 
 }  // namespace
 
-void MergeEnds(std::vector<CollectiveEnd>* node, const std::vector<CollectiveEnd>& rank) {
-  std::vector<CollectiveEnd> merged;
-  merged.reserve(node->size() + rank.size());
+namespace {
+
+// Calls fn with each entry of the merge of two sorted lists, the earliest end for a shared key.
+template <typename Fn>
+void ForEachMerged(const std::vector<CollectiveEnd>& a, const std::vector<CollectiveEnd>& b,
+                   Fn fn) {
   size_t i = 0, j = 0;
-  while (i < node->size() || j < rank.size()) {
-    if (j == rank.size() || (i < node->size() && (*node)[i].first < rank[j].first)) {
-      merged.push_back((*node)[i++]);
-    } else if (i == node->size() || rank[j].first < (*node)[i].first) {
-      merged.push_back(rank[j++]);
+  while (i < a.size() || j < b.size()) {
+    if (j == b.size() || (i < a.size() && a[i].first < b[j].first)) {
+      fn(a[i++]);
+    } else if (i == a.size() || b[j].first < a[i].first) {
+      fn(b[j++]);
     } else {
-      merged.push_back({rank[j].first, std::min((*node)[i].second, rank[j].second)});
+      fn({a[i].first, std::min(a[i].second, b[j].second)});
       ++i;
       ++j;
     }
   }
+}
+
+}  // namespace
+
+void MergeEnds(std::vector<CollectiveEnd>* node, const std::vector<CollectiveEnd>& rank) {
+  size_t size = 0;  // counted first, so that the node's list holds no unused capacity
+  ForEachMerged(*node, rank, [&](const CollectiveEnd&) { ++size; });
+  std::vector<CollectiveEnd> merged;
+  merged.reserve(size);
+  ForEachMerged(*node, rank, [&](const CollectiveEnd& e) { merged.push_back(e); });
   node->swap(merged);
 }
 

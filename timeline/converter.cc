@@ -10,6 +10,7 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -60,6 +61,7 @@ struct FileInfo {
     std::vector<std::pair<int32_t, int32_t>> members;
   };
   std::vector<CommSeen> comms;
+  std::vector<P2POp> p2p;  // pass 1 only: its sends and receives, sorted
 };
 
 std::vector<std::string> TimelineNames(const std::string& dir, std::vector<std::string>* subdirs) {
@@ -159,7 +161,9 @@ void DropNodeLocal(const std::vector<CommInfo>& comms, std::vector<CollectiveEnd
 void Pass1(FileInfo* f) {
   std::map<std::pair<int16_t, uint64_t>, uint32_t> streams;
   bool has_host = false;
+  std::vector<EventRecord> p2p;
   ReadResult r = ReadTimeline(f->path, [&](const EventRecord& e) {
+    if (e.kind == static_cast<uint8_t>(OpKind::kP2P)) p2p.push_back(e);
     if (e.kind == static_cast<uint8_t>(OpKind::kHostSync)) {
       has_host = true;
       return;
@@ -176,6 +180,8 @@ void Pass1(FileInfo* f) {
   f->error = r.error;
   f->events = r.events;
   f->meta = std::move(r.metadata);
+  DropNodeLocal(f->meta.comms, &f->ends);  // before the communicators are dropped below
+  for (const auto& op : P2POps(p2p, f->meta.comms)) f->p2p.push_back(op.second);
   f->meta.strings.clear();
   f->meta.strings.shrink_to_fit();
   for (const CommInfo& c : f->meta.comms) {
@@ -192,7 +198,6 @@ void Pass1(FileInfo* f) {
   f->meta.comms.clear();
   for (const auto& s : streams) f->streams.push_back({s.first.first, s.first.second, s.second});
   f->has_host = has_host;
-  DropNodeLocal(f->meta.comms, &f->ends);
   std::sort(f->ends.begin(), f->ends.end());  // by key, then the earliest end first
   f->ends.erase(std::unique(f->ends.begin(), f->ends.end(),
                             [](const CollectiveEnd& a, const CollectiveEnd& b) {
@@ -219,13 +224,58 @@ std::string KindsLabel(uint32_t kinds) {
   return s;
 }
 
+// What a track item draws: an event's slice, its launch instant (host track), or the instant
+// at a receive's end where the send's flow arrives.
+enum class Mark : uint8_t { kSlice, kLaunch, kArrival };
+
 struct Item {
   int64_t begin;
   int64_t end;     // == begin for instants
   uint32_t index;  // event index in the rank
-  bool instant;
-  uint64_t end_flow = 0;  // a flow that terminates where the slice ends (a receive's), or 0
+  Mark mark;
 };
+
+// How receives pair with sends across files (flows.h), and each send's start, on the aligned
+// clock: a receive that reads as ending up to kP2PNoiseNs before its send began (timer noise,
+// clock alignment error) gets its arrival just after the send's start, so that the flow still
+// runs forward; one that ends longer before is not its send's receive, and gets no arrival.
+constexpr int64_t kP2PNoiseNs = 100000;
+
+struct P2PMatch {
+  P2PShifts shifts;
+  std::vector<std::pair<uint64_t, int64_t>> send_start;  // flow id -> start, sorted
+
+  // Where flow `id` arrives for a receive ending at recv_end; -1: nowhere.
+  int64_t Arrival(uint64_t id, int64_t recv_end) const {
+    auto it = std::lower_bound(send_start.begin(), send_start.end(),
+                               std::make_pair(id, std::numeric_limits<int64_t>::min()));
+    if (it == send_start.end() || it->first != id || it->second < recv_end) return recv_end;
+    return it->second - recv_end <= kP2PNoiseNs ? it->second + 1 : -1;
+  }
+};
+
+// Frees pass 1's lists.
+P2PMatch MatchFilesP2P(const std::vector<FileInfo*>& ranks,
+                       const std::vector<int64_t>& offsets) {
+  P2PMatch match;
+  std::map<P2PPair, std::vector<int64_t>> sends, receives;
+  for (FileInfo* f : ranks) {
+    for (const P2POp& op : f->p2p) {
+      (op.recv ? receives : sends)[op.pair].push_back(op.end + offsets[f->node_index]);
+    }
+  }
+  match.shifts = MatchP2P(sends, receives);
+  for (FileInfo* f : ranks) {
+    for (const auto& [i, id] : P2PNumbered(f->p2p, match.shifts)) {
+      if (f->p2p[i].recv) continue;
+      match.send_start.push_back({id, f->p2p[i].start + offsets[f->node_index]});
+    }
+    f->p2p.clear();
+    f->p2p.shrink_to_fit();
+  }
+  std::sort(match.send_start.begin(), match.send_start.end());
+  return match;
+}
 
 struct RankContext {
   const FileInfo* file;
@@ -237,6 +287,7 @@ struct RankContext {
   int sort_index;
   const ConvertOptions* options;
   const CommTable* comms;
+  const P2PMatch* p2p;
 };
 
 struct RankResult {
@@ -267,26 +318,21 @@ void EmitTrack(std::vector<Item>* items, Sequence* s, uint64_t* truncated, EmitF
     if (a.end != b.end) return a.end > b.end;
     return a.index < b.index;
   });
-  struct Open {
-    int64_t end;
-    uint64_t end_flow;
-  };
-  std::vector<Open> open;
+  std::vector<int64_t> open;  // ends of the open slices
   auto end = [&](int64_t ts) {
-    if (open.back().end_flow != 0) s->TerminatingFlow(open.back().end_flow);
     s->End(ts);
     open.pop_back();
   };
   for (const Item& it : *items) {
-    while (!open.empty() && open.back().end <= it.begin) end(open.back().end);
-    while (!open.empty() && it.end > open.back().end) {
-      if (open.back().end - it.begin > kOverlapNoiseNs) ++*truncated;
+    while (!open.empty() && open.back() <= it.begin) end(open.back());
+    while (!open.empty() && it.end > open.back()) {
+      if (open.back() - it.begin > kOverlapNoiseNs) ++*truncated;
       end(it.begin);
     }
     emit(it);
-    if (!it.instant) open.push_back({it.end, it.end_flow});
+    if (it.mark == Mark::kSlice) open.push_back(it.end);
   }
-  while (!open.empty()) end(open.back().end);
+  while (!open.empty()) end(open.back());
 }
 
 RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
@@ -336,15 +382,18 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
   size_t ntracks = streams.size() + 1;
   std::vector<std::vector<Item>> tracks(ntracks);
   const int64_t off = ctx.offset;
-  // A send's slice starts the flow to its receive, which ends where the receive ends: always
-  // forward in time, whichever of the two began first.
-  const std::unordered_map<uint32_t, uint64_t> p2p_flows = P2PFlowIds(events, m.comms);
+  // A send's slice starts the flow to its receive; the flow ends on an instant at the receive's
+  // end (when the data has arrived), on the receiver's stream. Perfetto draws a flow from the
+  // slice that begins first, so ending it on the receive's own slice would draw a receive posted
+  // before its send as receive -> send.
+  const std::unordered_map<uint32_t, uint64_t> p2p_flows =
+      P2PFlowIds(events, m.comms, ctx.p2p->shifts);
   for (uint32_t i = 0; i < events.size(); ++i) {
     const EventRecord& e = events[i];
     int64_t b = e.gpu_start_ns + off;
     int64_t en = b + std::max<int64_t>(e.duration_ns, 0);
     if (e.kind == static_cast<uint8_t>(OpKind::kHostSync)) {
-      tracks[0].push_back({b, en, i, false});
+      tracks[0].push_back({b, en, i, Mark::kSlice});
       continue;
     }
     auto it = std::lower_bound(
@@ -354,14 +403,17 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
     size_t t = 1 + static_cast<size_t>(it - streams.begin());
     if (it == streams.end() || it->device != e.device || it->stream != e.stream) continue;
     auto p2p = opt.flows ? p2p_flows.find(i) : p2p_flows.end();
-    const bool recv = p2p != p2p_flows.end() && e.op == static_cast<uint16_t>(Operation::kRecv);
-    tracks[t].push_back({b, en, i, false, recv ? p2p->second : 0});
+    tracks[t].push_back({b, en, i, Mark::kSlice});
+    if (p2p != p2p_flows.end() && e.op == static_cast<uint16_t>(Operation::kRecv)) {
+      const int64_t arrival = ctx.p2p->Arrival(p2p->second, en);
+      if (arrival >= 0) tracks[t].push_back({arrival, arrival, i, Mark::kArrival});
+    }
     if (opt.launches && e.cpu_launch_ns > 0) {
       // A launch cannot follow its GPU start; where the two clocks say so (by the GPU-to-host
       // alignment error, about a microsecond) the instant is put at the start, so that the
       // launch flow runs forward in time (Perfetto drops flows that run backwards).
       int64_t c = std::min(e.cpu_launch_ns, e.gpu_start_ns) + off;
-      tracks[0].push_back({c, c, i, true});
+      tracks[0].push_back({c, c, i, Mark::kLaunch});
     }
   }
   const uint64_t launch_base = (1ull << 62) | (static_cast<uint64_t>(ctx.ordinal) << 36);
@@ -384,11 +436,18 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
     Sequence seq(out, ctx.first_seq + static_cast<uint32_t>(t), uuid, first);
     EmitTrack(&tracks[t], &seq, &res.truncated, [&](const Item& it) {
       const EventRecord& e = events[it.index];
-      uint64_t name = seq.CachedName((static_cast<uint64_t>(e.name) << 16) | e.op,
-                                     [&] { return EventName(e, m); });
+      const bool arrival = it.mark == Mark::kArrival;
+      uint64_t name = seq.CachedName(
+          (static_cast<uint64_t>(arrival) << 63) | (static_cast<uint64_t>(e.name) << 16) | e.op,
+          [&] { return EventName(e, m) + (arrival ? " done" : ""); });
       uint64_t cat = seq.CachedCategory(e.kind);
-      if (it.instant) {
+      if (it.mark == Mark::kLaunch) {
         seq.Flow(launch_base | it.index);
+        seq.Instant(it.begin, name, cat);
+        return;
+      }
+      if (arrival) {
+        seq.TerminatingFlow(p2p_flows.at(it.index));
         seq.Instant(it.begin, name, cat);
         return;
       }
@@ -608,6 +667,7 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
     nodes.push_back(std::move(ne));
   }
   node_ends.clear();
+  for (const NodeEnds& ne : nodes) stats->align_entries += ne.ends.size();
   ClockAlignment alignment = AlignClocks(nodes);
   const std::vector<int64_t>& offsets = alignment.offset;
   const std::vector<int>& reference_of = alignment.reference_of;
@@ -634,6 +694,7 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
     ne.ends.shrink_to_fit();
   }
   for (FileInfo* f : ranks) f->node_index = node_index[f->node];
+  const P2PMatch p2p = MatchFilesP2P(ranks, offsets);
 
   // Pass 2: encode ranks in parallel, write in order.
   std::string tmp = opt.output + ".tmp";
@@ -686,6 +747,7 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
     c.sort_index = static_cast<int>(i);
     c.options = &opt;
     c.comms = &comms;
+    c.p2p = &p2p;
     total_events += ranks[i]->events;
   }
   std::vector<RankResult> results(ranks.size());

@@ -39,6 +39,9 @@ struct ConvertStats {
   std::vector<std::string> notes;     // how inputs were read (a dump path's job folders)
   int missing_ranks = 0;              // ranks of the world (files' world size) without a file
   std::vector<std::pair<std::string, int64_t>> offsets;  // node -> ns added to its times
+  // (node, collective) end times clock alignment worked on: collectives with members on more than
+  // one node only, one per node (0 with alignment off).
+  uint64_t align_entries = 0;
   double seconds = 0;
 };
 

@@ -424,6 +424,13 @@ TEST_F(ConverterTest, ClockOffsetRecoversSkew) {
   EXPECT_EQ(stats.offsets[0].second, 0);
   EXPECT_EQ(stats.offsets[1].first, "node1");
   EXPECT_NEAR(stats.offsets[1].second, -kSkew, 1000);
+  // Only the world AllReduces (5 steps, one entry per node) span both nodes; the tp pairs'
+  // AllGathers are node-local and left out of alignment's index.
+  EXPECT_EQ(stats.align_entries, 2u * 5u);
+  opt.align_clocks = false;
+  ConvertStats off;
+  ASSERT_TRUE(ConvertTimelines(opt, &off, &error, nullptr)) << error;
+  EXPECT_EQ(off.align_entries, 0u);
 }
 
 TEST(ClockOffsets, MedianOverSharedCollectivesAndChains) {
@@ -624,30 +631,115 @@ TEST(Converter, SendFlowsToItsReceive) {
   WriteRank(dir, 1, 2, comm, 2, 1,
             {p2p(O::kRecv, 0, 1, 1500), p2p(O::kRecv, 0, 2, 15000), p2p(O::kSend, 0, 3, 39000)});
   DecodedTrace d = Convert(dir, "p2p");
-  std::map<uint64_t, std::pair<const DecodedSlice*, const DecodedSlice*>> flows;  // send, recv
+  // The send's slice starts the flow; an instant at the receive's end ("Recv done", on the same
+  // track) terminates it, so the flow runs from the send even where the receive began first.
+  std::map<uint64_t, std::pair<const DecodedSlice*, const DecodedSlice*>> flows;  // send, done
+  std::map<std::pair<uint64_t, int64_t>, const DecodedSlice*> recv_end;  // (track, end) -> Recv
   for (const DecodedSlice& s : d.slices) {
     EXPECT_EQ(s.args.at("peer"), s.args.at("peer_comm_rank") == "0" ? "10" : "11") << s.name;
+    EXPECT_TRUE(s.terminating.empty()) << s.name;
     if (s.name == "Send") {
       ASSERT_EQ(s.flows.size(), 1u);
-      EXPECT_TRUE(s.terminating.empty());
       flows[s.flows[0]].first = &s;
     } else {
       ASSERT_EQ(s.name, "Recv");
-      ASSERT_EQ(s.terminating.size(), 1u);
       EXPECT_TRUE(s.flows.empty());
-      flows[s.terminating[0]].second = &s;
+      recv_end[{s.track, s.ts + s.dur}] = &s;
     }
   }
+  ASSERT_EQ(d.instants.size(), 3u);
+  for (const DecodedSlice& i : d.instants) {
+    EXPECT_EQ(i.name, "Recv done");
+    EXPECT_EQ(i.category, "p2p");
+    EXPECT_EQ(recv_end.count({i.track, i.ts}), 1u) << "no receive ends at " << i.ts;
+    ASSERT_EQ(i.terminating.size(), 1u);
+    EXPECT_TRUE(i.flows.empty());
+    flows[i.terminating[0]].second = &i;
+  }
   ASSERT_EQ(flows.size(), 3u);
-  std::set<std::pair<int64_t, int64_t>> pairs;  // (send start, recv start) after t0
+  std::set<std::pair<int64_t, int64_t>> pairs;  // (send start, receive end) after t0
   for (const auto& kv : flows) {
     ASSERT_TRUE(kv.second.first && kv.second.second);
     EXPECT_NE(PidOfTrack(d, kv.second.first->track), PidOfTrack(d, kv.second.second->track));
+    EXPECT_LT(kv.second.first->ts, kv.second.second->ts);  // Perfetto draws it send -> receive
     pairs.insert({kv.second.first->ts - 1700000000000000000, kv.second.second->ts -
                                                                  1700000000000000000});
   }
   EXPECT_EQ(pairs, (std::set<std::pair<int64_t, int64_t>>{
-                       {1000, 1500}, {17000, 15000}, {39000, 40000}}));
+                       {1000, 6500}, {17000, 20000}, {39000, 45000}}));
+  // Without flows, no arrival instants either.
+  ConvertOptions opt;
+  opt.inputs = {dir};
+  opt.output = Tmp() + "/p2p_noflows.pftrace";
+  opt.quiet = true;
+  opt.flows = false;
+  ConvertStats stats;
+  std::string error;
+  ASSERT_TRUE(ConvertTimelines(opt, &stats, &error, nullptr)) << error;
+  EXPECT_TRUE(DecodeTrace(Slurp(opt.output)).instants.empty());
+}
+
+// Files of a dump can begin at different operations (the last N per rank): receives pair with
+// sends by when they end, not by position in the files. A receive that reads as ending before
+// its send began (timer noise) gets its arrival just after the send's start.
+TEST(Converter, ReceivesPairWithSendsAcrossCutFiles) {
+  const uint64_t comm = 0xbeef;
+  std::string dir = Tmp() + "/p2p_cut";
+  mkdir(dir.c_str(), 0755);
+  auto p2p = [&](format::Operation op, int peer, uint64_t seq, int64_t start, int64_t dur) {
+    EventRecord e = CommOp(op, comm, seq, start, dur);
+    e.peer = peer;
+    e.bytes = 1024;
+    return e;
+  };
+  using O = format::Operation;
+  // 0 -> 1: rank 0 holds all 4 sends, rank 1 only the last 2 receives (the 3rd posted first).
+  // 1 -> 0: rank 1 holds only the last 2 of 3 sends, rank 0 all 3 receives; the last receive
+  // ends 500 ns before its send begins.
+  WriteRank(dir, 0, 2, comm, 2, 0,
+            {p2p(O::kSend, 1, 1, 1000, 5000), p2p(O::kSend, 1, 2, 11000, 5000),
+             p2p(O::kSend, 1, 3, 21000, 5000), p2p(O::kSend, 1, 4, 31000, 5000),
+             p2p(O::kRecv, 1, 5, 30000, 2000), p2p(O::kRecv, 1, 6, 40000, 6500),
+             p2p(O::kRecv, 1, 7, 47000, 3500)});
+  WriteRank(dir, 1, 2, comm, 2, 1,
+            {p2p(O::kRecv, 0, 3, 20000, 7000), p2p(O::kRecv, 0, 4, 30500, 6000),
+             p2p(O::kSend, 0, 6, 41000, 5000), p2p(O::kSend, 0, 7, 51000, 5000)});
+  DecodedTrace d = Convert(dir, "p2p_cut");
+  std::map<uint64_t, int64_t> send_of;  // flow id -> send start after t0
+  for (const DecodedSlice& s : d.slices) {
+    if (s.name == "Send") {
+      ASSERT_EQ(s.flows.size(), 1u);
+      send_of[s.flows[0]] = s.ts - 1700000000000000000;
+    }
+  }
+  EXPECT_EQ(send_of.size(), 6u);
+  std::set<std::pair<int64_t, int64_t>> pairs;  // (send start, arrival) after t0
+  for (const DecodedSlice& i : d.instants) {
+    ASSERT_EQ(i.name, "Recv done");
+    ASSERT_EQ(i.terminating.size(), 1u);
+    ASSERT_EQ(send_of.count(i.terminating[0]), 1u) << "an arrival without its send";
+    pairs.insert({send_of[i.terminating[0]], i.ts - 1700000000000000000});
+  }
+  // The receive at 30000 (its send is not in rank 1's file) has no arrival.
+  EXPECT_EQ(pairs, (std::set<std::pair<int64_t, int64_t>>{
+                       {21000, 27000}, {31000, 36500}, {41000, 46500}, {51000, 51001}}));
+}
+
+// A receive that ends more than 100 us before its send begins is not drawn as its arrival.
+TEST(Converter, NoArrivalLongBeforeItsSend) {
+  const uint64_t comm = 0xbee5;
+  std::string dir = Tmp() + "/p2p_early";
+  mkdir(dir.c_str(), 0755);
+  auto p2p = [&](format::Operation op, int peer, int64_t start) {
+    EventRecord e = CommOp(op, comm, 1, start, 20000);
+    e.peer = peer;
+    return e;
+  };
+  WriteRank(dir, 0, 2, comm, 2, 0, {p2p(format::Operation::kSend, 1, 200000)});
+  WriteRank(dir, 1, 2, comm, 2, 1, {p2p(format::Operation::kRecv, 0, 0)});  // ends at 20000
+  DecodedTrace d = Convert(dir, "p2p_early");
+  EXPECT_TRUE(d.instants.empty());
+  ASSERT_EQ(d.slices.size(), 2u);
 }
 
 }  // namespace

@@ -30,6 +30,38 @@ EventRecord Base(OpKind kind, Operation op, uint64_t stream) {
   return e;
 }
 
+struct RankState {
+  std::vector<EventRecord> events;
+};
+
+// Rank r sends 16 MiB to rank r + per_node 20 us after the AllReduce ends; the receive ends 2 us
+// after the send and begins 10 us before it on odd steps, 5 us after it on even ones.
+void AddPipelineSends(int step, int per_node, int64_t ar_end, std::mt19937_64* rng,
+                      std::vector<RankState>* st) {
+  const int ranks = static_cast<int>(st->size());
+  for (int r = 0; r + per_node < ranks; ++r) {
+    const int to = r + per_node;
+    const uint64_t stream = 0x7f0000004000ull + (r % per_node) * 0x100;
+    EventRecord s = Base(OpKind::kP2P, Operation::kSend, stream);
+    s.dtype = static_cast<uint8_t>(DType::kBF16);
+    s.comm_id = kWorldComm;
+    s.seq = step;
+    s.peer = to;
+    s.bytes = 16u << 20;
+    s.gpu_start_ns = ar_end + 20000 + static_cast<int64_t>((*rng)() % 1000);
+    s.cpu_launch_ns = s.gpu_start_ns - 5000;
+    s.duration_ns = 30000;
+    EventRecord v = s;
+    v.op = static_cast<uint16_t>(Operation::kRecv);
+    v.peer = r;
+    v.gpu_start_ns = s.gpu_start_ns + (step % 2 == 1 ? -10000 : 5000);
+    v.cpu_launch_ns = v.gpu_start_ns - 5000;
+    v.duration_ns = s.gpu_start_ns + s.duration_ns + 2000 - v.gpu_start_ns;
+    (*st)[r].events.push_back(s);
+    (*st)[to].events.push_back(v);
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> WriteSyntheticJob(const SyntheticJob& job, const std::string& root,
@@ -45,9 +77,6 @@ std::vector<std::string> WriteSyntheticJob(const SyntheticJob& job, const std::s
   // length), then an AllGather in its tp pair and an AllReduce over the world; a collective ends
   // at the same true time on all its members (+ < 300 ns jitter).
   std::mt19937_64 rng(job.seed);
-  struct RankState {
-    std::vector<EventRecord> events;
-  };
   std::vector<RankState> st(job.ranks);
   int64_t t = job.start_ns;
   for (int step = 0; step < job.steps; ++step) {
@@ -132,6 +161,7 @@ std::vector<std::string> WriteSyntheticJob(const SyntheticJob& job, const std::s
       s.duration_ns = e.gpu_start_ns + e.duration_ns - ag_end[r] + 2000;
       st[r].events.push_back(s);
     }
+    if (job.p2p) AddPipelineSends(step, per_node, ar_end, &rng, &st);
     t = ar_end + 100000;
   }
   for (int r = 0; r < job.ranks; ++r) {

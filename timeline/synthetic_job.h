@@ -18,6 +18,9 @@ struct SyntheticJob {
   int64_t start_ns = 1767225600000000000;  // 2026-01-01 UTC
   std::string job = "synthetic";
   int tp = 2;  // tensor-parallel pairs share a communicator
+  // Pipeline sends: every step, each rank sends to the rank in its place on the next node (world
+  // communicator), after the AllReduce; on odd steps the receive is posted before the send.
+  bool p2p = false;
 };
 
 // Writes one directory per node under `root` (root/node0, root/node1, ...). Returns the

@@ -5,7 +5,9 @@
 // Clock alignment at scale: many nodes, converted with alignment on and with --no-align, each in
 // a child process whose CPU time and peak RSS are measured (wait4), so that neither the
 // generator's memory nor the other mode's counts.
-//   bazel run -c opt //timeline:timeline_bench -- --scale [nodes] [ranks_per_node] [steps]
+//   bazel run -c opt //timeline:timeline_bench -- --scale [nodes] [ranks_per_node] [steps] [dir]
+// With `dir` the job is written there and kept (node0 .. nodeN-1, and the last mode's trace), for
+// profiling one conversion with heaptrack or for checking a large trace.
 #include <ftw.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -49,13 +51,13 @@ int InChild(Fn fn, double* cpu_s, long* max_rss_kb) {
 
 int RemoveEntry(const char* path, const struct stat*, int, struct FTW*) { return remove(path); }
 
-int ScaleMain(int nodes, int per_node, int steps) {
+int ScaleMain(int nodes, int per_node, int steps, const char* keep_dir) {
   char tmpl[] = "/tmp/xtimer_align_bench.XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) {
+  if (keep_dir == nullptr && mkdtemp(tmpl) == nullptr) {
     std::perror("mkdtemp");
     return 1;
   }
-  const std::string dir = tmpl;
+  const std::string dir = keep_dir != nullptr ? keep_dir : tmpl;
   SyntheticJob job;
   job.ranks = nodes * per_node;
   job.nodes = nodes;
@@ -94,9 +96,12 @@ int ScaleMain(int nodes, int per_node, int steps) {
         std::fprintf(stderr, "%s\n", error.c_str());
         return 1;
       }
-      std::printf("%-10s %d ranks, %llu events, wall %.2f s, trace %.1f MB\n",
+      std::printf("%-10s %d ranks, %llu events, %llu alignment entries, wall %.2f s, "
+                  "trace %.1f MB\n",
                   align ? "align" : "--no-align", st.ranks,
-                  static_cast<unsigned long long>(st.events), st.seconds, st.trace_bytes / 1e6);
+                  static_cast<unsigned long long>(st.events),
+                  static_cast<unsigned long long>(st.align_entries), st.seconds,
+                  st.trace_bytes / 1e6);
       return 0;
     }, &cpu_mode[align], &rss_mode[align]);
     if (rc != 0) return 1;
@@ -107,7 +112,7 @@ int ScaleMain(int nodes, int per_node, int steps) {
               100.0 * (cpu_mode[1] - cpu_mode[0]) / cpu_mode[0], cpu_mode[1] - cpu_mode[0],
               100.0 * (rss_mode[1] - rss_mode[0]) / rss_mode[0],
               (rss_mode[1] - rss_mode[0]) / 1024.0);
-  nftw(dir.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
+  if (keep_dir == nullptr) nftw(dir.c_str(), RemoveEntry, 16, FTW_DEPTH | FTW_PHYS);
   return 0;
 }
 
@@ -117,7 +122,7 @@ int main(int argc, char** argv) {
   using namespace xtimer::timeline;
   if (argc > 1 && std::string(argv[1]) == "--scale") {
     return ScaleMain(argc > 2 ? std::atoi(argv[2]) : 1024, argc > 3 ? std::atoi(argv[3]) : 8,
-                     argc > 4 ? std::atoi(argv[4]) : 20);
+                     argc > 4 ? std::atoi(argv[4]) : 20, argc > 5 ? argv[5] : nullptr);
   }
   int ranks = argc > 1 ? std::atoi(argv[1]) : 64;
   int events = argc > 2 ? std::atoi(argv[2]) : 50000;

@@ -4,9 +4,13 @@
 Each trace is loaded twice, by Perfetto's trace processor (query.mjs, the WebAssembly build that
 ui.perfetto.dev runs) and by the project's decoder (trace_summary, timeline/trace_decoder.h), and
 the two must agree: the same processes, threads, slices (time, duration, name, category, thread),
-flows and arguments, with no import errors or data losses in the trace processor's stats.
+flows and arguments, with no import errors or data losses in the trace processor's stats. Every
+send/recv flow in the trace processor's flow table must run from a Send to a "Recv done" instant
+in another process.
 
-Usage: check_trace.py QUERY_MJS TRACE_SUMMARY TRACE.pftrace...
+Usage: check_trace.py [--chunk-bytes N] QUERY_MJS TRACE_SUMMARY TRACE.pftrace...
+--chunk-bytes N: hand the trace to the trace processor N bytes at a time (query.mjs's option;
+default 16 MiB).
 The trace processor is looked for in $XTIMER_PERFETTO_TP, else /var/cache/xtimer/perfetto-tp-v55.3
 (tools/install-perfetto-tp.sh installs it). Exit status 0 when every trace agrees.
 """
@@ -31,6 +35,18 @@ QUERIES = {
             "where a.key glob 'debug.*'",
     "problems": "select name, idx, severity, value from stats where value > 0 "
                 "and severity in ('error', 'data_loss')",
+    # Every flow touching a send or receive, but for launch flows (from the host thread), with
+    # both ends' processes, and the start of the last receive on the "Recv done" instant's thread
+    # that ended by the instant's time.
+    "p2p": "select so.name as out_name, so.ts as out_ts, ti.upid as in_upid, "
+           "si.name as in_name, si.ts as in_ts, tt.upid as out_upid, "
+           "(select r.ts from slice r where r.track_id = si.track_id and r.name = 'Recv' "
+           "and r.ts + r.dur <= si.ts order by r.ts + r.dur desc limit 1) as recv_ts "
+           "from flow f join slice so on so.id = f.slice_out join slice si on si.id = f.slice_in "
+           "join thread_track oo on so.track_id = oo.id join thread tt on tt.utid = oo.utid "
+           "join thread_track ii on si.track_id = ii.id join thread ti on ti.utid = ii.utid "
+           "where (so.category = 'p2p' or si.category = 'p2p') "
+           "and tt.name not glob 'host (*'",
 }
 
 
@@ -39,10 +55,10 @@ def fail(msg):
     sys.exit(1)
 
 
-def trace_processor(query_mjs, tp_dir, trace):
+def trace_processor(query_mjs, tp_dir, trace, chunk_args):
     names = list(QUERIES)
-    p = subprocess.run(["node", query_mjs, tp_dir, trace] + [QUERIES[n] for n in names],
-                       capture_output=True, text=True, timeout=300)
+    p = subprocess.run(["node", query_mjs] + chunk_args + [tp_dir, trace] +
+                       [QUERIES[n] for n in names], capture_output=True, text=True, timeout=300)
     results = [json.loads(line) for line in p.stdout.splitlines() if line.startswith("{")]
     if p.returncode != 0 or len(results) != len(names):
         errors = [r for r in results if "error" in r]
@@ -58,8 +74,8 @@ def ours(summary_tool, trace):
     return json.loads(p.stdout)
 
 
-def check(query_mjs, summary_tool, tp_dir, trace):
-    tp = trace_processor(query_mjs, tp_dir, trace)
+def check(query_mjs, summary_tool, tp_dir, trace, chunk_args):
+    tp = trace_processor(query_mjs, tp_dir, trace, chunk_args)
     me = ours(summary_tool, trace)
     if tp["problems"]:
         fail("%s: the trace processor reports %s" % (trace, tp["problems"]))
@@ -94,16 +110,43 @@ def check(query_mjs, summary_tool, tp_dir, trace):
     if tp["flows"][0]["n"] != want_flows:
         fail("%s: %d flows, the decoder's flow ids make %d" %
              (trace, tp["flows"][0]["n"], want_flows))
+    sends, posted_first = check_p2p(trace, tp["p2p"])
     want_args = sum(len(s["args"]) for s in me["slices"] + me["instants"])
     if tp["args"][0]["n"] != want_args:
         fail("%s: %d debug arguments, the decoder has %d" % (trace, tp["args"][0]["n"], want_args))
     print("%s: Perfetto's trace processor and the decoder agree: %d processes, %d threads, "
-          "%d slices, %d flows, %d arguments; no import errors (%d compressed packets)" %
+          "%d slices, %d flows, %d arguments; no import errors (%d compressed packets); "
+          "%d send -> receive flows in the data's direction (%d receives posted before their "
+          "send)" %
           (os.path.basename(trace), len(got_procs), len(got_threads), sum(got.values()),
-           want_flows, want_args, me["compressed_packets"]))
+           want_flows, want_args, me["compressed_packets"], sends, posted_first))
+
+
+def check_p2p(trace, rows):
+    """Every send/recv flow must run from a Send to a "Recv done" instant in another process,
+    after a receive on the instant's thread, as Perfetto's flow table says. (The instant is at
+    its receive's end as recorded, which is later than the slice's end where the next operation
+    on the stream cut the slice short, or 1 ns after the send's start where the receive reads as
+    ending before it.) Returns (flows, receives that began before their send)."""
+    posted_first = 0
+    for r in rows:
+        where = "%s: flow %s at %s -> %s at %s" % (trace, r["out_name"], r["out_ts"],
+                                                   r["in_name"], r["in_ts"])
+        if r["out_name"] != "Send" or r["in_name"] != "Recv done":
+            fail(where + ": a send/recv flow must run from the Send to the Recv done instant")
+        if r["out_upid"] == r["in_upid"]:
+            fail(where + ": stays in one process")
+        if r["recv_ts"] is None:
+            fail(where + ": no Recv on the instant's thread ended by its time")
+        if int(r["recv_ts"]) < int(r["out_ts"]):
+            posted_first += 1
+    return len(rows), posted_first
 
 
 def main(argv):
+    chunk_args = []
+    if len(argv) > 2 and argv[1] == "--chunk-bytes":
+        chunk_args, argv = argv[1:3], argv[:1] + argv[3:]
     if len(argv) < 4:
         fail(__doc__)
     query_mjs, summary_tool = argv[1], argv[2]
@@ -112,7 +155,7 @@ def main(argv):
         fail("Perfetto's trace processor is not installed in %s: run tools/install-perfetto-tp.sh"
              % tp_dir)
     for trace in argv[3:]:
-        check(query_mjs, summary_tool, tp_dir, trace)
+        check(query_mjs, summary_tool, tp_dir, trace, chunk_args)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,15 @@
 // Loads a trace into Perfetto's own trace processor (the WebAssembly build ui.perfetto.dev runs,
 // installed by tools/install-perfetto-tp.sh) and runs SQL queries on it, under Node.js.
 //
-//   node query.mjs TP_DIR TRACE.pftrace 'SQL' ['SQL' ...]
+//   node query.mjs [--chunk-bytes N] TP_DIR TRACE.pftrace 'SQL' ['SQL' ...]
 //
 // Prints one JSON line per query: {"sql": ..., "rows": [{column: value, ...}, ...]} or
 // {"sql": ..., "error": ...}. Integers beyond 2^53 are printed as strings. Exit status 1 when the
 // trace cannot be parsed or a query fails.
+//
+// The trace is read and handed to the trace processor in chunks of N bytes (default 16 MiB), as
+// the UI does: one request to the engine may carry at most 64 MiB, so a larger trace sent whole
+// fails with "RPC framing error, message too large". stderr gets the number of chunks.
 //
 // The UI runs the trace processor in a web worker (engine_bundle) that talks to the page's
 // engine (engine.mjs, class EngineBase) over a MessagePort. Here both halves run in one Node.js
@@ -18,9 +22,23 @@ import path from 'node:path';
 import {pathToFileURL} from 'node:url';
 import vm from 'node:vm';
 
-const [tpDir, tracePath, ...queries] = process.argv.slice(2);
+const DEFAULT_CHUNK_BYTES = 16 * 1024 * 1024;
+const MAX_CHUNK_BYTES = 64 * 1024 * 1024 - 1024;  // the engine's request limit, less framing
+const usage = 'usage: node query.mjs [--chunk-bytes N] TP_DIR TRACE.pftrace SQL...';
+let args = process.argv.slice(2);
+let chunkBytes = DEFAULT_CHUNK_BYTES;
+if (args[0] === '--chunk-bytes') {
+  chunkBytes = Number(args[1]);
+  if (!Number.isInteger(chunkBytes) || chunkBytes < 1 || chunkBytes > MAX_CHUNK_BYTES) {
+    console.error(`query.mjs: --chunk-bytes wants an integer from 1 to ${MAX_CHUNK_BYTES}`);
+    console.error(usage);
+    process.exit(2);
+  }
+  args = args.slice(2);
+}
+const [tpDir, tracePath, ...queries] = args;
 if (!tpDir || !tracePath) {
-  console.error('usage: node query.mjs TP_DIR TRACE.pftrace SQL...');
+  console.error(usage);
   process.exit(2);
 }
 
@@ -65,8 +83,26 @@ class NodeEngine extends EngineBase {
 const channel = new MessageChannel();
 bridge.initialize(channel.port1);
 const engine = new NodeEngine(channel.port2);
-await engine.parse(new Uint8Array(fs.readFileSync(tracePath)));
-await engine.notifyEof();
+// Reads the trace a chunk at a time (memory stays at one chunk) and feeds each to the engine.
+async function feed(file) {
+  const fd = fs.openSync(file, 'r');
+  let chunks = 0, bytes = 0;
+  try {
+    const buf = new Uint8Array(chunkBytes);
+    for (;;) {
+      const n = fs.readSync(fd, buf, 0, chunkBytes, null);
+      if (n === 0) break;
+      await engine.parse(buf.slice(0, n));  // a copy: the engine may keep it after we reuse buf
+      ++chunks;
+      bytes += n;
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+  await engine.notifyEof();
+  console.error(`query.mjs: fed ${bytes} bytes in ${chunks} chunks of up to ${chunkBytes}`);
+}
+await feed(tracePath);
 for (const sql of queries) {
   let result;
   try {
