@@ -125,7 +125,8 @@ void Poller::GrowPools() {
     DeviceState* ds = slot.load(std::memory_order_acquire);
     if (ds == nullptr || !ds->ok) continue;
     size_t created = ds->created.load(std::memory_order_relaxed);
-    if (created < kMaxEvents && ds->pool.SizeApprox() < created / 4) {
+    if (created < kSteadyEvents ||
+        (created < kMaxEvents && ds->pool.SizeApprox() < created / 4)) {
       GrowEventPool(ds, kEventGrowStep);
     }
   }

@@ -21,11 +21,14 @@ namespace hook {
 class Poller;
 
 constexpr int kMaxDevices = 64;
-// A device's event pool starts with kInitialEvents and is grown by the poller, kEventGrowStep at a
-// time, whenever fewer than a quarter of its events are free, up to kMaxEvents (32768 timed ops
-// in flight per device). Growth happens off the hot path; the pool's slots are allocated once.
-constexpr size_t kInitialEvents = 8192;
-constexpr size_t kEventGrowStep = 8192;
+// A device's event pool starts with kInitialEvents, made on the application's thread at its first
+// timed op on the device (kept small: that op waits for them). The poller then grows it,
+// kEventGrowStep at a time, to kSteadyEvents at once and beyond whenever fewer than a quarter of
+// its events are free, up to kMaxEvents (32768 timed ops in flight per device). Growth happens off
+// the hot path; the pool's slots are allocated once.
+constexpr size_t kInitialEvents = 2048;
+constexpr size_t kSteadyEvents = 8192;
+constexpr size_t kEventGrowStep = 2048;
 constexpr size_t kMaxEvents = 65536;
 constexpr size_t kQueueCapacity = 16384;
 constexpr size_t kSampleSlots = 1024;
