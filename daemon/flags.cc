@@ -33,6 +33,17 @@ const std::vector<FlagSpec>& Specs() {
        "control service port, gRPC and HTTP/JSON (default 18888; 0 picks a free port, logged)"},
       {"control-address", "XTIMER_CONTROL_ADDRESS", Type::kString, 0, 0,
        "address the control port binds (default 127.0.0.1)"},
+      {"control-idle-timeout", "XTIMER_CONTROL_IDLE_TIMEOUT", Type::kInt, 1, 3600,
+       "control port: seconds a connection may stay silent before its request is complete; "
+       "idle gRPC connections are closed after it too (default 5)"},
+      {"control-request-timeout", "XTIMER_CONTROL_REQUEST_TIMEOUT", Type::kInt, 1, 3600,
+       "control port: seconds a whole HTTP request may take to arrive, from connect (default "
+       "10)"},
+      {"control-max-connections", "XTIMER_CONTROL_MAX_CONNECTIONS", Type::kInt, 1, 100000,
+       "control port: connections open at once; at the cap the oldest one without a complete "
+       "request is closed (default 512)"},
+      {"control-max-connections-per-peer", "XTIMER_CONTROL_MAX_PER_PEER", Type::kInt, 1, 100000,
+       "control port: connections from one address at once, same policy (default 256)"},
       {"dump-root", "XTIMER_DUMP_ROOT", Type::kString, 0, 0,
        "dump paths must resolve inside this directory (default /tmp/xtimer-dumps)"},
       {"hang-timeout", "XTIMER_HANG_TIMEOUT", Type::kInt, 1, 86400 * 7,
@@ -119,6 +130,10 @@ bool Apply(const FlagSpec& spec, const std::string& value, Flags* f, std::string
   else if (name == "metrics-address") f->metrics_address = value;
   else if (name == "control-port") f->control_port = static_cast<int>(i);
   else if (name == "control-address") f->control_address = value;
+  else if (name == "control-idle-timeout") f->control_idle_timeout_s = i;
+  else if (name == "control-request-timeout") f->control_request_timeout_s = i;
+  else if (name == "control-max-connections") f->control_max_connections = i;
+  else if (name == "control-max-connections-per-peer") f->control_max_per_peer = i;
   else if (name == "dump-root") f->dump_root = value;
   else if (name == "hang-timeout") f->hang_timeout_s = i;
   else if (name == "window") f->window_s = i;

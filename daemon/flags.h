@@ -16,6 +16,10 @@ struct Flags {
   std::string metrics_address = "127.0.0.1";  // --metrics-address, XTIMER_METRICS_ADDRESS
   int control_port = 18888;             // --control-port, XTIMER_CONTROL_PORT (0: any free port)
   std::string control_address = "127.0.0.1";  // --control-address, XTIMER_CONTROL_ADDRESS
+  int64_t control_idle_timeout_s = 5;   // --control-idle-timeout, XTIMER_CONTROL_IDLE_TIMEOUT
+  int64_t control_request_timeout_s = 10;  // --control-request-timeout, XTIMER_CONTROL_REQUEST_TIMEOUT
+  int64_t control_max_connections = 512;   // --control-max-connections, XTIMER_CONTROL_MAX_CONNECTIONS
+  int64_t control_max_per_peer = 256;  // --control-max-connections-per-peer, XTIMER_CONTROL_MAX_PER_PEER
   std::string dump_root = "/tmp/xtimer-dumps";  // --dump-root, XTIMER_DUMP_ROOT
   int64_t hang_timeout_s = 300;         // --hang-timeout, XTIMER_HANG_TIMEOUT
   int64_t window_s = 60;                // --window, XTIMER_METRICS_WINDOW

@@ -55,6 +55,26 @@ TEST(FlagsTest, ExitedProcessBounds) {
   EXPECT_NE(error.find("XTIMER_EXITED_MEMORY_MB"), std::string::npos) << error;
 }
 
+TEST(FlagsTest, ControlPortLimits) {
+  Flags f;
+  std::string error;
+  ASSERT_TRUE(Parse({}, {}, &f, &error)) << error;
+  EXPECT_EQ(f.control_idle_timeout_s, 5);
+  EXPECT_EQ(f.control_request_timeout_s, 10);
+  EXPECT_EQ(f.control_max_connections, 512);
+  EXPECT_EQ(f.control_max_per_peer, 256);
+  ASSERT_TRUE(Parse({"--control-idle-timeout=2", "--control-max-connections", "64"},
+                    {{"XTIMER_CONTROL_REQUEST_TIMEOUT", "3"}, {"XTIMER_CONTROL_MAX_PER_PEER", "8"}},
+                    &f, &error))
+      << error;
+  EXPECT_EQ(f.control_idle_timeout_s, 2);
+  EXPECT_EQ(f.control_request_timeout_s, 3);
+  EXPECT_EQ(f.control_max_connections, 64);
+  EXPECT_EQ(f.control_max_per_peer, 8);
+  EXPECT_FALSE(Parse({"--control-max-connections-per-peer=0"}, {}, &f, &error));
+  EXPECT_NE(error.find("--control-max-connections-per-peer"), std::string::npos) << error;
+}
+
 TEST(FlagsTest, EnvironmentThenCommandLine) {
   Flags f;
   std::string error;

@@ -23,6 +23,7 @@
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/port_owner.h"
+#include "daemon/refusal_metrics.h"
 #include "daemon/ring_server.h"
 #include "daemon/run_dir.h"
 #include "util/version.h"
@@ -153,12 +154,23 @@ int Main(int argc, char** argv) {
   co.start_ns = RealtimeNs();
   co.now_ns = RealtimeNs;
   ControlHandler handler(&aggregator, dumps.get(), co);
-  auto control = std::make_unique<ControlServer>(&handler);
+  ControlLimits limits;
+  limits.idle_timeout_ms = flags.control_idle_timeout_s * 1000;
+  limits.request_timeout_ms = flags.control_request_timeout_s * 1000;
+  limits.max_connections = static_cast<size_t>(flags.control_max_connections);
+  limits.max_connections_per_peer = static_cast<size_t>(flags.control_max_per_peer);
+  auto control = std::make_unique<ControlServer>(&handler, limits);
   const int control_port = control->Start(flags.control_address, flags.control_port, &error);
   if (control_port < 0) {
     return fail(ExplainListenFailure("the control port", flags.control_address, flags.control_port,
                                      "--control-port", "XTIMER_CONTROL_PORT", error));
   }
+
+  auto refused = std::make_shared<RefusalCollector>(
+      "xtimer_refused_connections_total",
+      "Connections closed or refused by the daemon, by port and cause (docs/control.md).");
+  refused->Add({"port", "control"}, &control->refusals());
+  exposer->RegisterCollectable(refused);
 
   Logf("serving: socket %s, metrics http://%s:%d/metrics, control %s:%d (gRPC + HTTP/JSON, dump "
        "root %s), window %llds, hang timeout %llds, history %lld records per process",

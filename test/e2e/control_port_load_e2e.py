@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""The control port holds against slow and idle local clients (issue 9, docs/control.md).
+
+  - 100 connections trickle an HTTP request one byte a second for 30 s (each one the daemon
+    closes is reopened, so 100 always trickle): meanwhile dump requests over HTTP (curl) and over
+    gRPC (`xtimer dump`) succeed every few seconds, and the daemon's VmRSS grows < 50 MB;
+  - 2,000 idle connections (1,500 that send nothing, 500 that send the HTTP/2 preface and an
+    empty SETTINGS frame, then nothing): each is closed within the idle timeout (plus scheduling
+    slack), dumps over HTTP and gRPC succeed meanwhile, and xtimer_refused_connections_total
+    counts the closures by cause.
+
+Usage: control_port_load_e2e.py LAUNCH XTIMERD LIB GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH XTIMER
+"""
+
+import os
+import resource
+import selectors
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e_lib import LOG_DIRS, fail, free_ports, log, parse, scrape, select, status  # noqa: E402
+
+IDLE_TIMEOUT_S = 5  # the daemon's defaults (daemon/flags.h)
+REQUEST_TIMEOUT_S = 10
+SLACK_S = 4  # the 100 ms deadline tick, plus a busy 2-core machine
+TRICKLE = b"POST /HostingService/Status HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+
+
+def rss_mb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    fail("no VmRSS for pid %d" % pid)
+
+
+def dump_http(cp):
+    t0 = time.monotonic()
+    r = subprocess.run(["curl", "-sS", "-m", "10", "-d", '{"dump_path": "load", "history": 10}',
+                        "http://127.0.0.1:%d/HostingService/DumpKernelTrace" % cp],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+    out = r.stdout.decode(errors="replace")
+    if r.returncode != 0 or '"state":"written"' not in out:
+        fail("dump over HTTP failed (curl exit %d): %s" % (r.returncode, out))
+    return time.monotonic() - t0
+
+
+def dump_grpc(xtimer, cp):
+    t0 = time.monotonic()
+    r = subprocess.run([xtimer, "dump", "--hosts", "127.0.0.1:%d" % cp, "--path", "load",
+                        "--history", "10", "--timeout", "10"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+    out = r.stdout.decode(errors="replace")
+    if r.returncode != 0 or "written" not in out:
+        fail("dump over gRPC (xtimer dump) failed (exit %d): %s" % (r.returncode, out))
+    return time.monotonic() - t0
+
+
+def start_daemon(xtimerd, tmp):
+    mp, cp = free_ports(2)
+    run_dir = tempfile.mkdtemp(prefix="xt-", dir="/tmp")
+    LOG_DIRS.append(run_dir)
+    logf = open(os.path.join(tmp, "xtimerd.log"), "w")
+    proc = subprocess.Popen([xtimerd, "--run-dir", run_dir, "--dump-root",
+                             os.path.join(tmp, "dumps"), "--metrics-port", str(mp),
+                             "--control-port", str(cp)], stdout=logf, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            status(cp)
+            break
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                fail("xtimerd did not answer Status on :%d" % cp)
+            time.sleep(0.1)
+    return proc, mp, cp, run_dir
+
+
+def trickle(xtimer, pid, cp):
+    base = rss_mb(pid)
+    conns = {}  # socket -> bytes sent
+    reopened = 0
+    peak = base
+    dumps = []
+    t_end = time.monotonic() + 30
+    tick = 0
+    while time.monotonic() < t_end:
+        t_next = time.monotonic() + 1
+        while len(conns) < 100:
+            conns[socket.create_connection(("127.0.0.1", cp), timeout=5)] = 0
+        for s in list(conns):
+            try:
+                s.send(TRICKLE[conns[s]:conns[s] + 1], socket.MSG_DONTWAIT)
+                conns[s] = min(conns[s] + 1, len(TRICKLE) - 3)  # never completes the request
+            except OSError:
+                s.close()
+                del conns[s]
+                reopened += 1
+        dumps.append(dump_http(cp) if tick % 2 == 0 else dump_grpc(xtimer, cp))
+        tick += 1
+        peak = max(peak, rss_mb(pid))
+        time.sleep(max(0.0, t_next - time.monotonic()))
+    for s in conns:
+        s.close()
+    log("trickle: 100 connections for 30 s, %d closed by the daemon and reopened; %d dumps "
+        "(HTTP and gRPC alternating) all succeeded, slowest %.2f s; VmRSS %.1f -> peak %.1f MB"
+        % (reopened, len(dumps), max(dumps), base, peak))
+    if peak - base >= 50:
+        fail("trickle: VmRSS grew %.1f MB (limit 50)" % (peak - base))
+    # Each trickler is closed at the latest REQUEST_TIMEOUT_S after connecting: in 30 s, every one
+    # of the first 100 was at least once.
+    if reopened < 100:
+        fail("trickle: only %d trickling connections were closed by the daemon in 30 s" % reopened)
+
+
+def open_idle(cp, n_raw, n_h2):
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = n_raw + n_h2 + 512
+    if soft < want:
+        if hard != resource.RLIM_INFINITY and hard < want:
+            fail("this test needs %d open files; the hard limit is %d" % (want, hard))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
+    opened = []
+    for i in range(n_raw + n_h2):
+        s = socket.socket()
+        s.settimeout(10)
+        s.connect(("127.0.0.1", cp))
+        if i % 4 == 3 and n_h2 > 0:
+            s.sendall(H2_PREFACE)
+            n_h2 -= 1
+        s.setblocking(False)
+        opened.append((s, time.monotonic()))
+    return opened
+
+
+def wait_closed(opened):
+    sel = selectors.DefaultSelector()
+    for s, t in opened:
+        sel.register(s, selectors.EVENT_READ, t)
+    lifetimes = []
+    deadline = time.monotonic() + IDLE_TIMEOUT_S + REQUEST_TIMEOUT_S + 30
+    while sel.get_map() and time.monotonic() < deadline:
+        for key, _ in sel.select(timeout=0.5):
+            try:
+                if key.fileobj.recv(65536):
+                    continue  # gRPC's SETTINGS or GOAWAY: not closed yet
+            except BlockingIOError:
+                continue
+            except OSError:
+                pass  # reset: closed
+            lifetimes.append(time.monotonic() - key.data)
+            sel.unregister(key.fileobj)
+            key.fileobj.close()
+    left = len(sel.get_map())
+    for key in list(sel.get_map().values()):
+        key.fileobj.close()
+    return lifetimes, left
+
+
+def idle(xtimer, pid, cp, mp):
+    base = rss_mb(pid)
+    t0 = time.monotonic()
+    opened = open_idle(cp, 1500, 500)
+    log("idle: 2,000 connections opened in %.2f s" % (time.monotonic() - t0))
+    times = [dump_http(cp), dump_grpc(xtimer, cp), dump_http(cp), dump_grpc(xtimer, cp)]
+    peak = rss_mb(pid)
+    lifetimes, left = wait_closed(opened)
+    log("idle: dumps meanwhile all succeeded (slowest %.2f s); %d connections closed by the "
+        "daemon, longest lived %.2f s, %d left open; VmRSS %.1f -> %.1f MB"
+        % (max(times), len(lifetimes), max(lifetimes or [0]), left, base, peak))
+    if left:
+        fail("idle: %d connections still open %d s after they were opened" % (
+            left, IDLE_TIMEOUT_S + REQUEST_TIMEOUT_S + 30))
+    if max(lifetimes) > IDLE_TIMEOUT_S + SLACK_S:
+        fail("idle: a connection lived %.2f s (idle timeout %d s)" % (max(lifetimes),
+                                                                       IDLE_TIMEOUT_S))
+    samples = parse(scrape(mp))
+    refused = {l["cause"]: v for l, v in select(samples, "xtimer_refused_connections_total",
+                                                 port="control")}
+    log("idle: xtimer_refused_connections_total{port=\"control\"} by cause: %s" % refused)
+    if sum(refused.values()) < 1500:
+        fail("idle: the refusal counter says %s, expected >= 1500 closures" % refused)
+
+
+def main():
+    argv = sys.argv
+    if len(argv) != 8:
+        fail(__doc__)
+    xtimerd, xtimer = os.path.abspath(argv[2]), os.path.abspath(argv[7])
+    tmp = tempfile.mkdtemp(prefix="e2e-", dir=os.environ.get("TEST_TMPDIR"))
+    LOG_DIRS.append(tmp)
+    proc, mp, cp, run_dir = start_daemon(xtimerd, tmp)
+    try:
+        trickle(xtimer, proc.pid, cp)
+        idle(xtimer, proc.pid, cp, mp)
+        if proc.poll() is not None:
+            fail("xtimerd exited during the test")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        shutil.rmtree(run_dir, ignore_errors=True)
+    log("PASS")
+
+
+if __name__ == "__main__":
+    main()
