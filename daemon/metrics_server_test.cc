@@ -66,7 +66,7 @@ std::string Scrape(int port, int timeout_ms = 5000) {
 
 // True once fd's peer has closed (EOF or reset), waiting up to timeout_ms.
 bool ClosedWithin(int fd, int timeout_ms) {
-  const std::string rest = ReadAll(fd, timeout_ms);
+  ReadAll(fd, timeout_ms);  // whatever came before the close
   pollfd p{fd, POLLIN, 0};
   if (poll(&p, 1, 0) != 1) return false;
   char c;
