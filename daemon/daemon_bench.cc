@@ -2,14 +2,13 @@
 //   ingest  records/s through real rings into the Aggregator on one core (thread CPU time)
 //   load    CPU of the ring-reader thread (the real RingServer over a Unix socket) while
 //           8 processes' rings each receive 10k records/s, over --seconds
-//   scrape  /metrics latency through the real Exposer with 16 synthetic ranks
+//   scrape  /metrics latency through the real MetricsServer with 16 synthetic ranks
 // Usage: daemon_bench [--seconds N] [--rate RECORDS_PER_RANK_PER_S] [--poll-ms M]
 //                     [--only ingest|load|scrape]
 #include <pthread.h>
 #include <time.h>
 #include <unistd.h>
 
-#include <prometheus/exposer.h>
 #include <prometheus/text_serializer.h>
 
 #include <algorithm>
@@ -25,6 +24,7 @@
 #include "daemon/aggregator.h"
 #include "daemon/clock.h"
 #include "daemon/metrics.h"
+#include "daemon/metrics_server.h"
 #include "daemon/ring_server.h"
 #include "daemon/test_util.h"
 #include "format/registration.h"
@@ -249,9 +249,14 @@ void BenchScrape() {
   const double build_ms = (ThreadCpuSeconds() - c0) * 1e3 / kBuilds;
   size_t series = 0;
   for (char c : text) series += c == '\n';
-  prometheus::Exposer exposer("127.0.0.1:0", 2);
-  exposer.RegisterCollectable(collector);
-  const int port = exposer.GetListeningPorts()[0];
+  MetricsServer server{MetricsServerOptions()};
+  server.RegisterCollectable(collector);
+  std::string error;
+  const int port = server.Start(&error);
+  if (port < 0) {
+    fprintf(stderr, "scrape: %s\n", error.c_str());
+    return;
+  }
   std::vector<double> ms;
   size_t bytes = 0;
   for (int i = 0; i < 30; ++i) {

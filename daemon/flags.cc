@@ -29,6 +29,13 @@ const std::vector<FlagSpec>& Specs() {
        "Prometheus /metrics port (default 18889; 0 picks a free port, logged)"},
       {"metrics-address", "XTIMER_METRICS_ADDRESS", Type::kString, 0, 0,
        "address /metrics binds (default 127.0.0.1; 0.0.0.0 for every interface)"},
+      {"metrics-max-connections", "XTIMER_METRICS_MAX_CONNECTIONS", Type::kInt, 1, 65536,
+       "connections the metrics port keeps open at most; a new one beyond closes the oldest "
+       "(default 256)"},
+      {"metrics-request-timeout-ms", "XTIMER_METRICS_REQUEST_TIMEOUT_MS", Type::kInt, 100,
+       600000,
+       "a metrics-port client must send its whole request, and read the whole answer, within "
+       "this many milliseconds, or is disconnected (default 5000)"},
       {"control-port", "XTIMER_CONTROL_PORT", Type::kInt, 0, 65535,
        "control service port, gRPC and HTTP/JSON (default 18888; 0 picks a free port, logged)"},
       {"control-address", "XTIMER_CONTROL_ADDRESS", Type::kString, 0, 0,
@@ -128,6 +135,8 @@ bool Apply(const FlagSpec& spec, const std::string& value, Flags* f, std::string
   else if (name == "socket") f->socket = value;
   else if (name == "metrics-port") f->metrics_port = static_cast<int>(i);
   else if (name == "metrics-address") f->metrics_address = value;
+  else if (name == "metrics-max-connections") f->metrics_max_connections = i;
+  else if (name == "metrics-request-timeout-ms") f->metrics_request_timeout_ms = i;
   else if (name == "control-port") f->control_port = static_cast<int>(i);
   else if (name == "control-address") f->control_address = value;
   else if (name == "control-idle-timeout") f->control_idle_timeout_s = i;

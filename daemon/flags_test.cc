@@ -109,13 +109,33 @@ TEST(FlagsTest, ErrorsNameTheFlagOrVariable) {
   EXPECT_FALSE(Parse({"--daemonize=maybe"}, {}, &f, &error));
 }
 
+TEST(FlagsTest, MetricsPortLimits) {
+  Flags f;
+  std::string error;
+  EXPECT_EQ(f.metrics_max_connections, 256);
+  EXPECT_EQ(f.metrics_request_timeout_ms, 5000);
+  ASSERT_TRUE(Parse({"--metrics-request-timeout-ms=2000"},
+                    {{"XTIMER_METRICS_MAX_CONNECTIONS", "64"},
+                     {"XTIMER_METRICS_REQUEST_TIMEOUT_MS", "900"}},
+                    &f, &error))
+      << error;
+  EXPECT_EQ(f.metrics_max_connections, 64);
+  EXPECT_EQ(f.metrics_request_timeout_ms, 2000);
+  EXPECT_FALSE(Parse({"--metrics-max-connections=0"}, {}, &f, &error));
+  EXPECT_NE(error.find("--metrics-max-connections"), std::string::npos) << error;
+  EXPECT_FALSE(Parse({}, {{"XTIMER_METRICS_REQUEST_TIMEOUT_MS", "10"}}, &f, &error));
+  EXPECT_NE(error.find("XTIMER_METRICS_REQUEST_TIMEOUT_MS"), std::string::npos) << error;
+}
+
 TEST(FlagsTest, UsageListsEveryFlagAndVariable) {
   std::string u = Usage();
   for (const char* s :
        {"--run-dir", "--socket", "--metrics-port", "--metrics-address", "--control-port",
         "--hang-timeout", "--window", "--history", "--daemonize", "--log-file", "--exit-when-idle",
         "--once", "XTIMER_RUN_DIR", "XTIMER_DAEMON_SOCKET", "XTIMER_METRICS_PORT",
-        "XTIMER_HANG_TIMEOUT", "XTIMER_CONTROL_PORT"}) {
+        "XTIMER_HANG_TIMEOUT", "XTIMER_CONTROL_PORT", "--metrics-max-connections",
+        "XTIMER_METRICS_MAX_CONNECTIONS", "--metrics-request-timeout-ms",
+        "XTIMER_METRICS_REQUEST_TIMEOUT_MS"}) {
     EXPECT_NE(u.find(s), std::string::npos) << s;
   }
 }

@@ -1,5 +1,5 @@
-// xtimerd: the xtimer node daemon. main() owns the threads (the ring reader, the Prometheus
-// exposer's, and itself waiting for signals and idleness); the logic lives in plain classes.
+// xtimerd: the xtimer node daemon. main() owns the threads (the ring reader, the metrics
+// server's, and itself waiting for signals and idleness); the logic lives in plain classes.
 #include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -12,8 +12,6 @@
 #include <string>
 #include <thread>
 
-#include <prometheus/exposer.h>
-
 #include "daemon/aggregator.h"
 #include "daemon/clock.h"
 #include "daemon/control_handler.h"
@@ -22,6 +20,7 @@
 #include "daemon/flags.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "daemon/metrics_server.h"
 #include "daemon/port_owner.h"
 #include "daemon/refusal_metrics.h"
 #include "daemon/ring_server.h"
@@ -37,12 +36,6 @@ std::string Absolute(const std::string& path) {
   char cwd[PATH_MAX];
   if (getcwd(cwd, sizeof(cwd)) == nullptr) return path;
   return std::string(cwd) + "/" + path;
-}
-
-std::string BindAddress(const Flags& f) {
-  const bool v6 = f.metrics_address.find(':') != std::string::npos;
-  return (v6 ? "[" + f.metrics_address + "]" : f.metrics_address) + ":" +
-         std::to_string(f.metrics_port);
 }
 
 int Main(int argc, char** argv) {
@@ -130,18 +123,18 @@ int Main(int argc, char** argv) {
   auto server = std::make_unique<RingServer>(so, &aggregator);
   if (!server->Listen(&error)) return fail(error);
 
-  std::unique_ptr<prometheus::Exposer> exposer;
-  auto collector = std::make_shared<MetricsCollector>(&aggregator, RealtimeNs);
-  try {
-    exposer = std::make_unique<prometheus::Exposer>(BindAddress(flags), 2);
-    exposer->RegisterCollectable(collector);
-  } catch (const std::exception& e) {
-    // prometheus-cpp says only "null context when constructing CivetServer": say what happened.
+  MetricsServerOptions mo;
+  mo.address = flags.metrics_address;
+  mo.port = flags.metrics_port;
+  mo.max_connections = static_cast<int>(flags.metrics_max_connections);
+  mo.request_timeout_ms = static_cast<int>(flags.metrics_request_timeout_ms);
+  auto metrics = std::make_unique<MetricsServer>(mo);
+  metrics->RegisterCollectable(std::make_shared<MetricsCollector>(&aggregator, RealtimeNs));
+  const int metrics_port = metrics->Start(&error);
+  if (metrics_port < 0) {
     return fail(ExplainListenFailure("the metrics port", flags.metrics_address, flags.metrics_port,
-                                     "--metrics-port", "XTIMER_METRICS_PORT", e.what()));
+                                     "--metrics-port", "XTIMER_METRICS_PORT", error));
   }
-  const std::vector<int> ports = exposer->GetListeningPorts();
-  const int metrics_port = ports.empty() ? flags.metrics_port : ports[0];
 
   // The control port (gRPC + HTTP/JSON) and dumps.
   std::string dump_root;
@@ -170,7 +163,8 @@ int Main(int argc, char** argv) {
       "xtimer_refused_connections_total",
       "Connections closed or refused by the daemon, by port and cause (docs/control.md).");
   refused->Add({"port", "control"}, &control->refusals());
-  exposer->RegisterCollectable(refused);
+  refused->Add({"port", "metrics"}, &metrics->refusals());
+  metrics->RegisterCollectable(refused);
 
   Logf("serving: socket %s, metrics http://%s:%d/metrics, control %s:%d (gRPC + HTTP/JSON, dump "
        "root %s), window %llds, hang timeout %llds, history %lld records per process",
@@ -204,7 +198,7 @@ int Main(int argc, char** argv) {
   stop.store(true, std::memory_order_release);
   reader.join();
   server.reset();  // closes connections, removes the socket
-  exposer.reset();  // civetweb takes up to ~2 s to stop its threads
+  metrics.reset();
   unlink(pid_file.c_str());
   close(lock_fd);  // releases the lock
   Logf("stopped");

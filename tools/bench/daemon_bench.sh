@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/bench/daemon_bench.sh: xtimerd's costs, printed by //daemon:daemon_bench (-c opt):
 #   ingest  records/s through real rings into the aggregator on one core (thread CPU time)
-#   scrape  GET /metrics latency through the real Exposer with 16 synthetic ranks
+#   scrape  GET /metrics latency through the real MetricsServer with 16 synthetic ranks
 #   load    CPU of the ring-reader thread (real RingServer, Unix-socket registration) while 8
 #           rings each receive 10k records/s: first N s (history filling), then N s steady
 # Options: --seconds N (default 10) and any other daemon_bench flag (--rate, --poll-ms, --only).
