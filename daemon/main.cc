@@ -130,6 +130,13 @@ int Main(int argc, char** argv) {
   mo.request_timeout_ms = static_cast<int>(flags.metrics_request_timeout_ms);
   auto metrics = std::make_unique<MetricsServer>(mo);
   metrics->RegisterCollectable(std::make_shared<MetricsCollector>(&aggregator, RealtimeNs));
+  // Every collectable is registered before the server starts; the control port's refusals join
+  // this family once that port exists.
+  auto refused = std::make_shared<RefusalCollector>(
+      "xtimer_refused_connections_total",
+      "Connections closed or refused by the daemon, by port and cause (docs/control.md).");
+  refused->Add({"port", "metrics"}, &metrics->refusals());
+  metrics->RegisterCollectable(refused);
   const int metrics_port = metrics->Start(&error);
   if (metrics_port < 0) {
     return fail(ExplainListenFailure("the metrics port", flags.metrics_address, flags.metrics_port,
@@ -159,12 +166,7 @@ int Main(int argc, char** argv) {
                                      "--control-port", "XTIMER_CONTROL_PORT", error));
   }
 
-  auto refused = std::make_shared<RefusalCollector>(
-      "xtimer_refused_connections_total",
-      "Connections closed or refused by the daemon, by port and cause (docs/control.md).");
   refused->Add({"port", "control"}, &control->refusals());
-  refused->Add({"port", "metrics"}, &metrics->refusals());
-  metrics->RegisterCollectable(refused);
 
   Logf("serving: socket %s, metrics http://%s:%d/metrics, control %s:%d (gRPC + HTTP/JSON, dump "
        "root %s), window %llds, hang timeout %llds, history %lld records per process",

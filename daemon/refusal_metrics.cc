@@ -7,6 +7,7 @@ RefusalCollector::RefusalCollector(std::string name, std::string help)
     : name_(std::move(name)), help_(std::move(help)) {}
 
 void RefusalCollector::Add(std::pair<std::string, std::string> label, const RefusalLog* log) {
+  std::lock_guard<std::mutex> lock(mu_);
   sources_.emplace_back(std::move(label), log);
 }
 
@@ -15,6 +16,7 @@ std::vector<prometheus::MetricFamily> RefusalCollector::Collect() const {
   f.name = name_;
   f.help = help_;
   f.type = prometheus::MetricType::Counter;
+  std::lock_guard<std::mutex> lock(mu_);
   for (const auto& source : sources_) {
     for (const auto& cause : source.second->counts()) {
       prometheus::ClientMetric m;

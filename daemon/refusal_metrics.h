@@ -4,6 +4,7 @@
 #ifndef XTIMER_DAEMON_REFUSAL_METRICS_H_
 #define XTIMER_DAEMON_REFUSAL_METRICS_H_
 
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,13 +21,14 @@ class RefusalCollector : public prometheus::Collectable {
  public:
   RefusalCollector(std::string name, std::string help);
   // `log` must outlive the collector's registration; `label` names the source, e.g.
-  // {"port", "control"}. Call before registering the collector.
+  // {"port", "control"}. Thread-safe: a source may be added while scrapes run.
   void Add(std::pair<std::string, std::string> label, const RefusalLog* log);
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
   std::string name_;
   std::string help_;
+  mutable std::mutex mu_;
   std::vector<std::pair<std::pair<std::string, std::string>, const RefusalLog*>> sources_;
 };
 

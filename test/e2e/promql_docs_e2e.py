@@ -211,7 +211,11 @@ def main(argv):
         wait_for("Prometheus to see the hang", lambda: query(prom_port, "xtimer_rank_hang == 1"), 30)
         time.sleep(2)  # a last scrape after the gauges settled
         samples = parse(scrape(metrics))
-        hung = hung_comms()
+        # Ops queued behind the stuck collective (on other communicators of rank 0) may pass the
+        # hang timeout too: the stuck one is the communicator whose oldest op is the oldest.
+        ages = {l["comm"]: v for l, v in select(samples, "xtimer_comm_oldest_inflight_age_seconds",
+                                                 rank="0")}
+        hung = sorted(hung_comms(), key=lambda c: -ages.get(c, 0))
         # launch.py turns --hang-step into the simulator's XTIMER_SIM_HANG=R:N:C and prints it.
         m = re.search(r"XTIMER_SIM_HANG=%s:(\d+)" % CULPRIT, job.output())
         if not m:
