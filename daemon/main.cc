@@ -121,11 +121,19 @@ int Main(int argc, char** argv) {
   ao.exited_grace_ns = flags.exited_grace_s * 1000000000;
   ao.max_exited = static_cast<size_t>(flags.exited_max);
   ao.max_exited_bytes = static_cast<size_t>(flags.exited_memory_mb) << 20;
+  ao.memory_budget_bytes = static_cast<size_t>(flags.memory_budget_mb) << 20;
+  ao.max_process_bytes = static_cast<size_t>(flags.process_memory_mb) << 20;
   Aggregator aggregator(ao, RealtimeNs());
 
   RingServerOptions so;
   so.socket_path = flags.socket;
   so.poll_interval_ms = static_cast<int>(flags.poll_ms);
+  so.max_connections = static_cast<size_t>(flags.max_registrations);
+  so.max_per_uid = static_cast<size_t>(flags.max_registrations_per_uid);
+  so.max_per_pid = static_cast<size_t>(flags.max_registrations_per_pid);
+  so.reserve = static_cast<size_t>(flags.registration_reserve);
+  so.register_timeout_ms = static_cast<int>(flags.register_timeout_ms);
+  so.max_ring_bytes = static_cast<size_t>(flags.max_ring_mb) << 20;
   auto server = std::make_unique<RingServer>(so, &aggregator);
   if (!server->Listen(&error)) return fail(error);
 
