@@ -192,15 +192,18 @@ void Aggregator::MaybeTrimMalloc() {
 
 bool Aggregator::MayGrow(const Process& p, size_t bytes) const {
   if (p.bytes + bytes > options_.max_process_bytes) return false;
-  if (total_bytes_ + bytes <= options_.memory_budget_bytes) return true;
-  // Over the budget: each live process may still grow to its guaranteed share, so processes
-  // that registered after a hostile one filled the budget still get their series.
+  if (total_bytes_ + bytes > options_.memory_budget_bytes) return false;
+  if (total_bytes_ + bytes <= HighWater()) return true;
+  // The last quarter of the budget is kept for processes within their share, so processes that
+  // register after hostile ones filled the rest still get their series.
   const size_t share = options_.memory_budget_bytes / (4 * std::max<size_t>(1, live_));
   return p.bytes + bytes <= share;
 }
 
+size_t Aggregator::HighWater() const { return options_.memory_budget_bytes / 4 * 3; }
+
 void Aggregator::EnforceBudget() {
-  while (total_bytes_ > options_.memory_budget_bytes) {
+  while (total_bytes_ > HighWater()) {
     auto oldest = processes_.end();
     for (auto it = processes_.begin(); it != processes_.end(); ++it) {
       if (it->second->connected) continue;
@@ -213,7 +216,7 @@ void Aggregator::EnforceBudget() {
          options_.memory_budget_bytes >> 20);
     Erase(oldest);
   }
-  while (total_bytes_ > options_.memory_budget_bytes) {
+  while (total_bytes_ > HighWater()) {
     // Halve the longest history, dropping its oldest chunks; one chunk always stays.
     Process* longest = nullptr;
     for (auto& entry : processes_) {
@@ -383,7 +386,7 @@ void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t 
   Process* p = Find(id);
   if (p == nullptr || !p->connected) return;
   IngestLocked(p, id, records, n, now_ns);
-  if (total_bytes_ > options_.memory_budget_bytes) EnforceBudget();
+  if (total_bytes_ > HighWater()) EnforceBudget();
   const bool trim = freed_since_trim_ >= kTrimAfterBytes;
   lock.unlock();
   if (trim) MaybeTrimMalloc();

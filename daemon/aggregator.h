@@ -44,9 +44,9 @@ struct AggregatorOptions {
   size_t max_exited = 64;                                // --exited-max: oldest dropped first
   size_t max_exited_bytes = size_t{1} << 30;             // --exited-memory-mb, estimated
   // Memory (estimated, see docs/daemon.md "Memory budget") that all processes' state may hold,
-  // exited ones included. Over it: exited processes go oldest first, then histories shrink
-  // oldest records first, and new series, names and communicators are refused (counted as
-  // unaggregated) except within each live process's guaranteed share, budget / (4 * live).
+  // exited ones included; nothing grows past it. Above 3/4 of it (the high-water mark) exited
+  // processes go oldest first, then the longest histories are halved (oldest records first),
+  // and only processes within their share, budget / (4 * live), may still grow.
   size_t memory_budget_bytes = size_t{512} << 20;  // --memory-budget-mb
   size_t max_process_bytes = size_t{64} << 20;     // --process-memory-mb: one process at most
 };
@@ -188,11 +188,13 @@ class Aggregator {
   std::set<ProcessId> HiddenProcesses(Snapshot* snap) const;
   // Drops the oldest exited processes while there are too many or they hold too much memory.
   void EnforceExitedBounds();
-  // Over the memory budget: drops exited processes oldest first, then halves the largest
+  // Above the high-water mark: drops exited processes oldest first, then halves the longest
   // histories (oldest records first). Needs mu_.
   void EnforceBudget();
-  // Whether `p` may grow by `bytes` (a new series, name, communicator). Needs mu_.
+  // Whether `p` may grow by `bytes` (a new series, name, history chunk). Needs mu_.
   bool MayGrow(const Process& p, size_t bytes) const;
+  // 3/4 of the memory budget.
+  size_t HighWater() const;
   // Adds `delta` (may be negative) to p's and the total estimate. Needs mu_.
   void Charge(Process* p, int64_t delta);
   // Removes a process, returning its memory. Needs mu_.

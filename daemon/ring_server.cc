@@ -22,9 +22,10 @@ namespace daemon {
 namespace {
 
 constexpr size_t kBatch = 1024;
-// Read pages of a ring are handed back (MADV_DONTNEED) once this many bytes were read: the
-// daemon's RSS then holds at most this much of each ring however large the ring is.
-constexpr size_t kReleaseBytes = size_t{4} << 20;
+// Read pages of a ring are handed back (MADV_DONTNEED) once this many bytes were read, and at
+// each status update: the daemon's RSS then holds at most about this much of each ring however
+// large the ring is.
+constexpr size_t kReleaseBytes = size_t{256} << 10;
 
 std::string Errno(const char* what) { return std::string(what) + ": " + strerror(errno); }
 
@@ -322,6 +323,7 @@ void RingServer::RunOnce(int timeout_ms) {
         Connection* c = entry.second.get();
         if (c->reader.has_value()) {
           PublishStatus(c);
+          if (c->read_since_release > 0) ReleaseRead(c, kReleaseBytes);
         } else if (mono - c->accepted_ns > int64_t{options_.register_timeout_ms} * 1000000) {
           stale.push_back(entry.first);
         }
