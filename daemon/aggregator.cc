@@ -9,6 +9,7 @@
 #include <set>
 #include <utility>
 
+#include "daemon/clock.h"
 #include "daemon/log.h"
 #include "daemon/op_stats.h"
 
@@ -25,6 +26,9 @@ constexpr size_t kHistoryChunkBytes = kHistoryChunk * sizeof(format::OpRecord);
 constexpr size_t kHashNodeBytes = 64;  // a hash-map node and its share of the bucket array
 // After this much estimated memory was freed, malloc_trim(0) hands glibc's free pages back.
 constexpr size_t kTrimAfterBytes = size_t{8} << 20;
+constexpr int64_t kTrimIntervalNs = 1000000000;
+// What a scrape allocates and frees per series (its families, labels and text), about.
+constexpr size_t kSnapshotBytesPerSeries = 2048;
 
 int64_t SaturatingAdd(int64_t a, int64_t b) {
   int64_t out;
@@ -184,8 +188,14 @@ std::map<Aggregator::ProcessId, std::unique_ptr<Aggregator::Process>>::iterator 
 void Aggregator::MaybeTrimMalloc() {
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (freed_since_trim_ < kTrimAfterBytes) return;
+    // Large frees at once; smaller ones (the last processes of a job leaving) within a second.
+    const int64_t now = MonotonicNs();
+    if (freed_since_trim_ == 0 ||
+        (freed_since_trim_ < kTrimAfterBytes && now - last_trim_ns_ < kTrimIntervalNs)) {
+      return;
+    }
     freed_since_trim_ = 0;
+    last_trim_ns_ = now;
   }
   malloc_trim(0);
 }
@@ -637,6 +647,7 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
       ps.hang = ps.hang || cs.hang;
       ps.comms.push_back(cs);
     }
+    freed_since_trim_ += ps.series.size() * kSnapshotBytesPerSeries;
     snap.processes.push_back(std::move(ps));
   }
   return snap;

@@ -145,7 +145,8 @@ class Aggregator {
   // The process's connection closed (`now_ns` CLOCK_REALTIME): it is kept, frozen, for the
   // exited grace period (or removed at once when the grace is 0); bounds are applied.
   void MarkExited(ProcessId id, const ExitCause& cause, int64_t now_ns);
-  // Removes exited processes past their grace period. Returns how many.
+  // Removes exited processes past their grace period. Returns how many. Called periodically:
+  // also returns freed memory to the system (see MaybeTrimMalloc).
   size_t ExpireExited(int64_t now_ns);
   // False once MarkExited was called (or the id is unknown).
   bool Connected(ProcessId id) const;
@@ -205,8 +206,8 @@ class Aggregator {
   void AppendHistory(Process* p, const format::OpRecord& r);
   // Drops p's history chunks that lie wholly before the newest p->history_cap records.
   void TrimHistory(Process* p);
-  // Returns freed memory to the system after large frees (glibc keeps it otherwise). Call
-  // without mu_.
+  // Returns freed memory to the system (malloc_trim) at once after large frees, else at most
+  // once a second while anything was freed (glibc keeps it otherwise). Call without mu_.
   void MaybeTrimMalloc();
 
   const AggregatorOptions options_;
@@ -216,7 +217,10 @@ class Aggregator {
   std::map<ProcessId, std::unique_ptr<Process>> processes_;
   uint64_t registrations_ = 0;
   size_t total_bytes_ = 0;
-  size_t freed_since_trim_ = 0;
+  // Estimated bytes freed since the last malloc_trim; a snapshot adds what the exposition built
+  // from it will free once the scrape is served.
+  mutable size_t freed_since_trim_ = 0;
+  int64_t last_trim_ns_ = 0;  // monotonic
   uint64_t history_shrinks_ = 0;
   size_t live_ = 0;  // connected processes
   RefusalLog refusals_{"registration"};

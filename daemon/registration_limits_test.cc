@@ -335,35 +335,30 @@ TEST_F(RegistrationLimitsTest, HostileRingsStayWithinTheBudgetAndMemoryReturns) 
   HostileWave(0, &writers);
   for (const auto& w : writers) fds.push_back(Register(w.fd()));
   ASSERT_TRUE(WaitDrained(writers, 120000));
-  EXPECT_TRUE(testing::WaitFor(
-      [&] { return Metric("xtimer_processes_registered") == kHostileRings; }, 30000));
+  // No scrape while they are registered: one /metrics of 64 x 512 series leaves about 7 MiB
+  // live in the exposer's thread (prometheus-cpp/civetweb, seen with malloc_stats), which is the
+  // metrics server's memory, not the registrations'. The next test scrapes them.
   const int64_t peak = StatusBytes(pid_, "VmHWM");
-  const double state = Metric("xtimer_memory_state_bytes");
-  fprintf(stderr, "idle RSS %.1f MiB, peak %.1f MiB, estimated state %.1f MiB (bound %.1f MiB)\n",
-          before / 1048576.0, peak / 1048576.0, state / 1048576.0,
-          (before + RssBound(kHostileRings)) / 1048576.0);
-  EXPECT_LE(state, StateBound(kHostileRings));
+  fprintf(stderr, "idle RSS %.1f MiB, peak %.1f MiB (bound %.1f MiB)\n", before / 1048576.0,
+          peak / 1048576.0, (before + RssBound(kHostileRings)) / 1048576.0);
   EXPECT_LE(peak, before + RssBound(kHostileRings));
-  EXPECT_GE(state, kBudgetMiB * kMiB * 3 / 4);  // the rings did push the daemon to its budget
   // They leave; after the (1 s) grace the daemon holds nothing and gives the memory back.
+  // (Waiting on RSS itself, without scraping the exited processes' series meanwhile.)
   for (int fd : fds) close(fd);
   writers.clear();
-  ASSERT_TRUE(testing::WaitFor(
-      [&] {
-        return Metric("xtimer_processes_registered") == 0 &&
-               Metric("xtimer_processes_exited") == 0;
-      },
-      30000));
   int64_t after = 0;
   const bool returned = testing::WaitFor(
       [&] {
         after = StatusBytes(pid_, "VmRSS");
         return after <= before * 6 / 5;
       },
-      20000);
-  fprintf(stderr, "RSS after they left: %.1f MiB (idle before %.1f MiB; anon %.1f file %.1f shmem %.1f)\n", after / 1048576.0,
-          before / 1048576.0, StatusBytes(pid_, "RssAnon") / 1048576.0, StatusBytes(pid_, "RssFile") / 1048576.0, StatusBytes(pid_, "RssShmem") / 1048576.0);
+      30000);
+  fprintf(stderr, "RSS after they left: %.1f MiB (idle before %.1f MiB)\n", after / 1048576.0,
+          before / 1048576.0);
   EXPECT_TRUE(returned);
+  EXPECT_EQ(Metric("xtimer_processes_registered"), 0);
+  EXPECT_EQ(Metric("xtimer_processes_exited"), 0);
+  EXPECT_EQ(Metric("xtimer_memory_state_bytes"), 0);
 }
 
 TEST_F(RegistrationLimitsTest, TheBoundHoldsWithTheDefaultExitedGrace) {
@@ -389,6 +384,7 @@ TEST_F(RegistrationLimitsTest, TheBoundHoldsWithTheDefaultExitedGrace) {
           Metric("xtimer_processes_exited"));
   EXPECT_GT(Metric("xtimer_processes_exited"), 0);
   EXPECT_LE(state, StateBound(kHostileRings));
+  EXPECT_GE(Metric("xtimer_history_chunks_shrunk_total"), 1);
   EXPECT_LE(peak, before + RssBound(kHostileRings));
 }
 
