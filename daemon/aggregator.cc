@@ -27,6 +27,9 @@ constexpr size_t kHashNodeBytes = 64;  // a hash-map node and its share of the b
 // After this much estimated memory was freed, malloc_trim(0) hands glibc's free pages back.
 constexpr size_t kTrimAfterBytes = size_t{8} << 20;
 constexpr int64_t kTrimIntervalNs = 1000000000;
+// The share of a process above the high-water mark is budget / (4 * max(live, this)): with up to
+// this many processes the last quarter of the budget covers every share.
+constexpr size_t kShareProcesses = 64;
 // What a scrape allocates and frees per series (its families, labels and text), about.
 constexpr size_t kSnapshotBytesPerSeries = 2048;
 
@@ -206,25 +209,36 @@ bool Aggregator::MayGrow(const Process& p, size_t bytes) const {
   if (total_bytes_ + bytes <= HighWater()) return true;
   // The last quarter of the budget is kept for processes within their share, so processes that
   // register after hostile ones filled the rest still get their series.
-  const size_t share = options_.memory_budget_bytes / (4 * std::max<size_t>(1, live_));
+  const size_t share = options_.memory_budget_bytes / (4 * std::max(kShareProcesses, live_));
   return p.bytes + bytes <= share;
+}
+
+bool Aggregator::Reserve(const Process& p, size_t bytes) {
+  while (!MayGrow(p, bytes)) {
+    if (!DropOldestExited()) return false;
+  }
+  return true;
+}
+
+bool Aggregator::DropOldestExited() {
+  auto oldest = processes_.end();
+  for (auto it = processes_.begin(); it != processes_.end(); ++it) {
+    if (it->second->connected) continue;
+    if (oldest == processes_.end() || it->second->exited_ns < oldest->second->exited_ns) {
+      oldest = it;
+    }
+  }
+  if (oldest == processes_.end()) return false;
+  Logf("dropping exited pid %d early: memory budget of %zu MiB reached", oldest->second->pid,
+       options_.memory_budget_bytes >> 20);
+  Erase(oldest);
+  return true;
 }
 
 size_t Aggregator::HighWater() const { return options_.memory_budget_bytes / 4 * 3; }
 
 void Aggregator::EnforceBudget() {
-  while (total_bytes_ > HighWater()) {
-    auto oldest = processes_.end();
-    for (auto it = processes_.begin(); it != processes_.end(); ++it) {
-      if (it->second->connected) continue;
-      if (oldest == processes_.end() || it->second->exited_ns < oldest->second->exited_ns) {
-        oldest = it;
-      }
-    }
-    if (oldest == processes_.end()) break;
-    Logf("dropping exited pid %d early: memory budget of %zu MiB reached", oldest->second->pid,
-         options_.memory_budget_bytes >> 20);
-    Erase(oldest);
+  while (total_bytes_ > HighWater() && DropOldestExited()) {
   }
   while (total_bytes_ > HighWater()) {
     // Halve the longest history, dropping its oldest chunks; one chunk always stays.
@@ -264,8 +278,8 @@ void Aggregator::AppendHistory(Process* p, const format::OpRecord& r) {
   }
   const uint64_t chunk = i / kHistoryChunk;
   if (chunk >= p->history_front_chunk + p->history_chunks.size()) {
-    if (MayGrow(*p, kHistoryChunkBytes) || p->history_chunks.empty()) {
-      if (!MayGrow(*p, kHistoryChunkBytes)) {
+    if (Reserve(*p, kHistoryChunkBytes) || p->history_chunks.empty()) {
+      if (!Reserve(*p, kHistoryChunkBytes)) {
         ++history_shrinks_;  // no room even for one chunk: the record is not kept
         p->history_total = i + 1;
         p->history_first = i + 1;
@@ -419,7 +433,7 @@ void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot
           if (it != p->series.end()) {
             s = it->second.get();
           } else if (p->series.size() < options_.max_series_per_process &&
-                     MayGrow(*p, SeriesBytes(options_))) {
+                     Reserve(*p, SeriesBytes(options_))) {
             s = p->series
                     .emplace(key, std::make_unique<Series>(r.kind, r.op, r.dtype, sc, options_))
                     .first->second.get();
@@ -482,7 +496,7 @@ void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot
           const size_t old_bytes = old == p->names.end() ? 0 : old->second.size() + kHashNodeBytes;
           const size_t new_bytes = p->pending_text.size() + kHashNodeBytes;
           if ((old != p->names.end() || p->names.size() < options_.max_names_per_process) &&
-              (new_bytes <= old_bytes || MayGrow(*p, new_bytes - old_bytes))) {
+              (new_bytes <= old_bytes || Reserve(*p, new_bytes - old_bytes))) {
             p->names[r.name_id] = std::move(p->pending_text);
             Charge(p, static_cast<int64_t>(new_bytes) - static_cast<int64_t>(old_bytes));
           }

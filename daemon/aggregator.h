@@ -46,7 +46,7 @@ struct AggregatorOptions {
   // Memory (estimated, see docs/daemon.md "Memory budget") that all processes' state may hold,
   // exited ones included; nothing grows past it. Above 3/4 of it (the high-water mark) exited
   // processes go oldest first, then the longest histories are halved (oldest records first),
-  // and only processes within their share, budget / (4 * live), may still grow.
+  // and only processes within their share, budget / (4 * max(64, live)), may still grow.
   size_t memory_budget_bytes = size_t{512} << 20;  // --memory-budget-mb
   size_t max_process_bytes = size_t{64} << 20;     // --process-memory-mb: one process at most
 };
@@ -194,6 +194,10 @@ class Aggregator {
   void EnforceBudget();
   // Whether `p` may grow by `bytes` (a new series, name, history chunk). Needs mu_.
   bool MayGrow(const Process& p, size_t bytes) const;
+  // MayGrow, dropping exited processes (oldest exit first) while that makes room. Needs mu_.
+  bool Reserve(const Process& p, size_t bytes);
+  // Drops the exited process that exited first; false when there is none. Needs mu_.
+  bool DropOldestExited();
   // 3/4 of the memory budget.
   size_t HighWater() const;
   // Adds `delta` (may be negative) to p's and the total estimate. Needs mu_.

@@ -329,7 +329,11 @@ void RingServer::RunOnce(int timeout_ms) {
         }
       }
       for (int fd : stale) {
-        Refuse("timeout", connections_.at(fd)->peer);
+        // A long cycle may have left a Hello unread: take it before timing the connection out.
+        Register(connections_.at(fd).get());
+        auto it = connections_.find(fd);
+        if (it == connections_.end() || it->second->reader.has_value()) continue;
+        Refuse("timeout", it->second->peer);
         Close(fd, nullptr);
       }
       aggregator_->ExpireExited(RealtimeNs());
