@@ -305,6 +305,75 @@ TEST_F(RegistrationLimitsTest, AProcessOpeningRegistrationsUntilRefusedDoesNotLo
   close(ready[1]);
 }
 
+// Another uid (run as root: a child drops to `nobody`) whose processes register until refused
+// by the per-uid cap: the job's ranks (root here) still get in.
+TEST_F(RegistrationLimitsTest, AnotherUidIsCappedPerUid) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to run a process as another uid";
+  StartDaemon({"--max-registrations-per-uid=16", "--max-registrations-per-pid=64"});
+  ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);
+  ASSERT_EQ(chmod(socket().c_str(), 0777), 0);
+  int report[2], hold[2];
+  ASSERT_EQ(pipe(report), 0);
+  ASSERT_EQ(pipe(hold), 0);
+  const pid_t hostile = fork();
+  if (hostile == 0) {
+    close(hold[1]);
+    if (setgid(65534) != 0 || setuid(65534) != 0) {
+      const char c = -2;
+      _exit(write(report[1], &c, 1) == 1 ? 0 : 3);
+    }
+    format::RingWriter w = Writer(Id("other-user", 0), 64);
+    int held = 0;
+    for (int i = 0; i < 200; ++i) {
+      const int fd = Register(w.fd());
+      if (fd < 0 && i == 0 && errno == EACCES) held = -1;
+      if (fd < 0) break;
+      pollfd p{fd, POLLIN | POLLRDHUP, 0};
+      char b;
+      if (poll(&p, 1, 500) > 0 && recv(fd, &b, 1, MSG_DONTWAIT) <= 0) break;
+      ++held;
+    }
+    const char c = static_cast<char>(held);
+    if (write(report[1], &c, 1) != 1) _exit(2);
+    char b;
+    while (read(hold[0], &b, 1) > 0) {
+    }
+    _exit(0);
+  }
+  close(hold[0]);
+  close(report[1]);
+  char held = 0;
+  ASSERT_EQ(read(report[0], &held, 1), 1) << "the child as uid 65534 failed";
+  if (held < 0) {
+    close(hold[1]);
+    testing::WaitExit(hostile, 10000);
+    GTEST_SKIP() << (held == -2 ? "setuid(65534) is not allowed here (a user namespace?)"
+                                : "uid 65534 cannot reach the socket here (a private directory)");
+  }
+  EXPECT_EQ(held, 16);
+  EXPECT_GE(Metric("xtimer_refused_registrations_total{cause=\"uid_cap\"}"), 1);
+  int ready[2], rank_hold[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(rank_hold), 0);
+  std::vector<pid_t> ranks;
+  for (int r = 0; r < 8; ++r) {
+    ranks.push_back(SpawnRank(socket(), r, ready[1], rank_hold[0], rank_hold[1]));
+  }
+  close(rank_hold[0]);
+  for (int r = 0; r < 8; ++r) {
+    char c = 0;
+    ASSERT_EQ(read(ready[0], &c, 1), 1);
+    EXPECT_EQ(c, 'y');
+  }
+  EXPECT_TRUE(testing::WaitFor(
+      [&] { return Metric("xtimer_processes_registered") == 16 + 8; }, 30000));
+  close(rank_hold[1]);
+  close(hold[1]);
+  for (pid_t p : ranks) EXPECT_EQ(testing::WaitExit(p, 10000), 0);
+  EXPECT_EQ(testing::WaitExit(hostile, 10000), 0);
+  for (int fd : {report[0], ready[0], ready[1]}) close(fd);
+}
+
 constexpr int kHostileRings = 64;
 constexpr uint32_t kHostileCapacity = 65536;  // the hook's default ring: 8 MiB
 constexpr int64_t kBudgetMiB = 128;
