@@ -1,10 +1,15 @@
 #include "daemon/aggregator.h"
 
+#include <malloc.h>
+
 #include <algorithm>
+#include <cinttypes>
 #include <cstring>
+#include <deque>
 #include <set>
 #include <utility>
 
+#include "daemon/clock.h"
 #include "daemon/log.h"
 #include "daemon/op_stats.h"
 
@@ -17,6 +22,16 @@ using format::RecordType;
 
 constexpr size_t kMaxNameLength = 4096;
 constexpr size_t kHistoryChunk = 4096;
+constexpr size_t kHistoryChunkBytes = kHistoryChunk * sizeof(format::OpRecord);
+constexpr size_t kHashNodeBytes = 64;  // a hash-map node and its share of the bucket array
+// After this much estimated memory was freed, malloc_trim(0) hands glibc's free pages back.
+constexpr size_t kTrimAfterBytes = size_t{8} << 20;
+constexpr int64_t kTrimIntervalNs = 1000000000;
+// The share of a process above the high-water mark is budget / (4 * max(live, this)): with up to
+// this many processes the last quarter of the budget covers every share.
+constexpr size_t kShareProcesses = 64;
+// What a scrape allocates and frees per series (its families, labels and text), about.
+constexpr size_t kSnapshotBytesPerSeries = 2048;
 
 int64_t SaturatingAdd(int64_t a, int64_t b) {
   int64_t out;
@@ -79,12 +94,16 @@ struct Aggregator::Process {
   Series* last_series = nullptr;
   std::unordered_map<uint64_t, Comm> comms;
   uint64_t unaggregated = 0;
-  // A ring of options_.history records in lazily allocated chunks: no reallocation, and an idle
-  // process costs nothing.
-  std::vector<std::unique_ptr<format::OpRecord[]>> history_chunks;
-  uint64_t history_total = 0;  // records ever appended
+  // The newest (at most options_.history) records in lazily allocated chunks: chunk number c
+  // holds records [c * kHistoryChunk, (c + 1) * kHistoryChunk) of the process. No
+  // reallocation, an idle process costs nothing, and the oldest chunks go first under memory
+  // pressure.
+  std::deque<std::unique_ptr<format::OpRecord[]>> history_chunks;
+  uint64_t history_front_chunk = 0;  // the chunk number of history_chunks.front()
+  uint64_t history_first = 0;        // the oldest record kept
+  uint64_t history_total = 0;        // records ever appended
   uint64_t ops_seen = 0;       // op records ever ingested (the tap's sequence number)
-  std::unordered_map<uint32_t, std::string> names;
+  std::unordered_map<uint32_t, std::string> names;  // each charged size() + kHashNodeBytes
   uint32_t pending_name = 0;
   uint16_t pending_part = 0;
   std::string pending_text;
@@ -92,16 +111,25 @@ struct Aggregator::Process {
   bool connected = true;
   ExitCause exit_cause;
   int64_t exited_ns = 0;
-
-  // An estimate of the memory it holds (history chunks, latency windows, names).
-  size_t Bytes(const AggregatorOptions& o) const {
-    size_t bytes = sizeof(*this) + history_chunks.size() * kHistoryChunk * sizeof(format::OpRecord);
-    bytes += series.size() * (sizeof(Series) + o.window_samples * sizeof(int64_t));
-    bytes += comms.size() * sizeof(Comm);
-    for (const auto& n : names) bytes += n.second.size() + 64;
-    return bytes;
-  }
+  // The estimated memory it holds (docs/daemon.md "Memory budget"), kept up to date by Charge.
+  size_t bytes = 0;
 };
+
+namespace {
+
+// What a process costs before any series, name or history chunk: the struct, its bounded
+// communicator table and the name being assembled.
+size_t BaseBytes(const AggregatorOptions& o) {
+  return sizeof(Aggregator::ProcessId) + 1024 + (o.max_comms_per_process + 1) *
+         (sizeof(Comm) + kHashNodeBytes) + kMaxNameLength;
+}
+
+size_t SeriesBytes(const AggregatorOptions& o) {
+  return sizeof(Series) + kHashNodeBytes +
+         LatencyWindow::MaxBytes(o.window_buckets, o.window_samples);
+}
+
+}  // namespace
 
 const char* ExitCauseName(const ExitCause& cause) {
   switch (cause.kind) {
@@ -128,30 +156,172 @@ Aggregator::ProcessId Aggregator::AddProcess(int pid, const format::Identity& id
   p->pid = pid;
   p->identity = identity;
   p->status.identity = identity;
+  Charge(p.get(), static_cast<int64_t>(sizeof(Process) + BaseBytes(options_)));
   const ProcessId id = next_id_++;
   processes_.emplace(id, std::move(p));
   ++registrations_;
+  ++live_;
+  EnforceBudget();
   return id;
 }
 
 void Aggregator::RemoveProcess(ProcessId id) {
-  std::lock_guard<std::mutex> lock(mu_);
-  processes_.erase(id);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = processes_.find(id);
+    if (it != processes_.end()) Erase(it);
+  }
+  MaybeTrimMalloc();
+}
+
+void Aggregator::Charge(Process* p, int64_t delta) {
+  p->bytes = static_cast<size_t>(static_cast<int64_t>(p->bytes) + delta);
+  total_bytes_ = static_cast<size_t>(static_cast<int64_t>(total_bytes_) + delta);
+  if (delta < 0) freed_since_trim_ += static_cast<size_t>(-delta);
+}
+
+std::map<Aggregator::ProcessId, std::unique_ptr<Aggregator::Process>>::iterator Aggregator::Erase(
+    std::map<ProcessId, std::unique_ptr<Process>>::iterator it) {
+  Process* p = it->second.get();
+  if (p->connected) --live_;
+  Charge(p, -static_cast<int64_t>(p->bytes));
+  return processes_.erase(it);
+}
+
+void Aggregator::MaybeTrimMalloc() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Large frees at once; smaller ones (the last processes of a job leaving) within a second.
+    const int64_t now = MonotonicNs();
+    if (freed_since_trim_ == 0 ||
+        (freed_since_trim_ < kTrimAfterBytes && now - last_trim_ns_ < kTrimIntervalNs)) {
+      return;
+    }
+    freed_since_trim_ = 0;
+    last_trim_ns_ = now;
+  }
+  malloc_trim(0);
+}
+
+bool Aggregator::MayGrow(const Process& p, size_t bytes) const {
+  if (p.bytes + bytes > options_.max_process_bytes) return false;
+  if (total_bytes_ + bytes > options_.memory_budget_bytes) return false;
+  if (total_bytes_ + bytes <= HighWater()) return true;
+  // The last quarter of the budget is kept for processes within their share, so processes that
+  // register after hostile ones filled the rest still get their series.
+  const size_t share = options_.memory_budget_bytes / (4 * std::max(kShareProcesses, live_));
+  return p.bytes + bytes <= share;
+}
+
+bool Aggregator::Reserve(const Process& p, size_t bytes) {
+  while (!MayGrow(p, bytes)) {
+    if (!DropOldestExited()) return false;
+  }
+  return true;
+}
+
+bool Aggregator::DropOldestExited() {
+  auto oldest = processes_.end();
+  for (auto it = processes_.begin(); it != processes_.end(); ++it) {
+    if (it->second->connected) continue;
+    if (oldest == processes_.end() || it->second->exited_ns < oldest->second->exited_ns) {
+      oldest = it;
+    }
+  }
+  if (oldest == processes_.end()) return false;
+  Logf("dropping exited pid %d early: memory budget of %zu MiB reached", oldest->second->pid,
+       options_.memory_budget_bytes >> 20);
+  Erase(oldest);
+  return true;
+}
+
+size_t Aggregator::HighWater() const { return options_.memory_budget_bytes / 4 * 3; }
+
+void Aggregator::EnforceBudget() {
+  while (total_bytes_ > HighWater() && DropOldestExited()) {
+  }
+  while (total_bytes_ > HighWater()) {
+    // Halve the longest history, dropping its oldest chunks; one chunk always stays.
+    Process* longest = nullptr;
+    for (auto& entry : processes_) {
+      Process* p = entry.second.get();
+      if (p->history_chunks.size() > 1 &&
+          (longest == nullptr || p->history_chunks.size() > longest->history_chunks.size())) {
+        longest = p;
+      }
+    }
+    if (longest == nullptr) return;
+    const size_t drop = longest->history_chunks.size() / 2;
+    history_shrinks_ += drop;
+    longest->history_first = std::max(longest->history_first,
+                                      (longest->history_front_chunk + drop) * kHistoryChunk);
+    TrimHistory(longest);
+  }
+}
+
+void Aggregator::TrimHistory(Process* p) {
+  const uint64_t keep = std::min<uint64_t>(p->history_total, options_.history);
+  p->history_first = std::max(p->history_first, p->history_total - keep);
+  while (!p->history_chunks.empty() &&
+         (p->history_front_chunk + 1) * kHistoryChunk <= p->history_first) {
+    p->history_chunks.pop_front();
+    ++p->history_front_chunk;
+    Charge(p, -static_cast<int64_t>(kHistoryChunkBytes));
+  }
+}
+
+void Aggregator::AppendHistory(Process* p, const format::OpRecord& r) {
+  const uint64_t i = p->history_total;
+  if (p->history_chunks.empty()) {
+    p->history_front_chunk = i / kHistoryChunk;
+    p->history_first = i;
+  }
+  const uint64_t chunk = i / kHistoryChunk;
+  if (chunk >= p->history_front_chunk + p->history_chunks.size()) {
+    if (Reserve(*p, kHistoryChunkBytes) || p->history_chunks.empty()) {
+      if (!Reserve(*p, kHistoryChunkBytes)) {
+        ++history_shrinks_;  // no room even for one chunk: the record is not kept
+        p->history_total = i + 1;
+        p->history_first = i + 1;
+        return;
+      }
+      p->history_chunks.emplace_back(new format::OpRecord[kHistoryChunk]);
+      Charge(p, static_cast<int64_t>(kHistoryChunkBytes));
+    } else {
+      // Over the budget: reuse the oldest chunk rather than grow (oldest records go first).
+      std::unique_ptr<format::OpRecord[]> reused = std::move(p->history_chunks.front());
+      p->history_chunks.pop_front();
+      ++p->history_front_chunk;
+      p->history_chunks.push_back(std::move(reused));
+      ++history_shrinks_;
+      if (p->history_chunks.size() == 1) p->history_front_chunk = chunk;
+      p->history_first = std::max(p->history_first, p->history_front_chunk * kHistoryChunk);
+    }
+  }
+  p->history_chunks[chunk - p->history_front_chunk][i % kHistoryChunk] = r;
+  p->history_total = i + 1;
+  TrimHistory(p);
 }
 
 void Aggregator::MarkExited(ProcessId id, const ExitCause& cause, int64_t now_ns) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Process* p = Find(id);
-  if (p == nullptr || !p->connected) return;
-  if (options_.exited_grace_ns <= 0) {
-    processes_.erase(id);
-    return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = processes_.find(id);
+    if (it == processes_.end() || !it->second->connected) return;
+    Process* p = it->second.get();
+    if (options_.exited_grace_ns <= 0) {
+      Erase(it);
+    } else {
+      --live_;
+      p->connected = false;
+      p->exit_cause = cause;
+      p->exited_ns = now_ns;
+      p->last_series = nullptr;
+      EnforceExitedBounds();
+      EnforceBudget();
+    }
   }
-  p->connected = false;
-  p->exit_cause = cause;
-  p->exited_ns = now_ns;
-  p->last_series = nullptr;
-  EnforceExitedBounds();
+  MaybeTrimMalloc();
 }
 
 void Aggregator::EnforceExitedBounds() {
@@ -162,7 +332,7 @@ void Aggregator::EnforceExitedBounds() {
       const Process& p = *it->second;
       if (p.connected) continue;
       ++count;
-      bytes += p.Bytes(options_);
+      bytes += p.bytes;
       if (oldest == processes_.end() || p.exited_ns < oldest->second->exited_ns) oldest = it;
     }
     if (count == 0 || (count <= options_.max_exited && bytes <= options_.max_exited_bytes)) return;
@@ -170,22 +340,25 @@ void Aggregator::EnforceExitedBounds() {
          "%zu MiB)",
          oldest->second->pid, count, bytes >> 20, options_.max_exited,
          options_.max_exited_bytes >> 20);
-    processes_.erase(oldest);
+    Erase(oldest);
   }
 }
 
 size_t Aggregator::ExpireExited(int64_t now_ns) {
-  std::lock_guard<std::mutex> lock(mu_);
   size_t removed = 0;
-  for (auto it = processes_.begin(); it != processes_.end();) {
-    const Process& p = *it->second;
-    if (!p.connected && now_ns - p.exited_ns >= options_.exited_grace_ns) {
-      it = processes_.erase(it);
-      ++removed;
-    } else {
-      ++it;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = processes_.begin(); it != processes_.end();) {
+      const Process& p = *it->second;
+      if (!p.connected && now_ns - p.exited_ns >= options_.exited_grace_ns) {
+        it = Erase(it);
+        ++removed;
+      } else {
+        ++it;
+      }
     }
   }
+  MaybeTrimMalloc();
   return removed;
 }
 
@@ -195,9 +368,13 @@ bool Aggregator::Connected(ProcessId id) const {
   return p != nullptr && p->connected;
 }
 
-void Aggregator::CountRejectedRegistration() {
+void Aggregator::RefuseRegistration(const std::string& cause, const std::string& peer) {
+  refusals_.Refuse(cause, peer);
+}
+
+size_t Aggregator::memory_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
-  ++rejected_;
+  return total_bytes_;
 }
 
 size_t Aggregator::process_count() const {
@@ -229,9 +406,18 @@ Comm* FindOrAddComm(std::unordered_map<uint64_t, Comm>* comms, uint64_t comm_id,
 
 void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t n,
                         int64_t now_ns) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   Process* p = Find(id);
   if (p == nullptr || !p->connected) return;
+  IngestLocked(p, id, records, n, now_ns);
+  if (total_bytes_ > HighWater()) EnforceBudget();
+  const bool trim = freed_since_trim_ >= kTrimAfterBytes;
+  lock.unlock();
+  if (trim) MaybeTrimMalloc();
+}
+
+void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot* records,
+                              size_t n, int64_t now_ns) {
   int64_t epoch = -1;
   for (size_t i = 0; i < n; ++i) {
     const format::RecordSlot& slot = records[i];
@@ -246,10 +432,12 @@ void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t 
           auto it = p->series.find(key);
           if (it != p->series.end()) {
             s = it->second.get();
-          } else if (p->series.size() < options_.max_series_per_process) {
+          } else if (p->series.size() < options_.max_series_per_process &&
+                     Reserve(*p, SeriesBytes(options_))) {
             s = p->series
                     .emplace(key, std::make_unique<Series>(r.kind, r.op, r.dtype, sc, options_))
                     .first->second.get();
+            Charge(p, static_cast<int64_t>(SeriesBytes(options_)));
           } else {
             s = nullptr;
           }
@@ -286,15 +474,7 @@ void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t 
         }
         if (tap_) tap_(id, p->ops_seen, r);
         ++p->ops_seen;
-        if (options_.history > 0) {
-          const size_t at = static_cast<size_t>(p->history_total % options_.history);
-          const size_t chunk = at / kHistoryChunk;
-          if (chunk >= p->history_chunks.size()) {
-            p->history_chunks.emplace_back(new format::OpRecord[kHistoryChunk]);
-          }
-          p->history_chunks[chunk][at % kHistoryChunk] = r;
-          ++p->history_total;
-        }
+        if (options_.history > 0) AppendHistory(p, r);
         break;
       }
       case RecordType::kName: {
@@ -312,9 +492,13 @@ void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t 
         p->pending_text.append(r.text, std::min(len, room));
         p->pending_part = static_cast<uint16_t>(r.part + 1);
         if (r.flags & format::kNameLast) {
-          if (p->names.size() < options_.max_names_per_process ||
-              p->names.count(r.name_id) != 0) {
+          auto old = p->names.find(r.name_id);
+          const size_t old_bytes = old == p->names.end() ? 0 : old->second.size() + kHashNodeBytes;
+          const size_t new_bytes = p->pending_text.size() + kHashNodeBytes;
+          if ((old != p->names.end() || p->names.size() < options_.max_names_per_process) &&
+              (new_bytes <= old_bytes || Reserve(*p, new_bytes - old_bytes))) {
             p->names[r.name_id] = std::move(p->pending_text);
+            Charge(p, static_cast<int64_t>(new_bytes) - static_cast<int64_t>(old_bytes));
           }
           p->pending_text.clear();
           p->pending_name = 0;
@@ -394,7 +578,11 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
   std::lock_guard<std::mutex> lock(mu_);
   Snapshot snap;
   snap.registrations = registrations_;
-  snap.registrations_rejected = rejected_;
+  snap.registrations_refused = refusals_.counts();
+  for (const auto& c : snap.registrations_refused) snap.registrations_rejected += c.second;
+  snap.memory_bytes = total_bytes_;
+  snap.memory_budget_bytes = options_.memory_budget_bytes;
+  snap.history_shrinks = history_shrinks_;
   snap.start_ns = start_ns_;
   const std::set<ProcessId> hidden = HiddenProcesses(&snap);
   std::vector<int64_t> scratch;
@@ -428,7 +616,7 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
     ps.up = p.connected &&
             (options_.stale_heartbeat_ns <= 0 ||
              ps.heartbeat_age_s * 1e9 < static_cast<double>(options_.stale_heartbeat_ns));
-    ps.history = std::min<uint64_t>(p.history_total, options_.history);
+    ps.history = p.history_total - p.history_first;
 
     std::vector<uint64_t> keys;
     keys.reserve(p.series.size());
@@ -473,6 +661,7 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
       ps.hang = ps.hang || cs.hang;
       ps.comms.push_back(cs);
     }
+    freed_since_trim_ += ps.series.size() * kSnapshotBytesPerSeries;
     snap.processes.push_back(std::move(ps));
   }
   return snap;
@@ -489,11 +678,9 @@ std::vector<format::OpRecord> Aggregator::History(ProcessId id, uint64_t* end_se
   Process* p = Find(id);
   if (end_seq != nullptr) *end_seq = p == nullptr ? 0 : p->ops_seen;
   if (p == nullptr) return out;
-  const uint64_t size = std::min<uint64_t>(p->history_total, options_.history);
-  out.reserve(size);
-  for (uint64_t i = p->history_total - size; i < p->history_total; ++i) {
-    const size_t at = static_cast<size_t>(i % options_.history);
-    out.push_back(p->history_chunks[at / kHistoryChunk][at % kHistoryChunk]);
+  out.reserve(p->history_total - p->history_first);
+  for (uint64_t i = p->history_first; i < p->history_total; ++i) {
+    out.push_back(p->history_chunks[i / kHistoryChunk - p->history_front_chunk][i % kHistoryChunk]);
   }
   return out;
 }

@@ -20,6 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "daemon/refusal_log.h"
 #include "daemon/window.h"
 #include "format/record.h"
 #include "format/ring.h"
@@ -42,6 +43,12 @@ struct AggregatorOptions {
   int64_t exited_grace_ns = int64_t{600} * 1000000000;  // --exited-grace
   size_t max_exited = 64;                                // --exited-max: oldest dropped first
   size_t max_exited_bytes = size_t{1} << 30;             // --exited-memory-mb, estimated
+  // Memory (estimated, see docs/daemon.md "Memory budget") that all processes' state may hold,
+  // exited ones included; nothing grows past it. Above 3/4 of it (the high-water mark) exited
+  // processes go oldest first, then the longest histories are halved (oldest records first),
+  // and only processes within their share, budget / (4 * max(64, live)), may still grow.
+  size_t memory_budget_bytes = size_t{512} << 20;  // --memory-budget-mb
+  size_t max_process_bytes = size_t{64} << 20;     // --process-memory-mb: one process at most
 };
 
 // Why a process is gone: its ring's exit marker, or kNone for a connection that ended without
@@ -113,7 +120,11 @@ struct Snapshot {
   std::vector<ProcessSnapshot> processes;  // in registration order, exited ones included
   uint64_t connected = 0;                  // processes whose connection is open
   uint64_t registrations = 0;
-  uint64_t registrations_rejected = 0;
+  uint64_t registrations_rejected = 0;    // the sum of registrations_refused
+  std::map<std::string, uint64_t> registrations_refused;  // by cause (see RingServer)
+  uint64_t memory_bytes = 0;              // estimated state of every process (the budget's unit)
+  uint64_t memory_budget_bytes = 0;
+  uint64_t history_shrinks = 0;           // history chunks dropped early for the budget
   uint64_t identity_conflicts = 0;
   int64_t start_ns = 0;
 };
@@ -134,11 +145,18 @@ class Aggregator {
   // The process's connection closed (`now_ns` CLOCK_REALTIME): it is kept, frozen, for the
   // exited grace period (or removed at once when the grace is 0); bounds are applied.
   void MarkExited(ProcessId id, const ExitCause& cause, int64_t now_ns);
-  // Removes exited processes past their grace period. Returns how many.
+  // Removes exited processes past their grace period. Returns how many. Called periodically:
+  // also returns freed memory to the system (see MaybeTrimMalloc).
   size_t ExpireExited(int64_t now_ns);
   // False once MarkExited was called (or the id is unknown).
   bool Connected(ProcessId id) const;
-  void CountRejectedRegistration();
+  // A registration refused before or at AddProcess: counted by `cause` and logged (rate-limited)
+  // with `peer` ("pid P uid U").
+  void RefuseRegistration(const std::string& cause, const std::string& peer);
+  // Refusals counted so far for `cause`.
+  uint64_t refused(const std::string& cause) const { return refusals_.count(cause); }
+  // The estimated bytes held by every process's state (the memory budget's unit).
+  size_t memory_bytes() const;
 
   // `records` passed Validate already. `now_ns` is the daemon's CLOCK_REALTIME at ingest.
   void Ingest(ProcessId id, const format::RecordSlot* records, size_t n, int64_t now_ns);
@@ -164,11 +182,37 @@ class Aggregator {
  private:
   struct Process;
   Process* Find(ProcessId id) const;
+  void IngestLocked(Process* p, ProcessId id, const format::RecordSlot* records, size_t n,
+                    int64_t now_ns);
   // Processes whose labels an earlier live process (or any live one, for an exited process)
   // already has; counts live conflicts in snap->identity_conflicts. Needs mu_.
   std::set<ProcessId> HiddenProcesses(Snapshot* snap) const;
   // Drops the oldest exited processes while there are too many or they hold too much memory.
   void EnforceExitedBounds();
+  // Above the high-water mark: drops exited processes oldest first, then halves the longest
+  // histories (oldest records first). Needs mu_.
+  void EnforceBudget();
+  // Whether `p` may grow by `bytes` (a new series, name, history chunk). Needs mu_.
+  bool MayGrow(const Process& p, size_t bytes) const;
+  // MayGrow, dropping exited processes (oldest exit first) while that makes room. Needs mu_.
+  bool Reserve(const Process& p, size_t bytes);
+  // Drops the exited process that exited first; false when there is none. Needs mu_.
+  bool DropOldestExited();
+  // 3/4 of the memory budget.
+  size_t HighWater() const;
+  // Adds `delta` (may be negative) to p's and the total estimate. Needs mu_.
+  void Charge(Process* p, int64_t delta);
+  // Removes a process, returning its memory. Needs mu_.
+  std::map<ProcessId, std::unique_ptr<Process>>::iterator Erase(
+      std::map<ProcessId, std::unique_ptr<Process>>::iterator it);
+  // Appends one record to p's history, shrinking it oldest first rather than growing past the
+  // budget. Needs mu_.
+  void AppendHistory(Process* p, const format::OpRecord& r);
+  // Drops p's history chunks that lie wholly before the newest p->history_cap records.
+  void TrimHistory(Process* p);
+  // Returns freed memory to the system (malloc_trim) at once after large frees, else at most
+  // once a second while anything was freed (glibc keeps it otherwise). Call without mu_.
+  void MaybeTrimMalloc();
 
   const AggregatorOptions options_;
   const int64_t start_ns_;
@@ -176,7 +220,14 @@ class Aggregator {
   ProcessId next_id_ = 1;
   std::map<ProcessId, std::unique_ptr<Process>> processes_;
   uint64_t registrations_ = 0;
-  uint64_t rejected_ = 0;
+  size_t total_bytes_ = 0;
+  // Estimated bytes freed since the last malloc_trim; a snapshot adds what the exposition built
+  // from it will free once the scrape is served.
+  mutable size_t freed_since_trim_ = 0;
+  int64_t last_trim_ns_ = 0;  // monotonic
+  uint64_t history_shrinks_ = 0;
+  size_t live_ = 0;  // connected processes
+  RefusalLog refusals_{"registration"};
   OpTap tap_;
 };
 

@@ -442,6 +442,104 @@ TEST(AggregatorTest, StaleHeartbeatMarksRankDown) {
   EXPECT_FALSE(agg.TakeSnapshot(kT0 + 11 * kSec).processes[0].up);
 }
 
+// Op records of `n` distinct series or of one series.
+std::vector<format::RecordSlot> Ops(size_t n, bool distinct, uint64_t first_seq = 0) {
+  std::vector<format::RecordSlot> out;
+  for (size_t i = 0; i < n; ++i) {
+    format::RecordSlot s = MakeOp(Operation::kMemcpyHtoD, DType::kF32, 1000);
+    s.op.bytes = 4096;
+    if (distinct) s.op.op = static_cast<uint16_t>(1000 + i);  // the aggregator keys on it as is
+    s.op.seq = first_seq + i;  // tells records apart in the history
+    out.push_back(s);
+  }
+  return out;
+}
+
+TEST(AggregatorBudgetTest, HistoryKeepsTheNewestRecordsAcrossChunks) {
+  AggregatorOptions o = Options();
+  o.history = 10000;  // three chunks of 4096
+  Aggregator agg(o);
+  auto id = agg.AddProcess(1, Id(0));
+  const auto ops = Ops(25000, false);
+  agg.Ingest(id, ops.data(), ops.size(), kT0);
+  const std::vector<format::OpRecord> h = agg.History(id);
+  ASSERT_EQ(h.size(), 10000u);
+  EXPECT_EQ(h.front().seq, 15000u);
+  EXPECT_EQ(h.back().seq, 24999u);
+  EXPECT_EQ(agg.TakeSnapshot(kT0).processes[0].history, 10000u);
+}
+
+TEST(AggregatorBudgetTest, HistoriesShrinkOldestFirstUnderTheBudget) {
+  AggregatorOptions o = Options();
+  o.history = 100000;
+  o.memory_budget_bytes = size_t{8} << 20;  // 16 history chunks
+  Aggregator agg(o);
+  auto id = agg.AddProcess(1, Id(0));
+  const auto ops = Ops(100000, false);
+  agg.Ingest(id, ops.data(), ops.size(), kT0);
+  EXPECT_LE(agg.memory_bytes(), o.memory_budget_bytes);
+  const std::vector<format::OpRecord> h = agg.History(id);
+  ASSERT_FALSE(h.empty());
+  EXPECT_LT(h.size(), 100000u);
+  EXPECT_EQ(h.back().seq, 99999u);  // the newest records stay
+  for (size_t i = 1; i < h.size(); ++i) ASSERT_EQ(h[i].seq, h[i - 1].seq + 1);
+  EXPECT_GT(agg.TakeSnapshot(kT0).history_shrinks, 0u);
+}
+
+TEST(AggregatorBudgetTest, ALateProcessStillGetsSeriesWhenOthersFilledTheBudget) {
+  AggregatorOptions o = Options();
+  o.memory_budget_bytes = size_t{64} << 20;  // shares of 256 KiB
+  Aggregator agg(o);
+  std::vector<Aggregator::ProcessId> hostile;
+  for (int i = 0; i < 8; ++i) {
+    hostile.push_back(agg.AddProcess(10 + i, Id(i)));
+    const auto ops = Ops(600, true);
+    agg.Ingest(hostile.back(), ops.data(), ops.size(), kT0);
+  }
+  EXPECT_LE(agg.memory_bytes(), o.memory_budget_bytes + 8 * (16 << 10));
+  auto late = agg.AddProcess(99, Id(9));
+  const auto ops = Ops(3, true);
+  agg.Ingest(late, ops.data(), ops.size(), kT0);
+  const Snapshot snap = agg.TakeSnapshot(kT0);
+  EXPECT_EQ(snap.processes.back().series.size(), 3u);
+  EXPECT_GT(snap.processes.front().unaggregated, 0u);  // the hostile ones were cut off
+  EXPECT_LE(snap.memory_bytes, o.memory_budget_bytes + 9 * (16 << 10));
+}
+
+TEST(AggregatorBudgetTest, MemoryIsReturnedWhenProcessesLeave) {
+  AggregatorOptions o = Options();
+  o.history = 100000;
+  o.exited_grace_ns = kSec;
+  Aggregator agg(o);
+  std::vector<Aggregator::ProcessId> ids;
+  for (int i = 0; i < 4; ++i) {
+    ids.push_back(agg.AddProcess(10 + i, Id(i)));
+    const auto ops = Ops(20000, true);
+    agg.Ingest(ids.back(), ops.data(), ops.size(), kT0);
+  }
+  EXPECT_GT(agg.memory_bytes(), size_t{4} << 20);
+  for (auto id : ids) agg.MarkExited(id, ExitCause(), kT0);
+  EXPECT_GT(agg.memory_bytes(), size_t{4} << 20);  // kept for the grace period
+  EXPECT_EQ(agg.ExpireExited(kT0 + 2 * kSec), 4u);
+  EXPECT_EQ(agg.memory_bytes(), 0u);
+}
+
+TEST(AggregatorBudgetTest, ExitedProcessesGoFirstUnderTheBudget) {
+  AggregatorOptions o = Options();
+  o.history = 100000;
+  o.memory_budget_bytes = size_t{16} << 20;
+  Aggregator agg(o);
+  auto old_id = agg.AddProcess(1, Id(0));
+  auto ops = Ops(40000, false);
+  agg.Ingest(old_id, ops.data(), ops.size(), kT0);
+  agg.MarkExited(old_id, ExitCause(), kT0);
+  auto live = agg.AddProcess(2, Id(1));
+  ops = Ops(100000, false);
+  agg.Ingest(live, ops.data(), ops.size(), kT0);
+  EXPECT_EQ(agg.process_count(), 1u);  // the exited one was dropped before any history shrank
+  EXPECT_LE(agg.memory_bytes(), o.memory_budget_bytes);
+}
+
 }  // namespace
 }  // namespace daemon
 }  // namespace xtimer

@@ -71,6 +71,24 @@ const std::vector<FlagSpec>& Specs() {
       {"exited-memory-mb", "XTIMER_EXITED_MEMORY_MB", Type::kInt, 1, 1 << 20,
        "memory (estimated, MiB) the kept exited processes may hold; the oldest go first "
        "(default 1024)"},
+      {"memory-budget-mb", "XTIMER_MEMORY_BUDGET_MB", Type::kInt, 16, 1 << 20,
+       "estimated memory (MiB) all processes' series, names and histories may hold; over it "
+       "exited processes go first, then the oldest history records (default 512)"},
+      {"process-memory-mb", "XTIMER_PROCESS_MEMORY_MB", Type::kInt, 1, 1 << 20,
+       "estimated memory (MiB) one process's state may hold (default 64)"},
+      {"max-registrations", "XTIMER_MAX_REGISTRATIONS", Type::kInt, 1, 65536,
+       "registration connections open at once, all processes (default 1024)"},
+      {"max-registrations-per-uid", "XTIMER_MAX_REGISTRATIONS_PER_UID", Type::kInt, 1, 65536,
+       "registration connections open at once from one user id (default 256)"},
+      {"max-registrations-per-pid", "XTIMER_MAX_REGISTRATIONS_PER_PID", Type::kInt, 1, 65536,
+       "registration connections open at once from one process (default 4)"},
+      {"registration-reserve", "XTIMER_REGISTRATION_RESERVE", Type::kInt, 0, 65536,
+       "the last N registration slots go only to user ids holding fewer than max(1, N/4) "
+       "(default 64)"},
+      {"register-timeout-ms", "XTIMER_REGISTER_TIMEOUT_MS", Type::kInt, 100, 60000,
+       "a registration connection that sends no ring by then is closed (default 2000)"},
+      {"max-ring-mb", "XTIMER_MAX_RING_MB", Type::kInt, 1, 512,
+       "largest ring accepted, MiB of records (default 64: XTIMER_RING_CAPACITY up to 524288)"},
       {"poll-interval-ms", "XTIMER_POLL_INTERVAL_MS", Type::kInt, 1, 10,
        "ring read cycle, milliseconds (default 5)"},
       {"daemonize", "XTIMER_DAEMONIZE", Type::kBool, 0, 0,
@@ -152,6 +170,14 @@ bool Apply(const FlagSpec& spec, const std::string& value, Flags* f, std::string
   else if (name == "exited-grace") f->exited_grace_s = i;
   else if (name == "exited-max") f->exited_max = i;
   else if (name == "exited-memory-mb") f->exited_memory_mb = i;
+  else if (name == "memory-budget-mb") f->memory_budget_mb = i;
+  else if (name == "process-memory-mb") f->process_memory_mb = i;
+  else if (name == "max-registrations") f->max_registrations = i;
+  else if (name == "max-registrations-per-uid") f->max_registrations_per_uid = i;
+  else if (name == "max-registrations-per-pid") f->max_registrations_per_pid = i;
+  else if (name == "registration-reserve") f->registration_reserve = i;
+  else if (name == "register-timeout-ms") f->register_timeout_ms = i;
+  else if (name == "max-ring-mb") f->max_ring_mb = i;
   else if (name == "poll-interval-ms") f->poll_ms = i;
   else if (name == "daemonize") f->daemonize = b;
   else if (name == "log-file") f->log_file = value;

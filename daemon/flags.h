@@ -33,6 +33,14 @@ struct Flags {
   int64_t exited_grace_s = 600;         // --exited-grace, XTIMER_EXITED_GRACE (0: drop at once)
   int64_t exited_max = 64;              // --exited-max, XTIMER_EXITED_MAX
   int64_t exited_memory_mb = 1024;      // --exited-memory-mb, XTIMER_EXITED_MEMORY_MB
+  int64_t memory_budget_mb = 512;       // --memory-budget-mb, XTIMER_MEMORY_BUDGET_MB
+  int64_t process_memory_mb = 64;       // --process-memory-mb, XTIMER_PROCESS_MEMORY_MB
+  int64_t max_registrations = 1024;     // --max-registrations, XTIMER_MAX_REGISTRATIONS
+  int64_t max_registrations_per_uid = 256;  // --max-registrations-per-uid, XTIMER_..._PER_UID
+  int64_t max_registrations_per_pid = 4;    // --max-registrations-per-pid, XTIMER_..._PER_PID
+  int64_t registration_reserve = 64;    // --registration-reserve, XTIMER_REGISTRATION_RESERVE
+  int64_t register_timeout_ms = 2000;   // --register-timeout-ms, XTIMER_REGISTER_TIMEOUT_MS
+  int64_t max_ring_mb = 64;             // --max-ring-mb, XTIMER_MAX_RING_MB
   int64_t poll_ms = 5;                  // --poll-interval-ms, XTIMER_POLL_INTERVAL_MS
   bool daemonize = false;               // --daemonize, XTIMER_DAEMONIZE
   std::string log_file;                 // --log-file, XTIMER_LOG_FILE (RUN_DIR/xtimerd.log)

@@ -1,6 +1,7 @@
 // xtimerd: the xtimer node daemon. main() owns the threads (the ring reader, the metrics
 // server's, and itself waiting for signals and idleness); the logic lives in plain classes.
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -115,11 +116,19 @@ int Main(int argc, char** argv) {
   ao.exited_grace_ns = flags.exited_grace_s * 1000000000;
   ao.max_exited = static_cast<size_t>(flags.exited_max);
   ao.max_exited_bytes = static_cast<size_t>(flags.exited_memory_mb) << 20;
+  ao.memory_budget_bytes = static_cast<size_t>(flags.memory_budget_mb) << 20;
+  ao.max_process_bytes = static_cast<size_t>(flags.process_memory_mb) << 20;
   Aggregator aggregator(ao, RealtimeNs());
 
   RingServerOptions so;
   so.socket_path = flags.socket;
   so.poll_interval_ms = static_cast<int>(flags.poll_ms);
+  so.max_connections = static_cast<size_t>(flags.max_registrations);
+  so.max_per_uid = static_cast<size_t>(flags.max_registrations_per_uid);
+  so.max_per_pid = static_cast<size_t>(flags.max_registrations_per_pid);
+  so.reserve = static_cast<size_t>(flags.registration_reserve);
+  so.register_timeout_ms = static_cast<int>(flags.register_timeout_ms);
+  so.max_ring_bytes = static_cast<size_t>(flags.max_ring_mb) << 20;
   auto server = std::make_unique<RingServer>(so, &aggregator);
   if (!server->Listen(&error)) return fail(error);
 
@@ -211,4 +220,10 @@ int Main(int argc, char** argv) {
 }  // namespace daemon
 }  // namespace xtimer
 
-int main(int argc, char** argv) { return xtimer::daemon::Main(argc, argv); }
+int main(int argc, char** argv) {
+  // Blocks of 64 KiB and more (history chunks, latency samples, expositions) get their own
+  // mappings, returned to the system when freed. Setting the threshold also stops glibc from
+  // raising it after such frees, which would leave that memory in the heap (docs/daemon.md).
+  mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+  return xtimer::daemon::Main(argc, argv);
+}

@@ -54,6 +54,10 @@ enum Family {
   kProcessesExited,
   kRegistrations,
   kRegistrationsRejected,
+  kRefusedRegistrations,
+  kMemoryStateBytes,
+  kMemoryBudgetBytes,
+  kHistoryShrunk,
   kIdentityConflicts,
   kStartTime,
   kFamilyCount,
@@ -139,7 +143,15 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
      "Exited processes whose series and history are still kept (exited grace period)."},
     {"xtimer_registrations_total", MetricType::Counter, "Rings accepted since the daemon started."},
     {"xtimer_registrations_rejected_total", MetricType::Counter,
-     "Registrations rejected (bad hello, invalid or unsealed ring)."},
+     "Registrations refused, all causes (the sum of xtimer_refused_registrations_total)."},
+    {"xtimer_refused_registrations_total", MetricType::Counter,
+     "Registration connections refused, by cause (limits, timeout, bad hello or ring)."},
+    {"xtimer_memory_state_bytes", MetricType::Gauge,
+     "Estimated memory held by every process's series, names, communicators and history."},
+    {"xtimer_memory_budget_bytes", MetricType::Gauge,
+     "The memory budget for that state (--memory-budget-mb)."},
+    {"xtimer_history_chunks_shrunk_total", MetricType::Counter,
+     "History chunks (4096 records each) dropped early to stay within the memory budget."},
     {"xtimer_identity_conflicts", MetricType::Gauge,
      "Live processes not exported because an older live process has the same labels."},
     {"xtimer_daemon_start_time_seconds", MetricType::Gauge, "Unix time the daemon started."},
@@ -271,6 +283,12 @@ std::vector<MetricFamily> BuildFamilies(const Snapshot& snap) {
   b.Add(kProcessesExited, {}, static_cast<double>(snap.processes.size() - snap.connected));
   b.Add(kRegistrations, {}, static_cast<double>(snap.registrations));
   b.Add(kRegistrationsRejected, {}, static_cast<double>(snap.registrations_rejected));
+  for (const auto& c : snap.registrations_refused) {
+    b.Add(kRefusedRegistrations, {{"cause", c.first}}, static_cast<double>(c.second));
+  }
+  b.Add(kMemoryStateBytes, {}, static_cast<double>(snap.memory_bytes));
+  b.Add(kMemoryBudgetBytes, {}, static_cast<double>(snap.memory_budget_bytes));
+  b.Add(kHistoryShrunk, {}, static_cast<double>(snap.history_shrinks));
   b.Add(kIdentityConflicts, {}, static_cast<double>(snap.identity_conflicts));
   b.Add(kStartTime, {}, static_cast<double>(snap.start_ns) * 1e-9);
   return b.Take();

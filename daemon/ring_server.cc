@@ -22,6 +22,10 @@ namespace daemon {
 namespace {
 
 constexpr size_t kBatch = 1024;
+// Read pages of a ring are handed back (MADV_DONTNEED) once this many bytes were read, and at
+// each status update: the daemon's RSS then holds at most about this much of each ring however
+// large the ring is.
+constexpr size_t kReleaseBytes = size_t{256} << 10;
 
 std::string Errno(const char* what) { return std::string(what) + ": " + strerror(errno); }
 
@@ -29,6 +33,7 @@ std::string Errno(const char* what) { return std::string(what) + ": " + strerror
 
 struct RingServer::Connection {
   int fd = -1;
+  Peer peer;
   int64_t accepted_ns = 0;  // monotonic
   std::optional<format::RingReader> reader;
   Aggregator::ProcessId id = 0;
@@ -37,7 +42,12 @@ struct RingServer::Connection {
   uint64_t invalid_logged = 0;
   uint64_t lost_logged = 0;
   double max_fill = 0;  // since the last status update
+  size_t read_since_release = 0;  // records
 };
+
+std::string PeerName(int pid, uint32_t uid) {
+  return "pid " + std::to_string(pid) + " uid " + std::to_string(uid);
+}
 
 RingServer::RingServer(const RingServerOptions& options, Aggregator* aggregator)
     : options_(options), aggregator_(aggregator), buffer_(kBatch),
@@ -108,8 +118,15 @@ void RingServer::Accept() {
       }
       return;
     }
-    if (connections_.size() >= options_.max_connections) {
-      Logf("too many connections (%zu); closing a new one", connections_.size());
+    Peer peer;
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+      peer.pid = cred.pid;
+      peer.uid = cred.uid;
+    }
+    if (const char* cause = Admission(peer)) {
+      Refuse(cause, peer);
       close(fd);
       continue;
     }
@@ -123,15 +140,39 @@ void RingServer::Accept() {
     }
     auto c = std::make_unique<Connection>();
     c->fd = fd;
+    c->peer = peer;
+    ++per_uid_[peer.uid];
+    ++per_pid_[peer.pid];
     c->accepted_ns = MonotonicNs();
     connections_[fd] = std::move(c);
   }
+}
+
+const char* RingServer::Admission(const Peer& peer) const {
+  if (connections_.size() >= options_.max_connections) return "global_cap";
+  auto uid = per_uid_.find(peer.uid);
+  const size_t uid_count = uid == per_uid_.end() ? 0 : uid->second;
+  if (uid_count >= options_.max_per_uid) return "uid_cap";
+  auto pid = per_pid_.find(peer.pid);
+  if (pid != per_pid_.end() && pid->second >= options_.max_per_pid) return "pid_cap";
+  const size_t reserve = std::min(options_.reserve, options_.max_connections);
+  if (connections_.size() >= options_.max_connections - reserve &&
+      uid_count >= std::max<size_t>(1, reserve / 4)) {
+    return "reserve";
+  }
+  return nullptr;
+}
+
+void RingServer::Refuse(const char* cause, const Peer& peer) {
+  aggregator_->RefuseRegistration(cause, PeerName(peer.pid, peer.uid));
 }
 
 void RingServer::Close(int fd, const char* why) {
   auto it = connections_.find(fd);
   if (it == connections_.end()) return;
   Connection* c = it->second.get();
+  if (--per_uid_[c->peer.uid] == 0) per_uid_.erase(c->peer.uid);
+  if (--per_pid_[c->peer.pid] == 0) per_pid_.erase(c->peer.pid);
   if (c->reader.has_value()) {
     registered_.fetch_sub(1, std::memory_order_relaxed);
     if (why == nullptr) {
@@ -164,7 +205,7 @@ void RingServer::Register(Connection* c) {
   int ring_fd = format::ReceiveRing(c->fd, &hello, &error);
   if (ring_fd < 0) {
     Logf("registration rejected: %s", error.c_str());
-    aggregator_->CountRejectedRegistration();
+    Refuse("bad_hello", c->peer);
     Close(c->fd, nullptr);
     return;
   }
@@ -172,14 +213,16 @@ void RingServer::Register(Connection* c) {
   close(ring_fd);
   if (!reader.has_value()) {
     Logf("registration from pid %d rejected: %s", hello.pid, error.c_str());
-    aggregator_->CountRejectedRegistration();
+    Refuse("bad_ring", c->peer);
     Close(c->fd, nullptr);
     return;
   }
-  ucred cred{};
-  socklen_t len = sizeof(cred);
-  int peer_pid = getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
-  c->pid = peer_pid > 0 ? peer_pid : reader->pid();
+  if (size_t{reader->capacity()} * sizeof(format::RecordSlot) > options_.max_ring_bytes) {
+    Refuse("ring_too_large", c->peer);
+    Close(c->fd, nullptr);
+    return;
+  }
+  c->pid = c->peer.pid > 0 ? c->peer.pid : reader->pid();
   const format::Identity id = reader->identity();
   c->reader = std::move(reader);
   c->id = aggregator_->AddProcess(c->pid, id);
@@ -214,9 +257,17 @@ void RingServer::Drain(Connection* c, int64_t now_ns) {
   while (budget > 0) {
     size_t n = r.Read(buffer_.data(), buffer_.size(), &c->stats);
     if (n > 0) aggregator_->Ingest(c->id, buffer_.data(), n, now_ns);
+    ReleaseRead(c, n);
     if (n < buffer_.size()) break;
     budget -= std::min(budget, n);
   }
+}
+
+void RingServer::ReleaseRead(Connection* c, size_t records) {
+  c->read_since_release += records;
+  if (c->read_since_release * sizeof(format::RecordSlot) < kReleaseBytes) return;
+  c->read_since_release = 0;
+  c->reader->ReleasePages();
 }
 
 void RingServer::PublishStatus(Connection* c) {
@@ -272,12 +323,17 @@ void RingServer::RunOnce(int timeout_ms) {
         Connection* c = entry.second.get();
         if (c->reader.has_value()) {
           PublishStatus(c);
+          if (c->read_since_release > 0) ReleaseRead(c, kReleaseBytes);
         } else if (mono - c->accepted_ns > int64_t{options_.register_timeout_ms} * 1000000) {
           stale.push_back(entry.first);
         }
       }
       for (int fd : stale) {
-        Logf("closing a connection that sent no ring within %d ms", options_.register_timeout_ms);
+        // A long cycle may have left a Hello unread: take it before timing the connection out.
+        Register(connections_.at(fd).get());
+        auto it = connections_.find(fd);
+        if (it == connections_.end() || it->second->reader.has_value()) continue;
+        Refuse("timeout", it->second->peer);
         Close(fd, nullptr);
       }
       aggregator_->ExpireExited(RealtimeNs());

@@ -27,12 +27,22 @@
 namespace xtimer {
 namespace daemon {
 
+// Registration limits (docs/daemon.md "Registration limits"). Every connection counts, from
+// accept on, against its peer's pid and uid (SO_PEERCRED) and the global cap; a refused one is
+// closed at once, counted by cause and logged (rate-limited).
 struct RingServerOptions {
   std::string socket_path;
   int poll_interval_ms = 5;          // read cycle
   int status_interval_ms = 100;      // ring header status (counters, in-flight table)
-  size_t max_connections = 1024;     // connections beyond are closed at once
-  int register_timeout_ms = 5000;    // a connection that sends no ring by then is closed
+  size_t max_connections = 1024;     // --max-registrations: all peers together ("global_cap")
+  size_t max_per_uid = 256;          // --max-registrations-per-uid ("uid_cap")
+  size_t max_per_pid = 4;            // --max-registrations-per-pid ("pid_cap")
+  // --registration-reserve: the last `reserve` global slots go only to uids holding fewer than
+  // max(1, reserve / 4) connections ("reserve"), so a new job's ranks get in after other uids
+  // filled the rest.
+  size_t reserve = 64;
+  int register_timeout_ms = 2000;    // --register-timeout-ms: no ring sent by then ("timeout")
+  size_t max_ring_bytes = size_t{64} << 20;  // --max-ring-mb: larger rings ("ring_too_large")
 };
 
 class RingServer {
@@ -56,6 +66,16 @@ class RingServer {
 
  private:
   struct Connection;
+  struct Peer {
+    int pid = 0;
+    uint32_t uid = 0;
+  };
+
+  // The refusal cause for a new connection from `peer`, or nullptr to accept it.
+  const char* Admission(const Peer& peer) const;
+  void Refuse(const char* cause, const Peer& peer);
+  // Hands the ring's pages this daemon touched back to the kernel once enough were read.
+  void ReleaseRead(Connection* c, size_t records);
 
   void Accept();
   void HandleReadable(Connection* c);
@@ -71,6 +91,8 @@ class RingServer {
   int epoll_fd_ = -1;
   bool created_socket_ = false;
   std::unordered_map<int, std::unique_ptr<Connection>> connections_;
+  std::unordered_map<uint32_t, size_t> per_uid_;  // open connections by peer uid
+  std::unordered_map<int, size_t> per_pid_;       // open connections by peer pid
   std::vector<format::RecordSlot> buffer_;
   std::vector<format::InflightRow> inflight_;
   int64_t last_status_ns_ = 0;

@@ -45,6 +45,7 @@ class RingServerTest : public ::testing::Test {
     so.socket_path = dir_ + "/xtimerd.sock";
     so.status_interval_ms = 0;
     so.register_timeout_ms = 100;
+    so.max_per_pid = 64;  // every test connection comes from this one process
     server_ = std::make_unique<RingServer>(so, aggregator_.get());
     std::string error;
     ASSERT_TRUE(server_->Listen(&error)) << error;
@@ -193,7 +194,11 @@ TEST_F(RingServerTest, RejectsBadRegistrations) {
   usleep(150000);
   Cycle();
   EXPECT_EQ(server_->registered(), 0u);
-  EXPECT_EQ(aggregator_->TakeSnapshot(RealtimeNs()).registrations_rejected, 4u);
+  const Snapshot snap = aggregator_->TakeSnapshot(RealtimeNs());
+  EXPECT_EQ(snap.registrations_rejected, 5u);
+  EXPECT_EQ(aggregator_->refused("bad_hello"), 1u);
+  EXPECT_EQ(aggregator_->refused("bad_ring"), 3u);
+  EXPECT_EQ(aggregator_->refused("timeout"), 1u);
   char c;
   EXPECT_EQ(read(f5, &c, 1), 0);  // the daemon closed it
   for (int fd : {f1, f2, f3, f4, f5, p[0], p[1], mfd, gfd}) close(fd);

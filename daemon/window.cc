@@ -10,6 +10,12 @@ LatencyWindow::LatencyWindow(int64_t window_ns, int buckets, size_t max_samples)
       buckets_(static_cast<size_t>(std::max(1, buckets))),
       max_samples_(std::max<size_t>(1, max_samples)) {}
 
+size_t LatencyWindow::MaxBytes(int buckets, size_t max_samples) {
+  size_t capacity = 1;  // push_back doubles the sample vector's capacity
+  while (capacity < max_samples) capacity *= 2;
+  return static_cast<size_t>(std::max(1, buckets)) * sizeof(Bucket) + capacity * sizeof(Sample);
+}
+
 void LatencyWindow::Add(int64_t epoch, int64_t duration_ns, double flop, double bus_bytes,
                         double algo_bytes) {
   Bucket& b = buckets_[static_cast<size_t>(epoch % static_cast<int64_t>(buckets_.size()))];

@@ -33,6 +33,9 @@ class LatencyWindow {
   // window_ns > 0, buckets >= 1, max_samples >= 1.
   LatencyWindow(int64_t window_ns, int buckets, size_t max_samples);
 
+  // The most heap memory one window of this geometry holds (its samples grow up to max_samples).
+  static size_t MaxBytes(int buckets, size_t max_samples);
+
   // The step `now_ns` falls in; callers adding a batch at one time compute it once.
   int64_t EpochOf(int64_t now_ns) const { return now_ns >= 0 ? now_ns / width_ns_ : 0; }
   void Add(int64_t epoch, int64_t duration_ns, double flop, double bus_bytes, double algo_bytes);

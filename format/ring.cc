@@ -360,6 +360,10 @@ uint64_t RingReader::backlog() const {
   return (w >= r && w - r <= capacity_) ? w - r : 0;
 }
 
+void RingReader::ReleasePages() {
+  if (base_ != nullptr) madvise(base_, size_, MADV_DONTNEED);
+}
+
 bool RingReader::Inflight(InflightRow* rows, int* count) const {
   for (int attempt = 0; attempt < 64; ++attempt) {
     uint32_t v1 = header_->inflight_version.load(std::memory_order_acquire);

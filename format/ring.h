@@ -215,6 +215,9 @@ class RingReader {
   uint64_t backlog() const;
   // A consistent copy of the in-flight table; false if the writer kept it busy.
   bool Inflight(InflightRow* rows, int* count) const;
+  // Drops this process's page-table entries for the region (madvise MADV_DONTNEED: the shared
+  // data stays, later reads fault it back in), so the pages read so far leave the reader's RSS.
+  void ReleasePages();
 
  private:
   RingReader(int fd, void* base, size_t size);
