@@ -52,8 +52,9 @@ test_all() {
   RESULTS=$(mktemp)
   export RESULTS
   run_tests --config=default -- //...
-  run_tests --config=asan -- //... "${SANITIZER_EXCLUDE[@]}"
-  run_tests --config=tsan -- "${TSAN_TARGETS[@]}"
+  # Tests tagged plain_only measure the plain build (memory bounds): not under the sanitizers.
+  run_tests --config=asan --test_tag_filters=-plain_only -- //... "${SANITIZER_EXCLUDE[@]}"
+  run_tests --config=tsan --test_tag_filters=-plain_only -- "${TSAN_TARGETS[@]}"
   # The sanitizer runs moved the bazel-bin link into their trees (--platform_suffix): point it
   # back at the plain build the README's bazel-bin/... commands use (already built, so cached).
   bazel build --config=default $(bazel_flags) "${README_TARGETS[@]}" || true
