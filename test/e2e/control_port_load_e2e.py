@@ -3,7 +3,8 @@
 
   - 100 connections trickle an HTTP request one byte a second for 30 s (each one the daemon
     closes is reopened, so 100 always trickle): meanwhile dump requests over HTTP (curl) and over
-    gRPC (`xtimer dump`) succeed every few seconds, and the daemon's VmRSS grows < 50 MB;
+    gRPC (`xtimer dump`) succeed every second, a scrape a second of the metrics port answers
+    within 1 s, and the daemon's VmRSS grows < 50 MB;
   - 2,000 idle connections (1,500 that send nothing, 500 that send the HTTP/2 preface and an
     empty SETTINGS frame, then nothing): each is closed within the idle timeout (plus scheduling
     slack), dumps over HTTP and gRPC succeed meanwhile, and xtimer_refused_connections_total
@@ -23,7 +24,8 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_lib import LOG_DIRS, fail, free_ports, log, parse, scrape, select, status  # noqa: E402
+from e2e_lib import (LOG_DIRS, dump_grpc, dump_http, fail, free_ports, log, parse,  # noqa: E402
+                     scrape, select, status)
 
 IDLE_TIMEOUT_S = 5  # the daemon's defaults (daemon/flags.h)
 REQUEST_TIMEOUT_S = 10
@@ -38,28 +40,6 @@ def rss_mb(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024.0
     fail("no VmRSS for pid %d" % pid)
-
-
-def dump_http(cp):
-    t0 = time.monotonic()
-    r = subprocess.run(["curl", "-sS", "-m", "10", "-d", '{"dump_path": "load", "history": 10}',
-                        "http://127.0.0.1:%d/HostingService/DumpKernelTrace" % cp],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
-    out = r.stdout.decode(errors="replace")
-    if r.returncode != 0 or '"state":"written"' not in out:
-        fail("dump over HTTP failed (curl exit %d): %s" % (r.returncode, out))
-    return time.monotonic() - t0
-
-
-def dump_grpc(xtimer, cp):
-    t0 = time.monotonic()
-    r = subprocess.run([xtimer, "dump", "--hosts", "127.0.0.1:%d" % cp, "--path", "load",
-                        "--history", "10", "--timeout", "10"],
-                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
-    out = r.stdout.decode(errors="replace")
-    if r.returncode != 0 or "written" not in out:
-        fail("dump over gRPC (xtimer dump) failed (exit %d): %s" % (r.returncode, out))
-    return time.monotonic() - t0
 
 
 def start_daemon(xtimerd, tmp):
@@ -82,8 +62,9 @@ def start_daemon(xtimerd, tmp):
     return proc, mp, cp, run_dir
 
 
-def trickle(xtimer, pid, cp):
+def trickle(xtimer, pid, cp, mp):
     base = rss_mb(pid)
+    scrapes = []
     conns = {}  # socket -> bytes sent
     reopened = 0
     peak = base
@@ -103,6 +84,9 @@ def trickle(xtimer, pid, cp):
                 del conns[s]
                 reopened += 1
         dumps.append(dump_http(cp) if tick % 2 == 0 else dump_grpc(xtimer, cp))
+        t0 = time.monotonic()
+        scrape(mp, timeout=1)  # the metrics port answers a scrape a second within 1 s meanwhile
+        scrapes.append(time.monotonic() - t0)
         tick += 1
         peak = max(peak, rss_mb(pid))
         time.sleep(max(0.0, t_next - time.monotonic()))
@@ -111,6 +95,9 @@ def trickle(xtimer, pid, cp):
     log("trickle: 100 connections for 30 s, %d closed by the daemon and reopened; %d dumps "
         "(HTTP and gRPC alternating) all succeeded, slowest %.2f s; VmRSS %.1f -> peak %.1f MB"
         % (reopened, len(dumps), max(dumps), base, peak))
+    log("trickle: %d scrapes of /metrics meanwhile, slowest %.3f s" % (len(scrapes), max(scrapes)))
+    if max(scrapes) > 1:
+        fail("trickle: a scrape took %.2f s (limit 1 s)" % max(scrapes))
     if peak - base >= 50:
         fail("trickle: VmRSS grew %.1f MB (limit 50)" % (peak - base))
     # Each trickler is closed at the latest REQUEST_TIMEOUT_S after connecting: in 30 s, every one
@@ -197,7 +184,7 @@ def main():
     LOG_DIRS.append(tmp)
     proc, mp, cp, run_dir = start_daemon(xtimerd, tmp)
     try:
-        trickle(xtimer, proc.pid, cp)
+        trickle(xtimer, proc.pid, cp, mp)
         idle(xtimer, proc.pid, cp, mp)
         if proc.poll() is not None:
             fail("xtimerd exited during the test")

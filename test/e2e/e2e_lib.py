@@ -210,3 +210,27 @@ def start_prometheus(port, targets, tmp):
     return Background("prometheus", [prometheus, "--config.file=" + config,
                                      "--storage.tsdb.path=" + os.path.join(tmp, "tsdb"),
                                      "--web.listen-address=127.0.0.1:%d" % port], os.environ, tmp)
+
+
+def dump_http(cp):
+    """A history dump of 10 records per rank over HTTP (curl) to 127.0.0.1:cp; its seconds."""
+    t0 = time.monotonic()
+    r = subprocess.run(["curl", "-sS", "-m", "10", "-d", '{"dump_path": "load", "history": 10}',
+                        "http://127.0.0.1:%d/HostingService/DumpKernelTrace" % cp],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+    out = r.stdout.decode(errors="replace")
+    if r.returncode != 0 or '"state":"written"' not in out:
+        fail("dump over HTTP failed (curl exit %d): %s" % (r.returncode, out))
+    return time.monotonic() - t0
+
+
+def dump_grpc(xtimer, cp):
+    """The same over gRPC (`xtimer dump`); its seconds."""
+    t0 = time.monotonic()
+    r = subprocess.run([xtimer, "dump", "--hosts", "127.0.0.1:%d" % cp, "--path", "load",
+                        "--history", "10", "--timeout", "10"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=30)
+    out = r.stdout.decode(errors="replace")
+    if r.returncode != 0 or "written" not in out:
+        fail("dump over gRPC (xtimer dump) failed (exit %d): %s" % (r.returncode, out))
+    return time.monotonic() - t0

@@ -2,14 +2,15 @@
 """The metrics port keeps answering while local clients try to hold it (issue 9).
 
   - 100 connections trickle one byte a second for 30 s (each one reconnects when the daemon
-    drops it): meanwhile a scrape a second must answer within 1 s, and the daemon's VmRSS must
-    grow by less than 50 MB;
+    drops it): meanwhile a scrape a second must answer within 1 s, a dump a second over HTTP and
+    gRPC (alternating) on the control port must succeed, and the daemon's VmRSS must grow by less
+    than 50 MB;
   - 2,000 connections open and send nothing: each must be refused or closed within the request
     timeout (--metrics-request-timeout-ms, default 5000 ms; 3 s of slack for a busy machine), and
     the scrapes a second meanwhile must answer within 1 s; the refusals are counted in
     xtimer_refused_connections_total{port="metrics"}.
 
-Usage: metrics_port_load_e2e.py XTIMERD
+Usage: metrics_port_load_e2e.py XTIMERD XTIMER
 """
 
 import errno
@@ -25,8 +26,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_lib  # noqa: E402
-from e2e_lib import (Background, daemon_pid, fail, free_ports, log, parse, select,  # noqa: E402
-                     stop_daemon)
+from e2e_lib import (Background, daemon_pid, dump_grpc, dump_http, fail, free_ports, log,  # noqa: E402
+                     parse, select, stop_daemon)
 
 TIMEOUT_S = 5.0  # the daemon's default --metrics-request-timeout-ms
 SLACK_S = 3.0
@@ -93,12 +94,13 @@ class Scraper(threading.Thread):
                 what, len(self.failures), len(self.latencies), self.failures[:5]))
 
 
-def trickle(port, pid):
+def trickle(port, pid, xtimer, control_port):
     rss0 = vm_rss_mb(pid)
     head = b"GET /metrics HTTP/1.1\r\nX-Slow: "
     conns = [socket.create_connection(("127.0.0.1", port)) for _ in range(100)]
     sent = [0] * 100
     dropped = 0
+    dumps = 0
     rss_max = rss0
     scraper = Scraper(port)
     scraper.start()
@@ -116,8 +118,11 @@ def trickle(port, pid):
                 conns[i] = socket.create_connection(("127.0.0.1", port))
                 sent[i] = 0
         rss_max = max(rss_max, vm_rss_mb(pid))
+        dumps += 1  # the control port keeps serving dumps meanwhile (fails the test if not)
+        (dump_http(control_port) if dumps % 2 else dump_grpc(xtimer, control_port))
         time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
     scraper.finish("100 trickling connections for 30 s")
+    log("trickle: %d dumps over HTTP and gRPC meanwhile all succeeded" % dumps)
     for c in conns:
         c.close()
     log("trickle: %d drops seen (the daemon's request timeout), VmRSS %.1f MB -> max %.1f MB" % (
@@ -172,9 +177,9 @@ def idle(port, n=2000):
 
 
 def main():
-    if len(sys.argv) != 2:
+    if len(sys.argv) != 3:
         fail(__doc__)
-    xtimerd = os.path.abspath(sys.argv[1])
+    xtimerd, xtimer = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     tmp = tempfile.mkdtemp(prefix="xt-", dir="/tmp")  # short: the Unix socket lives there
     e2e_lib.LOG_DIRS.append(tmp)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -184,12 +189,13 @@ def main():
     metrics_port, control_port = free_ports(2)
     run_dir = os.path.join(tmp, "d")
     daemon = Background("xtimerd", [xtimerd, "--run-dir", run_dir, "--metrics-port",
-                                    str(metrics_port), "--control-port", str(control_port)],
+                                    str(metrics_port), "--control-port", str(control_port),
+                                    "--dump-root", os.path.join(tmp, "dumps")],
                         dict(os.environ), tmp)
     try:
         daemon.wait_for_line(r"serving:", 60)
         pid = daemon_pid(run_dir)
-        trickle(metrics_port, pid)
+        trickle(metrics_port, pid, xtimer, control_port)
         idle(metrics_port)
     finally:
         stop_daemon(run_dir)
