@@ -70,26 +70,8 @@ bool SendAll(int fd, const std::string& s) {
   return true;
 }
 
-const char* Reason(int status) {
-  switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 411: return "Length Required";
-    case 408: return "Request Timeout";
-    case 413: return "Payload Too Large";
-    case 431: return "Request Header Fields Too Large";
-    case 501: return "Not Implemented";
-    case 503: return "Service Unavailable";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Internal Server Error";
-  }
-}
-
 void Reply(int fd, int status, const std::string& body) {
-  std::string out = "HTTP/1.1 " + std::to_string(status) + " " + Reason(status) +
+  std::string out = "HTTP/1.1 " + std::to_string(status) + " " + HttpReason(status) +
                     "\r\nContent-Type: application/json\r\nContent-Length: " +
                     std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
   SendAll(fd, out);
@@ -168,7 +150,7 @@ std::string PeerAddress(const sockaddr_storage& sa) {
 // A short answer from the loop thread: one non-blocking send, dropped if it does not fit.
 void ReplyNow(int fd, int status, Code code, const std::string& message) {
   const std::string body = ErrorJson(code, message);
-  const std::string out = "HTTP/1.1 " + std::to_string(status) + " " + Reason(status) +
+  const std::string out = "HTTP/1.1 " + std::to_string(status) + " " + HttpReason(status) +
                           "\r\nContent-Type: application/json\r\nContent-Length: " +
                           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
   ssize_t unused = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);

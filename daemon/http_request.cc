@@ -183,5 +183,23 @@ HttpRequestParser::State HttpRequestParser::ParseHeaderLine(const std::string& l
   return state_;
 }
 
+const char* HttpReason(int status) {
+  switch (status) {
+    case 200: return "OK";
+    case 400: return "Bad Request";
+    case 404: return "Not Found";
+    case 405: return "Method Not Allowed";
+    case 408: return "Request Timeout";
+    case 409: return "Conflict";
+    case 411: return "Length Required";
+    case 413: return "Payload Too Large";
+    case 431: return "Request Header Fields Too Large";
+    case 501: return "Not Implemented";
+    case 503: return "Service Unavailable";
+    case 505: return "HTTP Version Not Supported";
+    default: return "Internal Server Error";
+  }
+}
+
 }  // namespace daemon
 }  // namespace xtimer

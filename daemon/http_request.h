@@ -64,6 +64,9 @@ class HttpRequestParser {
   std::string error_reason_;
 };
 
+// The reason phrase of an HTTP status the daemon answers with ("Not Found", ...).
+const char* HttpReason(int status);
+
 }  // namespace daemon
 }  // namespace xtimer
 

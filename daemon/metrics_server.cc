@@ -53,20 +53,6 @@ std::string Response(int status, const char* reason, const char* content_type,
          "\r\nConnection: close\r\n\r\n" + body;
 }
 
-const char* Reason(int status) {
-  switch (status) {
-    case 200: return "OK";
-    case 400: return "Bad Request";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 413: return "Payload Too Large";
-    case 431: return "Request Header Fields Too Large";
-    case 501: return "Not Implemented";
-    case 505: return "HTTP Version Not Supported";
-    default: return "Error";
-  }
-}
-
 int Listen(const std::string& address, int port, std::string* error) {
   addrinfo hints{};
   hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
@@ -295,16 +281,16 @@ void MetricsServer::Answer(Conn* c, int64_t now) {
   const HttpRequestParser& p = c->parser;
   if (p.state() == HttpRequestParser::State::kError) {
     refusals_.Refuse("bad_request", c->peer);
-    c->out = Response(p.error_status(), Reason(p.error_status()), "text/plain",
+    c->out = Response(p.error_status(), HttpReason(p.error_status()), "text/plain",
                       p.error_reason() + "\n");
   } else if (p.request().path != "/metrics") {
-    c->out = Response(404, Reason(404), "text/plain", "only /metrics is served here\n");
+    c->out = Response(404, HttpReason(404), "text/plain", "only /metrics is served here\n");
   } else if (p.request().method != "GET") {
-    c->out = Response(405, Reason(405), "text/plain", "/metrics takes GET\n");
+    c->out = Response(405, HttpReason(405), "text/plain", "/metrics takes GET\n");
   } else {
     const int64_t start = MonotonicNs();
     const std::string body = Exposition();
-    c->out = Response(200, Reason(200), "text/plain; version=0.0.4; charset=utf-8", body);
+    c->out = Response(200, HttpReason(200), "text/plain; version=0.0.4; charset=utf-8", body);
     scrapes_->Increment();
     bytes_->Increment(static_cast<double>(body.size()));
     latency_->Observe(static_cast<double>(MonotonicNs() - start) / 1000.0);
