@@ -43,42 +43,46 @@ double MatmulFlop(int64_t m, int64_t n, int64_t k, int64_t batch) {
 
 bool IsCommunication(uint16_t op) { return TotalBlocks(op, 1) > 0; }
 
-int SendBlocks(uint16_t op, int n) {
+namespace {
+
+// The table of op_math.h per communication op: whether one rank's send buffer, and nccl-tests'
+// S, hold n blocks (true) or one (false); null for operations that are not communication.
+struct BlockShape {
+  bool send_n;
+  bool total_n;
+};
+
+const BlockShape* ShapeOf(uint16_t op) {
+  static constexpr BlockShape kOne{false, false}, kSendN{true, true}, kTotalN{false, true};
   switch (static_cast<Operation>(op)) {
     case Operation::kReduceScatter:
     case Operation::kAlltoAll:
     case Operation::kScatter:
-      return Ranks(n);
-    case Operation::kAllReduce:
+      return &kSendN;
     case Operation::kAllGather:
     case Operation::kGather:
+      return &kTotalN;
+    case Operation::kAllReduce:
     case Operation::kBroadcast:
     case Operation::kReduce:
     case Operation::kSend:
     case Operation::kRecv:
-      return 1;
+      return &kOne;
     default:
-      return 0;
+      return nullptr;
   }
 }
 
+}  // namespace
+
+int SendBlocks(uint16_t op, int n) {
+  const BlockShape* s = ShapeOf(op);
+  return s == nullptr ? 0 : s->send_n ? Ranks(n) : 1;
+}
+
 int TotalBlocks(uint16_t op, int n) {
-  switch (static_cast<Operation>(op)) {
-    case Operation::kAllGather:
-    case Operation::kReduceScatter:
-    case Operation::kAlltoAll:
-    case Operation::kGather:
-    case Operation::kScatter:
-      return Ranks(n);
-    case Operation::kAllReduce:
-    case Operation::kBroadcast:
-    case Operation::kReduce:
-    case Operation::kSend:
-    case Operation::kRecv:
-      return 1;
-    default:
-      return 0;
-  }
+  const BlockShape* s = ShapeOf(op);
+  return s == nullptr ? 0 : s->total_n ? Ranks(n) : 1;
 }
 
 uint64_t SendBytes(uint16_t op, uint64_t count, int element_size, int n) {

@@ -25,21 +25,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_lib import (LOG_DIRS, dump_grpc, dump_http, fail, free_ports, log, parse,  # noqa: E402
-                     scrape, select, status)
+                     rss_mb, scrape, select, status)
 
 IDLE_TIMEOUT_S = 5  # the daemon's defaults (daemon/flags.h)
 REQUEST_TIMEOUT_S = 10
 SLACK_S = 4  # the 100 ms deadline tick, plus a busy 2-core machine
 TRICKLE = b"POST /HostingService/Status HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
-
-
-def rss_mb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    fail("no VmRSS for pid %d" % pid)
 
 
 def start_daemon(xtimerd, tmp):

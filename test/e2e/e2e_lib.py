@@ -234,3 +234,12 @@ def dump_grpc(xtimer, cp):
     if r.returncode != 0 or "written" not in out:
         fail("dump over gRPC (xtimer dump) failed (exit %d): %s" % (r.returncode, out))
     return time.monotonic() - t0
+
+
+def rss_mb(pid):
+    """The process's resident set (VmRSS), MiB."""
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024.0
+    fail("no VmRSS for pid %d" % pid)

@@ -27,18 +27,10 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import e2e_lib  # noqa: E402
 from e2e_lib import (Background, daemon_pid, dump_grpc, dump_http, fail, free_ports, log,  # noqa: E402
-                     parse, select, stop_daemon)
+                     parse, rss_mb, select, stop_daemon)
 
 TIMEOUT_S = 5.0  # the daemon's default --metrics-request-timeout-ms
 SLACK_S = 3.0
-
-
-def vm_rss_mb(pid):
-    with open("/proc/%d/status" % pid) as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    fail("no VmRSS for pid %d" % pid)
 
 
 def timed_scrape(port):
@@ -95,7 +87,7 @@ class Scraper(threading.Thread):
 
 
 def trickle(port, pid, xtimer, control_port):
-    rss0 = vm_rss_mb(pid)
+    rss0 = rss_mb(pid)
     head = b"GET /metrics HTTP/1.1\r\nX-Slow: "
     conns = [socket.create_connection(("127.0.0.1", port)) for _ in range(100)]
     sent = [0] * 100
@@ -117,7 +109,7 @@ def trickle(port, pid, xtimer, control_port):
                 conns[i].close()
                 conns[i] = socket.create_connection(("127.0.0.1", port))
                 sent[i] = 0
-        rss_max = max(rss_max, vm_rss_mb(pid))
+        rss_max = max(rss_max, rss_mb(pid))
         dumps += 1  # the control port keeps serving dumps meanwhile (fails the test if not)
         (dump_http(control_port) if dumps % 2 else dump_grpc(xtimer, control_port))
         time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
