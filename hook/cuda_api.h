@@ -19,17 +19,17 @@ namespace hook {
 
 struct CudaApi {
   // The runtime: every one of these is set once CudartReady() has returned true.
-  decltype(&::cudaPeekAtLastError) peek_at_last_error = nullptr;
-  decltype(&::cudaGetLastError) get_last_error = nullptr;
-  decltype(&::cudaStreamIsCapturing) stream_is_capturing = nullptr;
-  decltype(&::cudaGetDevice) get_device = nullptr;
-  decltype(&::cudaSetDevice) set_device = nullptr;
-  decltype(&::cudaEventCreateWithFlags) event_create_with_flags = nullptr;
-  decltype(&::cudaEventRecord) event_record = nullptr;
-  decltype(&::cudaEventQuery) event_query = nullptr;
-  decltype(&::cudaEventSynchronize) event_synchronize = nullptr;
-  decltype(&::cudaEventElapsedTime) event_elapsed_time = nullptr;
-  decltype(&::cudaStreamCreateWithFlags) stream_create_with_flags = nullptr;
+#define XT_CUDART_CORE(X)                                                            \
+  X(peek_at_last_error, cudaPeekAtLastError) X(get_last_error, cudaGetLastError)     \
+  X(stream_is_capturing, cudaStreamIsCapturing) X(get_device, cudaGetDevice)         \
+  X(set_device, cudaSetDevice) X(event_create_with_flags, cudaEventCreateWithFlags)  \
+  X(event_record, cudaEventRecord) X(event_query, cudaEventQuery)                    \
+  X(event_synchronize, cudaEventSynchronize)                                         \
+  X(event_elapsed_time, cudaEventElapsedTime)                                        \
+  X(stream_create_with_flags, cudaStreamCreateWithFlags)
+#define XT_CUDART_FIELD(field, fn) decltype(&::fn) field = nullptr;
+  XT_CUDART_CORE(XT_CUDART_FIELD)
+#undef XT_CUDART_FIELD
   // Resolved at first use; null when absent (older runtimes lack cudaFuncGetName, and cuBLAS,
   // cuBLASLt and NCCL may not be loaded yet).
   Real<decltype(&::cudaFuncGetName)> func_get_name{"cudaFuncGetName"};

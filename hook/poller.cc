@@ -15,6 +15,7 @@
 
 #include "format/registration.h"
 #include "hook/cuda_api.h"
+#include "hook/log.h"
 
 namespace xtimer {
 namespace hook {
@@ -25,9 +26,7 @@ constexpr int64_t kConnectionCheckNs = 100000000;  // notice a dropped daemon wi
 constexpr float kReanchorMs = 100.0f;              // keep float elapsed times short (precision)
 constexpr size_t kMaxRememberedComms = 4096;       // CommRecords kept to re-send after a restart
 
-void Log(const char* what, const std::string& detail) {
-  fprintf(stderr, "xtimer[%d]: %s%s\n", static_cast<int>(getpid()), what, detail.c_str());
-}
+void Log(const char* what, const std::string& detail) { LogLine("%s%s", what, detail.c_str()); }
 
 }  // namespace
 

@@ -22,11 +22,12 @@ class Real {
   Real(const Real&) = delete;
   Real& operator=(const Real&) = delete;
 
-  // The real function, or null while no loaded object defines it (retried at later calls).
+  // The real function, or null while no loaded object defines it (retried at later calls; the
+  // first miss is reported once on stderr).
   Fn get() const {
-    void* p = ptr_.load(std::memory_order_relaxed);
-    if (__builtin_expect(p == nullptr, 0)) p = Resolve();
-    return reinterpret_cast<Fn>(p);
+    Fn fn = get_optional();
+    if (__builtin_expect(fn == nullptr, 0)) WarnUnresolved(name_, &warned_);
+    return fn;
   }
   // get(), without the message when absent (for functions the hook can do without).
   Fn get_optional() const {
@@ -40,16 +41,6 @@ class Real {
   const char* name() const { return name_; }
 
  private:
-  void* Resolve() const {
-    void* p = ResolveReal(name_);
-    if (p != nullptr) {
-      ptr_.store(p, std::memory_order_relaxed);
-    } else {
-      WarnUnresolved(name_, &warned_);
-    }
-    return p;
-  }
-
   const char* name_;
   mutable std::atomic<void*> ptr_{nullptr};
   mutable std::atomic<bool> warned_{false};

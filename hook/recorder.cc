@@ -11,6 +11,7 @@
 #include <string>
 
 #include "hook/cuda_api.h"
+#include "hook/log.h"
 #include "hook/exit_marker.h"
 #include "hook/poller.h"
 #include "hook/state.h"
@@ -31,14 +32,7 @@ namespace {
 State* g_state = nullptr;  // never freed: shims may run during exit
 std::mutex g_init_mu;
 
-void Warn(const char* message) {
-  char buf[512];
-  int n = snprintf(buf, sizeof(buf), "xtimer[%d]: %s\n", static_cast<int>(getpid()), message);
-  if (n > 0) {
-    ssize_t ignored = write(2, buf, static_cast<size_t>(n) < sizeof(buf) ? n : sizeof(buf) - 1);
-    (void)ignored;
-  }
-}
+void Warn(const char* message) { LogLine("%s", message); }
 
 void AtForkChild() {
   // The child neither inherits a poller (threads do not survive fork) nor may it write the
