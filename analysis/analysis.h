@@ -1,0 +1,238 @@
+// Diagnosis: per-rank operation sequences in, verdicts with their evidence out. One pure library
+// (no I/O, no clocks of its own) used live by xtimerd on its local ranks, by `xtimer analyze` on
+// dumps from any number of nodes, and by `xtimer analyze --hosts` on the daemons' HangCheck
+// answers. docs/analysis.md explains every verdict and rule.
+//
+// Inputs are compact: a rank's timed operations are first reduced, with RankSummarizer, to one
+// Arrival per collective instance (comm, seq) it took part in, carrying what came before it on
+// the rank's GPU. Everything else (matmuls, copies, kernels) only feeds those summaries.
+//
+// Times are nanoseconds on one clock for all ranks given together (the caller aligns nodes'
+// clocks first, as the converter does).
+#ifndef XTIMER_ANALYSIS_ANALYSIS_H_
+#define XTIMER_ANALYSIS_ANALYSIS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace xtimer {
+namespace analysis {
+
+// Where an operation is on its rank.
+enum class OpState : uint8_t {
+  kCompleted = 0,
+  kStarted = 1,  // the GPU started it (its start event fired); not finished
+  kQueued = 2,   // issued by the host; the GPU has not reached it (earlier work on its stream)
+};
+
+// One rank's part in one collective instance.
+struct Arrival {
+  uint64_t comm_id = 0;
+  uint64_t seq = 0;    // per-communicator sequence number, identical on every member
+  uint64_t count = 0;  // elements
+  uint64_t bytes = 0;  // the send buffer (format::OpRecord::bytes)
+  uint16_t op = 0;     // format::Operation
+  uint8_t dtype = 0;   // format::DType
+  OpState state = OpState::kCompleted;
+  int32_t root = -1;   // -1 when the op has none
+  int32_t comm_size = 0;
+  int64_t issue_ns = 0;  // host call
+  int64_t start_ns = 0;  // GPU start: the rank's arrival; 0 when not started
+  int64_t end_ns = 0;    // 0 when not completed
+  // GPU time of the rank's other work (matmuls, kernels, copies) between the end of its previous
+  // collective on any communicator and this arrival.
+  int64_t busy_before_ns = 0;
+  // Time the rank's GPU sat idle right before this arrival: the arrival minus the later of the
+  // previous GPU work's end and the previous collective's end, when the collective was issued
+  // after that work ended (a host gap: launch latency, data loading, sleeps); else 0.
+  int64_t idle_before_ns = 0;
+};
+
+// A timed operation of any kind, as RankSummarizer takes it (the fields of format::OpRecord and
+// timeline::EventRecord that matter here).
+struct TimedOp {
+  uint16_t op = 0;
+  uint8_t kind = 0;  // format::OpKind
+  uint8_t dtype = 0;
+  int32_t device = -1;
+  int32_t root = -1;
+  int32_t peer = -1;
+  int32_t comm_size = 0;
+  uint64_t comm_id = 0;
+  uint64_t seq = 0;
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  int64_t issue_ns = 0;
+  int64_t start_ns = 0;
+  int64_t duration_ns = 0;
+};
+
+// Reduces one rank's completed ops (any order) to Arrivals of its collectives, oldest first.
+// Host syncs are ignored; p2p ops are not collectives (they count as GPU work). Memory: the ops
+// of one rank at a time.
+std::vector<Arrival> SummarizeRank(std::vector<TimedOp> ops);
+
+// A communicator as a member sees it.
+struct Communicator {
+  uint64_t id = 0;
+  uint64_t parent_id = 0;
+  int32_t size = 0;
+  int32_t rank = -1;             // this rank's place in it
+  std::vector<int32_t> members;  // global ranks by communicator rank; -1 where unknown
+};
+
+// A communicator's progress on one rank: the ring header's in-flight table.
+struct Progress {
+  uint64_t comm_id = 0;
+  uint64_t last_issued_seq = 0;
+  uint64_t last_completed_seq = 0;
+  int64_t oldest_issue_ns = 0;  // host time of the oldest op in flight; 0 when none
+  // The oldest collective in flight (state kStarted or kQueued), when known.
+  bool has_inflight = false;
+  Arrival inflight;
+  // For a kQueued op: the operation its stream is still working on ("GemmEx m=8192 n=8192 k=8192
+  // launched 41.2 s ago"), as the hook described it; empty when unknown.
+  std::string blocked_by;
+};
+
+// How a rank's process ended, when it did.
+struct Exit {
+  bool exited = false;
+  std::string cause;  // "exit", "signal", "connection_lost" (daemon::ExitCauseName)
+  int32_t code = 0;   // exit status or signal number; -1 for connection_lost
+  int64_t at_ns = 0;
+};
+
+struct RankInput {
+  int32_t rank = -1;   // global rank
+  std::string node;
+  int32_t pid = 0;
+  int32_t device = -1;
+  std::vector<Arrival> arrivals;     // completed collectives (SummarizeRank), oldest first
+  std::vector<Progress> progress;    // one per communicator; may be empty offline
+  std::vector<Communicator> comms;
+  Exit exit;
+  // What the rank was last seen doing: its last completed op ("AllReduce comm 0x.. seq 57,
+  // completed 42.0 s ago"), filled by the caller; quoted for culprits.
+  std::string last_activity;
+  int64_t last_activity_ns = 0;  // the last issue or completion of any op
+};
+
+// Parallel groups, Megatron order tp-cp-ep-dp-pp: "tp2-pp2-dp2" (any order in the text; the
+// layout order is tp, cp, ep, dp, pp, innermost first). Returns false with *error.
+struct Groups {
+  int tp = 1, cp = 1, ep = 1, dp = 1, pp = 1;
+  int world() const { return tp * cp * ep * dp * pp; }
+};
+bool ParseGroups(const std::string& text, Groups* groups, std::string* error);
+// The group kind ("tp", "dp", "pp", ...) whose ranks exactly form `members`, or "" if none.
+std::string GroupKindOf(const Groups& groups, const std::vector<int32_t>& members);
+// The pipeline stage of a global rank (0 when pp is 1).
+int PipelineStage(const Groups& groups, int32_t rank);
+
+struct Options {
+  int64_t now_ns = 0;  // "now" on the inputs' clock (offline: the dump's time)
+  // Adaptive hang threshold per communicator: cadence_factor x its typical gap between completed
+  // collectives (median over the last cadence_window), at least min_hang_ns, at most
+  // hang_timeout_ns; hang_timeout_ns alone until it has min_cadence_samples completions.
+  int64_t hang_timeout_ns = int64_t{300} * 1000000000;
+  int64_t min_hang_ns = int64_t{10} * 1000000000;
+  double cadence_factor = 10;
+  int min_cadence_samples = 8;
+  int cadence_window = 64;
+  // Stragglers: a rank is reported when it arrived last in at least min_share_last of a
+  // communicator's instances and its mean lateness is at least min_lateness_fraction of the mean
+  // transfer time (and min_lateness_ns).
+  double min_share_last = 0.5;
+  double min_lateness_fraction = 0.1;
+  int64_t min_lateness_ns = 100000;
+  // A link finding: a communicator's true bus bandwidth below link_slow_fraction of the median of
+  // its peers (same size, operation and bytes) or of its own first instances.
+  double link_slow_fraction = 0.7;
+  bool has_groups = false;
+  Groups groups;
+};
+
+enum class HangKind : uint8_t {
+  kNeverIssued = 1,
+  kMismatch = 2,
+  kStuckInCollective = 3,
+  kExited = 4,
+  kNotStarted = 5,
+  // Some members are not among the inputs (other nodes, live) and the ranks given do not explain
+  // the stall: the given ranks wait. The rules or `xtimer analyze --hosts` finish the verdict.
+  kWaitingOnRemote = 6,
+};
+// "never_issued", "mismatch", "stuck_in_collective", "exited", "not_started",
+// "waiting_on_remote".
+const char* HangKindName(HangKind kind);
+
+struct HangVerdict {
+  HangKind kind = HangKind::kNeverIssued;
+  uint64_t comm_id = 0;
+  uint64_t seq = 0;      // the instance the waiting ranks wait in
+  uint16_t op = 0;       // what the waiting (majority) ranks issued there
+  std::vector<int32_t> culprit_ranks;  // empty for kStuckInCollective
+  std::vector<int32_t> waiting_ranks;
+  // kMismatch: which field differs, as Flight Recorder names them: "op", "count", "dtype", "root".
+  std::string mismatch;
+  double stalled_s = 0;    // since the communicator's last progress
+  double threshold_s = 0;  // the adaptive threshold that was crossed
+  // Readable facts, one sentence each: what each culprit was last doing, how it exited, the op
+  // that blocks a stream, the differing fields per rank.
+  std::vector<std::string> evidence;
+};
+
+enum class Cause : uint8_t { kCompute = 1, kHost = 2, kLink = 3 };
+const char* CauseName(Cause cause);  // "compute", "host", "link"
+
+struct Straggler {
+  int32_t rank = -1;     // -1 for a link finding (no rank to blame)
+  uint64_t comm_id = 0;  // the communicator it was found on (the slowest one for link)
+  Cause cause = Cause::kCompute;
+  double share_last = 0;        // instances it arrived last in / instances it took part in
+  double mean_lateness_s = 0;   // its arrival minus the median arrival, mean over instances
+  double wait_caused_s = 0;     // sum over instances of the others' waiting for it
+  std::string group;            // "tp", "dp", ... when groups are given; else ""
+  std::vector<std::string> evidence;
+};
+
+// Per rank and communicator: observed and true bus bandwidth (GB/s, 10^9 B/s, opmath factors).
+struct BusBandwidth {
+  int32_t rank = -1;
+  uint64_t comm_id = 0;
+  uint16_t op = 0;
+  uint64_t bytes = 0;
+  uint64_t instances = 0;
+  double observed_gbps = 0;  // from the rank's own GPU time (includes waiting for late ranks)
+  double true_gbps = 0;      // from the transfer time alone: end - last arrival
+};
+
+// Per rank: what it did in collectives.
+struct RankStats {
+  int32_t rank = -1;
+  uint64_t instances = 0;     // complete instances it took part in
+  uint64_t arrived_last = 0;
+  double wait_s = 0;          // time it waited in collectives for later ranks
+  double transfer_s = 0;      // time after the last arrival
+  double wait_caused_s = 0;   // others' waiting it caused as the last arrival
+};
+
+struct Report {
+  std::vector<HangVerdict> hangs;  // most severe first; empty: no hang
+  std::vector<Straggler> stragglers;  // worst first; empty: balanced
+  std::vector<BusBandwidth> bus_bandwidth;
+  std::vector<RankStats> ranks;
+  // With groups: the pipeline stage that bounds the step (the one whose ranks caused most wait),
+  // -1 without groups or pipeline.
+  int bounding_stage = -1;
+  uint64_t instances = 0;  // complete collective instances analysed
+};
+
+Report Analyze(const std::vector<RankInput>& ranks, const Options& options);
+
+}  // namespace analysis
+}  // namespace xtimer
+
+#endif  // XTIMER_ANALYSIS_ANALYSIS_H_
