@@ -73,6 +73,24 @@ struct TimedOp {
 // of one rank at a time.
 std::vector<Arrival> SummarizeRank(std::vector<TimedOp> ops);
 
+// The same, incrementally, for the daemon: ops are added as they complete (in completion order
+// per stream, streams interleaved), and each collective's Arrival is produced once it is added.
+// Work that completes after the collective it preceded is added is attributed approximately
+// (documented); memory is bounded (a fixed number of recent non-collective ops).
+class RankSummarizer {
+ public:
+  RankSummarizer();
+  ~RankSummarizer();
+  RankSummarizer(const RankSummarizer&) = delete;
+  RankSummarizer& operator=(const RankSummarizer&) = delete;
+  // Returns true and sets *arrival when `op` is a collective.
+  bool Add(const TimedOp& op, Arrival* arrival);
+
+ private:
+  struct State;
+  State* state_;
+};
+
 // A communicator as a member sees it.
 struct Communicator {
   uint64_t id = 0;
