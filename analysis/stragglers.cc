@@ -331,12 +331,13 @@ void AddRankStats(const std::vector<RankInput>& ranks, const std::vector<CommSum
   report->ranks = std::move(stats);
 }
 
+// The stage of the rank stragglers that caused the most waiting; -1 without any.
 int BoundingStage(const Report& report, const Options& options) {
   if (!options.has_groups || options.groups.pp < 2) return -1;
   std::vector<double> caused(options.groups.pp, 0);
-  for (const RankStats& r : report.ranks) {
-    if (r.rank >= 0 && r.rank < options.groups.world()) {
-      caused[PipelineStage(options.groups, r.rank)] += r.wait_caused_s;
+  for (const Straggler& s : report.stragglers) {
+    if (s.rank >= 0 && s.rank < options.groups.world()) {
+      caused[PipelineStage(options.groups, s.rank)] += s.wait_caused_s;
     }
   }
   auto it = std::max_element(caused.begin(), caused.end());
