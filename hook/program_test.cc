@@ -677,7 +677,9 @@ TEST(ProgramTest, InflightRowsSayQueuedBehindAKernelAndStartedForTheWaitingRank)
   EXPECT_EQ(w.blocker.op, 0);
   // Everything completed before the exit: nothing is described any more.
   daemon->ReadAll();
-  for (const auto& r : daemon->rings()[0].inflight) {
+  const auto rings = daemon->rings();
+  ASSERT_EQ(rings.size(), 1u);
+  for (const auto& r : rings[0].inflight) {
     EXPECT_EQ(r.oldest.state, format::InflightState::kNone) << r.comm_id << " " << r.device;
   }
 }
