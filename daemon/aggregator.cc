@@ -173,6 +173,14 @@ Aggregator::Rank* Aggregator::RankOf(const Process& p, int device) {
   return p.ranks.front().get();
 }
 
+Aggregator::Rank* Aggregator::RankOfRow(const Process& p, const format::InflightRow& row) {
+  if (row.device >= 0 || p.ranks.size() == 1) return RankOf(p, row.device);
+  for (const auto& r : p.ranks) {  // a row without a device (ring version 1)
+    if (r->comms.count(row.comm_id) != 0) return r.get();
+  }
+  return p.ranks.front().get();
+}
+
 Aggregator::Rank* Aggregator::RankForComm(Process* p, int device) {
   if (device < 0) return p->ranks.front().get();
   if (p->ranks.size() == 1) {
@@ -613,7 +621,7 @@ void Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {
   const size_t rows = std::min<size_t>(status.inflight.size(), format::kMaxInflight);
   for (size_t i = 0; i < rows; ++i) {
     const format::InflightRow& row = status.inflight[i];
-    Comm* c = FindOrAddComm(&RankOf(*p, row.device)->comms, row.comm_id,
+    Comm* c = FindOrAddComm(&RankOfRow(*p, row)->comms, row.comm_id,
                             options_.max_comms_per_process + 1);
     if (c == nullptr) continue;
     if (c->has_row) {

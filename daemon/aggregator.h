@@ -218,6 +218,9 @@ class Aggregator {
   Process* Find(ProcessId id) const;
   // The rank an op of `device` counts for: the one on that device, else the process's first.
   static Rank* RankOf(const Process& p, int device);
+  // The rank an in-flight row counts for: its device's; for a row without one (ring version 1),
+  // the first rank that holds its communicator, else the first.
+  static Rank* RankOfRow(const Process& p, const format::InflightRow& row);
   // The rank of a communicator on `device`, adding one when this is the process's second device
   // (or a further one) with a communicator. Needs mu_.
   Rank* RankForComm(Process* p, int device);

@@ -542,6 +542,26 @@ TEST(AggregatorMultiDeviceTest, InflightRowsGoToTheirDevicesRank) {
   EXPECT_TRUE(snap.processes[1].hang);  // only the device that waits
 }
 
+// Rows of a version 1 ring carry no device: each goes to the rank that holds its communicator.
+TEST(AggregatorMultiDeviceTest, RowsWithoutDeviceGoToTheRankOfTheirCommunicator) {
+  Aggregator agg(Options());
+  auto id = agg.AddProcess(100, Id(0));
+  auto a = CommOn(0xa, 0, 0, 2, 0);
+  auto b = CommOn(0xb, 1, 1, 2, 0);
+  agg.Ingest(id, &a, 1, kT0);
+  agg.Ingest(id, &b, 1, kT0);
+  ProcessStatus st;
+  st.identity = Id(0);
+  st.inflight_valid = true;
+  st.inflight = {{0xb, 3, 2, kT0 - kSec}, {0xc, 1, 1, 0}};
+  agg.UpdateStatus(id, st);
+  const Snapshot snap = agg.TakeSnapshot(kT0);
+  ASSERT_EQ(snap.processes.size(), 2u);
+  ASSERT_EQ(snap.processes[1].comms.size(), 1u);
+  EXPECT_EQ(snap.processes[1].comms[0].last_issued_seq, 3u);
+  EXPECT_EQ(snap.processes[0].comms.size(), 2u);  // 0xa and the unknown 0xc
+}
+
 TEST(BlockedByTest, DescribesEachKindOfBlocker) {
   format::InflightBlocker b;
   EXPECT_EQ(DescribeBlocker(b, "", kT0), "");
