@@ -85,16 +85,25 @@ struct Comm {
   uint64_t parent_id = 0;
 };
 
-struct Aggregator::Process {
-  int pid = 0;
-  format::Identity identity;
-  ProcessStatus status;  // inflight rows are moved into comms
-  int64_t registered_ns = 0;
+// A rank of a process: the whole process, or one of the devices it drives.
+struct Aggregator::Rank {
+  int device = -1;  // -1 while the process has one rank
   std::unordered_map<uint64_t, std::unique_ptr<Series>> series;
   uint64_t last_key = ~uint64_t{0};
   Series* last_series = nullptr;
   std::unordered_map<uint64_t, Comm> comms;
   uint64_t unaggregated = 0;
+};
+
+struct Aggregator::Process {
+  int pid = 0;
+  format::Identity identity;
+  ProcessStatus status;  // inflight rows are moved into comms
+  int64_t registered_ns = 0;
+  // At least one; more once communicators live on several devices, by ascending device.
+  std::vector<std::unique_ptr<Rank>> ranks;
+  int comm_device = -1;     // the device of the first communicator seen (one-rank process)
+  size_t series_count = 0;  // over every rank (max_series_per_process)
   // The newest (at most options_.history) records in lazily allocated chunks: chunk number c
   // holds records [c * kHistoryChunk, (c + 1) * kHistoryChunk) of the process. No
   // reallocation, an idle process costs nothing, and the oldest chunks go first under memory
@@ -118,11 +127,15 @@ struct Aggregator::Process {
 
 namespace {
 
-// What a process costs before any series, name or history chunk: the struct, its bounded
-// communicator table and the name being assembled.
+// What a rank costs before any series: its bounded communicator table.
+size_t RankBytes(const AggregatorOptions& o) {
+  return 256 + (o.max_comms_per_process + 1) * (sizeof(Comm) + kHashNodeBytes);
+}
+
+// What a process costs before any series, name or history chunk: the struct, its first rank and
+// the name being assembled.
 size_t BaseBytes(const AggregatorOptions& o) {
-  return sizeof(Aggregator::ProcessId) + 1024 + (o.max_comms_per_process + 1) *
-         (sizeof(Comm) + kHashNodeBytes) + kMaxNameLength;
+  return sizeof(Aggregator::ProcessId) + 1024 + RankBytes(o) + kMaxNameLength;
 }
 
 size_t SeriesBytes(const AggregatorOptions& o) {
@@ -151,12 +164,52 @@ Aggregator::Process* Aggregator::Find(ProcessId id) const {
   return it == processes_.end() ? nullptr : it->second.get();
 }
 
+Aggregator::Rank* Aggregator::RankOf(const Process& p, int device) {
+  if (p.ranks.size() > 1) {
+    for (const auto& r : p.ranks) {
+      if (r->device == device) return r.get();
+    }
+  }
+  return p.ranks.front().get();
+}
+
+Aggregator::Rank* Aggregator::RankOfRow(const Process& p, const format::InflightRow& row) {
+  if (row.device >= 0 || p.ranks.size() == 1) return RankOf(p, row.device);
+  for (const auto& r : p.ranks) {  // a row without a device (ring version 1)
+    if (r->comms.count(row.comm_id) != 0) return r.get();
+  }
+  return p.ranks.front().get();
+}
+
+Aggregator::Rank* Aggregator::RankForComm(Process* p, int device) {
+  if (device < 0) return p->ranks.front().get();
+  if (p->ranks.size() == 1) {
+    if (p->comm_device < 0) p->comm_device = device;
+    if (p->comm_device == device) return p->ranks.front().get();
+    p->ranks.front()->device = p->comm_device;  // a second device: each becomes a rank
+  }
+  for (const auto& r : p->ranks) {
+    if (r->device == device) return r.get();
+  }
+  if (p->ranks.size() >= options_.max_ranks_per_process || !Reserve(*p, RankBytes(options_))) {
+    return p->ranks.front().get();
+  }
+  auto rank = std::make_unique<Rank>();
+  rank->device = device;
+  auto at = std::find_if(p->ranks.begin(), p->ranks.end(),
+                         [device](const std::unique_ptr<Rank>& r) { return r->device > device; });
+  Rank* added = p->ranks.insert(at, std::move(rank))->get();
+  Charge(p, static_cast<int64_t>(RankBytes(options_)));
+  return added;
+}
+
 Aggregator::ProcessId Aggregator::AddProcess(int pid, const format::Identity& identity) {
   std::lock_guard<std::mutex> lock(mu_);
   auto p = std::make_unique<Process>();
   p->pid = pid;
   p->identity = identity;
   p->status.identity = identity;
+  p->ranks.push_back(std::make_unique<Rank>());
   Charge(p.get(), static_cast<int64_t>(sizeof(Process) + BaseBytes(options_)));
   const ProcessId id = next_id_++;
   processes_.emplace(id, std::move(p));
@@ -317,7 +370,7 @@ void Aggregator::MarkExited(ProcessId id, const ExitCause& cause, int64_t now_ns
       p->connected = false;
       p->exit_cause = cause;
       p->exited_ns = now_ns;
-      p->last_series = nullptr;
+      for (auto& r : p->ranks) r->last_series = nullptr;
       EnforceExitedBounds();
       EnforceBudget();
     }
@@ -449,28 +502,30 @@ void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot
     switch (static_cast<RecordType>(slot.header.type)) {
       case RecordType::kOp: {
         const format::OpRecord& r = slot.op;
+        Rank* rank = RankOf(*p, r.device);
         const uint8_t sc = SizeClassOf(r);
         const uint64_t key = (uint64_t{r.kind} << 40) | (uint64_t{r.op} << 16) |
                              (uint64_t{r.dtype} << 8) | sc;
-        Series* s = p->last_series;
-        if (key != p->last_key || s == nullptr) {
-          auto it = p->series.find(key);
-          if (it != p->series.end()) {
+        Series* s = rank->last_series;
+        if (key != rank->last_key || s == nullptr) {
+          auto it = rank->series.find(key);
+          if (it != rank->series.end()) {
             s = it->second.get();
-          } else if (p->series.size() < options_.max_series_per_process &&
+          } else if (p->series_count < options_.max_series_per_process &&
                      Reserve(*p, SeriesBytes(options_))) {
-            s = p->series
+            s = rank->series
                     .emplace(key, std::make_unique<Series>(r.kind, r.op, r.dtype, sc, options_))
                     .first->second.get();
+            ++p->series_count;
             Charge(p, static_cast<int64_t>(SeriesBytes(options_)));
           } else {
             s = nullptr;
           }
-          p->last_key = key;
-          p->last_series = s;
+          rank->last_key = key;
+          rank->last_series = s;
         }
         if (s == nullptr) {
-          ++p->unaggregated;
+          ++rank->unaggregated;
         } else {
           const int64_t dur = r.duration_ns;  // Validate bounds it to [0, 1 day]
           const double flop = FlopOf(r);
@@ -486,7 +541,7 @@ void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot
           if (epoch < 0) epoch = s->window.EpochOf(now_ns);
           s->window.Add(epoch, dur, flop, bus, algo);
           if (comm_op && r.comm_id != 0) {
-            Comm* c = FindOrAddComm(&p->comms, r.comm_id, options_.max_comms_per_process);
+            Comm* c = FindOrAddComm(&rank->comms, r.comm_id, options_.max_comms_per_process);
             if (c != nullptr) {
               if (r.kind == static_cast<uint8_t>(OpKind::kCollective)) {
                 c->completed_seq = std::max(c->completed_seq, r.seq);
@@ -497,7 +552,7 @@ void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot
             }
           }
         }
-        if (tap_) tap_(id, p->ops_seen, r);
+        if (tap_) tap_(id, rank->device, p->ops_seen, r);
         ++p->ops_seen;
         if (options_.history > 0) AppendHistory(p, r);
         break;
@@ -532,7 +587,8 @@ void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot
       }
       case RecordType::kComm: {
         const format::CommRecord& r = slot.comm;
-        Comm* c = FindOrAddComm(&p->comms, r.comm_id, options_.max_comms_per_process);
+        Comm* c = FindOrAddComm(&RankForComm(p, r.device)->comms, r.comm_id,
+                                options_.max_comms_per_process);
         if (c != nullptr) {
           c->comm_rank = r.rank;
           c->comm_size = r.size;
@@ -559,11 +615,14 @@ void Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {
   p->status.fill = std::min(1.0, std::max(0.0, status.fill));
   p->status.heartbeat_ns = status.heartbeat_ns;
   if (!status.inflight_valid) return;
-  for (auto& c : p->comms) c.second.has_row = false;
+  for (auto& rank : p->ranks) {
+    for (auto& c : rank->comms) c.second.has_row = false;
+  }
   const size_t rows = std::min<size_t>(status.inflight.size(), format::kMaxInflight);
   for (size_t i = 0; i < rows; ++i) {
     const format::InflightRow& row = status.inflight[i];
-    Comm* c = FindOrAddComm(&p->comms, row.comm_id, options_.max_comms_per_process + 1);
+    Comm* c = FindOrAddComm(&RankOfRow(*p, row)->comms, row.comm_id,
+                            options_.max_comms_per_process + 1);
     if (c == nullptr) continue;
     if (c->has_row) {
       MergeRow(row, &c->row);
@@ -574,86 +633,79 @@ void Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {
   }
 }
 
-std::set<Aggregator::ProcessId> Aggregator::HiddenProcesses(Snapshot* snap) const {
+void Aggregator::MarkHidden(Snapshot* snap) const {
   // Label conflicts: live processes claim their labels first (in registration order), so a rank
   // restarted after a crash is exported and its exited predecessor is hidden.
   std::set<std::string> seen;
-  std::set<ProcessId> hidden;
   for (int pass = 0; pass < 2; ++pass) {
-    for (const auto& entry : processes_) {
-      const Process& p = *entry.second;
-      if (p.connected != (pass == 0)) continue;
-      const std::string key = SanitizeLabel(p.identity.job) + '\0' +
-                              SanitizeLabel(p.identity.host) + '\0' +
-                              SanitizeLabel(p.identity.pod) + '\0' +
-                              std::to_string(p.identity.rank) + '\0' +
-                              std::to_string(p.identity.local_rank);
+    for (ProcessSnapshot& ps : snap->processes) {
+      if (ps.exited == (pass == 0)) continue;
+      const std::string key = ps.job + '\0' + ps.host + '\0' + ps.pod + '\0' +
+                              std::to_string(ps.rank) + '\0' + std::to_string(ps.local_rank);
       if (seen.insert(key).second) continue;
-      hidden.insert(entry.first);
-      if (!p.connected) continue;
+      ps.hidden = true;
+      if (ps.exited) continue;
       ++snap->identity_conflicts;
-      if (!p.conflict_logged) {
-        p.conflict_logged = true;
+      const Process* p = Find(ps.id);
+      if (p != nullptr && !p->conflict_logged) {
+        p->conflict_logged = true;
         Logf("pid %d has the same job/host/pod/rank/local_rank as another live process "
              "(rank %d); its series are not exported",
-             p.pid, p.identity.rank);
+             ps.pid, ps.rank);
       }
     }
   }
-  return hidden;
 }
 
-Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  Snapshot snap;
-  snap.registrations = registrations_;
-  snap.registrations_refused = refusals_.counts();
-  for (const auto& c : snap.registrations_refused) snap.registrations_rejected += c.second;
-  snap.memory_bytes = total_bytes_;
-  snap.memory_budget_bytes = options_.memory_budget_bytes;
-  snap.history_shrinks = history_shrinks_;
-  snap.start_ns = start_ns_;
-  const std::set<ProcessId> hidden = HiddenProcesses(&snap);
-  std::vector<int64_t> scratch;
-  snap.processes.reserve(processes_.size());
-  for (const auto& entry : processes_) {
-    const Process& p = *entry.second;
-    // An exited process is frozen at its exit: in-flight ages and hang as they were then.
-    const int64_t at_ns = p.connected ? now_ns : std::min(now_ns, p.exited_ns);
-    ProcessSnapshot ps;
-    ps.id = entry.first;
-    ps.pid = p.pid;
-    ps.job = SanitizeLabel(p.identity.job);
-    ps.host = SanitizeLabel(p.identity.host);
-    ps.pod = SanitizeLabel(p.identity.pod);
-    ps.rank = p.identity.rank;
-    ps.local_rank = p.identity.local_rank;
-    ps.world_size = p.identity.world_size;
-    ps.hidden = hidden.count(entry.first) != 0;
-    ps.exited = !p.connected;
-    ps.exit_cause = p.exit_cause;
-    ps.exited_ns = p.exited_ns;
-    if (p.connected) ++snap.connected;
-    ps.written = p.status.written;
-    ps.dropped = p.status.dropped;
-    std::copy(std::begin(p.status.untimed), std::end(p.status.untimed), std::begin(ps.untimed));
-    ps.invalid = p.status.invalid;
-    ps.lost = p.status.lost;
-    ps.unaggregated = p.unaggregated;
-    ps.fill = p.status.fill;
-    ps.heartbeat_age_s = AgeSeconds(now_ns, p.status.heartbeat_ns);
-    ps.up = p.connected &&
-            (options_.stale_heartbeat_ns <= 0 ||
-             ps.heartbeat_age_s * 1e9 < static_cast<double>(options_.stale_heartbeat_ns));
-    ps.history = p.history_total - p.history_first;
+namespace {
 
+// The communicator that names a device rank: the largest, then one made by an init call (no
+// parent), then the lowest id. Null when the rank knows no communicator's size.
+const Comm* NamingComm(const std::unordered_map<uint64_t, Comm>& comms, uint64_t* id) {
+  const Comm* best = nullptr;
+  for (const auto& entry : comms) {
+    const Comm& c = entry.second;
+    if (c.comm_size <= 0 || c.comm_rank < 0) continue;
+    const bool better =
+        best == nullptr || c.comm_size > best->comm_size ||
+        (c.comm_size == best->comm_size &&
+         ((c.parent_id == 0) != (best->parent_id == 0) ? c.parent_id == 0 : entry.first < *id));
+    if (better) {
+      best = &c;
+      *id = entry.first;
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
+void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, int64_t now_ns,
+                               std::vector<int64_t>* scratch,
+                               std::vector<ProcessSnapshot>* out) const {
+  // An exited process is frozen at its exit: in-flight ages and hang as they were then.
+  const int64_t at_ns = p.connected ? now_ns : std::min(now_ns, p.exited_ns);
+  for (size_t i = 0; i < p.ranks.size(); ++i) {
+    const Rank& rank = *p.ranks[i];
+    ProcessSnapshot ps = base;
+    ps.first_rank = i == 0;
+    ps.unaggregated = rank.unaggregated;
+    if (p.ranks.size() > 1) {
+      ps.device = rank.device;
+      ps.local_rank = rank.device;
+      uint64_t naming_id = 0;
+      if (const Comm* c = NamingComm(rank.comms, &naming_id)) {
+        ps.rank = c->comm_rank;
+        ps.world_size = c->comm_size;
+      }
+    }
     std::vector<uint64_t> keys;
-    keys.reserve(p.series.size());
-    for (const auto& s : p.series) keys.push_back(s.first);
+    keys.reserve(rank.series.size());
+    for (const auto& s : rank.series) keys.push_back(s.first);
     std::sort(keys.begin(), keys.end());
     ps.series.reserve(keys.size());
     for (uint64_t k : keys) {
-      const Series& s = *p.series.at(k);
+      const Series& s = *rank.series.at(k);
       SeriesSnapshot ss;
       ss.kind = s.kind;
       ss.op = s.op;
@@ -663,15 +715,14 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
       ss.seconds = static_cast<double>(s.sum_ns) * 1e-9;
       ss.bytes = s.bytes;
       ss.flop = s.flop;
-      ss.window = s.window.Compute(now_ns, &scratch);
+      ss.window = s.window.Compute(now_ns, scratch);
       ps.series.push_back(ss);
     }
-
     std::vector<uint64_t> comm_ids;
-    for (const auto& c : p.comms) comm_ids.push_back(c.first);
+    for (const auto& c : rank.comms) comm_ids.push_back(c.first);
     std::sort(comm_ids.begin(), comm_ids.end());
     for (uint64_t cid : comm_ids) {
-      const Comm& c = p.comms.at(cid);
+      const Comm& c = rank.comms.at(cid);
       CommSnapshot cs;
       cs.comm_id = cid;
       cs.last_completed_seq = c.completed_seq;
@@ -705,8 +756,55 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
       ps.comms.push_back(cs);
     }
     freed_since_trim_ += ps.series.size() * kSnapshotBytesPerSeries;
-    snap.processes.push_back(std::move(ps));
+    out->push_back(std::move(ps));
   }
+}
+
+Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Snapshot snap;
+  snap.registrations = registrations_;
+  snap.registrations_refused = refusals_.counts();
+  for (const auto& c : snap.registrations_refused) snap.registrations_rejected += c.second;
+  snap.memory_bytes = total_bytes_;
+  snap.memory_budget_bytes = options_.memory_budget_bytes;
+  snap.history_shrinks = history_shrinks_;
+  snap.start_ns = start_ns_;
+  std::vector<int64_t> scratch;
+  snap.processes.reserve(processes_.size());
+  for (const auto& entry : processes_) {
+    const Process& p = *entry.second;
+    ProcessSnapshot ps;
+    ps.id = entry.first;
+    ps.pid = p.pid;
+    ps.job = SanitizeLabel(p.identity.job);
+    ps.host = SanitizeLabel(p.identity.host);
+    ps.pod = SanitizeLabel(p.identity.pod);
+    ps.rank = p.identity.rank;
+    ps.local_rank = p.identity.local_rank;
+    ps.world_size = p.identity.world_size;
+    ps.exited = !p.connected;
+    ps.exit_cause = p.exit_cause;
+    ps.exited_ns = p.exited_ns;
+    if (p.connected) {
+      ++snap.connected;
+    } else {
+      ++snap.exited;
+    }
+    ps.written = p.status.written;
+    ps.dropped = p.status.dropped;
+    std::copy(std::begin(p.status.untimed), std::end(p.status.untimed), std::begin(ps.untimed));
+    ps.invalid = p.status.invalid;
+    ps.lost = p.status.lost;
+    ps.fill = p.status.fill;
+    ps.heartbeat_age_s = AgeSeconds(now_ns, p.status.heartbeat_ns);
+    ps.up = p.connected &&
+            (options_.stale_heartbeat_ns <= 0 ||
+             ps.heartbeat_age_s * 1e9 < static_cast<double>(options_.stale_heartbeat_ns));
+    ps.history = p.history_total - p.history_first;
+    SnapshotRanks(p, ps, now_ns, &scratch, &snap.processes);
+  }
+  MarkHidden(&snap);
   return snap;
 }
 
@@ -715,15 +813,19 @@ void Aggregator::SetOpTap(OpTap tap) {
   tap_ = std::move(tap);
 }
 
-std::vector<format::OpRecord> Aggregator::History(ProcessId id, uint64_t* end_seq) const {
+std::vector<format::OpRecord> Aggregator::History(ProcessId id, uint64_t* end_seq,
+                                                  int device) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<format::OpRecord> out;
   Process* p = Find(id);
   if (end_seq != nullptr) *end_seq = p == nullptr ? 0 : p->ops_seen;
   if (p == nullptr) return out;
+  const bool all = device == kAllDevices || p->ranks.size() == 1;
   out.reserve(p->history_total - p->history_first);
   for (uint64_t i = p->history_first; i < p->history_total; ++i) {
-    out.push_back(p->history_chunks[i / kHistoryChunk - p->history_front_chunk][i % kHistoryChunk]);
+    const format::OpRecord& r =
+        p->history_chunks[i / kHistoryChunk - p->history_front_chunk][i % kHistoryChunk];
+    if (all || RankOf(*p, r.device)->device == device) out.push_back(r);
   }
   return out;
 }

@@ -1,6 +1,12 @@
 // The daemon's model of every registered process: per-op-series counters and sliding windows,
 // per-communicator progress and hang state, transport health, and a bounded history of recent
-// OpRecords. It knows nothing about sockets, rings or Prometheus: the RingServer feeds it
+// OpRecords.
+//
+// Ranks. A process is one registration, but it may drive several devices (JAX one process per
+// host, nccl-tests -g N, ncclCommInitAll): each device that holds a communicator rank is then a
+// rank of its own, with its own series and communicators (docs/ranks.md). A process whose
+// communicators all live on one device (torchrun: one process per GPU) is one rank, named by its
+// identity, exactly as before. It knows nothing about sockets, rings or Prometheus: the RingServer feeds it
 // records and ring-header status, exporters read Snapshot()s. Tests drive it with synthetic
 // records and clocks.
 //
@@ -38,6 +44,7 @@ struct AggregatorOptions {
   size_t max_series_per_process = 512;  // op series; records beyond are counted, not aggregated
   size_t max_comms_per_process = 64;    // communicators tracked per process
   size_t max_names_per_process = 4096;  // kernel names kept per process
+  size_t max_ranks_per_process = 64;    // device ranks of one process; ops of more go to its first
   // Exited processes (connection closed) are kept this long, with rank_up 0 and their exit
   // cause, so that short jobs and crashed ranks stay visible and dumpable. 0: dropped at once.
   int64_t exited_grace_ns = int64_t{600} * 1000000000;  // --exited-grace
@@ -107,17 +114,24 @@ struct CommSnapshot {
   uint64_t parent_id = 0;  // the communicator it was split or shrunk from, else 0
 };
 
+// One rank of a process: the whole process, or one device of a process that drives several.
 struct ProcessSnapshot {
-  uint64_t id = 0;
+  uint64_t id = 0;  // the process (shared by its ranks)
   int pid = 0;
   std::string job, host, pod;
+  // A process with one rank: its identity (environment, or learned from NCCL). A device rank:
+  // its rank and size in its largest communicator (the process's identity when it has none),
+  // and local_rank = device.
   int rank = -1, local_rank = -1, world_size = -1;
+  int device = -1;        // the rank's device when the process has several ranks, else -1
+  bool first_rank = true;  // the process's first (or only) rank: it carries the ring's values
   bool up = true;
   bool exited = false;  // the connection closed; kept for the exited grace period
   ExitCause exit_cause;
   int64_t exited_ns = 0;  // CLOCK_REALTIME at which the connection closed
   bool hang = false;
   bool hidden = false;  // another live process has the same labels (see identity conflicts)
+  // The process's ring (the same on each of its ranks); unaggregated is the rank's own.
   uint64_t written = 0, dropped = 0, invalid = 0, lost = 0, unaggregated = 0;
   uint64_t untimed[format::kUntimedSlots] = {};
   double fill = 0;
@@ -128,8 +142,11 @@ struct ProcessSnapshot {
 };
 
 struct Snapshot {
-  std::vector<ProcessSnapshot> processes;  // in registration order, exited ones included
+  // Every rank of every process, processes in registration order (exited ones included), a
+  // process's ranks by device.
+  std::vector<ProcessSnapshot> processes;
   uint64_t connected = 0;                  // processes whose connection is open
+  uint64_t exited = 0;                     // processes kept for the exited grace period
   uint64_t registrations = 0;
   uint64_t registrations_rejected = 0;    // the sum of registrations_refused
   std::map<std::string, uint64_t> registrations_refused;  // by cause (see RingServer)
@@ -177,13 +194,18 @@ class Aggregator {
   Snapshot TakeSnapshot(int64_t now_ns) const;
 
   size_t process_count() const;
-  // The retained OpRecords of a process, oldest first (for dumps). *end_seq (if given) gets the
-  // op sequence number (see OpTap) one past the last record returned.
-  std::vector<format::OpRecord> History(ProcessId id, uint64_t* end_seq = nullptr) const;
-  // Called for every op record ingested, with the process's op sequence number (0, 1, ... per
-  // process), under the aggregator's lock: it must be quick and must not call the aggregator.
-  // Dumps capture with it (daemon/dump_writer.h). An empty function removes it.
-  using OpTap = std::function<void(ProcessId, uint64_t seq, const format::OpRecord&)>;
+  // The retained OpRecords of a process, oldest first (for dumps): all of them, or (`device` >= 0)
+  // those of its rank on that device (ProcessSnapshot::device). *end_seq (if given) gets the op
+  // sequence number (see OpTap) one past the last record of the process.
+  static constexpr int kAllDevices = -2;
+  std::vector<format::OpRecord> History(ProcessId id, uint64_t* end_seq = nullptr,
+                                        int device = kAllDevices) const;
+  // Called for every op record ingested, with the device of the rank it counts for (-1 for a
+  // process with one rank) and the process's op sequence number (0, 1, ... per process), under
+  // the aggregator's lock: it must be quick and must not call the aggregator. Dumps capture with
+  // it (daemon/dump_writer.h). An empty function removes it.
+  using OpTap =
+      std::function<void(ProcessId, int rank_device, uint64_t seq, const format::OpRecord&)>;
   void SetOpTap(OpTap tap);
   // The kernel name for a name_id, or "" when unknown.
   std::string KernelName(ProcessId id, uint32_t name_id) const;
@@ -192,12 +214,24 @@ class Aggregator {
 
  private:
   struct Process;
+  struct Rank;
   Process* Find(ProcessId id) const;
+  // The rank an op of `device` counts for: the one on that device, else the process's first.
+  static Rank* RankOf(const Process& p, int device);
+  // The rank an in-flight row counts for: its device's; for a row without one (ring version 1),
+  // the first rank that holds its communicator, else the first.
+  static Rank* RankOfRow(const Process& p, const format::InflightRow& row);
+  // The rank of a communicator on `device`, adding one when this is the process's second device
+  // (or a further one) with a communicator. Needs mu_.
+  Rank* RankForComm(Process* p, int device);
+  // The snapshot entries of p's ranks (rank, series, communicators, hang). Needs mu_.
+  void SnapshotRanks(const Process& p, const ProcessSnapshot& base, int64_t now_ns,
+                     std::vector<int64_t>* scratch, std::vector<ProcessSnapshot>* out) const;
   void IngestLocked(Process* p, ProcessId id, const format::RecordSlot* records, size_t n,
                     int64_t now_ns);
-  // Processes whose labels an earlier live process (or any live one, for an exited process)
-  // already has; counts live conflicts in snap->identity_conflicts. Needs mu_.
-  std::set<ProcessId> HiddenProcesses(Snapshot* snap) const;
+  // Marks the ranks whose labels a rank of an earlier live process (or any live one, for an
+  // exited process) already has; counts live conflicts in snap->identity_conflicts. Needs mu_.
+  void MarkHidden(Snapshot* snap) const;
   // Drops the oldest exited processes while there are too many or they hold too much memory.
   void EnforceExitedBounds();
   // Above the high-water mark: drops exited processes oldest first, then halves the longest

@@ -240,6 +240,164 @@ TEST(AggregatorTest, CommunicatorProgressAndHang) {
   EXPECT_EQ(snap.processes[0].comms[1].oldest_inflight_age_s, 0);
 }
 
+format::RecordSlot CommOn(uint64_t comm_id, int device, int rank, int size, uint64_t parent) {
+  format::RecordSlot comm;
+  memset(&comm, 0, sizeof(comm));
+  comm.comm.version = format::kRecordVersion;
+  comm.comm.type = static_cast<uint8_t>(format::RecordType::kComm);
+  comm.comm.comm_id = comm_id;
+  comm.comm.device = device;
+  comm.comm.rank = rank;
+  comm.comm.size = size;
+  comm.comm.parent_id = parent;
+  return comm;
+}
+
+format::RecordSlot AllReduceOn(uint64_t comm_id, int device, uint64_t seq) {
+  auto ar = MakeOp(Operation::kAllReduce, DType::kF32, 1000);
+  ar.op.comm_id = comm_id;
+  ar.op.device = device;
+  ar.op.seq = seq;
+  return ar;
+}
+
+// ncclCommInitAll over devices 0..3 of one process (comm 0xa, size 4) and a split into halves
+// (0xb: devices 0,1; 0xc: devices 2,3): four ranks, named by their place in 0xa.
+TEST(AggregatorMultiDeviceTest, EachDeviceIsARankNamedByItsLargestCommunicator) {
+  AggregatorOptions o = Options();
+  o.history = 1000;
+  Aggregator agg(o);
+  format::Identity id = Id(0);
+  id.rank = -1;
+  id.local_rank = -1;
+  id.world_size = -1;
+  auto pid = agg.AddProcess(100, id);
+  auto memset0 = MakeOp(Operation::kMemset, DType::kUnknown, 10);
+  memset0.op.device = 0;
+  agg.Ingest(pid, &memset0, 1, kT0);  // before any communicator: the process's first rank
+  // Devices in a different order than their ranks in the world communicator.
+  const int rank_of[4] = {2, 0, 3, 1};
+  for (int d = 0; d < 4; ++d) {
+    auto c = CommOn(0xa, d, rank_of[d], 4, 0);
+    agg.Ingest(pid, &c, 1, kT0);
+  }
+  for (int d = 0; d < 4; ++d) {
+    auto c = CommOn(d < 2 ? 0xb : 0xc, d, d % 2, 2, 0xa);
+    agg.Ingest(pid, &c, 1, kT0);
+  }
+  for (uint64_t seq = 1; seq <= 5; ++seq) {
+    for (int d = 0; d < 4; ++d) {
+      auto world = AllReduceOn(0xa, d, seq);
+      auto half = AllReduceOn(d < 2 ? 0xb : 0xc, d, seq);
+      agg.Ingest(pid, &world, 1, kT0);
+      agg.Ingest(pid, &half, 1, kT0);
+    }
+  }
+  auto sync = MakeOp(Operation::kStreamSynchronize, DType::kUnknown, 10);
+  sync.op.device = -1;
+  agg.Ingest(pid, &sync, 1, kT0);
+
+  const Snapshot snap = agg.TakeSnapshot(kT0);
+  EXPECT_EQ(snap.connected, 1u);
+  ASSERT_EQ(snap.processes.size(), 4u);
+  for (int d = 0; d < 4; ++d) {
+    const ProcessSnapshot& p = snap.processes[d];
+    SCOPED_TRACE(d);
+    EXPECT_EQ(p.device, d);
+    EXPECT_EQ(p.local_rank, d);
+    EXPECT_EQ(p.rank, rank_of[d]);
+    EXPECT_EQ(p.world_size, 4);
+    EXPECT_EQ(p.pid, 100);
+    EXPECT_EQ(p.first_rank, d == 0);
+    EXPECT_FALSE(p.hidden);
+    const SeriesSnapshot* ar = FindSeries(p, Operation::kAllReduce);
+    ASSERT_NE(ar, nullptr);
+    EXPECT_EQ(ar->count, 10u);
+    ASSERT_EQ(p.comms.size(), 2u);
+    EXPECT_EQ(p.comms[0].comm_id, 0xau);
+    EXPECT_EQ(p.comms[0].comm_rank, rank_of[d]);
+    EXPECT_EQ(p.comms[0].last_completed_seq, 5u);
+    EXPECT_EQ(p.comms[1].comm_rank, d % 2);
+    // Ops without a device, and those before the second device joined, count for the first.
+    EXPECT_EQ(FindSeries(p, Operation::kMemset) != nullptr, d == 0);
+    EXPECT_EQ(FindSeries(p, Operation::kStreamSynchronize) != nullptr, d == 0);
+  }
+
+  // Dumps: the history of one device rank, and of the whole process.
+  EXPECT_EQ(agg.History(pid, nullptr, 2).size(), 10u);
+  EXPECT_EQ(agg.History(pid).size(), 42u);
+  EXPECT_EQ(agg.History(pid, nullptr, 0).size(), 12u);  // with the memset and the sync
+
+  // The ring's values once per process; every rank's own series and its pid in rank_info.
+  const std::string text = Exposition(snap);
+  EXPECT_EQ(testing::Lines(text, "xtimer_ring_records_written_total{").size(), 1u) << text;
+  EXPECT_EQ(testing::Lines(text, "xtimer_rank_info{").size(), 4u);
+  EXPECT_NE(text.find("xtimer_rank_info{job=\"job\",host=\"host\",pod=\"pod\",rank=\"3\","
+                      "local_rank=\"2\",pid=\"100\",world_size=\"4\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("xtimer_processes_registered 1"), std::string::npos);
+}
+
+// Two devices without a communicator between them (each in its own 2-rank job communicator with
+// another process): each takes its rank from its communicator; with none, the process's.
+TEST(AggregatorMultiDeviceTest, ARankWithoutSizedCommunicatorKeepsTheProcessIdentity) {
+  Aggregator agg(Options());
+  auto pid = agg.AddProcess(100, Id(5));
+  auto a = CommOn(0xa, 0, 1, 2, 0);
+  auto b = CommOn(0xb, 1, -1, 0, 0);  // size not known (yet)
+  agg.Ingest(pid, &a, 1, kT0);
+  agg.Ingest(pid, &b, 1, kT0);
+  const Snapshot snap = agg.TakeSnapshot(kT0);
+  ASSERT_EQ(snap.processes.size(), 2u);
+  EXPECT_EQ(snap.processes[0].rank, 1);
+  EXPECT_EQ(snap.processes[0].world_size, 2);
+  EXPECT_EQ(snap.processes[1].rank, 5);
+  EXPECT_EQ(snap.processes[1].world_size, 16);
+  EXPECT_EQ(snap.processes[1].local_rank, 1);
+}
+
+// One process per GPU: communicators on one device keep the process's single rank unchanged.
+TEST(AggregatorMultiDeviceTest, OneDeviceStaysOneRankWithTheProcessIdentity) {
+  Aggregator agg(Options());
+  auto pid = agg.AddProcess(100, Id(3));
+  auto a = CommOn(0xa, 3, 1, 8, 0);
+  auto b = CommOn(0xb, 3, 0, 2, 0xa);
+  auto op = AllReduceOn(0xa, 3, 1);
+  auto stray = MakeOp(Operation::kMemset, DType::kUnknown, 10);
+  stray.op.device = 0;
+  agg.Ingest(pid, &a, 1, kT0);
+  agg.Ingest(pid, &b, 1, kT0);
+  agg.Ingest(pid, &op, 1, kT0);
+  agg.Ingest(pid, &stray, 1, kT0);
+  const Snapshot snap = agg.TakeSnapshot(kT0);
+  ASSERT_EQ(snap.processes.size(), 1u);
+  const ProcessSnapshot& p = snap.processes[0];
+  EXPECT_EQ(p.device, -1);
+  EXPECT_EQ(p.rank, 3);
+  EXPECT_EQ(p.local_rank, 3);
+  EXPECT_EQ(p.world_size, 16);
+  EXPECT_EQ(p.series.size(), 2u);
+  EXPECT_EQ(p.comms.size(), 2u);
+  EXPECT_EQ(agg.History(pid, nullptr, 3).size(), 2u);
+}
+
+// A process cannot grow ranks without bound: devices past the limit count for its first rank.
+TEST(AggregatorMultiDeviceTest, RanksPerProcessAreBounded) {
+  AggregatorOptions o = Options();
+  o.max_ranks_per_process = 3;
+  Aggregator agg(o);
+  auto pid = agg.AddProcess(100, Id(0));
+  for (int d = 0; d < 100; ++d) {
+    auto c = CommOn(0x100 + d, d, 0, 2, 0);
+    agg.Ingest(pid, &c, 1, kT0);
+  }
+  const Snapshot snap = agg.TakeSnapshot(kT0);
+  ASSERT_EQ(snap.processes.size(), 3u);
+  EXPECT_EQ(snap.processes[0].device, 0);
+  EXPECT_LE(snap.processes[0].comms.size(), o.max_comms_per_process);
+}
+
 format::RecordSlot NameRecord(uint32_t id, const std::string& text) {
   format::RecordSlot s;
   memset(&s, 0, sizeof(s));
@@ -355,6 +513,53 @@ TEST(AggregatorTest, RowsOfOneCommunicatorOnSeveralDevicesMerge) {
   EXPECT_EQ(c.device, 1);               // the oldest collective's device
   EXPECT_EQ(c.inflight.seq, 7u);
   EXPECT_NEAR(c.oldest_inflight_age_s, 5, 1e-6);
+}
+
+// In a process with a rank per device, each in-flight row goes to its device's rank.
+TEST(AggregatorMultiDeviceTest, InflightRowsGoToTheirDevicesRank) {
+  Aggregator agg(Options());
+  auto id = agg.AddProcess(100, Id(0));
+  for (int d = 0; d < 2; ++d) {
+    auto c = CommOn(0x42, d, d, 2, 0);
+    agg.Ingest(id, &c, 1, kT0);
+  }
+  ProcessStatus st;
+  st.identity = Id(0);
+  st.inflight_valid = true;
+  format::InflightRow dev0{0x42, 8, 8, 0};
+  dev0.device = 0;
+  format::InflightRow dev1{0x42, 8, 5, kT0 - 400 * kSec};
+  dev1.device = 1;
+  st.inflight = {dev0, dev1};
+  agg.UpdateStatus(id, st);
+  const Snapshot snap = agg.TakeSnapshot(kT0);
+  ASSERT_EQ(snap.processes.size(), 2u);
+  ASSERT_EQ(snap.processes[0].comms.size(), 1u);
+  ASSERT_EQ(snap.processes[1].comms.size(), 1u);
+  EXPECT_EQ(snap.processes[0].comms[0].last_completed_seq, 8u);
+  EXPECT_FALSE(snap.processes[0].hang);
+  EXPECT_EQ(snap.processes[1].comms[0].last_completed_seq, 5u);
+  EXPECT_TRUE(snap.processes[1].hang);  // only the device that waits
+}
+
+// Rows of a version 1 ring carry no device: each goes to the rank that holds its communicator.
+TEST(AggregatorMultiDeviceTest, RowsWithoutDeviceGoToTheRankOfTheirCommunicator) {
+  Aggregator agg(Options());
+  auto id = agg.AddProcess(100, Id(0));
+  auto a = CommOn(0xa, 0, 0, 2, 0);
+  auto b = CommOn(0xb, 1, 1, 2, 0);
+  agg.Ingest(id, &a, 1, kT0);
+  agg.Ingest(id, &b, 1, kT0);
+  ProcessStatus st;
+  st.identity = Id(0);
+  st.inflight_valid = true;
+  st.inflight = {{0xb, 3, 2, kT0 - kSec}, {0xc, 1, 1, 0}};
+  agg.UpdateStatus(id, st);
+  const Snapshot snap = agg.TakeSnapshot(kT0);
+  ASSERT_EQ(snap.processes.size(), 2u);
+  ASSERT_EQ(snap.processes[1].comms.size(), 1u);
+  EXPECT_EQ(snap.processes[1].comms[0].last_issued_seq, 3u);
+  EXPECT_EQ(snap.processes[0].comms.size(), 2u);  // 0xa and the unknown 0xc
 }
 
 TEST(BlockedByTest, DescribesEachKindOfBlocker) {

@@ -375,6 +375,7 @@ CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out) {
     pi->set_rank(p.rank);
     pi->set_local_rank(p.local_rank);
     pi->set_world_size(p.world_size);
+    pi->set_device(p.device);
     pi->set_up(p.up);
     pi->set_hang(p.hang);
     pi->set_records_written(p.written);

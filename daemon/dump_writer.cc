@@ -64,6 +64,7 @@ std::string JobDirName(const std::string& job) {
 
 struct DumpManager::Capture {
   Aggregator::ProcessId id = 0;
+  int device = -1;  // the rank's device (ProcessSnapshot::device): one file per device rank
   ProcessSnapshot process;
   DumpFileInfo file;
   std::vector<tl::CommInfo> comms;
@@ -83,16 +84,17 @@ struct DumpManager::Job {
   DumpStatus status;
   int64_t window_end_ns = INT64_MAX;  // records launched at or after this are not captured
   std::vector<std::unique_ptr<Capture>> captures;
-  std::unordered_map<Aggregator::ProcessId, Capture*> by_id;
+  std::map<std::pair<Aggregator::ProcessId, int>, Capture*> by_rank;  // (process, device)
 };
 
 DumpManager::DumpManager(Aggregator* aggregator, std::string root, std::string node,
                          std::function<int64_t()> realtime_ns)
     : aggregator_(aggregator), root_(std::move(root)), node_(std::move(node)),
       now_(std::move(realtime_ns)) {
-  aggregator_->SetOpTap([this](Aggregator::ProcessId id, uint64_t seq, const OpRecord& r) {
-    Tap(id, seq, r);
-  });
+  aggregator_->SetOpTap(
+      [this](Aggregator::ProcessId id, int rank_device, uint64_t seq, const OpRecord& r) {
+        Tap(id, rank_device, seq, r);
+      });
 }
 
 DumpManager::~DumpManager() {
@@ -112,11 +114,12 @@ void DumpManager::CancelAndJoin() {
   cancel_ = false;
 }
 
-void DumpManager::Tap(Aggregator::ProcessId id, uint64_t seq, const OpRecord& r) {
+void DumpManager::Tap(Aggregator::ProcessId id, int rank_device, uint64_t seq,
+                      const OpRecord& r) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!running_ || !job_) return;
-  auto it = job_->by_id.find(id);
-  if (it == job_->by_id.end()) return;
+  auto it = job_->by_rank.find({id, rank_device});
+  if (it == job_->by_rank.end()) return;
   Capture* c = it->second;
   c->ops_seen = seq + 1;
   const DumpRequest& q = job_->request;
@@ -190,6 +193,7 @@ DumpError DumpManager::Start(const DumpRequest& request, DumpStatus* out, std::s
     if (!request.jobs.empty() && request.jobs.count(p.job) == 0) continue;
     auto c = std::make_unique<Capture>();
     c->id = p.id;
+    c->device = p.device;
     c->process = p;
     c->process.series.clear();
     DumpFileInfo& f = c->file;
@@ -218,7 +222,7 @@ DumpError DumpManager::Start(const DumpRequest& request, DumpStatus* out, std::s
       if (m != members.end()) ci.members = m->second;
       c->comms.push_back(std::move(ci));
     }
-    job->by_id[p.id] = c.get();
+    job->by_rank[{p.id, p.device}] = c.get();
     job->captures.push_back(std::move(c));
   }
 
@@ -236,7 +240,8 @@ DumpError DumpManager::Start(const DumpRequest& request, DumpStatus* out, std::s
   if (request.history > 0) {
     for (auto& c : job->captures) {
       uint64_t end = 0;
-      std::vector<OpRecord> all = aggregator_->History(c->id, &end);
+      std::vector<OpRecord> all = aggregator_->History(
+          c->id, &end, c->device >= 0 ? c->device : Aggregator::kAllDevices);
       std::vector<OpRecord> kept;
       for (const OpRecord& r : all) {
         if (KindSelected(request.kinds, r.kind)) kept.push_back(r);
@@ -372,7 +377,7 @@ void DumpManager::Finish(Job* job, bool cancelled) {
     md.rank = p.rank;
     md.local_rank = p.local_rank;
     md.world_size = p.world_size;
-    md.device = records.empty() ? -1 : records.front().device;
+    md.device = p.device >= 0 ? p.device : records.empty() ? -1 : records.front().device;
     md.clock_realtime_ns = now_();
     {
       timespec ts;

@@ -1,4 +1,5 @@
-// Dumps: per-rank timeline files (timeline/format.h) from the aggregator's history and/or a
+// Dumps: per-rank timeline files (timeline/format.h; one per device rank of a process that drives
+// several devices, daemon/aggregator.h) from the aggregator's history and/or a
 // capture of the records that arrive from a given time on. Transport-free: the control handler
 // (daemon/control_handler.h) validates requests and calls Start(); tests call it directly.
 //
@@ -113,7 +114,7 @@ class DumpManager {
   bool EndRanks(Job* job, int64_t mono_ns);
   void Finish(Job* job, bool cancelled);
   void CancelAndJoin();
-  void Tap(Aggregator::ProcessId id, uint64_t seq, const format::OpRecord& r);
+  void Tap(Aggregator::ProcessId id, int rank_device, uint64_t seq, const format::OpRecord& r);
 
   Aggregator* aggregator_;
   const std::string root_;

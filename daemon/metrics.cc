@@ -290,6 +290,8 @@ std::vector<MetricFamily> BuildFamilies(const Snapshot& snap) {
       b.Add(kRankExitCode, exit, known ? p.exit_cause.value : -1);
       b.Add(kRankExitTime, exit, static_cast<double>(p.exited_ns) * 1e-9);
     }
+    b.Add(kRingUnaggregated, rank, static_cast<double>(p.unaggregated));
+    if (!p.first_rank) continue;  // the process's ring, once: on its first rank
     b.Add(kRingWritten, rank, static_cast<double>(p.written));
     b.Add(kRingDropped, rank, static_cast<double>(p.dropped));
     for (uint32_t i = 0; i < static_cast<uint32_t>(format::UntimedCause::kCount); ++i) {
@@ -299,13 +301,12 @@ std::vector<MetricFamily> BuildFamilies(const Snapshot& snap) {
     }
     b.Add(kRingInvalid, rank, static_cast<double>(p.invalid));
     b.Add(kRingLost, rank, static_cast<double>(p.lost));
-    b.Add(kRingUnaggregated, rank, static_cast<double>(p.unaggregated));
     b.Add(kRingFill, rank, p.fill);
     b.Add(kHeartbeatAge, rank, p.heartbeat_age_s);
     b.Add(kHistoryRecords, rank, static_cast<double>(p.history));
   }
   b.Add(kProcessesRegistered, {}, static_cast<double>(snap.connected));
-  b.Add(kProcessesExited, {}, static_cast<double>(snap.processes.size() - snap.connected));
+  b.Add(kProcessesExited, {}, static_cast<double>(snap.exited));
   b.Add(kRegistrations, {}, static_cast<double>(snap.registrations));
   b.Add(kRegistrationsRejected, {}, static_cast<double>(snap.registrations_rejected));
   for (const auto& c : snap.registrations_refused) {

@@ -309,8 +309,9 @@ void Poller::Emit(Pending* p) {
       }
     }
     c.global_rank = global_rank_;
-    if (comm_records_.size() < kMaxRememberedComms || comm_records_.count(c.comm_id) != 0) {
-      comm_records_[c.comm_id] = p->rec;
+    const std::pair<uint64_t, int> key(c.comm_id, c.device);
+    if (comm_records_.size() < kMaxRememberedComms || comm_records_.count(key) != 0) {
+      comm_records_[key] = p->rec;
     }
     Write(p->rec);
     return;

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <utility>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -117,10 +118,11 @@ class Poller {
   std::unordered_map<StreamKey, Fifo, StreamKeyHash> fifos_;
   std::map<FlightKey, Flight> flights_;
   std::vector<bool> names_sent_;
-  // Every CommRecord written, by comm id: sent again on each registration after the first, so a
+  // Every CommRecord written, by (comm id, device): a communicator of ncclCommInitAll has a rank
+  // on each device of the process. Sent again on each registration after the first, so a
   // restarted daemon (which reads on from where its predecessor stopped) knows every
   // communicator's rank and size. Names are sent again at their next use.
-  std::map<uint64_t, format::RecordSlot> comm_records_;
+  std::map<std::pair<uint64_t, int>, format::RecordSlot> comm_records_;
   int registrations_ = 0;
   std::atomic<uint64_t> handled_{0};
   std::atomic<uint64_t> written_{0};
