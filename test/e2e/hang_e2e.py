@@ -42,16 +42,20 @@ def main(argv):
                 comm = [l["comm"] for l, v in select(s, "xtimer_comm_waiting_hang", rank="0")
                         if v == 1 and l["comm"] != "none"]
                 rank = [v for _, v in select(s, "xtimer_rank_waiting_hang", rank="0")]
+                # Its collective on the communicator rank 1 abandoned has started; ops queued
+                # behind it on the same stream (other communicators) wait too, as "queued".
                 info = [l for l, v in select(s, "xtimer_comm_inflight_info", rank="0")
-                        if comm and l["comm"] == comm[0] and v == 1]
+                        if l["comm"] in comm and v == 1 and l.get("state") == "started"]
                 if comm and rank == [1] and info:
+                    comm = [info[0]["comm"]]
                     age = [v for _, v in select(s, "xtimer_comm_oldest_inflight_age_seconds",
                                                 rank="0", comm=comm[0])]
                     culprit = [v for _, v in select(s, "xtimer_rank_waiting_hang", rank="1")]
                     found = (comm[0], age[0] if age else None, info[0], culprit)
             time.sleep(0.3)
         if found is None:
-            fail("no communicator's hang gauge turned 1 for rank 0 within 30 s")
+            fail("no communicator's hang gauge turned 1 for rank 0, with its collective started "
+                 "(xtimer_comm_inflight_info state=\"started\"), within 30 s")
         if job.proc.poll() is not None:
             fail("the job was expected to stay hung, but exited %s" % job.proc.returncode)
         comm, age, info, culprit = found
