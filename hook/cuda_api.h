@@ -33,6 +33,9 @@ struct CudaApi {
   // Resolved at first use; null when absent (older runtimes lack cudaFuncGetName, and cuBLAS,
   // cuBLASLt and NCCL may not be loaded yet).
   Real<decltype(&::cudaFuncGetName)> func_get_name{"cudaFuncGetName"};
+  // CUDA 12.8 and later: the device a stream belongs to (host syncs of one thread driving
+  // several devices are recorded on the stream's device).
+  Real<decltype(&::cudaStreamGetDevice)> stream_get_device{"cudaStreamGetDevice"};
   Real<decltype(&::cublasGetStream_v2)> cublas_get_stream{"cublasGetStream_v2"};
   Real<decltype(&::cublasGetMathMode)> cublas_get_math_mode{"cublasGetMathMode"};
   Real<decltype(&::cublasLtMatmulDescGetAttribute)> lt_desc_get_attribute{

@@ -341,6 +341,29 @@ void QueueFollower(const OpDesc& d, int device, int64_t cpu_launch_ns, uint32_t 
   Enqueue(p);
 }
 
+namespace {
+
+// The device a host sync waited for, with no CUDA error pending: the stream's when the runtime
+// can tell (cudaStreamGetDevice, CUDA 12.8+), else the thread's current device, else the last
+// one the thread used. Leaves the runtime's error state as it found it.
+int SyncDevice(cudaStream_t stream) {
+  const CudaApi& api = Api();
+  int device = -1;
+  auto stream_get_device = api.stream_get_device.get_optional();
+  if (stream != nullptr && stream_get_device != nullptr) {
+    if (stream_get_device(stream, &device) == cudaSuccess) return device;
+    ClearOurError();
+  }
+  if (api.get_device(&device) == cudaSuccess) {
+    t_device = device;
+    return device;
+  }
+  ClearOurError();
+  return t_device;
+}
+
+}  // namespace
+
 void RecordHostSync(format::Operation op, cudaStream_t stream, int64_t begin_ns, int64_t end_ns) {
   OpDesc d;
   d.kind = format::OpKind::kHostSync;
@@ -348,17 +371,10 @@ void RecordHostSync(format::Operation op, cudaStream_t stream, int64_t begin_ns,
   d.stream = stream;
   if (!CudartReady()) return;
   // With an error pending the hook makes no CUDA call: the thread's last known device (-1, which
-  // the record format allows for host syncs, when the hook never saw one).
+  // the record format allows for host syncs, when the hook never saw one). A stream's sync goes
+  // to the stream's device (one thread may drive several devices); other syncs to the current.
   int device = t_device;
-  const CudaApi& api = Api();
-  if (api.peek_at_last_error() == cudaSuccess) {
-    if (api.get_device(&device) == cudaSuccess) {
-      t_device = device;
-    } else {
-      ClearOurError();
-      device = t_device;
-    }
-  }
+  if (Api().peek_at_last_error() == cudaSuccess) device = SyncDevice(stream);
   Pending p;
   FillOpRecord(d, device, begin_ns, 0, &p.rec.op);
   p.rec.op.gpu_start_ns = begin_ns;

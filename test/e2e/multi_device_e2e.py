@@ -118,6 +118,11 @@ def check_files(check, paths):
                     range(r - r % c["size"], r - r % c["size"] + c["size"])):
                 fail("rank %d: communicator members %s (its rank %d)" %
                      (r, c["members"], c["rank"]))
+    # Each device's stream is synchronised from the one thread: each sync counts for the rank
+    # of the stream's device (cudaStreamGetDevice), not the thread's current device.
+    syncs = {i["rank"]: i["kinds"].get("8", 0) for i in infos}
+    if len(set(syncs.values())) != 1 or 0 in syncs.values():
+        fail("host syncs per rank differ: %s" % syncs)
     return infos
 
 
