@@ -552,7 +552,7 @@ void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot
             }
           }
         }
-        if (tap_) tap_(id, rank->device, p->ops_seen, r);
+        for (const auto& tap : taps_) tap.second(id, rank->device, p->ops_seen, r);
         ++p->ops_seen;
         if (options_.history > 0) AppendHistory(p, r);
         break;
@@ -681,7 +681,7 @@ const Comm* NamingComm(const std::unordered_map<uint64_t, Comm>& comms, uint64_t
 }  // namespace
 
 void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, int64_t now_ns,
-                               std::vector<int64_t>* scratch,
+                               bool with_series, std::vector<int64_t>* scratch,
                                std::vector<ProcessSnapshot>* out) const {
   // An exited process is frozen at its exit: in-flight ages and hang as they were then.
   const int64_t at_ns = p.connected ? now_ns : std::min(now_ns, p.exited_ns);
@@ -700,8 +700,10 @@ void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, in
       }
     }
     std::vector<uint64_t> keys;
-    keys.reserve(rank.series.size());
-    for (const auto& s : rank.series) keys.push_back(s.first);
+    if (with_series) {
+      keys.reserve(rank.series.size());
+      for (const auto& s : rank.series) keys.push_back(s.first);
+    }
     std::sort(keys.begin(), keys.end());
     ps.series.reserve(keys.size());
     for (uint64_t k : keys) {
@@ -760,7 +762,7 @@ void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, in
   }
 }
 
-Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
+Snapshot Aggregator::TakeSnapshot(int64_t now_ns, bool with_series) const {
   std::lock_guard<std::mutex> lock(mu_);
   Snapshot snap;
   snap.registrations = registrations_;
@@ -802,15 +804,23 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
             (options_.stale_heartbeat_ns <= 0 ||
              ps.heartbeat_age_s * 1e9 < static_cast<double>(options_.stale_heartbeat_ns));
     ps.history = p.history_total - p.history_first;
-    SnapshotRanks(p, ps, now_ns, &scratch, &snap.processes);
+    SnapshotRanks(p, ps, now_ns, with_series, &scratch, &snap.processes);
   }
   MarkHidden(&snap);
   return snap;
 }
 
-void Aggregator::SetOpTap(OpTap tap) {
+int Aggregator::AddOpTap(OpTap tap) {
   std::lock_guard<std::mutex> lock(mu_);
-  tap_ = std::move(tap);
+  taps_.emplace_back(next_tap_, std::move(tap));
+  return next_tap_++;
+}
+
+void Aggregator::RemoveOpTap(int id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  taps_.erase(std::remove_if(taps_.begin(), taps_.end(),
+                             [id](const std::pair<int, OpTap>& t) { return t.first == id; }),
+              taps_.end());
 }
 
 std::vector<format::OpRecord> Aggregator::History(ProcessId id, uint64_t* end_seq,
