@@ -32,7 +32,10 @@ from e2e_lib import (Background, Paths, fail, free_ports, log,  # noqa: E402
 JOB = "grafana-e2e"
 CULPRIT = "1"      # stops in host code before a TP collective (node 0)
 STRAGGLER = "5"    # its kernels and GEMMs take 1.3x longer (node 1)
-HANG_STEP = 400  # 40-100 ms a step: the straggler and the rates have half a minute of data
+HANG_STEP = 200    # 100-200 ms a step: the straggler and the rates have half a minute of data
+# The simulated GPU's bf16 rate: low enough that the GPU, not the host, bounds each rank (as in
+# demo_metrics_e2e), so that rank 5's slower GPU makes its peers wait.
+TFLOPS_BF16 = 0.1
 VERDICT_DEADLINE_S = 30.0   # issue 10: a verdict within 30 s of the last progress
 RUN_DEADLINE_S = 300
 
@@ -99,7 +102,7 @@ def start_nodes(p, metrics_ports, control_ports, env):
             "--node-rank", str(i), "--rdzv-dir", rdzv, "--timeout", str(RUN_DEADLINE_S),
             "--slow-rank", STRAGGLER + ":1.3", "--hang-step", "%s:%d" % (CULPRIT, HANG_STEP),
             "--", p.gpusim_run, p.train_step, "--tp", "2", "--pp", "2", "--steps", "1000",
-            "--hidden", "256", "--seq", "256"]
+            "--hidden", "512", "--seq", "512"]
         nodes.append(Background("node%d" % i, argv, env, p.tmp))
     return nodes, run_dirs
 
@@ -177,7 +180,8 @@ def main(argv):
     nodes, run_dirs = [], []
     try:
         wait_ready(prom, prom_port)
-        nodes, run_dirs = start_nodes(p, [m0, m1], [c0, c1], dict(os.environ))
+        env = dict(os.environ, XTIMER_SIM_TFLOPS_BF16=str(TFLOPS_BF16))
+        nodes, run_dirs = start_nodes(p, [m0, m1], [c0, c1], env)
         watch = Watch(prom_port, queries)
         hang_at = None
         deadline = time.monotonic() + RUN_DEADLINE_S
