@@ -9,6 +9,7 @@ namespace cli {
 int TimelineMain(int argc, char** argv);
 int DumpMain(int argc, char** argv);  // cli/dump.cc
 int DiffMain(int argc, char** argv);  // cli/diff.cc
+int AnalyzeMain(int argc, char** argv);  // cli/analyze.cc
 
 }  // namespace cli
 }  // namespace xtimer

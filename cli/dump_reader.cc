@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <mutex>
@@ -220,6 +221,7 @@ void ReadSummary(const std::string& dir, const std::map<std::string, int64_t>& o
     return;
   }
   ++out->summaries;
+  out->paths.push_back(path);
   auto node = node_of_dir.find(dir);
   const std::string name = node != node_of_dir.end() ? node->second : summary.node();
   auto off = offsets.find(name);
@@ -288,6 +290,7 @@ bool ReadDump(const DumpReadOptions& opt, DumpInput* out, std::string* error) {
     out->now_ns = std::max(out->now_ns, f->end_ns + offset);
     out->events += f->events;
     ++out->files;
+    out->paths.push_back(f->path);
     ranks[f->meta.rank] = std::move(f->input);
   }
   files.clear();

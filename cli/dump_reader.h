@@ -35,6 +35,7 @@ struct DumpInput {
   std::vector<std::pair<std::string, int64_t>> offsets;  // node -> ns added to its times
   int world = 0;                   // the largest world size in the files and summaries
   std::vector<int32_t> missing;    // ranks of the world with neither a file nor a summary entry
+  std::vector<std::string> paths;  // the timeline files and hang summaries read
   int files = 0;                   // timeline files read
   int summaries = 0;               // hang summaries read
   uint64_t events = 0;
