@@ -12,6 +12,7 @@
 #ifndef XTIMER_ANALYSIS_ANALYSIS_H_
 #define XTIMER_ANALYSIS_ANALYSIS_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -43,9 +44,10 @@ struct Arrival {
   // GPU time of the rank's other work (matmuls, kernels, copies) between the end of its previous
   // collective on any communicator and this arrival.
   int64_t busy_before_ns = 0;
-  // Time the rank's GPU sat idle right before this arrival: the arrival minus the later of the
-  // previous GPU work's end and the previous collective's end, when the collective was issued
-  // after that work ended (a host gap: launch latency, data loading, sleeps); else 0.
+  // Time the rank's GPU sat idle between the end of its previous collective and this arrival: the
+  // part of that interval no other work of the rank covered (host gaps: launch latency, data
+  // loading, sleeps, host syncs). busy_before_ns + idle_before_ns = that interval (0 when the
+  // previous collective overlaps this one, or for the rank's first collective).
   int64_t idle_before_ns = 0;
 };
 
@@ -80,6 +82,9 @@ std::vector<Arrival> SummarizeRank(std::vector<TimedOp> ops);
 class RankSummarizer {
  public:
   RankSummarizer();
+  // Keeps at most `max_pending_work` non-collective ops since the last collective (default 4096;
+  // older ones are dropped, which undercounts busy time on ranks with more ops per step).
+  explicit RankSummarizer(size_t max_pending_work);
   ~RankSummarizer();
   RankSummarizer(const RankSummarizer&) = delete;
   RankSummarizer& operator=(const RankSummarizer&) = delete;
@@ -170,7 +175,20 @@ struct Options {
   double link_slow_fraction = 0.7;
   bool has_groups = false;
   Groups groups;
+  // Stragglers and bandwidth normally need every member's arrival in an instance. The daemon,
+  // which sees only its node's ranks, sets this to analyse instances in which every member
+  // present in the inputs completed (lateness and waits among the local ranks only).
+  bool partial_instances = false;
 };
+
+// The adaptive hang threshold of one communicator from the completion (GPU end) times of its
+// recent instances, in any order (only the latest cadence_window + 1 are used): cadence_factor x
+// the median gap between consecutive completions, clamped to [min_hang_ns, hang_timeout_ns];
+// hang_timeout_ns while fewer than min_cadence_samples completions are known.
+int64_t HangThresholdNs(std::vector<int64_t> completion_ns, const Options& options);
+// The same from one rank's arrivals (any communicators mixed; `comm_id` selects).
+int64_t HangThresholdNs(const std::vector<Arrival>& arrivals, uint64_t comm_id,
+                        const Options& options);
 
 enum class HangKind : uint8_t {
   kNeverIssued = 1,

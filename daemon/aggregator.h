@@ -89,8 +89,19 @@ struct CommSnapshot {
   uint64_t last_issued_seq = 0;
   uint64_t last_completed_seq = 0;
   double oldest_inflight_age_s = 0;  // 0 when nothing is in flight
+  // This rank waits in an op of the communicator past the hang timeout (a victim, usually: the
+  // culprit is a member where it is false).
   bool hang = false;
   int64_t last_completed_ns = 0;  // 0 when unknown
+  // From the ring's in-flight detail (ring version 2): the device of the row (-1 unknown) and the
+  // oldest collective in flight, state kNone when there is none or the writer does not say. When
+  // one process drives several devices in one communicator, the row whose op is oldest.
+  int device = -1;
+  format::InflightCollective inflight;
+  double inflight_age_s = 0;  // since that collective's host call; 0 when none
+  // For a kQueued collective: what its stream is working on, a sentence (daemon/blocked_by.h);
+  // empty when unknown.
+  std::string blocked_by;
   int comm_rank = -1;             // from the kComm record, -1 when none was seen
   int comm_size = 0;
   uint64_t parent_id = 0;  // the communicator it was split or shrunk from, else 0

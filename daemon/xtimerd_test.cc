@@ -151,7 +151,7 @@ TEST_F(XtimerdTest, ServesMetricsOfRegisteredProcesses) {
       [&] {
         m = Scrape();
         return Sample(m, "xtimer_processes_registered") == 3 &&
-               Sample(m, "xtimer_rank_hang{" + Labels(1) + "}") == 1;
+               Sample(m, "xtimer_rank_waiting_hang{" + Labels(1) + "}") == 1;
       },
       10000))
       << m;
@@ -173,9 +173,9 @@ TEST_F(XtimerdTest, ServesMetricsOfRegisteredProcesses) {
   const std::string comm = Labels(1) + ",comm=\"0x0000000000000077\"";
   EXPECT_EQ(Sample(m, "xtimer_comm_last_issued_seq{" + comm + "}"), 11);
   EXPECT_EQ(Sample(m, "xtimer_comm_last_completed_seq{" + comm + "}"), 10);
-  EXPECT_EQ(Sample(m, "xtimer_comm_hang{" + comm + "}"), 1);
+  EXPECT_EQ(Sample(m, "xtimer_comm_waiting_hang{" + comm + "}"), 1);
   EXPECT_GE(Sample(m, "xtimer_comm_oldest_inflight_age_seconds{" + comm + "}"), 5);
-  EXPECT_EQ(Sample(m, "xtimer_rank_hang{" + Labels(0) + "}"), 0);
+  EXPECT_EQ(Sample(m, "xtimer_rank_waiting_hang{" + Labels(0) + "}"), 0);
 
   const std::string cp_labels = Labels(2) +
                                 ",kind=\"memcpy\",operation=\"MemcpyHtoD\",dtype=\"unknown\","

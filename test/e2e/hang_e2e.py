@@ -3,7 +3,7 @@
 
 Rank 1 of a 2-rank job blocks forever at its 3rd collective on a communicator
 (XTIMER_SIM_HANG=1:3); rank 0's matching collective then stays in flight. With
-XTIMER_HANG_TIMEOUT=2 the daemon must report xtimer_comm_hang = 1 and xtimer_rank_hang = 1 for
+XTIMER_HANG_TIMEOUT=2 the daemon must report xtimer_comm_waiting_hang = 1 and xtimer_rank_waiting_hang = 1 for
 rank 0 within a few seconds, and the in-flight age must keep growing, while the job is still hung.
 
 Usage: hang_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH
@@ -37,9 +37,9 @@ def main(argv):
             text = scrape(metrics, must=False)
             if text:
                 s = parse(text)
-                comm = [l["comm"] for l, v in select(s, "xtimer_comm_hang", rank="0")
+                comm = [l["comm"] for l, v in select(s, "xtimer_comm_waiting_hang", rank="0")
                         if v == 1 and l["comm"] != "none"]
-                rank = [v for _, v in select(s, "xtimer_rank_hang", rank="0")]
+                rank = [v for _, v in select(s, "xtimer_rank_waiting_hang", rank="0")]
                 if comm and rank == [1]:
                     age = [v for _, v in select(s, "xtimer_comm_oldest_inflight_age_seconds",
                                                 rank="0", comm=comm[0])]
@@ -49,7 +49,7 @@ def main(argv):
             fail("no communicator's hang gauge turned 1 for rank 0 within 30 s")
         if job.proc.poll() is not None:
             fail("the job was expected to stay hung, but exited %s" % job.proc.returncode)
-        log("xtimer_comm_hang{rank=0, comm=%s} = 1, xtimer_rank_hang{rank=0} = 1, oldest op in "
+        log("xtimer_comm_waiting_hang{rank=0, comm=%s} = 1, xtimer_rank_waiting_hang{rank=0} = 1, oldest op in "
             "flight for %.1f s (hang timeout 2 s); the job is still hung" % found)
     finally:
         job.kill()

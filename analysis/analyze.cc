@@ -1,0 +1,51 @@
+// Analyze: index the inputs once, then run the hang and straggler passes.
+#include <cstdio>
+
+#include "analysis/comm_index.h"
+#include "analysis/passes.h"
+#include "format/record.h"
+
+namespace xtimer {
+namespace analysis {
+
+std::string CommText(uint64_t id) {
+  char buf[format::kCommIdTextSize];
+  return format::CommIdText(id, buf);
+}
+
+std::string OpText(uint16_t op) {
+  return format::OperationName(static_cast<format::Operation>(op));
+}
+
+std::string DurationText(double seconds) {
+  char buf[48];
+  double a = seconds < 0 ? -seconds : seconds;
+  if (a >= 1 || a == 0) {
+    std::snprintf(buf, sizeof buf, "%.1f s", seconds);
+  } else if (a >= 1e-3) {
+    std::snprintf(buf, sizeof buf, "%.1f ms", seconds * 1e3);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f us", seconds * 1e6);
+  }
+  return buf;
+}
+
+std::string RankList(const std::vector<int32_t>& ranks) {
+  std::string s;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (i > 0) s += i + 1 == ranks.size() ? " and " : ", ";
+    s += std::to_string(ranks[i]);
+  }
+  return s;
+}
+
+Report Analyze(const std::vector<RankInput>& ranks, const Options& options) {
+  Report report;
+  std::vector<CommView> comms = IndexComms(ranks);
+  report.hangs = FindHangs(ranks, comms, options);
+  FindStragglers(ranks, comms, options, &report);
+  return report;
+}
+
+}  // namespace analysis
+}  // namespace xtimer

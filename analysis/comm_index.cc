@@ -1,0 +1,126 @@
+#include "analysis/comm_index.h"
+
+#include <algorithm>
+#include <unordered_map>
+#include <utility>
+
+namespace xtimer {
+namespace analysis {
+namespace {
+
+// Comm id -> CommView index, with a small cache: a rank's arrivals cycle through few comms.
+class CommMap {
+ public:
+  explicit CommMap(std::vector<CommView>* comms) : comms_(comms) {}
+
+  CommView& Get(uint64_t id) {
+    for (const auto& c : cache_) {
+      if (c.first == id && c.second != kNone) return (*comms_)[c.second];
+    }
+    auto it = index_.find(id);
+    uint32_t i;
+    if (it != index_.end()) {
+      i = it->second;
+    } else {
+      i = static_cast<uint32_t>(comms_->size());
+      index_.emplace(id, i);
+      comms_->emplace_back();
+      comms_->back().id = id;
+    }
+    cache_[next_] = {id, i};
+    next_ = (next_ + 1) % kCache;
+    return (*comms_)[i];
+  }
+
+ private:
+  static constexpr uint32_t kNone = ~0u;
+  static constexpr int kCache = 4;
+  std::vector<CommView>* comms_;
+  std::unordered_map<uint64_t, uint32_t> index_;
+  std::pair<uint64_t, uint32_t> cache_[kCache] = {{0, kNone}, {0, kNone}, {0, kNone}, {0, kNone}};
+  int next_ = 0;
+};
+
+uint32_t SlotOf(CommView* comm, uint32_t input) {
+  if (comm->inputs.empty() || comm->inputs.back() != input) comm->inputs.push_back(input);
+  return static_cast<uint32_t>(comm->inputs.size() - 1);
+}
+
+// Sorts by (seq, slot). Entries arrive grouped by slot ascending, so a stable counting sort by
+// seq suffices when the seqs are dense; otherwise a comparison sort.
+void SortEntries(std::vector<CommEntry>* entries) {
+  if (entries->size() < 2) return;
+  uint64_t lo = entries->front().seq, hi = lo;
+  for (const CommEntry& e : *entries) {
+    lo = std::min(lo, e.seq);
+    hi = std::max(hi, e.seq);
+  }
+  uint64_t range = hi - lo + 1;
+  if (hi - lo >= 2 * entries->size() + 1024) {
+    std::stable_sort(entries->begin(), entries->end(),
+                     [](const CommEntry& a, const CommEntry& b) { return a.seq < b.seq; });
+    return;
+  }
+  std::vector<uint32_t> start(range + 1, 0);
+  for (const CommEntry& e : *entries) ++start[e.seq - lo + 1];
+  for (uint64_t i = 1; i <= range; ++i) start[i] += start[i - 1];
+  std::vector<CommEntry> sorted(entries->size());
+  for (const CommEntry& e : *entries) sorted[start[e.seq - lo]++] = e;
+  entries->swap(sorted);
+}
+
+}  // namespace
+
+std::vector<CommView> IndexComms(const std::vector<RankInput>& ranks) {
+  std::vector<CommView> comms;
+  CommMap map(&comms);
+  for (uint32_t r = 0; r < ranks.size(); ++r) {
+    const RankInput& in = ranks[r];
+    for (const Communicator& c : in.comms) {
+      CommView& v = map.Get(c.id);
+      SlotOf(&v, r);
+      v.size = std::max(v.size, c.size);
+      if (!c.members.empty() && v.known_members.size() < c.members.size()) {
+        v.known_members = c.members;
+      }
+    }
+    for (const Progress& p : in.progress) SlotOf(&map.Get(p.comm_id), r);
+    for (const Arrival& a : in.arrivals) {
+      CommView& v = map.Get(a.comm_id);
+      uint32_t slot = SlotOf(&v, r);
+      if (a.comm_size > v.size) v.size = a.comm_size;
+      v.entries.push_back({a.seq, &a, slot});
+    }
+  }
+  for (CommView& v : comms) {
+    SortEntries(&v.entries);
+    v.size = std::max<int32_t>(v.size, static_cast<int32_t>(v.inputs.size()));
+  }
+  std::sort(comms.begin(), comms.end(),
+            [](const CommView& a, const CommView& b) { return a.id < b.id; });
+  return comms;
+}
+
+std::vector<int32_t> MemberRanks(const CommView& comm, const std::vector<RankInput>& ranks) {
+  std::vector<int32_t> out;
+  bool known = !comm.known_members.empty() &&
+               std::find(comm.known_members.begin(), comm.known_members.end(), -1) ==
+                   comm.known_members.end();
+  if (known) {
+    out = comm.known_members;
+  } else {
+    for (uint32_t i : comm.inputs) out.push_back(ranks[i].rank);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+const Progress* FindProgress(const RankInput& rank, uint64_t comm_id) {
+  for (const Progress& p : rank.progress) {
+    if (p.comm_id == comm_id) return &p;
+  }
+  return nullptr;
+}
+
+}  // namespace analysis
+}  // namespace xtimer

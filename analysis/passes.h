@@ -1,0 +1,32 @@
+// Internal to analysis/: the passes Analyze runs over the indexed communicators.
+#ifndef XTIMER_ANALYSIS_PASSES_H_
+#define XTIMER_ANALYSIS_PASSES_H_
+
+#include <string>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "analysis/comm_index.h"
+
+namespace xtimer {
+namespace analysis {
+
+// Hang verdicts (hang.cc), most severe first.
+std::vector<HangVerdict> FindHangs(const std::vector<RankInput>& ranks,
+                                   const std::vector<CommView>& comms, const Options& options);
+
+// Stragglers, bus bandwidth, per-rank stats, the bounding stage and the instance count
+// (stragglers.cc).
+void FindStragglers(const std::vector<RankInput>& ranks, const std::vector<CommView>& comms,
+                    const Options& options, Report* report);
+
+// Text shared by evidence sentences: "0x00000000000000ab", "AllReduce", "1.5 s", "12.3 ms".
+std::string CommText(uint64_t id);
+std::string OpText(uint16_t op);
+std::string DurationText(double seconds);
+std::string RankList(const std::vector<int32_t>& ranks);  // "0, 1 and 3"
+
+}  // namespace analysis
+}  // namespace xtimer
+
+#endif  // XTIMER_ANALYSIS_PASSES_H_

@@ -1,0 +1,397 @@
+// Stragglers, slow links and bus bandwidth from complete collective instances.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <tuple>
+
+#include "analysis/passes.h"
+#include "opmath/op_math.h"
+
+namespace xtimer {
+namespace analysis {
+namespace {
+
+constexpr double kNsPerS = 1e9;
+
+// The median of v (reorders v); 0 when empty.
+double Median(std::vector<double>* v) {
+  if (v->empty()) return 0;
+  size_t mid = v->size() / 2;
+  std::nth_element(v->begin(), v->begin() + mid, v->end());
+  double hi = (*v)[mid];
+  if (v->size() % 2) return hi;
+  double lo = *std::max_element(v->begin(), v->begin() + mid);
+  return (lo + hi) / 2;
+}
+
+double Median(std::vector<int64_t>* v) {
+  if (v->empty()) return 0;
+  size_t mid = v->size() / 2;
+  std::nth_element(v->begin(), v->begin() + mid, v->end());
+  double hi = static_cast<double>((*v)[mid]);
+  if (v->size() % 2) return hi;
+  double lo = static_cast<double>(*std::max_element(v->begin(), v->begin() + mid));
+  return (lo + hi) / 2;
+}
+
+// One member's sums on one communicator (nanoseconds).
+struct SlotSums {
+  uint64_t instances = 0;
+  uint64_t last = 0;
+  double lateness = 0;
+  double wait = 0;
+  double wait_caused = 0;
+  double transfer = 0;
+  double busy = 0;
+  double idle = 0;
+};
+
+// Instances of one (op, bytes) on a communicator: the unit of bus bandwidth.
+struct SigSums {
+  uint16_t op = 0;
+  uint64_t bytes = 0;
+  double bus_bytes = 0;                 // per instance (opmath)
+  std::vector<double> transfers;        // per instance, in seq order
+  std::vector<double> own;              // per slot: the member's own GPU time
+  std::vector<uint64_t> own_instances;  // per slot
+  double transfer_total() const {
+    double t = 0;
+    for (double x : transfers) t += x;
+    return t;
+  }
+};
+
+struct CommSums {
+  const CommView* comm = nullptr;
+  std::vector<SlotSums> slots;
+  std::vector<SigSums> sigs;
+  uint64_t instances = 0;
+  double transfer = 0;
+  bool slow_link = false;
+};
+
+class CommPass {
+ public:
+  CommPass(const CommView& comm, const Options& options) : options_(options) {
+    sums_.comm = &comm;
+    sums_.slots.resize(comm.inputs.size());
+    stamp_.assign(comm.inputs.size(), ~uint64_t{0});
+  }
+
+  CommSums Run() {
+    const CommView& c = *sums_.comm;
+    size_t required = options_.partial_instances ? c.inputs.size() : static_cast<size_t>(c.size);
+    if (required < 2 || c.inputs.size() < required) return std::move(sums_);
+    const auto& e = c.entries;
+    for (size_t i = 0; i < e.size();) {
+      size_t j = i + 1;
+      while (j < e.size() && e[j].seq == e[i].seq) ++j;
+      if (j - i == required && Distinct(i, j)) Instance(i, j);
+      i = j;
+    }
+    return std::move(sums_);
+  }
+
+ private:
+  bool Distinct(size_t i, size_t j) {
+    const auto& e = sums_.comm->entries;
+    for (size_t k = i; k < j; ++k) {
+      if (stamp_[e[k].slot] == e[i].seq) return false;
+      stamp_[e[k].slot] = e[i].seq;
+    }
+    return true;
+  }
+
+  SigSums& SigOf(const Arrival& a) {
+    for (SigSums& s : sums_.sigs) {
+      if (s.op == a.op && s.bytes == a.bytes) return s;
+    }
+    sums_.sigs.emplace_back();
+    SigSums& s = sums_.sigs.back();
+    s.op = a.op;
+    s.bytes = a.bytes;
+    s.bus_bytes = opmath::BusBytes(a.op, a.bytes, sums_.comm->size);
+    s.own.assign(sums_.slots.size(), 0);
+    s.own_instances.assign(sums_.slots.size(), 0);
+    return s;
+  }
+
+  void Instance(size_t i, size_t j) {
+    const auto& e = sums_.comm->entries;
+    starts_.clear();
+    ends_.clear();
+    int64_t last = e[i].arrival->start_ns;
+    uint32_t last_slot = e[i].slot;
+    for (size_t k = i; k < j; ++k) {
+      const Arrival& a = *e[k].arrival;
+      starts_.push_back(a.start_ns);
+      ends_.push_back(a.end_ns);
+      if (a.start_ns > last) {
+        last = a.start_ns;
+        last_slot = e[k].slot;
+      }
+    }
+    double median_start = Median(&starts_);
+    double transfer = std::max(0.0, Median(&ends_) - static_cast<double>(last));
+    SigSums& sig = SigOf(*e[i].arrival);
+    sig.transfers.push_back(transfer);
+    double caused = 0;
+    for (size_t k = i; k < j; ++k) {
+      const Arrival& a = *e[k].arrival;
+      SlotSums& s = sums_.slots[e[k].slot];
+      double wait = static_cast<double>(last - a.start_ns);
+      ++s.instances;
+      s.lateness += a.start_ns - median_start;
+      s.wait += wait;
+      s.transfer += transfer;
+      s.busy += a.busy_before_ns;
+      s.idle += a.idle_before_ns;
+      caused += wait;
+      sig.own[e[k].slot] += static_cast<double>(a.end_ns - a.start_ns);
+      ++sig.own_instances[e[k].slot];
+    }
+    sums_.slots[last_slot].last++;
+    sums_.slots[last_slot].wait_caused += caused;
+    sums_.transfer += transfer;
+    ++sums_.instances;
+  }
+
+  const Options& options_;
+  CommSums sums_;
+  std::vector<uint64_t> stamp_;
+  std::vector<int64_t> starts_, ends_;
+};
+
+double Gbps(double bytes, double ns) { return ns > 0 ? bytes / ns : 0; }
+
+std::string Percent(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f%%", 100 * x);
+  return buf;
+}
+
+std::string GbpsText(double gbps) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f GB/s", gbps);
+  return buf;
+}
+
+void AddBandwidth(const std::vector<RankInput>& ranks, const CommSums& c, Report* report) {
+  for (const SigSums& sig : c.sigs) {
+    double transfer = sig.transfer_total();
+    for (size_t slot = 0; slot < c.slots.size(); ++slot) {
+      if (!sig.own_instances[slot]) continue;
+      BusBandwidth b;
+      b.rank = ranks[c.comm->inputs[slot]].rank;
+      b.comm_id = c.comm->id;
+      b.op = sig.op;
+      b.bytes = sig.bytes;
+      b.instances = sig.own_instances[slot];
+      double bus = sig.bus_bytes * static_cast<double>(b.instances);
+      b.observed_gbps = Gbps(bus, sig.own[slot]);
+      b.true_gbps = Gbps(sig.bus_bytes * static_cast<double>(sig.transfers.size()), transfer);
+      report->bus_bandwidth.push_back(b);
+    }
+  }
+}
+
+// A communicator whose true bus bandwidth is below link_slow_fraction of its class (same size,
+// op and bytes) or of its own first instances.
+class LinkFinder {
+ public:
+  explicit LinkFinder(const Options& options) : options_(options) {}
+
+  void Collect(const std::vector<CommSums>& all) {
+    for (const CommSums& c : all) {
+      for (const SigSums& s : c.sigs) {
+        double bw = Gbps(s.bus_bytes * s.transfers.size(), s.transfer_total());
+        if (bw > 0) classes_[{c.comm->size, s.op, s.bytes}].push_back(bw);
+      }
+    }
+  }
+
+  // Returns true with *finding when the communicator's link is slow.
+  bool Check(const CommSums& c, Straggler* finding) {
+    for (const SigSums& s : c.sigs) {
+      double total = s.transfer_total();
+      double bw = Gbps(s.bus_bytes * s.transfers.size(), total);
+      if (bw <= 0) continue;
+      std::vector<double> peers = classes_[{c.comm->size, s.op, s.bytes}];
+      double class_median = peers.size() >= 2 ? Median(&peers) : 0;
+      double baseline = 0;
+      std::string against;
+      if (class_median > 0 && bw < options_.link_slow_fraction * class_median) {
+        baseline = class_median;
+        against = "the median of " + std::to_string(peers.size()) +
+                  " communicators of its size, operation and size in bytes";
+      }
+      size_t n = s.transfers.size();
+      size_t first = std::max<size_t>(4, n / 10);
+      if (!baseline && n >= 2 * first) {
+        double t_first = 0, t_rest = 0;
+        for (size_t i = 0; i < n; ++i) (i < first ? t_first : t_rest) += s.transfers[i];
+        double bw_first = Gbps(s.bus_bytes * first, t_first);
+        double bw_rest = Gbps(s.bus_bytes * (n - first), t_rest);
+        if (bw_rest > 0 && bw_rest < options_.link_slow_fraction * bw_first) {
+          bw = bw_rest;
+          baseline = bw_first;
+          against = "its own first " + std::to_string(first) + " instances";
+        }
+      }
+      if (!baseline) continue;
+      finding->rank = -1;
+      finding->comm_id = c.comm->id;
+      finding->cause = Cause::kLink;
+      // Time lost to the slow link, in rank-seconds like wait_caused: the transfer time beyond
+      // what the baseline rate needs, for every member.
+      double lost_ns = total - s.bus_bytes * n / baseline;
+      finding->wait_caused_s = std::max(0.0, lost_ns) * c.comm->size / kNsPerS;
+      finding->evidence.push_back(
+          "true bus bandwidth of " + OpText(s.op) + " (" + std::to_string(s.bytes) +
+          " bytes, " + std::to_string(c.comm->size) + " ranks) on communicator " +
+          CommText(c.comm->id) + " is " + GbpsText(bw) + ", below " +
+          Percent(options_.link_slow_fraction) + " of " + GbpsText(baseline) + " (" + against +
+          "), while its ranks arrive on time");
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  const Options& options_;
+  std::map<std::tuple<int32_t, uint16_t, uint64_t>, std::vector<double>> classes_;
+};
+
+// The straggler finding for one member, if it is one.
+bool RankFinding(const std::vector<RankInput>& ranks, const CommSums& c, size_t slot,
+                 const Options& options, Straggler* out) {
+  const SlotSums& s = c.slots[slot];
+  if (!s.instances || !c.instances) return false;
+  double n = static_cast<double>(s.instances);
+  double lateness = s.lateness / n;
+  double mean_transfer = c.transfer / static_cast<double>(c.instances);
+  if (s.last / n < options.min_share_last) return false;
+  if (lateness < options.min_lateness_fraction * mean_transfer || lateness < options.min_lateness_ns) {
+    return false;
+  }
+  if (c.slow_link && lateness < mean_transfer) return false;  // the link explains the waits
+  std::vector<double> busy, idle;
+  for (size_t p = 0; p < c.slots.size(); ++p) {
+    if (p == slot || !c.slots[p].instances) continue;
+    busy.push_back(c.slots[p].busy / c.slots[p].instances);
+    idle.push_back(c.slots[p].idle / c.slots[p].instances);
+  }
+  double my_busy = s.busy / n, my_idle = s.idle / n;
+  double peer_busy = Median(&busy), peer_idle = Median(&idle);
+  double excess_busy = my_busy - peer_busy, excess_idle = my_idle - peer_idle;
+  // A rank late for reasons outside its own step (it waited in an earlier collective) relays
+  // someone else's delay: not a straggler itself.
+  if (excess_busy + excess_idle < 0.5 * lateness) return false;
+  if (excess_busy >= 0.5 * lateness) {
+    out->cause = Cause::kCompute;
+  } else if (excess_idle >= 0.5 * lateness) {
+    out->cause = Cause::kHost;
+  } else {
+    out->cause = excess_busy >= excess_idle ? Cause::kCompute : Cause::kHost;
+  }
+  out->rank = ranks[c.comm->inputs[slot]].rank;
+  out->comm_id = c.comm->id;
+  out->share_last = s.last / n;
+  out->mean_lateness_s = lateness / kNsPerS;
+  out->wait_caused_s = s.wait_caused / kNsPerS;
+  out->evidence.push_back(
+      "arrived last in " + Percent(out->share_last) + " of " + std::to_string(s.instances) +
+      " instances on communicator " + CommText(c.comm->id) + " (" + std::to_string(c.comm->size) +
+      " ranks), " + DurationText(out->mean_lateness_s) + " after the median arrival on average (mean transfer " +
+      DurationText(mean_transfer / kNsPerS) + ")");
+  out->evidence.push_back("GPU busy " + DurationText(my_busy / kNsPerS) +
+                          " before its arrivals vs " + DurationText(peer_busy / kNsPerS) +
+                          " for its peers (median); idle " + DurationText(my_idle / kNsPerS) +
+                          " vs " + DurationText(peer_idle / kNsPerS));
+  return true;
+}
+
+void AddRankStats(const std::vector<RankInput>& ranks, const std::vector<CommSums>& all,
+                  Report* report) {
+  std::vector<RankStats> stats(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i) stats[i].rank = ranks[i].rank;
+  for (const CommSums& c : all) {
+    for (size_t slot = 0; slot < c.slots.size(); ++slot) {
+      const SlotSums& s = c.slots[slot];
+      RankStats& r = stats[c.comm->inputs[slot]];
+      r.instances += s.instances;
+      r.arrived_last += s.last;
+      r.wait_s += s.wait / kNsPerS;
+      r.transfer_s += s.transfer / kNsPerS;
+      r.wait_caused_s += s.wait_caused / kNsPerS;
+    }
+  }
+  std::stable_sort(stats.begin(), stats.end(),
+                   [](const RankStats& a, const RankStats& b) { return a.rank < b.rank; });
+  report->ranks = std::move(stats);
+}
+
+int BoundingStage(const Report& report, const Options& options) {
+  if (!options.has_groups || options.groups.pp < 2) return -1;
+  std::vector<double> caused(options.groups.pp, 0);
+  for (const RankStats& r : report.ranks) {
+    if (r.rank >= 0 && r.rank < options.groups.world()) {
+      caused[PipelineStage(options.groups, r.rank)] += r.wait_caused_s;
+    }
+  }
+  auto it = std::max_element(caused.begin(), caused.end());
+  return *it > 0 ? static_cast<int>(it - caused.begin()) : -1;
+}
+
+}  // namespace
+
+const char* CauseName(Cause cause) {
+  switch (cause) {
+    case Cause::kCompute: return "compute";
+    case Cause::kHost: return "host";
+    case Cause::kLink: return "link";
+  }
+  return "unknown";
+}
+
+void FindStragglers(const std::vector<RankInput>& ranks, const std::vector<CommView>& comms,
+                    const Options& options, Report* report) {
+  std::vector<CommSums> all;
+  all.reserve(comms.size());
+  for (const CommView& c : comms) {
+    all.push_back(CommPass(c, options).Run());
+    report->instances += all.back().instances;
+  }
+  LinkFinder links(options);
+  links.Collect(all);
+  for (CommSums& c : all) {
+    AddBandwidth(ranks, c, report);
+    Straggler link;
+    if (links.Check(c, &link)) {
+      c.slow_link = true;
+      report->stragglers.push_back(std::move(link));
+    }
+    for (size_t slot = 0; slot < c.slots.size(); ++slot) {
+      Straggler s;
+      if (RankFinding(ranks, c, slot, options, &s)) report->stragglers.push_back(std::move(s));
+    }
+  }
+  if (options.has_groups) {
+    for (Straggler& s : report->stragglers) {
+      auto it = std::lower_bound(comms.begin(), comms.end(), s.comm_id,
+                                 [](const CommView& c, uint64_t id) { return c.id < id; });
+      if (it != comms.end() && it->id == s.comm_id) {
+        s.group = GroupKindOf(options.groups, MemberRanks(*it, ranks));
+      }
+    }
+  }
+  std::stable_sort(report->stragglers.begin(), report->stragglers.end(),
+                   [](const Straggler& a, const Straggler& b) {
+                     return a.wait_caused_s > b.wait_caused_s;
+                   });
+  AddRankStats(ranks, all, report);
+  report->bounding_stage = BoundingStage(*report, options);
+}
+
+}  // namespace analysis
+}  // namespace xtimer
