@@ -196,15 +196,19 @@ class Paths:
         shutil.rmtree(self.short, ignore_errors=True)
 
 
-def start_prometheus(port, targets, tmp):
+def start_prometheus(port, targets, tmp, rules=()):
     """A real Prometheus server scraping the daemons on 127.0.0.1:targets every second, keeping
-    the job label they expose (honor_labels, as docs/metrics.md says to configure it)."""
+    the job label they expose (honor_labels, as docs/metrics.md says to configure it), and
+    evaluating the rule files `rules` every second."""
     prometheus = shutil.which("prometheus")
     if prometheus is None:
         fail("prometheus is not installed (tools/install-deps.sh installs it)")
     config = os.path.join(tmp, "prometheus.yml")
     with open(config, "w") as f:
-        f.write("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: xtimer\n"
+        f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n")
+        if rules:
+            f.write("rule_files:\n%s" % "".join("  - '%s'\n" % r for r in rules))
+        f.write("scrape_configs:\n  - job_name: xtimer\n"
                 "    honor_labels: true\n    static_configs:\n      - targets: [%s]\n" %
                 ", ".join("'127.0.0.1:%d'" % t for t in targets))
     return Background("prometheus", [prometheus, "--config.file=" + config,
