@@ -81,7 +81,9 @@ const char kUsage[] =
     "stage, backward GEMMs, a TP all-reduce, the gradient sent back, a DP all-reduce of the\n"
     "gradients, an all-reduce of the embedding gradients over the pipeline group and a loss\n"
     "all-reduce over the tensor-and-data-parallel group of the stage (tp * dp ranks); then one\n"
-    "stream synchronize. Faults are injected by the program itself. See docs/demo.md.\n"
+    "event recorded; the host runs at most --queue-steps steps ahead of the GPU (it waits for\n"
+    "the event of the step that many steps back). Faults are injected by the program itself.\n"
+    "See docs/demo.md.\n"
     "\n"
     "Layout and work:\n"
     "  --tp N, --pp N      tensor- and pipeline-parallel sizes (default 2, 2); dp is\n"
@@ -93,6 +95,8 @@ const char kUsage[] =
     "  --dp-count N        fp32 elements of the DP all-reduce (default 262144)\n"
     "  --pp-count N        bf16 elements of each pipeline send/recv and of the embedding\n"
     "                      all-reduce (default 131072)\n"
+    "  --queue-steps N     steps the host may queue ahead of the GPU (default 2; 1: wait for\n"
+    "                      each step to finish before the next)\n"
     "  --linger S          stay alive S seconds after the last step (default 0)\n"
     "  --rendezvous-timeout S  seconds a rank waits for rank 0's NCCL id (default 120)\n"
     "  --verbose           every rank prints a line per step (default: rank 0 only)\n"
@@ -144,6 +148,7 @@ struct Options {
   long tp = 2, pp = 2, steps = 10, gemm_dim = 8192, gemms = 8;
   long tp_count = 1 << 18, dp_count = 1 << 18, pp_count = 1 << 17;
   long loss_count = 1024;  // fp32 elements of the loss all-reduce (tp * dp divides it)
+  long queue_steps = 2;
   long linger_s = 0, rendezvous_timeout_s = 120;
   bool verbose = false;
   std::vector<Fault> stop, mismatch_op, mismatch_count, crash, compute_factor, host_gap;
@@ -180,6 +185,7 @@ Options ParseFlags(int argc, char** argv) {
       {"--gemms", &o.gemms, 0, 1 << 16},   {"--tp-count", &o.tp_count, 1, 1L << 28},
       {"--dp-count", &o.dp_count, 1, 1L << 28}, {"--pp-count", &o.pp_count, 1, 1L << 28},
       {"--linger", &o.linger_s, 0, 1 << 20},
+      {"--queue-steps", &o.queue_steps, 1, 64},
       {"--rendezvous-timeout", &o.rendezvous_timeout_s, 1, 1 << 20},
   };
   struct FaultFlag {
@@ -275,6 +281,7 @@ struct Rank {
   ncclComm_t world_comm = nullptr, tp_comm = nullptr, pp_comm = nullptr, dp_comm = nullptr,
              tpdp_comm = nullptr;
   cudaStream_t stream = nullptr;
+  std::vector<cudaEvent_t> step_done;  // one per queued step, reused round robin
   cublasHandle_t blas = nullptr;
   long gemm_k = 0;  // D * compute factor
   int host_gap_ms = 0;
@@ -319,6 +326,10 @@ void Setup(Rank& r) {
   }
   CUDA_CHECK(cudaSetDevice(static_cast<int>(EnvLong("LOCAL_RANK", r.rank, 0)) % devices));
   CUDA_CHECK(cudaStreamCreateWithFlags(&r.stream, cudaStreamNonBlocking));
+  r.step_done.resize(static_cast<size_t>(o.queue_steps));
+  for (cudaEvent_t& e : r.step_done) {
+    CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+  }
   CUBLAS_CHECK(cublasCreate(&r.blas));
   CUBLAS_CHECK(cublasSetStream(r.blas, r.stream));
 
@@ -410,9 +421,23 @@ void PipelineP2p(Rank& r, __nv_bfloat16* buf, int peer_stage, bool send) {
   NCCL_CHECK(ncclGroupEnd());
 }
 
+// Waits until the GPU finished step `step` (1-based), then checks every communicator's
+// asynchronous error.
+void WaitForStep(Rank& r, long step) {
+  CUDA_CHECK(cudaEventSynchronize(r.step_done[static_cast<size_t>(step) % r.step_done.size()]));
+  ncclComm_t comms[] = {r.tp_comm, r.pp_comm, r.dp_comm, r.tpdp_comm};
+  for (ncclComm_t c : comms) {
+    ncclResult_t async_err = ncclSuccess;
+    NCCL_CHECK(ncclCommGetAsyncError(c, &async_err));
+    NCCL_CHECK(async_err);
+  }
+}
+
+// Queues step `step`; returns the host milliseconds since the previous step was queued.
 double Step(Rank& r, long step) {
   const Options& o = r.opt;
   auto t0 = std::chrono::steady_clock::now();
+  if (step > o.queue_steps) WaitForStep(r, step - o.queue_steps);
   if (r.host_gap_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(r.host_gap_ms));
   const int prev = r.pp_idx - 1, next = r.pp_idx + 1;
   PipelineP2p(r, r.act, prev, false);  // recv_forward
@@ -431,13 +456,8 @@ double Step(Rank& r, long step) {
                              r.pp_comm, r.stream));
   }
   LossAllReduce(r, step);
-  CUDA_CHECK(cudaStreamSynchronize(r.stream));
-  ncclComm_t comms[] = {r.tp_comm, r.pp_comm, r.dp_comm, r.tpdp_comm};
-  for (ncclComm_t c : comms) {
-    ncclResult_t async_err = ncclSuccess;
-    NCCL_CHECK(ncclCommGetAsyncError(c, &async_err));
-    NCCL_CHECK(async_err);
-  }
+  CUDA_CHECK(cudaEventRecord(r.step_done[static_cast<size_t>(step) % r.step_done.size()],
+                             r.stream));
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -463,8 +483,12 @@ int main(int argc, char** argv) {
     double ms = Step(r, step);
     if (r.rank == 0 || o.verbose) printf("step %ld/%ld %.1f ms\n", step, o.steps, ms);
   }
+  for (long step = std::max(1L, o.steps - o.queue_steps + 1); step <= o.steps; ++step) {
+    WaitForStep(r, step);
+  }
   if (r.rank == 0) printf("diag_job: done: %ld steps on %d ranks\n", o.steps, r.world);
   if (o.linger_s > 0) sleep(static_cast<unsigned>(o.linger_s));
+  for (cudaEvent_t e : r.step_done) CUDA_CHECK(cudaEventDestroy(e));
   CUBLAS_CHECK(cublasDestroy(r.blas));
   ncclComm_t comms[] = {r.tp_comm, r.pp_comm, r.dp_comm, r.tpdp_comm, r.world_comm};
   for (ncclComm_t c : comms) NCCL_CHECK(ncclCommDestroy(c));

@@ -47,7 +47,16 @@ GROUPS = "tp2-pp2-dp2"
 # transfer lasts long against timer noise.
 INTRA_GBPS = 4.0
 INTER_GBPS = 2.0
+# GEMMs at 100 TFLOPS: diag_job's 8 GEMMs of 8192^3 model 88 ms per step, more than the
+# simulator's host work per step on a loaded 2-core machine, so that the GPU, not the host, sets
+# the pace (as in a real job; diag_job queues up to 2 steps ahead) and a rank's extra compute
+# shows as lateness.
+TFLOPS_BF16 = 100
+STEP_GPU_MS = 8 * 2 * 8192 ** 3 / (TFLOPS_BF16 * 1e12) * 1e3
+# A host gap longer than a step's GPU work leaves the rank's GPU idle in every step.
+HOST_GAP_MS = int(STEP_GPU_MS) + 20
 SIM_ENV = {
+    "XTIMER_SIM_TFLOPS_BF16": str(TFLOPS_BF16),
     "XTIMER_SIM_INTRA_BW_GBPS": str(INTRA_GBPS),
     "XTIMER_SIM_INTER_BW_GBPS": str(INTER_GBPS),
     "XTIMER_SIM_INTRA_LAT_US": "0",
@@ -126,7 +135,13 @@ class Cluster:
         return out
 
     def hang_checks(self, job):
-        return [control(c, "HangCheck", {"job": job}) for c in self.controls]
+        answers = []
+        for c in self.controls:
+            try:
+                answers.append(control(c, "HangCheck", {"job": job}))
+            except OSError as e:
+                fail("HangCheck on :%d failed: %s" % (c, e))
+        return answers
 
     def verdicts(self, job):
         return [v for a in self.hang_checks(job) for v in a.get("verdicts", [])]
@@ -161,6 +176,8 @@ class Cluster:
                            timeout=120)
         if rc not in (0, 3):
             fail("xtimer analyze %s exited %d:\n%s%s" % (dirs, rc, out, err))
+        if os.environ.get("DIAG_E2E_VERBOSE"):
+            log("xtimer analyze %s:\n%s%s" % (" ".join(dirs), out, err))
         try:
             return json.loads(out)
         except ValueError:
@@ -253,7 +270,7 @@ def straggler(cluster, state):
     job = "diag-straggler"
     nodes_of = {}
     report = cluster.analyze(dumped_run(
-        cluster, job, ["--compute-factor", "1:1.3"], 150,
+        cluster, job, ["--compute-factor", "1:1.3"], 100,
         live_check=lambda j: nodes_of.update(comm_nodes(cluster, j))))
     s = first_straggler(report, "compute factor 1.3 on rank 1")
     if s["rank"] != 1 or s["cause"] != "compute":
@@ -279,7 +296,10 @@ def comm_nodes(cluster, job):
 
 
 def check_true_bandwidth(report, nodes_of):
-    rows = report["true_bus_bandwidth"]
+    # Transfers of a few microseconds (the 4 KiB loss all-reduce: 1.5 us at 4 GB/s) are below
+    # what CUDA events resolve against the host's launch jitter; the check covers transfers the
+    # model makes at least 50 us long. Every rank has several.
+    rows = [r for r in report["true_bus_bandwidth"] if r["bytes"] / (INTER_GBPS * 1e3) >= 50]
     ranks = {r["rank"] for r in rows}
     if ranks != set(range(8)):
         fail("true bus bandwidth for ranks %s, expected 0..7" % sorted(ranks))
@@ -300,16 +320,18 @@ def check_true_bandwidth(report, nodes_of):
 
 def host(cluster, state):
     job = "diag-host"
-    report = cluster.analyze(dumped_run(cluster, job, ["--host-gap", "6:8"], 150))
-    s = first_straggler(report, "host gaps on rank 6")
-    if s["rank"] != 6 or s["cause"] != "host":
-        fail("8 ms host gap on rank 6: first straggler %s" % s)
-    log("host: rank 6 first, cause host")
+    # Rank 2 (pipeline stage 0, so nothing before its first collective hides the gap) sleeps
+    # longer than a step's GPU work: its GPU sits idle for part of every step.
+    report = cluster.analyze(dumped_run(cluster, job, ["--host-gap", "2:%d" % HOST_GAP_MS], 100))
+    s = first_straggler(report, "host gaps on rank 2")
+    if s["rank"] != 2 or s["cause"] != "host":
+        fail("%d ms host gap on rank 2: first straggler %s" % (HOST_GAP_MS, s))
+    log("host: rank 2 first, cause host, wait caused %.3f s" % s["wait_caused_s"])
 
 
 def link(cluster, state):
     job = "diag-link"
-    dirs = dumped_run(cluster, job, [], 150, env_extra={"XTIMER_SIM_SLOW_LINK": "4:4"})
+    dirs = dumped_run(cluster, job, [], 100, env_extra={"XTIMER_SIM_SLOW_LINK": "4:4"})
     report = cluster.analyze(dirs)
     causes = [(s["rank"], s["cause"]) for s in report["stragglers"]]
     if not any(c == "link" for _, c in causes):
