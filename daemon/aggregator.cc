@@ -497,7 +497,7 @@ void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot
             }
           }
         }
-        if (tap_) tap_(id, p->ops_seen, r);
+        for (const auto& tap : taps_) tap.second(id, p->ops_seen, r);
         ++p->ops_seen;
         if (options_.history > 0) AppendHistory(p, r);
         break;
@@ -603,7 +603,7 @@ std::set<Aggregator::ProcessId> Aggregator::HiddenProcesses(Snapshot* snap) cons
   return hidden;
 }
 
-Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
+Snapshot Aggregator::TakeSnapshot(int64_t now_ns, bool with_series) const {
   std::lock_guard<std::mutex> lock(mu_);
   Snapshot snap;
   snap.registrations = registrations_;
@@ -648,8 +648,10 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
     ps.history = p.history_total - p.history_first;
 
     std::vector<uint64_t> keys;
-    keys.reserve(p.series.size());
-    for (const auto& s : p.series) keys.push_back(s.first);
+    if (with_series) {
+      keys.reserve(p.series.size());
+      for (const auto& s : p.series) keys.push_back(s.first);
+    }
     std::sort(keys.begin(), keys.end());
     ps.series.reserve(keys.size());
     for (uint64_t k : keys) {
@@ -710,9 +712,17 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
   return snap;
 }
 
-void Aggregator::SetOpTap(OpTap tap) {
+int Aggregator::AddOpTap(OpTap tap) {
   std::lock_guard<std::mutex> lock(mu_);
-  tap_ = std::move(tap);
+  taps_.emplace_back(next_tap_, std::move(tap));
+  return next_tap_++;
+}
+
+void Aggregator::RemoveOpTap(int id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  taps_.erase(std::remove_if(taps_.begin(), taps_.end(),
+                             [id](const std::pair<int, OpTap>& t) { return t.first == id; }),
+              taps_.end());
 }
 
 std::vector<format::OpRecord> Aggregator::History(ProcessId id, uint64_t* end_seq) const {

@@ -16,6 +16,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "daemon/hang_check.h"
 #include "format/record.h"
 #include "format/ring.h"
 #include "timeline/format.h"
@@ -103,12 +104,8 @@ JsonCall MakeJsonCall(CallStatus (ControlHandler::*method)(const Req&, Resp*)) {
     Resp resp;
     CallStatus cs = (h->*method)(req, &resp);
     if (!cs.ok()) return cs;
-    pbu::JsonPrintOptions o;
-    o.always_print_primitive_fields = true;
-    o.preserve_proto_field_names = true;
-    auto ps = pbu::MessageToJsonString(resp, json, o);
-    if (!ps.ok()) return CallStatus{Code::kInternal, std::string(ps.message())};
-    json->push_back('\n');
+    std::string error;
+    if (!MessageToJson(resp, json, &error)) return CallStatus{Code::kInternal, error};
     return cs;
   };
 }
@@ -117,6 +114,7 @@ JsonCall MakeJsonCall(CallStatus (ControlHandler::*method)(const Req&, Resp*)) {
 const std::map<std::string, JsonCall>& Methods() {
   static const auto* m = new std::map<std::string, JsonCall>{
       {"DumpKernelTrace", MakeJsonCall(&ControlHandler::DumpKernelTrace)},
+      {"HangCheck", MakeJsonCall(&ControlHandler::HangCheck)},
       {"Status", MakeJsonCall(&ControlHandler::Status)},
   };
   return *m;
@@ -415,6 +413,16 @@ CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out) {
   ds->set_dump_time(d.dump_time_ns / 1000000000);
   ds->set_deadline(static_cast<double>(d.deadline_ns) * 1e-9);
   for (const DumpFileInfo& f : d.files) FillFile(f, ds->add_files());
+  return CallStatus();
+}
+
+CallStatus ControlHandler::HangCheck(const HangCheckRequest& request,
+                                     HangCheckResponse* response) {
+  if (options_.diagnosis == nullptr) {
+    return CallStatus{Code::kFailedPrecondition, "the live diagnosis is not running"};
+  }
+  if (request.job().size() > 256) return Invalid("job: at most 256 bytes");
+  FillHangCheck(*options_.diagnosis->Latest(), request.job(), options_.node, response);
   return CallStatus();
 }
 

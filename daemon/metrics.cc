@@ -165,8 +165,6 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
     {"xtimer_daemon_start_time_seconds", MetricType::Gauge, "Unix time the daemon started."},
 };
 
-using Labels = std::vector<ClientMetric::Label>;
-
 class Builder {
  public:
   Builder() : families_(kFamilyCount) {
@@ -194,14 +192,6 @@ class Builder {
   std::vector<MetricFamily> families_;
 };
 
-Labels RankLabels(const ProcessSnapshot& p) {
-  return {{"job", p.job},
-          {"host", p.host},
-          {"pod", p.pod},
-          {"rank", std::to_string(p.rank)},
-          {"local_rank", std::to_string(p.local_rank)}};
-}
-
 // xtimer_comm_inflight_info appears once an op is this old, so short ops make no label churn.
 constexpr double kInflightInfoMinAgeS = 1.0;
 
@@ -215,13 +205,21 @@ Labels InflightLabels(Labels l, const format::InflightCollective& c) {
   return l;
 }
 
+}  // namespace
+
+Labels RankLabels(const ProcessSnapshot& p) {
+  return {{"job", p.job},
+          {"host", p.host},
+          {"pod", p.pod},
+          {"rank", std::to_string(p.rank)},
+          {"local_rank", std::to_string(p.local_rank)}};
+}
+
 std::string CommLabel(uint64_t id) {
   if (id == 0) return "none";
   char buf[format::kCommIdTextSize];
   return format::CommIdText(id, buf);
 }
-
-}  // namespace
 
 std::vector<MetricFamily> BuildFamilies(const Snapshot& snap) {
   Builder b;
