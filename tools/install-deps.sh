@@ -11,7 +11,7 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev prometheus-cpp-dev
   libabsl-dev libunwind-dev liblzma-dev libgtest-dev libgmock-dev libbenchmark-dev python3-dev
   libdeflate-dev zlib1g-dev
-  # tools the tests drive for real
+  # tools the tests drive for real (prometheus ships promtool, for //deploy:prometheus_rules_test)
   curl prometheus python3-grpcio valgrind openmpi-bin
 )
 

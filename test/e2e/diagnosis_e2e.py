@@ -98,7 +98,7 @@ class Cluster:
                 if time.monotonic() > deadline:
                     fail("xtimerd%d did not serve /metrics within 30 s" % i)
                 time.sleep(0.2)
-        self.prometheus = start_prometheus(self.prom_port, self.metrics, p.tmp, rules=[rules])
+        self.prometheus = start_prometheus(self.prom_port, self.metrics, p.tmp, rule_files=[rules])
         self.hosts = ",".join("127.0.0.1:%d" % c for c in self.controls)
 
     def stop(self):

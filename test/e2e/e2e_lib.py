@@ -10,6 +10,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 
 
@@ -196,24 +198,44 @@ class Paths:
         shutil.rmtree(self.short, ignore_errors=True)
 
 
-def start_prometheus(port, targets, tmp, rules=()):
+def start_prometheus(port, targets, tmp, rule_files=()):
     """A real Prometheus server scraping the daemons on 127.0.0.1:targets every second, keeping
     the job label they expose (honor_labels, as docs/metrics.md says to configure it), and
-    evaluating the rule files `rules` every second."""
+    evaluating the rule files given (e.g. deploy/prometheus/xtimer-rules.yml)."""
     prometheus = shutil.which("prometheus")
     if prometheus is None:
         fail("prometheus is not installed (tools/install-deps.sh installs it)")
     config = os.path.join(tmp, "prometheus.yml")
     with open(config, "w") as f:
         f.write("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\n")
-        if rules:
-            f.write("rule_files:\n%s" % "".join("  - '%s'\n" % r for r in rules))
+        if rule_files:
+            f.write("rule_files:\n" + "".join("  - '%s'\n" % os.path.abspath(r)
+                                             for r in rule_files))
         f.write("scrape_configs:\n  - job_name: xtimer\n"
                 "    honor_labels: true\n    static_configs:\n      - targets: [%s]\n" %
                 ", ".join("'127.0.0.1:%d'" % t for t in targets))
     return Background("prometheus", [prometheus, "--config.file=" + config,
                                      "--storage.tsdb.path=" + os.path.join(tmp, "tsdb"),
                                      "--web.listen-address=127.0.0.1:%d" % port], os.environ, tmp)
+
+
+def prometheus_query(port, expr, attempts=3):
+    """[(labels, value)] of an instant query; fails the test when Prometheus rejects it, or
+    does not answer in `attempts` tries of 15 s (a loaded machine may delay one answer)."""
+    url = "http://127.0.0.1:%d/api/v1/query?query=%s" % (port, urllib.parse.quote(expr))
+    for attempt in range(attempts):
+        try:
+            with urllib.request.urlopen(url, timeout=15) as r:
+                body = json.load(r)
+            break
+        except urllib.error.HTTPError as e:
+            fail("Prometheus rejected %r: %s" % (expr, e.read().decode(errors="replace")))
+        except OSError as e:
+            if attempt + 1 == attempts:
+                fail("Prometheus did not answer %r (%d tries): %s" % (expr, attempts, e))
+    if body.get("status") != "success" or body["data"]["resultType"] != "vector":
+        fail("Prometheus answered %r with %s" % (expr, body))
+    return [(r["metric"], float(r["value"][1])) for r in body["data"]["result"]]
 
 
 def dump_http(cp):

@@ -15,17 +15,14 @@ gauges. Prometheus scrapes the node's daemon every second with honor_labels.
 Usage: promql_docs_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH DOC.md...
 """
 
-import json
 import os
 import re
 import sys
 import time
-import urllib.parse
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_lib import (Background, Paths, fail, free_ports, log, parse, scrape,  # noqa: E402
-                     select, start_prometheus, stop_daemon)
+from e2e_lib import (Background, Paths, fail, free_ports, log, parse,  # noqa: E402
+                     prometheus_query as query, scrape, select, start_prometheus, stop_daemon)
 
 TFLOPS_BF16 = 0.1  # XTIMER_SIM_TFLOPS_BF16 for the job
 TOLERANCE = 0.05   # the measured rate vs the model (as demo_metrics_e2e)
@@ -157,18 +154,6 @@ EXPECTED = {
     "max by (job) (xtimer_rank_waiting_hang) == 1": any_hang,
     "rate(xtimer_ring_records_dropped_total[5m]) > 0": no_drops,
 }
-
-
-def query(port, expr):
-    url = "http://127.0.0.1:%d/api/v1/query?query=%s" % (port, urllib.parse.quote(expr))
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            body = json.load(r)
-    except urllib.error.HTTPError as e:
-        fail("Prometheus rejected %r: %s" % (expr, e.read().decode(errors="replace")))
-    if body.get("status") != "success" or body["data"]["resultType"] != "vector":
-        fail("Prometheus answered %r with %s" % (expr, body))
-    return [(r["metric"], float(r["value"][1])) for r in body["data"]["result"]]
 
 
 def wait_for(what, predicate, seconds):
