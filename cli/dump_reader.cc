@@ -1,6 +1,7 @@
 #include "cli/dump_reader.h"
 
 #include <google/protobuf/util/json_util.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
@@ -74,6 +75,10 @@ std::string Ago(int64_t ns) {
 // collectives' end times for clock alignment.
 void ReadOne(FileResult* f) {
   std::vector<analysis::TimedOp> ops;
+  struct stat st;
+  if (stat(f->path.c_str(), &st) == 0 && st.st_size > 0) {
+    ops.reserve(static_cast<size_t>(st.st_size) / sizeof(EventRecord));  // at most
+  }
   EventRecord last{};
   int64_t last_at = 0;
   timeline::ReadResult r = timeline::ReadTimeline(f->path, [&](const EventRecord& e) {
