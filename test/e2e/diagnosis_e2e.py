@@ -34,12 +34,11 @@ import os
 import subprocess
 import sys
 import time
-import urllib.parse
-import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_lib import (Background, Paths, control, fail, free_ports, log, parse,  # noqa: E402
-                     scrape, select, start_prometheus, stop_daemon, status, wait_ranks)
+                     prometheus_query, scrape, select, start_prometheus, stop_daemon,
+                     wait_ranks)
 
 GROUPS = "tp2-pp2-dp2"
 # The simulated links. Latency 0 so that a collective's transfer time is bytes / rate exactly
@@ -98,7 +97,8 @@ class Cluster:
                 if time.monotonic() > deadline:
                     fail("xtimerd%d did not serve /metrics within 30 s" % i)
                 time.sleep(0.2)
-        self.prometheus = start_prometheus(self.prom_port, self.metrics, p.tmp, rule_files=[rules])
+        self.prometheus = start_prometheus(self.prom_port, self.metrics, p.tmp,
+                                           rule_files=[rules])
         self.hosts = ",".join("127.0.0.1:%d" % c for c in self.controls)
 
     def stop(self):
@@ -146,21 +146,10 @@ class Cluster:
     def verdicts(self, job):
         return [v for a in self.hang_checks(job) for v in a.get("verdicts", [])]
 
-    def prom(self, query):
-        url = "http://127.0.0.1:%d/api/v1/query?%s" % (
-            self.prom_port, urllib.parse.urlencode({"query": query}))
-        try:
-            with urllib.request.urlopen(url, timeout=5) as r:
-                ans = json.loads(r.read().decode())
-        except OSError as e:
-            log("prometheus query %s: %s" % (query, e))
-            return []
-        return ans["data"]["result"]
-
     def rule_culprits(self, job):
         """{(kind, rank)} of the rules' xtimer:hang_culprit series of `job`."""
-        return {(r["metric"].get("kind"), r["metric"].get("rank"))
-                for r in self.prom('xtimer:hang_culprit{job="%s"}' % job)}
+        return {(labels.get("kind"), labels.get("rank")) for labels, _ in
+                prometheus_query(self.prom_port, 'xtimer:hang_culprit{job="%s"}' % job)}
 
     # ---- offline
     def dump(self, job, path):
@@ -240,10 +229,11 @@ def check_no_verdict_live(cluster, job):
     verdicts = cluster.verdicts(job)
     if verdicts:
         fail("%s: HangCheck verdicts %s" % (job, verdicts))
-    rules = cluster.prom('{__name__=~"xtimer:hang_culprit|xtimer:straggler|ALERTS",job="%s"}'
-                         % job)
+    rules = prometheus_query(
+        cluster.prom_port, '{__name__=~"xtimer:hang_culprit|xtimer:straggler|ALERTS",job="%s"}'
+        % job)
     if rules:
-        fail("%s: the rules report %s" % (job, [r["metric"] for r in rules]))
+        fail("%s: the rules report %s" % (job, [labels for labels, _ in rules]))
 
 
 def healthy(cluster, state):
