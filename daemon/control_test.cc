@@ -426,6 +426,57 @@ TEST_F(ControlTest, StatusOverBothTransports) {
   EXPECT_EQ(resp.record_version(), format::kRecordVersion);
 }
 
+TEST_F(ControlTest, StatusDescribesTheOldestCollectiveInFlight) {
+  auto id = AddRank(0, 2, "jobI");
+  const int64_t now = RealtimeNs();
+  format::RecordSlot name;
+  memset(&name, 0, sizeof(name));
+  name.name.version = format::kRecordVersion;
+  name.name.type = static_cast<uint8_t>(format::RecordType::kName);
+  name.name.flags = format::kNameLast;
+  name.name.name_id = 3;
+  name.name.length = 8;
+  memcpy(name.name.text, "gemm_big", 8);
+  aggregator_->Ingest(id, &name, 1, now);
+  ProcessStatus st;
+  st.identity.job = "jobI";
+  st.identity.host = "h";
+  st.identity.rank = 0;
+  st.identity.world_size = 2;
+  st.inflight_valid = true;
+  format::InflightRow row{0x77, 5, 4, now - 3 * 1000000000LL};
+  row.device = 1;
+  row.oldest.state = format::InflightState::kQueued;
+  row.oldest.op = static_cast<uint16_t>(format::Operation::kReduce);
+  row.oldest.dtype = static_cast<uint8_t>(format::DType::kBF16);
+  row.oldest.seq = 5;
+  row.oldest.count = 64;
+  row.oldest.root = 1;
+  row.oldest.comm_size = 2;
+  row.oldest.launch_ns = now - 2 * 1000000000LL;
+  row.oldest.blocker.op = static_cast<uint16_t>(format::Operation::kKernelLaunch);
+  row.oldest.blocker.kind = static_cast<uint8_t>(format::OpKind::kKernel);
+  row.oldest.blocker.name_id = 3;
+  row.oldest.blocker.launch_ns = now - 3 * 1000000000LL;
+  st.inflight.push_back(row);
+  aggregator_->UpdateStatus(id, st);
+  StatusResponse resp;
+  ASSERT_TRUE(handler_->Status(StatusRequest(), &resp).ok());
+  ASSERT_EQ(resp.processes_size(), 1);
+  ASSERT_EQ(resp.processes(0).comms_size(), 1);
+  const InflightComm& c = resp.processes(0).comms(0);
+  EXPECT_EQ(c.device(), 1);
+  EXPECT_EQ(c.state(), "queued");
+  EXPECT_EQ(c.inflight_seq(), 5u);
+  EXPECT_EQ(c.op(), "Reduce");
+  EXPECT_EQ(c.dtype(), "bf16");
+  EXPECT_EQ(c.count(), 64u);
+  EXPECT_EQ(c.root(), 1);
+  EXPECT_GE(c.inflight_age_s(), 2);
+  EXPECT_EQ(c.blocked_by().rfind("kernel gemm_big launched ", 0), 0u) << c.blocked_by();
+  EXPECT_EQ(c.last_completed_age_s(), -1);  // nothing completed on it yet
+}
+
 // The one-port pitfall: many concurrent gRPC and HTTP calls must all complete promptly.
 TEST_F(ControlTest, ConcurrentGrpcAndHttpCallsAllComplete) {
   std::atomic<int> ok{0};

@@ -59,8 +59,8 @@ const char* ValidateInflightRow(const InflightRow& row) {
     return "bad root or communicator size";
   }
   if (c.launch_ns < 0 || c.gpu_start_ns < 0) return "negative time";
-  if ((c.state == InflightState::kStarted) != (c.gpu_start_ns > 0)) {
-    return "GPU start time does not match the state";
+  if (c.state != InflightState::kStarted && c.gpu_start_ns != 0) {
+    return "a GPU start time for a collective that did not start";
   }
   const InflightBlocker& b = c.blocker;
   if (b.op == 0) return nullptr;

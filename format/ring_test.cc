@@ -251,7 +251,7 @@ TEST(RingTest, InflightDetailValidation) {
   EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.root = 4; }), "bad root or communicator size");
   EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.launch_ns = -1; }), "negative time");
   EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.gpu_start_ns = 5; }),
-               "GPU start time does not match the state");
+               "a GPU start time for a collective that did not start");
   EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.blocker.kind = 1; }),
                "blocker op and kind disagree");
   EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.blocker.m = -1; }), "negative blocker field");
