@@ -289,6 +289,11 @@ TEST_F(DiagnosisTest, HangCheckWithoutDiagnosisAndTheThreadPublishes) {
 
   Step(1);
   diagnosis_->Start();
+  // Ingest and scrapes while the pass thread runs (TSan checks the three against each other).
+  for (uint64_t s = 2; s <= 30; ++s) {
+    Step(s);
+    Exposition();
+  }
   ASSERT_TRUE(testing::WaitFor([&] { return diagnosis_->Latest()->passes > 0; }, 30000));
   diagnosis_->Stop();
   auto state = diagnosis_->Latest();
@@ -298,7 +303,7 @@ TEST_F(DiagnosisTest, HangCheckWithoutDiagnosisAndTheThreadPublishes) {
   FillHangCheck(*state, "", "node", &r);
   ASSERT_EQ(r.ranks_size(), kRanks);
   EXPECT_EQ(r.ranks(0).comms(0).members_size(), kRanks);
-  EXPECT_NE(r.ranks(0).last_activity().find("AllReduce on comm 0x0000000000000abc seq 1"),
+  EXPECT_NE(r.ranks(0).last_activity().find("AllReduce on comm 0x0000000000000abc seq"),
             std::string::npos)
       << r.ranks(0).last_activity();
 }

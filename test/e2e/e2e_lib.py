@@ -159,6 +159,17 @@ class Background:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
 
+    def stop(self, grace=15):
+        """SIGTERM to the process group (a launcher then stops the ranks it started in their own
+        process groups), SIGKILL after `grace` seconds."""
+        if self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+                self.proc.wait(timeout=grace)
+            except (ProcessLookupError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
     def wait_for_line(self, pattern, timeout):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -123,12 +123,19 @@ class Watch:
             if (title, ref) not in self.first_data and prometheus_query(self.port, expr):
                 self.first_data[(title, ref)] = now - self.t0
                 log("data after %.0f s: %s (%s)" % (now - self.t0, title, ref))
-        for labels, _ in prometheus_query(self.port, 'xtimer:hang_culprit{job="%s"}' % JOB):
-            self.culprits.add((labels.get("kind"), labels.get("rank"), labels.get("comm")))
+        for labels, v in prometheus_query(self.port, 'xtimer:hang_culprit{job="%s"}' % JOB):
+            culprit = (labels.get("kind"), labels.get("rank"), labels.get("comm"))
+            if culprit not in self.culprits:
+                log("after %.0f s: hang culprit %s (stalled %.0f s)" % (now - self.t0, culprit, v))
+                self.culprits.add(culprit)
             if self.first_culprit is None:
                 self.first_culprit = now
-        for labels, _ in prometheus_query(self.port, 'xtimer:straggler{job="%s"}' % JOB):
-            self.stragglers.add((labels.get("rank"), labels.get("cause"), labels.get("comm")))
+        for labels, v in prometheus_query(self.port, 'xtimer:straggler{job="%s"}' % JOB):
+            straggler = (labels.get("rank"), labels.get("cause"), labels.get("comm"))
+            if straggler not in self.stragglers:
+                log("after %.0f s: straggler %s (%.2f ms per collective)" %
+                    (now - self.t0, straggler, v * 1e3))
+                self.stragglers.add(straggler)
         if self.alert_fired is None and prometheus_query(
                 self.port, 'ALERTS{alertname="XtimerHangNeverIssued", alertstate="firing", '
                            'job="%s", rank="%s"}' % (JOB, CULPRIT)):
@@ -200,7 +207,7 @@ def main(argv):
         log("every rule evaluates without error")
     finally:
         for node in nodes:
-            node.kill()
+            node.stop()
         prom.kill()
         for d in run_dirs:
             stop_daemon(d)
