@@ -290,11 +290,13 @@ struct Rank {
   float *dp_buf = nullptr, *loss = nullptr;
 };
 
+// Device memory of n elements, zeroed when `zero` (the GEMM operands are left as they are: their
+// values matter to nothing, and on the simulator untouched memory costs no host memory).
 template <typename T>
-T* DeviceAlloc(size_t n) {
+T* DeviceAlloc(size_t n, bool zero = true) {
   void* p = nullptr;
   CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(n, 1) * sizeof(T)));
-  CUDA_CHECK(cudaMemset(p, 0, std::max<size_t>(n, 1) * sizeof(T)));
+  if (zero) CUDA_CHECK(cudaMemset(p, 0, std::max<size_t>(n, 1) * sizeof(T)));
   return static_cast<T*>(p);
 }
 
@@ -348,9 +350,9 @@ void Setup(Rank& r) {
   NCCL_CHECK(ncclCommSplit(r.world_comm, r.pp_idx, r.rank, &r.tpdp_comm, nullptr));
 
   const size_t d = static_cast<size_t>(o.gemm_dim);
-  r.a = DeviceAlloc<__nv_bfloat16>(d * static_cast<size_t>(r.gemm_k));
-  r.b = DeviceAlloc<__nv_bfloat16>(static_cast<size_t>(r.gemm_k) * d);
-  r.c = DeviceAlloc<__nv_bfloat16>(d * d);
+  r.a = DeviceAlloc<__nv_bfloat16>(d * static_cast<size_t>(r.gemm_k), false);
+  r.b = DeviceAlloc<__nv_bfloat16>(static_cast<size_t>(r.gemm_k) * d, false);
+  r.c = DeviceAlloc<__nv_bfloat16>(d * d, false);
   r.tp_buf = DeviceAlloc<__nv_bfloat16>(static_cast<size_t>(o.tp_count));
   r.act = DeviceAlloc<__nv_bfloat16>(static_cast<size_t>(o.pp_count));
   r.grad_in = DeviceAlloc<__nv_bfloat16>(static_cast<size_t>(o.pp_count));

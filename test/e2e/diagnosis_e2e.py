@@ -92,10 +92,10 @@ class Cluster:
                 p.xtimerd, "--run-dir", self.run_dirs[i], "--metrics-port", str(self.metrics[i]),
                 "--control-port", str(self.controls[i])], env, p.tmp))
         for i in range(2):
-            deadline = time.monotonic() + 30
+            deadline = time.monotonic() + 120
             while scrape(self.metrics[i], must=False) is None:
                 if time.monotonic() > deadline:
-                    fail("xtimerd%d did not serve /metrics within 30 s" % i)
+                    fail("xtimerd%d did not serve /metrics within 120 s" % i)
                 time.sleep(0.2)
         self.prometheus = start_prometheus(self.prom_port, self.metrics, p.tmp,
                                            rule_files=[rules])
