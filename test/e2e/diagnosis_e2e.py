@@ -286,13 +286,13 @@ def straggler(cluster, state):
 
 def comm_nodes(cluster, job):
     """{comm id text: number of nodes its members are on}, from both nodes' HangCheck."""
-    out = {}
+    members = {}  # a node lists the members it knows (-1 for others): merge both nodes' lists
     for answer in cluster.hang_checks(job):
         for rank in answer.get("ranks", []):
             for c in rank.get("comms", []):
-                members = [m for m in c.get("members", []) if m >= 0]
-                out["0x%016x" % int(c["comm_id"])] = len({m // 4 for m in members})
-    return out
+                known = members.setdefault("0x%016x" % int(c["comm_id"]), set())
+                known.update(m for m in c.get("members", []) if m >= 0)
+    return {comm: len({m // 4 for m in ranks}) for comm, ranks in members.items()}
 
 
 def check_true_bandwidth(report, nodes_of):
