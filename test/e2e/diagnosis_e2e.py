@@ -195,7 +195,10 @@ def wait_running(cluster, nodes, job):
     daemons also list the ended jobs of earlier scenarios)."""
     for port, want in zip(cluster.controls, ([0, 1, 2, 3], [4, 5, 6, 7])):
         def ready():
-            procs = status(port)["processes"]
+            try:
+                procs = status(port)["processes"]
+            except OSError as e:  # a loaded machine may delay one answer past 5 s
+                return log("Status on :%d: %s" % (port, e))
             return sorted(p["rank"] for p in procs if p.get("job") == job and
                           int(p["records_written"]) > 0 and not p.get("exited")) == want
         wait_for("%s: ranks %s registered on :%d" % (job, want, port), ready, 120)
