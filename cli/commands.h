@@ -1,5 +1,5 @@
 // Subcommands of the `xtimer` CLI. Each takes argv from the subcommand's name on and returns the
-// process exit status: 0 success, 1 failure, 2 bad arguments.
+// process exit status: 0 success, 1 failure, 2 bad arguments, 3 partial input or result.
 #ifndef XTIMER_CLI_COMMANDS_H_
 #define XTIMER_CLI_COMMANDS_H_
 
@@ -8,6 +8,8 @@ namespace cli {
 
 int TimelineMain(int argc, char** argv);
 int DumpMain(int argc, char** argv);  // cli/dump.cc
+int DiffMain(int argc, char** argv);  // cli/diff.cc
+int AnalyzeMain(int argc, char** argv);  // cli/analyze.cc
 
 }  // namespace cli
 }  // namespace xtimer

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/control_client.h"
 #include "proto/hosting.grpc.pb.h"
 #include "util/version.h"
 
@@ -87,21 +88,6 @@ bool ParseInt(const std::string& s, int64_t lo, int64_t hi, int64_t* out) {
   return true;
 }
 
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i <= s.size()) {
-    size_t j = s.find(sep, i);
-    if (j == std::string::npos) j = s.size();
-    std::string part = s.substr(i, j - i);
-    while (!part.empty() && isspace(static_cast<unsigned char>(part.back()))) part.pop_back();
-    while (!part.empty() && isspace(static_cast<unsigned char>(part.front()))) part.erase(0, 1);
-    if (!part.empty()) out.push_back(part);
-    i = j + 1;
-  }
-  return out;
-}
-
 double NowS() {
   timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -117,44 +103,6 @@ struct Node {
   bool waited = false;
 };
 
-std::string CodeName(grpc::StatusCode c) {
-  switch (c) {
-    case grpc::StatusCode::INVALID_ARGUMENT:
-      return "invalid argument";
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      return "busy";
-    case grpc::StatusCode::UNAVAILABLE:
-      return "unavailable";
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      return "timed out";
-    case grpc::StatusCode::INTERNAL:
-      return "failed";
-    default:
-      return "error " + std::to_string(static_cast<int>(c));
-  }
-}
-
-// What a failed call means for the user; gRPC's own words follow in parentheses.
-std::string Explain(const grpc::Status& st, const std::string& target) {
-  const std::string& m = st.error_message();
-  auto has = [&m](const char* s) { return m.find(s) != std::string::npos; };
-  std::string what;
-  if (has("HTTP/2") || has("http1") || has("HTTP/1")) {
-    what = target + " answered, but not with gRPC: is this the control port? xtimerd takes "
-           "commands on --control-port (default 18888); its metrics port (--metrics-port, "
-           "default 18889) serves plain HTTP";
-  } else if (st.error_code() == grpc::StatusCode::UNAVAILABLE &&
-             (has("failed to connect") || has("onnection refused"))) {
-    what = "nothing accepts connections on " + target + ": is xtimerd running on that host with "
-           "that --control-port? xtimer-launch starts one for a job; or start it with "
-           "`xtimerd --control-port PORT` (and --control-address 0.0.0.0 to be reached from other "
-           "hosts)";
-  } else {
-    return CodeName(st.error_code()) + ": " + m;
-  }
-  return what + " (gRPC: " + CodeName(st.error_code()) + ": " + m + ")";
-}
-
 }  // namespace
 
 int DumpMain(int argc, char** argv) {
@@ -164,8 +112,6 @@ int DumpMain(int argc, char** argv) {
   double delay = 3, timeout = 60;
   int64_t at = -1;
   bool wait = true, have_path = false;
-  const char* env_port = getenv("XTIMER_CONTROL_PORT");
-  const std::string default_port = env_port && *env_port ? env_port : "18888";
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i], v;
     const size_t eq = a.find('=');
@@ -269,24 +215,11 @@ int DumpMain(int argc, char** argv) {
   if (req.dump_count() == 0 && req.duration_s() == 0 && req.history() == 0) {
     return UsageError("say what to dump: --count, --duration and/or --history");
   }
-  if (!hosts_file.empty()) {
-    std::ifstream f(hosts_file);
-    if (!f) return UsageError("cannot read --hosts-file " + hosts_file);
-    std::string line;
-    while (std::getline(f, line)) {
-      const size_t hash = line.find('#');
-      if (hash != std::string::npos) line.resize(hash);
-      for (const std::string& h : Split(line, ' ')) hosts.push_back(h);
-    }
-  }
-  if (hosts.empty()) hosts.push_back("127.0.0.1");
-  for (std::string& h : hosts) {
-    const bool bracketed = !h.empty() && h[0] == '[';
-    const size_t colon = h.rfind(':');
-    const bool has_port = bracketed ? h.find("]:") != std::string::npos
-                                    : (colon != std::string::npos && h.find(':') == colon);
-    if (!has_port)
-      h = (h.find(':') != std::string::npos && !bracketed ? "[" + h + "]" : h) + ":" + default_port;
+  {
+    std::vector<std::string> targets;
+    std::string error;
+    if (!ControlTargets(hosts, hosts_file, &targets, &error)) return UsageError(error);
+    hosts.swap(targets);
   }
   const bool capture = req.dump_count() > 0 || req.duration_s() > 0;
   if (req.dump_count() > 0 && req.duration_s() == 0) req.set_timeout_s(std::min(timeout, 600.0));
@@ -311,7 +244,7 @@ int DumpMain(int argc, char** argv) {
                        std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000)));
       grpc::Status st = stub->DumpKernelTrace(&ctx, req, &n.response);
       if (!st.ok()) {
-        n.error = Explain(st, n.target);
+        n.error = ExplainRpcError(st, n.target);
         return;
       }
       n.ok = true;

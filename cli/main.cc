@@ -17,6 +17,8 @@ struct Command {
 constexpr Command kCommands[] = {
     {"timeline", xtimer::cli::TimelineMain, "per-rank timeline files -> one Perfetto trace"},
     {"dump", xtimer::cli::DumpMain, "ask xtimerd on every node to dump per-rank timelines"},
+    {"analyze", xtimer::cli::AnalyzeMain, "hang culprits, stragglers, true bus bandwidth"},
+    {"diff", xtimer::cli::DiffMain, "compare two dumps per op signature, by impact on step time"},
 };
 
 void Usage(FILE* out) {

@@ -35,6 +35,8 @@
 #include <thread>
 #include <vector>
 
+#include "demo/rendezvous.h"
+
 namespace {
 
 using bf16 = __nv_bfloat16;
@@ -594,50 +596,12 @@ void DestroyLtPlan(LtPlan& p) {
 
 ncclUniqueId Rendezvous(const Layout& l, int timeout_s) {
   ncclUniqueId id;
-  if (l.world == 1) {
-    NCCL_CHECK(ncclGetUniqueId(&id));
-    return id;
+  std::string error;
+  int code = 1;
+  if (!demo::ShareNcclId(l.rank, l.world, timeout_s, &id, &error, &code)) {
+    Die(code, "%s", error.c_str());
   }
-  const char* dir = getenv("XTIMER_DEMO_RENDEZVOUS");
-  if (dir == nullptr || *dir == '\0') {
-    Die(2, "XTIMER_DEMO_RENDEZVOUS is not set: with WORLD_SIZE > 1 it must name a directory "
-           "shared by all ranks (demo/launch.py sets it)");
-  }
-  std::string path = std::string(dir) + "/nccl_unique_id";
-  if (l.rank == 0) {
-    NCCL_CHECK(ncclGetUniqueId(&id));
-    std::string tmp = path + ".tmp." + std::to_string(getpid());
-    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      Die(1, "cannot create %s: %s (XTIMER_DEMO_RENDEZVOUS must name an existing directory)",
-          tmp.c_str(), strerror(errno));
-    }
-    ssize_t n = write(fd, &id, sizeof(id));
-    if (n != static_cast<ssize_t>(sizeof(id)) || fsync(fd) != 0) {
-      Die(1, "cannot write %s: %s", tmp.c_str(), strerror(errno));
-    }
-    close(fd);
-    if (rename(tmp.c_str(), path.c_str()) != 0) {
-      Die(1, "cannot rename %s to %s: %s", tmp.c_str(), path.c_str(), strerror(errno));
-    }
-    return id;
-  }
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeout_s);
-  while (true) {
-    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd >= 0) {
-      ssize_t n = read(fd, &id, sizeof(id));
-      close(fd);
-      if (n == static_cast<ssize_t>(sizeof(id))) return id;
-      Die(1, "%s holds %zd bytes, expected %zu", path.c_str(), n, sizeof(id));
-    }
-    if (errno != ENOENT) Die(1, "cannot open %s: %s", path.c_str(), strerror(errno));
-    if (std::chrono::steady_clock::now() > deadline) {
-      Die(1, "rank 0 did not publish the NCCL unique id in %s within %d s (did rank 0 start? "
-             "--rendezvous-timeout changes the wait)", path.c_str(), timeout_s);
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  return id;
 }
 
 // ---------------------------------------------------------------------------------------------

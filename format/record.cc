@@ -1,5 +1,7 @@
 #include "format/record.h"
 
+#include <cstring>
+
 namespace xtimer {
 namespace format {
 
@@ -105,6 +107,20 @@ const char* DTypeName(DType d) {
     case DType::kTF32: return "tf32";
   }
   return "unknown";
+}
+
+Operation OperationFromName(const char* name) {
+  for (const OperationInfo& info : kOperations) {
+    if (std::strcmp(info.name, name) == 0) return info.op;
+  }
+  return Operation::kUnknown;
+}
+
+DType DTypeFromName(const char* name) {
+  for (uint8_t d = 1; d <= kDTypeMax; ++d) {
+    if (std::strcmp(DTypeName(static_cast<DType>(d)), name) == 0) return static_cast<DType>(d);
+  }
+  return DType::kUnknown;
 }
 
 const char* Validate(const RecordSlot& slot) {

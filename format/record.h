@@ -186,6 +186,10 @@ static_assert(sizeof(RecordSlot) == kRecordSize, "RecordSlot");
 const char* OpKindName(OpKind k);        // "matmul", "collective", ... ; "unknown" if invalid
 const char* OperationName(Operation o);  // "GemmEx", "AllReduce", ... ; "Unknown" if invalid
 const char* DTypeName(DType d);          // "fp32", "bf16", ... ; "unknown" if invalid
+// The inverses of OperationName and DTypeName (names as they print, case-sensitive): kUnknown for
+// a name that is not one of them.
+Operation OperationFromName(const char* name);
+DType DTypeFromName(const char* name);
 // A communicator id as text, the one spelling that metrics labels and traces share: "0x" and 16
 // lowercase hex digits ("0x00000000000000ab"). Writes into buf and returns it.
 constexpr size_t kCommIdTextSize = 19;  // with the terminating NUL

@@ -1,7 +1,5 @@
 #include "timeline/converter.h"
 
-#include <dirent.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +19,7 @@
 #include "format/record.h"
 #include "timeline/clock_align.h"
 #include "timeline/flows.h"
+#include "timeline/inputs.h"
 #include "timeline/packet_compressor.h"
 #include "timeline/packet_sequence.h"
 #include "timeline/proto_wire.h"
@@ -63,83 +62,6 @@ struct FileInfo {
   std::vector<CommSeen> comms;
   std::vector<P2POp> p2p;  // pass 1 only: its sends and receives, sorted
 };
-
-std::vector<std::string> TimelineNames(const std::string& dir, std::vector<std::string>* subdirs) {
-  std::vector<std::string> names;
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return names;
-  while (struct dirent* e = readdir(d)) {
-    std::string n = e->d_name;
-    if (n.size() > 9 && n.compare(n.size() - 9, 9, ".timeline") == 0) {
-      names.push_back(n);
-    } else if (n != "." && n != "..") {
-      struct stat st;
-      if (stat((dir + "/" + n).c_str(), &st) == 0 && S_ISDIR(st.st_mode)) subdirs->push_back(n);
-    }
-  }
-  closedir(d);
-  std::sort(names.begin(), names.end());
-  std::sort(subdirs->begin(), subdirs->end());
-  return names;
-}
-
-void AddDirectory(const std::string& dir, std::vector<FileInfo>* files) {
-  std::vector<std::string> unused;
-  for (const std::string& n : TimelineNames(dir, &unused)) {
-    FileInfo f;
-    f.path = dir + "/" + n;
-    f.dir = dir;
-    files->push_back(std::move(f));
-  }
-}
-
-// A directory without timeline files but with job folders that hold some (a dump path, as given
-// to DumpKernelTrace) is read folder by folder, and `notes` says so.
-void ListInputs(const std::vector<std::string>& inputs, std::vector<FileInfo>* files,
-                std::vector<std::string>* skipped, std::vector<std::string>* notes) {
-  for (const std::string& in : inputs) {
-    struct stat st;
-    if (stat(in.c_str(), &st) != 0) {
-      skipped->push_back(in + ": " + std::strerror(errno));
-      continue;
-    }
-    if (S_ISREG(st.st_mode)) {
-      FileInfo f;
-      f.path = in;
-      size_t slash = in.rfind('/');
-      f.dir = slash == std::string::npos ? "." : in.substr(0, slash);
-      files->push_back(std::move(f));
-      continue;
-    }
-    DIR* d = opendir(in.c_str());
-    if (d == nullptr) {
-      skipped->push_back(in + ": " + std::strerror(errno));
-      continue;
-    }
-    closedir(d);
-    std::vector<std::string> subdirs;
-    if (!TimelineNames(in, &subdirs).empty()) {
-      AddDirectory(in, files);
-      continue;
-    }
-    std::vector<std::string> jobs;
-    for (const std::string& sub : subdirs) {
-      std::vector<std::string> unused;
-      if (!TimelineNames(in + "/" + sub, &unused).empty()) jobs.push_back(sub);
-    }
-    if (jobs.empty()) {
-      skipped->push_back(in + ": no *.timeline files");
-      continue;
-    }
-    std::string list;
-    for (const std::string& j : jobs) {
-      list += (list.empty() ? "" : ", ") + j;
-      AddDirectory(in + "/" + j, files);
-    }
-    notes->push_back(in + " is a dump path holding job folders; reading " +
-                     std::to_string(jobs.size()) + " of them: " + list);
-  }
-}
 
 // Collectives of communicators whose members all run on this node (the daemon names the global
 // ranks of its own node's members only, so a complete member list means a node-local one) cannot
@@ -542,7 +464,17 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
   }
 
   std::vector<FileInfo> files;
-  ListInputs(opt.inputs, &files, &stats->skipped, &stats->notes);
+  {
+    InputList inputs = ListTimelineInputs(opt.inputs);
+    for (InputFile& in : inputs.files) {
+      FileInfo f;
+      f.path = std::move(in.path);
+      f.dir = std::move(in.dir);
+      files.push_back(std::move(f));
+    }
+    stats->skipped = std::move(inputs.skipped);
+    stats->notes = std::move(inputs.notes);
+  }
   stats->files = static_cast<int>(files.size());
 
   // Pass 1: metadata, streams, collective end times.

@@ -1,0 +1,333 @@
+// xtimer analyze: hang verdicts, stragglers and true bus bandwidth from dumps or from the live
+// daemons (see --help and docs/analyze-cli.md).
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "analysis/report_json.h"
+#include "analysis/report_text.h"
+#include "cli/commands.h"
+#include "cli/control_client.h"
+#include "cli/dump_reader.h"
+#include "cli/rank_progress.h"
+#include "proto/hosting.grpc.pb.h"
+#include "util/version.h"
+
+namespace xtimer {
+namespace cli {
+namespace {
+
+constexpr char kHelp[] = R"HELP(usage: xtimer analyze DIR... [options]
+       xtimer analyze --hosts HOST:PORT,... [--job J] [options]
+
+Diagnoses a job: hang verdicts naming the culprit ranks (never_issued, mismatch,
+stuck_in_collective, exited, not_started), stragglers with their cause (compute, host, link),
+and each rank's observed and true bus bandwidth. docs/analysis.md explains the verdicts.
+
+From dumps: each DIR is one node's directory of timeline files (as `xtimer dump` or xtimerd's
+automatic hang dump writes them; a dump path holding job folders and single .timeline files work
+too). A hang-summary.json beside the files (the automatic dump's record of every rank's progress
+at the hang) adds what the files cannot show: the operations in flight, exits, what each rank was
+last doing. Node clocks are aligned from the collectives they share, as `xtimer timeline` does.
+
+Live (--hosts): asks xtimerd on every node for its ranks' progress (the HangCheck control method)
+and combines the answers into one cross-node verdict.
+
+options:
+  --groups LAYOUT     parallel layout, e.g. tp2-pp2-dp2 (tp, cp, ep, dp, pp; Megatron order
+                      tp-cp-ep-dp-pp, the first varying fastest): findings name their group,
+                      and the pipeline stage that bounds the step is named. The sizes must
+                      multiply to the world size.
+  --json              print the JSON report (schema in docs/analysis.md)
+  --out FILE          write the report to FILE instead of standard output
+  --hang-timeout S    the longest stall that is not a hang (default 300; shorter for jobs with
+                      a steady cadence: 10 x the typical gap between collectives, at least 10 s)
+  -j, --jobs N        reader threads (default: all hardware threads)
+  --no-align          do not align node clocks
+  -q, --quiet         no progress or input notes on stderr (problems are still printed)
+  --hosts LIST        host:port,... of the nodes' xtimerd control ports (a host without :port
+                      gets $XTIMER_CONTROL_PORT or 18888)
+  --hosts-file F      one host[:port] per line ('#' starts a comment)
+  --job J             with --hosts: only this job (needed when the nodes run several)
+  --timeout S         with --hosts: per-node deadline (default 10)
+  -h, --help          this text
+  --version           print the version and exit
+
+exit status: 0 done, 1 nothing could be read (or no node answered), 2 bad arguments, 3 done but
+the input is partial: ranks of the world have no data, files are (partly) unreadable, or nodes
+did not answer (each is named on stderr).
+)HELP";
+
+struct Args {
+  std::vector<std::string> inputs;
+  std::vector<std::string> hosts;
+  std::string hosts_file, job, groups_text, out;
+  bool json = false, quiet = false, align = true, live = false;
+  int jobs = 0;
+  double hang_timeout_s = 0, timeout_s = 10;
+  analysis::Options options;
+};
+
+int BadArg(const std::string& m) {
+  std::fprintf(stderr, "xtimer analyze: %s (see xtimer analyze --help)\n", m.c_str());
+  return 2;
+}
+
+bool ParseSeconds(const std::string& s, double lo, double hi, double* out) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end || !(v >= lo && v <= hi)) return false;
+  *out = v;
+  return true;
+}
+
+// Returns -1 when the arguments are good, else the exit status.
+int ParseArgs(int argc, char** argv, Args* a) {
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], v;
+    const size_t eq = arg.find('=');
+    bool has_v = false;
+    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
+      v = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+      has_v = true;
+    }
+    auto value = [&]() {
+      if (has_v) return true;
+      if (i + 1 >= argc) return false;
+      v = argv[++i];
+      return true;
+    };
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kHelp, stdout);
+      return 0;
+    } else if (arg == "--version") {
+      std::printf("%s\n", kVersion);
+      return 0;
+    } else if (arg == "--json") {
+      a->json = true;
+    } else if (arg == "-q" || arg == "--quiet") {
+      a->quiet = true;
+    } else if (arg == "--no-align") {
+      a->align = false;
+    } else if (arg.empty() || arg[0] != '-') {
+      a->inputs.push_back(arg);
+    } else if (arg != "--groups" && arg != "--out" && arg != "--hang-timeout" && arg != "-j" &&
+               arg != "--jobs" && arg != "--hosts" && arg != "--hosts-file" && arg != "--job" &&
+               arg != "--timeout") {
+      return BadArg("unknown option '" + arg + "'");
+    } else if (!value()) {
+      return BadArg(arg + " needs a value");
+    } else if (arg == "--groups") {
+      std::string error;
+      if (!analysis::ParseGroups(v, &a->options.groups, &error))
+        return BadArg("--groups " + v + ": " + error);
+      a->options.has_groups = true;
+      a->groups_text = v;
+    } else if (arg == "--out") {
+      if (v.empty()) return BadArg("--out needs a file name");
+      a->out = v;
+    } else if (arg == "--hang-timeout") {
+      if (!ParseSeconds(v, 1, 86400, &a->hang_timeout_s))
+        return BadArg("--hang-timeout must be 1 to 86400 seconds, not '" + v + "'");
+    } else if (arg == "--timeout") {
+      if (!ParseSeconds(v, 0.1, 3600, &a->timeout_s))
+        return BadArg("--timeout must be 0.1 to 3600 seconds, not '" + v + "'");
+    } else if (arg == "-j" || arg == "--jobs") {
+      double n = 0;
+      if (!ParseSeconds(v, 1, 1024, &n) || n != std::floor(n))
+        return BadArg(arg + " must be a number from 1 to 1024, not '" + v + "'");
+      a->jobs = static_cast<int>(n);
+    } else if (arg == "--hosts") {
+      a->hosts.push_back(v);
+      a->live = true;
+    } else if (arg == "--hosts-file") {
+      a->hosts_file = v;
+      a->live = true;
+    } else if (arg == "--job") {
+      a->job = v;
+    }
+  }
+  if (a->live && !a->inputs.empty())
+    return BadArg("give either dump directories or --hosts, not both");
+  if (!a->live && a->inputs.empty()) return BadArg("no dump directory (or --hosts)");
+  if (!a->live && !a->job.empty()) return BadArg("--job goes with --hosts");
+  if (a->hang_timeout_s > 0) {
+    a->options.hang_timeout_ns = static_cast<int64_t>(a->hang_timeout_s * 1e9);
+    a->options.min_hang_ns = std::min(a->options.min_hang_ns, a->options.hang_timeout_ns);
+  }
+  return -1;
+}
+
+// The report of the analysis, and where it came from.
+struct Outcome {
+  std::vector<analysis::RankInput> ranks;
+  int64_t now_ns = 0;
+  int world = 0;
+  double threshold_s = 0;  // live: the daemons' threshold (0: none)
+  analysis::ReportContext context;
+  std::vector<std::string> problems;  // partial input, each named
+  std::string summary;                // one line on what was read
+};
+
+int FromDumps(const Args& a, Outcome* o) {
+  DumpReadOptions ro;
+  ro.inputs = a.inputs;
+  ro.jobs = a.jobs;
+  ro.align_clocks = a.align;
+  ro.progress = !a.quiet && isatty(STDERR_FILENO) ? stderr : nullptr;
+  DumpInput in;
+  std::string error;
+  if (!ReadDump(ro, &in, &error)) {
+    std::fprintf(stderr, "xtimer analyze: %s\n", error.c_str());
+    return 1;
+  }
+  if (!a.quiet) {
+    for (const std::string& n : in.notes) std::fprintf(stderr, "note: %s\n", n.c_str());
+  }
+  o->problems = in.problems;
+  for (const auto& off : in.offsets) o->context.clock_offsets_s.push_back({off.first, off.second * 1e-9});
+  o->context.inputs.files = std::move(in.paths);
+  o->context.inputs.missing_ranks = in.missing;
+  o->now_ns = in.now_ns;
+  o->world = in.world;
+  char line[256];
+  std::snprintf(line, sizeof(line),
+                "read %d timeline file(s) (%llu events) and %d hang summary(ies): %zu of %d "
+                "ranks, %zu node(s)",
+                in.files, static_cast<unsigned long long>(in.events), in.summaries,
+                in.ranks.size(), in.world, in.offsets.size());
+  o->summary = line;
+  o->ranks = std::move(in.ranks);
+  return -1;
+}
+
+int FromHosts(const Args& a, Outcome* o) {
+  std::vector<std::string> targets;
+  std::string error;
+  if (!ControlTargets(a.hosts, a.hosts_file, &targets, &error)) return BadArg(error);
+  std::vector<HangCheckResponse> answers(targets.size());
+  std::vector<std::string> errors(targets.size());
+  std::vector<std::thread> threads;
+  HangCheckRequest req;
+  req.set_job(a.job);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    threads.emplace_back([&, i] {
+      auto stub = HostingService::NewStub(
+          grpc::CreateChannel(targets[i], grpc::InsecureChannelCredentials()));
+      grpc::ClientContext ctx;
+      ctx.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(static_cast<int64_t>(a.timeout_s * 1000)));
+      grpc::Status st = stub->HangCheck(&ctx, req, &answers[i]);
+      if (!st.ok()) errors[i] = ExplainRpcError(st, targets[i]);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  std::vector<HangCheckResponse> ok;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (errors[i].empty()) {
+      ok.push_back(std::move(answers[i]));
+      o->context.inputs.files.push_back(targets[i]);
+    } else {
+      o->problems.push_back(targets[i] + ": " + errors[i]);
+    }
+  }
+  if (ok.empty()) {
+    std::fprintf(stderr, "xtimer analyze: no node answered:\n");
+    for (const std::string& p : o->problems) std::fprintf(stderr, "  %s\n", p.c_str());
+    return 1;
+  }
+  LiveInput live;
+  if (!CombineHangChecks(ok, a.job, &live, &error)) return BadArg(error);
+  for (const std::string& w : live.warnings) o->problems.push_back(w);
+  o->context.inputs.missing_ranks = live.missing;
+  o->now_ns = live.now_ns;
+  o->world = live.world;
+  o->threshold_s = live.threshold_s;
+  o->summary = std::to_string(ok.size()) + " of " + std::to_string(targets.size()) +
+               " node(s) answered: " + std::to_string(live.ranks.size()) + " of " +
+               std::to_string(live.world) + " ranks";
+  if (live.threshold_s > 0 && a.hang_timeout_s == 0) {
+    o->summary += ", hang threshold " + std::to_string(live.threshold_s).substr(0, 6) +
+                  " s (the daemons' smallest for a communicator with an op in flight)";
+  }
+  o->ranks = std::move(live.ranks);
+  return -1;
+}
+
+bool Write(const std::string& text, const std::string& path) {
+  if (path.empty()) return std::fputs(text.c_str(), stdout) >= 0;
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    std::perror(("xtimer analyze: " + path).c_str());
+    return false;
+  }
+  const bool ok = std::fputs(text.c_str(), f) >= 0;
+  return std::fclose(f) == 0 && ok;
+}
+
+}  // namespace
+
+int AnalyzeMain(int argc, char** argv) {
+  Args a;
+  const int rc = ParseArgs(argc, argv, &a);
+  if (rc >= 0) return rc;
+  Outcome o;
+  const int read = a.live ? FromHosts(a, &o) : FromDumps(a, &o);
+  if (read >= 0) return read;
+  analysis::Options opt = a.options;
+  opt.now_ns = o.now_ns;
+  if (o.threshold_s > 0 && a.hang_timeout_s == 0) {
+    // The answers carry no completion history to derive a cadence from: the daemons' adaptive
+    // threshold stands in.
+    opt.hang_timeout_ns = static_cast<int64_t>(o.threshold_s * 1e9);
+    opt.min_hang_ns = std::min(opt.min_hang_ns, opt.hang_timeout_ns);
+  }
+  int world = o.world;
+  for (const analysis::RankInput& r : o.ranks) world = std::max(world, r.rank + 1);
+  if (opt.has_groups && opt.groups.world() != world) {
+    return BadArg("--groups " + a.groups_text + " describes " +
+                  std::to_string(opt.groups.world()) + " ranks; the job has " +
+                  std::to_string(world));
+  }
+  for (const analysis::RankInput& r : o.ranks) o.context.inputs.ranks.push_back(r.rank);
+  o.context.inputs.warnings = o.problems;
+  o.context.inputs.groups = a.groups_text;
+  const analysis::Report report = analysis::Analyze(o.ranks, opt);
+  std::string text;
+  if (a.json) {
+    text = analysis::ReportJson(report, o.context) + "\n";
+  } else {
+    text = o.summary + "\n";
+    for (const auto& off : o.context.clock_offsets_s) {
+      char b[160];
+      std::snprintf(b, sizeof(b), "clock offset %s: %+.6f s\n", off.first.c_str(), off.second);
+      if (o.context.clock_offsets_s.size() > 1) text += b;
+    }
+    text += analysis::ReportText(report);
+  }
+  if (!Write(text, a.out)) return 1;
+  if (!o.context.inputs.missing_ranks.empty()) {
+    std::string list;
+    for (size_t i = 0; i < o.context.inputs.missing_ranks.size() && i < 32; ++i)
+      list += (i ? " " : "") + std::to_string(o.context.inputs.missing_ranks[i]);
+    if (o.context.inputs.missing_ranks.size() > 32) list += " ...";
+    o.problems.push_back(std::to_string(o.context.inputs.missing_ranks.size()) +
+                         " rank(s) of the world have no data (" + list +
+                         "): give every node's directory");
+  }
+  for (const std::string& p : o.problems) std::fprintf(stderr, "xtimer analyze: partial: %s\n", p.c_str());
+  return o.problems.empty() ? 0 : 3;
+}
+
+}  // namespace cli
+}  // namespace xtimer

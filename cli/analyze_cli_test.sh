@@ -1,0 +1,89 @@
+#!/bin/bash
+# xtimer analyze and xtimer diff on dumps written by timeline_io (cli/write_test_job): verdicts,
+# JSON, exit statuses and error messages.
+set -u
+XT=cli/xtimer
+W=cli/write_test_job
+TMP=${TEST_TMPDIR:-$(mktemp -d)}
+fail() { echo "FAIL: $*"; exit 1; }
+expect_rc() { local want=$1; shift; "$@" >"$TMP/out" 2>"$TMP/err"; local rc=$?; [ $rc -eq $want ] || fail "'$*' exited $rc, want $want: $(cat "$TMP/err")"; }
+
+expect_rc 0 $XT analyze --help
+grep -q -- "--groups" "$TMP/out" || fail "analyze help lacks --groups"
+expect_rc 0 $XT diff --help
+grep -q "impact on step time" "$TMP/out" || fail "diff help"
+expect_rc 2 $XT analyze
+grep -q "no dump directory" "$TMP/err" || fail "no-input message"
+expect_rc 2 $XT diff "$TMP"
+grep -q "give two dumps" "$TMP/err" || fail "diff one-dump message"
+
+# A hang: rank 5 stops before the AllReduce of step 15; node1's clock is 3 ms ahead.
+$W "$TMP/hang" --stop-rank 5 --stop-step 15 --skew-ns 3000000 >/dev/null || fail "write hang job"
+expect_rc 0 $XT analyze "$TMP/hang/node0" "$TMP/hang/node1" --groups tp2-pp2-dp2
+grep -q "Hang (never_issued): rank 5 never issued AllReduce seq 15" "$TMP/out" || fail "verdict: $(cat "$TMP/out")"
+grep -q "clock offset node1: -0.003000 s" "$TMP/out" || fail "offset: $(cat "$TMP/out")"
+# The dump path holding both node folders works too, and --json/--out write the schema.
+expect_rc 0 $XT analyze "$TMP/hang" --json --out "$TMP/hang.json"
+python3 - "$TMP/hang.json" <<'PY' || fail "hang JSON"
+import json, sys
+r = json.load(open(sys.argv[1]))
+h = r["hang"]
+assert h["kind"] == "never_issued" and h["culprit_ranks"] == [5], h
+assert sorted(h["waiting_ranks"]) == [0, 1, 2, 3, 4, 6, 7], h
+assert h["seq"] == 15 and h["op"] == "AllReduce", h
+assert r["stragglers"] == [], r["stragglers"]
+assert set(r["clock_offsets_s"]) == {"node0", "node1"}, r["clock_offsets_s"]
+PY
+
+# A straggler: rank 3's compute is 1.3x slower.
+$W "$TMP/slow" --slow-rank 3 --steps 40 >/dev/null || fail "write straggler job"
+expect_rc 0 $XT analyze "$TMP/slow/node0" "$TMP/slow/node1" --json
+python3 - "$TMP/out" <<'PY' || fail "straggler JSON: $(head -c 600 "$TMP/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["hang"] is None, r["hang"]
+s = r["stragglers"][0]
+assert s["rank"] == 3 and s["cause"] == "compute", s
+PY
+
+# Partial input: one node's directory only -> exit 3 naming the missing ranks.
+expect_rc 3 $XT analyze "$TMP/slow/node0"
+grep -q "4 rank(s) of the world have no data (4 5 6 7)" "$TMP/err" || fail "missing message: $(cat "$TMP/err")"
+# A corrupt file and a missing directory are named; exit 3.
+mkdir -p "$TMP/corrupt" && cp -r "$TMP/slow/node0" "$TMP/slow/node1" "$TMP/corrupt/"
+printf 'garbage' > "$TMP/corrupt/node1/00007-00008.timeline"
+expect_rc 3 $XT analyze "$TMP/corrupt/node0" "$TMP/corrupt/node1" "$TMP/no-such-dir"
+grep -q "00007-00008.timeline" "$TMP/err" || fail "corrupt file not named: $(cat "$TMP/err")"
+grep -q "no-such-dir: No such file or directory" "$TMP/err" || fail "missing dir not named"
+# Nothing readable -> 1.
+expect_rc 1 $XT analyze "$TMP/no-such-dir"
+grep -q "no readable timeline files" "$TMP/err" || fail "nothing-readable message"
+# Bad --groups -> 2, with the reason.
+expect_rc 2 $XT analyze "$TMP/slow" --groups tp2-xx4
+grep -q -- "--groups tp2-xx4" "$TMP/err" || fail "groups parse message: $(cat "$TMP/err")"
+expect_rc 2 $XT analyze "$TMP/slow" --groups tp2-pp2
+grep -q "describes 4 ranks; the job has 8" "$TMP/err" || fail "groups size message: $(cat "$TMP/err")"
+expect_rc 2 $XT analyze "$TMP/slow" --hosts 127.0.0.1:1
+grep -q "either dump directories or --hosts" "$TMP/err" || fail "dirs+hosts message"
+# No daemon -> 1, explained.
+expect_rc 1 $XT analyze --hosts 127.0.0.1:1 --timeout 5
+grep -q "nothing accepts connections on 127.0.0.1:1" "$TMP/err" || fail "rpc message: $(cat "$TMP/err")"
+
+# diff: the slowed AllReduce ranks first.
+$W "$TMP/a" --steps 10 >/dev/null && $W "$TMP/b" --steps 10 --transfer-factor 2 --gemm-factor 1.05 >/dev/null || fail "write diff jobs"
+expect_rc 0 $XT diff "$TMP/a" "$TMP/b"
+sed -n 3p "$TMP/out" | grep -q "AllReduce" || fail "diff order: $(cat "$TMP/out")"
+expect_rc 0 $XT diff "$TMP/a/node0,$TMP/a/node1" "$TMP/b" --json
+python3 - "$TMP/out" <<'PY' || fail "diff JSON: $(cat "$TMP/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+ops = r["ops"]
+assert [o["op"] for o in ops] == ["AllReduce", "GemmEx"], ops
+assert ops[0]["impact_s_per_rank"] > ops[1]["impact_s_per_rank"] > 0, ops
+assert ops[0]["b"]["median_s"] > ops[0]["a"]["median_s"], ops[0]
+assert r["a"]["ranks"] == 8 and r["b"]["ranks"] == 8, r
+PY
+expect_rc 3 $XT diff "$TMP/a" "$TMP/corrupt"
+grep -q "B: .*00007-00008.timeline" "$TMP/err" || fail "diff partial message: $(cat "$TMP/err")"
+expect_rc 1 $XT diff "$TMP/a" "$TMP/no-such-dir"
+echo PASS

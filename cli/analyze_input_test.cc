@@ -1,0 +1,214 @@
+// The inputs of `xtimer analyze`: dumps read from timeline files and hang summaries, and the
+// daemons' HangCheck answers, analysed end to end.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "analysis/analysis.h"
+#include "cli/dump_reader.h"
+#include "cli/rank_progress.h"
+#include "cli/test_job.h"
+#include "format/record.h"
+
+namespace xtimer {
+namespace cli {
+namespace {
+
+std::string TempDir(const std::string& name) {
+  const char* t = std::getenv("TEST_TMPDIR");
+  return std::string(t ? t : "/tmp") + "/" + name;
+}
+
+DumpInput ReadDirs(const std::vector<std::string>& dirs) {
+  DumpReadOptions opt;
+  opt.inputs = dirs;
+  opt.jobs = 2;
+  DumpInput in;
+  std::string error;
+  EXPECT_TRUE(ReadDump(opt, &in, &error)) << error;
+  return in;
+}
+
+TEST(DumpReader, HangDumpNamesTheRankThatNeverIssued) {
+  TestJob job;
+  job.stop_rank = 5;
+  job.stop_step = 15;
+  job.node_skew_ns = {0, 3000000};  // node1's clock runs 3 ms ahead
+  std::string error;
+  auto dirs = WriteTestJob(job, TempDir("hang"), &error);
+  ASSERT_EQ(dirs.size(), 2u) << error;
+  DumpInput in = ReadDirs(dirs);
+  EXPECT_EQ(in.files, 8);
+  EXPECT_EQ(in.summaries, 2);
+  EXPECT_EQ(in.world, 8);
+  EXPECT_FALSE(in.partial());
+  ASSERT_EQ(in.ranks.size(), 8u);
+  ASSERT_EQ(in.offsets.size(), 2u);
+  EXPECT_EQ(in.offsets[1].second - in.offsets[0].second, -3000000)
+      << "node1 is brought back by its 3 ms";
+  // Every rank completed 15 AllReduces; the waiting ones have the 16th in flight.
+  for (const analysis::RankInput& r : in.ranks) {
+    EXPECT_EQ(r.arrivals.size(), 15u) << r.rank;
+    ASSERT_EQ(r.progress.size(), 1u) << r.rank;
+    EXPECT_EQ(r.progress[0].has_inflight, r.rank != 5) << r.rank;
+    EXPECT_FALSE(r.last_activity.empty());
+  }
+  // Aligned: rank 0 (node0) and rank 4 (node1) end each AllReduce at the same time.
+  EXPECT_EQ(in.ranks[0].arrivals[3].end_ns, in.ranks[4].arrivals[3].end_ns);
+  analysis::Options opt;
+  opt.now_ns = in.now_ns;
+  analysis::Report report = analysis::Analyze(in.ranks, opt);
+  ASSERT_FALSE(report.hangs.empty());
+  const analysis::HangVerdict& v = report.hangs[0];
+  EXPECT_EQ(std::string(analysis::HangKindName(v.kind)), "never_issued");
+  EXPECT_EQ(v.culprit_ranks, std::vector<int32_t>({5}));
+  EXPECT_EQ(v.waiting_ranks.size(), 7u);
+  EXPECT_EQ(v.comm_id, kTestWorldComm);
+  EXPECT_EQ(v.seq, 15u);
+}
+
+TEST(DumpReader, StragglerJobBlamesTheSlowRanksCompute) {
+  TestJob job;
+  job.steps = 40;
+  job.slow_rank = 3;
+  job.node_skew_ns = {0, -2000000};
+  std::string error;
+  auto dirs = WriteTestJob(job, TempDir("straggler"), &error);
+  ASSERT_FALSE(dirs.empty()) << error;
+  DumpInput in = ReadDirs(dirs);
+  EXPECT_EQ(in.summaries, 0);
+  analysis::Options opt;
+  opt.now_ns = in.now_ns;
+  analysis::Report report = analysis::Analyze(in.ranks, opt);
+  EXPECT_TRUE(report.hangs.empty());
+  ASSERT_FALSE(report.stragglers.empty());
+  EXPECT_EQ(report.stragglers[0].rank, 3);
+  EXPECT_EQ(std::string(analysis::CauseName(report.stragglers[0].cause)), "compute");
+  // True bus bandwidth: 64 MiB AllReduce over 8 ranks in the 1 ms transfer.
+  const double want = 2.0 * 7 / 8 * (64 << 20) / 1e-3 / 1e9;
+  for (const analysis::BusBandwidth& b : report.bus_bandwidth) {
+    EXPECT_NEAR(b.true_gbps, want, want * 0.05) << "rank " << b.rank;
+    if (b.rank != 3) EXPECT_LT(b.observed_gbps, b.true_gbps) << "rank " << b.rank;
+  }
+}
+
+TEST(DumpReader, MissingNodeAndCorruptFileArePartial) {
+  TestJob job;
+  job.steps = 5;
+  std::string error;
+  auto dirs = WriteTestJob(job, TempDir("partial"), &error);
+  ASSERT_FALSE(dirs.empty()) << error;
+  std::ofstream(dirs[0] + "/00000-00008.timeline", std::ios::trunc) << "garbage";
+  std::ofstream(dirs[0] + "/" + kHangSummaryFile) << "{not json";
+  DumpInput in = ReadDirs({dirs[0], TempDir("partial/no-such-node")});
+  EXPECT_TRUE(in.partial());
+  EXPECT_EQ(in.ranks.size(), 3u);  // ranks 1-3
+  EXPECT_EQ(in.missing, std::vector<int32_t>({0, 4, 5, 6, 7}));
+  std::string all;
+  for (const std::string& p : in.problems) all += p + "\n";
+  EXPECT_NE(all.find("00000-00008.timeline"), std::string::npos) << all;
+  EXPECT_NE(all.find("no-such-node: No such file or directory"), std::string::npos) << all;
+  EXPECT_NE(all.find("hang-summary.json: not a HangCheck answer"), std::string::npos) << all;
+}
+
+TEST(DumpReader, NothingReadable) {
+  DumpReadOptions opt;
+  opt.inputs = {TempDir("nothing-here")};
+  DumpInput in;
+  std::string error;
+  EXPECT_FALSE(ReadDump(opt, &in, &error));
+  EXPECT_NE(error.find("nothing-here: No such file or directory"), std::string::npos) << error;
+}
+
+RankProgress Waiting(int rank, const std::string& node, uint64_t seq, double age) {
+  RankProgress p;
+  p.set_job("j");
+  p.set_rank(rank);
+  p.set_world_size(4);
+  p.set_node(node);
+  p.set_pid(100 + rank);
+  CommProgress* c = p.add_comms();
+  c->set_comm_id(7);
+  c->set_comm_rank(rank);
+  c->set_comm_size(4);
+  c->set_last_issued_seq(seq);
+  c->set_last_completed_seq(seq - 1);
+  c->set_oldest_inflight_age_s(age);
+  c->set_hang_threshold_s(12);
+  CollectiveArrival* a = c->mutable_inflight();
+  a->set_comm_id(7);
+  a->set_seq(seq);
+  a->set_op("AllReduce");
+  a->set_dtype("bf16");
+  a->set_state("started");
+  a->set_count(1024);
+  a->set_comm_size(4);
+  a->set_issue_age_s(age);
+  return p;
+}
+
+TEST(RankProgress, CombinesNodesOnOneClock) {
+  HangCheckResponse n0, n1;
+  n0.set_node("n0");
+  n0.set_now(1000.0);
+  n1.set_node("n1");
+  n1.set_now(1000.5);  // answered half a second later (or its clock is ahead)
+  *n0.add_ranks() = Waiting(0, "n0", 57, 40);
+  *n0.add_ranks() = Waiting(1, "n0", 57, 40);
+  *n1.add_ranks() = Waiting(2, "n1", 57, 40);
+  RankProgress idle = Waiting(3, "n1", 56, 0);
+  idle.mutable_comms(0)->clear_inflight();
+  idle.mutable_comms(0)->set_last_completed_seq(56);
+  idle.set_last_activity("GemmEx m=8192 n=8192 k=8192 completed 41.0 s ago");
+  idle.set_last_activity_age_s(41);
+  *n1.add_ranks() = idle;
+  LiveInput live;
+  std::string error;
+  ASSERT_TRUE(CombineHangChecks({n0, n1}, "", &live, &error)) << error;
+  EXPECT_EQ(live.now_ns, 1000500000000);
+  EXPECT_EQ(live.world, 4);
+  EXPECT_TRUE(live.missing.empty());
+  EXPECT_DOUBLE_EQ(live.threshold_s, 12);
+  ASSERT_EQ(live.ranks.size(), 4u);
+  // Ages are taken from the common now: the same age gives the same time on both nodes.
+  EXPECT_EQ(live.ranks[0].progress[0].oldest_issue_ns, live.now_ns - 40000000000);
+  EXPECT_EQ(live.ranks[2].progress[0].oldest_issue_ns, live.now_ns - 40000000000);
+  const analysis::Arrival& in = live.ranks[2].progress[0].inflight;
+  EXPECT_EQ(in.op, static_cast<uint16_t>(format::Operation::kAllReduce));
+  EXPECT_EQ(in.dtype, static_cast<uint8_t>(format::DType::kBF16));
+  EXPECT_EQ(in.state, analysis::OpState::kStarted);
+  EXPECT_EQ(live.ranks[3].last_activity_ns, live.now_ns - 41000000000);
+  EXPECT_EQ(live.ranks[3].comms.size(), 1u);
+
+  analysis::Options opt;
+  opt.now_ns = live.now_ns;
+  opt.hang_timeout_ns = static_cast<int64_t>(live.threshold_s * 1e9);
+  opt.min_hang_ns = opt.hang_timeout_ns;
+  analysis::Report report = analysis::Analyze(live.ranks, opt);
+  ASSERT_FALSE(report.hangs.empty());
+  EXPECT_EQ(std::string(analysis::HangKindName(report.hangs[0].kind)), "never_issued");
+  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({3}));
+}
+
+TEST(RankProgress, SeveralJobsNeedAChoice) {
+  HangCheckResponse n0;
+  *n0.add_ranks() = Waiting(0, "n0", 5, 1);
+  RankProgress other = Waiting(0, "n0", 5, 1);
+  other.set_job("k");
+  *n0.add_ranks() = other;
+  LiveInput live;
+  std::string error;
+  EXPECT_FALSE(CombineHangChecks({n0}, "", &live, &error));
+  EXPECT_NE(error.find("choose one with --job"), std::string::npos) << error;
+  LiveInput only_k;
+  ASSERT_TRUE(CombineHangChecks({n0}, "k", &only_k, &error)) << error;
+  EXPECT_EQ(only_k.ranks.size(), 1u);
+  EXPECT_EQ(only_k.missing, std::vector<int32_t>({1, 2, 3}));
+}
+
+}  // namespace
+}  // namespace cli
+}  // namespace xtimer

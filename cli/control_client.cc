@@ -1,0 +1,101 @@
+#include "cli/control_client.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <utility>
+
+namespace xtimer {
+namespace cli {
+namespace {
+
+std::string CodeName(grpc::StatusCode c) {
+  switch (c) {
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      return "invalid argument";
+    case grpc::StatusCode::FAILED_PRECONDITION:
+      return "busy";
+    case grpc::StatusCode::UNAVAILABLE:
+      return "unavailable";
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "timed out";
+    case grpc::StatusCode::INTERNAL:
+      return "failed";
+    default:
+      return "error " + std::to_string(static_cast<int>(c));
+  }
+}
+
+}  // namespace
+
+std::string ExplainRpcError(const grpc::Status& st, const std::string& target) {
+  const std::string& m = st.error_message();
+  auto has = [&m](const char* s) { return m.find(s) != std::string::npos; };
+  std::string what;
+  if (has("HTTP/2") || has("http1") || has("HTTP/1")) {
+    what = target + " answered, but not with gRPC: is this the control port? xtimerd takes "
+           "commands on --control-port (default 18888); its metrics port (--metrics-port, "
+           "default 18889) serves plain HTTP";
+  } else if (st.error_code() == grpc::StatusCode::UNAVAILABLE &&
+             (has("failed to connect") || has("onnection refused"))) {
+    what = "nothing accepts connections on " + target + ": is xtimerd running on that host with "
+           "that --control-port? xtimer-launch starts one for a job; or start it with "
+           "`xtimerd --control-port PORT` (and --control-address 0.0.0.0 to be reached from other "
+           "hosts)";
+  } else {
+    return CodeName(st.error_code()) + ": " + m;
+  }
+  return what + " (gRPC: " + CodeName(st.error_code()) + ": " + m + ")";
+}
+
+std::vector<std::string> Split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i <= s.size()) {
+    size_t j = s.find(sep, i);
+    if (j == std::string::npos) j = s.size();
+    std::string part = s.substr(i, j - i);
+    while (!part.empty() && isspace(static_cast<unsigned char>(part.back()))) part.pop_back();
+    while (!part.empty() && isspace(static_cast<unsigned char>(part.front()))) part.erase(0, 1);
+    if (!part.empty()) out.push_back(part);
+    i = j + 1;
+  }
+  return out;
+}
+
+bool ControlTargets(const std::vector<std::string>& given, const std::string& hosts_file,
+                    std::vector<std::string>* targets, std::string* error) {
+  const char* env_port = std::getenv("XTIMER_CONTROL_PORT");
+  const std::string default_port = env_port && *env_port ? env_port : "18888";
+  std::vector<std::string> hosts;
+  for (const std::string& g : given) {
+    for (const std::string& h : Split(g, ',')) hosts.push_back(h);
+  }
+  if (!hosts_file.empty()) {
+    std::ifstream f(hosts_file);
+    if (!f) {
+      *error = "cannot read --hosts-file " + hosts_file;
+      return false;
+    }
+    std::string line;
+    while (std::getline(f, line)) {
+      const size_t hash = line.find('#');
+      if (hash != std::string::npos) line.resize(hash);
+      for (const std::string& h : Split(line, ' ')) hosts.push_back(h);
+    }
+  }
+  if (hosts.empty()) hosts.push_back("127.0.0.1");
+  for (std::string& h : hosts) {
+    const bool bracketed = !h.empty() && h[0] == '[';
+    const size_t colon = h.rfind(':');
+    const bool has_port = bracketed ? h.find("]:") != std::string::npos
+                                    : (colon != std::string::npos && h.find(':') == colon);
+    if (!has_port)
+      h = (h.find(':') != std::string::npos && !bracketed ? "[" + h + "]" : h) + ":" + default_port;
+  }
+  *targets = std::move(hosts);
+  return true;
+}
+
+}  // namespace cli
+}  // namespace xtimer

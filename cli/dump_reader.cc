@@ -1,0 +1,317 @@
+#include "cli/dump_reader.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "cli/parallel_for.h"
+#include "cli/rank_progress.h"
+#include "format/record.h"
+#include "opmath/op_math.h"
+#include "proto/hosting.pb.h"
+#include "timeline/clock_align.h"
+#include "timeline/inputs.h"
+#include "timeline/timeline_io.h"
+
+namespace xtimer {
+namespace cli {
+namespace {
+
+using timeline::CollectiveEnd;
+using timeline::EventRecord;
+
+struct FileResult {
+  std::string path;
+  std::string dir;
+  std::string node;
+  bool ok = false;
+  std::string error;  // rejected: why; recovered: why reading stopped
+  timeline::Metadata meta;
+  uint64_t events = 0;
+  int64_t end_ns = 0;  // the capture's end (node clock)
+  analysis::RankInput input;
+  std::vector<CollectiveEnd> ends;  // sorted by key, one per collective
+};
+
+std::string Describe(const EventRecord& e, const timeline::Metadata& m) {
+  std::string s = e.name != 0 && e.name < m.strings.size() && !m.strings[e.name].empty()
+                      ? m.strings[e.name]
+                      : format::OperationName(static_cast<format::Operation>(e.op));
+  char buf[96];
+  if (e.kind == static_cast<uint8_t>(format::OpKind::kMatmul)) {
+    std::snprintf(buf, sizeof(buf), " m=%lld n=%lld k=%lld", static_cast<long long>(e.m),
+                  static_cast<long long>(e.n), static_cast<long long>(e.k));
+    s += buf;
+  } else if (e.comm_id != 0) {
+    char id[format::kCommIdTextSize];
+    std::snprintf(buf, sizeof(buf), " comm %s seq %llu", format::CommIdText(e.comm_id, id),
+                  static_cast<unsigned long long>(e.seq));
+    s += buf;
+  }
+  return s;
+}
+
+// The elements of a collective's or send/recv's send buffer (opmath's table read backwards).
+uint64_t CountOf(uint16_t op, uint8_t dtype, uint64_t bytes, int32_t comm_size) {
+  const int elem = opmath::ElementSize(static_cast<format::DType>(dtype));
+  const int blocks = opmath::SendBlocks(op, comm_size);
+  return elem > 0 && blocks > 0 ? bytes / static_cast<uint64_t>(elem * blocks) : 0;
+}
+
+std::string Ago(int64_t ns) {
+  char b[48];
+  std::snprintf(b, sizeof(b), "%.1f s before the dump", ns * 1e-9);
+  return b;
+}
+
+// Reads one file: the rank's arrivals (node clock), its communicators, what it did last, and its
+// collectives' end times for clock alignment.
+void ReadOne(FileResult* f) {
+  std::vector<analysis::TimedOp> ops;
+  struct stat st;
+  if (stat(f->path.c_str(), &st) == 0 && st.st_size > 0) {
+    ops.reserve(static_cast<size_t>(st.st_size) / sizeof(EventRecord));  // at most
+  }
+  EventRecord last{};
+  int64_t last_at = 0;
+  timeline::ReadResult r = timeline::ReadTimeline(f->path, [&](const EventRecord& e) {
+    ops.push_back(TimedOpOf(e, 0));  // sizes come from the metadata, returned at the end
+    const int64_t at = std::max(e.gpu_start_ns + std::max<int64_t>(e.duration_ns, 0),
+                                e.cpu_launch_ns);
+    if (at >= last_at) {
+      last_at = at;
+      last = e;
+    }
+  });
+  f->ok = r.ok;
+  f->error = r.complete ? "" : r.error;
+  f->events = r.events;
+  f->meta = std::move(r.metadata);
+  if (!f->ok) return;
+  const timeline::Metadata& m = f->meta;
+  f->node = !m.host.empty() ? m.host : !m.node.empty() ? m.node : f->dir;
+  f->end_ns = m.window_end_ns > 0 ? m.window_end_ns : m.clock_realtime_ns;
+  std::map<uint64_t, int32_t> sizes;
+  analysis::RankInput& in = f->input;
+  for (const timeline::CommInfo& c : m.comms) {
+    sizes[c.id] = c.size;
+    analysis::Communicator comm;
+    comm.id = c.id;
+    comm.parent_id = c.parent_id;
+    comm.size = c.size;
+    comm.rank = c.rank;
+    comm.members = c.members;
+    in.comms.push_back(std::move(comm));
+  }
+  for (analysis::TimedOp& op : ops) {
+    auto it = op.comm_id != 0 ? sizes.find(op.comm_id) : sizes.end();
+    if (it == sizes.end()) continue;
+    op.comm_size = it->second;
+    op.count = CountOf(op.op, op.dtype, op.bytes, op.comm_size);
+  }
+  in.rank = m.rank;
+  in.node = f->node;
+  in.pid = m.pid;
+  in.device = m.device;
+  in.arrivals = analysis::SummarizeRank(std::move(ops));
+  if (last_at > 0) {
+    in.last_activity_ns = last_at;
+    in.last_activity = Describe(last, m) + " ended " + Ago(f->end_ns - last_at);
+  }
+  for (const analysis::Arrival& a : in.arrivals) {
+    if (a.end_ns > 0 && a.comm_id != 0) f->ends.push_back({{a.comm_id, a.seq}, a.end_ns});
+  }
+  std::sort(f->ends.begin(), f->ends.end());
+  f->ends.erase(std::unique(f->ends.begin(), f->ends.end(),
+                            [](const CollectiveEnd& a, const CollectiveEnd& b) {
+                              return a.first == b.first;
+                            }),
+                f->ends.end());
+  f->meta.strings.clear();
+  f->meta.comms.clear();
+}
+
+void Shift(int64_t offset, analysis::RankInput* in) {
+  if (offset == 0) return;
+  auto shift = [offset](int64_t* t) {
+    if (*t != 0) *t += offset;
+  };
+  for (analysis::Arrival& a : in->arrivals) {
+    shift(&a.issue_ns);
+    shift(&a.start_ns);
+    shift(&a.end_ns);
+  }
+  shift(&in->last_activity_ns);
+}
+
+// Chooses one file per rank (the first read), reporting rejected, partial and duplicate files.
+std::vector<FileResult*> SelectRanks(std::vector<FileResult>* files, DumpInput* out) {
+  std::vector<FileResult*> ranks;
+  std::map<int32_t, const FileResult*> by_rank;
+  for (FileResult& f : *files) {
+    if (!f.ok) {
+      out->problems.push_back(f.path + ": " + f.error);
+      continue;
+    }
+    if (!f.error.empty()) {
+      out->problems.push_back(f.path + ": read " + std::to_string(f.events) +
+                              " events, then: " + f.error);
+    }
+    if (f.meta.rank < 0) {
+      out->problems.push_back(f.path + ": the rank is unknown (pid " +
+                              std::to_string(f.meta.pid) + "): left out");
+      continue;
+    }
+    auto seen = by_rank.find(f.meta.rank);
+    if (seen != by_rank.end()) {
+      out->problems.push_back(f.path + ": duplicate rank " + std::to_string(f.meta.rank) +
+                              " (already read from " + seen->second->path + ")");
+      continue;
+    }
+    by_rank[f.meta.rank] = &f;
+    ranks.push_back(&f);
+    out->world = std::max(out->world, f.meta.world_size);
+  }
+  return ranks;
+}
+
+// Aligns node clocks; returns each node's offset by name.
+std::map<std::string, int64_t> Align(const std::vector<FileResult*>& ranks, bool align,
+                                     DumpInput* out) {
+  std::map<std::string, std::vector<CollectiveEnd>> by_node;
+  for (FileResult* f : ranks) {
+    if (align) timeline::MergeEnds(&by_node[f->node], f->ends);
+    by_node[f->node];
+    f->ends.clear();
+    f->ends.shrink_to_fit();
+  }
+  std::vector<timeline::NodeEnds> nodes;
+  for (auto& n : by_node) nodes.push_back({n.first, std::move(n.second)});
+  const timeline::ClockAlignment alignment = timeline::AlignClocks(nodes);
+  std::map<std::string, int64_t> offsets;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    offsets[nodes[i].node] = alignment.offset[i];
+    out->offsets.push_back({nodes[i].node, alignment.offset[i]});
+    if (align && nodes.size() > 1 && alignment.reference_of[i] < 0) {
+      out->notes.push_back("node " + nodes[i].node +
+                           " shares no collective with the other nodes: its clock is not aligned");
+    }
+  }
+  return offsets;
+}
+
+// Reads `dir`/hang-summary.json, if there is one, into the ranks it describes.
+void ReadSummary(const std::string& dir, const std::map<std::string, int64_t>& offsets,
+                 const std::map<std::string, std::string>& node_of_dir,
+                 std::map<int32_t, analysis::RankInput>* ranks, DumpInput* out) {
+  const std::string path = dir + "/" + kHangSummaryFile;
+  std::ifstream in(path);
+  if (!in) return;
+  std::stringstream text;
+  text << in.rdbuf();
+  HangCheckResponse summary;
+  google::protobuf::util::JsonParseOptions opt;
+  opt.ignore_unknown_fields = true;
+  auto st = google::protobuf::util::JsonStringToMessage(text.str(), &summary, opt);
+  if (!st.ok()) {
+    out->problems.push_back(path + ": not a HangCheck answer in JSON (" +
+                            std::string(st.message()) + ")");
+    return;
+  }
+  ++out->summaries;
+  out->paths.push_back(path);
+  auto node = node_of_dir.find(dir);
+  const std::string name = node != node_of_dir.end() ? node->second : summary.node();
+  auto off = offsets.find(name);
+  const int64_t now = static_cast<int64_t>(std::llround(summary.now() * 1e9)) +
+                      (off != offsets.end() ? off->second : 0);
+  out->now_ns = std::max(out->now_ns, now);
+  for (const RankProgress& p : summary.ranks()) {
+    if (p.rank() < 0) continue;
+    analysis::RankInput& r = (*ranks)[p.rank()];
+    if (r.node.empty()) r.node = name;
+    ApplyRankProgress(p, now, &r);
+    out->world = std::max(out->world, p.world_size());
+  }
+}
+
+}  // namespace
+
+analysis::TimedOp TimedOpOf(const EventRecord& e, int32_t comm_size) {
+  analysis::TimedOp op;
+  op.op = e.op;
+  op.kind = e.kind;
+  op.dtype = e.dtype;
+  op.device = e.device;
+  op.root = e.root;
+  op.peer = e.peer;
+  op.comm_size = comm_size;
+  op.comm_id = e.comm_id;
+  op.seq = e.seq;
+  op.bytes = e.bytes;
+  op.count = CountOf(e.op, e.dtype, e.bytes, comm_size);
+  op.issue_ns = e.cpu_launch_ns;
+  op.start_ns = e.gpu_start_ns;
+  op.duration_ns = e.duration_ns;
+  return op;
+}
+
+bool ReadDump(const DumpReadOptions& opt, DumpInput* out, std::string* error) {
+  timeline::InputList list = timeline::ListTimelineInputs(opt.inputs);
+  out->problems = std::move(list.skipped);
+  out->notes = std::move(list.notes);
+  std::vector<FileResult> files(list.files.size());
+  for (size_t i = 0; i < files.size(); ++i) {
+    files[i].path = list.files[i].path;
+    files[i].dir = list.files[i].dir;
+  }
+  std::mutex mu;
+  std::atomic<size_t> done{0};
+  ParallelFor(files.size(), opt.jobs, [&](size_t i) {
+    ReadOne(&files[i]);
+    const size_t n = ++done;
+    if (opt.progress != nullptr && (n % 16 == 0 || n == files.size())) {
+      std::lock_guard<std::mutex> lock(mu);
+      std::fprintf(opt.progress, "\rreading %zu/%zu files", n, files.size());
+      if (n == files.size()) std::fprintf(opt.progress, "\n");
+      std::fflush(opt.progress);
+    }
+  });
+  std::vector<FileResult*> chosen = SelectRanks(&files, out);
+  const std::map<std::string, int64_t> offsets = Align(chosen, opt.align_clocks, out);
+  std::map<int32_t, analysis::RankInput> ranks;
+  std::map<std::string, std::string> node_of_dir;
+  for (FileResult* f : chosen) {
+    const int64_t offset = offsets.at(f->node);
+    Shift(offset, &f->input);
+    node_of_dir.emplace(f->dir, f->node);
+    out->now_ns = std::max(out->now_ns, f->end_ns + offset);
+    out->events += f->events;
+    ++out->files;
+    out->paths.push_back(f->path);
+    ranks[f->meta.rank] = std::move(f->input);
+  }
+  files.clear();
+  for (const std::string& dir : list.dirs) ReadSummary(dir, offsets, node_of_dir, &ranks, out);
+  if (ranks.empty()) {
+    *error = "no readable timeline files or hang summaries";
+    for (const std::string& p : out->problems) *error += "\n  " + p;
+    return false;
+  }
+  for (int32_t r = 0; r < out->world; ++r) {
+    if (!ranks.count(r)) out->missing.push_back(r);
+  }
+  out->ranks.reserve(ranks.size());
+  for (auto& r : ranks) out->ranks.push_back(std::move(r.second));
+  return true;
+}
+
+}  // namespace cli
+}  // namespace xtimer

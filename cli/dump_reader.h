@@ -1,0 +1,57 @@
+// Reads dumps for `xtimer analyze`: the timeline files of any number of node directories (found
+// as `xtimer timeline` finds them, timeline/inputs.h) and the hang-summary.json beside them (an
+// automatic dump's HangCheckResponse), into the analysis library's per-rank input, on one clock
+// (node clocks aligned from shared collectives' end times, as the converter aligns them).
+#ifndef XTIMER_CLI_DUMP_READER_H_
+#define XTIMER_CLI_DUMP_READER_H_
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "timeline/format.h"
+
+namespace xtimer {
+namespace cli {
+
+// The file xtimerd writes beside an automatic dump's timeline files.
+constexpr char kHangSummaryFile[] = "hang-summary.json";
+
+struct DumpReadOptions {
+  std::vector<std::string> inputs;  // directories, .timeline files, dump paths of job folders
+  int jobs = 0;                     // reader threads; 0: hardware threads
+  bool align_clocks = true;
+  FILE* progress = nullptr;         // draws "reading i/n files" here when set
+};
+
+struct DumpInput {
+  std::vector<analysis::RankInput> ranks;  // by rank
+  // The dump's time on the aligned clock: the latest of the files' capture ends and the hang
+  // summaries' `now`.
+  int64_t now_ns = 0;
+  std::vector<std::pair<std::string, int64_t>> offsets;  // node -> ns added to its times
+  int world = 0;                   // the largest world size in the files and summaries
+  std::vector<int32_t> missing;    // ranks of the world with neither a file nor a summary entry
+  std::vector<std::string> paths;  // the timeline files and hang summaries read
+  int files = 0;                   // timeline files read
+  int summaries = 0;               // hang summaries read
+  uint64_t events = 0;
+  std::vector<std::string> problems;  // "path: why": inputs or files (partly) unreadable
+  std::vector<std::string> notes;     // how inputs were read
+  bool partial() const { return !missing.empty() || !problems.empty(); }
+};
+
+// Returns false with *error when nothing could be read.
+bool ReadDump(const DumpReadOptions& options, DumpInput* out, std::string* error);
+
+// One timeline event as the analysis library takes it. `comm_size` is the communicator's size
+// from the file's metadata (0 when unknown); the element count is derived from the bytes.
+analysis::TimedOp TimedOpOf(const timeline::EventRecord& e, int32_t comm_size);
+
+}  // namespace cli
+}  // namespace xtimer
+
+#endif  // XTIMER_CLI_DUMP_READER_H_

@@ -1,0 +1,145 @@
+#include "cli/rank_progress.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "format/record.h"
+
+namespace xtimer {
+namespace cli {
+namespace {
+
+analysis::OpState StateFromName(const std::string& s) {
+  if (s == "started") return analysis::OpState::kStarted;
+  if (s == "queued") return analysis::OpState::kQueued;
+  return analysis::OpState::kCompleted;
+}
+
+analysis::Communicator* FindComm(analysis::RankInput* in, uint64_t id) {
+  for (analysis::Communicator& c : in->comms) {
+    if (c.id == id) return &c;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+int64_t TimeOfAge(int64_t now_ns, double age_s) {
+  if (!(age_s > 0)) return now_ns;
+  return now_ns - static_cast<int64_t>(std::llround(std::min(age_s, 1e9) * 1e9));
+}
+
+analysis::Arrival ArrivalFromProto(const CollectiveArrival& a, int64_t now_ns) {
+  analysis::Arrival r;
+  r.comm_id = a.comm_id();
+  r.seq = a.seq();
+  r.count = a.count();
+  r.bytes = a.bytes();
+  r.op = static_cast<uint16_t>(format::OperationFromName(a.op().c_str()));
+  r.dtype = static_cast<uint8_t>(format::DTypeFromName(a.dtype().c_str()));
+  r.state = StateFromName(a.state());
+  r.root = a.root();
+  r.comm_size = a.comm_size();
+  r.issue_ns = TimeOfAge(now_ns, a.issue_age_s());
+  return r;
+}
+
+void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInput* in) {
+  if (in->rank < 0) in->rank = p.rank();
+  if (in->node.empty()) in->node = p.node();
+  if (in->pid == 0) in->pid = p.pid();
+  if (in->device < 0) in->device = p.device();
+  if (p.exited()) {
+    in->exit.exited = true;
+    in->exit.cause = p.exit_cause();
+    in->exit.code = p.exit_code();
+    in->exit.at_ns = TimeOfAge(now_ns, p.exited_age_s());
+  }
+  if (!p.last_activity().empty()) {
+    const int64_t at = TimeOfAge(now_ns, p.last_activity_age_s());
+    if (at >= in->last_activity_ns) {
+      in->last_activity = p.last_activity();
+      in->last_activity_ns = at;
+    }
+  }
+  in->progress.clear();
+  for (const CommProgress& c : p.comms()) {
+    if (FindComm(in, c.comm_id()) == nullptr) {
+      analysis::Communicator comm;
+      comm.id = c.comm_id();
+      comm.parent_id = c.parent_id();
+      comm.size = c.comm_size();
+      comm.rank = c.comm_rank();
+      comm.members.assign(c.members().begin(), c.members().end());
+      in->comms.push_back(std::move(comm));
+    }
+    analysis::Progress pr;
+    pr.comm_id = c.comm_id();
+    pr.last_issued_seq = c.last_issued_seq();
+    pr.last_completed_seq = c.last_completed_seq();
+    pr.oldest_issue_ns =
+        c.oldest_inflight_age_s() > 0 ? TimeOfAge(now_ns, c.oldest_inflight_age_s()) : 0;
+    pr.has_inflight = c.has_inflight();
+    if (pr.has_inflight) pr.inflight = ArrivalFromProto(c.inflight(), now_ns);
+    pr.blocked_by = c.blocked_by();
+    in->progress.push_back(std::move(pr));
+  }
+}
+
+bool CombineHangChecks(const std::vector<HangCheckResponse>& answers, const std::string& job,
+                       LiveInput* out, std::string* error) {
+  std::set<std::string> jobs;
+  double now_s = 0;
+  for (const HangCheckResponse& a : answers) {
+    now_s = std::max(now_s, a.now());
+    for (const RankProgress& p : a.ranks()) {
+      if (job.empty() || p.job() == job) jobs.insert(p.job());
+    }
+  }
+  if (jobs.size() > 1) {
+    std::string list;
+    for (const std::string& j : jobs) list += (list.empty() ? "'" : ", '") + j + "'";
+    *error = "the nodes run " + std::to_string(jobs.size()) + " jobs (" + list +
+             "): choose one with --job";
+    return false;
+  }
+  out->now_ns = static_cast<int64_t>(std::llround(now_s * 1e9));
+  std::map<int32_t, analysis::RankInput> ranks;
+  std::map<int32_t, std::string> seen_on;
+  for (const HangCheckResponse& a : answers) {
+    for (const RankProgress& p : a.ranks()) {
+      if (!job.empty() && p.job() != job) continue;
+      if (p.rank() < 0) {
+        out->warnings.push_back(a.node() + ": pid " + std::to_string(p.pid()) +
+                                " has no rank: left out");
+        continue;
+      }
+      auto it = seen_on.find(p.rank());
+      if (it != seen_on.end()) {
+        out->warnings.push_back("rank " + std::to_string(p.rank()) + " is reported by " +
+                                it->second + " and " + a.node() + ": kept the first");
+        continue;
+      }
+      seen_on[p.rank()] = a.node();
+      out->world = std::max(out->world, p.world_size());
+      analysis::RankInput& in = ranks[p.rank()];
+      ApplyRankProgress(p, out->now_ns, &in);
+      if (in.node.empty()) in.node = a.node();
+      for (const CommProgress& c : p.comms()) {
+        if (c.oldest_inflight_age_s() <= 0 || c.hang_threshold_s() <= 0) continue;
+        if (out->threshold_s == 0 || c.hang_threshold_s() < out->threshold_s)
+          out->threshold_s = c.hang_threshold_s();
+      }
+    }
+  }
+  for (auto& r : ranks) out->ranks.push_back(std::move(r.second));
+  for (int32_t r = 0; r < out->world; ++r) {
+    if (!ranks.count(r)) out->missing.push_back(r);
+  }
+  return true;
+}
+
+}  // namespace cli
+}  // namespace xtimer

@@ -1,0 +1,46 @@
+// HangCheck's per-rank progress (proto/hosting.proto RankProgress) as the analysis library's
+// input: used for the hang-summary.json of an automatic dump (`xtimer analyze DIR`) and for the
+// live answers of `xtimer analyze --hosts`. The messages give ages (seconds before the answer's
+// `now`); they come out as times on the caller's clock: now_ns - age.
+#ifndef XTIMER_CLI_RANK_PROGRESS_H_
+#define XTIMER_CLI_RANK_PROGRESS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "proto/hosting.pb.h"
+
+namespace xtimer {
+namespace cli {
+
+// `age_s` seconds before now_ns (ages <= 0 give now_ns).
+int64_t TimeOfAge(int64_t now_ns, double age_s);
+
+analysis::Arrival ArrivalFromProto(const CollectiveArrival& a, int64_t now_ns);
+
+// Sets the rank's identity (when unset), exit, last activity, communicators (adding those it
+// does not know yet) and progress from `p`.
+void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInput* in);
+
+// Every node's answer combined: one RankInput per rank of `job` (every job when empty; more than
+// one job is an error then). The answers are taken as given at one instant, the latest `now`
+// (they are asked in parallel), so node clocks need no alignment.
+struct LiveInput {
+  std::vector<analysis::RankInput> ranks;  // by rank
+  int64_t now_ns = 0;
+  int world = 0;                          // the largest world size reported
+  std::vector<int32_t> missing;           // ranks of the world no node reported
+  // The smallest adaptive threshold the daemons report for a communicator with an op in flight
+  // (0: none in flight).
+  double threshold_s = 0;
+  std::vector<std::string> warnings;      // duplicate ranks
+};
+bool CombineHangChecks(const std::vector<HangCheckResponse>& answers, const std::string& job,
+                       LiveInput* out, std::string* error);
+
+}  // namespace cli
+}  // namespace xtimer
+
+#endif  // XTIMER_CLI_RANK_PROGRESS_H_

@@ -1,0 +1,205 @@
+#include "cli/test_job.h"
+
+#include <google/protobuf/util/json_util.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "format/record.h"
+#include "proto/hosting.pb.h"
+#include "timeline/timeline_io.h"
+
+namespace xtimer {
+namespace cli {
+namespace {
+
+using format::DType;
+using format::Operation;
+using format::OpKind;
+using timeline::EventRecord;
+
+constexpr uint64_t kComputeStream = 0x7f0000001000ull;
+constexpr uint64_t kCommStream = 0x7f0000002000ull;
+constexpr uint64_t kArBytes = 64u << 20;
+
+EventRecord Gemm(int64_t start, int64_t duration) {
+  EventRecord e{};
+  e.kind = static_cast<uint8_t>(OpKind::kMatmul);
+  e.op = static_cast<uint16_t>(Operation::kGemmEx);
+  e.dtype = static_cast<uint8_t>(DType::kBF16);
+  e.stream = kComputeStream;
+  e.peer = -1;
+  e.root = -1;
+  e.m = e.n = e.k = 4096;
+  e.batch = 1;
+  e.cpu_launch_ns = start - 50000;
+  e.gpu_start_ns = start;
+  e.duration_ns = duration;
+  return e;
+}
+
+EventRecord AllReduce(int step, int64_t issue, int64_t start, int64_t end) {
+  EventRecord e{};
+  e.kind = static_cast<uint8_t>(OpKind::kCollective);
+  e.op = static_cast<uint16_t>(Operation::kAllReduce);
+  e.dtype = static_cast<uint8_t>(DType::kF32);
+  e.stream = kCommStream;
+  e.peer = -1;
+  e.root = -1;
+  e.comm_id = kTestWorldComm;
+  e.seq = static_cast<uint64_t>(step);
+  e.bytes = kArBytes;
+  e.batch = 1;
+  e.cpu_launch_ns = issue;
+  e.gpu_start_ns = start;
+  e.duration_ns = end - start;
+  return e;
+}
+
+timeline::Metadata RankMetadata(const TestJob& job, int r, int per_node, int64_t end) {
+  const int node = r / per_node;
+  timeline::Metadata m;
+  m.job = job.job;
+  m.host = "node" + std::to_string(node);
+  m.node = m.host;
+  m.pid = 1000 + r;
+  m.rank = r;
+  m.local_rank = r % per_node;
+  m.world_size = job.ranks;
+  m.device = r % per_node;
+  m.clock_realtime_ns = end;
+  m.clock_monotonic_ns = 1000000000;
+  timeline::CommInfo world;
+  world.id = kTestWorldComm;
+  world.size = job.ranks;
+  world.rank = r;
+  world.global_rank = r;
+  for (int i = 0; i < job.ranks; ++i) world.members.push_back(i / per_node == node ? i : -1);
+  m.comms = {world};
+  m.dump_time_ns = end;
+  m.window_begin_ns = job.start_ns;
+  m.window_end_ns = end;
+  return m;
+}
+
+// hang-summary.json per node: every rank's progress on the world communicator, as xtimerd's
+// HangCheck reports it.
+bool WriteSummaries(const TestJob& job, const std::vector<std::string>& dirs, int per_node,
+                    const std::vector<int64_t>& issue_at_stop, int64_t last_end,
+                    std::string* error) {
+  for (size_t n = 0; n < dirs.size(); ++n) {
+    const int64_t skew = n < job.node_skew_ns.size() ? job.node_skew_ns[n] : 0;
+    const double now_s = (last_end + skew) * 1e-9 + job.hang_after_s;
+    HangCheckResponse resp;
+    resp.set_node("node" + std::to_string(n));
+    resp.set_now(now_s);
+    for (int r = static_cast<int>(n) * per_node;
+         r < std::min(job.ranks, static_cast<int>(n + 1) * per_node); ++r) {
+      RankProgress* p = resp.add_ranks();
+      p->set_job(job.job);
+      p->set_rank(r);
+      p->set_local_rank(r % per_node);
+      p->set_world_size(job.ranks);
+      p->set_pid(1000 + r);
+      p->set_device(r % per_node);
+      p->set_node(resp.node());
+      CommProgress* c = p->add_comms();
+      c->set_comm_id(kTestWorldComm);
+      c->set_comm_rank(r);
+      c->set_comm_size(job.ranks);
+      c->set_last_completed_seq(job.stop_step - 1);
+      c->set_last_completed_age_s(job.hang_after_s);
+      c->set_hang_threshold_s(10);
+      if (r == job.stop_rank) {
+        c->set_last_issued_seq(job.stop_step - 1);
+        p->set_last_activity("GemmEx m=4096 n=4096 k=4096 completed " +
+                             std::to_string(static_cast<int>(job.hang_after_s)) + " s ago");
+        p->set_last_activity_age_s(job.hang_after_s);
+        continue;
+      }
+      const double age = now_s - (issue_at_stop[r] + skew) * 1e-9;
+      c->set_last_issued_seq(job.stop_step);
+      c->set_oldest_inflight_age_s(age);
+      CollectiveArrival* a = c->mutable_inflight();
+      a->set_comm_id(kTestWorldComm);
+      a->set_seq(job.stop_step);
+      a->set_count(kArBytes / 4);
+      a->set_bytes(kArBytes);
+      a->set_op("AllReduce");
+      a->set_dtype("fp32");
+      a->set_state("started");
+      a->set_root(-1);
+      a->set_comm_size(job.ranks);
+      a->set_issue_age_s(age);
+      p->set_last_activity("AllReduce seq " + std::to_string(job.stop_step) + " issued");
+      p->set_last_activity_age_s(age);
+    }
+    std::string json;
+    google::protobuf::util::JsonPrintOptions opt;
+    opt.add_whitespace = true;
+    if (!google::protobuf::util::MessageToJsonString(resp, &json, opt).ok()) {
+      *error = "cannot encode the hang summary";
+      return false;
+    }
+    std::ofstream(dirs[n] + "/hang-summary.json") << json;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::string> WriteTestJob(const TestJob& job, const std::string& root,
+                                      std::string* error) {
+  std::vector<std::string> dirs;
+  mkdir(root.c_str(), 0755);
+  const int per_node = (job.ranks + job.nodes - 1) / job.nodes;
+  for (int n = 0; n < job.nodes; ++n) {
+    dirs.push_back(root + "/node" + std::to_string(n));
+    mkdir(dirs.back().c_str(), 0755);
+  }
+  const bool hang = job.stop_rank >= 0 && job.stop_step >= 1 && job.stop_step < job.steps;
+  const int rounds = hang ? job.stop_step + 1 : job.steps;
+  std::vector<std::vector<EventRecord>> events(job.ranks);
+  std::vector<int64_t> ready(job.ranks);
+  int64_t t = job.start_ns, last_end = t;
+  for (int step = 0; step < rounds; ++step) {
+    const bool stop = hang && step == job.stop_step;
+    for (int r = 0; r < job.ranks; ++r) {
+      double f = job.gemm_factor * (r == job.slow_rank ? job.slow_factor : 1.0);
+      int64_t d = static_cast<int64_t>(job.compute_ns * f) + (r * 7919 + step * 104729) % 20000;
+      ready[r] = t + d;
+      if (stop && r == job.stop_rank) continue;
+      events[r].push_back(Gemm(t, d));
+      last_end = std::max(last_end, ready[r]);
+    }
+    if (stop) break;  // the others issue the AllReduce and wait in it; no file holds it
+    const int64_t last = *std::max_element(ready.begin(), ready.end());
+    const int64_t end = last + static_cast<int64_t>(job.transfer_ns * job.transfer_factor);
+    for (int r = 0; r < job.ranks; ++r) {
+      events[r].push_back(AllReduce(step, ready[r] - 40000, ready[r] + 1000, end));
+    }
+    last_end = end;
+    t = end + 50000;
+  }
+  for (int r = 0; r < job.ranks; ++r) {
+    const int node = r / per_node;
+    const int64_t skew = node < static_cast<int>(job.node_skew_ns.size()) ? job.node_skew_ns[node] : 0;
+    timeline::Metadata m = RankMetadata(job, r, per_node, last_end + skew);
+    auto w = timeline::TimelineWriter::Create(
+        dirs[node] + "/" + timeline::TimelineFileName(r, job.ranks, m.pid), m, error);
+    if (!w) return {};
+    for (EventRecord e : events[r]) {
+      e.device = static_cast<int16_t>(m.device);
+      e.cpu_launch_ns += skew;
+      e.gpu_start_ns += skew;
+      w->Append(e);
+    }
+    if (!w->Finish(error)) return {};
+  }
+  if (hang && !WriteSummaries(job, dirs, per_node, ready, last_end, error)) return {};
+  return dirs;
+}
+
+}  // namespace cli
+}  // namespace xtimer

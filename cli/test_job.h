@@ -1,0 +1,48 @@
+// A training job with injectable faults, written as a dump (timeline files per node, and the
+// hang-summary.json xtimerd writes beside them on a hang): the input of the analyze and diff
+// tests and of the analyze benchmark.
+//
+// Every step each rank runs one GEMM (m=n=k=4096, bf16) and then one AllReduce (64 MiB fp32)
+// over the world communicator, seq = step. The AllReduce ends at the same true time on every
+// rank: the last arrival plus the transfer time.
+#ifndef XTIMER_CLI_TEST_JOB_H_
+#define XTIMER_CLI_TEST_JOB_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace xtimer {
+namespace cli {
+
+constexpr uint64_t kTestWorldComm = 0xC0FFEE0000000002ull;
+
+struct TestJob {
+  int ranks = 8;
+  int nodes = 2;     // ranks split evenly; node n is written to root/node<n>
+  int steps = 20;
+  std::string job = "testjob";
+  int64_t start_ns = 1767225600000000000;  // 2026-01-01 UTC
+  std::vector<int64_t> node_skew_ns;       // added to node n's clock (default 0)
+  int64_t compute_ns = 2000000;            // the GEMM
+  int64_t transfer_ns = 1000000;           // the AllReduce after its last arrival
+  double gemm_factor = 1.0;                // every rank's GEMM takes this much longer (diff)
+  double transfer_factor = 1.0;            // every AllReduce transfer takes this much longer
+  int slow_rank = -1;                      // this rank's GEMM takes slow_factor longer
+  double slow_factor = 1.3;
+  // Hang: this rank stops in host code before the AllReduce of stop_step; the others issue it
+  // and wait. Its files end there, and root/node<n>/hang-summary.json (per node) holds each
+  // rank's progress `hang_after_s` seconds after the last completion.
+  int stop_rank = -1;
+  int stop_step = -1;
+  double hang_after_s = 60;
+};
+
+// Writes the job; returns the node directories, or an empty vector with *error.
+std::vector<std::string> WriteTestJob(const TestJob& job, const std::string& root,
+                                      std::string* error);
+
+}  // namespace cli
+}  // namespace xtimer
+
+#endif  // XTIMER_CLI_TEST_JOB_H_

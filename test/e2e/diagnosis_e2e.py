@@ -1,0 +1,516 @@
+#!/usr/bin/env python3
+"""Diagnosis end to end (issue 10's acceptance): faults injected by the program itself
+(//demo:diag_job, docs/demo.md) on 8 ranks over 2 emulated nodes, tp2-pp2-dp2, each node under
+its own xtimer-launch with its own xtimerd (shared by all scenarios; each scenario is its own
+job label), one real Prometheus scraping both daemons with deploy/prometheus/xtimer-rules.yml.
+
+Scenarios (named on the command line to run only some: healthy straggler host link never_issued
+mismatch_op mismatch_count exited stuck):
+  healthy         300 steps: no verdict live (daemons' metrics, HangCheck, the rules) or offline
+                  (`xtimer analyze` of a dump of both nodes: hang null, no straggler).
+  straggler       rank 1's GEMMs do 1.3x the work: first straggler rank 1, cause compute, the
+                  others' wait attributed to it; every rank's true bus bandwidth equals the
+                  simulator's configured link rate within 5%.
+  host            rank 6 sleeps before its launches every step: first straggler rank 6, cause host.
+  link            XTIMER_SIM_SLOW_LINK slows rank 4's links: a link finding, nobody blamed for
+                  compute; `xtimer diff` of the healthy and this run ranks the slowed ops first.
+  never_issued    rank 5 stops in host code before a collective: within 30 s the daemon metric
+                  xtimer_hang_culprit, HangCheck and the rules' xtimer:hang_culprit name rank 5
+                  (never_issued); `xtimer analyze` of both nodes' automatic dumps says the same.
+  mismatch_op     rank 2 calls AllGather where its 3 peers call AllReduce: mismatch "op", rank 2.
+  mismatch_count  rank 6 passes half the count: mismatch "count", rank 6.
+  exited          rank 3 raises SIGSEGV: exited, rank 3, signal 11 (SIGSEGV).
+  stuck           every member of a communicator inside a collective that never ends (the
+                  simulator's slow-link knob with a factor of 1e9 on rank 0):
+                  stuck_in_collective, no rank blamed.
+
+Usage: diagnosis_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH XTIMER DIAG_JOB
+                        RULES [SCENARIO...]
+"""
+
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e_lib import (Background, Paths, control, fail, free_ports, log, parse,  # noqa: E402
+                     prometheus_query, scrape, select, start_prometheus, status,
+                     stop_daemon)
+
+GROUPS = "tp2-pp2-dp2"
+# The simulated links. Latency 0 so that a collective's transfer time is bytes / rate exactly
+# (the model: latency + bus bytes / bandwidth, docs/gpusim-nccl.md); rates low enough that every
+# transfer lasts long against timer noise.
+INTRA_GBPS = 4.0
+INTER_GBPS = 2.0
+# GEMMs at 100 TFLOPS: diag_job's 8 GEMMs of 8192^3 model 88 ms per step, more than the
+# simulator's host work per step on a loaded 2-core machine, so that the GPU, not the host, sets
+# the pace (as in a real job; diag_job queues up to 2 steps ahead) and a rank's extra compute
+# shows as lateness.
+TFLOPS_BF16 = 100
+STEP_GPU_MS = 8 * 2 * 8192 ** 3 / (TFLOPS_BF16 * 1e12) * 1e3
+# A host gap longer than a step's GPU work leaves the rank's GPU idle in every step.
+HOST_GAP_MS = int(STEP_GPU_MS) + 20
+SIM_ENV = {
+    "XTIMER_SIM_TFLOPS_BF16": str(TFLOPS_BF16),
+    "XTIMER_SIM_INTRA_BW_GBPS": str(INTRA_GBPS),
+    "XTIMER_SIM_INTER_BW_GBPS": str(INTER_GBPS),
+    "XTIMER_SIM_INTRA_LAT_US": "0",
+    "XTIMER_SIM_INTER_LAT_US": "0",
+}
+# The daemons' fixed hang timeout: the upper bound of the adaptive threshold. Only the stuck
+# scenario, whose communicator never completes a collective (no cadence), waits for it.
+HANG_TIMEOUT_S = 20
+LIVE_DEADLINE_S = 30  # the acceptance: a verdict within 30 s of the last progress
+ALL_SCENARIOS = ["healthy", "straggler", "host", "link", "never_issued", "mismatch_op",
+                 "mismatch_count", "exited", "stuck"]
+
+
+def run(argv, timeout=120):
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    return p.returncode, p.stdout, p.stderr
+
+
+class Cluster:
+    """Two emulated nodes: per node a daemon (own run directory, ports, dump root, host label)."""
+
+    def __init__(self, p, xtimer, diag_job, rules):
+        self.p, self.xtimer, self.diag_job = p, xtimer, diag_job
+        ports = free_ports(5)
+        self.metrics, self.controls, self.prom_port = ports[0:2], ports[2:4], ports[4]
+        self.run_dirs = [p.run_dir("node%d" % i) for i in range(2)]
+        self.roots = [os.path.join(p.tmp, "dumps%d" % i) for i in range(2)]
+        self.daemons = []
+        for i in range(2):
+            os.makedirs(self.roots[i])
+            env = dict(os.environ, XTIMER_HOST="node%d" % i, XTIMER_DUMP_ROOT=self.roots[i],
+                       XTIMER_HANG_TIMEOUT=str(HANG_TIMEOUT_S))
+            self.daemons.append(Background("xtimerd%d" % i, [
+                p.xtimerd, "--run-dir", self.run_dirs[i], "--metrics-port", str(self.metrics[i]),
+                "--control-port", str(self.controls[i])], env, p.tmp))
+        for i in range(2):
+            deadline = time.monotonic() + 120
+            while scrape(self.metrics[i], must=False) is None:
+                if time.monotonic() > deadline:
+                    fail("xtimerd%d did not serve /metrics within 120 s" % i)
+                time.sleep(0.2)
+        self.prometheus = start_prometheus(self.prom_port, self.metrics, p.tmp,
+                                           rule_files=[rules])
+        self.hosts = ",".join("127.0.0.1:%d" % c for c in self.controls)
+
+    def stop(self):
+        self.prometheus.kill()
+        for d in self.daemons:
+            d.kill()
+        for d in self.run_dirs:
+            stop_daemon(d)
+
+    def start_job(self, job, flags, steps, env_extra=None, grace=300, linger=0):
+        """Both nodes' launchers of job `job`: diag_job with `flags`; returns their Backgrounds."""
+        env = dict(os.environ, **SIM_ENV)
+        env.update(env_extra or {})
+        rdzv = os.path.join(self.p.tmp, "rdzv-" + job)
+        nodes = []
+        for i in range(2):
+            argv = self.p.launch_argv(self.run_dirs[i], self.metrics[i], self.controls[i], job) + [
+                sys.executable, self.p.demo_launch, "--nnodes", "2", "--nproc-per-node", "4",
+                "--node-rank", str(i), "--rdzv-dir", rdzv, "--timeout", "600", "--grace",
+                str(grace), "--", self.p.gpusim_run, self.diag_job, "--steps", str(steps),
+                "--linger", str(linger)] + flags
+            env_i = dict(env, XTIMER_HOST="node%d" % i)
+            nodes.append(Background("%s-node%d" % (job, i), argv, env_i, self.p.tmp))
+        return nodes
+
+    # ---- live views
+    def culprits_metric(self, job):
+        """{(kind, rank)} from both daemons' xtimer_hang_culprit series of `job`, and
+        (kind, "none") for each xtimer_hang_verdict of a kind that blames no rank."""
+        out = set()
+        for m in self.metrics:
+            samples = parse(scrape(m))
+            for labels, v in select(samples, "xtimer_hang_culprit", job=job):
+                if v == 1:
+                    out.add((labels.get("kind"), labels.get("rank")))
+            for labels, v in select(samples, "xtimer_hang_verdict", job=job):
+                if v == 1 and labels.get("kind") == "stuck_in_collective":
+                    out.add((labels.get("kind"), "none"))
+        return out
+
+    def hang_checks(self, job):
+        answers = []
+        for c in self.controls:
+            try:
+                answers.append(control(c, "HangCheck", {"job": job}))
+            except OSError as e:
+                fail("HangCheck on :%d failed: %s" % (c, e))
+        return answers
+
+    def verdicts(self, job):
+        return [v for a in self.hang_checks(job) for v in a.get("verdicts", [])]
+
+    def rule_culprits(self, job):
+        """{(kind, rank)} of the rules' xtimer:hang_culprit series of `job`."""
+        return {(labels.get("kind"), labels.get("rank")) for labels, _ in
+                prometheus_query(self.prom_port, 'xtimer:hang_culprit{job="%s"}' % job)}
+
+    # ---- offline
+    def dump(self, job, path):
+        """`xtimer dump --hosts` of both nodes' whole histories; the two job folders."""
+        rc, out, err = run([self.xtimer, "dump", "--hosts", self.hosts, "--path", path,
+                            "--history", "100000", "--job", job], timeout=120)
+        if rc != 0:
+            fail("xtimer dump exited %d:\n%s%s" % (rc, out, err))
+        return [os.path.join(root, path, job) for root in self.roots]
+
+    def analyze(self, dirs):
+        rc, out, err = run([self.xtimer, "analyze"] + dirs + ["--groups", GROUPS, "--json"],
+                           timeout=120)
+        if rc not in (0, 3):
+            fail("xtimer analyze %s exited %d:\n%s%s" % (dirs, rc, out, err))
+        if os.environ.get("DIAG_E2E_VERBOSE"):
+            log("xtimer analyze %s:\n%s%s" % (" ".join(dirs), out, err))
+        try:
+            return json.loads(out)
+        except ValueError:
+            fail("xtimer analyze did not print JSON:\n%s%s" % (out, err))
+
+
+def wait_for(what, probe, timeout):
+    """Polls probe() until it returns a true value; that value, or fail after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = probe()
+        if last:
+            return last
+        time.sleep(0.5)
+    fail("%s: not within %d s (last: %s)" % (what, timeout, last))
+
+
+def wait_running(cluster, nodes, job):
+    """Waits until each daemon has its node's 4 ranks of `job` with records flowing (the
+    daemons also list the ended jobs of earlier scenarios)."""
+    for port, want in zip(cluster.controls, ([0, 1, 2, 3], [4, 5, 6, 7])):
+        def ready():
+            try:
+                procs = status(port)["processes"]
+            except OSError as e:  # a loaded machine may delay one answer past 5 s
+                return log("Status on :%d: %s" % (port, e))
+            return sorted(p["rank"] for p in procs if p.get("job") == job and
+                          int(p["records_written"]) > 0 and not p.get("exited")) == want
+        wait_for("%s: ranks %s registered on :%d" % (job, want, port), ready, 120)
+    for n in nodes:
+        if n.proc.poll() is not None:
+            fail("%s exited %s:\n%s" % (n.name, n.proc.returncode, n.output()))
+
+
+def finish(nodes, timeout=300):
+    for n in nodes:
+        rc = n.wait(timeout)
+        if rc != 0:
+            fail("%s exited %d:\n%s" % (n.name, rc, n.output()[-3000:]))
+
+
+def kill(nodes):
+    for n in nodes:
+        n.kill()
+
+
+# ---------------------------------------------------------------------------------------------
+# Straggler scenarios: run, dump while the ranks linger, analyze.
+# ---------------------------------------------------------------------------------------------
+
+def dumped_run(cluster, job, flags, steps, env_extra=None, live_check=None):
+    nodes = cluster.start_job(job, flags, steps, env_extra, linger=600)
+    try:
+        wait_running(cluster, nodes, job)
+        for n in nodes[:1]:
+            n.wait_for_line(r"diag_job: done: %d steps" % steps, 300)
+        if live_check:
+            live_check(job)
+        dirs = cluster.dump(job, job)
+    finally:
+        kill(nodes)
+    return dirs
+
+
+def check_no_verdict_live(cluster, job):
+    if cluster.culprits_metric(job):
+        fail("%s: xtimer_hang_culprit %s" % (job, cluster.culprits_metric(job)))
+    verdicts = cluster.verdicts(job)
+    if verdicts:
+        fail("%s: HangCheck verdicts %s" % (job, verdicts))
+    for name in ("xtimer:hang_culprit", "xtimer:straggler", "ALERTS"):
+        rules = prometheus_query(cluster.prom_port, '%s{job="%s"}' % (name, job))
+        if rules:
+            fail("%s: the rules report %s" % (job, [labels for labels, _ in rules]))
+
+
+def healthy(cluster, state):
+    job = "diag-healthy"
+    dirs = dumped_run(cluster, job, [], 300,
+                      live_check=lambda j: check_no_verdict_live(cluster, j))
+    report = cluster.analyze(dirs)
+    if report["hang"] is not None or report["hangs"]:
+        fail("healthy run: analyze found a hang: %s" % report["hang"])
+    if report["stragglers"]:
+        fail("healthy run: analyze found stragglers: %s" % report["stragglers"])
+    state["healthy_dirs"] = dirs
+    log("healthy: 300 steps, no verdict live (metrics, HangCheck, rules) or offline")
+
+
+def first_straggler(report, what):
+    s = report["stragglers"]
+    if not s:
+        fail("%s: no straggler found:\n%s" % (what, json.dumps(report, indent=1)[:4000]))
+    return s[0]
+
+
+def straggler(cluster, state):
+    job = "diag-straggler"
+    nodes_of = {}
+    report = cluster.analyze(dumped_run(
+        cluster, job, ["--compute-factor", "1:1.3"], 100,
+        live_check=lambda j: nodes_of.update(comm_nodes(cluster, j))))
+    s = first_straggler(report, "compute factor 1.3 on rank 1")
+    if s["rank"] != 1 or s["cause"] != "compute":
+        fail("compute factor 1.3 on rank 1: first straggler %s" % s)
+    if s["wait_caused_s"] <= 0:
+        fail("rank 1 caused no wait: %s" % s)
+    for other in report["stragglers"][1:]:
+        if other["rank"] not in (1, -1, None) and other["wait_caused_s"] > s["wait_caused_s"]:
+            fail("rank %s caused more wait than rank 1: %s" % (other["rank"], other))
+    check_true_bandwidth(report, nodes_of)
+    log("straggler: rank 1 first, cause compute, wait caused %.3f s" % s["wait_caused_s"])
+
+
+def comm_nodes(cluster, job):
+    """{comm id text: number of nodes its members are on}, from both nodes' HangCheck."""
+    members = {}  # a node lists the members it knows (-1 for others): merge both nodes' lists
+    for answer in cluster.hang_checks(job):
+        for rank in answer.get("ranks", []):
+            for c in rank.get("comms", []):
+                known = members.setdefault("0x%016x" % int(c["comm_id"]), set())
+                known.update(m for m in c.get("members", []) if m >= 0)
+    return {comm: len({m // 4 for m in ranks}) for comm, ranks in members.items()}
+
+
+def check_true_bandwidth(report, nodes_of):
+    # Transfers of a few microseconds (the 4 KiB loss all-reduce: 1.5 us at 4 GB/s) are below
+    # what CUDA events resolve against the host's launch jitter; the check covers transfers the
+    # model makes at least 50 us long. Every rank has several.
+    rows = [r for r in report["true_bus_bandwidth"] if r["bytes"] / (INTER_GBPS * 1e3) >= 50]
+    ranks = {r["rank"] for r in rows}
+    if ranks != set(range(8)):
+        fail("true bus bandwidth for ranks %s, expected 0..7" % sorted(ranks))
+    worst = 0.0
+    for r in rows:
+        if r["comm"] not in nodes_of:
+            fail("true bus bandwidth row for an unknown communicator: %s" % r)
+        # Ranks 0-3 are node 0, 4-7 node 1: communicators across both run at the inter-node rate.
+        want = INTER_GBPS if nodes_of[r["comm"]] > 1 else INTRA_GBPS
+        dev = abs(r["true_gbps"] - want) / want
+        worst = max(worst, dev)
+        if dev > 0.05:
+            fail("rank %d comm %s %s: true bus bandwidth %.3f GB/s, configured %.1f" % (
+                r["rank"], r["comm"], r["op"], r["true_gbps"], want))
+    log("true bus bandwidth: %d rows, all within %.2f%% of the configured rates (observed down to "
+        "%.2f GB/s)" % (len(rows), 100 * worst, min(r["observed_gbps"] for r in rows)))
+
+
+def host(cluster, state):
+    job = "diag-host"
+    # Rank 2 (pipeline stage 0, so nothing before its first collective hides the gap) sleeps
+    # longer than a step's GPU work: its GPU sits idle for part of every step.
+    report = cluster.analyze(dumped_run(cluster, job, ["--host-gap", "2:%d" % HOST_GAP_MS], 100))
+    s = first_straggler(report, "host gaps on rank 2")
+    if s["rank"] != 2 or s["cause"] != "host":
+        fail("%d ms host gap on rank 2: first straggler %s" % (HOST_GAP_MS, s))
+    log("host: rank 2 first, cause host, wait caused %.3f s" % s["wait_caused_s"])
+
+
+def link(cluster, state):
+    job = "diag-link"
+    dirs = dumped_run(cluster, job, [], 100, env_extra={"XTIMER_SIM_SLOW_LINK": "4:4"})
+    report = cluster.analyze(dirs)
+    causes = [(s["rank"], s["cause"]) for s in report["stragglers"]]
+    if not any(c == "link" for _, c in causes):
+        fail("slow link of rank 4: no link finding: %s" % report["stragglers"])
+    if any(c == "compute" for _, c in causes):
+        fail("slow link of rank 4: a rank blamed for compute: %s" % causes)
+    log("link: findings %s" % causes)
+    if "healthy_dirs" in state:
+        check_diff(cluster, state["healthy_dirs"], dirs)
+
+
+def check_diff(cluster, a_dirs, b_dirs):
+    rc, out, err = run([cluster.xtimer, "diff", ",".join(a_dirs), ",".join(b_dirs), "--json"])
+    if rc != 0:
+        fail("xtimer diff exited %d:\n%s%s" % (rc, out, err))
+    ops = json.loads(out)["ops"]
+    top = ops[0]
+    log("xtimer diff healthy -> slow link, first rows: %s" % json.dumps(ops[:3]))
+    # Rank 4's communicators lose bandwidth: the first row is a collective or send/recv.
+    text = json.dumps(top)
+    if not any(k in text for k in ("AllReduce", "Send", "Recv")):
+        fail("xtimer diff: the first row is not a slowed communication op: %s" % top)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hang scenarios: live verdicts within 30 s, then the automatic dumps.
+# ---------------------------------------------------------------------------------------------
+
+def live_hang(cluster, job, flags, fault_line, kind, culprits, fault_node, mismatch=None,
+              env_extra=None, deadline_s=LIVE_DEADLINE_S, rules=True):
+    """Runs the job until node `fault_node` prints `fault_line`, then waits for the verdict
+    naming `culprits` (no rank: []) from the daemons' metrics, HangCheck and the rules; returns
+    the node launchers (still running) and the HangCheck verdict."""
+    nodes = cluster.start_job(job, flags, 100000, env_extra)
+    want = {(kind, str(r)) for r in culprits} if culprits else {(kind, "none")}
+    try:
+        wait_running(cluster, nodes, job)
+        nodes[fault_node].wait_for_line(fault_line, 120)
+        t0 = time.monotonic()
+        times = {}
+
+        def metric_ok():
+            got = {c for c in cluster.culprits_metric(job) if c[0] == kind}
+            return got == want and got
+        wait_for("%s: xtimer_hang_culprit %s" % (job, sorted(want)), metric_ok, deadline_s)
+        times["metric"] = time.monotonic() - t0
+
+        def check_ok():
+            for v in cluster.verdicts(job):
+                if v["kind"] == kind and sorted(v.get("culprit_ranks", [])) == culprits and (
+                        mismatch is None or v.get("mismatch") == mismatch):
+                    return v
+            return None
+        verdict = wait_for("%s: HangCheck %s verdict naming %s" % (job, kind, culprits),
+                           check_ok, max(1, deadline_s - (time.monotonic() - t0)))
+        times["hangcheck"] = time.monotonic() - t0
+        if rules:
+            def rules_ok():
+                got = {c for c in cluster.rule_culprits(job) if c[0] == kind}
+                return got == want and got
+            wait_for("%s: rules xtimer:hang_culprit %s" % (job, sorted(want)), rules_ok,
+                     max(1, deadline_s - (time.monotonic() - t0)))
+            times["rules"] = time.monotonic() - t0
+        log("%s: %s naming %s: metric after %.1f s, HangCheck %.1f s, rules %s; evidence: %s" % (
+            job, kind, culprits or "no rank", times["metric"], times["hangcheck"],
+            "%.1f s" % times["rules"] if "rules" in times else "-", verdict.get("evidence")))
+        return nodes, verdict
+    except BaseException:
+        log("%s: HangCheck verdicts at the failure: %s" % (job, json.dumps(
+            [{k: v.get(k) for k in ("kind", "comm_id", "seq", "culprit_ranks", "waiting_ranks",
+                                    "evidence")} for v in cluster.verdicts(job)])))
+        kill(nodes)
+        raise
+
+
+def auto_dump_dirs(cluster, job):
+    """The newest automatic dump folder of `job` on each node that wrote one."""
+    out = []
+    for root in cluster.roots:
+        found = sorted(glob.glob(os.path.join(root, "hang-*", job)))
+        if found:
+            out.append(found[-1])
+    return out
+
+
+def check_offline(cluster, job, kind, culprits, mismatch=None):
+    dirs = wait_for("%s: automatic dumps on both nodes" % job,
+                    lambda: len(auto_dump_dirs(cluster, job)) == 2 and
+                    all(os.path.exists(os.path.join(d, "hang-summary.json"))
+                        for d in auto_dump_dirs(cluster, job)) and auto_dump_dirs(cluster, job),
+                    30)
+    report = cluster.analyze(dirs)
+    h = report["hang"]
+    if h is None or h["kind"] != kind or sorted(h["culprit_ranks"]) != sorted(culprits) or (
+            mismatch is not None and h.get("mismatch") != mismatch):
+        fail("%s: xtimer analyze of the automatic dumps %s: hang %s, expected %s %s %s" % (
+            job, dirs, json.dumps(h), kind, culprits, mismatch or ""))
+    log("%s: xtimer analyze of both nodes' automatic dumps: %s naming %s" % (job, kind, culprits))
+
+
+def never_issued(cluster, state):
+    job = "diag-never-issued"
+    nodes, _ = live_hang(cluster, job, ["--stop-before-collective", "5:40"],
+                         r"rank 5 stops in host code", "never_issued", [5], 1)
+    try:
+        check_offline(cluster, job, "never_issued", [5])
+    finally:
+        kill(nodes)
+
+
+# The simulated NCCL completes these mismatched collectives (docs/demo.md), so the job runs on
+# and no operation stays in flight: the rules, which compare in-flight signatures across nodes
+# (xtimer_comm_inflight_info), have nothing to compare; the daemons (whose analysis also checks
+# completed instances) and `xtimer analyze` name the culprit.
+def mismatch_op(cluster, state):
+    job = "diag-mismatch-op"
+    nodes, _ = live_hang(cluster, job, ["--mismatch-op", "2:40"], r"rank 2 calls ncclAllGather",
+                         "mismatch", [2], 0, mismatch="op",
+                         rules=False)
+    kill(nodes)
+
+
+def mismatch_count(cluster, state):
+    job = "diag-mismatch-count"
+    nodes, _ = live_hang(cluster, job, ["--mismatch-count", "6:40"], r"rank 6 passes count",
+                         "mismatch", [6], 1, mismatch="count",
+                         rules=False)
+    kill(nodes)
+
+
+def exited(cluster, state):
+    job = "diag-exited"
+    nodes, v = live_hang(cluster, job, ["--crash", "3:40"], r"rank 3 raises SIGSEGV", "exited",
+                         [3], 0)
+    try:
+        text = " ".join(v.get("evidence", []))
+        if "SIGSEGV" not in text and "signal 11" not in text:
+            fail("exited verdict does not name the signal: %s" % v)
+        check_offline(cluster, job, "exited", [3])
+    finally:
+        kill(nodes)
+
+
+def stuck(cluster, state):
+    job = "diag-stuck"
+    nodes, _ = live_hang(cluster, job, [], r"diag_job: world 8", "stuck_in_collective", [], 0,
+                         env_extra={"XTIMER_SIM_SLOW_LINK": "0:1e9"},
+                         deadline_s=HANG_TIMEOUT_S + LIVE_DEADLINE_S)
+    kill(nodes)
+
+
+def main(argv):
+    if len(argv) < 10:
+        fail(__doc__)
+    xtimer, diag_job, rules = [os.path.abspath(a) for a in argv[7:10]]
+    scenarios = argv[10:] or ALL_SCENARIOS
+    for s in scenarios:
+        if s not in ALL_SCENARIOS:
+            fail("unknown scenario %r; known: %s" % (s, " ".join(ALL_SCENARIOS)))
+    p = Paths(argv[:7], __doc__)
+    cluster = None
+    state = {}
+    t0 = time.monotonic()
+    try:
+        cluster = Cluster(p, xtimer, diag_job, rules)
+        for s in scenarios:
+            t = time.monotonic()
+            globals()[s](cluster, state)
+            log("scenario %s passed in %.0f s" % (s, time.monotonic() - t))
+    finally:
+        if cluster:
+            cluster.stop()
+        p.cleanup()
+    log("all %d scenarios in %.0f s" % (len(scenarios), time.monotonic() - t0))
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
