@@ -133,6 +133,26 @@ def stop_daemon(run_dir, sig=signal.SIGTERM):
         time.sleep(0.05)
 
 
+def descendants(pid):
+    """The pids of every descendant of `pid` (from /proc/*/stat), children before grandchildren."""
+    children = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(0), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
 class Background:
     """A child process whose output is collected in a file and echoed at the end."""
 
@@ -155,8 +175,16 @@ class Background:
             fail("%s did not finish within %d s:\n%s" % (self.name, timeout, self.output()))
 
     def kill(self):
+        """SIGKILL to the process and every descendant, wherever their process groups are
+        (launchers start ranks in groups of their own; they would outlive the test)."""
         if self.proc.poll() is None:
+            pids = descendants(self.proc.pid)
             os.killpg(self.proc.pid, signal.SIGKILL)
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             self.proc.wait()
 
     def stop(self, grace=15):
