@@ -260,8 +260,8 @@ struct Report {
   std::vector<Straggler> stragglers;  // worst first; empty: balanced
   std::vector<BusBandwidth> bus_bandwidth;
   std::vector<RankStats> ranks;
-  // With groups: the pipeline stage that bounds the step (the one whose ranks caused most wait),
-  // -1 without groups or pipeline.
+  // With groups: the pipeline stage that bounds the step (the stage of the rank stragglers that
+  // caused the most wait), -1 without groups, pipeline or rank stragglers.
   int bounding_stage = -1;
   uint64_t instances = 0;  // complete collective instances analysed
 };

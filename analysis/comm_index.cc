@@ -47,33 +47,49 @@ uint32_t SlotOf(CommView* comm, uint32_t input) {
 }
 
 // Sorts by (seq, slot). Entries arrive grouped by slot ascending, so a stable counting sort by
-// seq suffices when the seqs are dense; otherwise a comparison sort.
-void SortEntries(std::vector<CommEntry>* entries) {
+// seq suffices when the seqs are dense; otherwise a comparison sort. `scratch` is reused across
+// communicators.
+void SortEntries(std::vector<CommEntry>* entries, std::vector<CommEntry>* scratch,
+                 std::vector<uint32_t>* start) {
   if (entries->size() < 2) return;
   uint64_t lo = entries->front().seq, hi = lo;
   for (const CommEntry& e : *entries) {
     lo = std::min(lo, e.seq);
     hi = std::max(hi, e.seq);
   }
-  uint64_t range = hi - lo + 1;
   if (hi - lo >= 2 * entries->size() + 1024) {
     std::stable_sort(entries->begin(), entries->end(),
                      [](const CommEntry& a, const CommEntry& b) { return a.seq < b.seq; });
     return;
   }
-  std::vector<uint32_t> start(range + 1, 0);
-  for (const CommEntry& e : *entries) ++start[e.seq - lo + 1];
-  for (uint64_t i = 1; i <= range; ++i) start[i] += start[i - 1];
-  std::vector<CommEntry> sorted(entries->size());
-  for (const CommEntry& e : *entries) sorted[start[e.seq - lo]++] = e;
-  entries->swap(sorted);
+  uint64_t range = hi - lo + 1;
+  start->assign(range + 1, 0);
+  for (const CommEntry& e : *entries) ++(*start)[e.seq - lo + 1];
+  for (uint64_t i = 1; i <= range; ++i) (*start)[i] += (*start)[i - 1];
+  if (scratch->size() < entries->size()) scratch->resize(entries->size());
+  for (const CommEntry& e : *entries) (*scratch)[(*start)[e.seq - lo]++] = e;
+  std::copy(scratch->begin(), scratch->begin() + entries->size(), entries->begin());
+}
+
+uint64_t Mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return h * 0xff51afd7ed558ccdull;
 }
 
 }  // namespace
 
+uint64_t SignatureHash(const Arrival& a) {
+  uint64_t h = Mix(0, a.op);
+  h = Mix(h, a.dtype);
+  h = Mix(h, a.count);
+  return Mix(h, static_cast<uint32_t>(a.root));
+}
+
 std::vector<CommView> IndexComms(const std::vector<RankInput>& ranks) {
   std::vector<CommView> comms;
   CommMap map(&comms);
+  // Pass 1: communicators, members and sizes; entries counted.
+  std::vector<size_t> counts;
   for (uint32_t r = 0; r < ranks.size(); ++r) {
     const RankInput& in = ranks[r];
     for (const Communicator& c : in.comms) {
@@ -87,13 +103,28 @@ std::vector<CommView> IndexComms(const std::vector<RankInput>& ranks) {
     for (const Progress& p : in.progress) SlotOf(&map.Get(p.comm_id), r);
     for (const Arrival& a : in.arrivals) {
       CommView& v = map.Get(a.comm_id);
-      uint32_t slot = SlotOf(&v, r);
+      SlotOf(&v, r);
       if (a.comm_size > v.size) v.size = a.comm_size;
-      v.entries.push_back({a.seq, &a, slot});
+      size_t i = &v - comms.data();
+      if (counts.size() <= i) counts.resize(i + 1, 0);
+      ++counts[i];
     }
   }
+  for (size_t i = 0; i < counts.size(); ++i) comms[i].entries.reserve(counts[i]);
+  // Pass 2: the entries, in rank order.
+  for (uint32_t r = 0; r < ranks.size(); ++r) {
+    for (const Arrival& a : ranks[r].arrivals) {
+      CommView& v = map.Get(a.comm_id);
+      uint32_t slot = static_cast<uint32_t>(
+          std::lower_bound(v.inputs.begin(), v.inputs.end(), r) - v.inputs.begin());
+      v.entries.push_back({a.seq, a.start_ns, a.end_ns, a.busy_before_ns, a.idle_before_ns,
+                           SignatureHash(a), &a, slot});
+    }
+  }
+  std::vector<CommEntry> scratch;
+  std::vector<uint32_t> start;
   for (CommView& v : comms) {
-    SortEntries(&v.entries);
+    SortEntries(&v.entries, &scratch, &start);
     v.size = std::max<int32_t>(v.size, static_cast<int32_t>(v.inputs.size()));
   }
   std::sort(comms.begin(), comms.end(),

@@ -11,12 +11,21 @@
 namespace xtimer {
 namespace analysis {
 
-// One member's completed arrival in one instance.
+// One member's completed arrival in one instance: the fields the passes read on every entry are
+// copied here, so that a pass over an instance reads contiguous memory.
 struct CommEntry {
   uint64_t seq;
+  int64_t start_ns;
+  int64_t end_ns;
+  int64_t busy_ns;
+  int64_t idle_ns;
+  uint64_t signature;  // SignatureHash: equal when op, dtype, count and root are
   const Arrival* arrival;
   uint32_t slot;  // the member's index in CommView::inputs
 };
+
+// A 64-bit hash of what members must agree on (op, dtype, count, root).
+uint64_t SignatureHash(const Arrival& a);
 
 struct CommView {
   uint64_t id = 0;

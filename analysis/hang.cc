@@ -177,7 +177,7 @@ class CommHang {
     while (i > 0 && ends.size() < want) {
       uint64_t seq = e[i - 1].seq;
       int64_t end = 0;
-      while (i > 0 && e[i - 1].seq == seq) end = std::max(end, e[--i].arrival->end_ns);
+      while (i > 0 && e[i - 1].seq == seq) end = std::max(end, e[--i].end_ns);
       if (end > 0) ends.push_back(end);
     }
     return HangThresholdNs(std::move(ends), options_);
@@ -237,7 +237,7 @@ class CommHang {
 
   int64_t StalledNs() const {
     int64_t last = 0;
-    for (const CommEntry& e : comm_.entries) last = std::max(last, e.arrival->end_ns);
+    for (const CommEntry& e : comm_.entries) last = std::max(last, e.end_ns);
     int64_t first_issue = 0;
     for (const Member& m : members_) {
       if (m.waits && (first_issue == 0 || m.progress->oldest_issue_ns < first_issue)) {
@@ -351,9 +351,8 @@ void CompletedMismatch(const std::vector<RankInput>& ranks, const CommView& comm
   for (size_t i = 0; i < e.size();) {
     size_t j = i + 1;
     bool bad = false;
-    Signature first = SignatureOf(*e[i].arrival);
     for (; j < e.size() && e[j].seq == e[i].seq; ++j) {
-      if (!(SignatureOf(*e[j].arrival) == first)) bad = true;
+      if (e[j].signature != e[i].signature) bad = true;
     }
     ++instances;
     if (bad) {

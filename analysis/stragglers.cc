@@ -120,14 +120,13 @@ class CommPass {
     const auto& e = sums_.comm->entries;
     starts_.clear();
     ends_.clear();
-    int64_t last = e[i].arrival->start_ns;
+    int64_t last = e[i].start_ns;
     uint32_t last_slot = e[i].slot;
     for (size_t k = i; k < j; ++k) {
-      const Arrival& a = *e[k].arrival;
-      starts_.push_back(a.start_ns);
-      ends_.push_back(a.end_ns);
-      if (a.start_ns > last) {
-        last = a.start_ns;
+      starts_.push_back(e[k].start_ns);
+      ends_.push_back(e[k].end_ns);
+      if (e[k].start_ns > last) {
+        last = e[k].start_ns;
         last_slot = e[k].slot;
       }
     }
@@ -137,18 +136,18 @@ class CommPass {
     sig.transfers.push_back(transfer);
     double caused = 0;
     for (size_t k = i; k < j; ++k) {
-      const Arrival& a = *e[k].arrival;
-      SlotSums& s = sums_.slots[e[k].slot];
+      const CommEntry& a = e[k];
+      SlotSums& s = sums_.slots[a.slot];
       double wait = static_cast<double>(last - a.start_ns);
       ++s.instances;
       s.lateness += a.start_ns - median_start;
       s.wait += wait;
       s.transfer += transfer;
-      s.busy += a.busy_before_ns;
-      s.idle += a.idle_before_ns;
+      s.busy += a.busy_ns;
+      s.idle += a.idle_ns;
       caused += wait;
-      sig.own[e[k].slot] += static_cast<double>(a.end_ns - a.start_ns);
-      ++sig.own_instances[e[k].slot];
+      sig.own[a.slot] += static_cast<double>(a.end_ns - a.start_ns);
+      ++sig.own_instances[a.slot];
     }
     sums_.slots[last_slot].last++;
     sums_.slots[last_slot].wait_caused += caused;
@@ -331,12 +330,13 @@ void AddRankStats(const std::vector<RankInput>& ranks, const std::vector<CommSum
   report->ranks = std::move(stats);
 }
 
+// The stage of the rank stragglers that caused the most waiting; -1 without any.
 int BoundingStage(const Report& report, const Options& options) {
   if (!options.has_groups || options.groups.pp < 2) return -1;
   std::vector<double> caused(options.groups.pp, 0);
-  for (const RankStats& r : report.ranks) {
-    if (r.rank >= 0 && r.rank < options.groups.world()) {
-      caused[PipelineStage(options.groups, r.rank)] += r.wait_caused_s;
+  for (const Straggler& s : report.stragglers) {
+    if (s.rank >= 0 && s.rank < options.groups.world()) {
+      caused[PipelineStage(options.groups, s.rank)] += s.wait_caused_s;
     }
   }
   auto it = std::max_element(caused.begin(), caused.end());

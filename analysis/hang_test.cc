@@ -1,0 +1,306 @@
+#include <string>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "format/record.h"
+#include "gtest/gtest.h"
+
+namespace xtimer {
+namespace analysis {
+namespace {
+
+constexpr int64_t kS = 1000000000;
+constexpr uint64_t kComm = 0xabc;
+constexpr int64_t kT0 = 1000 * kS;
+constexpr uint16_t kAllReduce = static_cast<uint16_t>(format::Operation::kAllReduce);
+constexpr uint16_t kAllGather = static_cast<uint16_t>(format::Operation::kAllGather);
+
+Arrival Op(uint64_t seq, uint16_t op = kAllReduce, uint64_t count = 1024) {
+  Arrival a;
+  a.comm_id = kComm;
+  a.seq = seq;
+  a.op = op;
+  a.count = count;
+  a.bytes = count * 4;
+  a.dtype = static_cast<uint8_t>(format::DType::kF32);
+  a.comm_size = 4;
+  return a;
+}
+
+// `n` ranks of a communicator of `size` that completed seqs 1..20 once a second (seq i ends at
+// kT0 + i s), then all issued seq 21 at kT0 + 20.1 s and started it.
+std::vector<RankInput> Stalled(int n = 4, int size = 4) {
+  std::vector<RankInput> ranks(n);
+  for (int r = 0; r < n; ++r) {
+    ranks[r].rank = r;
+    ranks[r].comms.push_back({kComm, 0, size, r, {}});
+    for (uint64_t s = 1; s <= 20; ++s) {
+      Arrival a = Op(s);
+      a.comm_size = size;
+      a.start_ns = kT0 + static_cast<int64_t>(s) * kS - kS / 10;
+      a.end_ns = kT0 + static_cast<int64_t>(s) * kS;
+      ranks[r].arrivals.push_back(a);
+    }
+    Progress p;
+    p.comm_id = kComm;
+    p.last_issued_seq = 21;
+    p.last_completed_seq = 20;
+    p.oldest_issue_ns = kT0 + 20 * kS + kS / 10;
+    p.has_inflight = true;
+    p.inflight = Op(21);
+    p.inflight.comm_size = size;
+    p.inflight.state = OpState::kStarted;
+    ranks[r].progress.push_back(p);
+  }
+  return ranks;
+}
+
+Options At(int64_t seconds_after_last) {
+  Options o;
+  o.now_ns = kT0 + 20 * kS + seconds_after_last * kS;
+  return o;
+}
+
+void NeverIssue(RankInput* r) {
+  Progress& p = r->progress[0];
+  p.last_issued_seq = 20;
+  p.oldest_issue_ns = 0;
+  p.has_inflight = false;
+  r->last_activity = "GemmEx m=8192 n=8192 k=8192, completed 59.0 s ago";
+}
+
+TEST(HangThreshold, AdaptsToCadenceWithinBounds) {
+  Options o;
+  std::vector<int64_t> ends;
+  EXPECT_EQ(HangThresholdNs(ends, o), o.hang_timeout_ns);
+  for (int i = 0; i < 7; ++i) ends.push_back(i * kS);
+  EXPECT_EQ(HangThresholdNs(ends, o), o.hang_timeout_ns) << "fewer than min_cadence_samples";
+  ends.push_back(7 * kS);
+  EXPECT_EQ(HangThresholdNs(ends, o), 10 * kS);
+  std::vector<int64_t> slow;
+  for (int i = 0; i < 20; ++i) slow.push_back(i * 5 * kS);
+  EXPECT_EQ(HangThresholdNs(slow, o), 50 * kS);
+  std::vector<int64_t> fast;
+  for (int i = 0; i < 20; ++i) fast.push_back(i * kS / 100);
+  EXPECT_EQ(HangThresholdNs(fast, o), o.min_hang_ns);
+  std::vector<int64_t> rare;
+  for (int i = 0; i < 20; ++i) rare.push_back(i * 100 * kS);
+  EXPECT_EQ(HangThresholdNs(rare, o), o.hang_timeout_ns);
+}
+
+TEST(HangThreshold, UsesTheRecentWindowOnly) {
+  Options o;
+  std::vector<int64_t> ends;
+  for (int i = 0; i < 100; ++i) ends.push_back(i * 10 * kS);           // 10 s gaps long ago
+  for (int i = 1; i <= 65; ++i) ends.push_back(990 * kS + i * 2 * kS);  // then 2 s gaps
+  EXPECT_EQ(HangThresholdNs(ends, o), 20 * kS);
+}
+
+TEST(HangThreshold, FromArrivalsSelectsTheCommunicator) {
+  std::vector<RankInput> ranks = Stalled();
+  Options o;
+  EXPECT_EQ(HangThresholdNs(ranks[0].arrivals, kComm, o), 10 * kS);
+  EXPECT_EQ(HangThresholdNs(ranks[0].arrivals, kComm + 1, o), o.hang_timeout_ns);
+}
+
+TEST(Hang, NoVerdictBeforeTheThreshold) {
+  EXPECT_TRUE(Analyze(Stalled(), At(9)).hangs.empty());
+  std::vector<RankInput> ranks = Stalled();
+  NeverIssue(&ranks[2]);
+  EXPECT_TRUE(Analyze(ranks, At(9)).hangs.empty());
+  EXPECT_EQ(Analyze(ranks, At(11)).hangs.size(), 1u);
+}
+
+TEST(Hang, NeverIssuedNamesTheRankThatDidNotCall) {
+  std::vector<RankInput> ranks = Stalled();
+  NeverIssue(&ranks[2]);
+  Report report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  const HangVerdict& v = report.hangs[0];
+  EXPECT_EQ(v.kind, HangKind::kNeverIssued);
+  EXPECT_STREQ(HangKindName(v.kind), "never_issued");
+  EXPECT_EQ(v.culprit_ranks, std::vector<int32_t>({2}));
+  EXPECT_EQ(v.waiting_ranks, std::vector<int32_t>({0, 1, 3}));
+  EXPECT_EQ(v.comm_id, kComm);
+  EXPECT_EQ(v.seq, 21u);
+  EXPECT_EQ(v.op, kAllReduce);
+  EXPECT_NEAR(v.threshold_s, 10, 1e-9);
+  EXPECT_NEAR(v.stalled_s, 59.9, 1e-6);
+  ASSERT_EQ(v.evidence.size(), 1u);
+  EXPECT_NE(v.evidence[0].find("rank 2 never issued seq 21"), std::string::npos) << v.evidence[0];
+  EXPECT_NE(v.evidence[0].find("GemmEx m=8192"), std::string::npos) << v.evidence[0];
+}
+
+TEST(Hang, MismatchedOpBlamesTheMinority) {
+  std::vector<RankInput> ranks = Stalled();
+  ranks[3].progress[0].inflight.op = kAllGather;
+  Report report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  const HangVerdict& v = report.hangs[0];
+  EXPECT_EQ(v.kind, HangKind::kMismatch);
+  EXPECT_EQ(v.mismatch, "op");
+  EXPECT_EQ(v.culprit_ranks, std::vector<int32_t>({3}));
+  EXPECT_EQ(v.waiting_ranks, std::vector<int32_t>({0, 1, 2}));
+  EXPECT_EQ(v.op, kAllReduce);
+  ASSERT_FALSE(v.evidence.empty());
+  EXPECT_NE(v.evidence[0].find("rank 3 issued AllGather"), std::string::npos) << v.evidence[0];
+}
+
+TEST(Hang, MismatchNamesTheFirstDifferingField) {
+  std::vector<RankInput> ranks = Stalled();
+  ranks[1].progress[0].inflight.count = 2048;
+  ranks[1].progress[0].inflight.root = 3;
+  Report report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].mismatch, "count");
+  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({1}));
+  ranks = Stalled();
+  ranks[0].progress[0].inflight.dtype = static_cast<uint8_t>(format::DType::kBF16);
+  report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].mismatch, "dtype");
+  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({0}));
+}
+
+TEST(Hang, MismatchTieBlamesTheGroupWithoutTheLowestRank) {
+  std::vector<RankInput> ranks = Stalled();
+  ranks[1].progress[0].inflight.op = kAllGather;
+  ranks[3].progress[0].inflight.op = kAllGather;
+  Report report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({1, 3}));
+  EXPECT_EQ(report.hangs[0].op, kAllReduce);
+}
+
+TEST(Hang, NotStartedQuotesWhatBlocksTheStream) {
+  std::vector<RankInput> ranks = Stalled();
+  ranks[1].progress[0].inflight.state = OpState::kQueued;
+  ranks[1].progress[0].blocked_by = "GemmEx m=8192 n=8192 k=8192 launched 41.2 s ago";
+  Report report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  const HangVerdict& v = report.hangs[0];
+  EXPECT_EQ(v.kind, HangKind::kNotStarted);
+  EXPECT_EQ(v.culprit_ranks, std::vector<int32_t>({1}));
+  EXPECT_EQ(v.waiting_ranks, std::vector<int32_t>({0, 2, 3}));
+  ASSERT_EQ(v.evidence.size(), 1u);
+  EXPECT_NE(v.evidence[0].find("launched 41.2 s ago"), std::string::npos) << v.evidence[0];
+}
+
+TEST(Hang, StuckInCollectiveBlamesNoRank) {
+  Report report = Analyze(Stalled(), At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  const HangVerdict& v = report.hangs[0];
+  EXPECT_EQ(v.kind, HangKind::kStuckInCollective);
+  EXPECT_TRUE(v.culprit_ranks.empty());
+  EXPECT_EQ(v.waiting_ranks, std::vector<int32_t>({0, 1, 2, 3}));
+}
+
+TEST(Hang, ExitedWinsAndSaysHow) {
+  std::vector<RankInput> ranks = Stalled();
+  NeverIssue(&ranks[3]);
+  ranks[3].exit = {true, "signal", 11, kT0 + 48 * kS};
+  Report report = Analyze(ranks, At(40));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  const HangVerdict& v = report.hangs[0];
+  EXPECT_EQ(v.kind, HangKind::kExited);
+  EXPECT_EQ(v.culprit_ranks, std::vector<int32_t>({3}));
+  EXPECT_EQ(v.waiting_ranks, std::vector<int32_t>({0, 1, 2}));
+  ASSERT_EQ(v.evidence.size(), 1u);
+  EXPECT_EQ(v.evidence[0], "rank 3 exited: signal 11 (SIGSEGV) 12.0 s ago");
+}
+
+TEST(Hang, ExitStatusAndLostConnectionAreNamed) {
+  std::vector<RankInput> ranks = Stalled();
+  ranks[1].exit = {true, "exit", 3, 0};
+  ranks[2].exit = {true, "connection_lost", -1, 0};
+  Report report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({1, 2}));
+  EXPECT_EQ(report.hangs[0].evidence[0], "rank 1 exited: exit status 3");
+  EXPECT_EQ(report.hangs[0].evidence[1], "rank 2 exited: connection to the daemon lost");
+}
+
+TEST(Hang, MembersMissingFromTheInputsLeaveTheVerdictToTheOthers) {
+  Report report = Analyze(Stalled(4, 8), At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].kind, HangKind::kWaitingOnRemote);
+  EXPECT_TRUE(report.hangs[0].culprit_ranks.empty());
+  EXPECT_EQ(report.hangs[0].waiting_ranks, std::vector<int32_t>({0, 1, 2, 3}));
+  // A local culprit is still named.
+  std::vector<RankInput> ranks = Stalled(4, 8);
+  NeverIssue(&ranks[2]);
+  report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].kind, HangKind::kNeverIssued);
+}
+
+TEST(Hang, StalledInstanceIsTheFirstOneWaitedIn) {
+  // Ranks 0 and 1 wait in 21; rank 2 completed 21 and waits in 22; rank 3 never issued 21.
+  std::vector<RankInput> ranks = Stalled();
+  NeverIssue(&ranks[3]);
+  Arrival done = Op(21);
+  done.start_ns = kT0 + 20 * kS + kS / 5;
+  done.end_ns = kT0 + 20 * kS + kS / 4;
+  ranks[2].arrivals.push_back(done);
+  ranks[2].progress[0].last_issued_seq = 22;
+  ranks[2].progress[0].last_completed_seq = 21;
+  ranks[2].progress[0].inflight = Op(22);
+  Report report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].seq, 21u);
+  EXPECT_EQ(report.hangs[0].kind, HangKind::kNeverIssued);
+  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({3}));
+}
+
+TEST(Hang, CompletedInstancesThatDifferAreAMismatchWithoutStall) {
+  std::vector<RankInput> ranks = Stalled();
+  for (RankInput& r : ranks) r.progress.clear();
+  ranks[2].arrivals[4].count = 512;
+  Report report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  const HangVerdict& v = report.hangs[0];
+  EXPECT_EQ(v.kind, HangKind::kMismatch);
+  EXPECT_EQ(v.mismatch, "count");
+  EXPECT_EQ(v.seq, 5u);
+  EXPECT_EQ(v.culprit_ranks, std::vector<int32_t>({2}));
+  EXPECT_EQ(v.waiting_ranks, std::vector<int32_t>({0, 1, 3}));
+  EXPECT_EQ(v.stalled_s, 0);
+}
+
+TEST(Hang, SeveralCommunicatorsMostSevereFirst) {
+  std::vector<RankInput> a = Stalled();  // stuck on kComm
+  std::vector<RankInput> b = Stalled();
+  for (RankInput& r : b) {
+    r.rank += 4;
+    r.comms[0].id = kComm + 1;
+    r.progress[0].comm_id = kComm + 1;
+    for (Arrival& x : r.arrivals) x.comm_id = kComm + 1;
+  }
+  NeverIssue(&b[1]);
+  a.insert(a.end(), b.begin(), b.end());
+  Report report = Analyze(a, At(60));
+  ASSERT_EQ(report.hangs.size(), 2u);
+  EXPECT_EQ(report.hangs[0].kind, HangKind::kNeverIssued);
+  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({5}));
+  EXPECT_EQ(report.hangs[1].kind, HangKind::kStuckInCollective);
+}
+
+TEST(Hang, BadInputDoesNotCrash) {
+  std::vector<RankInput> ranks = Stalled();
+  ranks[0].arrivals[3].seq = ~uint64_t{0};
+  ranks[1].arrivals[2].comm_size = -5;
+  ranks[2].progress[0].inflight.seq = 0;
+  ranks[3].arrivals.push_back(ranks[3].arrivals.back());  // duplicate
+  Options o = At(60);
+  o.cadence_window = 0;
+  o.min_cadence_samples = -3;
+  Report report = Analyze(ranks, o);  // the odd seq makes the cadence 16 s: no verdict yet
+  for (const HangVerdict& v : report.hangs) EXPECT_EQ(v.comm_id, kComm);
+  o.now_ns += 1000 * kS;
+  EXPECT_FALSE(Analyze(ranks, o).hangs.empty());
+  EXPECT_TRUE(Analyze({}, o).hangs.empty());
+}
+
+}  // namespace
+}  // namespace analysis
+}  // namespace xtimer

@@ -1,0 +1,159 @@
+#include <string>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "analysis/synthetic.h"
+#include "format/record.h"
+#include "gtest/gtest.h"
+#include "opmath/op_math.h"
+
+namespace xtimer {
+namespace analysis {
+namespace {
+
+SyntheticJob Job(int tp, int dp, int pp = 1) {
+  SyntheticJob job;
+  job.groups.tp = tp;
+  job.groups.dp = dp;
+  job.groups.pp = pp;
+  return job;
+}
+
+Report AnalyzeJob(const SyntheticJob& job, bool groups = false) {
+  std::vector<RankInput> ranks = MakeJob(job);
+  Options o;
+  o.now_ns = JobEnd(ranks) + 1000000;
+  o.has_groups = groups;
+  o.groups = job.groups;
+  return Analyze(ranks, o);
+}
+
+TEST(Stragglers, BalancedJobHasNone) {
+  Report r = AnalyzeJob(Job(4, 2));
+  EXPECT_TRUE(r.stragglers.empty()) << r.stragglers[0].evidence[0];
+  EXPECT_TRUE(r.hangs.empty());
+  EXPECT_EQ(r.instances, 300u * (2 + 4));
+  ASSERT_EQ(r.ranks.size(), 8u);
+  for (const RankStats& s : r.ranks) EXPECT_EQ(s.instances, 600u);
+}
+
+TEST(Stragglers, SlowComputeIsBlamedFirstWithCauseCompute) {
+  SyntheticJob job = Job(4, 2);
+  job.slow_rank = 5;
+  Report r = AnalyzeJob(job, true);
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& s = r.stragglers[0];
+  EXPECT_EQ(s.rank, 5);
+  EXPECT_EQ(s.cause, Cause::kCompute);
+  EXPECT_EQ(s.comm_id, kTpCommBase + 1);
+  EXPECT_EQ(s.group, "tp");
+  EXPECT_GT(s.share_last, 0.95);
+  EXPECT_NEAR(s.mean_lateness_s, 0.003, 0.0005);  // 30% of 10 ms, minus the median's share
+  // Its three tp peers wait about 3 ms each per step for it.
+  EXPECT_NEAR(s.wait_caused_s, 300 * 3 * 0.003, 0.3);
+  for (const Straggler& x : r.stragglers) EXPECT_EQ(x.rank, 5) << x.evidence[0];
+  EXPECT_GT(r.ranks[5].wait_caused_s, 2.0);
+  EXPECT_LT(r.ranks[5].wait_s, r.ranks[4].wait_s);
+}
+
+TEST(Stragglers, HostGapsAreCauseHost) {
+  SyntheticJob job = Job(4, 2);
+  job.host_rank = 2;
+  Report r = AnalyzeJob(job);
+  ASSERT_FALSE(r.stragglers.empty());
+  EXPECT_EQ(r.stragglers[0].rank, 2);
+  EXPECT_EQ(r.stragglers[0].cause, Cause::kHost);
+  EXPECT_STREQ(CauseName(r.stragglers[0].cause), "host");
+}
+
+TEST(Stragglers, SlowLinkBlamesNoRank) {
+  SyntheticJob job = Job(2, 4);
+  job.slow_dp_group = 1;
+  Report r = AnalyzeJob(job, true);
+  ASSERT_FALSE(r.stragglers.empty());
+  const Straggler& s = r.stragglers[0];
+  EXPECT_EQ(s.rank, -1);
+  EXPECT_EQ(s.cause, Cause::kLink);
+  EXPECT_EQ(s.comm_id, kDpCommBase + 1);
+  EXPECT_EQ(s.group, "dp");
+  for (const Straggler& x : r.stragglers) {
+    EXPECT_NE(x.cause, Cause::kCompute) << x.evidence[0];
+  }
+}
+
+TEST(Stragglers, LinkSlowingDownLaterIsFoundAgainstItsOwnStart) {
+  SyntheticJob job = Job(1, 8);  // one dp communicator: no peers to compare with
+  job.steps = 100;
+  std::vector<RankInput> ranks = MakeJob(job);
+  // Make the second half's transfers 3x longer by shifting every later end (the same on all).
+  std::vector<RankInput> slowed = ranks;
+  for (RankInput& r : slowed) {
+    int64_t shift = 0;
+    for (size_t i = 0; i < r.arrivals.size(); ++i) {
+      if (i >= 50) shift += 4000000;
+      r.arrivals[i].start_ns += shift - (i >= 50 ? 4000000 : 0);
+      r.arrivals[i].end_ns += shift;
+    }
+  }
+  Options o;
+  o.now_ns = JobEnd(slowed) + 1;
+  Report r = Analyze(slowed, o);
+  ASSERT_FALSE(r.stragglers.empty());
+  EXPECT_EQ(r.stragglers[0].cause, Cause::kLink);
+  EXPECT_NE(r.stragglers[0].evidence[0].find("its own first"), std::string::npos)
+      << r.stragglers[0].evidence[0];
+  o.now_ns = JobEnd(ranks) + 1;
+  EXPECT_TRUE(Analyze(ranks, o).stragglers.empty());
+}
+
+TEST(Stragglers, TrueBandwidthIgnoresWaitingObservedDoesNot) {
+  SyntheticJob job = Job(4, 2);
+  job.slow_rank = 5;
+  job.jitter_ns = 0;
+  Report r = AnalyzeJob(job);
+  double bus = opmath::BusBytes(static_cast<uint16_t>(format::Operation::kAllReduce), job.bytes, 4);
+  double link_gbps = bus / job.transfer_ns;
+  int seen = 0;
+  for (const BusBandwidth& b : r.bus_bandwidth) {
+    if (b.comm_id != kTpCommBase + 1) continue;
+    ++seen;
+    EXPECT_EQ(b.instances, 300u);
+    EXPECT_NEAR(b.true_gbps, link_gbps, 0.01 * link_gbps) << "rank " << b.rank;
+    if (b.rank == 5) {
+      EXPECT_NEAR(b.observed_gbps, link_gbps, 0.01 * link_gbps);
+    } else {
+      EXPECT_LT(b.observed_gbps, 0.5 * link_gbps) << "rank " << b.rank << " waited 3 ms";
+    }
+  }
+  EXPECT_EQ(seen, 4);
+  EXPECT_EQ(r.bus_bandwidth.size(), 16u);  // 8 ranks x (tp, dp)
+}
+
+TEST(Stragglers, BoundingStageIsTheStageThatCausedTheWaiting) {
+  SyntheticJob job = Job(2, 2, 2);
+  job.slow_rank = 6;
+  Report r = AnalyzeJob(job, true);
+  EXPECT_EQ(r.bounding_stage, 1);
+  ASSERT_FALSE(r.stragglers.empty());
+  EXPECT_EQ(r.stragglers[0].rank, 6);
+  EXPECT_EQ(AnalyzeJob(Job(2, 2, 2), false).bounding_stage, -1);
+}
+
+TEST(Stragglers, PartialInstancesForOneNodesView) {
+  SyntheticJob job = Job(8, 1);
+  job.slow_rank = 1;
+  std::vector<RankInput> ranks = MakeJob(job);
+  ranks.resize(4);  // the other node's 4 ranks are not given
+  Options o;
+  o.now_ns = JobEnd(ranks) + 1;
+  EXPECT_EQ(Analyze(ranks, o).instances, 0u);
+  o.partial_instances = true;
+  Report r = Analyze(ranks, o);
+  EXPECT_EQ(r.instances, 300u);
+  ASSERT_FALSE(r.stragglers.empty());
+  EXPECT_EQ(r.stragglers[0].rank, 1);
+}
+
+}  // namespace
+}  // namespace analysis
+}  // namespace xtimer

@@ -1,0 +1,156 @@
+#include <random>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "format/record.h"
+#include "gtest/gtest.h"
+
+namespace xtimer {
+namespace analysis {
+namespace {
+
+constexpr int64_t kMs = 1000000;
+
+TimedOp Work(format::Operation op, int64_t start, int64_t dur) {
+  TimedOp t;
+  t.op = static_cast<uint16_t>(op);
+  t.kind = format::KindOfOperation(t.op);
+  t.start_ns = start;
+  t.issue_ns = start - kMs / 10;
+  t.duration_ns = dur;
+  return t;
+}
+
+TimedOp Coll(uint64_t comm, uint64_t seq, int64_t issue, int64_t start, int64_t dur) {
+  TimedOp t = Work(format::Operation::kAllReduce, start, dur);
+  t.comm_id = comm;
+  t.seq = seq;
+  t.count = 256;
+  t.bytes = 1024;
+  t.dtype = static_cast<uint8_t>(format::DType::kF32);
+  t.comm_size = 4;
+  t.issue_ns = issue;
+  return t;
+}
+
+// A rank's step: matmul 10..20, AllReduce 22..24 (issued at 11), kernel 30..35 and a send
+// 35..36 (p2p is work), a host sync (ignored), AllReduce 40..42 issued at 38.
+std::vector<TimedOp> Step() {
+  return {
+      Work(format::Operation::kGemmEx, 10 * kMs, 10 * kMs),
+      Coll(7, 1, 11 * kMs, 22 * kMs, 2 * kMs),
+      Work(format::Operation::kKernelLaunch, 30 * kMs, 5 * kMs),
+      Work(format::Operation::kSend, 35 * kMs, 1 * kMs),
+      Work(format::Operation::kStreamSynchronize, 24 * kMs, 14 * kMs),
+      Coll(7, 2, 38 * kMs, 40 * kMs, 2 * kMs),
+  };
+}
+
+TEST(SummarizeRank, BusyAndIdleBetweenCollectives) {
+  std::vector<Arrival> a = SummarizeRank(Step());
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].seq, 1u);
+  EXPECT_EQ(a[0].busy_before_ns, 0) << "the first collective has no window";
+  EXPECT_EQ(a[1].comm_id, 7u);
+  EXPECT_EQ(a[1].seq, 2u);
+  EXPECT_EQ(a[1].start_ns, 40 * kMs);
+  EXPECT_EQ(a[1].end_ns, 42 * kMs);
+  EXPECT_EQ(a[1].issue_ns, 38 * kMs);
+  EXPECT_EQ(a[1].count, 256u);
+  EXPECT_EQ(a[1].bytes, 1024u);
+  EXPECT_EQ(a[1].comm_size, 4);
+  EXPECT_EQ(a[1].state, OpState::kCompleted);
+  EXPECT_EQ(a[1].busy_before_ns, 6 * kMs);
+  EXPECT_EQ(a[1].idle_before_ns, (40 - 24 - 6) * kMs);
+}
+
+TEST(SummarizeRank, OverlappingWorkCountsOnce) {
+  std::vector<TimedOp> ops = {
+      Coll(7, 1, 0, 1 * kMs, kMs),
+      Work(format::Operation::kKernelLaunch, 3 * kMs, 4 * kMs),   // 3..7
+      Work(format::Operation::kMemcpyDtoD, 5 * kMs, 4 * kMs),     // 5..9, another stream
+      Work(format::Operation::kGemmEx, 1 * kMs, 3 * kMs),         // 1..4, before the window too
+      Coll(7, 2, 0, 12 * kMs, kMs),
+  };
+  std::vector<Arrival> a = SummarizeRank(ops);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[1].busy_before_ns, 7 * kMs);  // 2..9
+  EXPECT_EQ(a[1].idle_before_ns, 3 * kMs);
+}
+
+TEST(SummarizeRank, OverlappingCollectivesHaveNoWindow) {
+  std::vector<TimedOp> ops = {
+      Coll(7, 1, 0, 1 * kMs, 10 * kMs),
+      Work(format::Operation::kGemmEx, 2 * kMs, 3 * kMs),
+      Coll(8, 1, 0, 6 * kMs, 2 * kMs),  // another communicator, inside the first
+  };
+  std::vector<Arrival> a = SummarizeRank(ops);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[1].comm_id, 8u) << "oldest first, by arrival";
+  EXPECT_EQ(a[1].start_ns, 6 * kMs);
+  EXPECT_EQ(a[1].busy_before_ns, 0);
+  EXPECT_EQ(a[1].idle_before_ns, 0);
+}
+
+TEST(SummarizeRank, IgnoresOpsThatNeverRan) {
+  std::vector<TimedOp> ops = Step();
+  ops.push_back(Coll(7, 3, 50 * kMs, 0, 0));
+  TimedOp bad = Coll(7, 4, 50 * kMs, 60 * kMs, -5);
+  ops.push_back(bad);
+  TimedOp unknown = Work(format::Operation::kUnknown, 45 * kMs, kMs);
+  unknown.kind = 0;
+  ops.push_back(unknown);
+  EXPECT_EQ(SummarizeRank(ops).size(), 2u);
+}
+
+TEST(RankSummarizer, IncrementalMatchesBatchInCompletionOrder) {
+  std::mt19937 rng(3);
+  std::vector<TimedOp> ops;
+  int64_t t = 0;
+  for (uint64_t seq = 1; seq <= 500; ++seq) {
+    int n = std::uniform_int_distribution<int>(0, 6)(rng);
+    for (int i = 0; i < n; ++i) {
+      int64_t gap = std::uniform_int_distribution<int64_t>(0, kMs)(rng);
+      int64_t dur = std::uniform_int_distribution<int64_t>(1, 3 * kMs)(rng);
+      ops.push_back(Work(format::Operation::kGemmEx, t + gap, dur));
+      t += gap + dur;
+    }
+    t += std::uniform_int_distribution<int64_t>(0, kMs)(rng);
+    ops.push_back(Coll(7, seq, t - kMs, t, kMs));
+    t += kMs;
+  }
+  std::vector<Arrival> batch = SummarizeRank(ops);
+  RankSummarizer live;
+  std::vector<Arrival> inc;
+  Arrival a;
+  for (const TimedOp& op : ops) {
+    if (live.Add(op, &a)) inc.push_back(a);
+  }
+  ASSERT_EQ(batch.size(), 500u);
+  ASSERT_EQ(inc.size(), 500u);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    EXPECT_EQ(inc[i].seq, batch[i].seq);
+    EXPECT_EQ(inc[i].busy_before_ns, batch[i].busy_before_ns) << i;
+    EXPECT_EQ(inc[i].idle_before_ns, batch[i].idle_before_ns) << i;
+    if (i > 0) {
+      EXPECT_EQ(batch[i].busy_before_ns + batch[i].idle_before_ns,
+                batch[i].start_ns - batch[i - 1].end_ns);
+    }
+  }
+}
+
+TEST(RankSummarizer, MemoryIsBoundedAndOldWorkDropped) {
+  RankSummarizer live(16);
+  Arrival a;
+  for (int i = 0; i < 1000; ++i) {
+    EXPECT_FALSE(live.Add(Work(format::Operation::kKernelLaunch, (i + 1) * kMs, kMs / 2), &a));
+  }
+  ASSERT_TRUE(live.Add(Coll(7, 1, 0, 2000 * kMs, kMs), &a));
+  ASSERT_TRUE(live.Add(Coll(7, 2, 0, 2010 * kMs, kMs), &a));
+  EXPECT_EQ(a.busy_before_ns, 0);
+  EXPECT_EQ(a.idle_before_ns, 9 * kMs);
+}
+
+}  // namespace
+}  // namespace analysis
+}  // namespace xtimer
