@@ -153,9 +153,9 @@ TEST(RankSummarizer, MemoryIsBoundedAndOldWorkDropped) {
 }
 
 
-// A random rank: work and collectives on two streams, each stream in completion order, the two
-// interleaved (as a timeline file holds them), with local disorder of up to `spread` positions.
-std::vector<TimedOp> Interleaved(uint32_t seed, int spread) {
+// A random rank's work and collectives, out of completion order as a timeline file's
+// interleaved streams can be: every op is less than `spread` positions from its place.
+std::vector<TimedOp> Interleaved(uint32_t seed, size_t spread) {
   std::mt19937 rng(seed);
   std::vector<TimedOp> ops;
   int64_t t = 0;
@@ -171,11 +171,8 @@ std::vector<TimedOp> Interleaved(uint32_t seed, int spread) {
     ops.push_back(Coll(7, seq, t - kMs, t, kMs));
     t += kMs;
   }
-  for (size_t i = 0; i + 1 < ops.size(); ++i) {  // swaps within `spread` positions
-    size_t j = i + std::uniform_int_distribution<size_t>(0, spread)(rng);
-    if (j < ops.size() && std::uniform_int_distribution<int>(0, 3)(rng) == 0) {
-      std::swap(ops[i], ops[j]);
-    }
+  for (size_t i = 0; i < ops.size(); i += spread) {  // shuffled within runs of `spread`
+    std::shuffle(ops.begin() + i, ops.begin() + std::min(ops.size(), i + spread), rng);
   }
   return ops;
 }
