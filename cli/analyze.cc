@@ -278,8 +278,8 @@ bool Write(const std::string& text, const std::string& path) {
 
 // Reading allocates and frees per-file buffers (a block, the reorder window, a rank's arrivals
 // while they grow) on every reader thread. glibc would give those of over 128 KiB back to the
-// kernel and fault them in again, zeroed, for the next file: at 1,024 files that doubled the page
-// faults and cost a third of the run's CPU time (docs/benchmarks.md). Keeping freed memory in
+// kernel and fault them in again, zeroed, for the next file: that doubled the page faults and cost
+// about a quarter of the run's CPU time (docs/benchmarks.md). Keeping freed memory in
 // the process reuses it; the peak (every rank's arrivals) is unchanged.
 void KeepFreedMemory() {
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
