@@ -9,6 +9,7 @@
 #include <set>
 #include <utility>
 
+#include "daemon/blocked_by.h"
 #include "daemon/clock.h"
 #include "daemon/log.h"
 #include "daemon/op_stats.h"
@@ -384,6 +385,30 @@ size_t Aggregator::process_count() const {
 
 namespace {
 
+// A second row of the same communicator id: another device of the process (one process driving
+// several GPUs). Row 0 counts ops, so its counts add up; a communicator's row keeps the lagging
+// device's progress and the oldest op in flight, with that op's detail.
+void MergeRow(const format::InflightRow& row, format::InflightRow* into) {
+  if (row.comm_id == 0) {
+    into->last_issued_seq += row.last_issued_seq;
+    into->last_completed_seq += row.last_completed_seq;
+  } else {
+    into->last_issued_seq = std::max(into->last_issued_seq, row.last_issued_seq);
+    into->last_completed_seq = std::min(into->last_completed_seq, row.last_completed_seq);
+  }
+  const bool older = row.oldest_launch_ns > 0 &&
+                     (into->oldest_launch_ns == 0 || row.oldest_launch_ns < into->oldest_launch_ns);
+  const bool older_collective =
+      row.oldest.state != format::InflightState::kNone &&
+      (into->oldest.state == format::InflightState::kNone ||
+       row.oldest.launch_ns < into->oldest.launch_ns);
+  if (older) into->oldest_launch_ns = row.oldest_launch_ns;
+  if (older_collective) {
+    into->oldest = row.oldest;
+    into->device = row.device;
+  }
+}
+
 Comm* FindOrAddComm(std::unordered_map<uint64_t, Comm>* comms, uint64_t comm_id, size_t max) {
   auto it = comms->find(comm_id);
   if (it != comms->end()) return &it->second;
@@ -472,7 +497,7 @@ void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot
             }
           }
         }
-        if (tap_) tap_(id, p->ops_seen, r);
+        for (const auto& tap : taps_) tap.second(id, p->ops_seen, r);
         ++p->ops_seen;
         if (options_.history > 0) AppendHistory(p, r);
         break;
@@ -540,8 +565,12 @@ void Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {
     const format::InflightRow& row = status.inflight[i];
     Comm* c = FindOrAddComm(&p->comms, row.comm_id, options_.max_comms_per_process + 1);
     if (c == nullptr) continue;
+    if (c->has_row) {
+      MergeRow(row, &c->row);
+    } else {
+      c->row = row;
+    }
     c->has_row = true;
-    c->row = row;
   }
 }
 
@@ -574,7 +603,7 @@ std::set<Aggregator::ProcessId> Aggregator::HiddenProcesses(Snapshot* snap) cons
   return hidden;
 }
 
-Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
+Snapshot Aggregator::TakeSnapshot(int64_t now_ns, bool with_series) const {
   std::lock_guard<std::mutex> lock(mu_);
   Snapshot snap;
   snap.registrations = registrations_;
@@ -619,8 +648,10 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
     ps.history = p.history_total - p.history_first;
 
     std::vector<uint64_t> keys;
-    keys.reserve(p.series.size());
-    for (const auto& s : p.series) keys.push_back(s.first);
+    if (with_series) {
+      keys.reserve(p.series.size());
+      for (const auto& s : p.series) keys.push_back(s.first);
+    }
     std::sort(keys.begin(), keys.end());
     ps.series.reserve(keys.size());
     for (uint64_t k : keys) {
@@ -652,6 +683,20 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
         cs.oldest_inflight_age_s = AgeSeconds(at_ns, c.row.oldest_launch_ns);
         cs.hang = c.row.oldest_launch_ns > 0 &&
                   cs.oldest_inflight_age_s * 1e9 > static_cast<double>(options_.hang_timeout_ns);
+        cs.device = c.row.device;
+        cs.inflight = c.row.oldest;
+        if (cs.inflight.state != format::InflightState::kNone) {
+          cs.inflight_age_s = AgeSeconds(at_ns, cs.inflight.launch_ns);
+        }
+        if (cs.inflight.state == format::InflightState::kQueued) {
+          const format::InflightBlocker& b = cs.inflight.blocker;
+          std::string name;
+          if (b.name_id != 0) {
+            auto n = p.names.find(b.name_id);
+            if (n != p.names.end()) name = SanitizeLabel(n->second);
+          }
+          cs.blocked_by = DescribeBlocker(b, name, at_ns);
+        }
       }
       cs.last_issued_seq = std::max(cs.last_issued_seq, cs.last_completed_seq);
       cs.last_completed_ns = c.last_completed_ns;
@@ -667,9 +712,17 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns) const {
   return snap;
 }
 
-void Aggregator::SetOpTap(OpTap tap) {
+int Aggregator::AddOpTap(OpTap tap) {
   std::lock_guard<std::mutex> lock(mu_);
-  tap_ = std::move(tap);
+  taps_.emplace_back(next_tap_, std::move(tap));
+  return next_tap_++;
+}
+
+void Aggregator::RemoveOpTap(int id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  taps_.erase(std::remove_if(taps_.begin(), taps_.end(),
+                             [id](const std::pair<int, OpTap>& t) { return t.first == id; }),
+              taps_.end());
 }
 
 std::vector<format::OpRecord> Aggregator::History(ProcessId id, uint64_t* end_seq) const {

@@ -89,8 +89,19 @@ struct CommSnapshot {
   uint64_t last_issued_seq = 0;
   uint64_t last_completed_seq = 0;
   double oldest_inflight_age_s = 0;  // 0 when nothing is in flight
+  // This rank waits in an op of the communicator past the hang timeout (a victim, usually: the
+  // culprit is a member where it is false).
   bool hang = false;
   int64_t last_completed_ns = 0;  // 0 when unknown
+  // From the ring's in-flight detail (ring version 2): the device of the row (-1 unknown) and the
+  // oldest collective in flight, state kNone when there is none or the writer does not say. When
+  // one process drives several devices in one communicator, the row whose op is oldest.
+  int device = -1;
+  format::InflightCollective inflight;
+  double inflight_age_s = 0;  // since that collective's host call; 0 when none
+  // For a kQueued collective: what its stream is working on, a sentence (daemon/blocked_by.h);
+  // empty when unknown.
+  std::string blocked_by;
   int comm_rank = -1;             // from the kComm record, -1 when none was seen
   int comm_size = 0;
   uint64_t parent_id = 0;  // the communicator it was split or shrunk from, else 0
@@ -162,8 +173,10 @@ class Aggregator {
   void Ingest(ProcessId id, const format::RecordSlot* records, size_t n, int64_t now_ns);
   void UpdateStatus(ProcessId id, const ProcessStatus& status);
 
-  // `now_ns`: CLOCK_REALTIME (windows, hang and heartbeat ages).
-  Snapshot TakeSnapshot(int64_t now_ns) const;
+  // `now_ns`: CLOCK_REALTIME (windows, hang and heartbeat ages). Without `with_series` the
+  // processes' op series (and their sliding-window statistics, the costly part) are left out:
+  // the live diagnosis needs only identities, exits and communicators.
+  Snapshot TakeSnapshot(int64_t now_ns, bool with_series = true) const;
 
   size_t process_count() const;
   // The retained OpRecords of a process, oldest first (for dumps). *end_seq (if given) gets the
@@ -171,9 +184,12 @@ class Aggregator {
   std::vector<format::OpRecord> History(ProcessId id, uint64_t* end_seq = nullptr) const;
   // Called for every op record ingested, with the process's op sequence number (0, 1, ... per
   // process), under the aggregator's lock: it must be quick and must not call the aggregator.
-  // Dumps capture with it (daemon/dump_writer.h). An empty function removes it.
+  // Dumps capture with one (daemon/dump_writer.h), the live diagnosis feeds its summaries with
+  // another (daemon/live_ops.h). Taps run in the order added; AddOpTap returns the id that
+  // RemoveOpTap takes.
   using OpTap = std::function<void(ProcessId, uint64_t seq, const format::OpRecord&)>;
-  void SetOpTap(OpTap tap);
+  int AddOpTap(OpTap tap);
+  void RemoveOpTap(int id);
   // The kernel name for a name_id, or "" when unknown.
   std::string KernelName(ProcessId id, uint32_t name_id) const;
 
@@ -228,7 +244,8 @@ class Aggregator {
   uint64_t history_shrinks_ = 0;
   size_t live_ = 0;  // connected processes
   RefusalLog refusals_{"registration"};
-  OpTap tap_;
+  std::vector<std::pair<int, OpTap>> taps_;
+  int next_tap_ = 1;
 };
 
 // Label-safe copy of an untrusted string: bytes outside printable ASCII become '_'.

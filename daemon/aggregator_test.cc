@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/blocked_by.h"
 #include "daemon/metrics.h"
 #include "daemon/test_util.h"
 
@@ -223,11 +224,11 @@ TEST(AggregatorTest, CommunicatorProgressAndHang) {
   EXPECT_TRUE(snap.processes[0].comms[1].hang);
   EXPECT_TRUE(snap.processes[0].hang);
   std::string text = Exposition(snap);
-  EXPECT_NE(text.find("xtimer_comm_hang{job=\"job\",host=\"host\",pod=\"pod\",rank=\"1\","
+  EXPECT_NE(text.find("xtimer_comm_waiting_hang{job=\"job\",host=\"host\",pod=\"pod\",rank=\"1\","
                       "local_rank=\"1\",comm=\"0x0000000000001234\"} 1"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("xtimer_rank_hang{job=\"job\",host=\"host\",pod=\"pod\",rank=\"1\","
+  EXPECT_NE(text.find("xtimer_rank_waiting_hang{job=\"job\",host=\"host\",pod=\"pod\",rank=\"1\","
                       "local_rank=\"1\"} 1"),
             std::string::npos);
 
@@ -237,6 +238,151 @@ TEST(AggregatorTest, CommunicatorProgressAndHang) {
   snap = agg.TakeSnapshot(kT0 + 2 * kSec);
   EXPECT_FALSE(snap.processes[0].hang);
   EXPECT_EQ(snap.processes[0].comms[1].oldest_inflight_age_s, 0);
+}
+
+format::RecordSlot NameRecord(uint32_t id, const std::string& text) {
+  format::RecordSlot s;
+  memset(&s, 0, sizeof(s));
+  s.name.version = format::kRecordVersion;
+  s.name.type = static_cast<uint8_t>(format::RecordType::kName);
+  s.name.flags = format::kNameLast;
+  s.name.name_id = id;
+  s.name.length = static_cast<uint16_t>(text.size());
+  memcpy(s.name.text, text.data(), text.size());
+  return s;
+}
+
+format::InflightRow CollectiveRow(uint64_t comm, format::InflightState state, Operation op,
+                                  uint64_t seq, int64_t launch_ns) {
+  format::InflightRow row{comm, seq, seq - 1, launch_ns};
+  row.device = 0;
+  row.oldest.state = state;
+  row.oldest.op = static_cast<uint16_t>(op);
+  row.oldest.dtype = static_cast<uint8_t>(DType::kF32);
+  row.oldest.seq = seq;
+  row.oldest.count = 1024;
+  row.oldest.comm_size = 4;
+  row.oldest.launch_ns = launch_ns;
+  if (state == format::InflightState::kStarted) row.oldest.gpu_start_ns = launch_ns + 1000;
+  return row;
+}
+
+TEST(AggregatorTest, InflightDetailsNameTheOldestCollectiveAndWhatBlocksIt) {
+  Aggregator agg(Options());
+  auto id = agg.AddProcess(100, Id(1));
+  format::RecordSlot name = NameRecord(7, "gemm_big");
+  agg.Ingest(id, &name, 1, kT0);
+  ProcessStatus st;
+  st.identity = Id(1);
+  st.inflight_valid = true;
+  format::InflightRow queued = CollectiveRow(0x1234, format::InflightState::kQueued,
+                                             Operation::kAllReduce, 10, kT0 - 41200 * 1000000LL);
+  queued.oldest.blocker.op = static_cast<uint16_t>(Operation::kKernelLaunch);
+  queued.oldest.blocker.kind = static_cast<uint8_t>(format::OpKind::kKernel);
+  queued.oldest.blocker.name_id = 7;
+  queued.oldest.blocker.launch_ns = kT0 - 41200 * 1000000LL;
+  format::InflightRow started = CollectiveRow(0x5678, format::InflightState::kStarted,
+                                              Operation::kBroadcast, 3, kT0 - kSec / 2);
+  started.oldest.root = 1;
+  st.inflight = {{0, 0, 0, 0}, queued, started};
+  agg.UpdateStatus(id, st);
+
+  Snapshot snap = agg.TakeSnapshot(kT0);
+  const ProcessSnapshot& p = snap.processes[0];
+  ASSERT_EQ(p.comms.size(), 3u);
+  const CommSnapshot& q = p.comms[1];
+  EXPECT_EQ(q.comm_id, 0x1234u);
+  EXPECT_EQ(q.device, 0);
+  EXPECT_EQ(q.inflight.state, format::InflightState::kQueued);
+  EXPECT_EQ(q.inflight.seq, 10u);
+  EXPECT_NEAR(q.inflight_age_s, 41.2, 1e-6);
+  EXPECT_EQ(q.blocked_by, "kernel gemm_big launched 41.2 s ago");
+  const CommSnapshot& b = p.comms[2];
+  EXPECT_EQ(b.inflight.state, format::InflightState::kStarted);
+  EXPECT_EQ(b.inflight.root, 1);
+  EXPECT_EQ(b.blocked_by, "");
+  EXPECT_EQ(p.comms[0].inflight.state, format::InflightState::kNone);
+
+  // The info series: only for collectives at least 1 s old.
+  std::string text = Exposition(snap);
+  const std::string rank = "job=\"job\",host=\"host\",pod=\"pod\",rank=\"1\",local_rank=\"1\",";
+  EXPECT_NE(text.find("xtimer_comm_inflight_info{" + rank +
+                      "comm=\"0x0000000000001234\",seq=\"10\",op=\"AllReduce\",dtype=\"fp32\","
+                      "count=\"1024\",root=\"-1\",state=\"queued\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("comm=\"0x0000000000005678\",seq="), std::string::npos) << text;
+  text = Exposition(agg.TakeSnapshot(kT0 + kSec));
+  EXPECT_NE(text.find("xtimer_comm_inflight_info{" + rank +
+                      "comm=\"0x0000000000005678\",seq=\"3\",op=\"Broadcast\",dtype=\"fp32\","
+                      "count=\"1024\",root=\"1\",state=\"started\"} 1"),
+            std::string::npos)
+      << text;
+
+  // Both complete: the series go away.
+  st.inflight = {{0, 0, 0, 0}, {0x1234, 10, 10, 0}, {0x5678, 3, 3, 0}};
+  agg.UpdateStatus(id, st);
+  snap = agg.TakeSnapshot(kT0 + 2 * kSec);
+  EXPECT_EQ(Exposition(snap).find("xtimer_comm_inflight_info{"), std::string::npos);
+  EXPECT_EQ(snap.processes[0].comms[1].blocked_by, "");
+}
+
+TEST(AggregatorTest, RowsOfOneCommunicatorOnSeveralDevicesMerge) {
+  Aggregator agg(Options());
+  auto id = agg.AddProcess(100, Id(0));
+  ProcessStatus st;
+  st.identity = Id(0);
+  st.inflight_valid = true;
+  format::InflightRow dev0 = CollectiveRow(0x42, format::InflightState::kStarted,
+                                           Operation::kAllReduce, 8, kT0 - 2 * kSec);
+  format::InflightRow dev1 = CollectiveRow(0x42, format::InflightState::kQueued,
+                                           Operation::kAllReduce, 7, kT0 - 5 * kSec);
+  dev1.device = 1;
+  dev1.last_completed_seq = 5;
+  format::InflightRow none0{0, 100, 90, kT0 - kSec};
+  format::InflightRow none1{0, 50, 45, 0};
+  none1.device = 1;
+  st.inflight = {none0, none1, dev0, dev1};
+  agg.UpdateStatus(id, st);
+  Snapshot snap = agg.TakeSnapshot(kT0);
+  ASSERT_EQ(snap.processes[0].comms.size(), 2u);
+  const CommSnapshot& none = snap.processes[0].comms[0];
+  EXPECT_EQ(none.last_issued_seq, 150u);  // row 0 counts ops: the devices add up
+  EXPECT_EQ(none.last_completed_seq, 135u);
+  const CommSnapshot& c = snap.processes[0].comms[1];
+  EXPECT_EQ(c.last_issued_seq, 8u);
+  EXPECT_EQ(c.last_completed_seq, 5u);  // the lagging device
+  EXPECT_EQ(c.device, 1);               // the oldest collective's device
+  EXPECT_EQ(c.inflight.seq, 7u);
+  EXPECT_NEAR(c.oldest_inflight_age_s, 5, 1e-6);
+}
+
+TEST(BlockedByTest, DescribesEachKindOfBlocker) {
+  format::InflightBlocker b;
+  EXPECT_EQ(DescribeBlocker(b, "", kT0), "");
+  b.launch_ns = kT0 - 3 * kSec;
+  b.op = static_cast<uint16_t>(Operation::kGemmEx);
+  b.kind = static_cast<uint8_t>(format::OpKind::kMatmul);
+  b.m = 8192;
+  b.n = 4096;
+  b.k = 1024;
+  EXPECT_EQ(DescribeBlocker(b, "", kT0), "GemmEx m=8192 n=4096 k=1024 launched 3.0 s ago");
+  b.op = static_cast<uint16_t>(Operation::kMemcpyHtoD);
+  b.kind = static_cast<uint8_t>(format::OpKind::kMemcpy);
+  b.bytes = 1 << 20;
+  EXPECT_EQ(DescribeBlocker(b, "", kT0), "MemcpyHtoD of 1048576 bytes launched 3.0 s ago");
+  b.op = static_cast<uint16_t>(Operation::kAllGather);
+  b.kind = static_cast<uint8_t>(format::OpKind::kCollective);
+  b.comm_id = 0xab;
+  b.seq = 12;
+  EXPECT_EQ(DescribeBlocker(b, "", kT0),
+            "AllGather seq 12 on comm 0x00000000000000ab launched 3.0 s ago");
+  b.op = static_cast<uint16_t>(Operation::kKernelLaunch);
+  b.kind = static_cast<uint8_t>(format::OpKind::kKernel);
+  b.name_id = 9;
+  EXPECT_EQ(DescribeBlocker(b, "", kT0), "kernel #9 launched 3.0 s ago");
+  b.launch_ns = kT0 + kSec;  // a clock step: never a negative age
+  EXPECT_EQ(DescribeBlocker(b, "k", kT0), "kernel k launched 0.0 s ago");
 }
 
 TEST(AggregatorTest, RemovedProcessSeriesDisappear) {

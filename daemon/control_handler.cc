@@ -16,6 +16,7 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include "daemon/hang_check.h"
 #include "format/record.h"
 #include "format/ring.h"
 #include "timeline/format.h"
@@ -61,6 +62,24 @@ void FillFile(const DumpFileInfo& f, DumpFile* out) {
   out->set_fell_short(f.fell_short);
 }
 
+// The oldest collective in flight on a communicator, for Status.
+void FillInflight(const CommSnapshot& c, int64_t now, InflightComm* out) {
+  out->set_device(c.device);
+  out->set_last_completed_age_s(
+      c.last_completed_ns > 0 ? std::max(0.0, static_cast<double>(now - c.last_completed_ns) * 1e-9)
+                              : -1);
+  const format::InflightCollective& f = c.inflight;
+  if (f.state == format::InflightState::kNone) return;
+  out->set_state(f.state == format::InflightState::kStarted ? "started" : "queued");
+  out->set_inflight_seq(f.seq);
+  out->set_op(format::OperationName(static_cast<format::Operation>(f.op)));
+  out->set_dtype(format::DTypeName(static_cast<format::DType>(f.dtype)));
+  out->set_count(f.count);
+  out->set_root(f.root);
+  out->set_inflight_age_s(c.inflight_age_s);
+  out->set_blocked_by(c.blocked_by);
+}
+
 // One table entry per method: parse JSON into the request type, call, print the response.
 using JsonCall = std::function<CallStatus(ControlHandler*, const std::string&, std::string*)>;
 
@@ -85,12 +104,8 @@ JsonCall MakeJsonCall(CallStatus (ControlHandler::*method)(const Req&, Resp*)) {
     Resp resp;
     CallStatus cs = (h->*method)(req, &resp);
     if (!cs.ok()) return cs;
-    pbu::JsonPrintOptions o;
-    o.always_print_primitive_fields = true;
-    o.preserve_proto_field_names = true;
-    auto ps = pbu::MessageToJsonString(resp, json, o);
-    if (!ps.ok()) return CallStatus{Code::kInternal, std::string(ps.message())};
-    json->push_back('\n');
+    std::string error;
+    if (!MessageToJson(resp, json, &error)) return CallStatus{Code::kInternal, error};
     return cs;
   };
 }
@@ -99,6 +114,7 @@ JsonCall MakeJsonCall(CallStatus (ControlHandler::*method)(const Req&, Resp*)) {
 const std::map<std::string, JsonCall>& Methods() {
   static const auto* m = new std::map<std::string, JsonCall>{
       {"DumpKernelTrace", MakeJsonCall(&ControlHandler::DumpKernelTrace)},
+      {"HangCheck", MakeJsonCall(&ControlHandler::HangCheck)},
       {"Status", MakeJsonCall(&ControlHandler::Status)},
   };
   return *m;
@@ -382,6 +398,7 @@ CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out) {
       ic->set_last_completed_seq(c.last_completed_seq);
       ic->set_oldest_inflight_age_s(c.oldest_inflight_age_s);
       ic->set_hang(c.hang);
+      FillInflight(c, now, ic);
     }
     jobs.insert(p.job);
     if (p.rank >= 0) ranks.insert(p.rank);
@@ -396,6 +413,16 @@ CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out) {
   ds->set_dump_time(d.dump_time_ns / 1000000000);
   ds->set_deadline(static_cast<double>(d.deadline_ns) * 1e-9);
   for (const DumpFileInfo& f : d.files) FillFile(f, ds->add_files());
+  return CallStatus();
+}
+
+CallStatus ControlHandler::HangCheck(const HangCheckRequest& request,
+                                     HangCheckResponse* response) {
+  if (options_.diagnosis == nullptr) {
+    return CallStatus{Code::kFailedPrecondition, "the live diagnosis is not running"};
+  }
+  if (request.job().size() > 256) return Invalid("job: at most 256 bytes");
+  FillHangCheck(*options_.diagnosis->Latest(), request.job(), options_.node, response);
   return CallStatus();
 }
 

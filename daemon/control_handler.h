@@ -12,6 +12,7 @@
 #include <string>
 
 #include "daemon/aggregator.h"
+#include "daemon/diagnosis.h"
 #include "daemon/dump_writer.h"
 #include "proto/hosting.pb.h"
 #include "util/version.h"
@@ -57,6 +58,7 @@ struct ControlOptions {
   std::string node;             // host name
   int64_t start_ns = 0;         // daemon start (CLOCK_REALTIME)
   std::function<int64_t()> now_ns;  // CLOCK_REALTIME
+  const LiveDiagnosis* diagnosis = nullptr;  // HangCheck's verdicts; null: HangCheck fails
 };
 
 class ControlHandler {
@@ -66,6 +68,9 @@ class ControlHandler {
   CallStatus DumpKernelTrace(const DumpKernelTraceRequest& request,
                              DumpKernelTraceResponse* response);
   CallStatus Status(const StatusRequest& request, StatusResponse* response);
+  // The live diagnosis's current verdicts with their evidence, and every local rank's progress
+  // (docs/control.md "HangCheck"), as of its latest pass (at most a second old).
+  CallStatus HangCheck(const HangCheckRequest& request, HangCheckResponse* response);
 
   // Validation alone (the table-driven tests and the fuzzer use it too).
   CallStatus Validate(const DumpKernelTraceRequest& request, DumpRequest* out) const;

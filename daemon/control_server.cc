@@ -129,6 +129,10 @@ class ControlServer::Service final : public HostingService::Service {
                       StatusResponse* resp) override {
     return ToGrpc(h_->Status(*req, resp));
   }
+  grpc::Status HangCheck(grpc::ServerContext*, const HangCheckRequest* req,
+                         HangCheckResponse* resp) override {
+    return ToGrpc(h_->HangCheck(*req, resp));
+  }
 
  private:
   ControlHandler* h_;

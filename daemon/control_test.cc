@@ -23,6 +23,7 @@
 #include "daemon/clock.h"
 #include "daemon/control_handler.h"
 #include "daemon/control_server.h"
+#include "daemon/diagnosis.h"
 #include "daemon/dump_writer.h"
 #include "daemon/test_util.h"
 #include "proto/hosting.grpc.pb.h"
@@ -74,10 +75,13 @@ class ControlTest : public ::testing::Test {
     ASSERT_TRUE(PrepareDumpRoot(tmp_ + "/root", &root_, &error)) << error;
     aggregator_ = std::make_unique<Aggregator>(AggregatorOptions(), RealtimeNs());
     dumps_ = std::make_unique<DumpManager>(aggregator_.get(), root_, "testnode", RealtimeNs);
+    diagnosis_ = std::make_unique<LiveDiagnosis>(aggregator_.get(), DiagnosisOptions(),
+                                                 RealtimeNs);
     ControlOptions o;
     o.node = "testnode";
     o.start_ns = RealtimeNs();
     o.now_ns = RealtimeNs;
+    o.diagnosis = diagnosis_.get();
     handler_ = std::make_unique<ControlHandler>(aggregator_.get(), dumps_.get(), o);
     server_ = std::make_unique<ControlServer>(handler_.get());
     port_ = server_->Start("127.0.0.1", 0, &error);
@@ -89,6 +93,7 @@ class ControlTest : public ::testing::Test {
   void TearDown() override {
     server_.reset();
     handler_.reset();
+    diagnosis_.reset();
     dumps_.reset();
     aggregator_.reset();
     testing::RemoveTree(tmp_);
@@ -144,6 +149,7 @@ class ControlTest : public ::testing::Test {
   std::string tmp_, root_;
   std::unique_ptr<Aggregator> aggregator_;
   std::unique_ptr<DumpManager> dumps_;
+  std::unique_ptr<LiveDiagnosis> diagnosis_;
   std::unique_ptr<ControlHandler> handler_;
   std::unique_ptr<ControlServer> server_;
   int port_ = 0;
@@ -426,7 +432,119 @@ TEST_F(ControlTest, StatusOverBothTransports) {
   EXPECT_EQ(resp.record_version(), format::kRecordVersion);
 }
 
+TEST_F(ControlTest, StatusDescribesTheOldestCollectiveInFlight) {
+  auto id = AddRank(0, 2, "jobI");
+  const int64_t now = RealtimeNs();
+  format::RecordSlot name;
+  memset(&name, 0, sizeof(name));
+  name.name.version = format::kRecordVersion;
+  name.name.type = static_cast<uint8_t>(format::RecordType::kName);
+  name.name.flags = format::kNameLast;
+  name.name.name_id = 3;
+  name.name.length = 8;
+  memcpy(name.name.text, "gemm_big", 8);
+  aggregator_->Ingest(id, &name, 1, now);
+  ProcessStatus st;
+  st.identity.job = "jobI";
+  st.identity.host = "h";
+  st.identity.rank = 0;
+  st.identity.world_size = 2;
+  st.inflight_valid = true;
+  format::InflightRow row{0x77, 5, 4, now - 3 * 1000000000LL};
+  row.device = 1;
+  row.oldest.state = format::InflightState::kQueued;
+  row.oldest.op = static_cast<uint16_t>(format::Operation::kReduce);
+  row.oldest.dtype = static_cast<uint8_t>(format::DType::kBF16);
+  row.oldest.seq = 5;
+  row.oldest.count = 64;
+  row.oldest.root = 1;
+  row.oldest.comm_size = 2;
+  row.oldest.launch_ns = now - 2 * 1000000000LL;
+  row.oldest.blocker.op = static_cast<uint16_t>(format::Operation::kKernelLaunch);
+  row.oldest.blocker.kind = static_cast<uint8_t>(format::OpKind::kKernel);
+  row.oldest.blocker.name_id = 3;
+  row.oldest.blocker.launch_ns = now - 3 * 1000000000LL;
+  st.inflight.push_back(row);
+  aggregator_->UpdateStatus(id, st);
+  StatusResponse resp;
+  ASSERT_TRUE(handler_->Status(StatusRequest(), &resp).ok());
+  ASSERT_EQ(resp.processes_size(), 1);
+  ASSERT_EQ(resp.processes(0).comms_size(), 1);
+  const InflightComm& c = resp.processes(0).comms(0);
+  EXPECT_EQ(c.device(), 1);
+  EXPECT_EQ(c.state(), "queued");
+  EXPECT_EQ(c.inflight_seq(), 5u);
+  EXPECT_EQ(c.op(), "Reduce");
+  EXPECT_EQ(c.dtype(), "bf16");
+  EXPECT_EQ(c.count(), 64u);
+  EXPECT_EQ(c.root(), 1);
+  EXPECT_GE(c.inflight_age_s(), 2);
+  EXPECT_EQ(c.blocked_by().rfind("kernel gemm_big launched ", 0), 0u) << c.blocked_by();
+  EXPECT_EQ(c.last_completed_age_s(), -1);  // nothing completed on it yet
+}
+
 // The one-port pitfall: many concurrent gRPC and HTTP calls must all complete promptly.
+// Rank 0 waits in AllReduce seq 1000 for 400 s (past --hang-timeout: no cadence is known);
+// rank 1 never issued it.
+TEST_F(ControlTest, HangCheckOverBothTransports) {
+  const Aggregator::ProcessId ids[2] = {AddRank(0, 2), AddRank(1, 2)};
+  const int64_t now = RealtimeNs();
+  for (int r = 0; r < 2; ++r) {
+    Feed(ids[r], 30, now - int64_t{500} * 1000000000);
+    ProcessStatus st;
+    st.identity.job = "job1";
+    st.identity.host = "h";
+    st.identity.rank = r;
+    st.identity.local_rank = r;
+    st.identity.world_size = 2;
+    st.heartbeat_ns = now;
+    st.inflight_valid = true;
+    format::InflightRow row{77, 999, 28, 0};
+    if (r == 0) {
+      row.last_issued_seq = 1000;
+      row.oldest_launch_ns = now - int64_t{400} * 1000000000;
+      row.oldest.state = format::InflightState::kStarted;
+      row.oldest.op = static_cast<uint16_t>(format::Operation::kAllReduce);
+      row.oldest.seq = 1000;
+      row.oldest.count = 16;
+      row.oldest.comm_size = 2;
+      row.oldest.root = -1;
+      row.oldest.launch_ns = row.oldest_launch_ns;
+      row.oldest.gpu_start_ns = row.oldest_launch_ns + 1000;
+    }
+    st.inflight.push_back(row);
+    aggregator_->UpdateStatus(ids[r], st);
+  }
+  diagnosis_->RunOnce();
+
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  HangCheckResponse resp;
+  ASSERT_TRUE(stub_->HangCheck(&ctx, HangCheckRequest(), &resp).ok());
+  EXPECT_EQ(resp.node(), "testnode");
+  ASSERT_EQ(resp.ranks_size(), 2);
+  EXPECT_EQ(resp.ranks(0).comms(0).comm_id(), 77u);
+  EXPECT_EQ(resp.ranks(0).comms(0).inflight().seq(), 1000u);
+  EXPECT_EQ(resp.ranks(0).comms(0).inflight().state(), "started");
+  ASSERT_EQ(resp.verdicts_size(), 1) << resp.DebugString();
+  EXPECT_EQ(resp.verdicts(0).kind(), "never_issued") << resp.DebugString();
+  ASSERT_EQ(resp.verdicts(0).culprit_ranks_size(), 1);
+  EXPECT_EQ(resp.verdicts(0).culprit_ranks(0), 1);
+
+  // curl -s -X POST http://127.0.0.1:PORT/HostingService/HangCheck -d '{}'
+  int status = 0;
+  std::string out = HttpPost(port_, "/HostingService/HangCheck", "{}", &status);
+  EXPECT_EQ(status, 200) << out;
+  EXPECT_NE(out.find("\"kind\":\"never_issued\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"culprit_ranks\":[1]"), std::string::npos) << out;
+  EXPECT_NE(out.find("\"seq\":\"1000\""), std::string::npos) << out;  // uint64 as a string
+  out = HttpPost(port_, "/HostingService/HangCheck", "{\"job\": \"nope\"}", &status);
+  EXPECT_EQ(status, 200) << out;
+  EXPECT_EQ(out.find("never_issued"), std::string::npos) << out;
+  out = HttpPost(port_, "/HostingService/HangCheck", "{\"bogus\": 1}", &status);
+  EXPECT_EQ(status, 400) << out;
+}
+
 TEST_F(ControlTest, ConcurrentGrpcAndHttpCallsAllComplete) {
   std::atomic<int> ok{0};
   std::vector<std::thread> threads;

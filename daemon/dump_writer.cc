@@ -57,6 +57,19 @@ std::string DescribeShortRanks(const std::vector<DumpFileInfo>& files) {
   return out;
 }
 
+CommMembers CommMembersOf(const Snapshot& snap) {
+  CommMembers members;
+  for (const ProcessSnapshot& p : snap.processes) {
+    for (const CommSnapshot& c : p.comms) {
+      if (c.comm_id == 0 || c.comm_size <= 0 || c.comm_size > kMaxCommSize) continue;
+      auto& m = members[{p.job, c.comm_id}];
+      if (m.size() != static_cast<size_t>(c.comm_size)) m.assign(c.comm_size, -1);
+      if (c.comm_rank >= 0 && c.comm_rank < c.comm_size) m[c.comm_rank] = p.rank;
+    }
+  }
+  return members;
+}
+
 std::string JobDirName(const std::string& job) {
   const std::string out = SanitizeJobId(job);
   return out.empty() ? "_nojob" : out;
@@ -90,14 +103,13 @@ DumpManager::DumpManager(Aggregator* aggregator, std::string root, std::string n
                          std::function<int64_t()> realtime_ns)
     : aggregator_(aggregator), root_(std::move(root)), node_(std::move(node)),
       now_(std::move(realtime_ns)) {
-  aggregator_->SetOpTap([this](Aggregator::ProcessId id, uint64_t seq, const OpRecord& r) {
-    Tap(id, seq, r);
-  });
+  tap_id_ = aggregator_->AddOpTap([this](Aggregator::ProcessId id, uint64_t seq,
+                                         const OpRecord& r) { Tap(id, seq, r); });
 }
 
 DumpManager::~DumpManager() {
   std::lock_guard<std::mutex> start(start_mu_);
-  aggregator_->SetOpTap(nullptr);
+  aggregator_->RemoveOpTap(tap_id_);
   CancelAndJoin();
 }
 
@@ -174,16 +186,8 @@ DumpError DumpManager::Start(const DumpRequest& request, DumpStatus* out, std::s
 
   // Who is dumped, and the communicator tables (members' global ranks from every process of the
   // same job on this node; other nodes' members stay -1).
-  const Snapshot snap = aggregator_->TakeSnapshot(now);
-  std::map<std::pair<std::string, uint64_t>, std::vector<int32_t>> members;
-  for (const ProcessSnapshot& p : snap.processes) {
-    for (const CommSnapshot& c : p.comms) {
-      if (c.comm_id == 0 || c.comm_size <= 0 || c.comm_size > (1 << 20)) continue;
-      auto& m = members[{p.job, c.comm_id}];
-      if (m.size() != static_cast<size_t>(c.comm_size)) m.assign(c.comm_size, -1);
-      if (c.comm_rank >= 0 && c.comm_rank < c.comm_size) m[c.comm_rank] = p.rank;
-    }
-  }
+  const Snapshot snap = aggregator_->TakeSnapshot(now, /*with_series=*/false);
+  const CommMembers members = CommMembersOf(snap);
   std::set<std::string> used_paths;
   for (const ProcessSnapshot& p : snap.processes) {
     if (!request.ranks.empty() && request.ranks.count(p.rank) == 0) continue;

@@ -82,6 +82,14 @@ struct DumpStatus {
 
 enum class DumpError { kNone, kBusy, kIo };
 
+// Communicator member tables: (job, comm id) -> global rank by communicator rank, from every
+// process of the job on this node; members on other nodes stay -1. Dump files and the live
+// diagnosis (daemon/diagnosis.h) describe communicators with it. Sizes above kMaxCommSize are
+// not believed.
+constexpr int kMaxCommSize = 1 << 20;
+using CommMembers = std::map<std::pair<std::string, uint64_t>, std::vector<int32_t>>;
+CommMembers CommMembersOf(const Snapshot& snap);
+
 // The directory name used for a job inside the dump directory: the job label sanitized as the
 // hook and launcher do (util/job_identity.h; a ring may come from another build of the hook), or
 // "_nojob" for an empty job or one of "." and "..".
@@ -116,6 +124,7 @@ class DumpManager {
   void Tap(Aggregator::ProcessId id, uint64_t seq, const format::OpRecord& r);
 
   Aggregator* aggregator_;
+  int tap_id_ = 0;
   const std::string root_;
   const std::string node_;
   const std::function<int64_t()> now_;

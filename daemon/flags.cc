@@ -54,7 +54,16 @@ const std::vector<FlagSpec>& Specs() {
       {"dump-root", "XTIMER_DUMP_ROOT", Type::kString, 0, 0,
        "dump paths must resolve inside this directory (default /tmp/xtimer-dumps)"},
       {"hang-timeout", "XTIMER_HANG_TIMEOUT", Type::kInt, 1, 86400 * 7,
-       "seconds an op may stay in flight before the hang gauges turn 1 (default 300)"},
+       "seconds an op may stay in flight before the hang gauges turn 1; also the live "
+       "diagnosis's longest hang threshold (default 300)"},
+      {"hang-min-seconds", "XTIMER_HANG_MIN_SECONDS", Type::kInt, 1, 86400 * 7,
+       "the live diagnosis's shortest hang threshold, seconds (default 10)"},
+      {"hang-cadence-factor", "XTIMER_HANG_CADENCE_FACTOR", Type::kInt, 1, 1000,
+       "a communicator's hang threshold is this many times its median gap between completed "
+       "collectives, within [--hang-min-seconds, --hang-timeout] (default 10)"},
+      {"hang-dump", "XTIMER_HANG_DUMP", Type::kBool, 0, 0,
+       "write an automatic history dump to DUMP_ROOT/hang-<UTC time>/<job>/ on each hang "
+       "verdict (default true; --hang-dump=false turns it off)"},
       {"window", "XTIMER_METRICS_WINDOW", Type::kInt, 1, 86400,
        "sliding window of the latency, FLOP/s and bandwidth gauges, seconds (default 60)"},
       {"window-samples", "XTIMER_WINDOW_SAMPLES", Type::kInt, 1, 1 << 20,
@@ -163,6 +172,9 @@ bool Apply(const FlagSpec& spec, const std::string& value, Flags* f, std::string
   else if (name == "control-max-connections-per-peer") f->control_max_per_peer = i;
   else if (name == "dump-root") f->dump_root = value;
   else if (name == "hang-timeout") f->hang_timeout_s = i;
+  else if (name == "hang-min-seconds") f->hang_min_s = i;
+  else if (name == "hang-cadence-factor") f->hang_cadence_factor = i;
+  else if (name == "hang-dump") f->hang_dump = b;
   else if (name == "window") f->window_s = i;
   else if (name == "window-samples") f->window_samples = i;
   else if (name == "history") f->history = i;

@@ -26,6 +26,9 @@ struct Flags {
   int64_t control_max_per_peer = 256;  // --control-max-connections-per-peer, XTIMER_CONTROL_MAX_PER_PEER
   std::string dump_root = "/tmp/xtimer-dumps";  // --dump-root, XTIMER_DUMP_ROOT
   int64_t hang_timeout_s = 300;         // --hang-timeout, XTIMER_HANG_TIMEOUT
+  int64_t hang_min_s = 10;              // --hang-min-seconds, XTIMER_HANG_MIN_SECONDS
+  int64_t hang_cadence_factor = 10;     // --hang-cadence-factor, XTIMER_HANG_CADENCE_FACTOR
+  bool hang_dump = true;                // --hang-dump, XTIMER_HANG_DUMP
   int64_t window_s = 60;                // --window, XTIMER_METRICS_WINDOW
   int64_t window_samples = 4096;        // --window-samples, XTIMER_WINDOW_SAMPLES
   int64_t history = 100000;             // --history, XTIMER_HISTORY

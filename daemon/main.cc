@@ -17,8 +17,11 @@
 #include "daemon/clock.h"
 #include "daemon/control_handler.h"
 #include "daemon/control_server.h"
+#include "daemon/diagnosis.h"
+#include "daemon/diagnosis_metrics.h"
 #include "daemon/dump_writer.h"
 #include "daemon/flags.h"
+#include "daemon/hang_dumper.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/metrics_server.h"
@@ -137,8 +140,23 @@ int Main(int argc, char** argv) {
   mo.port = flags.metrics_port;
   mo.max_connections = static_cast<int>(flags.metrics_max_connections);
   mo.request_timeout_ms = static_cast<int>(flags.metrics_request_timeout_ms);
+  // The live diagnosis; its automatic dumps go through the DumpManager made below.
+  DiagnosisOptions dio;
+  dio.hang_timeout_ns = flags.hang_timeout_s * 1000000000;
+  dio.min_hang_ns = flags.hang_min_s * 1000000000;
+  dio.cadence_factor = static_cast<double>(flags.hang_cadence_factor);
+  dio.max_comms = ao.max_comms_per_process;
+  std::unique_ptr<HangDumper> dumper_owner;
+  std::atomic<HangDumper*> dumper{nullptr};
+  auto diagnosis = std::make_unique<LiveDiagnosis>(
+      &aggregator, dio, RealtimeNs, [&dumper](LiveState* state) {
+        HangDumper* d = dumper.load(std::memory_order_acquire);
+        if (d != nullptr) d->Update(state);
+      });
+
   auto metrics = std::make_unique<MetricsServer>(mo);
   metrics->RegisterCollectable(std::make_shared<MetricsCollector>(&aggregator, RealtimeNs));
+  metrics->RegisterCollectable(std::make_shared<DiagnosisCollector>(diagnosis.get()));
   // Every collectable is registered before the server starts; the control port's refusals join
   // this family once that port exists.
   auto refused = std::make_shared<RefusalCollector>(
@@ -162,7 +180,13 @@ int Main(int argc, char** argv) {
   co.node = hostname;
   co.start_ns = RealtimeNs();
   co.now_ns = RealtimeNs;
+  co.diagnosis = diagnosis.get();
   ControlHandler handler(&aggregator, dumps.get(), co);
+  if (flags.hang_dump) {
+    dumper_owner = std::make_unique<HangDumper>(dumps.get(), hostname, flags.history);
+    dumper.store(dumper_owner.get(), std::memory_order_release);
+  }
+  diagnosis->Start();
   ControlLimits limits;
   limits.idle_timeout_ms = flags.control_idle_timeout_s * 1000;
   limits.request_timeout_ms = flags.control_request_timeout_s * 1000;
@@ -178,10 +202,12 @@ int Main(int argc, char** argv) {
   refused->Add({"port", "control"}, &control->refusals());
 
   Logf("serving: socket %s, metrics http://%s:%d/metrics, control %s:%d (gRPC + HTTP/JSON, dump "
-       "root %s), window %llds, hang timeout %llds, history %lld records per process",
+       "root %s), window %llds, hang timeout %llds (live threshold from %llds, %lldx cadence), "
+       "history %lld records per process",
        flags.socket.c_str(), flags.metrics_address.c_str(), metrics_port,
        flags.control_address.c_str(), control_port, dump_root.c_str(),
        static_cast<long long>(flags.window_s), static_cast<long long>(flags.hang_timeout_s),
+       static_cast<long long>(flags.hang_min_s), static_cast<long long>(flags.hang_cadence_factor),
        static_cast<long long>(flags.history));
   SignalReady(ready_fd, "");
 
@@ -205,6 +231,7 @@ int Main(int argc, char** argv) {
     }
   }
   control->Shutdown();
+  diagnosis->Stop();  // its automatic dumps use the DumpManager
   dumps.reset();  // a capture in progress writes what it has
   stop.store(true, std::memory_order_release);
   reader.join();

@@ -33,6 +33,7 @@ enum Family {
   kCommLastCompleted,
   kCommOldestAge,
   kCommHang,
+  kCommInflightInfo,
   kCommLastCompletedTime,
   kCommSize,
   kCommRank,
@@ -101,8 +102,14 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
      "Sequence number of the last operation completed on the communicator."},
     {"xtimer_comm_oldest_inflight_age_seconds", MetricType::Gauge,
      "Age of the oldest operation in flight on the communicator, 0 when none."},
-    {"xtimer_comm_hang", MetricType::Gauge,
-     "1 when an operation has been in flight on the communicator longer than the hang timeout."},
+    {"xtimer_comm_waiting_hang", MetricType::Gauge,
+     "1 while this rank waits in an operation of the communicator past the hang timeout. It is 1 "
+     "on the waiting ranks (the victims); the culprit is usually a member where it is 0, named by "
+     "xtimer_hang_culprit and xtimer_comm_inflight_info."},
+    {"xtimer_comm_inflight_info", MetricType::Gauge,
+     "Always 1; the rank's oldest collective in flight on the communicator (seq, op, dtype, "
+     "count, root, state: started = the GPU reached it, queued = earlier work on its stream has "
+     "not finished), present only while it is at least 1 s old."},
     {"xtimer_comm_last_completed_timestamp_seconds", MetricType::Gauge,
      "Unix time at which the last operation on the communicator completed."},
     {"xtimer_comm_size", MetricType::Gauge, "Ranks in the communicator."},
@@ -110,8 +117,9 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
     {"xtimer_rank_up", MetricType::Gauge,
      "1 while the process is connected and its ring heartbeat is fresh; 0 when the heartbeat is "
      "stale or the process exited (its series are kept for the exited grace period)."},
-    {"xtimer_rank_hang", MetricType::Gauge,
-     "1 when any operation of the process has been in flight longer than the hang timeout."},
+    {"xtimer_rank_waiting_hang", MetricType::Gauge,
+     "1 while this rank waits in an operation of any communicator past the hang timeout. It is 1 "
+     "on the waiting ranks (the victims); the culprit is named elsewhere (xtimer_hang_culprit)."},
     {"xtimer_rank_info", MetricType::Gauge,
      "Always 1; carries the process id and world size of a registered process."},
     {"xtimer_rank_exit_code", MetricType::Gauge,
@@ -157,8 +165,6 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
     {"xtimer_daemon_start_time_seconds", MetricType::Gauge, "Unix time the daemon started."},
 };
 
-using Labels = std::vector<ClientMetric::Label>;
-
 class Builder {
  public:
   Builder() : families_(kFamilyCount) {
@@ -186,6 +192,21 @@ class Builder {
   std::vector<MetricFamily> families_;
 };
 
+// xtimer_comm_inflight_info appears once an op is this old, so short ops make no label churn.
+constexpr double kInflightInfoMinAgeS = 1.0;
+
+Labels InflightLabels(Labels l, const format::InflightCollective& c) {
+  l.push_back({"seq", std::to_string(c.seq)});
+  l.push_back({"op", format::OperationName(static_cast<format::Operation>(c.op))});
+  l.push_back({"dtype", format::DTypeName(static_cast<format::DType>(c.dtype))});
+  l.push_back({"count", std::to_string(c.count)});
+  l.push_back({"root", std::to_string(c.root)});
+  l.push_back({"state", c.state == format::InflightState::kStarted ? "started" : "queued"});
+  return l;
+}
+
+}  // namespace
+
 Labels RankLabels(const ProcessSnapshot& p) {
   return {{"job", p.job},
           {"host", p.host},
@@ -199,8 +220,6 @@ std::string CommLabel(uint64_t id) {
   char buf[format::kCommIdTextSize];
   return format::CommIdText(id, buf);
 }
-
-}  // namespace
 
 std::vector<MetricFamily> BuildFamilies(const Snapshot& snap) {
   Builder b;
@@ -244,6 +263,10 @@ std::vector<MetricFamily> BuildFamilies(const Snapshot& snap) {
       b.Add(kCommLastCompleted, l, static_cast<double>(c.last_completed_seq));
       b.Add(kCommOldestAge, l, c.oldest_inflight_age_s);
       b.Add(kCommHang, l, c.hang ? 1 : 0);
+      if (c.inflight.state != format::InflightState::kNone &&
+          c.inflight_age_s >= kInflightInfoMinAgeS) {
+        b.Add(kCommInflightInfo, InflightLabels(l, c.inflight), 1);
+      }
       if (c.last_completed_ns > 0) {
         b.Add(kCommLastCompletedTime, l, static_cast<double>(c.last_completed_ns) * 1e-9);
       }

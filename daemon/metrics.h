@@ -7,8 +7,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
+#include <prometheus/client_metric.h>
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
@@ -17,6 +19,13 @@
 
 namespace xtimer {
 namespace daemon {
+
+using Labels = std::vector<prometheus::ClientMetric::Label>;
+
+// The labels every per-rank series carries: job, host, pod, rank, local_rank.
+Labels RankLabels(const ProcessSnapshot& p);
+// A communicator's label value: "0x%016x", "none" for 0.
+std::string CommLabel(uint64_t id);
 
 // All families for one snapshot.
 std::vector<prometheus::MetricFamily> BuildFamilies(const Snapshot& snapshot);

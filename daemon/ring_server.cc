@@ -40,6 +40,8 @@ struct RingServer::Connection {
   int pid = 0;
   format::ReadStats stats;
   uint64_t invalid_logged = 0;
+  uint64_t invalid_rows = 0;  // in-flight row details that failed validation
+  bool invalid_rows_logged = false;
   uint64_t lost_logged = 0;
   double max_fill = 0;  // since the last status update
   size_t read_since_release = 0;  // records
@@ -285,9 +287,15 @@ void RingServer::PublishStatus(Connection* c) {
   c->max_fill = static_cast<double>(r.backlog()) / r.capacity();
   st.heartbeat_ns = r.heartbeat_ns();
   int count = 0;
-  st.inflight_valid = r.Inflight(inflight_.data(), &count);
+  st.inflight_valid = r.Inflight(inflight_.data(), &count, &c->invalid_rows);
   if (st.inflight_valid) st.inflight.assign(inflight_.begin(), inflight_.begin() + count);
   aggregator_->UpdateStatus(c->id, st);
+  if (c->invalid_rows > 0 && !c->invalid_rows_logged) {
+    c->invalid_rows_logged = true;
+    Logf("pid %d: its ring's in-flight table holds malformed op details; they are ignored "
+         "(logged once per process)",
+         c->pid);
+  }
   if (c->stats.invalid != c->invalid_logged || c->stats.lost != c->lost_logged) {
     Logf("pid %d: ring holds bad data: %" PRIu64 " invalid records, %" PRIu64
          " lost to impossible positions so far",

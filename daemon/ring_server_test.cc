@@ -258,6 +258,21 @@ TEST_F(RingServerTest, SurvivesAGarbageWritingRing) {
           e.last_issued_seq.store(rng());
           e.oldest_launch_ns.store(static_cast<int64_t>(rng()));
         }
+        for (auto& d : h->inflight_detail) {  // details, garbage and plausible
+          d.device.store(static_cast<int32_t>(rng() % 8) - 2);
+          d.state.store(static_cast<uint8_t>(rng() % 4));
+          d.op.store(static_cast<uint16_t>(rng() % 2 ? 32 + rng() % 8 : rng()));
+          d.dtype.store(static_cast<uint8_t>(rng() % 16));
+          d.root.store(static_cast<int32_t>(rng() % 5) - 2);
+          d.comm_size.store(static_cast<int32_t>(rng() % 5) - 1);
+          d.launch_ns.store(static_cast<int64_t>(rng()));
+          d.gpu_start_ns.store(rng() % 2 ? 0 : static_cast<int64_t>(rng()));
+          d.blocker_op.store(static_cast<uint16_t>(rng() % 2 ? 80 : rng()));
+          d.blocker_kind.store(static_cast<uint8_t>(rng() % 9));
+          d.blocker_name_id.store(static_cast<uint32_t>(rng()));
+          d.blocker_m.store(static_cast<int64_t>(rng()));
+          d.blocker_launch_ns.store(static_cast<int64_t>(rng()));
+        }
         break;
       default:  // plausible progress over the garbage
         pos = h->read_pos.load() + rng() % (cap + 1);

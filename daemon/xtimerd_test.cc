@@ -141,6 +141,15 @@ TEST_F(XtimerdTest, ServesMetricsOfRegisteredProcesses) {
     ASSERT_TRUE(w2.Write(cp));
   }
   format::InflightRow row{0x77, 11, 10, now - 5 * kSec};  // in flight longer than --hang-timeout
+  row.device = 0;
+  row.oldest.state = format::InflightState::kStarted;  // rank 1 waits in it: a victim
+  row.oldest.op = static_cast<uint16_t>(Operation::kAllReduce);
+  row.oldest.dtype = static_cast<uint8_t>(DType::kBF16);
+  row.oldest.seq = 11;
+  row.oldest.count = 1 << 20;
+  row.oldest.comm_size = 2;
+  row.oldest.launch_ns = now - 5 * kSec;
+  row.oldest.gpu_start_ns = now - 5 * kSec + 1000;
   w1.PublishInflight(&row, 1);
   const uint64_t untimed[] = {3, 0, 1, 0, 0};  // app_error, no_event, cuda_error, queue_full, no_runtime
   w2.PublishUntimed(untimed, 5);
@@ -151,7 +160,7 @@ TEST_F(XtimerdTest, ServesMetricsOfRegisteredProcesses) {
       [&] {
         m = Scrape();
         return Sample(m, "xtimer_processes_registered") == 3 &&
-               Sample(m, "xtimer_rank_hang{" + Labels(1) + "}") == 1;
+               Sample(m, "xtimer_rank_waiting_hang{" + Labels(1) + "}") == 1;
       },
       10000))
       << m;
@@ -173,9 +182,14 @@ TEST_F(XtimerdTest, ServesMetricsOfRegisteredProcesses) {
   const std::string comm = Labels(1) + ",comm=\"0x0000000000000077\"";
   EXPECT_EQ(Sample(m, "xtimer_comm_last_issued_seq{" + comm + "}"), 11);
   EXPECT_EQ(Sample(m, "xtimer_comm_last_completed_seq{" + comm + "}"), 10);
-  EXPECT_EQ(Sample(m, "xtimer_comm_hang{" + comm + "}"), 1);
+  EXPECT_EQ(Sample(m, "xtimer_comm_waiting_hang{" + comm + "}"), 1);
   EXPECT_GE(Sample(m, "xtimer_comm_oldest_inflight_age_seconds{" + comm + "}"), 5);
-  EXPECT_EQ(Sample(m, "xtimer_rank_hang{" + Labels(0) + "}"), 0);
+  EXPECT_EQ(Sample(m, "xtimer_comm_inflight_info{" + comm +
+                          ",seq=\"11\",op=\"AllReduce\",dtype=\"bf16\",count=\"1048576\","
+                          "root=\"-1\",state=\"started\"}"),
+            1)
+      << m;
+  EXPECT_EQ(Sample(m, "xtimer_rank_waiting_hang{" + Labels(0) + "}"), 0);
 
   const std::string cp_labels = Labels(2) +
                                 ",kind=\"memcpy\",operation=\"MemcpyHtoD\",dtype=\"unknown\","

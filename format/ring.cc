@@ -42,7 +42,33 @@ int64_t RealtimeNs() {
 
 }  // namespace
 
-size_t RegionSize(uint32_t capacity) { return kHeaderSize + size_t{capacity} * kRecordSize; }
+size_t RegionSize(uint32_t capacity, size_t header_size) {
+  return header_size + size_t{capacity} * kRecordSize;
+}
+
+const char* ValidateInflightRow(const InflightRow& row) {
+  if (row.device < -1 || row.device > 4096) return "bad device";
+  const InflightCollective& c = row.oldest;
+  if (static_cast<uint8_t>(c.state) > kInflightStateMax) return "bad state";
+  if (c.state == InflightState::kNone) return nullptr;
+  if (KindOfOperation(c.op) != static_cast<uint8_t>(OpKind::kCollective)) {
+    return "op is not a collective";
+  }
+  if (c.dtype > kDTypeMax) return "bad dtype";
+  if (c.comm_size < 0 || c.root < -1 || (c.comm_size > 0 && c.root >= c.comm_size)) {
+    return "bad root or communicator size";
+  }
+  if (c.launch_ns < 0 || c.gpu_start_ns < 0) return "negative time";
+  if (c.state != InflightState::kStarted && c.gpu_start_ns != 0) {
+    return "a GPU start time for a collective that did not start";
+  }
+  const InflightBlocker& b = c.blocker;
+  if (b.op == 0) return nullptr;
+  if (c.state != InflightState::kQueued) return "a blocker for a collective that started";
+  if (b.kind == 0 || KindOfOperation(b.op) != b.kind) return "blocker op and kind disagree";
+  if (b.m < 0 || b.n < 0 || b.k < 0 || b.launch_ns < 0) return "negative blocker field";
+  return nullptr;
+}
 
 ExitState DecodeExitState(uint64_t word) {
   const uint32_t kind = static_cast<uint32_t>(word >> 32);
@@ -158,6 +184,64 @@ void RingWriter::Heartbeat(int64_t now_ns) {
   header_->heartbeat_ns.store(now_ns, std::memory_order_relaxed);
 }
 
+namespace {
+
+void StoreDetail(const InflightRow& row, InflightDetail* d) {
+  constexpr auto kR = std::memory_order_relaxed;
+  const InflightCollective& c = row.oldest;
+  const InflightBlocker& b = c.blocker;
+  d->device.store(row.device, kR);
+  d->state.store(static_cast<uint8_t>(c.state), kR);
+  d->dtype.store(c.dtype, kR);
+  d->op.store(c.op, kR);
+  d->seq.store(c.seq, kR);
+  d->count.store(c.count, kR);
+  d->bytes.store(c.bytes, kR);
+  d->root.store(c.root, kR);
+  d->comm_size.store(c.comm_size, kR);
+  d->launch_ns.store(c.launch_ns, kR);
+  d->gpu_start_ns.store(c.gpu_start_ns, kR);
+  d->blocker_op.store(b.op, kR);
+  d->blocker_kind.store(b.kind, kR);
+  d->blocker_name_id.store(b.name_id, kR);
+  d->blocker_m.store(b.m, kR);
+  d->blocker_n.store(b.n, kR);
+  d->blocker_k.store(b.k, kR);
+  d->blocker_bytes.store(b.bytes, kR);
+  d->blocker_launch_ns.store(b.launch_ns, kR);
+  d->blocker_comm_id.store(b.comm_id, kR);
+  d->blocker_seq.store(b.seq, kR);
+}
+
+void LoadDetail(const InflightDetail& d, InflightRow* row) {
+  constexpr auto kR = std::memory_order_relaxed;
+  InflightCollective& c = row->oldest;
+  InflightBlocker& b = c.blocker;
+  row->device = d.device.load(kR);
+  c.state = static_cast<InflightState>(d.state.load(kR));
+  c.dtype = d.dtype.load(kR);
+  c.op = d.op.load(kR);
+  c.seq = d.seq.load(kR);
+  c.count = d.count.load(kR);
+  c.bytes = d.bytes.load(kR);
+  c.root = d.root.load(kR);
+  c.comm_size = d.comm_size.load(kR);
+  c.launch_ns = d.launch_ns.load(kR);
+  c.gpu_start_ns = d.gpu_start_ns.load(kR);
+  b.op = d.blocker_op.load(kR);
+  b.kind = d.blocker_kind.load(kR);
+  b.name_id = d.blocker_name_id.load(kR);
+  b.m = d.blocker_m.load(kR);
+  b.n = d.blocker_n.load(kR);
+  b.k = d.blocker_k.load(kR);
+  b.bytes = d.blocker_bytes.load(kR);
+  b.launch_ns = d.blocker_launch_ns.load(kR);
+  b.comm_id = d.blocker_comm_id.load(kR);
+  b.seq = d.blocker_seq.load(kR);
+}
+
+}  // namespace
+
 void RingWriter::PublishInflight(const InflightRow* rows, int count) {
   if (count > kMaxInflight) count = kMaxInflight;
   if (count < 0) count = 0;
@@ -170,6 +254,7 @@ void RingWriter::PublishInflight(const InflightRow* rows, int count) {
     e.last_issued_seq.store(rows[i].last_issued_seq, std::memory_order_relaxed);
     e.last_completed_seq.store(rows[i].last_completed_seq, std::memory_order_relaxed);
     e.oldest_launch_ns.store(rows[i].oldest_launch_ns, std::memory_order_relaxed);
+    StoreDetail(rows[i], &header_->inflight_detail[i]);
   }
   header_->inflight_count.store(static_cast<uint32_t>(count), std::memory_order_relaxed);
   header_->inflight_version.store(v + 2, std::memory_order_release);  // even: stable
@@ -183,12 +268,13 @@ void RingWriter::SetRank(int rank, int local_rank, int world_size) {
 
 // ------------------------------------------------------------------------------------- reader
 
-RingReader::RingReader(int fd, void* base, size_t size)
+RingReader::RingReader(int fd, void* base, size_t size, uint32_t version, size_t header_size)
     : fd_(fd),
       base_(base),
       size_(size),
       header_(static_cast<RingHeader*>(base)),
-      slots_(reinterpret_cast<const RecordSlot*>(static_cast<char*>(base) + kHeaderSize)) {
+      slots_(reinterpret_cast<const RecordSlot*>(static_cast<char*>(base) + header_size)),
+      version_(version) {
   // Fixed at attach: a writer that rewrites them later cannot move the reader out of bounds.
   capacity_ = header_->capacity;
   pid_ = header_->pid;
@@ -210,7 +296,7 @@ std::optional<RingReader> RingReader::Attach(int fd, std::string* error) {
     *error = Errno("fstat");
     return std::nullopt;
   }
-  if (st.st_size < static_cast<off_t>(kHeaderSize)) {
+  if (st.st_size < static_cast<off_t>(kHeaderSizeV1)) {
     *error = "the ring is smaller than its header";
     return std::nullopt;
   }
@@ -232,8 +318,10 @@ std::optional<RingReader> RingReader::Attach(int fd, std::string* error) {
     *error = "bad ring magic";
     return std::nullopt;
   }
-  if (h.version != kRingVersion || h.header_size != kHeaderSize || h.record_size != kRecordSize) {
-    *error = "unsupported ring version or layout";
+  const bool v2 = h.version == kRingVersion && h.header_size == kHeaderSize;
+  const bool v1 = h.version == kRingVersion1 && h.header_size == kHeaderSizeV1;
+  if (!(v1 || v2) || h.record_size != kRecordSize) {
+    *error = "unsupported ring version or layout (this daemon reads ring versions 1 and 2)";
     return std::nullopt;
   }
   if (h.capacity < kMinCapacity || h.capacity > kMaxCapacity ||
@@ -241,11 +329,11 @@ std::optional<RingReader> RingReader::Attach(int fd, std::string* error) {
     *error = "ring capacity is not a power of two in range";
     return std::nullopt;
   }
-  if (st.st_size != static_cast<off_t>(RegionSize(h.capacity))) {
+  if (st.st_size != static_cast<off_t>(RegionSize(h.capacity, h.header_size))) {
     *error = "ring size does not match its capacity";
     return std::nullopt;
   }
-  const size_t size = RegionSize(h.capacity);
+  const size_t size = RegionSize(h.capacity, h.header_size);
   void* base = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (base == MAP_FAILED) {
     *error = Errno("mmap");
@@ -257,7 +345,7 @@ std::optional<RingReader> RingReader::Attach(int fd, std::string* error) {
     munmap(base, size);
     return std::nullopt;
   }
-  RingReader reader(own, base, size);
+  RingReader reader(own, base, size, h.version, h.header_size);
   if (reader.capacity_ != h.capacity) {  // rewritten between the check and the mapping
     *error = "ring header changed while attaching";
     return std::nullopt;
@@ -276,6 +364,7 @@ RingReader& RingReader::operator=(RingReader&& o) noexcept {
     header_ = std::exchange(o.header_, nullptr);
     slots_ = std::exchange(o.slots_, nullptr);
     capacity_ = o.capacity_;
+    version_ = o.version_;
     pid_ = o.pid_;
     start_ns_ = o.start_ns_;
   }
@@ -364,7 +453,7 @@ void RingReader::ReleasePages() {
   if (base_ != nullptr) madvise(base_, size_, MADV_DONTNEED);
 }
 
-bool RingReader::Inflight(InflightRow* rows, int* count) const {
+bool RingReader::Inflight(InflightRow* rows, int* count, uint64_t* invalid_details) const {
   for (int attempt = 0; attempt < 64; ++attempt) {
     uint32_t v1 = header_->inflight_version.load(std::memory_order_acquire);
     if (v1 & 1) continue;
@@ -372,16 +461,23 @@ bool RingReader::Inflight(InflightRow* rows, int* count) const {
     if (n > static_cast<uint32_t>(kMaxInflight)) n = kMaxInflight;
     for (uint32_t i = 0; i < n; ++i) {
       const InflightEntry& e = header_->inflight[i];
+      rows[i] = InflightRow();
       rows[i].comm_id = e.comm_id.load(std::memory_order_relaxed);
       rows[i].last_issued_seq = e.last_issued_seq.load(std::memory_order_relaxed);
       rows[i].last_completed_seq = e.last_completed_seq.load(std::memory_order_relaxed);
       rows[i].oldest_launch_ns = e.oldest_launch_ns.load(std::memory_order_relaxed);
+      if (version_ >= kRingVersion) LoadDetail(header_->inflight_detail[i], &rows[i]);
     }
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (header_->inflight_version.load(std::memory_order_relaxed) == v1) {
-      *count = static_cast<int>(n);
-      return true;
+    if (header_->inflight_version.load(std::memory_order_relaxed) != v1) continue;
+    for (uint32_t i = 0; i < n; ++i) {
+      if (ValidateInflightRow(rows[i]) == nullptr) continue;
+      rows[i].device = -1;
+      rows[i].oldest = InflightCollective();
+      if (invalid_details != nullptr) ++*invalid_details;
     }
+    *count = static_cast<int>(n);
+    return true;
   }
   return false;
 }

@@ -6,6 +6,10 @@
 //   [0, kHeaderSize)                  RingHeader: identity, counters, in-flight table
 //   [kHeaderSize, + capacity * 128)   capacity RecordSlots (record.h), capacity a power of two
 //
+// Version 2 grew the header from 4096 to 12288 bytes to describe, per in-flight row, the oldest
+// collective in flight (InflightDetail). A reader also accepts version 1 (4096 bytes, no
+// details), so a daemon upgraded under running jobs keeps reading their rings.
+//
 // Protocol. The writer copies a record into slot (write_pos % capacity) and then publishes it
 // with a release store of write_pos + 1. The reader loads write_pos with acquire, copies the
 // slots in [read_pos, write_pos) out, validates each copy, and stores read_pos. When the ring is
@@ -13,8 +17,9 @@
 // it never waits for the reader. A reader that finds write_pos - read_pos > capacity (or any other
 // impossible value) treats the ring as corrupt: it skips to write_pos and counts the loss.
 //
-// The in-flight table is a seqlock: the writer makes `inflight_version` odd, updates the entries,
-// then makes it even; the reader retries while the version is odd or changes under it.
+// The in-flight table is a seqlock: the writer makes `inflight_version` odd, updates the entries
+// (inflight[i] and inflight_detail[i] together), then makes it even; the reader retries while the
+// version is odd or changes under it.
 //
 // Registration. The writer creates the region with memfd_create, seals it against shrinking and
 // growing (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL, so a reader's mapping can never fault),
@@ -36,8 +41,10 @@ namespace xtimer {
 namespace format {
 
 constexpr uint64_t kRingMagic = 0x31474e4952545858ULL;  // "XXTRING1" little-endian
-constexpr uint32_t kRingVersion = 1;
-constexpr size_t kHeaderSize = 4096;
+constexpr uint32_t kRingVersion = 2;
+constexpr size_t kHeaderSize = 12288;
+constexpr uint32_t kRingVersion1 = 1;       // still read: no in-flight details
+constexpr size_t kHeaderSizeV1 = 4096;
 constexpr int kMaxInflight = 64;
 constexpr uint32_t kMinCapacity = 64;
 constexpr uint32_t kMaxCapacity = 1u << 22;  // 512 MiB of records
@@ -68,6 +75,51 @@ struct InflightEntry {
 };
 static_assert(sizeof(InflightEntry) == 32, "InflightEntry layout");
 
+// InflightDetail::state: what the GPU is doing about a row's oldest collective in flight. The
+// values match analysis::OpState.
+enum class InflightState : uint8_t {
+  kNone = 0,     // no collective in flight on the row (the detail's other fields are 0)
+  kStarted = 1,  // its GPU start event has fired: the GPU is in it (waiting for peers or moving data)
+  kQueued = 2,   // its start event has not fired: earlier work on its stream has not finished
+};
+constexpr uint8_t kInflightStateMax = 2;
+
+// The second half of an in-flight row (version 2): its device, and the oldest collective in
+// flight on it with, when queued, the oldest unfinished op on its stream (the "blocker").
+struct InflightDetail {
+  std::atomic<int32_t> device;          //   0  CUDA device ordinal of the row, -1 when unknown
+  std::atomic<uint8_t> state;           //   4  InflightState
+  std::atomic<uint8_t> dtype;           //   5  DType of the collective
+  std::atomic<uint16_t> op;             //   6  Operation (a collective)
+  std::atomic<uint64_t> seq;            //   8  its per-communicator sequence number
+  std::atomic<uint64_t> count;          //  16  elements
+  std::atomic<uint64_t> bytes;          //  24  send buffer bytes
+  std::atomic<int32_t> root;            //  32  -1 when the op has none
+  std::atomic<int32_t> comm_size;       //  36
+  std::atomic<int64_t> launch_ns;       //  40  host time of the call
+  std::atomic<int64_t> gpu_start_ns;    //  48  started: GPU start on the host clock, else 0
+  std::atomic<uint16_t> blocker_op;     //  56  Operation; 0: no blocker known
+  std::atomic<uint8_t> blocker_kind;    //  58  OpKind
+  std::atomic<uint8_t> reserved0;       //  59
+  std::atomic<uint32_t> blocker_name_id;  // 60  kernel name (kKernel), else 0
+  std::atomic<int64_t> blocker_m;       //  64  GEMM shape, else 0
+  std::atomic<int64_t> blocker_n;       //  72
+  std::atomic<int64_t> blocker_k;       //  80
+  std::atomic<uint64_t> blocker_bytes;  //  88  copies, sets, collectives, p2p
+  std::atomic<int64_t> blocker_launch_ns;  // 96  host time of its call
+  std::atomic<uint64_t> blocker_comm_id;   // 104  a collective or p2p blocker's communicator
+  std::atomic<uint64_t> blocker_seq;       // 112  ... and its sequence number
+  std::atomic<uint64_t> reserved1;         // 120
+};
+static_assert(sizeof(InflightDetail) == 128, "InflightDetail layout");
+static_assert(offsetof(InflightDetail, seq) == 8, "InflightDetail layout");
+static_assert(offsetof(InflightDetail, blocker_op) == 56, "InflightDetail layout");
+static_assert(offsetof(InflightDetail, blocker_m) == 64, "InflightDetail layout");
+static_assert(offsetof(InflightDetail, blocker_seq) == 112, "InflightDetail layout");
+static_assert(std::atomic<uint8_t>::is_always_lock_free &&
+                  std::atomic<uint16_t>::is_always_lock_free,
+              "shared atomics must be lock-free");
+
 struct RingHeader {
   uint64_t magic;                    //    0  kRingMagic
   uint32_t version;                  //    8  kRingVersion
@@ -94,13 +146,16 @@ struct RingHeader {
   InflightEntry inflight[kMaxInflight];                // 392
   char reserved2[3072 - 2440];                         // 2440
   std::atomic<uint64_t> untimed[kUntimedSlots];        // 3072  by UntimedCause, written by the poller
+  char reserved3[4096 - 3136];                         // 3136
+  InflightDetail inflight_detail[kMaxInflight];        // 4096  version 2: row i's detail
 };
-static_assert(sizeof(RingHeader) <= kHeaderSize, "RingHeader must fit its page");
+static_assert(sizeof(RingHeader) == kHeaderSize, "RingHeader fills its pages");
 static_assert(offsetof(RingHeader, write_pos) == 256, "RingHeader layout");
 static_assert(offsetof(RingHeader, exit_state) == 272, "RingHeader layout");
 static_assert(offsetof(RingHeader, read_pos) == 320, "RingHeader layout");
 static_assert(offsetof(RingHeader, inflight) == 392, "RingHeader layout");
 static_assert(offsetof(RingHeader, untimed) == 3072, "RingHeader layout");
+static_assert(offsetof(RingHeader, inflight_detail) == kHeaderSizeV1, "RingHeader layout");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared atomics must be lock-free");
 
 // exit_state: how the writer's process is ending, written with one atomic store (the signal
@@ -133,15 +188,47 @@ struct Identity {
   int world_size = -1;
 };
 
+// Plain copies of an in-flight row's detail (see InflightDetail for the fields).
+struct InflightBlocker {
+  uint16_t op = 0;  // 0: none known
+  uint8_t kind = 0;
+  uint32_t name_id = 0;
+  int64_t m = 0, n = 0, k = 0;
+  uint64_t bytes = 0;
+  int64_t launch_ns = 0;
+  uint64_t comm_id = 0;
+  uint64_t seq = 0;
+};
+
+struct InflightCollective {
+  InflightState state = InflightState::kNone;
+  uint16_t op = 0;
+  uint8_t dtype = 0;
+  uint64_t seq = 0;
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  int32_t root = -1;
+  int32_t comm_size = 0;
+  int64_t launch_ns = 0;
+  int64_t gpu_start_ns = 0;  // kStarted only
+  InflightBlocker blocker;   // kQueued only
+};
+
 // A plain copy of one in-flight row.
 struct InflightRow {
   uint64_t comm_id = 0;
   uint64_t last_issued_seq = 0;
   uint64_t last_completed_seq = 0;
   int64_t oldest_launch_ns = 0;
+  int32_t device = -1;              // version 2; -1 from a version 1 ring
+  InflightCollective oldest;        // version 2; state kNone from a version 1 ring
 };
 
-size_t RegionSize(uint32_t capacity);
+// Checks an in-flight row copied from untrusted memory. Returns nullptr when it is well formed,
+// else a short reason ("bad state", "op 12 is not a collective", ...).
+const char* ValidateInflightRow(const InflightRow& row);
+
+size_t RegionSize(uint32_t capacity, size_t header_size = kHeaderSize);
 
 // The writer side. Write() allocates nothing, takes no lock and makes no system call.
 class RingWriter {
@@ -213,20 +300,24 @@ class RingReader {
   ExitState exit_state() const;
   // Records published but not read yet (0..capacity).
   uint64_t backlog() const;
-  // A consistent copy of the in-flight table; false if the writer kept it busy.
-  bool Inflight(InflightRow* rows, int* count) const;
+  // A consistent copy of the in-flight table; false if the writer kept it busy. A row whose
+  // detail fails ValidateInflightRow keeps its counters but loses its detail (state kNone,
+  // device -1), counted in *invalid_details when given.
+  bool Inflight(InflightRow* rows, int* count, uint64_t* invalid_details = nullptr) const;
+  uint32_t version() const { return version_; }
   // Drops this process's page-table entries for the region (madvise MADV_DONTNEED: the shared
   // data stays, later reads fault it back in), so the pages read so far leave the reader's RSS.
   void ReleasePages();
 
  private:
-  RingReader(int fd, void* base, size_t size);
+  RingReader(int fd, void* base, size_t size, uint32_t version, size_t header_size);
   int fd_ = -1;
   void* base_ = nullptr;
   size_t size_ = 0;
   RingHeader* header_ = nullptr;
   const RecordSlot* slots_ = nullptr;
   uint32_t capacity_ = 0;
+  uint32_t version_ = 0;
   int pid_ = 0;
   int64_t start_ns_ = 0;
 };

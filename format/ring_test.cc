@@ -175,6 +175,154 @@ TEST(RingTest, InflightTableRoundTrip) {
   EXPECT_EQ(out[1].oldest_launch_ns, 123456789);
 }
 
+InflightRow QueuedBehindKernel() {
+  InflightRow row{0xabc, 17, 15, 1000};
+  row.device = 3;
+  InflightCollective& c = row.oldest;
+  c.state = InflightState::kQueued;
+  c.op = static_cast<uint16_t>(Operation::kBroadcast);
+  c.dtype = static_cast<uint8_t>(DType::kBF16);
+  c.seq = 16;
+  c.count = 1 << 20;
+  c.bytes = 2 << 20;
+  c.root = 2;
+  c.comm_size = 4;
+  c.launch_ns = 2000;
+  c.blocker.op = static_cast<uint16_t>(Operation::kKernelLaunch);
+  c.blocker.kind = static_cast<uint8_t>(OpKind::kKernel);
+  c.blocker.name_id = 7;
+  c.blocker.launch_ns = 1500;
+  return row;
+}
+
+TEST(RingTest, InflightDetailsRoundTrip) {
+  static_assert(offsetof(RingHeader, inflight_detail) + sizeof(InflightDetail) * kMaxInflight ==
+                    kHeaderSize,
+                "the details fill the header");
+  RingWriter w = NewWriter(64);
+  RingReader r = AttachThroughSocket(w);
+  EXPECT_EQ(r.version(), kRingVersion);
+  InflightRow rows[2] = {QueuedBehindKernel(), {0xdef, 9, 8, 3000}};
+  rows[1].device = 0;
+  rows[1].oldest.state = InflightState::kStarted;
+  rows[1].oldest.op = static_cast<uint16_t>(Operation::kAllReduce);
+  rows[1].oldest.seq = 9;
+  rows[1].oldest.gpu_start_ns = 3500;
+  w.PublishInflight(rows, 2);
+  InflightRow out[kMaxInflight];
+  int count = 0;
+  uint64_t invalid = 0;
+  ASSERT_TRUE(r.Inflight(out, &count, &invalid));
+  ASSERT_EQ(count, 2);
+  EXPECT_EQ(invalid, 0u);
+  EXPECT_EQ(out[0].device, 3);
+  const InflightCollective& q = out[0].oldest;
+  EXPECT_EQ(q.state, InflightState::kQueued);
+  EXPECT_EQ(q.op, static_cast<uint16_t>(Operation::kBroadcast));
+  EXPECT_EQ(q.dtype, static_cast<uint8_t>(DType::kBF16));
+  EXPECT_EQ(q.seq, 16u);
+  EXPECT_EQ(q.count, 1u << 20);
+  EXPECT_EQ(q.bytes, 2u << 20);
+  EXPECT_EQ(q.root, 2);
+  EXPECT_EQ(q.comm_size, 4);
+  EXPECT_EQ(q.launch_ns, 2000);
+  EXPECT_EQ(q.gpu_start_ns, 0);
+  EXPECT_EQ(q.blocker.op, static_cast<uint16_t>(Operation::kKernelLaunch));
+  EXPECT_EQ(q.blocker.name_id, 7u);
+  EXPECT_EQ(q.blocker.launch_ns, 1500);
+  EXPECT_EQ(out[1].oldest.state, InflightState::kStarted);
+  EXPECT_EQ(out[1].oldest.gpu_start_ns, 3500);
+  EXPECT_EQ(out[1].oldest.blocker.op, 0);
+}
+
+TEST(RingTest, InflightDetailValidation) {
+  EXPECT_EQ(ValidateInflightRow(QueuedBehindKernel()), nullptr);
+  EXPECT_EQ(ValidateInflightRow(InflightRow()), nullptr);
+  auto bad = [](void (*mutate)(InflightRow*)) {
+    InflightRow row = QueuedBehindKernel();
+    mutate(&row);
+    return ValidateInflightRow(row);
+  };
+  EXPECT_STREQ(bad([](InflightRow* r) { r->device = -2; }), "bad device");
+  EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.state = static_cast<InflightState>(3); }),
+               "bad state");
+  EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.op = 1; }), "op is not a collective");
+  EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.dtype = 200; }), "bad dtype");
+  EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.root = 4; }), "bad root or communicator size");
+  EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.launch_ns = -1; }), "negative time");
+  EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.gpu_start_ns = 5; }),
+               "a GPU start time for a collective that did not start");
+  EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.blocker.kind = 1; }),
+               "blocker op and kind disagree");
+  EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.blocker.m = -1; }), "negative blocker field");
+  EXPECT_STREQ(bad([](InflightRow* r) {
+                 r->oldest.state = InflightState::kStarted;
+                 r->oldest.gpu_start_ns = 5;
+               }),
+               "a blocker for a collective that started");
+
+  // Garbage written straight into the shared header: the row keeps its counters, loses its detail.
+  RingWriter w = NewWriter(64);
+  RingReader r = AttachThroughSocket(w);
+  InflightRow row = QueuedBehindKernel();
+  w.PublishInflight(&row, 1);
+  w.header()->inflight_detail[0].op.store(0xffff);
+  InflightRow out[kMaxInflight];
+  int count = 0;
+  uint64_t invalid = 0;
+  ASSERT_TRUE(r.Inflight(out, &count, &invalid));
+  ASSERT_EQ(count, 1);
+  EXPECT_EQ(invalid, 1u);
+  EXPECT_EQ(out[0].comm_id, 0xabcu);
+  EXPECT_EQ(out[0].last_issued_seq, 17u);
+  EXPECT_EQ(out[0].device, -1);
+  EXPECT_EQ(out[0].oldest.state, InflightState::kNone);
+}
+
+TEST(RingTest, ReadsAVersion1Ring) {
+  // A ring made by an older hook: 4096-byte header, no details.
+  int fd = memfd_create("v1", MFD_ALLOW_SEALING);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, RegionSize(64, kHeaderSizeV1)), 0);
+  ASSERT_EQ(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW), 0);
+  void* base = mmap(nullptr, RegionSize(64, kHeaderSizeV1), PROT_READ | PROT_WRITE, MAP_SHARED,
+                    fd, 0);
+  ASSERT_NE(base, MAP_FAILED);
+  auto* h = static_cast<RingHeader*>(base);  // only its first 4096 bytes exist
+  h->magic = kRingMagic;
+  h->version = kRingVersion1;
+  h->header_size = kHeaderSizeV1;
+  h->record_size = kRecordSize;
+  h->capacity = 64;
+  h->inflight_count.store(1);
+  h->inflight[0].comm_id.store(0x55);
+  h->inflight[0].oldest_launch_ns.store(42);
+  auto* slots = reinterpret_cast<RecordSlot*>(static_cast<char*>(base) + kHeaderSizeV1);
+  slots[0] = OpWithSeq(5);
+  h->write_pos.store(1);
+  std::string error;
+  auto r = RingReader::Attach(fd, &error);
+  ASSERT_TRUE(r.has_value()) << error;
+  EXPECT_EQ(r->version(), kRingVersion1);
+  RecordSlot buf[4];
+  ReadStats stats;
+  ASSERT_EQ(r->Read(buf, 4, &stats), 1u);
+  EXPECT_EQ(buf[0].op.seq, 5u);
+  InflightRow out[kMaxInflight];
+  int count = 0;
+  ASSERT_TRUE(r->Inflight(out, &count));
+  ASSERT_EQ(count, 1);
+  EXPECT_EQ(out[0].comm_id, 0x55u);
+  EXPECT_EQ(out[0].oldest_launch_ns, 42);
+  EXPECT_EQ(out[0].device, -1);
+  EXPECT_EQ(out[0].oldest.state, InflightState::kNone);
+  // A version 1 header with the version 2 size (or the reverse) is refused.
+  h->header_size = kHeaderSize;
+  EXPECT_FALSE(RingReader::Attach(fd, &error).has_value());
+  munmap(base, RegionSize(64, kHeaderSizeV1));
+  close(fd);
+}
+
 TEST(RingTest, ExitStateRoundTripAndValidation) {
   RingWriter w = NewWriter(64);
   RingReader r = AttachThroughSocket(w);

@@ -136,15 +136,19 @@ void Poller::Drain() {
   while (state_->queue.Pop(&p)) {
     if (p.state == Pending::kReady) {
       if (p.rec.header.type == static_cast<uint8_t>(format::RecordType::kOp)) {
-        Issue(p);
+        Issue(p, nullptr);
         Finish(p);
       }
       Emit(&p);
       handled_.fetch_add(1);
       continue;
     }
-    Issue(p);
     Fifo& f = fifos_[StreamKey{p.device, p.rec.op.stream}];
+    Issue(p, &f);
+    if (p.state == Pending::kTimed && p.rec.op.group_id != 0) {
+      f.queued_group_id = p.rec.op.group_id;
+      f.queued_group_start = p.start;
+    }
     f.ops.push_back(p);
   }
 }
@@ -182,6 +186,7 @@ bool Poller::Complete(Fifo* fifo, Pending* p) {
   const CudaApi& api = Api();
   cudaError_t q = api.event_query(p->end);
   if (q == cudaErrorNotReady) return false;
+  if (r.group_id != 0) fifo->finished_group_id = r.group_id;
   DeviceState* ds = state_->devices[p->device].load(std::memory_order_acquire);
   bool ok = q == cudaSuccess;
   float dur_ms = 0, off_ms = 0;
@@ -212,9 +217,20 @@ bool Poller::Complete(Fifo* fifo, Pending* p) {
   return true;
 }
 
-void Poller::Issue(const Pending& p) {
+void Poller::Issue(const Pending& p, const Fifo* fifo) {
   const format::OpRecord& r = p.rec.op;
-  Flight& f = flights_[r.comm_id];
+  Flight& f = flights_[FlightKey{r.comm_id, r.device}];
+  if (fifo != nullptr && r.kind == static_cast<uint8_t>(format::OpKind::kCollective)) {
+    InflightColl c;
+    c.rec = r;
+    c.follower = p.state == Pending::kFollower;
+    if (!c.follower) {
+      c.start = p.start;
+    } else if (fifo->queued_group_id == r.group_id) {
+      c.start = fifo->queued_group_start;
+    }
+    f.colls.push_back(c);
+  }
   // Row 0 counts ops. A communicator's row holds collective sequence numbers only (identical on
   // every rank); its p2p ops (per-peer numbers) count towards the oldest op in flight.
   if (r.comm_id == 0) {
@@ -229,9 +245,18 @@ void Poller::Issue(const Pending& p) {
 
 void Poller::Finish(const Pending& p) {
   const format::OpRecord& r = p.rec.op;
-  auto it = flights_.find(r.comm_id);
+  auto it = flights_.find(FlightKey{r.comm_id, r.device});
   if (it == flights_.end()) return;
   Flight& f = it->second;
+  auto same = [&r](const InflightColl& c) {
+    return c.rec.cpu_launch_ns == r.cpu_launch_ns && c.rec.seq == r.seq && c.rec.op == r.op;
+  };
+  if (!f.colls.empty() && same(f.colls.front())) {
+    f.colls.pop_front();
+  } else {
+    auto c = std::find_if(f.colls.begin(), f.colls.end(), same);
+    if (c != f.colls.end()) f.colls.erase(c);
+  }
   // Ops of one communicator (or of row 0) almost always complete in issue order.
   if (!f.launches.empty() && f.launches.front() == r.cpu_launch_ns) {
     f.launches.pop_front();
@@ -300,35 +325,103 @@ void Poller::Write(const format::RecordSlot& r) {
 }
 
 void Poller::PublishInflight(int64_t now) {
-  // The table only changes when ops are issued or complete; republish at least every 100 ms.
+  // The table only changes when ops are issued or complete; republish at least every 100 ms (a
+  // queued collective's state changes without either).
   if (!inflight_dirty_ && now < next_publish_ns_) return;
   inflight_dirty_ = false;
   next_publish_ns_ = now + 100000000;
   format::InflightRow rows[format::kMaxInflight];
   int n = 0;
-  // Row 0: every op that is not a collective or p2p; then communicators, busiest first.
-  std::vector<std::pair<int64_t, uint64_t>> order;
+  // Rows 0 (every op that is not a collective or p2p, per device), then communicators (per
+  // device), busiest first.
+  std::vector<std::pair<int64_t, FlightKey>> order;
   for (auto& kv : flights_) {
-    if (kv.first != 0) order.push_back({kv.second.launches.empty() ? kv.second.last_activity_ns
-                                                                    : INT64_MAX,
-                                        kv.first});
+    if (kv.first.first == 0) {
+      order.push_back({INT64_MAX, kv.first});
+    } else {
+      order.push_back({kv.second.launches.empty() ? kv.second.last_activity_ns : INT64_MAX - 1,
+                       kv.first});
+    }
   }
   std::sort(order.rbegin(), order.rend());
-  auto add = [&](uint64_t id) {
-    const Flight& f = flights_[id];
-    format::InflightRow& row = rows[n++];
-    row.comm_id = id;
-    row.last_issued_seq = f.issued;
-    row.last_completed_seq = f.completed;
-    row.oldest_launch_ns =
-        f.launches.empty() ? 0 : f.launches.front();
-  };
-  add(0);
   for (auto& o : order) {
     if (n >= format::kMaxInflight) break;
-    add(o.second);
+    Flight& f = flights_[o.second];
+    format::InflightRow& row = rows[n++];
+    row = format::InflightRow();
+    row.comm_id = o.second.first;
+    row.device = o.second.second;
+    row.last_issued_seq = f.issued;
+    row.last_completed_seq = f.completed;
+    row.oldest_launch_ns = f.launches.empty() ? 0 : f.launches.front();
+    if (!f.colls.empty()) DescribeOldest(&f.colls.front(), &row.oldest);
   }
   ring_->PublishInflight(rows, n);
+}
+
+void Poller::DescribeOldest(InflightColl* c, format::InflightCollective* out) {
+  const format::OpRecord& r = c->rec;
+  if (!c->started && c->start != nullptr) {
+    auto fifo = fifos_.find(StreamKey{r.device, r.stream});
+    if (c->follower && fifo != fifos_.end() && fifo->second.finished_group_id == r.group_id) {
+      // Its leader completed (and returned its events): the group ran.
+      c->started = true;
+      c->start = nullptr;
+      if (fifo->second.group_id == r.group_id) c->gpu_start_ns = fifo->second.group_start_ns;
+    } else {
+      const CudaApi& api = Api();
+      cudaError_t q = api.event_query(c->start);
+      if (q == cudaSuccess) {
+        c->started = true;
+        DeviceState* ds = r.device >= 0 && r.device < kMaxDevices
+                              ? state_->devices[r.device].load(std::memory_order_acquire)
+                              : nullptr;
+        float off_ms = 0;
+        if (ds != nullptr &&
+            api.event_elapsed_time(&off_ms, ds->ref_event, c->start) == cudaSuccess) {
+          c->gpu_start_ns = ds->ref_host_ns + std::llround(static_cast<double>(off_ms) * 1e6);
+        } else {
+          api.get_last_error();  // the poller thread's own error slot
+        }
+      } else if (q != cudaErrorNotReady) {
+        api.get_last_error();
+        return;  // unknown: no detail
+      }
+    }
+  }
+  if (c->start == nullptr && !c->started) return;  // untimed group: nothing to say
+  out->state = c->started ? format::InflightState::kStarted : format::InflightState::kQueued;
+  out->op = r.op;
+  out->dtype = r.dtype;
+  out->seq = r.seq;
+  out->count = r.count;
+  out->bytes = r.bytes;
+  out->root = r.root;
+  out->comm_size = r.comm_size;
+  out->launch_ns = r.cpu_launch_ns;
+  out->gpu_start_ns = c->started && c->gpu_start_ns > 0 ? c->gpu_start_ns : 0;
+  if (!c->started) DescribeBlocker(*c, &out->blocker);
+}
+
+void Poller::DescribeBlocker(const InflightColl& c, format::InflightBlocker* out) {
+  auto fifo = fifos_.find(StreamKey{c.rec.device, c.rec.stream});
+  if (fifo == fifos_.end() || fifo->second.ops.empty()) return;
+  const format::OpRecord& head = fifo->second.ops.front().rec.op;
+  const bool itself = head.cpu_launch_ns == c.rec.cpu_launch_ns && head.seq == c.rec.seq &&
+                      head.comm_id == c.rec.comm_id;
+  const bool its_group = c.rec.group_id != 0 && head.group_id == c.rec.group_id;
+  if (itself || its_group) return;  // nothing timed ahead of it: unknown
+  out->op = head.op;
+  out->kind = head.kind;
+  out->name_id = head.name_id;
+  out->m = head.m;
+  out->n = head.n;
+  out->k = head.k;
+  out->bytes = head.bytes;
+  out->launch_ns = head.cpu_launch_ns;
+  out->comm_id = head.comm_id;
+  out->seq = head.seq;
+  if (head.name_id != 0) EmitName(head.name_id);  // the daemon can name the kernel
 }
 
 void Poller::Register(int64_t now) {

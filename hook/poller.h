@@ -5,8 +5,9 @@
 // one not done, so a slow stream never delays another, (3) computes GPU start and duration with
 // the real cudaEventElapsedTime (a float in ms: the ns value is llround(ms * 1e6), exact to about
 // 1e-7 relative) and aligns the start to the host clock, (4) writes OpRecords, NameRecords and
-// CommRecords to the ring, returns events to their pool, (5) publishes the in-flight table and
-// the heartbeat, and (6) keeps the registration with the daemon (retrying every second). It
+// CommRecords to the ring, returns events to their pool, (5) publishes the in-flight table (per
+// communicator and device: progress, and the oldest collective in flight, started or queued, with
+// the op that blocks its stream; see PublishInflight) and the heartbeat, and (6) keeps the registration with the daemon (retrying every second). It
 // cycles every millisecond while ops are pending and backs off to 20 ms when idle.
 #ifndef XTIMER_HOOK_POLLER_H_
 #define XTIMER_HOOK_POLLER_H_
@@ -59,13 +60,28 @@ class Poller {
     uint32_t group_id = 0;  // timing of the last timed group member, for its followers
     int64_t group_start_ns = 0;
     int64_t group_duration_ns = 0;
+    uint32_t finished_group_id = 0;  // the group of the last timed op completed, timed or not
+    uint32_t queued_group_id = 0;    // the group of the last timed op queued, and its start event
+    cudaEvent_t queued_group_start = nullptr;
+  };
+  // A collective in flight: its record and the start event that precedes it on its stream (its
+  // own, or its group leader's for a follower; nullptr when none). The event stays out of the
+  // pool until the op completes, which removes the entry first.
+  struct InflightColl {
+    format::OpRecord rec;
+    cudaEvent_t start = nullptr;
+    bool follower = false;
+    bool started = false;  // cached once seen: a start event does not un-fire
+    int64_t gpu_start_ns = 0;
   };
   struct Flight {
     uint64_t issued = 0;
     uint64_t completed = 0;
     std::deque<int64_t> launches;  // host launch times of ops in flight, in issue order
+    std::deque<InflightColl> colls;  // collectives in flight, in issue order
     int64_t last_activity_ns = 0;
   };
+  using FlightKey = std::pair<uint64_t, int>;  // (comm id, device); comm id 0: every other op
 
   void Run();
   // One cycle; returns whether anything is still pending.
@@ -77,10 +93,14 @@ class Poller {
   bool Complete(Fifo* fifo, Pending* p);  // false: head not done yet
   void Emit(Pending* p);
   void EmitName(uint32_t name_id);
-  void Issue(const Pending& p);
+  void Issue(const Pending& p, const Fifo* fifo);
   void Finish(const Pending& p);
   void Write(const format::RecordSlot& r);
   void PublishInflight(int64_t now);
+  // The row's oldest collective: started (its start event fired) or queued, and for a queued
+  // one the oldest unfinished op on its stream. Queries events on this thread only.
+  void DescribeOldest(InflightColl* c, format::InflightCollective* out);
+  void DescribeBlocker(const InflightColl& c, format::InflightBlocker* out);
   void Register(int64_t now);
   void ResendIdentity();
 
@@ -95,7 +115,7 @@ class Poller {
   bool rank_known_ = false;
   int global_rank_ = -1;
   std::unordered_map<StreamKey, Fifo, StreamKeyHash> fifos_;
-  std::map<uint64_t, Flight> flights_;  // by comm id; 0 = every other op
+  std::map<FlightKey, Flight> flights_;
   std::vector<bool> names_sent_;
   // Every CommRecord written, by comm id: sent again on each registration after the first, so a
   // restarted daemon (which reads on from where its predecessor stopped) knows every

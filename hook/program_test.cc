@@ -4,9 +4,11 @@
 // Usage: program_test GPUSIM_RUN LIBXTIMER_SO WORKLOAD ERRORS WORKLOAD_PTSZ EXTRAS LOCAL_SCOPE
 //                     LOCAL_COMM_MODULE LOCAL_GEMM_MODULE FIRST_CALLS
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -61,13 +63,9 @@ std::string TmpDir() {
   return dir;
 }
 
-// Runs argv with the extra environment; stdout and stderr go to *out. Returns the exit status
-// (or 128 + signal).
-int RunProgram(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-               std::string* out,
-        FakeDaemon* kill_after = nullptr, int kill_ms = 0, std::unique_ptr<FakeDaemon>* restart = nullptr,
-        const std::string& restart_path = "") {
-  std::string out_path = TmpDir() + "/program.out";
+// Starts argv with the extra environment, stdout and stderr going to `out_path`.
+pid_t SpawnProgram(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+                   const std::string& out_path) {
   pid_t pid = fork();
   if (pid == 0) {
     int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -80,13 +78,12 @@ int RunProgram(const std::vector<std::string>& argv, const std::vector<std::stri
     execv(args[0], args.data());
     _exit(127);
   }
-  if (kill_after != nullptr) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(kill_ms));
-    kill_after->ReadAll();  // as a real daemon would have: the new one reads on from there
-    kill_after->Kill();
-    std::string error;
-    *restart = FakeDaemon::Start(restart_path, &error);
-  }
+  return pid;
+}
+
+// Waits for a SpawnProgram child; its output goes to *out. Returns the exit status (or 128 +
+// signal).
+int ReapProgram(pid_t pid, const std::string& out_path, std::string* out) {
   int status = 0;
   waitpid(pid, &status, 0);
   std::ifstream in(out_path);
@@ -95,6 +92,24 @@ int RunProgram(const std::vector<std::string>& argv, const std::vector<std::stri
   *out = ss.str();
   unlink(out_path.c_str());
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Runs argv with the extra environment; stdout and stderr go to *out. Returns the exit status
+// (or 128 + signal).
+int RunProgram(const std::vector<std::string>& argv, const std::vector<std::string>& env,
+               std::string* out,
+        FakeDaemon* kill_after = nullptr, int kill_ms = 0, std::unique_ptr<FakeDaemon>* restart = nullptr,
+        const std::string& restart_path = "") {
+  std::string out_path = TmpDir() + "/program.out";
+  pid_t pid = SpawnProgram(argv, env, out_path);
+  if (kill_after != nullptr) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(kill_ms));
+    kill_after->ReadAll();  // as a real daemon would have: the new one reads on from there
+    kill_after->Kill();
+    std::string error;
+    *restart = FakeDaemon::Start(restart_path, &error);
+  }
+  return ReapProgram(pid, out_path, out);
 }
 
 std::string SocketPath(const char* tag) {
@@ -562,6 +577,151 @@ TEST(ProgramTest, CommInitAllRanksShareTheIdAndTheSeqs) {
     if (r.seq == 1) min_dur = std::min(min_dur, r.duration_ns);
   }
   EXPECT_NS(min_dur, Coll(4 << 20, 2.0 * 2 / 3));
+}
+
+// The process's row of communicator `comm_id` on `device` in the in-flight table, or null.
+const format::InflightRow* Row(const FakeDaemon::Ring& ring, uint64_t comm_id, int device) {
+  for (const auto& r : ring.inflight) {
+    if (r.comm_id == comm_id && r.device == device) return &r;
+  }
+  return nullptr;
+}
+
+// The kernel name the ring's name records give `name_id` ("" until its last part was read).
+std::string NameOf(const FakeDaemon::Ring& ring, uint32_t name_id) {
+  std::string text;
+  for (const auto& r : ring.records) {
+    if (r.header.type != static_cast<uint8_t>(format::RecordType::kName) ||
+        r.name.name_id != name_id) {
+      continue;
+    }
+    text.append(r.name.text, r.name.length);
+    if (r.name.flags & format::kNameLast) return text;
+  }
+  return "";
+}
+
+// Polls the fake daemon while the program runs until `done(ring)` or `timeout_ms`; false when the
+// program ended or time ran out first.
+template <typename Pred>
+bool WatchRing(FakeDaemon* daemon, pid_t pid, int timeout_ms, Pred done) {
+  for (int waited = 0; waited < timeout_ms; waited += 20) {
+    daemon->ReadAll();
+    auto rings = daemon->rings();
+    if (rings.size() == 1 && done(rings[0])) return true;
+    siginfo_t info = {};
+    if (waitid(P_PID, pid, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != 0) {
+      return false;  // ended (or gone)
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return false;
+}
+
+int64_t NowNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+uint64_t CommOf(const FakeDaemon::Ring& ring) {
+  auto comms = CommsOf(ring);
+  return comms.size() == 1 ? comms.begin()->first : 0;
+}
+
+// Rank 0 (device 0) launches a 6 s kernel before its second all-reduce: that all-reduce is queued
+// behind it and its row names the kernel; rank 1 (device 1) is inside its all-reduce, waiting.
+TEST(ProgramTest, InflightRowsSayQueuedBehindAKernelAndStartedForTheWaitingRank) {
+  std::string sock = SocketPath("q");
+  std::string error;
+  auto daemon = FakeDaemon::Start(sock, &error);
+  ASSERT_NE(daemon, nullptr) << error;
+  std::vector<std::string> env = HookEnv(sock);
+  env.push_back("XTIMER_KERNEL_FILTER=delay_kernel");
+  env.push_back("XTIMER_SIM_KERNEL_TIMES=delay_kernel=6000000");
+  const std::string out_path = TmpDir() + "/inflight.out";
+  pid_t pid = SpawnProgram(Hooked({g_extras, "inflight"}), env, out_path);
+  FakeDaemon::Ring seen;
+  bool both = WatchRing(daemon.get(), pid, 60000, [&](const FakeDaemon::Ring& ring) {
+    const uint64_t comm = CommOf(ring);
+    const format::InflightRow* r0 = Row(ring, comm, 0);
+    const format::InflightRow* r1 = Row(ring, comm, 1);
+    if (comm == 0 || r0 == nullptr || r1 == nullptr) return false;
+    if (r0->oldest.state != format::InflightState::kQueued || r0->oldest.seq != 2 ||
+        r1->oldest.state != format::InflightState::kStarted || r1->oldest.seq != 2) {
+      return false;
+    }
+    seen = ring;
+    return true;
+  });
+  std::string out;
+  int rc = ReapProgram(pid, out_path, &out);
+  ASSERT_TRUE(both) << "never saw rank 0 queued and rank 1 started in seq 2\n" << out;
+  EXPECT_EQ(rc, 0) << out;
+  const uint64_t comm = CommOf(seen);
+  const format::InflightCollective& q = Row(seen, comm, 0)->oldest;
+  EXPECT_EQ(q.op, static_cast<uint16_t>(Operation::kAllReduce));
+  EXPECT_EQ(q.dtype, static_cast<uint8_t>(DType::kF32));
+  EXPECT_EQ(q.count, 1u << 20);
+  EXPECT_EQ(q.bytes, 4u << 20);
+  EXPECT_EQ(q.root, -1);
+  EXPECT_EQ(q.comm_size, 2);
+  EXPECT_EQ(q.gpu_start_ns, 0);
+  EXPECT_EQ(q.blocker.op, static_cast<uint16_t>(Operation::kKernelLaunch));
+  EXPECT_EQ(q.blocker.kind, static_cast<uint8_t>(OpKind::kKernel));
+  EXPECT_LE(q.blocker.launch_ns, q.launch_ns);
+  EXPECT_NE(NameOf(seen, q.blocker.name_id).find("delay_kernel"), std::string::npos)
+      << "name id " << q.blocker.name_id;
+  const format::InflightCollective& w = Row(seen, comm, 1)->oldest;
+  EXPECT_GE(w.gpu_start_ns, w.launch_ns - 1000000);  // within the clock alignment
+  EXPECT_EQ(w.blocker.op, 0);
+  // Everything completed before the exit: nothing is described any more.
+  daemon->ReadAll();
+  const auto rings = daemon->rings();
+  ASSERT_EQ(rings.size(), 1u);
+  for (const auto& r : rings[0].inflight) {
+    EXPECT_EQ(r.oldest.state, format::InflightState::kNone) << r.comm_id << " " << r.device;
+  }
+}
+
+// Rank 0 hangs in its second all-reduce call (simulator fault): nothing of it is in flight, and
+// rank 1 waits inside its own, started, for a peer that never comes.
+TEST(ProgramTest, InflightRowSaysStartedWhenThePeerNeverArrives) {
+  std::string sock = SocketPath("h");
+  std::string error;
+  auto daemon = FakeDaemon::Start(sock, &error);
+  ASSERT_NE(daemon, nullptr) << error;
+  std::vector<std::string> env = HookEnv(sock);
+  env.push_back("XTIMER_SIM_HANG=0:2");
+  const std::string out_path = TmpDir() + "/hang.out";
+  pid_t pid = SpawnProgram(Hooked({g_extras, "inflight"}), env, out_path);
+  FakeDaemon::Ring seen;
+  bool waiting = WatchRing(daemon.get(), pid, 60000, [&](const FakeDaemon::Ring& ring) {
+    const uint64_t comm = CommOf(ring);
+    const format::InflightRow* r1 = Row(ring, comm, 1);
+    if (comm == 0 || r1 == nullptr || r1->oldest.state != format::InflightState::kStarted) {
+      return false;
+    }
+    // Long enough that rank 0's side is settled, not on its way.
+    if (NowNs() - r1->oldest.launch_ns < 1000000000) return false;
+    seen = ring;
+    return true;
+  });
+  kill(pid, SIGKILL);
+  std::string out;
+  ReapProgram(pid, out_path, &out);
+  ASSERT_TRUE(waiting) << "never saw rank 1 started in its all-reduce\n" << out;
+  const uint64_t comm = CommOf(seen);
+  const format::InflightRow* r1 = Row(seen, comm, 1);
+  EXPECT_EQ(r1->oldest.seq, 2u);
+  EXPECT_EQ(r1->last_issued_seq, 2u);
+  EXPECT_EQ(r1->last_completed_seq, 1u);
+  EXPECT_GT(r1->oldest.gpu_start_ns, 0);
+  const format::InflightRow* r0 = Row(seen, comm, 0);
+  ASSERT_NE(r0, nullptr);
+  EXPECT_EQ(r0->oldest.state, format::InflightState::kNone);
+  EXPECT_EQ(r0->last_issued_seq, 1u);
+  EXPECT_EQ(r0->oldest_launch_ns, 0);
 }
 
 // 3 ranks; 0 and 1 shrink 2 away and all-reduce on the child.

@@ -6,6 +6,9 @@
 //   extras shrink      3 ranks; ranks 0 and 1 shrink rank 2 away and all-reduce on the child
 //   extras scalable    2 ranks created by ncclCommInitRankScalable (2 ids), one all-reduce
 //   extras lifecycle   ncclCommFinalize + Destroy and ncclCommAbort, return values printed
+//   extras inflight    2 ranks, 2 all-reduces; before the second, rank 0 launches delay_kernel
+//                      on its stream (long with XTIMER_SIM_KERNEL_TIMES), so its all-reduce is
+//                      queued behind it while rank 1 waits in its own
 // Every mode prints what the test needs to recompute ids ("pid=", "id0=") and ends with "OK".
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -225,6 +228,16 @@ static void Lifecycle() {
   printf("destroy(null) -> %d\n", static_cast<int>(ncclCommDestroy(nullptr)));
 }
 
+static void Inflight() {
+  Ranks(2, kCount, [](int rank, ncclComm_t comm, cudaStream_t s, float* send, float* recv) {
+    CHECK_NCCL(ncclAllReduce(send, recv, kCount, ncclFloat, ncclSum, comm, s));
+    CHECK(cudaStreamSynchronize(s));
+    if (rank == 0) delay_kernel<<<1, 1, 0, s>>>(0);
+    CHECK_NCCL(ncclAllReduce(send, recv, kCount, ncclFloat, ncclSum, comm, s));
+    CHECK(cudaStreamSynchronize(s));
+  });
+}
+
 int main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   if (strcmp(mode, "sample") == 0) {
@@ -239,6 +252,8 @@ int main(int argc, char** argv) {
     Scalable();
   } else if (strcmp(mode, "lifecycle") == 0) {
     Lifecycle();
+  } else if (strcmp(mode, "inflight") == 0) {
+    Inflight();
   } else {
     fprintf(stderr, "unknown mode %s\n", mode);
     return 2;

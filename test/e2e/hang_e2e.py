@@ -3,8 +3,10 @@
 
 Rank 1 of a 2-rank job blocks forever at its 3rd collective on a communicator
 (XTIMER_SIM_HANG=1:3); rank 0's matching collective then stays in flight. With
-XTIMER_HANG_TIMEOUT=2 the daemon must report xtimer_comm_hang = 1 and xtimer_rank_hang = 1 for
-rank 0 within a few seconds, and the in-flight age must keep growing, while the job is still hung.
+XTIMER_HANG_TIMEOUT=2 the daemon must report xtimer_comm_waiting_hang = 1 and
+xtimer_rank_waiting_hang = 1 for rank 0 (the victim) within a few seconds, 0 for rank 1 (the
+culprit), xtimer_comm_inflight_info{state="started"} for rank 0's collective, and the in-flight age
+must keep growing, while the job is still hung.
 
 Usage: hang_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH
 """
@@ -37,20 +39,30 @@ def main(argv):
             text = scrape(metrics, must=False)
             if text:
                 s = parse(text)
-                comm = [l["comm"] for l, v in select(s, "xtimer_comm_hang", rank="0")
+                comm = [l["comm"] for l, v in select(s, "xtimer_comm_waiting_hang", rank="0")
                         if v == 1 and l["comm"] != "none"]
-                rank = [v for _, v in select(s, "xtimer_rank_hang", rank="0")]
-                if comm and rank == [1]:
+                rank = [v for _, v in select(s, "xtimer_rank_waiting_hang", rank="0")]
+                info = [l for l, v in select(s, "xtimer_comm_inflight_info", rank="0")
+                        if comm and l["comm"] == comm[0] and v == 1]
+                if comm and rank == [1] and info:
                     age = [v for _, v in select(s, "xtimer_comm_oldest_inflight_age_seconds",
                                                 rank="0", comm=comm[0])]
-                    found = (comm[0], age[0] if age else None)
+                    culprit = [v for _, v in select(s, "xtimer_rank_waiting_hang", rank="1")]
+                    found = (comm[0], age[0] if age else None, info[0], culprit)
             time.sleep(0.3)
         if found is None:
             fail("no communicator's hang gauge turned 1 for rank 0 within 30 s")
         if job.proc.poll() is not None:
             fail("the job was expected to stay hung, but exited %s" % job.proc.returncode)
-        log("xtimer_comm_hang{rank=0, comm=%s} = 1, xtimer_rank_hang{rank=0} = 1, oldest op in "
-            "flight for %.1f s (hang timeout 2 s); the job is still hung" % found)
+        comm, age, info, culprit = found
+        if info.get("state") != "started" or info.get("op") in (None, "Unknown"):
+            fail("rank 0 waits inside its collective, yet xtimer_comm_inflight_info says %s" % info)
+        if culprit != [0]:
+            fail("xtimer_rank_waiting_hang of rank 1, the culprit, should be 0: got %s" % culprit)
+        log("xtimer_comm_waiting_hang{rank=0, comm=%s} = 1, xtimer_rank_waiting_hang{rank=0} = 1 "
+            "and {rank=1} = 0, oldest op in flight for %.1f s (hang timeout 2 s), inflight_info "
+            "op=%s seq=%s state=%s; the job is still hung"
+            % (comm, age, info["op"], info["seq"], info["state"]))
     finally:
         job.kill()
         stop_daemon(run_dir)

@@ -154,7 +154,7 @@ EXPECTED = {
     '(xtimer_comm_last_issued_seq{comm!="none"})': issued_skew,
     'xtimer_comm_last_issued_seq{comm!="none"} < on (comm) group_left max by (comm) '
     '(xtimer_comm_last_issued_seq{comm!="none"})': culprit,
-    "max by (job) (xtimer_rank_hang) == 1": any_hang,
+    "max by (job) (xtimer_rank_waiting_hang) == 1": any_hang,
     "rate(xtimer_ring_records_dropped_total[5m]) > 0": no_drops,
 }
 
@@ -205,10 +205,10 @@ def main(argv):
         log("rank %s hangs (simulator knob); waiting for the hang gauges" % CULPRIT)
         def hung_comms():
             samples = parse(scrape(metrics, must=False) or "")
-            return [l["comm"] for l, v in select(samples, "xtimer_comm_hang", rank="0")
+            return [l["comm"] for l, v in select(samples, "xtimer_comm_waiting_hang", rank="0")
                     if v == 1 and l["comm"] != "none"]
-        wait_for("xtimer_comm_hang = 1 on rank 0", hung_comms, 60)
-        wait_for("Prometheus to see the hang", lambda: query(prom_port, "xtimer_rank_hang == 1"), 30)
+        wait_for("xtimer_comm_waiting_hang = 1 on rank 0", hung_comms, 60)
+        wait_for("Prometheus to see the hang", lambda: query(prom_port, "xtimer_rank_waiting_hang == 1"), 30)
         time.sleep(2)  # a last scrape after the gauges settled
         samples = parse(scrape(metrics))
         # Ops queued behind the stuck collective (on other communicators of rank 0) may pass the

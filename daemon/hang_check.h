@@ -1,0 +1,28 @@
+// The HangCheck control method's answer (proto/hosting.proto HangCheckResponse) from the live
+// diagnosis's state, and its proto3 JSON form (the curl answer and hang-summary.json).
+#ifndef XTIMER_DAEMON_HANG_CHECK_H_
+#define XTIMER_DAEMON_HANG_CHECK_H_
+
+#include <string>
+
+#include <google/protobuf/message.h>
+
+#include "daemon/diagnosis.h"
+#include "proto/hosting.pb.h"
+
+namespace xtimer {
+namespace daemon {
+
+// The verdicts and every rank's progress of the jobs in `state` (only `job` when not empty).
+void FillHangCheck(const LiveState& state, const std::string& job, const std::string& node,
+                   HangCheckResponse* out);
+
+// proto3 JSON as the control port prints it (field names as in the .proto, every field present,
+// 64-bit integers as strings), with a final newline. Returns false with *error.
+bool MessageToJson(const google::protobuf::Message& message, std::string* json,
+                   std::string* error);
+
+}  // namespace daemon
+}  // namespace xtimer
+
+#endif  // XTIMER_DAEMON_HANG_CHECK_H_

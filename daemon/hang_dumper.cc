@@ -1,0 +1,120 @@
+#include "daemon/hang_dumper.h"
+
+#include <fcntl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "daemon/dump_root.h"
+#include "daemon/hang_check.h"
+#include "daemon/log.h"
+
+namespace xtimer {
+namespace daemon {
+namespace {
+
+constexpr char kSummaryName[] = "hang-summary.json";
+
+// Writes `text` to a new file `name` in the directory `dir` under `root` (no symlinks followed).
+bool WriteNewFile(const std::string& root, const std::string& dir, const char* name,
+                  const std::string& text, std::string* error) {
+  const int dir_fd = OpenDirUnderRoot(root, dir, error);
+  if (dir_fd < 0) return false;
+  const int fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  const int open_errno = errno;
+  close(dir_fd);
+  if (fd < 0) {
+    *error = dir + "/" + name + ": " + strerror(open_errno);
+    return false;
+  }
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      *error = dir + "/" + name + ": " + strerror(errno);
+      close(fd);
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (close(fd) != 0) {
+    *error = dir + "/" + name + ": " + strerror(errno);
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string HangDirName(int64_t realtime_ns) {
+  const time_t secs = static_cast<time_t>(realtime_ns / 1000000000);
+  tm t;
+  gmtime_r(&secs, &t);
+  char buf[64];
+  strftime(buf, sizeof buf, "hang-%Y%m%dT%H%M%SZ", &t);
+  return buf;
+}
+
+HangDumper::HangDumper(DumpManager* dumps, std::string node, int64_t history)
+    : dumps_(dumps),
+      node_(std::move(node)),
+      history_(std::max<int64_t>(1, std::min(history, kMaxDumpHistory))) {}
+
+void HangDumper::Update(LiveState* state) {
+  std::map<std::string, Hang> still;
+  for (JobLive& job : state->jobs) {
+    if (job.report.hangs.empty()) continue;  // progress resumed (or never stalled): reset
+    Hang hang = hangs_[job.job];
+    if (!hang.done && Dump(*state, job, &hang)) hang.done = true;
+    job.dump_dir = hang.dir;
+    still[job.job] = hang;
+  }
+  hangs_ = std::move(still);
+}
+
+bool HangDumper::Dump(const LiveState& state, const JobLive& job, Hang* hang) {
+  DumpRequest request;
+  request.dir = dumps_->root() + "/" + HangDirName(state.now_ns);
+  request.history = history_;
+  request.jobs.insert(job.job);
+  request.dump_time_ns = state.now_ns;
+  DumpStatus status;
+  std::string error;
+  const DumpError result = dumps_->Start(request, &status, &error);
+  if (result == DumpError::kBusy) return false;
+  const analysis::HangVerdict& v = job.report.hangs.front();
+  const std::string job_dir = request.dir + "/" + JobDirName(job.job);
+  if (result == DumpError::kNone) {
+    HangCheckResponse summary;
+    JobLive with_dir = job;
+    with_dir.dump_dir = job_dir;
+    LiveState one;
+    one.now_ns = state.now_ns;
+    one.jobs.push_back(std::move(with_dir));
+    FillHangCheck(one, job.job, node_, &summary);
+    std::string json;
+    if (MessageToJson(summary, &json, &error) &&
+        WriteNewFile(dumps_->root(), job_dir, kSummaryName, json, &error)) {
+      hang->dir = job_dir;
+    }
+  }
+  char comm[format::kCommIdTextSize];
+  if (hang->dir.empty()) {
+    Logf("hang verdict %s in job %s (comm %s seq %llu): automatic dump failed: %s",
+         analysis::HangKindName(v.kind), job.job.c_str(), format::CommIdText(v.comm_id, comm),
+         static_cast<unsigned long long>(v.seq), error.c_str());
+  } else {
+    Logf("hang verdict %s in job %s (comm %s seq %llu): dumped %zu ranks to %s",
+         analysis::HangKindName(v.kind), job.job.c_str(), format::CommIdText(v.comm_id, comm),
+         static_cast<unsigned long long>(v.seq), status.files.size(), hang->dir.c_str());
+  }
+  return true;
+}
+
+}  // namespace daemon
+}  // namespace xtimer
