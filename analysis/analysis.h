@@ -96,6 +96,32 @@ class RankSummarizer {
   State* state_;
 };
 
+// SummarizeRank's streaming form, for readers of dumps: ops are added in blocks, roughly in
+// completion order (a timeline file's order: completion order per stream, streams interleaved).
+// Each block is put in SummarizeRank's order and merged with the ops held back; all but the
+// newest `window` held ops are then summarised. Ops out of place by fewer than `window`
+// positions give exactly SummarizeRank's result; later stragglers are attributed as
+// RankSummarizer attributes late work. Memory: about two windows of ops, plus the Arrivals.
+class OrderedRankSummarizer {
+ public:
+  static constexpr size_t kDefaultWindow = 8192;
+  explicit OrderedRankSummarizer(size_t window = kDefaultWindow);
+  ~OrderedRankSummarizer();
+  OrderedRankSummarizer(const OrderedRankSummarizer&) = delete;
+  OrderedRankSummarizer& operator=(const OrderedRankSummarizer&) = delete;
+  // Takes the ops of `block` (left empty, its capacity kept for the next block).
+  void AddBlock(std::vector<TimedOp>* block);
+  // Summarises what is held; the Arrivals of all blocks, oldest (GPU start) first.
+  std::vector<Arrival> Finish();
+
+ private:
+  void Emit(size_t n);
+  size_t window_;
+  std::vector<TimedOp> held_;  // sorted in SummarizeRank's order
+  RankSummarizer summarizer_;
+  std::vector<Arrival> arrivals_;
+};
+
 // A communicator as a member sees it.
 struct Communicator {
   uint64_t id = 0;

@@ -1,5 +1,6 @@
 // SummarizeRank and RankSummarizer: one rank's timed ops reduced to Arrivals of its collectives.
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "analysis/analysis.h"
@@ -30,6 +31,14 @@ Arrival ArrivalOf(const TimedOp& op) {
   a.start_ns = op.start_ns;
   a.end_ns = op.start_ns + op.duration_ns;
   return a;
+}
+
+// SummarizeRank's order: completion order, work before a collective that ends at the same time.
+bool CompletesBefore(const TimedOp& a, const TimedOp& b) {
+  const int64_t ea = a.start_ns + a.duration_ns, eb = b.start_ns + b.duration_ns;
+  if (ea != eb) return ea < eb;
+  const uint8_t collective = static_cast<uint8_t>(format::OpKind::kCollective);
+  return KindOf(a) != collective && KindOf(b) == collective;
 }
 
 }  // namespace
@@ -105,26 +114,49 @@ bool RankSummarizer::Add(const TimedOp& op, Arrival* arrival) {
   return true;
 }
 
-std::vector<Arrival> SummarizeRank(std::vector<TimedOp> ops) {
-  // Completion order, work before a collective that ends at the same time.
-  auto end_of = [](const TimedOp& o) { return o.start_ns + o.duration_ns; };
-  auto is_collective = [](const TimedOp& o) {
-    return KindOf(o) == static_cast<uint8_t>(format::OpKind::kCollective);
-  };
-  std::stable_sort(ops.begin(), ops.end(), [&](const TimedOp& a, const TimedOp& b) {
-    int64_t ea = end_of(a), eb = end_of(b);
-    if (ea != eb) return ea < eb;
-    return !is_collective(a) && is_collective(b);
-  });
-  RankSummarizer summarizer(ops.size() + 2);
-  std::vector<Arrival> arrivals;
-  Arrival a;
-  for (const TimedOp& op : ops) {
-    if (summarizer.Add(op, &a)) arrivals.push_back(a);
+OrderedRankSummarizer::OrderedRankSummarizer(size_t window)
+    // Offline every op is kept until the next collective (no dropped work): memory is bounded
+    // by the ops between two collectives.
+    : window_(std::max<size_t>(window, 1)), summarizer_(std::numeric_limits<size_t>::max()) {}
+
+OrderedRankSummarizer::~OrderedRankSummarizer() = default;
+
+void OrderedRankSummarizer::AddBlock(std::vector<TimedOp>* block) {
+  if (block->empty()) return;
+  if (!std::is_sorted(block->begin(), block->end(), CompletesBefore)) {
+    std::stable_sort(block->begin(), block->end(), CompletesBefore);
   }
-  std::stable_sort(arrivals.begin(), arrivals.end(),
-                   [](const Arrival& x, const Arrival& y) { return x.start_ns < y.start_ns; });
-  return arrivals;
+  const size_t mid = held_.size();
+  const bool in_order = held_.empty() || !CompletesBefore(block->front(), held_.back());
+  held_.insert(held_.end(), block->begin(), block->end());
+  block->clear();
+  if (!in_order) std::inplace_merge(held_.begin(), held_.begin() + mid, held_.end(),
+                                    CompletesBefore);
+  // Summarise in batches of a window, so that each op is moved about once.
+  if (held_.size() >= 2 * window_) Emit(held_.size() - window_);
+}
+
+void OrderedRankSummarizer::Emit(size_t n) {
+  Arrival a;
+  for (size_t i = 0; i < n; ++i) {
+    if (summarizer_.Add(held_[i], &a)) arrivals_.push_back(a);
+  }
+  held_.erase(held_.begin(), held_.begin() + n);
+}
+
+std::vector<Arrival> OrderedRankSummarizer::Finish() {
+  Emit(held_.size());
+  auto by_start = [](const Arrival& x, const Arrival& y) { return x.start_ns < y.start_ns; };
+  if (!std::is_sorted(arrivals_.begin(), arrivals_.end(), by_start)) {
+    std::stable_sort(arrivals_.begin(), arrivals_.end(), by_start);
+  }
+  return std::move(arrivals_);
+}
+
+std::vector<Arrival> SummarizeRank(std::vector<TimedOp> ops) {
+  OrderedRankSummarizer summarizer(ops.size());  // one window: everything sorted at once
+  summarizer.AddBlock(&ops);
+  return summarizer.Finish();
 }
 
 }  // namespace analysis

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -149,6 +150,79 @@ TEST(RankSummarizer, MemoryIsBoundedAndOldWorkDropped) {
   ASSERT_TRUE(live.Add(Coll(7, 2, 0, 2010 * kMs, kMs), &a));
   EXPECT_EQ(a.busy_before_ns, 0);
   EXPECT_EQ(a.idle_before_ns, 9 * kMs);
+}
+
+
+// A random rank's work and collectives, out of completion order as a timeline file's
+// interleaved streams can be: every op is less than `spread` positions from its place.
+std::vector<TimedOp> Interleaved(uint32_t seed, size_t spread) {
+  std::mt19937 rng(seed);
+  std::vector<TimedOp> ops;
+  int64_t t = 0;
+  for (uint64_t seq = 1; seq <= 3000; ++seq) {
+    int n = std::uniform_int_distribution<int>(0, 5)(rng);
+    for (int i = 0; i < n; ++i) {
+      int64_t gap = std::uniform_int_distribution<int64_t>(0, kMs)(rng);
+      int64_t dur = std::uniform_int_distribution<int64_t>(1, 3 * kMs)(rng);
+      ops.push_back(Work(format::Operation::kGemmEx, t + gap, dur));
+      t += gap + dur;
+    }
+    t += std::uniform_int_distribution<int64_t>(0, kMs)(rng);
+    ops.push_back(Coll(7, seq, t - kMs, t, kMs));
+    t += kMs;
+  }
+  for (size_t i = 0; i < ops.size(); i += spread) {  // shuffled within runs of `spread`
+    std::shuffle(ops.begin() + i, ops.begin() + std::min(ops.size(), i + spread), rng);
+  }
+  return ops;
+}
+
+void ExpectSame(const std::vector<Arrival>& got, const std::vector<Arrival>& want) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].seq, want[i].seq) << i;
+    EXPECT_EQ(got[i].start_ns, want[i].start_ns) << i;
+    EXPECT_EQ(got[i].busy_before_ns, want[i].busy_before_ns) << i;
+    EXPECT_EQ(got[i].idle_before_ns, want[i].idle_before_ns) << i;
+  }
+}
+
+std::vector<Arrival> InBlocks(const std::vector<TimedOp>& ops, size_t block, size_t window) {
+  OrderedRankSummarizer summarizer(window);
+  std::vector<TimedOp> b;
+  for (size_t i = 0; i < ops.size(); i += block) {
+    b.assign(ops.begin() + i, ops.begin() + std::min(ops.size(), i + block));
+    summarizer.AddBlock(&b);
+    EXPECT_TRUE(b.empty());
+  }
+  return summarizer.Finish();
+}
+
+TEST(OrderedRankSummarizer, BlocksInFileOrderMatchTheWholeSort) {
+  for (uint32_t seed : {1u, 2u, 3u}) {
+    std::vector<TimedOp> ops = Interleaved(seed, 40);
+    std::vector<Arrival> whole = SummarizeRank(ops);
+    ASSERT_EQ(whole.size(), 3000u);
+    // Disorder (40) below the window: exactly the whole sort, whatever the block size.
+    ExpectSame(InBlocks(ops, 4096, 64), whole);
+    ExpectSame(InBlocks(ops, 100, 64), whole);
+    ExpectSame(InBlocks(ops, 1, 64), whole);
+  }
+}
+
+TEST(OrderedRankSummarizer, DisorderBeyondTheWindowIsApproximateNotLost) {
+  std::vector<TimedOp> ops = Interleaved(4, 300);
+  std::vector<Arrival> whole = SummarizeRank(ops);
+  std::vector<Arrival> got = InBlocks(ops, 50, 8);
+  ASSERT_EQ(got.size(), whole.size());
+  int differ = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].seq, whole[i].seq);
+    EXPECT_EQ(got[i].start_ns, whole[i].start_ns) << i;
+    EXPECT_EQ(got[i].end_ns, whole[i].end_ns) << i;
+    differ += got[i].busy_before_ns != whole[i].busy_before_ns;
+  }
+  EXPECT_GT(differ, 0) << "the window was meant to be too small for this disorder";
 }
 
 }  // namespace

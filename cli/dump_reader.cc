@@ -1,13 +1,13 @@
 #include "cli/dump_reader.h"
 
 #include <google/protobuf/util/json_util.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 
@@ -37,7 +37,6 @@ struct FileResult {
   uint64_t events = 0;
   int64_t end_ns = 0;  // the capture's end (node clock)
   analysis::RankInput input;
-  std::vector<CollectiveEnd> ends;  // sorted by key, one per collective
 };
 
 std::string Describe(const EventRecord& e, const timeline::Metadata& m) {
@@ -71,25 +70,54 @@ std::string Ago(int64_t ns) {
   return b;
 }
 
-// Reads one file: the rank's arrivals (node clock), its communicators, what it did last, and its
-// collectives' end times for clock alignment.
-void ReadOne(FileResult* f) {
-  std::vector<analysis::TimedOp> ops;
-  struct stat st;
-  if (stat(f->path.c_str(), &st) == 0 && st.st_size > 0) {
-    ops.reserve(static_cast<size_t>(st.st_size) / sizeof(EventRecord));  // at most
+// The communicator sizes of one file's metadata, looked up per event (a file has few
+// communicators, and consecutive events mostly share one).
+class CommSizes {
+ public:
+  explicit CommSizes(const std::vector<timeline::CommInfo>& comms) {
+    for (const timeline::CommInfo& c : comms) sizes_.emplace_back(c.id, c.size);
+    std::sort(sizes_.begin(), sizes_.end());
   }
+  int32_t Of(uint64_t comm_id) {
+    if (comm_id == 0) return 0;
+    if (comm_id == last_id_) return last_size_;
+    auto it = std::lower_bound(sizes_.begin(), sizes_.end(), std::make_pair(comm_id, INT32_MIN));
+    last_id_ = comm_id;
+    last_size_ = it != sizes_.end() && it->first == comm_id ? it->second : 0;
+    return last_size_;
+  }
+
+ private:
+  std::vector<std::pair<uint64_t, int32_t>> sizes_;
+  uint64_t last_id_ = 0;
+  int32_t last_size_ = 0;
+};
+
+// Reads one file block by block, summarising as it goes (no full op vector is held): the rank's
+// arrivals (node clock), its communicators and what it did last.
+void ReadOne(FileResult* f) {
+  std::unique_ptr<CommSizes> sizes;
+  analysis::OrderedRankSummarizer summarizer;
+  std::vector<analysis::TimedOp> block;
+  block.reserve(timeline::kEventsPerBlock);
   EventRecord last{};
   int64_t last_at = 0;
-  timeline::ReadResult r = timeline::ReadTimeline(f->path, [&](const EventRecord& e) {
-    ops.push_back(TimedOpOf(e, 0));  // sizes come from the metadata, returned at the end
-    const int64_t at = std::max(e.gpu_start_ns + std::max<int64_t>(e.duration_ns, 0),
-                                e.cpu_launch_ns);
-    if (at >= last_at) {
-      last_at = at;
-      last = e;
+  timeline::BlockCallbacks cb;
+  cb.on_metadata = [&](const timeline::Metadata& m) { sizes.reset(new CommSizes(m.comms)); };
+  cb.on_block = [&](const EventRecord* events, size_t count) {
+    for (size_t i = 0; i < count; ++i) {
+      const EventRecord& e = events[i];
+      block.push_back(TimedOpOf(e, sizes ? sizes->Of(e.comm_id) : 0));
+      const int64_t at = std::max(e.gpu_start_ns + std::max<int64_t>(e.duration_ns, 0),
+                                  e.cpu_launch_ns);
+      if (at >= last_at) {
+        last_at = at;
+        last = e;
+      }
     }
-  });
+    summarizer.AddBlock(&block);
+  };
+  timeline::ReadResult r = timeline::ReadTimelineBlocks(f->path, cb);
   f->ok = r.ok;
   f->error = r.complete ? "" : r.error;
   f->events = r.events;
@@ -98,10 +126,8 @@ void ReadOne(FileResult* f) {
   const timeline::Metadata& m = f->meta;
   f->node = !m.host.empty() ? m.host : !m.node.empty() ? m.node : f->dir;
   f->end_ns = m.window_end_ns > 0 ? m.window_end_ns : m.clock_realtime_ns;
-  std::map<uint64_t, int32_t> sizes;
   analysis::RankInput& in = f->input;
   for (const timeline::CommInfo& c : m.comms) {
-    sizes[c.id] = c.size;
     analysis::Communicator comm;
     comm.id = c.id;
     comm.parent_id = c.parent_id;
@@ -110,32 +136,34 @@ void ReadOne(FileResult* f) {
     comm.members = c.members;
     in.comms.push_back(std::move(comm));
   }
-  for (analysis::TimedOp& op : ops) {
-    auto it = op.comm_id != 0 ? sizes.find(op.comm_id) : sizes.end();
-    if (it == sizes.end()) continue;
-    op.comm_size = it->second;
-    op.count = CountOf(op.op, op.dtype, op.bytes, op.comm_size);
-  }
   in.rank = m.rank;
   in.node = f->node;
   in.pid = m.pid;
   in.device = m.device;
-  in.arrivals = analysis::SummarizeRank(std::move(ops));
+  in.arrivals = summarizer.Finish();
   if (last_at > 0) {
     in.last_activity_ns = last_at;
     in.last_activity = Describe(last, m) + " ended " + Ago(f->end_ns - last_at);
   }
-  for (const analysis::Arrival& a : in.arrivals) {
-    if (a.end_ns > 0 && a.comm_id != 0) f->ends.push_back({{a.comm_id, a.seq}, a.end_ns});
-  }
-  std::sort(f->ends.begin(), f->ends.end());
-  f->ends.erase(std::unique(f->ends.begin(), f->ends.end(),
-                            [](const CollectiveEnd& a, const CollectiveEnd& b) {
-                              return a.first == b.first;
-                            }),
-                f->ends.end());
   f->meta.strings.clear();
   f->meta.comms.clear();
+}
+
+// A rank's collectives' end times (node clock), sorted by key, one per collective: what clock
+// alignment compares across nodes.
+std::vector<CollectiveEnd> EndsOf(const analysis::RankInput& in) {
+  std::vector<CollectiveEnd> ends;
+  ends.reserve(in.arrivals.size());
+  for (const analysis::Arrival& a : in.arrivals) {
+    if (a.end_ns > 0 && a.comm_id != 0) ends.push_back({{a.comm_id, a.seq}, a.end_ns});
+  }
+  if (!std::is_sorted(ends.begin(), ends.end())) std::sort(ends.begin(), ends.end());
+  ends.erase(std::unique(ends.begin(), ends.end(),
+                         [](const CollectiveEnd& a, const CollectiveEnd& b) {
+                           return a.first == b.first;
+                         }),
+             ends.end());
+  return ends;
 }
 
 void Shift(int64_t offset, analysis::RankInput* in) {
@@ -187,10 +215,8 @@ std::map<std::string, int64_t> Align(const std::vector<FileResult*>& ranks, bool
                                      DumpInput* out) {
   std::map<std::string, std::vector<CollectiveEnd>> by_node;
   for (FileResult* f : ranks) {
-    if (align) timeline::MergeEnds(&by_node[f->node], f->ends);
-    by_node[f->node];
-    f->ends.clear();
-    f->ends.shrink_to_fit();
+    std::vector<CollectiveEnd>& node = by_node[f->node];
+    if (align) timeline::MergeEnds(&node, EndsOf(f->input));
   }
   std::vector<timeline::NodeEnds> nodes;
   for (auto& n : by_node) nodes.push_back({n.first, std::move(n.second)});

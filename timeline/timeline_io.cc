@@ -252,7 +252,15 @@ class FileSource : public Source {
   uint64_t left_;
 };
 
-ReadResult ReadFrom(Source* src, const std::function<void(const EventRecord&)>& on_event) {
+BlockCallbacks EachEvent(const std::function<void(const EventRecord&)>& on_event) {
+  BlockCallbacks cb;
+  cb.on_block = [&on_event](const EventRecord* events, size_t count) {
+    for (size_t i = 0; i < count; ++i) on_event(events[i]);
+  };
+  return cb;
+}
+
+ReadResult ReadFrom(Source* src, const BlockCallbacks& cb) {
   ReadResult r;
   FileHeader h;
   size_t got = src->Read(&h, sizeof(h));
@@ -329,6 +337,7 @@ ReadResult ReadFrom(Source* src, const std::function<void(const EventRecord&)>& 
   }
   offset += payload.size();
   r.ok = true;
+  if (cb.on_metadata) cb.on_metadata(r.metadata);
 
   std::vector<EventRecord> block(kEventsPerBlock);
   uint32_t index = 0;
@@ -368,7 +377,7 @@ ReadResult ReadFrom(Source* src, const std::function<void(const EventRecord&)>& 
           "CRC mismatch in block " + std::to_string(index) + " at offset " + std::to_string(offset);
       break;
     }
-    for (uint32_t i = 0; i < bh.count; ++i) on_event(block[i]);
+    cb.on_block(block.data(), bh.count);
     r.events += bh.count;
     offset += sizeof(bh) + bytes;
   }
@@ -553,8 +562,7 @@ bool TimelineWriter::Finish(std::string* error) {
 
 uint64_t TimelineWriter::events() const { return impl_->events; }
 
-ReadResult ReadTimeline(const std::string& path,
-                        const std::function<void(const EventRecord&)>& on_event) {
+ReadResult ReadTimelineBlocks(const std::string& path, const BlockCallbacks& callbacks) {
   FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) {
     ReadResult r;
@@ -564,15 +572,20 @@ ReadResult ReadTimeline(const std::string& path,
   struct stat st;
   uint64_t size = fstat(fileno(f), &st) == 0 ? static_cast<uint64_t>(st.st_size) : UINT64_MAX;
   FileSource src(f, size);
-  ReadResult r = ReadFrom(&src, on_event);
+  ReadResult r = ReadFrom(&src, callbacks);
   std::fclose(f);
   return r;
+}
+
+ReadResult ReadTimeline(const std::string& path,
+                        const std::function<void(const EventRecord&)>& on_event) {
+  return ReadTimelineBlocks(path, EachEvent(on_event));
 }
 
 ReadResult ReadTimelineBuffer(const uint8_t* data, size_t size,
                               const std::function<void(const EventRecord&)>& on_event) {
   BufferSource src(data, size);
-  return ReadFrom(&src, on_event);
+  return ReadFrom(&src, EachEvent(on_event));
 }
 
 }  // namespace timeline

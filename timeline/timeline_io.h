@@ -91,6 +91,15 @@ ReadResult ReadTimeline(const std::string& path,
 ReadResult ReadTimelineBuffer(const uint8_t* data, size_t size,
                               const std::function<void(const EventRecord&)>& on_event);
 
+// Block-wise reading, for readers that work on events in bulk: `on_metadata` (may be empty) is
+// called once, after the metadata was checked and before any event; `on_block` once per intact
+// block with its events, in file order. The result is ReadTimeline's.
+struct BlockCallbacks {
+  std::function<void(const Metadata&)> on_metadata;
+  std::function<void(const EventRecord* events, size_t count)> on_block;
+};
+ReadResult ReadTimelineBlocks(const std::string& path, const BlockCallbacks& callbacks);
+
 uint32_t Crc32(const void* data, size_t size, uint32_t crc = 0);
 
 }  // namespace timeline

@@ -146,6 +146,32 @@ TEST(TimelineIo, RoundTrip) {
   EXPECT_EQ(count, n);
 }
 
+TEST(TimelineIo, BlocksComeAfterTheMetadata) {
+  const uint64_t n = 2 * kEventsPerBlock + 17;
+  std::string path = WriteSample(n, "blocks.timeline");
+  std::vector<size_t> counts;
+  int metadata_calls = 0;
+  uint64_t next = 0;
+  BlockCallbacks cb;
+  cb.on_metadata = [&](const Metadata& m) {
+    EXPECT_TRUE(counts.empty()) << "metadata after a block";
+    EXPECT_EQ(m.comms.size(), 2u);
+    ++metadata_calls;
+  };
+  cb.on_block = [&](const EventRecord* events, size_t count) {
+    counts.push_back(count);
+    for (size_t i = 0; i < count; ++i, ++next) {
+      EventRecord want = Event(next);
+      ASSERT_EQ(std::memcmp(&events[i], &want, sizeof(EventRecord)), 0) << next;
+    }
+  };
+  ReadResult r = ReadTimelineBlocks(path, cb);
+  EXPECT_TRUE(r.complete) << r.error;
+  EXPECT_EQ(r.events, n);
+  EXPECT_EQ(metadata_calls, 1);
+  EXPECT_EQ(counts, (std::vector<size_t>{kEventsPerBlock, kEventsPerBlock, 17}));
+}
+
 TEST(TimelineIo, EmptyFileIsComplete) {
   std::string path = WriteSample(0, "empty.timeline");
   ReadResult r = ReadTimeline(path, [](const EventRecord&) {});

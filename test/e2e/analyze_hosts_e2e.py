@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""`xtimer analyze --hosts` names the culprit of a hang across two emulated nodes.
+
+A 4-rank job (demo/train_step, tp 4: one communicator spanning both nodes) runs as 2 ranks on
+each of two emulated nodes, each node under its own xtimer-launch and xtimerd (own run
+directory and ports; XTIMER_HANG_TIMEOUT=2). Rank 3 (node 1) stops in its 20th collective call
+on the host (the simulator's XTIMER_SIM_HANG=3:20): nothing is enqueued, so ranks 0, 1 and 2 wait
+in that collective. Node 0's daemon sees only victims (its ranks wait on remote members);
+`xtimer analyze --hosts node0,node1 --json` asks both daemons (HangCheck) and must give the
+verdict never_issued with culprit_ranks [3] and waiting ranks 0, 1 and 2, within 60 s of the hang.
+
+Usage: analyze_hosts_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH XTIMER
+"""
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e_lib import (Background, Paths, fail, free_ports, log, stop_daemon,  # noqa: E402
+                     wait_ranks)
+
+JOB = "e2e-analyze-hosts"
+CULPRIT = 3
+
+
+def analyze(xtimer, hosts):
+    """(exit status, JSON report or None, stderr) of one `xtimer analyze --hosts` call."""
+    r = subprocess.run([xtimer, "analyze", "--hosts", ",".join(hosts), "--json", "-q"],
+                       capture_output=True, text=True, timeout=60)
+    try:
+        report = json.loads(r.stdout) if r.stdout.strip() else None
+    except ValueError:
+        fail("xtimer analyze --json printed no JSON (exit %d):\n%s\n%s" %
+             (r.returncode, r.stdout, r.stderr))
+    return r.returncode, report, r.stderr
+
+
+def wait_verdict(xtimer, hosts, timeout):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        rc, report, err = analyze(xtimer, hosts)
+        last = (rc, report, err)
+        hang = report.get("hang") if report else None
+        if hang and hang.get("kind") == "never_issued":
+            return rc, report
+        time.sleep(1)
+    fail("no never_issued verdict from `xtimer analyze --hosts` within %d s; last answer "
+         "(exit %s):\n%s\n%s" % (timeout, last[0], json.dumps(last[1], indent=1), last[2]))
+
+
+def main(argv):
+    if len(argv) != 8:
+        fail(__doc__)
+    xtimer = os.path.abspath(argv[7])
+    p = Paths(argv[:7], __doc__)
+    run_dirs = [p.run_dir("node%d" % i) for i in range(2)]
+    m0, m1, c0, c1 = free_ports(4)
+    env = dict(os.environ)
+    env.update({"XTIMER_HANG_TIMEOUT": "2", "XTIMER_SIM_HANG": "%d:20" % CULPRIT})
+    nodes = []
+    try:
+        for i in range(2):
+            argv_i = p.launch_argv(run_dirs[i], [m0, m1][i], [c0, c1][i], JOB) + [
+                sys.executable, p.demo_launch, "--nnodes", "2", "--nproc-per-node", "2",
+                "--node-rank", str(i), "--rdzv-dir", os.path.join(p.tmp, "rdzv"), "--timeout",
+                "300", "--", p.gpusim_run, p.train_step, "--tp", "4", "--steps", "100000",
+                "--hidden", "256", "--seq", "256", "--layers", "2"]
+            nodes.append(Background("node%d" % i, argv_i, env, p.tmp))
+        wait_ranks(c0, [0, 1], 120)
+        wait_ranks(c1, [2, 3], 120)
+        nodes[1].wait_for_line(r"XTIMER_SIM_HANG: rank %d hangs" % CULPRIT, 120)
+        log("rank %d hangs in its 20th collective call (simulator knob); asking both daemons"
+            % CULPRIT)
+        hosts = ["127.0.0.1:%d" % c0, "127.0.0.1:%d" % c1]
+        rc, report = wait_verdict(xtimer, hosts, 60)
+        hang = report["hang"]
+        log("verdict: %s" % json.dumps(hang))
+        if hang["culprit_ranks"] != [CULPRIT]:
+            fail("culprit_ranks %s, expected [%d]" % (hang["culprit_ranks"], CULPRIT))
+        if not {0, 1, 2} <= set(hang["waiting_ranks"]):
+            fail("waiting_ranks %s, expected ranks 0, 1 and 2 among them" % hang["waiting_ranks"])
+        if CULPRIT in hang["waiting_ranks"]:
+            fail("the culprit is also listed as waiting: %s" % hang["waiting_ranks"])
+        if rc != 0:
+            fail("xtimer analyze --hosts exited %d with every node answering" % rc)
+        # Node 0 alone holds only victims: it cannot name rank 3 as never_issued from its view.
+        _, alone, _ = analyze(xtimer, hosts[:1])
+        kind = (alone.get("hang") or {}).get("kind") if alone else None
+        log("node 0 alone: hang kind %s, culprits %s" %
+            (kind, (alone.get("hang") or {}).get("culprit_ranks") if alone else None))
+        if any(n.proc.poll() is not None for n in nodes):
+            fail("the job was expected to stay hung, but a node's launcher exited")
+    finally:
+        for n in nodes:
+            n.kill()
+        for d in run_dirs:
+            stop_daemon(d)
+        p.cleanup()
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
