@@ -1,5 +1,5 @@
-// ThreadSanitizer suppressions for binaries that link Debian's gRPC and Abseil, which are not
-// built with -fsanitize=thread: TSan cannot see their internal synchronisation (absl::Mutex's
+// ThreadSanitizer suppressions for binaries that link Debian's gRPC and Abseil (xtimerd, xtimer),
+// which are not built with -fsanitize=thread: TSan cannot see their internal synchronisation (absl::Mutex's
 // deadlock graph, gRPC's lock-free queues) and reports races inside them, and in gRPC's C++ API
 // inlined into our code (grpc::...) that is synchronised by the uninstrumented core. Our own code
 // is still checked: the control handler and dump manager also run on the HTTP threads and in
