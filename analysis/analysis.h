@@ -199,6 +199,9 @@ struct Options {
   // A link finding: a communicator's true bus bandwidth below link_slow_fraction of the median of
   // its peers (same size, operation and bytes) or of its own first instances.
   double link_slow_fraction = 0.7;
+  // Signatures whose mean transfer time is below this are not judged for link findings (a few
+  // microseconds are latency and timer noise, not bandwidth).
+  int64_t min_link_transfer_ns = 50000;
   bool has_groups = false;
   Groups groups;
   // Stragglers and bandwidth normally need every member's arrival in an instance. The daemon,
