@@ -143,6 +143,9 @@ struct Progress {
   // For a kQueued op: the operation its stream is still working on ("GemmEx m=8192 n=8192 k=8192
   // launched 41.2 s ago"), as the hook described it; empty when unknown.
   std::string blocked_by;
+  // The op its stream works on is a collective or a send/receive: the rank waits on other ranks
+  // (a victim), so it is never a not_started culprit.
+  bool blocked_by_communication = false;
 };
 
 // How a rank's process ended, when it did.

@@ -303,6 +303,14 @@ class CommHang {
     for (const Member& m : members_) {
       const Arrival* a = m.inflight_at_stall();
       if (!a || a->seq != stall_ || a->state != OpState::kQueued) continue;
+      if (m.progress->blocked_by_communication) {
+        v->evidence.push_back("rank " + std::to_string(m.input->rank) + "'s " + OpText(a->op) +
+                              " " + Where() + " is queued behind " +
+                              (m.progress->blocked_by.empty() ? std::string("a communication op")
+                                                              : m.progress->blocked_by) +
+                              ": it waits on other ranks and is not blamed");
+        continue;
+      }
       v->culprit_ranks.push_back(m.input->rank);
       std::string e = "rank " + std::to_string(m.input->rank) + "'s " + OpText(a->op) + " " +
                       Where() + " was issued but its GPU never started it: ";

@@ -186,6 +186,17 @@ TEST(Hang, NotStartedQuotesWhatBlocksTheStream) {
   EXPECT_NE(v.evidence[0].find("launched 41.2 s ago"), std::string::npos) << v.evidence[0];
 }
 
+TEST(Hang, QueuedBehindCommunicationIsNotBlamed) {
+  std::vector<RankInput> ranks = Stalled();
+  ranks[1].progress[0].inflight.state = OpState::kQueued;
+  ranks[1].progress[0].blocked_by = "Recv launched 41.2 s ago";
+  ranks[1].progress[0].blocked_by_communication = true;
+  Report report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_NE(report.hangs[0].kind, HangKind::kNotStarted);
+  EXPECT_TRUE(report.hangs[0].culprit_ranks.empty());
+}
+
 TEST(Hang, StuckInCollectiveBlamesNoRank) {
   Report report = Analyze(Stalled(), At(60));
   ASSERT_EQ(report.hangs.size(), 1u);
