@@ -143,6 +143,9 @@ struct Progress {
   // For a kQueued op: the operation its stream is still working on ("GemmEx m=8192 n=8192 k=8192
   // launched 41.2 s ago"), as the hook described it; empty when unknown.
   std::string blocked_by;
+  // The op its stream works on is a collective or a send/receive: the rank waits on other ranks
+  // (a victim), so it is never a not_started culprit.
+  bool blocked_by_communication = false;
 };
 
 // How a rank's process ended, when it did.
@@ -199,6 +202,9 @@ struct Options {
   // A link finding: a communicator's true bus bandwidth below link_slow_fraction of the median of
   // its peers (same size, operation and bytes) or of its own first instances.
   double link_slow_fraction = 0.7;
+  // Signatures whose mean transfer time is below this are not judged for link findings (a few
+  // microseconds are latency and timer noise, not bandwidth).
+  int64_t min_link_transfer_ns = 50000;
   bool has_groups = false;
   Groups groups;
   // Stragglers and bandwidth normally need every member's arrival in an instance. The daemon,

@@ -1,5 +1,6 @@
 // Hang verdicts: which communicators stall, in which instance, and whose fault it is.
 #include <algorithm>
+#include <map>
 #include <csignal>
 #include <cstdio>
 #include <tuple>
@@ -302,6 +303,14 @@ class CommHang {
     for (const Member& m : members_) {
       const Arrival* a = m.inflight_at_stall();
       if (!a || a->seq != stall_ || a->state != OpState::kQueued) continue;
+      if (m.progress->blocked_by_communication) {
+        v->evidence.push_back("rank " + std::to_string(m.input->rank) + "'s " + OpText(a->op) +
+                              " " + Where() + " is queued behind " +
+                              (m.progress->blocked_by.empty() ? std::string("a communication op")
+                                                              : m.progress->blocked_by) +
+                              ": it waits on other ranks and is not blamed");
+        continue;
+      }
       v->culprit_ranks.push_back(m.input->rank);
       std::string e = "rank " + std::to_string(m.input->rank) + "'s " + OpText(a->op) + " " +
                       Where() + " was issued but its GPU never started it: ";
@@ -436,6 +445,39 @@ const char* HangKindName(HangKind kind) {
   return "unknown";
 }
 
+// A rank that waits in one communicator's stalled collective cannot issue (never_issued) or start
+// (not_started) the next collective of another: it is a victim there, not a culprit. Such
+// culprits are dropped, with a sentence; a verdict left with no culprit is dropped when another
+// verdict remains (the one that explains it).
+void DropBlockedCulprits(std::vector<HangVerdict>* verdicts) {
+  std::map<int32_t, uint64_t> waits_in;  // rank -> a communicator it waits in
+  for (const HangVerdict& v : *verdicts) {
+    for (int32_t r : v.waiting_ranks) waits_in.emplace(r, v.comm_id);
+  }
+  std::vector<HangVerdict> kept;
+  for (HangVerdict& v : *verdicts) {
+    if (v.kind != HangKind::kNeverIssued && v.kind != HangKind::kNotStarted) {
+      kept.push_back(std::move(v));
+      continue;
+    }
+    std::vector<int32_t> culprits;
+    for (int32_t r : v.culprit_ranks) {
+      auto w = waits_in.find(r);
+      if (w == waits_in.end() || w->second == v.comm_id) {
+        culprits.push_back(r);
+        continue;
+      }
+      v.evidence.push_back("rank " + std::to_string(r) +
+                           " is not blamed here: it waits in a stalled collective on communicator " +
+                           CommText(w->second));
+    }
+    if (culprits.empty() && verdicts->size() > 1) continue;
+    v.culprit_ranks = std::move(culprits);
+    kept.push_back(std::move(v));
+  }
+  *verdicts = std::move(kept);
+}
+
 std::vector<HangVerdict> FindHangs(const std::vector<RankInput>& ranks,
                                    const std::vector<CommView>& comms, const Options& options) {
   std::vector<HangVerdict> out;
@@ -443,6 +485,7 @@ std::vector<HangVerdict> FindHangs(const std::vector<RankInput>& ranks,
     CommHang(ranks, comm, options).Check(&out);
     CompletedMismatch(ranks, comm, &out);
   }
+  DropBlockedCulprits(&out);
   std::stable_sort(out.begin(), out.end(), [](const HangVerdict& a, const HangVerdict& b) {
     return std::make_tuple(Severity(a.kind), -a.stalled_s, a.comm_id) <
            std::make_tuple(Severity(b.kind), -b.stalled_s, b.comm_id);

@@ -186,6 +186,17 @@ TEST(Hang, NotStartedQuotesWhatBlocksTheStream) {
   EXPECT_NE(v.evidence[0].find("launched 41.2 s ago"), std::string::npos) << v.evidence[0];
 }
 
+TEST(Hang, QueuedBehindCommunicationIsNotBlamed) {
+  std::vector<RankInput> ranks = Stalled();
+  ranks[1].progress[0].inflight.state = OpState::kQueued;
+  ranks[1].progress[0].blocked_by = "Recv launched 41.2 s ago";
+  ranks[1].progress[0].blocked_by_communication = true;
+  Report report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_NE(report.hangs[0].kind, HangKind::kNotStarted);
+  EXPECT_TRUE(report.hangs[0].culprit_ranks.empty());
+}
+
 TEST(Hang, StuckInCollectiveBlamesNoRank) {
   Report report = Analyze(Stalled(), At(60));
   ASSERT_EQ(report.hangs.size(), 1u);
@@ -283,6 +294,34 @@ TEST(Hang, SeveralCommunicatorsMostSevereFirst) {
   EXPECT_EQ(report.hangs[0].kind, HangKind::kNeverIssued);
   EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({5}));
   EXPECT_EQ(report.hangs[1].kind, HangKind::kStuckInCollective);
+}
+
+// Ranks 0-3 wait in kComm's seq 21, which rank 4 never issues (a communicator of 0-4); ranks
+// 0-3's next collective on a second communicator is queued behind it: they are victims there.
+TEST(Hang, RanksWaitingElsewhereAreNotBlamedForTheNextCommunicator) {
+  std::vector<RankInput> ranks = Stalled(5, 5);
+  NeverIssue(&ranks[4]);
+  for (int r = 0; r < 4; ++r) {
+    RankInput& in = ranks[r];
+    in.comms.push_back({kComm + 1, 0, 4, r, {}});
+    Progress p = in.progress[0];
+    p.comm_id = kComm + 1;
+    p.last_issued_seq = 21;
+    p.inflight.comm_id = kComm + 1;
+    p.inflight.state = OpState::kQueued;
+    p.blocked_by = "AllReduce launched 40.0 s ago";
+    in.progress.push_back(p);
+    for (uint64_t s = 1; s <= 20; ++s) {
+      Arrival a = in.arrivals[s - 1];
+      a.comm_id = kComm + 1;
+      in.arrivals.push_back(a);
+    }
+  }
+  Report report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].kind, HangKind::kNeverIssued);
+  EXPECT_EQ(report.hangs[0].comm_id, kComm);
+  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({4}));
 }
 
 TEST(Hang, BadInputDoesNotCrash) {

@@ -203,6 +203,7 @@ class LinkFinder {
   void Collect(const std::vector<CommSums>& all) {
     for (const CommSums& c : all) {
       for (const SigSums& s : c.sigs) {
+        if (TooShort(s)) continue;
         double bw = Gbps(s.bus_bytes * s.transfers.size(), s.transfer_total());
         if (bw > 0) classes_[{c.comm->size, s.op, s.bytes}].push_back(bw);
       }
@@ -212,6 +213,7 @@ class LinkFinder {
   // Returns true with *finding when the communicator's link is slow.
   bool Check(const CommSums& c, Straggler* finding) {
     for (const SigSums& s : c.sigs) {
+      if (TooShort(s)) continue;
       double total = s.transfer_total();
       double bw = Gbps(s.bus_bytes * s.transfers.size(), total);
       if (bw <= 0) continue;
@@ -257,6 +259,13 @@ class LinkFinder {
   }
 
  private:
+  // Transfers of a few microseconds are mostly latency and timer noise: no rate is judged on them.
+  bool TooShort(const SigSums& s) const {
+    return s.transfers.empty() ||
+           s.transfer_total() < static_cast<double>(options_.min_link_transfer_ns) *
+                                    static_cast<double>(s.transfers.size());
+  }
+
   const Options& options_;
   std::map<std::tuple<int32_t, uint16_t, uint64_t>, std::vector<double>> classes_;
 };

@@ -81,6 +81,19 @@ TEST(Stragglers, SlowLinkBlamesNoRank) {
   }
 }
 
+// The same slow group judged with a floor above its transfer times: no link finding.
+TEST(Stragglers, TransfersUnderTheFloorAreNotJudgedForLinks) {
+  SyntheticJob job = Job(2, 4);
+  job.slow_dp_group = 1;
+  std::vector<RankInput> ranks = MakeJob(job);
+  Options o;
+  o.now_ns = JobEnd(ranks) + 1000000;
+  o.min_link_transfer_ns = int64_t{3600} * 1000000000;
+  for (const Straggler& x : Analyze(ranks, o).stragglers) {
+    EXPECT_NE(x.cause, Cause::kLink) << x.evidence[0];
+  }
+}
+
 TEST(Stragglers, LinkSlowingDownLaterIsFoundAgainstItsOwnStart) {
   SyntheticJob job = Job(1, 8);  // one dp communicator: no peers to compare with
   job.steps = 100;

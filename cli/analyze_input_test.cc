@@ -91,7 +91,9 @@ TEST(DumpReader, StragglerJobBlamesTheSlowRanksCompute) {
   const double want = 2.0 * 7 / 8 * (64 << 20) / 1e-3 / 1e9;
   for (const analysis::BusBandwidth& b : report.bus_bandwidth) {
     EXPECT_NEAR(b.true_gbps, want, want * 0.05) << "rank " << b.rank;
-    if (b.rank != 3) EXPECT_LT(b.observed_gbps, b.true_gbps) << "rank " << b.rank;
+    if (b.rank != 3) {
+      EXPECT_LT(b.observed_gbps, b.true_gbps) << "rank " << b.rank;
+    }
   }
 }
 

@@ -84,6 +84,7 @@ void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInpu
     pr.has_inflight = c.has_inflight();
     if (pr.has_inflight) pr.inflight = ArrivalFromProto(c.inflight(), now_ns);
     pr.blocked_by = c.blocked_by();
+    pr.blocked_by_communication = c.blocked_by_communication();
     in->progress.push_back(std::move(pr));
   }
 }

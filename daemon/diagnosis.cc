@@ -87,6 +87,11 @@ RankInput InputOf(const ProcessSnapshot& p, const ProcessOps* ops, const CommMem
       pr.has_inflight = true;
       pr.inflight = InflightArrival(c.comm_id, c.inflight);
       pr.blocked_by = c.blocked_by;
+      const uint8_t blocker = c.inflight.blocker.kind;
+      pr.blocked_by_communication =
+          c.inflight.state == format::InflightState::kQueued &&
+          (blocker == static_cast<uint8_t>(format::OpKind::kCollective) ||
+           blocker == static_cast<uint8_t>(format::OpKind::kP2P));
     }
     if (in.device < 0) in.device = c.device;
     in.progress.push_back(std::move(pr));

@@ -78,6 +78,7 @@ void FillRank(const std::string& job, const RankLive& r, const std::string& node
       if (pr.comm_id != c.comm_id || !pr.has_inflight) continue;
       FillArrival(pr.inflight, now_ns, cp->mutable_inflight());
       cp->set_blocked_by(pr.blocked_by);
+      cp->set_blocked_by_communication(pr.blocked_by_communication);
     }
   }
 }

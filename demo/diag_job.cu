@@ -26,9 +26,14 @@
 #include <thread>
 #include <vector>
 
+#include "demo/program_args.h"
 #include "demo/rendezvous.h"
 
 namespace {
+
+using demo::EnvLong;
+using demo::ParseLong;
+using demo::UsageError;
 
 int g_rank = -1;
 
@@ -115,28 +120,6 @@ const char kUsage[] =
     "Environment (torchrun convention): RANK, WORLD_SIZE, LOCAL_RANK; XTIMER_DEMO_RENDEZVOUS, a\n"
     "directory shared by all ranks (demo/launch.py sets it).\n"
     "Exit status: 0 success, 1 a failed CUDA/cuBLAS/NCCL call, 2 bad usage.\n";
-
-[[noreturn]] void UsageError(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-
-void UsageError(const char* fmt, ...) {
-  char msg[512];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "diag_job: %s (see --help)\n", msg);
-  exit(2);
-}
-
-bool ParseLong(const char* s, long min, long max, long* out) {
-  if (s == nullptr || *s == '\0') return false;
-  char* end = nullptr;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno != 0 || *end != '\0' || v < min || v > max) return false;
-  *out = v;
-  return true;
-}
 
 // A "RANK:VALUE" fault argument.
 struct Fault {
@@ -247,16 +230,6 @@ Options ParseFlags(int argc, char** argv) {
   }
   if (o.gemms % 2 != 0) UsageError("--gemms %ld is not even", o.gemms);
   return o;
-}
-
-long EnvLong(const char* name, long def, long min) {
-  const char* v = getenv(name);
-  if (v == nullptr || *v == '\0') return def;
-  long out;
-  if (!ParseLong(v, min, INT_MAX, &out)) {
-    UsageError("environment variable %s=%s is not an integer >= %ld", name, v, min);
-  }
-  return out;
 }
 
 // True when `faults` names (rank, step); step is 1-based.
@@ -466,6 +439,7 @@ double Step(Rank& r, long step) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  demo::ProgramName() = "diag_job";
   setvbuf(stdout, nullptr, _IOLBF, 0);
   Rank r;
   r.opt = ParseFlags(argc, argv);

@@ -35,9 +35,12 @@
 #include <thread>
 #include <vector>
 
+#include "demo/program_args.h"
 #include "demo/rendezvous.h"
 
 namespace {
+
+using demo::UsageError;
 
 using bf16 = __nv_bfloat16;
 
@@ -165,24 +168,9 @@ const char kUsage[] =
     "\n"
     "Exit status: 0 success, 1 a failed CUDA/cuBLAS/NCCL call or a failed check, 2 bad usage.\n";
 
-[[noreturn]] void UsageError(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
-
-void UsageError(const char* fmt, ...) {
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  fprintf(stderr, "train_step: %s (see --help)\n", msg);
-  exit(2);
-}
-
 bool ParseInt(const char* s, long min, long max, int* out) {
-  if (s == nullptr || *s == '\0') return false;
-  char* end = nullptr;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (errno != 0 || *end != '\0' || v < min || v > max) return false;
+  long v;
+  if (!demo::ParseLong(s, min, max, &v)) return false;
   *out = static_cast<int>(v);
   return true;
 }
@@ -247,13 +235,7 @@ Options ParseFlags(int argc, char** argv) {
 }
 
 int EnvInt(const char* name, int def, int min) {
-  const char* v = getenv(name);
-  if (v == nullptr || *v == '\0') return def;
-  int out;
-  if (!ParseInt(v, min, INT_MAX, &out)) {
-    UsageError("environment variable %s=%s is not an integer >= %d", name, v, min);
-  }
-  return out;
+  return static_cast<int>(demo::EnvLong(name, def, min));
 }
 
 // Megatron's default order "tp-cp-ep-dp-pp" (no cp/ep here): tp varies fastest, then dp, then pp.
@@ -1117,6 +1099,7 @@ std::string GroupList(const Layout& l, int which) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  demo::ProgramName() = "train_step";
   setvbuf(stdout, nullptr, _IOLBF, 0);
   Rank r;
   r.opt = ParseFlags(argc, argv);
