@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "daemon/metric_families.h"
 #include "daemon/metrics.h"
 #include "format/record.h"
 
@@ -13,7 +14,6 @@ namespace xtimer {
 namespace daemon {
 namespace {
 
-using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 
@@ -33,12 +33,6 @@ enum Family {
   kTrueBandwidth,
   kObservedBandwidth,
   kFamilyCount,
-};
-
-struct FamilyInfo {
-  const char* name;
-  MetricType type;
-  const char* help;
 };
 
 constexpr FamilyInfo kFamilies[kFamilyCount] = {
@@ -78,29 +72,10 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
      "Bus bandwidth (GB/s) from the rank's own GPU time, over the same collectives."},
 };
 
-class Builder {
+// The families of kFamilies, in Family order.
+class Builder : public FamilyBuilder {
  public:
-  Builder() : families_(kFamilyCount) {
-    for (int i = 0; i < kFamilyCount; ++i) {
-      families_[i].name = kFamilies[i].name;
-      families_[i].help = kFamilies[i].help;
-      families_[i].type = kFamilies[i].type;
-    }
-  }
-  void Add(Family f, const Labels& labels, double value) {
-    ClientMetric m;
-    m.label = labels;
-    if (kFamilies[f].type == MetricType::Counter) {
-      m.counter.value = value;
-    } else {
-      m.gauge.value = value;
-    }
-    families_[f].metric.push_back(std::move(m));
-  }
-  std::vector<MetricFamily> Take() { return std::move(families_); }
-
- private:
-  std::vector<MetricFamily> families_;
+  Builder() : FamilyBuilder(kFamilies, kFamilyCount) {}
 };
 
 const RankLive* FindRank(const JobLive& job, int32_t rank) {

@@ -5,13 +5,13 @@
 #include <string>
 #include <utility>
 
+#include "daemon/metric_families.h"
 #include "daemon/op_stats.h"
 
 namespace xtimer {
 namespace daemon {
 namespace {
 
-using prometheus::ClientMetric;
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 
@@ -62,12 +62,6 @@ enum Family {
   kIdentityConflicts,
   kStartTime,
   kFamilyCount,
-};
-
-struct FamilyInfo {
-  const char* name;
-  MetricType type;
-  const char* help;
 };
 
 constexpr FamilyInfo kFamilies[kFamilyCount] = {
@@ -165,31 +159,10 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
     {"xtimer_daemon_start_time_seconds", MetricType::Gauge, "Unix time the daemon started."},
 };
 
-class Builder {
+// The families of kFamilies, in Family order.
+class Builder : public FamilyBuilder {
  public:
-  Builder() : families_(kFamilyCount) {
-    for (int i = 0; i < kFamilyCount; ++i) {
-      families_[i].name = kFamilies[i].name;
-      families_[i].help = kFamilies[i].help;
-      families_[i].type = kFamilies[i].type;
-    }
-  }
-
-  void Add(Family f, const Labels& labels, double value) {
-    ClientMetric m;
-    m.label = labels;
-    if (kFamilies[f].type == MetricType::Counter) {
-      m.counter.value = value;
-    } else {
-      m.gauge.value = value;
-    }
-    families_[f].metric.push_back(std::move(m));
-  }
-
-  std::vector<MetricFamily> Take() { return std::move(families_); }
-
- private:
-  std::vector<MetricFamily> families_;
+  Builder() : FamilyBuilder(kFamilies, kFamilyCount) {}
 };
 
 // xtimer_comm_inflight_info appears once an op is this old, so short ops make no label churn.
