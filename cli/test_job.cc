@@ -8,6 +8,7 @@
 
 #include "format/record.h"
 #include "proto/hosting.pb.h"
+#include "timeline/synthetic_job.h"
 #include "timeline/timeline_io.h"
 
 namespace xtimer {
@@ -58,25 +59,9 @@ EventRecord AllReduce(int step, int64_t issue, int64_t start, int64_t end) {
 }
 
 timeline::Metadata RankMetadata(const TestJob& job, int r, int per_node, int64_t end) {
-  const int node = r / per_node;
-  timeline::Metadata m;
-  m.job = job.job;
-  m.host = "node" + std::to_string(node);
-  m.node = m.host;
-  m.pid = 1000 + r;
-  m.rank = r;
-  m.local_rank = r % per_node;
-  m.world_size = job.ranks;
-  m.device = r % per_node;
+  timeline::Metadata m =
+      timeline::SyntheticRankMetadata(job.job, r, job.ranks, per_node, kTestWorldComm);
   m.clock_realtime_ns = end;
-  m.clock_monotonic_ns = 1000000000;
-  timeline::CommInfo world;
-  world.id = kTestWorldComm;
-  world.size = job.ranks;
-  world.rank = r;
-  world.global_rank = r;
-  for (int i = 0; i < job.ranks; ++i) world.members.push_back(i / per_node == node ? i : -1);
-  m.comms = {world};
   m.dump_time_ns = end;
   m.window_begin_ns = job.start_ns;
   m.window_end_ns = end;

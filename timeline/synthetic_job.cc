@@ -64,6 +64,30 @@ void AddPipelineSends(int step, int per_node, int64_t ar_end, std::mt19937_64* r
 
 }  // namespace
 
+Metadata SyntheticRankMetadata(const std::string& job, int r, int ranks, int per_node,
+                               uint64_t world_comm) {
+  const int node = r / per_node;
+  Metadata m;
+  m.job = job;
+  m.host = "node" + std::to_string(node);
+  m.node = m.host;
+  m.pid = 1000 + r;
+  m.rank = r;
+  m.local_rank = r % per_node;
+  m.world_size = ranks;
+  m.device = r % per_node;
+  m.clock_monotonic_ns = 1000000000;
+  CommInfo world;
+  world.id = world_comm;
+  world.size = ranks;
+  world.rank = r;
+  world.global_rank = r;
+  // As a node's daemon writes it: the global ranks of members on this node, -1 for the others.
+  for (int i = 0; i < ranks; ++i) world.members.push_back(i / per_node == node ? i : -1);
+  m.comms = {world};
+  return m;
+}
+
 std::vector<std::string> WriteSyntheticJob(const SyntheticJob& job, const std::string& root,
                                            std::string* error) {
   std::vector<std::string> dirs;
@@ -167,32 +191,16 @@ std::vector<std::string> WriteSyntheticJob(const SyntheticJob& job, const std::s
   for (int r = 0; r < job.ranks; ++r) {
     int node = r / per_node;
     int64_t skew = node < static_cast<int>(job.node_skew_ns.size()) ? job.node_skew_ns[node] : 0;
-    Metadata m;
-    m.job = job.job;
-    m.host = "node" + std::to_string(node);
-    m.node = m.host;
-    m.pid = 1000 + r;
-    m.rank = r;
-    m.local_rank = r % per_node;
-    m.world_size = job.ranks;
-    m.device = r % per_node;
+    Metadata m = SyntheticRankMetadata(job.job, r, job.ranks, per_node, kWorldComm);
     m.clock_realtime_ns = t + skew;
-    m.clock_monotonic_ns = 1000000000;
     m.strings = {"", "vectorized_elementwise_kernel<float>", "reduce_kernel<bf16>"};
-    CommInfo world;
-    world.id = kWorldComm;
-    world.size = job.ranks;
-    world.rank = r;
-    world.global_rank = r;
-    // As a node's daemon writes it: the global ranks of members on this node, -1 for the others.
-    for (int i = 0; i < job.ranks; ++i) world.members.push_back(i / per_node == node ? i : -1);
     CommInfo tp;
     tp.id = kTpCommBase + r / job.tp;
     tp.size = job.tp;
     tp.rank = r % job.tp;
     tp.global_rank = r;
     for (int i = r - r % job.tp; i < r - r % job.tp + job.tp; ++i) tp.members.push_back(i);
-    m.comms = {world, tp};
+    m.comms.push_back(tp);
     m.dump_time_ns = job.start_ns;  // the request's dump_time: the same on every node
     m.window_begin_ns = job.start_ns + skew;
     m.window_end_ns = t + skew;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "timeline/timeline_io.h"
+
 namespace xtimer {
 namespace timeline {
 
@@ -22,6 +24,13 @@ struct SyntheticJob {
   // communicator), after the AllReduce; on odd steps the receive is posted before the send.
   bool p2p = false;
 };
+
+// The identity of synthetic rank `r` of `ranks`, `per_node` to a node: host and node "node<n>",
+// pid 1000 + r, local rank and device r % per_node, a fixed monotonic clock, and the world
+// communicator `world_comm` as a node's daemon writes it (members on other nodes are -1). The
+// caller sets the times, strings and further communicators.
+Metadata SyntheticRankMetadata(const std::string& job, int r, int ranks, int per_node,
+                               uint64_t world_comm);
 
 // Writes one directory per node under `root` (root/node0, root/node1, ...). Returns the
 // directories, or an empty vector with *error.
