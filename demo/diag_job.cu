@@ -195,13 +195,8 @@ Options ParseFlags(int argc, char** argv) {
       o.verbose = true;
       continue;
     }
-    std::string name = arg;
     const char* value = nullptr;
-    size_t eq = arg.find('=');
-    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = argv[i] + eq + 1;
-    }
+    const std::string name = demo::FlagName(argv, i, &value);
     const IntFlag* int_flag = nullptr;
     const FaultFlag* fault_flag = nullptr;
     for (const IntFlag& f : ints) {
@@ -210,14 +205,8 @@ Options ParseFlags(int argc, char** argv) {
     for (const FaultFlag& f : faults) {
       if (name == f.name) fault_flag = &f;
     }
-    if (int_flag == nullptr && fault_flag == nullptr) {
-      if (arg.rfind("-", 0) == 0) UsageError("unknown flag '%s'", arg.c_str());
-      UsageError("unexpected argument '%s'", arg.c_str());
-    }
-    if (value == nullptr) {
-      if (i + 1 >= argc) UsageError("flag %s needs a value", name.c_str());
-      value = argv[++i];
-    }
+    if (int_flag == nullptr && fault_flag == nullptr) demo::UnknownArgument(argv[i]);
+    value = demo::FlagValue(argc, argv, &i, name, value);
     if (int_flag != nullptr) {
       if (!ParseLong(value, int_flag->min, int_flag->max, int_flag->value)) {
         UsageError("flag %s: '%s' is not an integer in [%ld, %ld]", name.c_str(), value,

@@ -8,6 +8,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 namespace demo {
 
@@ -38,6 +39,32 @@ inline bool ParseLong(const char* s, long min, long max, long* out) {
   if (errno != 0 || *end != '\0' || v < min || v > max) return false;
   *out = v;
   return true;
+}
+
+// Splits argv[*i] into a flag's name and value: "--name=value", or "--name" whose value is the
+// next argument (taken only when the caller asks for it, with FlagValue). *value is null then.
+inline std::string FlagName(char** argv, int i, const char** value) {
+  const std::string arg = argv[i];
+  *value = nullptr;
+  const size_t eq = arg.find('=');
+  if (arg.rfind("--", 0) != 0 || eq == std::string::npos) return arg;
+  *value = argv[i] + eq + 1;
+  return arg.substr(0, eq);
+}
+
+// A usage error for an argument that is no known flag.
+[[noreturn]] inline void UnknownArgument(const char* arg) {
+  if (arg[0] == '-') UsageError("unknown flag '%s'", arg);
+  UsageError("unexpected argument '%s'", arg);
+}
+
+// The value of the known flag `name` at argv[*i]: `value` from FlagName, else the next argument
+// (*i advances); a usage error when there is none.
+inline const char* FlagValue(int argc, char** argv, int* i, const std::string& name,
+                             const char* value) {
+  if (value != nullptr) return value;
+  if (*i + 1 >= argc) UsageError("flag %s needs a value", name.c_str());
+  return argv[++*i];
 }
 
 // The environment variable `name` as an integer in [min, INT_MAX], `def` when unset or empty;

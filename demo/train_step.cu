@@ -207,25 +207,14 @@ Options ParseFlags(int argc, char** argv) {
       o.verbose = true;
       continue;
     }
-    std::string name = arg;
     const char* value = nullptr;
-    size_t eq = arg.find('=');
-    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      name = arg.substr(0, eq);
-      value = argv[i] + eq + 1;
-    }
+    const std::string name = demo::FlagName(argv, i, &value);
     const IntFlag* flag = nullptr;
     for (const IntFlag& f : int_flags) {
       if (name == f.name) flag = &f;
     }
-    if (flag == nullptr) {
-      if (arg.rfind("-", 0) == 0) UsageError("unknown flag '%s'", arg.c_str());
-      UsageError("unexpected argument '%s'", arg.c_str());
-    }
-    if (value == nullptr) {
-      if (i + 1 >= argc) UsageError("flag %s needs a value", name.c_str());
-      value = argv[++i];
-    }
+    if (flag == nullptr) demo::UnknownArgument(argv[i]);
+    value = demo::FlagValue(argc, argv, &i, name, value);
     if (!ParseInt(value, flag->min, 1 << 24, flag->value)) {
       UsageError("flag %s: '%s' is not an integer in [%ld, %d]", name.c_str(), value, flag->min,
                  1 << 24);
