@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <string>
@@ -70,6 +71,39 @@ TEST(DumpReader, HangDumpNamesTheRankThatNeverIssued) {
   EXPECT_EQ(v.seq, 15u);
 }
 
+// Two daemons sharing a dump root write both nodes' files and summaries into one folder.
+TEST(DumpReader, OneFolderWithTwoNodesSummaries) {
+  TestJob job;
+  job.stop_rank = 6;
+  job.stop_step = 9;
+  job.node_skew_ns = {0, -4000000};
+  std::string error;
+  auto dirs = WriteTestJob(job, TempDir("shared-root"), &error);
+  ASSERT_EQ(dirs.size(), 2u) << error;
+  for (const std::string& name : {std::string("hang-summary-node1.json"),
+                                  std::string("00004-00008.timeline"),
+                                  std::string("00005-00008.timeline"),
+                                  std::string("00006-00008.timeline"),
+                                  std::string("00007-00008.timeline")}) {
+    ASSERT_EQ(std::rename((dirs[1] + "/" + name).c_str(), (dirs[0] + "/" + name).c_str()), 0)
+        << name;
+  }
+  EXPECT_EQ(HangSummariesIn(dirs[0]),
+            std::vector<std::string>({dirs[0] + "/hang-summary-node0.json",
+                                      dirs[0] + "/hang-summary-node1.json"}));
+  DumpInput in = ReadDirs({dirs[0]});
+  EXPECT_EQ(in.files, 8);
+  EXPECT_EQ(in.summaries, 2);
+  EXPECT_FALSE(in.partial());
+  analysis::Options opt;
+  opt.now_ns = in.now_ns;
+  analysis::Report report = analysis::Analyze(in.ranks, opt);
+  ASSERT_FALSE(report.hangs.empty());
+  EXPECT_EQ(std::string(analysis::HangKindName(report.hangs[0].kind)), "never_issued");
+  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({6}));
+  EXPECT_EQ(report.hangs[0].waiting_ranks.size(), 7u);
+}
+
 TEST(DumpReader, StragglerJobBlamesTheSlowRanksCompute) {
   TestJob job;
   job.steps = 40;
@@ -104,7 +138,7 @@ TEST(DumpReader, MissingNodeAndCorruptFileArePartial) {
   auto dirs = WriteTestJob(job, TempDir("partial"), &error);
   ASSERT_FALSE(dirs.empty()) << error;
   std::ofstream(dirs[0] + "/00000-00008.timeline", std::ios::trunc) << "garbage";
-  std::ofstream(dirs[0] + "/" + kHangSummaryFile) << "{not json";
+  std::ofstream(dirs[0] + "/hang-summary.json") << "{not json";
   DumpInput in = ReadDirs({dirs[0], TempDir("partial/no-such-node")});
   EXPECT_TRUE(in.partial());
   EXPECT_EQ(in.ranks.size(), 3u);  // ranks 1-3

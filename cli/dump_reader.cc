@@ -1,5 +1,6 @@
 #include "cli/dump_reader.h"
 
+#include <dirent.h>
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
@@ -233,11 +234,11 @@ std::map<std::string, int64_t> Align(const std::vector<FileResult*>& ranks, bool
   return offsets;
 }
 
-// Reads `dir`/hang-summary.json, if there is one, into the ranks it describes.
-void ReadSummary(const std::string& dir, const std::map<std::string, int64_t>& offsets,
+// Reads the hang summary `path` in `dir` into the ranks it describes.
+void ReadSummary(const std::string& dir, const std::string& path,
+                 const std::map<std::string, int64_t>& offsets,
                  const std::map<std::string, std::string>& node_of_dir,
                  std::map<int32_t, analysis::RankInput>* ranks, DumpInput* out) {
-  const std::string path = dir + "/" + kHangSummaryFile;
   std::ifstream in(path);
   if (!in) return;
   std::stringstream text;
@@ -253,8 +254,12 @@ void ReadSummary(const std::string& dir, const std::map<std::string, int64_t>& o
   }
   ++out->summaries;
   out->paths.push_back(path);
+  // The node whose clock the summary's times are on: the summary's own node when its files were
+  // read (a folder may hold several nodes' files), else the folder's.
   auto node = node_of_dir.find(dir);
-  const std::string name = node != node_of_dir.end() ? node->second : summary.node();
+  const std::string name = offsets.count(summary.node()) || node == node_of_dir.end()
+                               ? summary.node()
+                               : node->second;
   auto off = offsets.find(name);
   const int64_t now = static_cast<int64_t>(std::llround(summary.now() * 1e9)) +
                       (off != offsets.end() ? off->second : 0);
@@ -269,6 +274,23 @@ void ReadSummary(const std::string& dir, const std::map<std::string, int64_t>& o
 }
 
 }  // namespace
+
+std::vector<std::string> HangSummariesIn(const std::string& dir) {
+  std::vector<std::string> paths;
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return paths;
+  const std::string prefix = kHangSummaryPrefix, suffix = kHangSummarySuffix;
+  while (const dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.size() >= prefix.size() + suffix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      paths.push_back(dir + "/" + name);
+    }
+  }
+  closedir(d);
+  std::sort(paths.begin(), paths.end());
+  return paths;
+}
 
 analysis::TimedOp TimedOpOf(const EventRecord& e, int32_t comm_size) {
   analysis::TimedOp op;
@@ -325,7 +347,11 @@ bool ReadDump(const DumpReadOptions& opt, DumpInput* out, std::string* error) {
     ranks[f->meta.rank] = std::move(f->input);
   }
   files.clear();
-  for (const std::string& dir : list.dirs) ReadSummary(dir, offsets, node_of_dir, &ranks, out);
+  for (const std::string& dir : list.dirs) {
+    for (const std::string& path : HangSummariesIn(dir)) {
+      ReadSummary(dir, path, offsets, node_of_dir, &ranks, out);
+    }
+  }
   if (ranks.empty()) {
     *error = "no readable timeline files or hang summaries";
     for (const std::string& p : out->problems) *error += "\n  " + p;

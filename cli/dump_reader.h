@@ -17,8 +17,14 @@
 namespace xtimer {
 namespace cli {
 
-// The file xtimerd writes beside an automatic dump's timeline files.
-constexpr char kHangSummaryFile[] = "hang-summary.json";
+// The files xtimerd writes beside an automatic dump's timeline files: hang-summary-<node>.json
+// (daemon/hang_dumper.h), or hang-summary.json from older daemons and nodes without a label. A
+// folder may hold several (daemons sharing a dump root); every one is read.
+constexpr char kHangSummaryPrefix[] = "hang-summary";
+constexpr char kHangSummarySuffix[] = ".json";
+
+// The hang summaries in `dir`, sorted by name.
+std::vector<std::string> HangSummariesIn(const std::string& dir);
 
 struct DumpReadOptions {
   std::vector<std::string> inputs;  // directories, .timeline files, dump paths of job folders

@@ -68,7 +68,7 @@ timeline::Metadata RankMetadata(const TestJob& job, int r, int per_node, int64_t
   return m;
 }
 
-// hang-summary.json per node: every rank's progress on the world communicator, as xtimerd's
+// hang-summary-<node>.json per node: every rank's progress on the world communicator, as xtimerd's
 // HangCheck reports it.
 bool WriteSummaries(const TestJob& job, const std::vector<std::string>& dirs, int per_node,
                     const std::vector<int64_t>& issue_at_stop, int64_t last_end,
@@ -127,7 +127,7 @@ bool WriteSummaries(const TestJob& job, const std::vector<std::string>& dirs, in
       *error = "cannot encode the hang summary";
       return false;
     }
-    std::ofstream(dirs[n] + "/hang-summary.json") << json;
+    std::ofstream(dirs[n] + "/hang-summary-" + resp.node() + ".json") << json;
   }
   return true;
 }

@@ -22,6 +22,7 @@
 #include "daemon/test_util.h"
 #include "format/record.h"
 #include "format/ring.h"
+#include "util/job_identity.h"
 
 namespace xtimer {
 namespace daemon {
@@ -232,12 +233,16 @@ TEST_F(DiagnosisTest, RankThatNeverIssuesIsTheCulpritWithinTheAdaptiveThreshold)
   // The automatic dump: hang-<UTC>/train/ with the four ranks and the summary.
   const std::string hang_dir = HangDirName(now_);
   EXPECT_EQ(HangDirName(kT0), "hang-20231114T221320Z");
+  EXPECT_EQ(HangSummaryName("node-1"), "hang-summary-node-1.json");
+  EXPECT_EQ(HangSummaryName(".."), "hang-summary.json");
+  EXPECT_EQ(HangSummaryName("a/../b"), "hang-summary-" + SanitizeJobId("a/../b") + ".json");
+  EXPECT_EQ(HangSummaryName("a/../b").find('/'), std::string::npos);
   EXPECT_EQ(List(root_), std::vector<std::string>({hang_dir}));
   const std::vector<std::string> files = List(root_ + "/" + hang_dir + "/train");
   ASSERT_EQ(files.size(), 5u) << ::testing::PrintToString(files);
-  EXPECT_EQ(files.back(), "hang-summary.json");
+  EXPECT_EQ(files.back(), "hang-summary-node.json");
   const std::string summary =
-      testing::ReadFile(root_ + "/" + hang_dir + "/train/hang-summary.json");
+      testing::ReadFile(root_ + "/" + hang_dir + "/train/hang-summary-node.json");
   EXPECT_NE(summary.find("\"kind\":\"never_issued\""), std::string::npos) << summary;
   EXPECT_NE(summary.find("\"culprit_ranks\":[2]"), std::string::npos) << summary;
   EXPECT_EQ(state->jobs[0].dump_dir, root_ + "/" + hang_dir + "/train");

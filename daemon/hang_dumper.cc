@@ -12,12 +12,11 @@
 #include "daemon/dump_root.h"
 #include "daemon/hang_check.h"
 #include "daemon/log.h"
+#include "util/job_identity.h"
 
 namespace xtimer {
 namespace daemon {
 namespace {
-
-constexpr char kSummaryName[] = "hang-summary.json";
 
 // Writes `text` to a new file `name` in the directory `dir` under `root` (no symlinks followed).
 bool WriteNewFile(const std::string& root, const std::string& dir, const char* name,
@@ -50,6 +49,11 @@ bool WriteNewFile(const std::string& root, const std::string& dir, const char* n
 }
 
 }  // namespace
+
+std::string HangSummaryName(const std::string& node) {
+  const std::string safe = SanitizeJobId(node);
+  return safe.empty() ? "hang-summary.json" : "hang-summary-" + safe + ".json";
+}
 
 std::string HangDirName(int64_t realtime_ns) {
   const time_t secs = static_cast<time_t>(realtime_ns / 1000000000);
@@ -99,7 +103,7 @@ bool HangDumper::Dump(const LiveState& state, const JobLive& job, Hang* hang) {
     FillHangCheck(one, job.job, node_, &summary);
     std::string json;
     if (MessageToJson(summary, &json, &error) &&
-        WriteNewFile(dumps_->root(), job_dir, kSummaryName, json, &error)) {
+        WriteNewFile(dumps_->root(), job_dir, HangSummaryName(node_).c_str(), json, &error)) {
       hang->dir = job_dir;
     }
   }

@@ -1,8 +1,9 @@
 // Automatic dumps on a hang verdict (docs/daemon.md "Live diagnosis"). After each live-diagnosis
 // pass, a job with a verdict that has not been dumped in its current hang gets, through the
 // DumpManager (symlink-safe, daemon/dump_root.h), a history dump of every local rank in
-// <dump root>/hang-<UTC YYYYmmddTHHMMSSZ>/<job>/ and hang-summary.json beside the timeline
-// files (the job's HangCheckResponse, proto3 JSON). Once per hang: a job's hang ends, and the
+// <dump root>/hang-<UTC YYYYmmddTHHMMSSZ>/<job>/ and hang-summary-<node>.json beside the timeline
+// files (the job's HangCheckResponse, proto3 JSON; named per node so that daemons sharing a dump
+// root never collide). Once per hang: a job's hang ends, and the
 // next verdict dumps again, when a pass finds no verdict for it (progress resumed). When a dump
 // is already running (a user's capture), the automatic one waits for a later pass.
 #ifndef XTIMER_DAEMON_HANG_DUMPER_H_
@@ -18,6 +19,10 @@
 
 namespace xtimer {
 namespace daemon {
+
+// "hang-summary-<node>.json" (the node label sanitized as job labels are, util/job_identity.h),
+// or "hang-summary.json" for a node label with nothing left.
+std::string HangSummaryName(const std::string& node);
 
 // "hang-20240131T120000Z" for a CLOCK_REALTIME time.
 std::string HangDirName(int64_t realtime_ns);

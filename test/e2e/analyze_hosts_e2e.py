@@ -7,7 +7,8 @@ directory and ports; XTIMER_HANG_TIMEOUT=2). Rank 3 (node 1) stops in its 20th c
 on the host (the simulator's XTIMER_SIM_HANG=3:20): nothing is enqueued, so ranks 0, 1 and 2 wait
 in that collective. Node 0's daemon sees only victims (its ranks wait on remote members);
 `xtimer analyze --hosts node0,node1 --json` asks both daemons (HangCheck) and must give the
-verdict never_issued with culprit_ranks [3] and waiting ranks 0, 1 and 2, within 60 s of the hang.
+verdict never_issued with culprit_ranks [3] and waiting ranks 0, 1 and 2, within 60 s of the hang;
+node 0 alone must blame none of its ranks (waiting_on_remote) and exit 3 (partial).
 
 Usage: analyze_hosts_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH XTIMER
 """
@@ -87,11 +88,17 @@ def main(argv):
             fail("the culprit is also listed as waiting: %s" % hang["waiting_ranks"])
         if rc != 0:
             fail("xtimer analyze --hosts exited %d with every node answering" % rc)
-        # Node 0 alone holds only victims: it cannot name rank 3 as never_issued from its view.
-        _, alone, _ = analyze(xtimer, hosts[:1])
-        kind = (alone.get("hang") or {}).get("kind") if alone else None
-        log("node 0 alone: hang kind %s, culprits %s" %
-            (kind, (alone.get("hang") or {}).get("culprit_ranks") if alone else None))
+        # Node 0 alone holds only victims, both inside the collective: it blames none of them
+        # and says the cause is on members it cannot see (docs/analysis.md).
+        rc_alone, alone, err = analyze(xtimer, hosts[:1])
+        hang = (alone or {}).get("hang") or {}
+        log("node 0 alone: exit %d, hang kind %s, culprits %s" %
+            (rc_alone, hang.get("kind"), hang.get("culprit_ranks")))
+        if hang.get("kind") != "waiting_on_remote" or hang.get("culprit_ranks"):
+            fail("node 0 alone: expected waiting_on_remote blaming no rank, got %s\n%s" %
+                 (json.dumps(hang), err))
+        if rc_alone != 3:
+            fail("node 0 alone: exit %d, expected 3 (partial: ranks 2 and 3 missing)" % rc_alone)
         if any(n.proc.poll() is not None for n in nodes):
             fail("the job was expected to stay hung, but a node's launcher exited")
     finally:

@@ -58,8 +58,11 @@ INTER_GBPS = 2.0
 # shows as lateness.
 TFLOPS_BF16 = 100
 STEP_GPU_MS = 8 * 2 * 8192 ** 3 / (TFLOPS_BF16 * 1e12) * 1e3
-# A host gap longer than a step's GPU work leaves the rank's GPU idle in every step.
-HOST_GAP_MS = int(STEP_GPU_MS) + 20
+# With one micro-batch per step the pipeline serialises the stages: a step lasts the forward and
+# backward GEMMs of both stages, 2 x STEP_GPU_MS. A host gap shorter than that hides in the
+# pipeline bubble (the GPU still has queued work when the launches come); 40 ms more leaves the
+# rank's GPU idle for about 40 ms before its first collective of every step.
+HOST_GAP_MS = int(2 * STEP_GPU_MS) + 40
 SIM_ENV = {
     "XTIMER_SIM_TFLOPS_BF16": str(TFLOPS_BF16),
     "XTIMER_SIM_INTRA_BW_GBPS": str(INTRA_GBPS),
@@ -251,10 +254,31 @@ def check_no_verdict_live(cluster, job):
     verdicts = cluster.verdicts(job)
     if verdicts:
         fail("%s: HangCheck verdicts %s" % (job, verdicts))
+    # Any series of the rules' verdicts at any time of the run, not only now.
     for name in ("xtimer:hang_culprit", "xtimer:straggler", "ALERTS"):
-        rules = prometheus_query(cluster.prom_port, '%s{job="%s"}' % (name, job))
+        rules = prometheus_query(cluster.prom_port,
+                                 'last_over_time(%s{job="%s"}[30m])' % (name, job))
         if rules:
+            log_straggler_evidence(cluster, job)
             fail("%s: the rules report %s" % (job, [labels for labels, _ in rules]))
+
+
+def log_rule_stragglers(cluster, job):
+    log("%s: the rules' stragglers during the run: %s" % (job, sorted(
+        (labels.get("rank"), labels.get("cause"), labels.get("comm")) for labels, _ in
+        prometheus_query(cluster.prom_port,
+                         'last_over_time(xtimer:straggler{job="%s"}[30m])' % job))))
+
+
+def log_straggler_evidence(cluster, job):
+    """Logs the rules' straggler inputs of `job`'s candidates (why a rank was named)."""
+    for name in ("xtimer:straggler_candidate_seconds",
+                 "xtimer:collective_busy_before_excess_seconds:rate1m",
+                 "xtimer:collective_idle_before_excess_seconds:rate1m",
+                 "xtimer:collective_time_per_instance_seconds:rate1m"):
+        for labels, v in prometheus_query(cluster.prom_port, '%s{job="%s"}' % (name, job)):
+            log("%s{comm=%s, rank=%s} = %.6f" % (name, labels.get("comm"), labels.get("rank"),
+                                                 float(v)))
 
 
 def healthy(cluster, state):
@@ -282,7 +306,8 @@ def straggler(cluster, state):
     nodes_of = {}
     report = cluster.analyze(dumped_run(
         cluster, job, ["--compute-factor", "1:1.3"], 100,
-        live_check=lambda j: nodes_of.update(comm_nodes(cluster, j))))
+        live_check=lambda j: (nodes_of.update(comm_nodes(cluster, j)),
+                              log_rule_stragglers(cluster, j))))
     s = first_straggler(report, "compute factor 1.3 on rank 1")
     if s["rank"] != 1 or s["cause"] != "compute":
         fail("compute factor 1.3 on rank 1: first straggler %s" % s)
@@ -431,8 +456,9 @@ def auto_dump_dirs(cluster, job):
 def check_offline(cluster, job, kind, culprits, mismatch=None):
     dirs = wait_for("%s: automatic dumps on both nodes" % job,
                     lambda: len(auto_dump_dirs(cluster, job)) == 2 and
-                    all(os.path.exists(os.path.join(d, "hang-summary.json"))
-                        for d in auto_dump_dirs(cluster, job)) and auto_dump_dirs(cluster, job),
+                    all(os.path.exists(os.path.join(d, "hang-summary-node%d.json" % i))
+                        for i, d in enumerate(auto_dump_dirs(cluster, job))) and
+                    auto_dump_dirs(cluster, job),
                     30)
     report = cluster.analyze(dirs)
     h = report["hang"]
