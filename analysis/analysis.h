@@ -194,8 +194,9 @@ struct Options {
   int min_cadence_samples = 8;
   int cadence_window = 64;
   // Stragglers: a rank is reported when it arrived last in at least min_share_last of a
-  // communicator's instances and its mean lateness is at least min_lateness_fraction of the mean
-  // transfer time (and min_lateness_ns).
+  // communicator's instances, and at least halfway from chance (1 / members) to always (on two
+  // members a coin flip arrives last half the time: 0.75 is needed), and its mean lateness is at
+  // least min_lateness_fraction of the mean transfer time (and min_lateness_ns).
   double min_share_last = 0.5;
   double min_lateness_fraction = 0.1;
   int64_t min_lateness_ns = 100000;

@@ -278,7 +278,9 @@ bool RankFinding(const std::vector<RankInput>& ranks, const CommSums& c, size_t 
   double n = static_cast<double>(s.instances);
   double lateness = s.lateness / n;
   double mean_transfer = c.transfer / static_cast<double>(c.instances);
-  if (s.last / n < options.min_share_last) return false;
+  // Last more often than chance would make it: halfway from 1 / members to always.
+  const double chance = 1.0 / static_cast<double>(c.slots.size());
+  if (s.last / n < std::max(options.min_share_last, (1 + chance) / 2)) return false;
   if (lateness < options.min_lateness_fraction * mean_transfer || lateness < options.min_lateness_ns) {
     return false;
   }

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -165,6 +166,51 @@ TEST(Stragglers, PartialInstancesForOneNodesView) {
   EXPECT_EQ(r.instances, 300u);
   ASSERT_FALSE(r.stragglers.empty());
   EXPECT_EQ(r.stragglers[0].rank, 1);
+}
+
+// Two ranks on one communicator; rank 0 arrives 1 ms after rank 1 (its GPU 1 ms busier before)
+// in `late_percent` of 100 instances, and 100 us before it in the others.
+std::vector<RankInput> TwoRanks(int late_percent) {
+  std::vector<RankInput> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    ranks[r].rank = r;
+    ranks[r].comms.push_back({0x77, 0, 2, r, {0, 1}});
+  }
+  const int64_t t0 = 1000000000000;
+  for (int i = 0; i < 100; ++i) {
+    const bool late = i % 100 < late_percent;
+    const int64_t step = t0 + i * int64_t{20000000};
+    const int64_t arrive[2] = {step + (late ? 1000000 : 0), step + (late ? 0 : 100000)};
+    const int64_t end = std::max(arrive[0], arrive[1]) + 1000000;
+    for (int r = 0; r < 2; ++r) {
+      Arrival a;
+      a.comm_id = 0x77;
+      a.seq = static_cast<uint64_t>(i);
+      a.count = 1 << 20;
+      a.bytes = 4u << 20;
+      a.op = static_cast<uint16_t>(format::Operation::kAllReduce);
+      a.comm_size = 2;
+      a.start_ns = arrive[r];
+      a.end_ns = end;
+      a.busy_before_ns = 10000000 + (r == 0 && late ? 1000000 : 0);
+      ranks[r].arrivals.push_back(a);
+    }
+  }
+  return ranks;
+}
+
+TEST(Stragglers, LastNoMoreOftenThanChanceIsNotAStraggler) {
+  Options o;
+  o.now_ns = int64_t{2000000000000};
+  // Last in 60% of the instances of a 2-rank communicator, 0.6 ms late each time on average
+  // and busier by as much: over min_share_last, but close to a coin flip.
+  Report coin = Analyze(TwoRanks(60), o);
+  EXPECT_TRUE(coin.stragglers.empty()) << coin.stragglers[0].evidence[0];
+  // Last in 90%: halfway from chance (50%) to always is 75%.
+  Report late = Analyze(TwoRanks(90), o);
+  ASSERT_EQ(late.stragglers.size(), 1u);
+  EXPECT_EQ(late.stragglers[0].rank, 0);
+  EXPECT_EQ(late.stragglers[0].cause, Cause::kCompute);
 }
 
 }  // namespace
