@@ -194,10 +194,14 @@ struct Options {
   int min_cadence_samples = 8;
   int cadence_window = 64;
   // Stragglers: a rank is reported when it arrived last in at least min_share_last of a
-  // communicator's instances, and at least halfway from chance (1 / members) to always (on two
-  // members a coin flip arrives last half the time: 0.75 is needed), and its mean lateness is at
-  // least min_lateness_fraction of the mean transfer time (and min_lateness_ns).
-  double min_share_last = 0.5;
+  // communicator's instances (0.25: a rank late at one of two collectives a step on the same
+  // communicator arrives last in half), its mean lateness is at least min_lateness_fraction of
+  // the mean transfer time (and min_lateness_ns), and the wait it caused is at least
+  // min_wait_share of its peers' time on the communicator (members - 1 times the span from its
+  // first arrival to its last end): a lag that costs the others less is jitter, or does not
+  // matter.
+  double min_share_last = 0.25;
+  double min_wait_share = 0.05;
   double min_lateness_fraction = 0.1;
   int64_t min_lateness_ns = 100000;
   // A link finding: a communicator's true bus bandwidth below link_slow_fraction of the median of

@@ -1,5 +1,6 @@
 // Stragglers, slow links and bus bandwidth from complete collective instances.
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <tuple>
@@ -67,7 +68,11 @@ struct CommSums {
   std::vector<SigSums> sigs;
   uint64_t instances = 0;
   double transfer = 0;
+  int64_t first_start = INT64_MAX, last_end = INT64_MIN;  // over the instances
   bool slow_link = false;
+  double span_ns() const {
+    return instances ? static_cast<double>(last_end - first_start) : 0.0;
+  }
 };
 
 class CommPass {
@@ -125,6 +130,8 @@ class CommPass {
     for (size_t k = i; k < j; ++k) {
       starts_.push_back(e[k].start_ns);
       ends_.push_back(e[k].end_ns);
+      sums_.first_start = std::min(sums_.first_start, e[k].start_ns);
+      sums_.last_end = std::max(sums_.last_end, e[k].end_ns);
       if (e[k].start_ns > last) {
         last = e[k].start_ns;
         last_slot = e[k].slot;
@@ -278,9 +285,9 @@ bool RankFinding(const std::vector<RankInput>& ranks, const CommSums& c, size_t 
   double n = static_cast<double>(s.instances);
   double lateness = s.lateness / n;
   double mean_transfer = c.transfer / static_cast<double>(c.instances);
-  // Last more often than chance would make it: halfway from 1 / members to always.
-  const double chance = 1.0 / static_cast<double>(c.slots.size());
-  if (s.last / n < std::max(options.min_share_last, (1 + chance) / 2)) return false;
+  if (s.last / n < options.min_share_last) return false;
+  const double peers_time = static_cast<double>(c.slots.size() - 1) * c.span_ns();
+  if (s.wait_caused < options.min_wait_share * peers_time) return false;
   if (lateness < options.min_lateness_fraction * mean_transfer || lateness < options.min_lateness_ns) {
     return false;
   }

@@ -13,8 +13,8 @@ mismatch_op mismatch_count exited stuck):
                   simulator's configured link rate within 5%.
   host            rank 2 sleeps before its launches every step, long enough to leave its GPU
                   idle past the pipeline bubble: first straggler rank 2, cause host.
-  link            XTIMER_SIM_SLOW_LINK slows rank 4's links: a link finding, nobody blamed for
-                  compute; `xtimer diff` of the healthy and this run ranks the slowed ops first.
+  link            XTIMER_SIM_SLOW_NIC slows rank 4's network between the nodes: a link finding
+                  on its cross-node (pipeline) communicator, nobody blamed for compute; `xtimer diff` of the healthy and this run ranks the slowed ops first.
   never_issued    rank 5 stops in host code before a collective: within 30 s the daemon metric
                   xtimer_hang_culprit, HangCheck and the rules' xtimer:hang_culprit name rank 5
                   (never_issued); `xtimer analyze` of both nodes' automatic dumps says the same.
@@ -35,6 +35,7 @@ Usage: diagnosis_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUN
 import glob
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -363,12 +364,18 @@ def host(cluster, state):
 
 def link(cluster, state):
     job = "diag-link"
-    dirs = dumped_run(cluster, job, [], 100, env_extra={"XTIMER_SIM_SLOW_LINK": "4:4"})
+    # Rank 4's network between the nodes is 4x slow (a degraded NIC): its pipeline communicator
+    # {0, 4}, the only one of rank 4's that spans the nodes, slows; its node's fabric does not.
+    dirs = dumped_run(cluster, job, [], 100, env_extra={"XTIMER_SIM_SLOW_NIC": "4:4"})
     report = cluster.analyze(dirs)
-    causes = [(s["rank"], s["cause"]) for s in report["stragglers"]]
-    if not any(c == "link" for _, c in causes):
+    causes = [(s["rank"], s["cause"], s.get("group")) for s in report["stragglers"]]
+    links = [c for c in causes if c[1] == "link"]
+    if not links:
         fail("slow link of rank 4: no link finding: %s" % report["stragglers"])
-    if any(c == "compute" for _, c in causes):
+    if any(g != "pp" or r not in (None, -1) for r, _, g in links):
+        fail("slow link of rank 4: a link finding off the cross-node (pp) communicators: %s" %
+             causes)
+    if any(c == "compute" for _, c, _ in causes):
         fail("slow link of rank 4: a rank blamed for compute: %s" % causes)
     log("link: findings %s" % causes)
     if "healthy_dirs" in state:
@@ -518,6 +525,20 @@ def stuck(cluster, state):
     kill(nodes)
 
 
+def keep_dumps(cluster):
+    """Copies both nodes' dump roots to the test's undeclared outputs (bazel-testlogs/.../
+    test.outputs) so that a failed verdict can be analysed again."""
+    out = os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR")
+    if not out or cluster is None:
+        return
+    for i, root in enumerate(cluster.roots):
+        try:
+            shutil.copytree(root, os.path.join(out, "dumps%d" % i), symlinks=True)
+        except OSError as e:
+            log("could not keep %s: %s" % (root, e))
+    log("dumps kept in %s" % out)
+
+
 def main(argv):
     if len(argv) < 10:
         fail(__doc__)
@@ -536,6 +557,9 @@ def main(argv):
             t = time.monotonic()
             globals()[s](cluster, state)
             log("scenario %s passed in %.0f s" % (s, time.monotonic() - t))
+    except BaseException:
+        keep_dumps(cluster)
+        raise
     finally:
         if cluster:
             cluster.stop()

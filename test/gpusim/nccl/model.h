@@ -5,7 +5,8 @@
 //
 // with bandwidth and latency of the intra-node fabric when all participants share a node
 // (XTIMER_SIM_NODE), else of the inter-node network, and the bandwidth divided by the
-// XTIMER_SIM_SLOW_LINK factor of any slow participant. See docs/gpusim-nccl.md.
+// XTIMER_SIM_SLOW_LINK factor of any slow participant (and, across nodes, its XTIMER_SIM_SLOW_NIC
+// factor). See docs/gpusim-nccl.md.
 #ifndef XTIMER_TEST_GPUSIM_NCCL_MODEL_H_
 #define XTIMER_TEST_GPUSIM_NCCL_MODEL_H_
 

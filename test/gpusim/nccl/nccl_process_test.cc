@@ -254,6 +254,31 @@ TEST(NcclProcessTest, NodesAndSlowLink) {
   EXPECT_NEAR(min_of("pair_ms", {2, 3}), ModelMs(mib, 1.0, 2.0 / 4, 5), 1e-3);
 }
 
+// The same layout with rank 3's network (not its node's fabric) 4x slow: the world, which
+// crosses the nodes, slows down; the pair {2,3} inside node 1 does not.
+TEST(NcclProcessTest, SlowNicSlowsOnlyTrafficAcrossNodes) {
+  const int n = 4;
+  Job job("timed_split", n,
+          {{"XTIMER_SIM_INTRA_BW_GBPS", "2"},
+           {"XTIMER_SIM_INTRA_LAT_US", "5"},
+           {"XTIMER_SIM_INTER_BW_GBPS", "0.5"},
+           {"XTIMER_SIM_INTER_LAT_US", "15"},
+           {"XTIMER_SIM_SLOW_NIC", "3:4"}});
+  for (int r = 0; r < n; ++r) job.SetRankEnv(r, "XTIMER_SIM_NODE", std::to_string(r / 2));
+  job.Start();
+  job.ExpectSuccess(kDeadlineS);
+  if (HasFailure()) return;
+  const double mib = 1 << 20;
+  auto min_of = [&](const std::string& key, std::vector<int> ranks) {
+    double v = 1e300;
+    for (int r : ranks) v = std::min(v, job.Value(r, key));
+    return v;
+  };
+  EXPECT_NEAR(min_of("world_ms", {0, 1, 2, 3}), ModelMs(mib, 1.5, 0.5 / 4, 15), 1e-3);
+  EXPECT_NEAR(min_of("pair_ms", {0, 1}), ModelMs(mib, 1.0, 2, 5), 1e-3);
+  EXPECT_NEAR(min_of("pair_ms", {2, 3}), ModelMs(mib, 1.0, 2, 5), 1e-3);
+}
+
 TEST(NcclProcessTest, InjectedErrorWithCode) {
   Job job("error", 2, {{"XTIMER_SIM_NCCL_ERROR", "0:2:3"}});
   job.Start();
