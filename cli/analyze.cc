@@ -36,7 +36,7 @@ and each rank's observed and true bus bandwidth. docs/analysis.md explains the v
 
 From dumps: each DIR is one node's directory of timeline files (as `xtimer dump` or xtimerd's
 automatic hang dump writes them; a dump path holding job folders and single .timeline files work
-too). The hang-summary-<node>.json files beside them (the automatic dump's record of every rank's
+too). The hang-summary-<host>.json files beside them (the automatic dump's record of every rank's
 progress at the hang, one per node; hang-summary.json from older daemons) add what the files cannot show: the operations in flight, exits, what each rank was
 last doing. Node clocks are aligned from the collectives they share, as `xtimer timeline` does.
 

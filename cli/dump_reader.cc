@@ -234,6 +234,22 @@ std::map<std::string, int64_t> Align(const std::vector<FileResult*>& ranks, bool
   return offsets;
 }
 
+// The node whose clock a summary's times are on, as the timeline files name it: its ranks' host
+// label (a folder may hold several nodes' files and summaries), else the daemon's node, else the
+// folder's node.
+std::string SummaryNode(const HangCheckResponse& summary, const std::string& dir,
+                        const std::map<std::string, int64_t>& offsets,
+                        const std::map<std::string, std::string>& node_of_dir) {
+  for (const RankProgress& p : summary.ranks()) {
+    if (offsets.count(p.host())) return p.host();
+  }
+  if (offsets.count(summary.node())) return summary.node();
+  auto node = node_of_dir.find(dir);
+  if (node != node_of_dir.end()) return node->second;
+  return !summary.ranks().empty() && !summary.ranks(0).host().empty() ? summary.ranks(0).host()
+                                                                       : summary.node();
+}
+
 // Reads the hang summary `path` in `dir` into the ranks it describes.
 void ReadSummary(const std::string& dir, const std::string& path,
                  const std::map<std::string, int64_t>& offsets,
@@ -254,12 +270,7 @@ void ReadSummary(const std::string& dir, const std::string& path,
   }
   ++out->summaries;
   out->paths.push_back(path);
-  // The node whose clock the summary's times are on: the summary's own node when its files were
-  // read (a folder may hold several nodes' files), else the folder's.
-  auto node = node_of_dir.find(dir);
-  const std::string name = offsets.count(summary.node()) || node == node_of_dir.end()
-                               ? summary.node()
-                               : node->second;
+  const std::string name = SummaryNode(summary, dir, offsets, node_of_dir);
   auto off = offsets.find(name);
   const int64_t now = static_cast<int64_t>(std::llround(summary.now() * 1e9)) +
                       (off != offsets.end() ? off->second : 0);

@@ -77,7 +77,9 @@ bool WriteSummaries(const TestJob& job, const std::vector<std::string>& dirs, in
     const int64_t skew = n < job.node_skew_ns.size() ? job.node_skew_ns[n] : 0;
     const double now_s = (last_end + skew) * 1e-9 + job.hang_after_s;
     HangCheckResponse resp;
-    resp.set_node("node" + std::to_string(n));
+    // The daemons of emulated nodes share the machine's hostname; the ranks' host labels differ.
+    const std::string host = "node" + std::to_string(n);
+    resp.set_node("vm");
     resp.set_now(now_s);
     for (int r = static_cast<int>(n) * per_node;
          r < std::min(job.ranks, static_cast<int>(n + 1) * per_node); ++r) {
@@ -89,6 +91,7 @@ bool WriteSummaries(const TestJob& job, const std::vector<std::string>& dirs, in
       p->set_pid(1000 + r);
       p->set_device(r % per_node);
       p->set_node(resp.node());
+      p->set_host(host);
       CommProgress* c = p->add_comms();
       c->set_comm_id(kTestWorldComm);
       c->set_comm_rank(r);
@@ -127,7 +130,7 @@ bool WriteSummaries(const TestJob& job, const std::vector<std::string>& dirs, in
       *error = "cannot encode the hang summary";
       return false;
     }
-    std::ofstream(dirs[n] + "/hang-summary-" + resp.node() + ".json") << json;
+    std::ofstream(dirs[n] + "/hang-summary-" + host + ".json") << json;
   }
   return true;
 }

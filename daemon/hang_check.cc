@@ -47,6 +47,7 @@ void FillRank(const std::string& job, const RankLive& r, const std::string& node
   out->set_pid(p.pid);
   out->set_device(in.device);
   out->set_node(node);
+  out->set_host(p.host);
   out->set_exited(p.exited);
   if (p.exited) {
     out->set_exit_cause(in.exit.cause);

@@ -50,8 +50,8 @@ bool WriteNewFile(const std::string& root, const std::string& dir, const char* n
 
 }  // namespace
 
-std::string HangSummaryName(const std::string& node) {
-  const std::string safe = SanitizeJobId(node);
+std::string HangSummaryName(const std::string& host) {
+  const std::string safe = SanitizeJobId(host);
   return safe.empty() ? "hang-summary.json" : "hang-summary-" + safe + ".json";
 }
 
@@ -81,6 +81,24 @@ void HangDumper::Update(LiveState* state) {
   hangs_ = std::move(still);
 }
 
+// The summary of `job`'s dump, named after its ranks' host label (the node as the timeline files
+// and `xtimer analyze` name it), else the daemon's node; "-2", "-3", ... when a daemon sharing
+// the dump root with the same label wrote one already.
+bool HangDumper::WriteSummary(const std::string& job_dir, const JobLive& job,
+                              const std::string& json, std::string* error) {
+  const std::string label = !job.ranks.empty() && !job.ranks.front().process.host.empty()
+                                ? job.ranks.front().process.host
+                                : node_;
+  const std::string base = HangSummaryName(label);
+  for (int i = 1; i <= kMaxSummaryTries; ++i) {
+    std::string name = base;
+    if (i > 1) name.insert(name.size() - 5, "-" + std::to_string(i));  // before ".json"
+    if (WriteNewFile(dumps_->root(), job_dir, name.c_str(), json, error)) return true;
+    if (error->find(strerror(EEXIST)) == std::string::npos) return false;
+  }
+  return false;
+}
+
 bool HangDumper::Dump(const LiveState& state, const JobLive& job, Hang* hang) {
   DumpRequest request;
   request.dir = dumps_->root() + "/" + HangDirName(state.now_ns);
@@ -102,8 +120,7 @@ bool HangDumper::Dump(const LiveState& state, const JobLive& job, Hang* hang) {
     one.jobs.push_back(std::move(with_dir));
     FillHangCheck(one, job.job, node_, &summary);
     std::string json;
-    if (MessageToJson(summary, &json, &error) &&
-        WriteNewFile(dumps_->root(), job_dir, HangSummaryName(node_).c_str(), json, &error)) {
+    if (MessageToJson(summary, &json, &error) && WriteSummary(job_dir, job, json, &error)) {
       hang->dir = job_dir;
     }
   }
