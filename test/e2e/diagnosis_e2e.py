@@ -59,9 +59,10 @@ TFLOPS_BF16 = 100
 STEP_GPU_MS = 8 * 2 * 8192 ** 3 / (TFLOPS_BF16 * 1e12) * 1e3
 # With one micro-batch per step the pipeline serialises the stages: a step lasts the forward and
 # backward GEMMs of both stages, 2 x STEP_GPU_MS. A host gap shorter than that hides in the
-# pipeline bubble (the GPU still has queued work when the launches come); 40 ms more leaves the
-# rank's GPU idle for about 40 ms before its first collective of every step.
-HOST_GAP_MS = int(2 * STEP_GPU_MS) + 40
+# pipeline bubble (the GPU still has queued work when the launches come); 80 ms more leaves the
+# rank's GPU idle for about 80 ms (less on a loaded machine, where steps take longer) before
+# its first collective of every step.
+HOST_GAP_MS = int(2 * STEP_GPU_MS) + 80
 SIM_ENV = {
     "XTIMER_SIM_TFLOPS_BF16": str(TFLOPS_BF16),
     "XTIMER_SIM_INTRA_BW_GBPS": str(INTRA_GBPS),
