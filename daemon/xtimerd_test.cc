@@ -158,9 +158,16 @@ TEST_F(XtimerdTest, ServesMetricsOfRegisteredProcesses) {
   std::string m;
   ASSERT_TRUE(testing::WaitFor(
       [&] {
+        // Every ring read to its end (the reader takes the rings one after another).
         m = Scrape();
+        for (int r = 0; r < 3; ++r) {
+          if (Sample(m, "xtimer_ring_records_written_total{" + Labels(r) + "}") != 10) {
+            return false;
+          }
+        }
         return Sample(m, "xtimer_processes_registered") == 3 &&
-               Sample(m, "xtimer_rank_waiting_hang{" + Labels(1) + "}") == 1;
+               Sample(m, "xtimer_rank_waiting_hang{" + Labels(1) + "}") == 1 &&
+               Sample(m, "xtimer_untimed_ops_total{" + Labels(2) + ",cause=\"app_error\"}") == 3;
       },
       10000))
       << m;
