@@ -255,6 +255,10 @@ struct HangVerdict {
   // Readable facts, one sentence each: what each culprit was last doing, how it exited, the op
   // that blocks a stream, the differing fields per rank.
   std::vector<std::string> evidence;
+  // Some member's op here is queued behind a stalled communication op (another communicator's
+  // collective, a send/receive): this stall follows from another. Such a verdict that blames no
+  // rank is dropped when a verdict that does not follow from another remains (its cause).
+  bool downstream = false;
 };
 
 enum class Cause : uint8_t { kCompute = 1, kHost = 2, kLink = 3 };

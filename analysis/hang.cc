@@ -160,6 +160,7 @@ class CommHang {
     v.threshold_s = threshold_ns_ / kNsPerS;
     v.stalled_s = StalledNs() / kNsPerS;
     v.op = WaitersOp();
+    v.downstream = QueuedBehindCommunication();
     if (!(Exited(&v) || Mismatch(&v) || NeverIssued(&v) || NotStarted(&v))) Stuck(&v);
     for (const Member& m : members_) {
       bool culprit = std::find(v.culprit_ranks.begin(), v.culprit_ranks.end(), m.input->rank) !=
@@ -324,6 +325,17 @@ class CommHang {
     return true;
   }
 
+  bool QueuedBehindCommunication() const {
+    for (const Member& m : members_) {
+      const Arrival* a = m.inflight_at_stall();
+      if (a && a->seq == stall_ && a->state == OpState::kQueued &&
+          m.progress->blocked_by_communication) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   void Stuck(HangVerdict* v) const {
     std::vector<int32_t> absent;
     size_t known = 0;
@@ -338,6 +350,13 @@ class CommHang {
       return;
     }
     v->kind = HangKind::kStuckInCollective;
+    if (v->downstream) {
+      v->evidence.push_back("every member issued " + OpText(v->op) + " " + Where() +
+                            " and none completed it for " + DurationText(v->stalled_s) +
+                            ": it waits behind a stalled communication op (above), no rank is "
+                            "blamed");
+      return;
+    }
     v->evidence.push_back("every member issued " + OpText(v->op) + " " + Where() +
                           " and none completed it for " +
                           DurationText(v->stalled_s) + ": a communication fault, no rank is blamed");
@@ -478,6 +497,19 @@ void DropBlockedCulprits(std::vector<HangVerdict>* verdicts) {
   *verdicts = std::move(kept);
 }
 
+// Verdicts that follow from another stall and blame no rank are dropped when a verdict that does
+// not follow from another remains: that one names the cause.
+void DropDownstream(std::vector<HangVerdict>* verdicts) {
+  const bool has_root = std::any_of(verdicts->begin(), verdicts->end(),
+                                    [](const HangVerdict& v) { return !v.downstream; });
+  if (!has_root) return;
+  verdicts->erase(std::remove_if(verdicts->begin(), verdicts->end(),
+                                 [](const HangVerdict& v) {
+                                   return v.downstream && v.culprit_ranks.empty();
+                                 }),
+                  verdicts->end());
+}
+
 std::vector<HangVerdict> FindHangs(const std::vector<RankInput>& ranks,
                                    const std::vector<CommView>& comms, const Options& options) {
   std::vector<HangVerdict> out;
@@ -486,6 +518,7 @@ std::vector<HangVerdict> FindHangs(const std::vector<RankInput>& ranks,
     CompletedMismatch(ranks, comm, &out);
   }
   DropBlockedCulprits(&out);
+  DropDownstream(&out);
   std::stable_sort(out.begin(), out.end(), [](const HangVerdict& a, const HangVerdict& b) {
     return std::make_tuple(Severity(a.kind), -a.stalled_s, a.comm_id) <
            std::make_tuple(Severity(b.kind), -b.stalled_s, b.comm_id);

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -322,6 +323,52 @@ TEST(Hang, RanksWaitingElsewhereAreNotBlamedForTheNextCommunicator) {
   EXPECT_EQ(report.hangs[0].kind, HangKind::kNeverIssued);
   EXPECT_EQ(report.hangs[0].comm_id, kComm);
   EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({4}));
+}
+
+// Ranks 0-3 are all inside kComm's seq 21 (stuck). On a second communicator, rank 0's seq 21
+// is queued behind that collective while ranks 1-3 started theirs: a stall that follows from the
+// first. Only the cause is reported; alone, the downstream stall is reported and says so.
+TEST(Hang, StallsThatFollowFromAnotherAreLeftToTheirCause) {
+  std::vector<RankInput> ranks = Stalled();
+  for (int r = 0; r < 4; ++r) {
+    RankInput& in = ranks[r];
+    in.comms.push_back({kComm + 1, 0, 4, r, {}});
+    Progress p = in.progress[0];
+    p.comm_id = kComm + 1;
+    p.inflight.comm_id = kComm + 1;
+    if (r == 0) {
+      p.inflight.state = OpState::kQueued;
+      p.blocked_by = "AllReduce seq 21 on comm 0x0000000000000abc launched 40.0 s ago";
+      p.blocked_by_communication = true;
+    }
+    in.progress.push_back(p);
+    for (uint64_t s = 1; s <= 20; ++s) {
+      Arrival a = in.arrivals[s - 1];
+      a.comm_id = kComm + 1;
+      in.arrivals.push_back(a);
+    }
+  }
+  Report report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].kind, HangKind::kStuckInCollective);
+  EXPECT_EQ(report.hangs[0].comm_id, kComm);
+  EXPECT_FALSE(report.hangs[0].downstream);
+
+  // kComm progresses: the second communicator's stall is all there is.
+  for (RankInput& in : ranks) in.progress.erase(in.progress.begin());
+  for (RankInput& in : ranks) {
+    in.arrivals.erase(std::remove_if(in.arrivals.begin(), in.arrivals.end(),
+                                     [](const Arrival& a) { return a.comm_id == kComm; }),
+                      in.arrivals.end());
+  }
+  report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  const HangVerdict& v = report.hangs[0];
+  EXPECT_EQ(v.comm_id, kComm + 1);
+  EXPECT_TRUE(v.downstream);
+  EXPECT_TRUE(v.culprit_ranks.empty());
+  EXPECT_NE(v.evidence.back().find("waits behind a stalled communication op"), std::string::npos)
+      << v.evidence.back();
 }
 
 TEST(Hang, BadInputDoesNotCrash) {

@@ -73,6 +73,7 @@ void Verdict(std::string* out, const HangVerdict& v) {
   }
   o.Num("stalled_s", v.stalled_s);
   o.Num("threshold_s", v.threshold_s);
+  *o.Key("downstream") += v.downstream ? "true" : "false";
   Strings(o.Key("evidence"), v.evidence);
 }
 

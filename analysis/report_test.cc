@@ -44,7 +44,7 @@ TEST(ReportJson, VerdictFieldsAndEscaping) {
   EXPECT_EQ(HangVerdictJson(NeverIssued()),
             "{\"kind\":\"never_issued\",\"culprit_ranks\":[2],\"waiting_ranks\":[0,1,3],"
             "\"comm\":\"0x00000000000000ab\",\"seq\":57,\"op\":\"AllReduce\",\"mismatch\":null,"
-            "\"stalled_s\":42,\"threshold_s\":10,"
+            "\"stalled_s\":42,\"threshold_s\":10,\"downstream\":false,"
             "\"evidence\":[\"rank 2 never issued seq 57; last seen: \\\"GemmEx\\\"\"]}");
   Report r;
   r.hangs = {NeverIssued()};

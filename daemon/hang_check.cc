@@ -96,6 +96,7 @@ void FillVerdict(const std::string& job, const analysis::HangVerdict& v,
   out->set_mismatch(v.mismatch);
   out->set_stalled_s(v.stalled_s);
   out->set_threshold_s(v.threshold_s);
+  out->set_downstream(v.downstream);
   for (const std::string& e : v.evidence) out->add_evidence(e);
   out->set_dump_dir(dump_dir);
 }

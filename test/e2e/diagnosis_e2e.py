@@ -18,12 +18,14 @@ mismatch_op mismatch_count exited stuck):
   never_issued    rank 5 stops in host code before a collective: within 30 s the daemon metric
                   xtimer_hang_culprit, HangCheck and the rules' xtimer:hang_culprit name rank 5
                   (never_issued); `xtimer analyze` of both nodes' automatic dumps says the same.
-  mismatch_op     rank 2 calls AllGather where its 3 peers call AllReduce: mismatch "op", rank 2.
-  mismatch_count  rank 6 passes half the count: mismatch "count", rank 6.
+  mismatch_op     rank 2 calls AllGather where its 3 peers call AllReduce: the collective hangs
+                  (as in real NCCL); mismatch "op", rank 2, live (metrics, HangCheck, rules) and
+                  from the automatic dumps.
+  mismatch_count  rank 6 passes half the count: mismatch "count", rank 6, the same way.
   exited          rank 3 raises SIGSEGV: exited, rank 3, signal 11 (SIGSEGV).
-  stuck           every member of a communicator inside a collective that never ends (the
-                  simulator's slow-link knob with a factor of 1e9 on rank 0):
-                  stuck_in_collective, no rank blamed.
+  stuck           both members of rank 0's TP communicator inside a collective that never
+                  ends (the simulator's XTIMER_SIM_STUCK): stuck_in_collective, no rank blamed,
+                  live and from the automatic dumps.
 
 Without scenario names it runs them all, in the order above (healthy first: link diffs against
 its dump).
@@ -474,7 +476,9 @@ def check_offline(cluster, job, kind, culprits, mismatch=None):
             mismatch is not None and h.get("mismatch") != mismatch):
         fail("%s: xtimer analyze of the automatic dumps %s: hang %s, expected %s %s %s" % (
             job, dirs, json.dumps(h), kind, culprits, mismatch or ""))
-    log("%s: xtimer analyze of both nodes' automatic dumps: %s naming %s" % (job, kind, culprits))
+    log("%s: xtimer analyze of both nodes' automatic dumps: %s naming %s (comm %s seq %s, %d "
+        "verdicts)" % (job, kind, culprits, h["comm"], h["seq"], len(report["hangs"])))
+    return h
 
 
 def never_issued(cluster, state):
@@ -487,24 +491,28 @@ def never_issued(cluster, state):
         kill(nodes)
 
 
-# The simulated NCCL completes these mismatched collectives (docs/demo.md), so the job runs on
-# and no operation stays in flight: the rules, which compare in-flight signatures across nodes
-# (xtimer_comm_inflight_info), have nothing to compare; the daemons (whose analysis also checks
-# completed instances) and `xtimer analyze` name the culprit.
+# As with real NCCL, the mismatched loss all-reduce hangs on every member (docs/gpusim-nccl.md,
+# "Mismatched calls"): the daemons, the rules (comparing the members' in-flight calls across the
+# nodes, xtimer_comm_inflight_info) and `xtimer analyze` of the automatic dumps name the rank
+# whose call differs.
 def mismatch_op(cluster, state):
     job = "diag-mismatch-op"
     nodes, _ = live_hang(cluster, job, ["--mismatch-op", "2:40"], r"rank 2 calls ncclAllGather",
-                         "mismatch", [2], 0, mismatch="op",
-                         rules=False)
-    kill(nodes)
+                         "mismatch", [2], 0, mismatch="op")
+    try:
+        check_offline(cluster, job, "mismatch", [2], mismatch="op")
+    finally:
+        kill(nodes)
 
 
 def mismatch_count(cluster, state):
     job = "diag-mismatch-count"
     nodes, _ = live_hang(cluster, job, ["--mismatch-count", "6:40"], r"rank 6 passes count",
-                         "mismatch", [6], 1, mismatch="count",
-                         rules=False)
-    kill(nodes)
+                         "mismatch", [6], 1, mismatch="count")
+    try:
+        check_offline(cluster, job, "mismatch", [6], mismatch="count")
+    finally:
+        kill(nodes)
 
 
 def exited(cluster, state):
@@ -522,10 +530,18 @@ def exited(cluster, state):
 
 def stuck(cluster, state):
     job = "diag-stuck"
-    nodes, _ = live_hang(cluster, job, [], r"diag_job: world 8", "stuck_in_collective", [], 0,
-                         env_extra={"XTIMER_SIM_SLOW_LINK": "0:1e9"},
-                         deadline_s=HANG_TIMEOUT_S + LIVE_DEADLINE_S)
-    kill(nodes)
+    # The 40th collective (step 20's backward TP all-reduce) of rank 0's TP communicator {0, 1}
+    # (the second communicator diag_job creates) holds both members.
+    nodes, _ = live_hang(cluster, job, [], r"XTIMER_SIM_STUCK: rank 0 is stuck",
+                         "stuck_in_collective", [], 0, env_extra={"XTIMER_SIM_STUCK": "0:40:1"})
+    try:
+        h = check_offline(cluster, job, "stuck_in_collective", [])
+        # The stuck collective itself, not the ones queued behind it on other communicators.
+        if h["seq"] != 40 or sorted(h["waiting_ranks"]) != [0, 1]:
+            fail("%s: the first verdict is not the stuck TP all-reduce (seq 40, ranks 0 and 1): "
+                 "%s" % (job, json.dumps(h)))
+    finally:
+        kill(nodes)
 
 
 def keep_dumps(cluster):

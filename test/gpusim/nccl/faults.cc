@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -17,7 +18,15 @@ struct Knobs {
   std::vector<RankSpec> hang;   // R:N[:C]
   std::vector<RankSpec> error;  // R:N[:CODE]
   std::vector<RankSpec> crash;  // R:N
+  std::vector<RankSpec> stuck;  // R:N[:C]
 };
+
+void CheckCommIndex(const char* name, const RankSpec& s) {
+  if (!std::isnan(s.b) && (s.b < 0 || s.b != std::floor(s.b))) {
+    Fatal("%s: communicator index %g of rank %d must be a non-negative integer", name, s.b,
+          s.rank);
+  }
+}
 
 void CheckCount(const char* name, const RankSpec& s) {
   if (!(s.a >= 1) || s.a != std::floor(s.a)) {
@@ -31,12 +40,14 @@ const Knobs& GetKnobs() {
     k->hang = ParseRankSpecs("XTIMER_SIM_HANG", 1, 2);
     k->error = ParseRankSpecs("XTIMER_SIM_NCCL_ERROR", 1, 2);
     k->crash = ParseRankSpecs("XTIMER_SIM_CRASH", 1, 1);
+    k->stuck = ParseRankSpecs("XTIMER_SIM_STUCK", 1, 2);
     for (const RankSpec& s : k->hang) {
       CheckCount("XTIMER_SIM_HANG", s);
-      if (!std::isnan(s.b) && (s.b < 0 || s.b != std::floor(s.b))) {
-        Fatal("XTIMER_SIM_HANG: communicator index %g of rank %d must be a non-negative integer",
-              s.b, s.rank);
-      }
+      CheckCommIndex("XTIMER_SIM_HANG", s);
+    }
+    for (const RankSpec& s : k->stuck) {
+      CheckCount("XTIMER_SIM_STUCK", s);
+      CheckCommIndex("XTIMER_SIM_STUCK", s);
     }
     for (const RankSpec& s : k->error) {
       CheckCount("XTIMER_SIM_NCCL_ERROR", s);
@@ -105,6 +116,17 @@ ncclResult_t OnCollectiveCall(int global_rank, int comm_index, int64_t comm_call
     return code;
   }
   return ncclSuccess;
+}
+
+bool StuckCollective(const std::vector<int>& members, int comm_index, uint64_t seq) {
+  for (const RankSpec& s : GetKnobs().stuck) {
+    if (seq + 1 == static_cast<uint64_t>(s.a) &&
+        (std::isnan(s.b) || comm_index == static_cast<int>(s.b)) &&
+        std::find(members.begin(), members.end(), s.rank) != members.end()) {
+      return true;
+    }
+  }
+  return false;
 }
 
 }  // namespace nccl

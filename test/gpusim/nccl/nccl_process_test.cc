@@ -331,6 +331,49 @@ TEST(NcclProcessTest, HangOnOneCommunicator) {
   job.KillAll();
 }
 
+// Real NCCL does not check that the members of a collective made the same call: mismatched
+// kernels wait for data that never comes. The simulator's members compare their calls and all
+// stay in the collective until ncclCommAbort releases them.
+TEST(NcclProcessTest, MatchingCallsComplete) {
+  Job job("mismatch", 2, {{"XTIMER_TEST_MISMATCH", "none"}});
+  job.Start();
+  job.ExpectSuccess(kDeadlineS);
+  if (HasFailure()) return;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(job.Value(r, "completed"), 1) << "rank " << r;
+    EXPECT_EQ(job.Value(r, "drained"), 1) << "rank " << r;
+  }
+}
+
+TEST(NcclProcessTest, MismatchedCollectiveNeverCompletesOnAnyMember) {
+  for (const char* mode : {"op", "count"}) {
+    Job job("mismatch", 2, {{"XTIMER_TEST_MISMATCH", mode}});
+    job.Start();
+    job.ExpectSuccess(kDeadlineS);
+    if (HasFailure()) return;
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(job.Value(r, "completed"), 0) << mode << ", rank " << r;
+      EXPECT_EQ(job.Value(r, "drained"), 1) << mode << ", rank " << r;
+    }
+  }
+}
+
+// XTIMER_SIM_STUCK=1:2: the second collective of a communicator holding rank 1 never completes,
+// on either member, though both made the same call.
+TEST(NcclProcessTest, StuckCollectiveHoldsEveryMember) {
+  Job job("mismatch", 2, {{"XTIMER_TEST_MISMATCH", "none"}, {"XTIMER_SIM_STUCK", "1:2"}});
+  job.Start();
+  job.ExpectSuccess(kDeadlineS);
+  if (HasFailure()) return;
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(job.Value(r, "completed"), 0) << "rank " << r;
+    EXPECT_NE(job.Err(r).find("XTIMER_SIM_STUCK: rank " + std::to_string(r) +
+                              " is stuck in collective 2 (ncclAllReduce) of communicator #0"),
+              std::string::npos)
+        << job.Err(r);
+  }
+}
+
 // Rank 1 dies of SIGSEGV in its second collective; rank 0 sees ncclRemoteError, aborts, drains.
 TEST(NcclProcessTest, CrashKillsTheRankWithSigsegv) {
   Job job("crash", 2, {{"XTIMER_SIM_CRASH", "1:2"}});

@@ -1,12 +1,14 @@
 #include "test/gpusim/nccl/ops.h"
 
 #include <algorithm>
+#include <array>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
 
 #include "test/gpusim/common/sim_env.h"
 #include "test/gpusim/nccl/backoff.h"
+#include "test/gpusim/nccl/faults.h"
 #include "test/gpusim/sim_api_client.h"
 
 namespace xtsim {
@@ -47,6 +49,17 @@ int64_t OpDurationNs(const Op& op, size_t bytes) {
 
 size_t OpBytes(const Op& op) { return op.count * KernelsFor(op.datatype)->size; }
 
+// What a member called, as two words the members compare: the collective, the datatype, the
+// reduction (of a reducing collective) and the root (of a rooted one); then the count.
+std::array<uint64_t, 2> CollectiveSignature(const Op& op) {
+  const OpSpec& spec = SpecOf(op.kind);
+  const uint64_t red = spec.reduces ? static_cast<uint64_t>(op.reduction.base) & 0xff : 0xff;
+  const uint64_t root = spec.rooted ? static_cast<uint32_t>(op.peer) : 0xffffffffu;
+  const uint64_t word = static_cast<uint64_t>(op.kind) << 56 |
+                        (static_cast<uint64_t>(op.datatype) & 0xff) << 48 | red << 40 | root;
+  return {word, static_cast<uint64_t>(op.count)};
+}
+
 // One operation in progress on this rank. Construction is the arrival; Progress() moves it as far
 // as it can without blocking.
 class Runner {
@@ -64,7 +77,10 @@ class Runner {
 // pass the communicator's barrier, compute the matching chunk of the output from all slots. The
 // slots are double-buffered: round g writes buffer g % 2, which every rank finished reading in
 // round g - 2, before the barrier of round g - 1 let anyone reach round g. The first barrier also
-// publishes every rank's arrival time.
+// publishes every rank's arrival time and call signature. Members whose calls differ (another
+// collective, count, datatype, reduction or root), and every member of a collective that
+// XTIMER_SIM_STUCK names, stay in it forever after that barrier, as real NCCL kernels wait for
+// data that never comes; only ncclCommAbort releases them.
 class CollectiveRunner : public Runner {
  public:
   CollectiveRunner(const Op& op, int64_t arrival_ns)
@@ -83,12 +99,18 @@ class CollectiveRunner : public Runner {
         sources_(static_cast<size_t>(n_)) {
     Comm::Engine& e = comm_.engine;
     seq_ = e.collectives++;
-    seg_.rank(rank_)->arrival_ns[seq_ & 1].store(arrival_ns, std::memory_order_relaxed);
+    ShmRank* me = seg_.rank(rank_);
+    me->arrival_ns[seq_ & 1].store(arrival_ns, std::memory_order_relaxed);
+    const std::array<uint64_t, 2> sig = CollectiveSignature(op);
+    for (size_t w = 0; w < sig.size(); ++w) {
+      me->signature[seq_ & 1][w].store(sig[w], std::memory_order_relaxed);
+    }
     PrepareScale();
     PublishAndArrive();
   }
 
   Status Progress() override {
+    if (spinning_) return Status::kBlocked;
     if (seg_.header()->data_barrier.load(std::memory_order_acquire) < barrier_target_) {
       return Status::kBlocked;
     }
@@ -97,6 +119,7 @@ class CollectiveRunner : public Runner {
         start_ns_ =
             std::max(start_ns_, seg_.rank(r)->arrival_ns[seq_ & 1].load(std::memory_order_relaxed));
       }
+      if (NeverCompletes()) return Status::kBlocked;
     }
     Consume();
     if (++round_ == rounds_) {
@@ -174,6 +197,35 @@ class CollectiveRunner : public Runner {
     }
   }
 
+  // After the first barrier: whether the members' calls differ or XTIMER_SIM_STUCK names this
+  // collective. Then this rank spins in it for good.
+  bool NeverCompletes() {
+    std::vector<int> members;
+    bool mismatch = false;
+    const ShmRank* me = seg_.rank(rank_);
+    for (int r = 0; r < n_; ++r) {
+      const ShmRank* peer = seg_.rank(r);
+      members.push_back(peer->global_rank);
+      for (size_t w = 0; w < 2; ++w) {
+        mismatch |= peer->signature[seq_ & 1][w].load(std::memory_order_relaxed) !=
+                    me->signature[seq_ & 1][w].load(std::memory_order_relaxed);
+      }
+    }
+    const bool stuck = StuckCollective(members, comm_.creation_index(), seq_);
+    if (!mismatch && !stuck) return false;
+    spinning_ = true;
+    if (stuck) {
+      Warn("XTIMER_SIM_STUCK: rank %d is stuck in collective %llu (%s) of communicator #%d",
+           comm_.global_rank(), static_cast<unsigned long long>(seq_ + 1), spec_.name,
+           comm_.creation_index());
+    } else {
+      Debug("nccl: rank %d of communicator #%d: the members' calls of collective %llu differ; "
+            "it never completes",
+            rank_, comm_.creation_index(), static_cast<unsigned long long>(seq_ + 1));
+    }
+    return true;
+  }
+
   const Op& op_;
   const OpSpec& spec_;
   Comm& comm_;
@@ -193,6 +245,7 @@ class CollectiveRunner : public Runner {
   int buffer_ = 0;
   uint64_t barrier_target_ = 0;
   int64_t start_ns_ = 0;
+  bool spinning_ = false;
 };
 
 // One send or recv. Message m of a (sender, receiver) pair is matched with message m of the other

@@ -76,6 +76,10 @@ struct alignas(64) ShmRank {
   int32_t cuda_dev;
   // Virtual arrival time of this rank at the collective with sequence parity i.
   std::atomic<int64_t> arrival_ns[2];
+  // What this rank called there (ops.cc, CollectiveSignature): members compare them after the
+  // collective's first barrier, and all spin forever when they differ, as mismatched NCCL
+  // kernels wait for data that never comes.
+  std::atomic<uint64_t> signature[2][2];
   // ncclCommSplit exchanges, by exchange number modulo kCtrlSlots, and how many of them this rank
   // has read from everybody (a writer waits for all readers before reusing a slot).
   std::atomic<uint64_t> ctrl_consumed;

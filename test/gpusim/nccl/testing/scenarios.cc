@@ -10,6 +10,7 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -828,12 +829,45 @@ void Crash(Ctx& ctx) {
   ctx.Value("drained", 1);
 }
 
+// Two all-reduces of 16 floats on the world; in the second, rank 1 calls what
+// XTIMER_TEST_MISMATCH says: "op" (an all-gather receiving the same bytes), "count" (half the
+// count), anything else the same call. Each rank reports whether the second completed within 2 s
+// ("completed"), then aborts the communicator, which releases a collective that never completes,
+// and drains its stream ("drained").
+void Mismatch(Ctx& ctx) {
+  CommPtr world = InitWorld(ctx);
+  if (!world) return;
+  auto* buf = static_cast<float*>(ctx.Alloc(64 * sizeof(float)));
+  auto* out = static_cast<float*>(ctx.Alloc(64 * sizeof(float)));
+  if (buf == nullptr || out == nullptr) return;
+  NCCL_OK(ctx, ncclAllReduce(buf, buf, 16, ncclFloat32, ncclSum, world.get(), ctx.stream()));
+  CUDA_OK(ctx, cudaStreamSynchronize(ctx.stream()));
+  const char* mode = getenv("XTIMER_TEST_MISMATCH");
+  const std::string m = ctx.rank == 1 && mode != nullptr ? mode : "";
+  if (m == "op") {
+    NCCL_OK(ctx, ncclAllGather(buf, out, 16 / ctx.nranks, ncclFloat32, world.get(), ctx.stream()));
+  } else {
+    const size_t count = m == "count" ? 8 : 16;
+    NCCL_OK(ctx, ncclAllReduce(buf, out, count, ncclFloat32, ncclSum, world.get(), ctx.stream()));
+  }
+  cudaError_t q = cudaErrorNotReady;
+  for (int i = 0; i < 200 && q == cudaErrorNotReady; ++i) {
+    q = cudaStreamQuery(ctx.stream());
+    if (q == cudaErrorNotReady) usleep(10000);
+  }
+  ctx.Value("completed", q == cudaSuccess);
+  NCCL_OK(ctx, ncclCommAbort(world.release()));
+  CUDA_OK(ctx, cudaStreamSynchronize(ctx.stream()));
+  ctx.Value("drained", 1);
+}
+
 using ScenarioFn = void (*)(Ctx&);
 const std::map<std::string, ScenarioFn>& Scenarios() {
   static const auto* scenarios = new std::map<std::string, ScenarioFn>{
       {"collectives", Collectives}, {"sendrecv", SendRecv}, {"split", Split},
       {"shrink", Shrink},           {"timing", Timing},     {"timed_split", TimedSplit},
       {"error", InjectedError},     {"hang", Hang},         {"crash", Crash},
+      {"mismatch", Mismatch},
   };
   return *scenarios;
 }
