@@ -297,26 +297,36 @@ TEST(Hang, SeveralCommunicatorsMostSevereFirst) {
   EXPECT_EQ(report.hangs[1].kind, HangKind::kStuckInCollective);
 }
 
-// Ranks 0-3 wait in kComm's seq 21, which rank 4 never issues (a communicator of 0-4); ranks
-// 0-3's next collective on a second communicator is queued behind it: they are victims there.
-TEST(Hang, RanksWaitingElsewhereAreNotBlamedForTheNextCommunicator) {
-  std::vector<RankInput> ranks = Stalled(5, 5);
-  NeverIssue(&ranks[4]);
+// Gives ranks 0-3 a second communicator (kComm + 1, 4 members) with the same 20 completed
+// collectives and seq 21 in flight, as on kComm; returns their progress rows on it.
+std::vector<Progress*> AddSecondCommunicator(std::vector<RankInput>* ranks) {
+  std::vector<Progress*> rows;
   for (int r = 0; r < 4; ++r) {
-    RankInput& in = ranks[r];
+    RankInput& in = (*ranks)[r];
     in.comms.push_back({kComm + 1, 0, 4, r, {}});
     Progress p = in.progress[0];
     p.comm_id = kComm + 1;
     p.last_issued_seq = 21;
     p.inflight.comm_id = kComm + 1;
-    p.inflight.state = OpState::kQueued;
-    p.blocked_by = "AllReduce launched 40.0 s ago";
     in.progress.push_back(p);
     for (uint64_t s = 1; s <= 20; ++s) {
       Arrival a = in.arrivals[s - 1];
       a.comm_id = kComm + 1;
       in.arrivals.push_back(a);
     }
+  }
+  for (int r = 0; r < 4; ++r) rows.push_back(&(*ranks)[r].progress.back());
+  return rows;
+}
+
+// Ranks 0-3 wait in kComm's seq 21, which rank 4 never issues (a communicator of 0-4); ranks
+// 0-3's next collective on a second communicator is queued behind it: they are victims there.
+TEST(Hang, RanksWaitingElsewhereAreNotBlamedForTheNextCommunicator) {
+  std::vector<RankInput> ranks = Stalled(5, 5);
+  NeverIssue(&ranks[4]);
+  for (Progress* p : AddSecondCommunicator(&ranks)) {
+    p->inflight.state = OpState::kQueued;
+    p->blocked_by = "AllReduce launched 40.0 s ago";
   }
   Report report = Analyze(ranks, At(60));
   ASSERT_EQ(report.hangs.size(), 1u);
@@ -330,24 +340,10 @@ TEST(Hang, RanksWaitingElsewhereAreNotBlamedForTheNextCommunicator) {
 // first. Only the cause is reported; alone, the downstream stall is reported and says so.
 TEST(Hang, StallsThatFollowFromAnotherAreLeftToTheirCause) {
   std::vector<RankInput> ranks = Stalled();
-  for (int r = 0; r < 4; ++r) {
-    RankInput& in = ranks[r];
-    in.comms.push_back({kComm + 1, 0, 4, r, {}});
-    Progress p = in.progress[0];
-    p.comm_id = kComm + 1;
-    p.inflight.comm_id = kComm + 1;
-    if (r == 0) {
-      p.inflight.state = OpState::kQueued;
-      p.blocked_by = "AllReduce seq 21 on comm 0x0000000000000abc launched 40.0 s ago";
-      p.blocked_by_communication = true;
-    }
-    in.progress.push_back(p);
-    for (uint64_t s = 1; s <= 20; ++s) {
-      Arrival a = in.arrivals[s - 1];
-      a.comm_id = kComm + 1;
-      in.arrivals.push_back(a);
-    }
-  }
+  Progress* rank0 = AddSecondCommunicator(&ranks)[0];
+  rank0->inflight.state = OpState::kQueued;
+  rank0->blocked_by = "AllReduce seq 21 on comm 0x0000000000000abc launched 40.0 s ago";
+  rank0->blocked_by_communication = true;
   Report report = Analyze(ranks, At(60));
   ASSERT_EQ(report.hangs.size(), 1u);
   EXPECT_EQ(report.hangs[0].kind, HangKind::kStuckInCollective);

@@ -27,7 +27,9 @@ the throughput at the median (GEMM TFLOPS; collectives and send/recv bus GB/s as
 counts it; copies and sets GB/s) and the change, sorted by the impact on step time: the change
 in time per rank, (median B - median A) x calls in B / ranks in B; the largest slowdown first.
 An operation only in B counts with its whole time; one only in A with minus its time in A.
-Host synchronisations are left out (they wait for the others).
+A collective's duration is its transfer: the shortest duration among the members of each call
+(the last to arrive waits for nobody), so waiting for a late rank does not make a collective
+look slower. Host synchronisations are left out (they wait for the others).
 
 options:
   --json            print JSON: {"a": {...}, "b": {...}, "ops": [...]} (docs/analyze-cli.md)

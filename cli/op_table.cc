@@ -1,7 +1,9 @@
 #include "cli/op_table.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <mutex>
+#include <utility>
 
 #include "cli/parallel_for.h"
 #include "format/record.h"
@@ -18,6 +20,20 @@ using timeline::EventRecord;
 
 using Durations = std::map<OpSignature, std::vector<int64_t>>;
 
+// A collective's calls by instance (communicator, seq): its signature, the shortest member's
+// duration and how many members' calls were read.
+struct Instance {
+  OpSignature signature;
+  int64_t shortest_ns = INT64_MAX;
+  uint32_t calls = 0;
+};
+using Instances = std::map<std::pair<uint64_t, uint64_t>, Instance>;
+
+void AddCall(const OpSignature& s, int64_t duration_ns, Instance* in) {
+  if (in->calls == 0) in->signature = s;
+  in->shortest_ns = std::min(in->shortest_ns, duration_ns);
+  ++in->calls;
+}
 OpSignature SignatureOf(const EventRecord& e, const timeline::Metadata& m,
                         const std::map<uint64_t, int32_t>& sizes) {
   OpSignature s;
@@ -42,9 +58,10 @@ OpSignature SignatureOf(const EventRecord& e, const timeline::Metadata& m,
   return s;
 }
 
-// One file's durations by signature; the metadata (names, communicator sizes) is only known once
-// the file is read, so events are kept until then.
-bool ReadFile(const std::string& path, Durations* out, uint64_t* events, std::string* problem) {
+// One file's durations by signature (collectives by instance); the metadata (names, communicator
+// sizes) is only known once the file is read, so events are kept until then.
+bool ReadFile(const std::string& path, Durations* out, Instances* collectives, uint64_t* events,
+              std::string* problem) {
   std::vector<EventRecord> kept;
   timeline::ReadResult r = timeline::ReadTimeline(path, [&](const EventRecord& e) {
     if (e.kind != static_cast<uint8_t>(OpKind::kHostSync) && e.duration_ns >= 0) kept.push_back(e);
@@ -56,7 +73,14 @@ bool ReadFile(const std::string& path, Durations* out, uint64_t* events, std::st
   if (!r.complete) *problem = path + ": read " + std::to_string(r.events) + " events, then: " + r.error;
   std::map<uint64_t, int32_t> sizes;
   for (const timeline::CommInfo& c : r.metadata.comms) sizes[c.id] = c.size;
-  for (const EventRecord& e : kept) (*out)[SignatureOf(e, r.metadata, sizes)].push_back(e.duration_ns);
+  for (const EventRecord& e : kept) {
+    const OpSignature s = SignatureOf(e, r.metadata, sizes);
+    if (e.kind == static_cast<uint8_t>(OpKind::kCollective) && e.comm_id != 0) {
+      AddCall(s, e.duration_ns, &(*collectives)[{e.comm_id, e.seq}]);
+    } else {
+      (*out)[s].push_back(e.duration_ns);
+    }
+  }
   *events = r.events;
   return true;
 }
@@ -131,11 +155,13 @@ bool ReadOpTable(const std::vector<std::string>& inputs, int jobs, OpTable* tabl
   timeline::InputList list = timeline::ListTimelineInputs(inputs);
   table->problems = std::move(list.skipped);
   std::mutex mu;
+  Instances all_collectives;
   ParallelFor(list.files.size(), jobs, [&](size_t i) {
     Durations d;
+    Instances collectives;
     uint64_t events = 0;
     std::string problem;
-    const bool ok = ReadFile(list.files[i].path, &d, &events, &problem);
+    const bool ok = ReadFile(list.files[i].path, &d, &collectives, &events, &problem);
     std::lock_guard<std::mutex> lock(mu);
     if (!problem.empty()) table->problems.push_back(problem);
     if (!ok) return;
@@ -145,7 +171,20 @@ bool ReadOpTable(const std::vector<std::string>& inputs, int jobs, OpTable* tabl
       std::vector<int64_t>& all = table->durations[kv.first];
       all.insert(all.end(), kv.second.begin(), kv.second.end());
     }
+    for (const auto& kv : collectives) {
+      Instance& in = all_collectives[kv.first];
+      for (uint32_t c = 0; c < kv.second.calls; ++c) {
+        AddCall(kv.second.signature, kv.second.shortest_ns, &in);
+      }
+    }
   });
+  // A collective's time is its transfer: the shortest member's duration, the last to arrive's,
+  // which waited for nobody (clock-free: each duration is on its own GPU's clock). Every call of
+  // the instance counts it once.
+  for (const auto& kv : all_collectives) {
+    std::vector<int64_t>& all = table->durations[kv.second.signature];
+    all.insert(all.end(), kv.second.calls, kv.second.shortest_ns);
+  }
   std::sort(table->problems.begin(), table->problems.end());
   if (table->ranks == 0) {
     *error = "no readable timeline files";

@@ -31,7 +31,9 @@ struct OpSignature {
 struct OpTable {
   int ranks = 0;  // ranks whose files were read
   uint64_t events = 0;
-  std::map<OpSignature, std::vector<int64_t>> durations;  // ns, every call
+  // ns, every call. A collective call counts its instance's transfer time (the shortest member's
+  // duration: waiting for late members is not the collective's own time).
+  std::map<OpSignature, std::vector<int64_t>> durations;
   std::vector<std::string> problems;  // "path: why" for inputs or files (partly) unreadable
 };
 

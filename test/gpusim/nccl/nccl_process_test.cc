@@ -228,55 +228,51 @@ TEST(NcclProcessTest, TimingIsMaxArrivalPlusModel) {
   }
 }
 
-// Ranks {0,1} on node 0 and {2,3} on node 1; rank 3's links are 4x slow. The world crosses nodes
-// and includes rank 3; the pair {0,1} is intra-node and healthy; the pair {2,3} intra-node, slow.
-TEST(NcclProcessTest, NodesAndSlowLink) {
+// Ranks {0,1} on node 0 and {2,3} on node 1 (intra-node 2 GB/s and 5 us, inter-node 0.5 GB/s
+// and 15 us), with `knob` set to "3:4". Returns the time the last rank to arrive measured (exactly
+// the modelled time) of the world's and of the pairs' 1 MiB all-reduces.
+struct TwoNodeTimes {
+  double world_ms, pair01_ms, pair23_ms;
+};
+TwoNodeTimes RunTwoNodes(const char* knob) {
   const int n = 4;
   Job job("timed_split", n,
           {{"XTIMER_SIM_INTRA_BW_GBPS", "2"},
            {"XTIMER_SIM_INTRA_LAT_US", "5"},
            {"XTIMER_SIM_INTER_BW_GBPS", "0.5"},
            {"XTIMER_SIM_INTER_LAT_US", "15"},
-           {"XTIMER_SIM_SLOW_LINK", "3:4"}});
+           {knob, "3:4"}});
   for (int r = 0; r < n; ++r) job.SetRankEnv(r, "XTIMER_SIM_NODE", std::to_string(r / 2));
   job.Start();
   job.ExpectSuccess(kDeadlineS);
-  if (HasFailure()) return;
-  const double mib = 1 << 20;
-  // The last rank to arrive measures exactly the modelled time.
   auto min_of = [&](const std::string& key, std::vector<int> ranks) {
     double v = 1e300;
     for (int r : ranks) v = std::min(v, job.Value(r, key));
     return v;
   };
-  EXPECT_NEAR(min_of("world_ms", {0, 1, 2, 3}), ModelMs(mib, 1.5, 0.5 / 4, 15), 1e-3);
-  EXPECT_NEAR(min_of("pair_ms", {0, 1}), ModelMs(mib, 1.0, 2, 5), 1e-3);
-  EXPECT_NEAR(min_of("pair_ms", {2, 3}), ModelMs(mib, 1.0, 2.0 / 4, 5), 1e-3);
+  return {min_of("world_ms", {0, 1, 2, 3}), min_of("pair_ms", {0, 1}), min_of("pair_ms", {2, 3})};
 }
 
-// The same layout with rank 3's network (not its node's fabric) 4x slow: the world, which
-// crosses the nodes, slows down; the pair {2,3} inside node 1 does not.
-TEST(NcclProcessTest, SlowNicSlowsOnlyTrafficAcrossNodes) {
-  const int n = 4;
-  Job job("timed_split", n,
-          {{"XTIMER_SIM_INTRA_BW_GBPS", "2"},
-           {"XTIMER_SIM_INTRA_LAT_US", "5"},
-           {"XTIMER_SIM_INTER_BW_GBPS", "0.5"},
-           {"XTIMER_SIM_INTER_LAT_US", "15"},
-           {"XTIMER_SIM_SLOW_NIC", "3:4"}});
-  for (int r = 0; r < n; ++r) job.SetRankEnv(r, "XTIMER_SIM_NODE", std::to_string(r / 2));
-  job.Start();
-  job.ExpectSuccess(kDeadlineS);
+// Rank 3's links are 4x slow. The world crosses nodes and includes rank 3; the pair {0,1} is
+// intra-node and healthy; the pair {2,3} intra-node, slow.
+TEST(NcclProcessTest, NodesAndSlowLink) {
+  const TwoNodeTimes t = RunTwoNodes("XTIMER_SIM_SLOW_LINK");
   if (HasFailure()) return;
   const double mib = 1 << 20;
-  auto min_of = [&](const std::string& key, std::vector<int> ranks) {
-    double v = 1e300;
-    for (int r : ranks) v = std::min(v, job.Value(r, key));
-    return v;
-  };
-  EXPECT_NEAR(min_of("world_ms", {0, 1, 2, 3}), ModelMs(mib, 1.5, 0.5 / 4, 15), 1e-3);
-  EXPECT_NEAR(min_of("pair_ms", {0, 1}), ModelMs(mib, 1.0, 2, 5), 1e-3);
-  EXPECT_NEAR(min_of("pair_ms", {2, 3}), ModelMs(mib, 1.0, 2, 5), 1e-3);
+  EXPECT_NEAR(t.world_ms, ModelMs(mib, 1.5, 0.5 / 4, 15), 1e-3);
+  EXPECT_NEAR(t.pair01_ms, ModelMs(mib, 1.0, 2, 5), 1e-3);
+  EXPECT_NEAR(t.pair23_ms, ModelMs(mib, 1.0, 2.0 / 4, 5), 1e-3);
+}
+
+// Rank 3's network (not its node's fabric) 4x slow: the world, which crosses the nodes, slows
+// down; the pair {2,3} inside node 1 does not.
+TEST(NcclProcessTest, SlowNicSlowsOnlyTrafficAcrossNodes) {
+  const TwoNodeTimes t = RunTwoNodes("XTIMER_SIM_SLOW_NIC");
+  if (HasFailure()) return;
+  const double mib = 1 << 20;
+  EXPECT_NEAR(t.world_ms, ModelMs(mib, 1.5, 0.5 / 4, 15), 1e-3);
+  EXPECT_NEAR(t.pair01_ms, ModelMs(mib, 1.0, 2, 5), 1e-3);
+  EXPECT_NEAR(t.pair23_ms, ModelMs(mib, 1.0, 2, 5), 1e-3);
 }
 
 TEST(NcclProcessTest, InjectedErrorWithCode) {
