@@ -25,11 +25,11 @@ of timeline files, a dump path of job folders, or a comma-separated list of node
 m x n x k or bytes, dtype, communicator size) it prints the calls in each, the median duration,
 the throughput at the median (GEMM TFLOPS; collectives and send/recv bus GB/s as nccl-tests
 counts it; copies and sets GB/s) and the change, sorted by the impact on step time: the change
-in time per rank, (median B - median A) x calls in B / ranks in B; the largest slowdown first.
+in time per rank, (mean B - mean A) x calls in B / ranks in B; the largest slowdown first.
 An operation only in B counts with its whole time; one only in A with minus its time in A.
-A collective's duration is its transfer: the shortest duration among the members of each call
-(the last to arrive waits for nobody), so waiting for a late rank does not make a collective
-look slower. Host synchronisations are left out (they wait for the others).
+Communication's duration is its transfer: the shortest duration among the calls of each
+collective, or of each send/recv pair (the last to arrive waits for nobody), so waiting for a
+late rank does not make communication look slower. Host synchronisations are left out.
 
 options:
   --json            print JSON: {"a": {...}, "b": {...}, "ops": [...]} (docs/analyze-cli.md)
@@ -101,6 +101,7 @@ void PrintTable(const std::vector<DiffRow>& rows, const OpTable& a, const OpTabl
 
 std::string StatsJson(const OpStats& s) {
   return "{\"count\": " + std::to_string(s.count) + ", \"median_s\": " + Num(s.median_s) +
+         ", \"mean_s\": " + Num(s.mean_s) +
          ", \"throughput\": " + Num(s.throughput) + "}";
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <mutex>
+#include <tuple>
 #include <utility>
 
 #include "cli/parallel_for.h"
@@ -20,19 +21,49 @@ using timeline::EventRecord;
 
 using Durations = std::map<OpSignature, std::vector<int64_t>>;
 
-// A collective's calls by instance (communicator, seq): its signature, the shortest member's
-// duration and how many members' calls were read.
-struct Instance {
-  OpSignature signature;
-  int64_t shortest_ns = INT64_MAX;
-  uint32_t calls = 0;
+// The calls of one communication instance: a collective (communicator, seq), or a send/recv
+// pair (communicator, sender, receiver, seq of the pair), the shortest call's duration, and
+// the calls read by signature (a pair's Send and Recv differ).
+struct InstanceKey {
+  uint64_t comm_id, seq;
+  int32_t sender, receiver;  // -1 for a collective
+  bool operator<(const InstanceKey& o) const {
+    return std::tie(comm_id, seq, sender, receiver) <
+           std::tie(o.comm_id, o.seq, o.sender, o.receiver);
+  }
 };
-using Instances = std::map<std::pair<uint64_t, uint64_t>, Instance>;
+struct Instance {
+  int64_t shortest_ns = INT64_MAX;
+  std::vector<std::pair<OpSignature, uint32_t>> calls;  // one or two signatures
+};
+using Instances = std::map<InstanceKey, Instance>;
 
-void AddCall(const OpSignature& s, int64_t duration_ns, Instance* in) {
-  if (in->calls == 0) in->signature = s;
+void AddCalls(const OpSignature& s, int64_t duration_ns, uint32_t calls, Instance* in) {
   in->shortest_ns = std::min(in->shortest_ns, duration_ns);
-  ++in->calls;
+  for (auto& c : in->calls) {
+    if (!(c.first < s) && !(s < c.first)) {
+      c.second += calls;
+      return;
+    }
+  }
+  in->calls.emplace_back(s, calls);
+}
+
+// The instance `e` belongs to, when it is communication whose peers can be matched.
+bool InstanceOf(const EventRecord& e, const std::map<uint64_t, int32_t>& comm_rank,
+                InstanceKey* key) {
+  if (e.comm_id == 0) return false;
+  if (e.kind == static_cast<uint8_t>(OpKind::kCollective)) {
+    *key = {e.comm_id, e.seq, -1, -1};
+    return true;
+  }
+  auto me = comm_rank.find(e.comm_id);
+  if (e.kind != static_cast<uint8_t>(OpKind::kP2P) || e.peer < 0 || me == comm_rank.end()) {
+    return false;
+  }
+  const bool send = e.op == static_cast<uint16_t>(format::Operation::kSend);
+  *key = {e.comm_id, e.seq, send ? me->second : e.peer, send ? e.peer : me->second};
+  return true;
 }
 OpSignature SignatureOf(const EventRecord& e, const timeline::Metadata& m,
                         const std::map<uint64_t, int32_t>& sizes) {
@@ -71,12 +102,16 @@ bool ReadFile(const std::string& path, Durations* out, Instances* collectives, u
     return false;
   }
   if (!r.complete) *problem = path + ": read " + std::to_string(r.events) + " events, then: " + r.error;
-  std::map<uint64_t, int32_t> sizes;
-  for (const timeline::CommInfo& c : r.metadata.comms) sizes[c.id] = c.size;
+  std::map<uint64_t, int32_t> sizes, comm_rank;
+  for (const timeline::CommInfo& c : r.metadata.comms) {
+    sizes[c.id] = c.size;
+    if (c.rank >= 0) comm_rank[c.id] = c.rank;
+  }
   for (const EventRecord& e : kept) {
     const OpSignature s = SignatureOf(e, r.metadata, sizes);
-    if (e.kind == static_cast<uint8_t>(OpKind::kCollective) && e.comm_id != 0) {
-      AddCall(s, e.duration_ns, &(*collectives)[{e.comm_id, e.seq}]);
+    InstanceKey key;
+    if (InstanceOf(e, comm_rank, &key)) {
+      AddCalls(s, e.duration_ns, 1, &(*collectives)[key]);
     } else {
       (*out)[s].push_back(e.duration_ns);
     }
@@ -123,6 +158,9 @@ OpStats StatsOf(const OpSignature& s, const OpTable& t) {
   if (it == t.durations.end()) return st;
   st.count = it->second.size();
   st.median_s = Median(it->second);
+  double sum = 0;
+  for (int64_t d : it->second) sum += static_cast<double>(d);
+  st.mean_s = sum / static_cast<double>(st.count) * 1e-9;
   st.throughput = Throughput(s, st.median_s);
   return st;
 }
@@ -173,17 +211,19 @@ bool ReadOpTable(const std::vector<std::string>& inputs, int jobs, OpTable* tabl
     }
     for (const auto& kv : collectives) {
       Instance& in = all_collectives[kv.first];
-      for (uint32_t c = 0; c < kv.second.calls; ++c) {
-        AddCall(kv.second.signature, kv.second.shortest_ns, &in);
+      for (const auto& c : kv.second.calls) {
+        AddCalls(c.first, kv.second.shortest_ns, c.second, &in);
       }
     }
   });
-  // A collective's time is its transfer: the shortest member's duration, the last to arrive's,
-  // which waited for nobody (clock-free: each duration is on its own GPU's clock). Every call of
-  // the instance counts it once.
+  // Communication's time is its transfer: the shortest call's duration in the instance, the last
+  // to arrive's, which waited for nobody (clock-free: each duration is on its own GPU's clock).
+  // Every call of the instance counts it once.
   for (const auto& kv : all_collectives) {
-    std::vector<int64_t>& all = table->durations[kv.second.signature];
-    all.insert(all.end(), kv.second.calls, kv.second.shortest_ns);
+    for (const auto& c : kv.second.calls) {
+      std::vector<int64_t>& all = table->durations[c.first];
+      all.insert(all.end(), c.second, kv.second.shortest_ns);
+    }
   }
   std::sort(table->problems.begin(), table->problems.end());
   if (table->ranks == 0) {
@@ -203,9 +243,9 @@ std::vector<DiffRow> DiffTables(const OpTable& a, const OpTable& b) {
     r.a = StatsOf(s, a);
     r.b = StatsOf(s, b);
     if (r.b.count > 0) {
-      r.impact_s = (r.b.median_s - r.a.median_s) * r.b.count / std::max(b.ranks, 1);
+      r.impact_s = (r.b.mean_s - r.a.mean_s) * r.b.count / std::max(b.ranks, 1);
     } else {
-      r.impact_s = -r.a.median_s * r.a.count / std::max(a.ranks, 1);
+      r.impact_s = -r.a.mean_s * r.a.count / std::max(a.ranks, 1);
     }
     rows.push_back(std::move(r));
   };

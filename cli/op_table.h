@@ -31,8 +31,9 @@ struct OpSignature {
 struct OpTable {
   int ranks = 0;  // ranks whose files were read
   uint64_t events = 0;
-  // ns, every call. A collective call counts its instance's transfer time (the shortest member's
-  // duration: waiting for late members is not the collective's own time).
+  // ns, every call. A collective or send/recv call counts its instance's transfer time (the
+  // shortest duration among the calls of the collective, or of the send/recv pair: waiting for a
+  // late peer is not the operation's own time); a call whose peers were not read, its own.
   std::map<OpSignature, std::vector<int64_t>> durations;
   std::vector<std::string> problems;  // "path: why" for inputs or files (partly) unreadable
 };
@@ -45,6 +46,7 @@ bool ReadOpTable(const std::vector<std::string>& inputs, int jobs, OpTable* tabl
 struct OpStats {
   uint64_t count = 0;
   double median_s = 0;
+  double mean_s = 0;
   double throughput = 0;  // in the row's unit; 0 when the op has none
 };
 
@@ -52,8 +54,9 @@ struct DiffRow {
   OpSignature signature;
   const char* unit = "";  // "TFLOPS", "GB/s bus" (collectives, send/recv), "GB/s" (copies, sets)
   OpStats a, b;           // count 0: not in that dump
-  // The change in time per rank: (median_b - median_a) x count_b / ranks_b; an op only in A
-  // counts as -median_a x count_a / ranks_a (time no longer spent).
+  // The change in time per rank: (mean_b - mean_a) x count_b / ranks_b; an op only in A counts
+  // as -mean_a x count_a / ranks_a (time no longer spent). Means, not medians: a slowdown of one
+  // communicator among several of the same signature moves the mean, not the median.
   double impact_s = 0;
 };
 

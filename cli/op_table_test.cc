@@ -94,6 +94,22 @@ TEST(OpTable, WaitingIsNotACollectivesSlowdown) {
   }
 }
 
+// One communicator of four slows down 4x: the median of the signature does not move, its mean
+// and the impact do.
+TEST(OpTable, ImpactCountsASlowdownOfSomeInstances) {
+  OpTable a, b;
+  OpSignature ar;
+  ar.name = "AllReduce";
+  a.ranks = b.ranks = 8;
+  a.durations[ar] = std::vector<int64_t>(8, 1000000);
+  b.durations[ar] = {1000000, 1000000, 1000000, 1000000, 1000000, 1000000, 4000000, 4000000};
+  std::vector<DiffRow> rows = DiffTables(a, b);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_DOUBLE_EQ(rows[0].a.median_s, rows[0].b.median_s);
+  EXPECT_NEAR(rows[0].b.mean_s, 1.75e-3, 1e-12);
+  EXPECT_NEAR(rows[0].impact_s, 0.75e-3 * 8 / 8, 1e-12);
+}
+
 TEST(OpTable, OpsInOneDumpOnly) {
   OpTable a, b;
   OpSignature gone, added;
