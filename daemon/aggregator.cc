@@ -242,6 +242,11 @@ std::map<Aggregator::ProcessId, std::unique_ptr<Aggregator::Process>>::iterator 
   return processes_.erase(it);
 }
 
+void Aggregator::NoteFreed(size_t bytes) {
+  std::lock_guard<std::mutex> lock(mu_);
+  freed_since_trim_ += bytes;
+}
+
 void Aggregator::MaybeTrimMalloc() {
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -176,6 +176,9 @@ class Aggregator {
   // Removes exited processes past their grace period. Returns how many. Called periodically:
   // also returns freed memory to the system (see MaybeTrimMalloc).
   size_t ExpireExited(int64_t now_ns);
+  // Memory freed on the aggregator's behalf by another part of the daemon (the live diagnosis
+  // forgetting ranks that left): the next ExpireExited returns it to the system.
+  void NoteFreed(size_t bytes);
   // False once MarkExited was called (or the id is unknown).
   bool Connected(ProcessId id) const;
   // A registration refused before or at AddProcess: counted by `cause` and logged (rate-limited)

@@ -271,7 +271,11 @@ void LiveDiagnosis::RunOnce() {
   const Snapshot snap = aggregator_->TakeSnapshot(now, /*with_series=*/false);
   std::set<ProcessId> ids;
   for (const ProcessSnapshot& p : snap.processes) ids.insert(KeyOf(p));
-  const std::map<ProcessId, ProcessOps> ops = ops_.Copy(ids);
+  size_t forgotten = 0;
+  const std::map<ProcessId, ProcessOps> ops = ops_.Copy(ids, &forgotten);
+  // Ranks that left free their rings here, on this thread: the aggregator's next periodic pass
+  // hands that memory (and this pass's copies) back to the system.
+  if (forgotten > 0) aggregator_->NoteFreed(forgotten);
   const CommMembers members = CommMembersOf(snap);
 
   std::map<std::string, std::vector<RankLive>> by_job;

@@ -44,6 +44,8 @@ struct LiveOps::Process {
   LastOp last;
   std::map<uint64_t, Ring> comms;
   size_t new_slices = 0;  // over all comms
+
+  size_t Bytes() const;
 };
 
 LiveOps::LiveOps(size_t ring_size, size_t max_comms)
@@ -106,11 +108,23 @@ void LiveOps::Add(uint64_t id, const format::OpRecord& r) {
   ++p->new_slices;
 }
 
-std::map<uint64_t, ProcessOps> LiveOps::Copy(const std::set<uint64_t>& keep) {
+// What a rank's state holds on the heap, about (its rings and their map nodes).
+size_t LiveOps::Process::Bytes() const {
+  size_t bytes = sizeof(Process);
+  for (const auto& c : comms) {
+    bytes += sizeof(c) + 32 + c.second.slots.capacity() * sizeof(Arrival) +
+             c.second.new_slices.capacity() * sizeof(Slice);
+  }
+  return bytes;
+}
+
+std::map<uint64_t, ProcessOps> LiveOps::Copy(const std::set<uint64_t>& keep,
+                                             size_t* forgotten_bytes) {
   std::map<uint64_t, ProcessOps> out;
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = processes_.begin(); it != processes_.end();) {
     if (keep.count(it->first) == 0) {
+      if (forgotten_bytes != nullptr) *forgotten_bytes += it->second->Bytes();
       it = processes_.erase(it);
       continue;
     }

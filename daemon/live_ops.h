@@ -91,8 +91,10 @@ class LiveOps {
   // The tap: one completed op record of the rank `key` (RankKey).
   void Add(uint64_t key, const format::OpRecord& r);
   // Copies of the state of the ranks in `keep` (RankKeys of those it has seen), handing over (and
-  // clearing) their new slices; forgets every other rank (gone from the aggregator).
-  std::map<uint64_t, ProcessOps> Copy(const std::set<uint64_t>& keep);
+  // clearing) their new slices; forgets every other rank (gone from the aggregator), adding the
+  // estimated bytes that frees to `*forgotten_bytes` when given.
+  std::map<uint64_t, ProcessOps> Copy(const std::set<uint64_t>& keep,
+                                      size_t* forgotten_bytes = nullptr);
   size_t process_count() const;
   uint64_t slices_dropped() const;
 

@@ -65,10 +65,17 @@ TEST(LiveOpsTest, CommunicatorsAndProcessesAreBounded) {
   ops.Add(1, Op(format::OpKind::kCollective, format::Operation::kAllReduce, 0xb, 1, 200, 10));
   ops.Add(1, Op(format::OpKind::kCollective, format::Operation::kAllReduce, 0xc, 1, 300, 10));
   ops.Add(2, Op(format::OpKind::kCollective, format::Operation::kAllReduce, 0xa, 1, 100, 10));
-  auto copy = ops.Copy({1});
+  size_t forgotten = 0;
+  auto copy = ops.Copy({1}, &forgotten);
   ASSERT_EQ(copy[1].comms.size(), 2u);
   EXPECT_EQ(copy[1].comms.count(0xa), 0u);  // the least recent went
   EXPECT_EQ(ops.process_count(), 1u);       // process 2 is gone from the aggregator
+  // What forgetting it freed is reported (the daemon returns it to the system): its ring of one
+  // arrival and one slice at least.
+  EXPECT_GE(forgotten, sizeof(analysis::Arrival) + sizeof(Slice));
+  forgotten = 0;
+  ops.Copy({1}, &forgotten);
+  EXPECT_EQ(forgotten, 0u);  // nothing more to forget
 }
 
 }  // namespace

@@ -422,8 +422,9 @@ TEST_F(RegistrationLimitsTest, HostileRingsStayWithinTheBudgetAndMemoryReturns) 
         return after <= before * 6 / 5;
       },
       30000);
-  fprintf(stderr, "RSS after they left: %.1f MiB (idle before %.1f MiB)\n", after / 1048576.0,
-          before / 1048576.0);
+  fprintf(stderr, "RSS after they left: %.1f MiB (anon %.1f, file %.1f; idle before %.1f MiB)\n",
+          after / 1048576.0, StatusBytes(pid_, "RssAnon") / 1048576.0,
+          StatusBytes(pid_, "RssFile") / 1048576.0, before / 1048576.0);
   EXPECT_TRUE(returned);
   EXPECT_EQ(Metric("xtimer_processes_registered"), 0);
   EXPECT_EQ(Metric("xtimer_processes_exited"), 0);
