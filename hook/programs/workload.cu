@@ -246,7 +246,8 @@ int main(int argc, char** argv) {
     Loop(100, s);
     pid_t child = fork();
     if (child == 0) {
-      // A data-loader-like child: keeps running (and calling CUDA, which the hook passes through).
+      // A data-loader-like child: keeps running and calling CUDA. The hook passes the calls
+      // through; the runtime fails them (CUDA was initialized before the fork).
       void* d = nullptr;
       cudaMalloc(&d, 4096);
       for (int i = 0; i < 20; ++i) {

@@ -21,6 +21,9 @@ namespace {
 std::atomic<unsigned long long> g_next_stream_id{1};
 std::atomic<unsigned long long> g_next_capture_id{1};
 thread_local int t_device = 0;
+std::atomic<bool> g_in_forked_child{false};
+
+void MarkForkedChild() { g_in_forked_child.store(true, std::memory_order_relaxed); }
 
 }  // namespace
 
@@ -335,7 +338,10 @@ Engine& Engine::Get() {
   return *engine;
 }
 
+bool Engine::InForkedChild() { return g_in_forked_child.load(std::memory_order_relaxed); }
+
 Engine::Engine() {
+  pthread_atfork(nullptr, nullptr, &MarkForkedChild);
   int64_t count = EnvInt("XTIMER_SIM_DEVICE_COUNT", 8);
   if (count < 0 || count > 64) Fatal("XTIMER_SIM_DEVICE_COUNT=%lld is out of range [0, 64]",
                                      static_cast<long long>(count));

@@ -182,7 +182,13 @@ struct Device {
 
 class Engine {
  public:
+  // Created by the first call that needs a device: that is when CUDA is initialized.
   static Engine& Get();
+
+  // True in a child forked after the engine existed. As with the real runtime, such a child
+  // cannot use CUDA (its executor threads did not survive the fork and its locks may be held):
+  // every call that needs the device fails with cudaErrorInitializationError.
+  static bool InForkedChild();
 
   int device_count() const { return static_cast<int>(devices_.size()); }
   Device& device(int i) { return *devices_[static_cast<size_t>(i)]; }

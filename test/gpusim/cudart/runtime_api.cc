@@ -31,8 +31,9 @@ constexpr int kDriverVersion = 13000;
 
 bool ValidDevice(int device) { return device >= 0 && device < Engine::Get().device_count(); }
 
-// Common prologue: there must be a device.
+// Common prologue: there must be a device, and CUDA must not have been initialized before a fork.
 cudaError_t CheckInit() {
+  if (Engine::InForkedChild()) return cudaErrorInitializationError;
   return Engine::Get().device_count() == 0 ? cudaErrorNoDevice : cudaSuccess;
 }
 
@@ -171,10 +172,12 @@ cudaError_t StreamQueryImpl(cudaStream_t stream, bool per_thread) {
 }
 
 cudaError_t EventRecordImpl(cudaEvent_t event, cudaStream_t stream, bool per_thread) {
+  cudaError_t e = CheckInit();
+  if (e != cudaSuccess) return e;
   auto ev = Engine::Get().FindEvent(event);
   if (ev == nullptr) return cudaErrorInvalidResourceHandle;
   Stream* s;
-  cudaError_t e = ResolveStream(stream, per_thread, &s);
+  e = ResolveStream(stream, per_thread, &s);
   if (e != cudaSuccess) return e;
   Op op;
   op.kind = OpKind::kRecord;
@@ -744,8 +747,9 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
   if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) {
     return Ret(cudaErrorInvalidResourceHandle);
   }
-  Stream* s = Engine::Get().Resolve(stream, false);
-  if (s == nullptr) return Ret(cudaErrorInvalidResourceHandle);
+  Stream* s;
+  cudaError_t e = ResolveStream(stream, false, &s);
+  if (e != cudaSuccess) return Ret(e);
   Engine::Get().DestroyStream(s);
   return cudaSuccess;
 }
@@ -908,6 +912,8 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) {
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  cudaError_t e = CheckInit();
+  if (e != cudaSuccess) return Ret(e);
   return Ret(Engine::Get().DestroyEvent(event) ? cudaSuccess : cudaErrorInvalidResourceHandle);
 }
 
@@ -921,6 +927,8 @@ XTSIM_STREAM_API(cudaEventRecordWithFlags,
                                                          : EventRecordImpl(event, stream, true))
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {
+  cudaError_t e = CheckInit();
+  if (e != cudaSuccess) return Ret(e);
   auto ev = Engine::Get().FindEvent(event);
   if (ev == nullptr) return Ret(cudaErrorInvalidResourceHandle);
   std::lock_guard<std::mutex> lock(ev->mu);
@@ -929,6 +937,8 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  cudaError_t e = CheckInit();
+  if (e != cudaSuccess) return Ret(e);
   auto ev = Engine::Get().FindEvent(event);
   if (ev == nullptr) return Ret(cudaErrorInvalidResourceHandle);
   int64_t t;
@@ -944,6 +954,8 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
 
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
   if (ms == nullptr) return Ret(cudaErrorInvalidValue);
+  cudaError_t e = CheckInit();
+  if (e != cudaSuccess) return Ret(e);
   auto a = Engine::Get().FindEvent(start);
   auto b = Engine::Get().FindEvent(end);
   if (a == nullptr || b == nullptr) return Ret(cudaErrorInvalidResourceHandle);

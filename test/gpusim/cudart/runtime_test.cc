@@ -1,6 +1,9 @@
 // Unit tests of the simulated CUDA runtime, through the public CUDA runtime API.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -406,6 +409,45 @@ TEST_F(RuntimeTest, StreamCallbacksRunInOrderAfterPriorWork) {
   EXPECT_GT(waited, 0.5) << "callbacks run after the 1 ms kernel before them";
   EXPECT_EQ(cudaStreamAddCallback(stream_, cb, &a1, 1), cudaErrorInvalidValue);
   cudaGetLastError();
+}
+
+// As with the real runtime, a child forked after CUDA was initialized cannot use it. The parent
+// forks while its stream's executor is busy; the child's calls fail at once instead of waiting
+// on a thread (or a lock) that did not survive the fork.
+TEST_F(RuntimeTest, ChildForkedAfterInitializationGetsInitializationError) {
+  cudaEvent_t event;
+  ASSERT_EQ(cudaEventCreate(&event), cudaSuccess);
+  ASSERT_EQ(Launch(SlowKernel(), stream_), cudaSuccess);
+  ASSERT_EQ(cudaEventRecord(event, stream_), cudaSuccess);
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    void* d = nullptr;
+    int wrong = 0;
+    for (cudaError_t e :
+         {cudaMalloc(&d, 4096), cudaMemsetAsync(d, 0, 4096, stream_),
+          cudaStreamSynchronize(stream_), cudaEventRecord(event, stream_),
+          cudaEventSynchronize(event), cudaDeviceSynchronize(), cudaStreamDestroy(stream_)}) {
+      if (e != cudaErrorInitializationError) ++wrong;
+    }
+    if (cudaGetLastError() != cudaErrorInitializationError) ++wrong;
+    _exit(wrong);
+  }
+  int status = 0;
+  pid_t done = 0;
+  for (int i = 0; i < 3000 && done == 0; ++i) {  // 30 s at most: a hung child fails the test
+    done = waitpid(child, &status, WNOHANG);
+    if (done == 0) usleep(10000);
+  }
+  if (done == 0) {
+    kill(child, SIGKILL);
+    waitpid(child, &status, 0);
+    FAIL() << "the forked child hung in a CUDA call";
+  }
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "calls that did not fail with cudaErrorInitializationError";
+  EXPECT_EQ(cudaEventSynchronize(event), cudaSuccess) << "the parent is unaffected";
+  EXPECT_EQ(cudaEventDestroy(event), cudaSuccess);
 }
 
 }  // namespace
