@@ -187,7 +187,7 @@ class Engine {
 
   // True in a child forked after the engine existed. As with the real runtime, such a child
   // cannot use CUDA (its executor threads did not survive the fork and its locks may be held):
-  // every call that needs the device fails with cudaErrorInitializationError.
+  // the runtime's common prologue (CheckInit) fails with cudaErrorInitializationError.
   static bool InForkedChild();
 
   int device_count() const { return static_cast<int>(devices_.size()); }

@@ -172,13 +172,11 @@ cudaError_t StreamQueryImpl(cudaStream_t stream, bool per_thread) {
 }
 
 cudaError_t EventRecordImpl(cudaEvent_t event, cudaStream_t stream, bool per_thread) {
-  cudaError_t e = CheckInit();
+  Stream* s;
+  cudaError_t e = ResolveStream(stream, per_thread, &s);
   if (e != cudaSuccess) return e;
   auto ev = Engine::Get().FindEvent(event);
   if (ev == nullptr) return cudaErrorInvalidResourceHandle;
-  Stream* s;
-  e = ResolveStream(stream, per_thread, &s);
-  if (e != cudaSuccess) return e;
   Op op;
   op.kind = OpKind::kRecord;
   op.event = ev;
