@@ -8,9 +8,10 @@ Scenarios (named on the command line to run only some: healthy straggler host li
 mismatch_op mismatch_count exited stuck):
   healthy         300 steps: no verdict live (daemons' metrics, HangCheck, the rules) or offline
                   (`xtimer analyze` of a dump of both nodes: hang null, no straggler).
-  straggler       rank 1's GEMMs do 1.3x the work: first straggler rank 1, cause compute, the
-                  others' wait attributed to it; every rank's true bus bandwidth equals the
-                  simulator's configured link rate within 5%.
+  straggler       rank 1's GEMMs do 1.3x the work for 400 steps: the rules' xtimer:straggler
+                  names rank 1 alone, cause compute, live; offline, first straggler rank 1,
+                  cause compute, the others' wait attributed to it; every rank's true bus
+                  bandwidth equals the simulator's configured link rate within 5%.
   host            rank 2 sleeps before its launches every step, long enough to leave its GPU
                   idle past the pipeline bubble: first straggler rank 2, cause host.
   link            XTIMER_SIM_SLOW_NIC slows rank 4's network between the nodes: a link finding
@@ -263,11 +264,20 @@ def check_no_verdict_live(cluster, job):
             fail("%s: the rules report %s" % (job, [labels for labels, _ in rules]))
 
 
-def log_rule_stragglers(cluster, job):
-    log("%s: the rules' stragglers during the run: %s" % (job, sorted(
-        (labels.get("rank"), labels.get("cause"), labels.get("comm")) for labels, _ in
-        prometheus_query(cluster.prom_port,
-                         'last_over_time(xtimer:straggler{job="%s"}[30m])' % job))))
+def rule_stragglers(cluster, job):
+    """{(rank, cause)} the rules' xtimer:straggler named at any time of `job`'s run."""
+    return {(labels.get("rank"), labels.get("cause")) for labels, _ in prometheus_query(
+        cluster.prom_port, 'last_over_time(xtimer:straggler{job="%s"}[30m])' % job)}
+
+
+def check_rule_straggler(cluster, job, rank, cause):
+    """Waits until the rules have named exactly `rank` (cause `cause`) a straggler. Their group
+    is evaluated every 15 s over 1-minute rates, so the job must run about a minute (with 100
+    steps they named no one in 60 s of waiting)."""
+    want = {(str(rank), cause)}
+    wait_for("%s: rules xtimer:straggler %s" % (job, sorted(want)),
+             lambda: rule_stragglers(cluster, job) == want, 60)
+    log("%s: the rules name rank %d a straggler, cause %s" % (job, rank, cause))
 
 
 def log_straggler_evidence(cluster, job):
@@ -305,9 +315,9 @@ def straggler(cluster, state):
     job = "diag-straggler"
     nodes_of = {}
     report = cluster.analyze(dumped_run(
-        cluster, job, ["--compute-factor", "1:1.3"], 100,
+        cluster, job, ["--compute-factor", "1:1.3"], 400,  # about a minute: the rules' 1m rates
         live_check=lambda j: (nodes_of.update(comm_nodes(cluster, j)),
-                              log_rule_stragglers(cluster, j))))
+                              check_rule_straggler(cluster, j, 1, "compute"))))
     s = first_straggler(report, "compute factor 1.3 on rank 1")
     if s["rank"] != 1 or s["cause"] != "compute":
         fail("compute factor 1.3 on rank 1: first straggler %s" % s)
