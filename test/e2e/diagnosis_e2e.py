@@ -13,7 +13,8 @@ mismatch_op mismatch_count exited stuck):
                   cause compute, the others' wait attributed to it; every rank's true bus
                   bandwidth equals the simulator's configured link rate within 5%.
   host            rank 2 sleeps before its launches every step, long enough to leave its GPU
-                  idle past the pipeline bubble: first straggler rank 2, cause host.
+                  idle past the pipeline bubble: the rules name rank 2 alone, cause host, live;
+                  offline, first straggler rank 2, cause host.
   link            XTIMER_SIM_SLOW_NIC slows rank 4's network between the nodes: a link finding
                   on its cross-node (pipeline) communicator, nobody blamed for compute; `xtimer diff` of the healthy and this run ranks the slowed ops first.
   never_issued    rank 5 stops in host code before a collective: within 30 s the daemon metric
@@ -272,8 +273,9 @@ def rule_stragglers(cluster, job):
 
 def check_rule_straggler(cluster, job, rank, cause):
     """Waits until the rules have named exactly `rank` (cause `cause`) a straggler. Their group
-    is evaluated every 15 s over 1-minute rates, so the job must run about a minute (with 100
-    steps they named no one in 60 s of waiting)."""
+    is evaluated every 15 s over 1-minute rates, so the job must run long enough for an
+    evaluation to see them (the straggler scenario's 100 steps named no one in 60 s of waiting;
+    400 do, and the host scenario's 100 slower steps do)."""
     want = {(str(rank), cause)}
     wait_for("%s: rules xtimer:straggler %s" % (job, sorted(want)),
              lambda: rule_stragglers(cluster, job) == want, 60)
@@ -368,7 +370,9 @@ def host(cluster, state):
     job = "diag-host"
     # Rank 2 (pipeline stage 0, so nothing before its first collective hides the gap) sleeps
     # longer than a step's GPU work: its GPU sits idle for part of every step.
-    report = cluster.analyze(dumped_run(cluster, job, ["--host-gap", "2:%d" % HOST_GAP_MS], 100))
+    report = cluster.analyze(dumped_run(
+        cluster, job, ["--host-gap", "2:%d" % HOST_GAP_MS], 100,
+        live_check=lambda j: check_rule_straggler(cluster, j, 2, "host")))
     s = first_straggler(report, "host gaps on rank 2")
     if s["rank"] != 2 or s["cause"] != "host":
         fail("%d ms host gap on rank 2: first straggler %s" % (HOST_GAP_MS, s))
