@@ -146,6 +146,19 @@ struct Progress {
   // The op its stream works on is a collective or a send/receive: the rank waits on other ranks
   // (a victim), so it is never a not_started culprit.
   bool blocked_by_communication = false;
+  // The hang threshold a daemon had in force for the communicator when it took this progress
+  // (HangCheck answers, hang summaries); 0 when unknown. When any member carries one, the
+  // verdict uses the largest instead of deriving one from the arrivals given (which a daemon's
+  // answer does not carry): one threshold for the live verdict and every later reading of it.
+  int64_t threshold_ns = 0;
+  int cadence_samples = 0;  // the completions that threshold came from (0: a first instance)
+};
+
+// The GPU end of one of a rank's send/receive ops: the cadence of communicators that carry no
+// collectives (pipeline pairs).
+struct P2PCompletion {
+  uint64_t comm_id = 0;
+  int64_t end_ns = 0;
 };
 
 // How a rank's process ended, when it did.
@@ -164,6 +177,9 @@ struct RankInput {
   std::vector<Arrival> arrivals;     // completed collectives (SummarizeRank), oldest first
   std::vector<Progress> progress;    // one per communicator; may be empty offline
   std::vector<Communicator> comms;
+  // Recent send/receive completions, oldest first (only the newest cadence_window + 1 per
+  // communicator are used).
+  std::vector<P2PCompletion> p2p_completions;
   Exit exit;
   // What the rank was last seen doing: its last completed op ("AllReduce comm 0x.. seq 57,
   // completed 42.0 s ago"), filled by the caller; quoted for culprits.
@@ -185,12 +201,21 @@ int PipelineStage(const Groups& groups, int32_t rank);
 
 struct Options {
   int64_t now_ns = 0;  // "now" on the inputs' clock (offline: the dump's time)
-  // Adaptive hang threshold per communicator: cadence_factor x its typical gap between completed
-  // collectives (median over the last cadence_window), at least min_hang_ns, at most
-  // hang_timeout_ns; hang_timeout_ns alone until it has min_cadence_samples completions.
+  // Adaptive hang threshold per communicator (docs/analysis.md "Threshold"), from the completion
+  // times of its collectives (of its sends and receives when it has no collectives):
+  // - with min_cadence_samples completions or more: the larger of cadence_factor x the median gap
+  //   between completions (the last cadence_window gaps) and pause_factor x the longest gap seen
+  //   (a pause the job has shown before does not alarm), within [min_hang_ns, hang_timeout_ns];
+  // - with fewer (a job's first steps): the larger of early_hang_ns and pause_factor x the
+  //   longest gap seen, within the same bounds;
+  // - with none: hang_timeout_ns (a first collective may connect for long), unless the stall
+  //   carries evidence that needs no history (a member exited, the members' calls differ, or a
+  //   member never issued the op while it has been idle for early_hang_ns): then early_hang_ns.
   int64_t hang_timeout_ns = int64_t{300} * 1000000000;
   int64_t min_hang_ns = int64_t{10} * 1000000000;
+  int64_t early_hang_ns = int64_t{30} * 1000000000;
   double cadence_factor = 10;
+  double pause_factor = 2;
   int min_cadence_samples = 8;
   int cadence_window = 64;
   // Stragglers: a rank is reported when it arrived last in at least min_share_last of a
@@ -219,9 +244,8 @@ struct Options {
 };
 
 // The adaptive hang threshold of one communicator from the completion (GPU end) times of its
-// recent instances, in any order (only the latest cadence_window + 1 are used): cadence_factor x
-// the median gap between consecutive completions, clamped to [min_hang_ns, hang_timeout_ns];
-// hang_timeout_ns while fewer than min_cadence_samples completions are known.
+// instances, in any order, by the rules of Options (the median over the latest
+// cadence_window + 1, the longest gap over all given); hang_timeout_ns when none is given.
 int64_t HangThresholdNs(std::vector<int64_t> completion_ns, const Options& options);
 // The same from one rank's arrivals (any communicators mixed; `comm_id` selects).
 int64_t HangThresholdNs(const std::vector<Arrival>& arrivals, uint64_t comm_id,
@@ -259,6 +283,12 @@ struct HangVerdict {
   // collective, a send/receive): this stall follows from another. Such a verdict that blames no
   // rank is dropped when a verdict that does not follow from another remains (its cause).
   bool downstream = false;
+  // The waiting ranks wait in a send or receive (no collective in flight): `seq` and `op` are 0,
+  // a send/receive has no sequence number shared by both peers.
+  bool point_to_point = false;
+  // kExited: when the first failure among the culprits happened (0 when unknown); verdicts of
+  // that kind are ordered by it, the first failure heading.
+  int64_t first_exit_ns = 0;
 };
 
 enum class Cause : uint8_t { kCompute = 1, kHost = 2, kLink = 3 };
@@ -296,8 +326,17 @@ struct RankStats {
   double wait_caused_s = 0;   // others' waiting it caused as the last arrival
 };
 
+// The hang threshold a verdict on a communicator would use now (HangThresholdNs over its
+// members' completions, or the daemons' threshold carried in Progress).
+struct CommThreshold {
+  uint64_t comm_id = 0;
+  int64_t threshold_ns = 0;
+  int cadence_samples = 0;  // completions it was derived from (Progress::cadence_samples)
+};
+
 struct Report {
   std::vector<HangVerdict> hangs;  // most severe first; empty: no hang
+  std::vector<CommThreshold> thresholds;  // one per communicator, ascending id
   std::vector<Straggler> stragglers;  // worst first; empty: balanced
   std::vector<BusBandwidth> bus_bandwidth;
   std::vector<RankStats> ranks;

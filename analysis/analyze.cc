@@ -39,10 +39,18 @@ std::string RankList(const std::vector<int32_t>& ranks) {
   return s;
 }
 
+std::string VerdictWhere(const HangVerdict& v) {
+  const std::string comm = "communicator " + CommText(v.comm_id);
+  if (v.point_to_point) return "a send/receive on " + comm;
+  if (v.seq == 0) return comm;
+  return (v.op != 0 ? OpText(v.op) + " " : std::string()) + "seq " + std::to_string(v.seq) +
+         " on " + comm;
+}
+
 Report Analyze(const std::vector<RankInput>& ranks, const Options& options) {
   Report report;
   std::vector<CommView> comms = IndexComms(ranks);
-  report.hangs = FindHangs(ranks, comms, options);
+  report.hangs = FindHangs(ranks, comms, options, &report.thresholds);
   FindStragglers(ranks, comms, options, &report);
   return report;
 }

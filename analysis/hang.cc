@@ -122,6 +122,24 @@ std::string ExitEvidence(const RankInput& in, int64_t now_ns) {
   return "rank " + std::to_string(in.rank) + " exited: " + how + AgoText(in.exit.at_ns, now_ns);
 }
 
+// Fatal signals a program raises itself (a fault): such an exit heads the verdict over exits a
+// moment earlier or later (a launcher tearing the other ranks down with SIGTERM or SIGKILL).
+bool FaultSignal(const Exit& e) {
+  if (e.cause != "signal") return false;
+  return e.code == SIGSEGV || e.code == SIGBUS || e.code == SIGFPE || e.code == SIGILL ||
+         e.code == SIGABRT;
+}
+
+// An exit that breaks the job: a signal, a non-zero status, or a connection lost without a
+// marker (SIGKILL, SIGTERM without a handler, _exit). A rank that returned status 0 is a culprit
+// only when others wait for it.
+bool AbnormalExit(const Exit& e) {
+  return e.exited && !(e.cause == "exit" && e.code == 0);
+}
+
+// Exits within this of the earliest are one failure: a fault signal among them heads it.
+constexpr int64_t kSameFailureNs = 1000000000;
+
 // One member of the stalled communicator, as the verdict sees it.
 struct Member {
   const RankInput* input = nullptr;
@@ -136,53 +154,174 @@ struct Member {
   }
 };
 
+// The members that exited, first failure first: the earliest exit, unless a fault signal came
+// within kSameFailureNs of it; then by time, then by rank.
+std::vector<const Member*> ExitOrder(const std::vector<Member>& members) {
+  std::vector<const Member*> out;
+  for (const Member& m : members) {
+    if (m.input->exit.exited) out.push_back(&m);
+  }
+  auto by_time = [](const Member* a, const Member* b) {
+    return std::make_pair(a->input->exit.at_ns, a->input->rank) <
+           std::make_pair(b->input->exit.at_ns, b->input->rank);
+  };
+  std::sort(out.begin(), out.end(), by_time);
+  if (out.size() < 2) return out;
+  const int64_t first = out.front()->input->exit.at_ns;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i]->input->exit.at_ns - first > kSameFailureNs) break;
+    if (FaultSignal(out[i]->input->exit)) {
+      std::rotate(out.begin(), out.begin() + i, out.begin() + i + 1);
+      break;
+    }
+  }
+  return out;
+}
+
 class CommHang {
  public:
   CommHang(const std::vector<RankInput>& ranks, const CommView& comm, const Options& options)
-      : ranks_(ranks), comm_(comm), options_(options) {}
-
-  // Appends a verdict when some member waits past the threshold.
-  void Check(std::vector<HangVerdict>* out) {
-    threshold_ns_ = Threshold();
+      : ranks_(ranks), comm_(comm), options_(options) {
     LoadMembers();
-    int64_t stall_seq_found = 0;
-    for (const Member& m : members_) {
-      if (!m.waits) continue;
-      uint64_t s = InflightSeq(m);
-      if (stall_seq_found == 0 || s < stall_) stall_ = s;
-      stall_seq_found = 1;
-    }
-    if (!stall_seq_found) return;
-    for (Member& m : members_) m.at_stall = CompletedAt(m, stall_);
+    base_threshold_ns_ = Threshold();
+  }
+
+  // The threshold for this communicator without any evidence (what a daemon exports).
+  int64_t threshold_ns() const { return base_threshold_ns_; }
+  int history() const { return history_; }
+
+  // Appends a verdict when a member exited abnormally, or some member waits past the threshold.
+  void Check(std::vector<HangVerdict>* out) {
     HangVerdict v;
-    v.comm_id = comm_.id;
-    v.seq = stall_;
-    v.threshold_s = threshold_ns_ / kNsPerS;
-    v.stalled_s = StalledNs() / kNsPerS;
-    v.op = WaitersOp();
-    v.downstream = QueuedBehindCommunication();
-    if (!(Exited(&v) || Mismatch(&v) || NeverIssued(&v) || NotStarted(&v))) Stuck(&v);
-    for (const Member& m : members_) {
-      bool culprit = std::find(v.culprit_ranks.begin(), v.culprit_ranks.end(), m.input->rank) !=
-                     v.culprit_ranks.end();
-      if (m.waits && !culprit) v.waiting_ranks.push_back(m.input->rank);
+    if (Judge(base_threshold_ns_, &v) || (EarlyAllowed() && JudgeEarly(&v))) {
+      out->push_back(std::move(v));
     }
-    out->push_back(std::move(v));
   }
 
  private:
-  int64_t Threshold() const {
-    std::vector<int64_t> ends;
-    size_t want = static_cast<size_t>(std::max(options_.cadence_window, 1)) + 1;
-    const auto& e = comm_.entries;
-    size_t i = e.size();
-    while (i > 0 && ends.size() < want) {
-      uint64_t seq = e[i - 1].seq;
-      int64_t end = 0;
-      while (i > 0 && e[i - 1].seq == seq) end = std::max(end, e[--i].end_ns);
-      if (end > 0) ends.push_back(end);
+  // With no history, the first instance may connect for long: only a stall that carries its own
+  // evidence is judged at early_hang_ns.
+  bool EarlyAllowed() const {
+    return history_ == 0 && options_.early_hang_ns < base_threshold_ns_;
+  }
+
+  bool JudgeEarly(HangVerdict* v) {
+    HangVerdict early;
+    if (!Judge(options_.early_hang_ns, &early) || !Conclusive(early)) return false;
+    *v = std::move(early);
+    v->evidence.push_back("judged " + DurationText(options_.early_hang_ns / kNsPerS) +
+                          " after the last progress: the communicator has no completed instance "
+                          "yet, and this evidence needs none");
+    return true;
+  }
+
+  // Evidence that needs no cadence history: an exit, calls that differ, or culprits that never
+  // issued the op and have done nothing at all since early_hang_ns.
+  bool Conclusive(const HangVerdict& v) const {
+    if (v.kind == HangKind::kExited || v.kind == HangKind::kMismatch) return true;
+    if (v.kind != HangKind::kNeverIssued) return false;
+    for (int32_t r : v.culprit_ranks) {
+      const Member* m = MemberOf(r);
+      if (m == nullptr || m->input->last_activity_ns <= 0 ||
+          options_.now_ns - m->input->last_activity_ns < options_.early_hang_ns) {
+        return false;
+      }
     }
+    return !v.culprit_ranks.empty();
+  }
+
+  const Member* MemberOf(int32_t rank) const {
+    for (const Member& m : members_) {
+      if (m.input->rank == rank) return &m;
+    }
+    return nullptr;
+  }
+
+  bool Judge(int64_t threshold_ns, HangVerdict* v) {
+    threshold_ns_ = threshold_ns;
+    MarkWaiters();
+    const bool abnormal = std::any_of(members_.begin(), members_.end(), [](const Member& m) {
+      return AbnormalExit(m.input->exit);
+    });
+    if (!FindStall() && !abnormal) return false;
+    v->comm_id = comm_.id;
+    v->seq = stall_;
+    v->point_to_point = p2p_;
+    v->threshold_s = threshold_ns_ / kNsPerS;
+    v->stalled_s = StalledNs() / kNsPerS;
+    v->op = WaitersOp();
+    v->downstream = QueuedBehindCommunication();
+    if (!(Exited(v) || (p2p_ ? PeerIdle(v) : (Mismatch(v) || NeverIssued(v) || NotStarted(v))))) {
+      Stuck(v);
+    }
+    for (const Member& m : members_) {
+      bool culprit = std::find(v->culprit_ranks.begin(), v->culprit_ranks.end(),
+                               m.input->rank) != v->culprit_ranks.end();
+      if (m.waits && !culprit) v->waiting_ranks.push_back(m.input->rank);
+    }
+    // No verdict without a victim, but for an exit (itself the evidence).
+    return v->kind == HangKind::kExited || !v->waiting_ranks.empty();
+  }
+
+  // Sets stall_ (S) and p2p_ from the waiting members; false when none waits.
+  bool FindStall() {
+    bool found = false, any_collective = false;
+    for (const Member& m : members_) any_collective |= m.waits && m.progress->has_inflight;
+    p2p_ = false;
+    stall_ = 0;
+    for (const Member& m : members_) {
+      if (!m.waits) continue;
+      found = true;
+      if (any_collective && !m.progress->has_inflight) continue;
+      uint64_t s = InflightSeq(m);
+      if (stall_ == 0 || s < stall_) stall_ = s;
+    }
+    if (found && !any_collective) {
+      p2p_ = true;
+      stall_ = 0;
+    }
+    for (Member& m : members_) m.at_stall = p2p_ || !found ? nullptr : CompletedAt(m, stall_);
+    return found;
+  }
+
+  // The largest threshold a daemon carried for the communicator, else one from the completions
+  // of its collectives, else of its sends and receives.
+  int64_t Threshold() {
+    int64_t carried = 0;
+    for (const Member& m : members_) {
+      if (m.progress && m.progress->threshold_ns > carried) {
+        carried = m.progress->threshold_ns;
+        history_ = std::max(history_, m.progress->cadence_samples);
+      }
+    }
+    if (carried > 0) return carried;
+    std::vector<int64_t> ends = CollectiveEnds();
+    if (ends.empty()) ends = P2PEnds();
+    history_ = static_cast<int>(ends.size());
     return HangThresholdNs(std::move(ends), options_);
+  }
+
+  std::vector<int64_t> CollectiveEnds() const {
+    std::vector<int64_t> ends;
+    const auto& e = comm_.entries;
+    for (size_t i = 0; i < e.size();) {
+      int64_t end = 0;
+      size_t j = i;
+      for (; j < e.size() && e[j].seq == e[i].seq; ++j) end = std::max(end, e[j].end_ns);
+      if (end > 0) ends.push_back(end);
+      i = j;
+    }
+    return ends;
+  }
+
+  std::vector<int64_t> P2PEnds() const {
+    std::vector<int64_t> ends;
+    for (const Member& m : members_) {
+      for (const P2PCompletion& c : m.input->p2p_completions) {
+        if (c.comm_id == comm_.id && c.end_ns > 0) ends.push_back(c.end_ns);
+      }
+    }
+    return ends;
   }
 
   void LoadMembers() {
@@ -199,6 +338,11 @@ class CommHang {
     }
     for (Member& m : members_) {
       if (m.progress) m.last_completed = std::max(m.last_completed, m.progress->last_completed_seq);
+    }
+  }
+
+  void MarkWaiters() {
+    for (Member& m : members_) {
       m.waits = !m.input->exit.exited && m.progress && m.progress->oldest_issue_ns > 0 &&
                 options_.now_ns - m.progress->oldest_issue_ns > threshold_ns_;
     }
@@ -245,6 +389,9 @@ class CommHang {
       if (m.waits && (first_issue == 0 || m.progress->oldest_issue_ns < first_issue)) {
         first_issue = m.progress->oldest_issue_ns;
       }
+      if (AbnormalExit(m.input->exit) && (first_issue == 0 || m.input->exit.at_ns < first_issue)) {
+        first_issue = m.input->exit.at_ns;
+      }
     }
     return std::max<int64_t>(0, options_.now_ns - std::max(last, first_issue));
   }
@@ -258,17 +405,30 @@ class CommHang {
   }
 
   std::string Where() const {
-    return "seq " + std::to_string(stall_) + " on communicator " + CommText(comm_.id);
+    HangVerdict v;
+    v.comm_id = comm_.id;
+    v.seq = stall_;
+    v.point_to_point = p2p_;
+    return VerdictWhere(v);
   }
 
+  // The first failure among the members that exited abnormally is the culprit; the others
+  // exited after it. A member that exited with status 0 is a culprit only when others wait.
   bool Exited(HangVerdict* v) const {
-    for (const Member& m : members_) {
-      if (!m.input->exit.exited) continue;
-      v->culprit_ranks.push_back(m.input->rank);
-      v->evidence.push_back(ExitEvidence(*m.input, options_.now_ns));
-    }
-    if (v->culprit_ranks.empty()) return false;
+    std::vector<const Member*> order = ExitOrder(members_);
+    const bool waiters = std::any_of(members_.begin(), members_.end(),
+                                     [](const Member& m) { return m.waits; });
+    std::stable_partition(order.begin(), order.end(),
+                          [](const Member* m) { return AbnormalExit(m->input->exit); });
+    if (order.empty() || (!AbnormalExit(order.front()->input->exit) && !waiters)) return false;
     v->kind = HangKind::kExited;
+    v->culprit_ranks.push_back(order.front()->input->rank);
+    v->first_exit_ns = order.front()->input->exit.at_ns;
+    v->evidence.push_back(ExitEvidence(*order.front()->input, options_.now_ns));
+    for (size_t i = 1; i < order.size(); ++i) {
+      v->evidence.push_back(ExitEvidence(*order[i]->input, options_.now_ns) +
+                            " (after the first failure: not blamed)");
+    }
     return true;
   }
 
@@ -283,17 +443,37 @@ class CommHang {
     return true;
   }
 
+  std::string LastSeen(const Member& m) const {
+    std::string e;
+    if (!m.input->last_activity.empty()) e += "; last seen: " + m.input->last_activity;
+    if (m.input->last_activity_ns > 0) {
+      e += "; last activity" + AgoText(m.input->last_activity_ns, options_.now_ns);
+    }
+    return e;
+  }
+
   bool NeverIssued(HangVerdict* v) const {
     for (const Member& m : members_) {
-      if (!m.progress || LastIssued(m) >= stall_) continue;
+      if (!m.progress || m.waits || LastIssued(m) >= stall_) continue;
       v->culprit_ranks.push_back(m.input->rank);
-      std::string e = "rank " + std::to_string(m.input->rank) + " never issued " + Where() +
-                      " (its last issued is seq " + std::to_string(LastIssued(m)) + ")";
-      if (!m.input->last_activity.empty()) e += "; last seen: " + m.input->last_activity;
-      if (m.input->last_activity_ns > 0) {
-        e += "; last activity" + AgoText(m.input->last_activity_ns, options_.now_ns);
-      }
-      v->evidence.push_back(e);
+      v->evidence.push_back("rank " + std::to_string(m.input->rank) + " never issued " + Where() +
+                            " (its last issued is seq " + std::to_string(LastIssued(m)) + ")" +
+                            LastSeen(m));
+    }
+    if (v->culprit_ranks.empty()) return false;
+    v->kind = HangKind::kNeverIssued;
+    return true;
+  }
+
+  // A send/receive waits and a member present has nothing in flight on the communicator: it has
+  // not posted the matching op (kNeverIssued, without a sequence number).
+  bool PeerIdle(HangVerdict* v) const {
+    for (const Member& m : members_) {
+      if (!m.progress || m.waits || m.progress->oldest_issue_ns > 0) continue;
+      v->culprit_ranks.push_back(m.input->rank);
+      v->evidence.push_back("rank " + std::to_string(m.input->rank) +
+                            " has no send or receive in flight on communicator " +
+                            CommText(comm_.id) + " while its peers wait in one" + LastSeen(m));
     }
     if (v->culprit_ranks.empty()) return false;
     v->kind = HangKind::kNeverIssued;
@@ -305,16 +485,16 @@ class CommHang {
       const Arrival* a = m.inflight_at_stall();
       if (!a || a->seq != stall_ || a->state != OpState::kQueued) continue;
       if (m.progress->blocked_by_communication) {
-        v->evidence.push_back("rank " + std::to_string(m.input->rank) + "'s " + OpText(a->op) +
-                              " " + Where() + " is queued behind " +
+        v->evidence.push_back("rank " + std::to_string(m.input->rank) + "'s " + Where() +
+                              " is queued behind " +
                               (m.progress->blocked_by.empty() ? std::string("a communication op")
                                                               : m.progress->blocked_by) +
                               ": it waits on other ranks and is not blamed");
         continue;
       }
       v->culprit_ranks.push_back(m.input->rank);
-      std::string e = "rank " + std::to_string(m.input->rank) + "'s " + OpText(a->op) + " " +
-                      Where() + " was issued but its GPU never started it: ";
+      std::string e = "rank " + std::to_string(m.input->rank) + "'s " + Where() +
+                      " was issued but its GPU never started it: ";
       e += m.progress->blocked_by.empty()
                ? "earlier work on its stream has not finished"
                : "its stream is still busy with " + m.progress->blocked_by;
@@ -328,7 +508,7 @@ class CommHang {
   bool QueuedBehindCommunication() const {
     for (const Member& m : members_) {
       const Arrival* a = m.inflight_at_stall();
-      if (a && a->seq == stall_ && a->state == OpState::kQueued &&
+      if (!p2p_ && a && a->seq == stall_ && a->state == OpState::kQueued &&
           m.progress->blocked_by_communication) {
         return true;
       }
@@ -337,36 +517,39 @@ class CommHang {
   }
 
   void Stuck(HangVerdict* v) const {
-    std::vector<int32_t> absent;
     size_t known = 0;
     for (const Member& m : members_) known += m.progress != nullptr;
     if (known < static_cast<size_t>(comm_.size)) {
       v->kind = HangKind::kWaitingOnRemote;
       v->evidence.push_back(
           std::to_string(comm_.size - known) + " of the communicator's " +
-          std::to_string(comm_.size) +
-          " members are not among the inputs, and the ranks given all issued " + Where() +
+          std::to_string(comm_.size) + " members are not among the inputs, and the ranks given " +
+          (p2p_ ? "wait in a send or receive on communicator " + CommText(comm_.id)
+                : "all issued " + Where()) +
           ": the culprit is among the others (combine the nodes' answers)");
       return;
     }
     v->kind = HangKind::kStuckInCollective;
+    const std::string what = p2p_ ? "every member waits in " + Where() + " for "
+                                  : "every member issued " + Where() + " and none completed it for ";
     if (v->downstream) {
-      v->evidence.push_back("every member issued " + OpText(v->op) + " " + Where() +
-                            " and none completed it for " + DurationText(v->stalled_s) +
+      v->evidence.push_back(what + DurationText(v->stalled_s) +
                             ": it waits behind a stalled communication op (above), no rank is "
                             "blamed");
       return;
     }
-    v->evidence.push_back("every member issued " + OpText(v->op) + " " + Where() +
-                          " and none completed it for " +
-                          DurationText(v->stalled_s) + ": a communication fault, no rank is blamed");
+    v->evidence.push_back(what + DurationText(v->stalled_s) +
+                          ": a communication fault, no rank is blamed");
   }
 
   const std::vector<RankInput>& ranks_;
   const CommView& comm_;
   const Options& options_;
+  int64_t base_threshold_ns_ = 0;
   int64_t threshold_ns_ = 0;
+  int history_ = 0;  // completions the base threshold was derived from
   uint64_t stall_ = 0;
+  bool p2p_ = false;
   std::vector<Member> members_;
 };
 
@@ -421,21 +604,26 @@ int Severity(HangKind k) {
 }  // namespace
 
 int64_t HangThresholdNs(std::vector<int64_t> completion_ns, const Options& options) {
-  int64_t hi = options.hang_timeout_ns;
-  int64_t lo = std::min(options.min_hang_ns, hi);
-  size_t need = static_cast<size_t>(std::max(options.min_cadence_samples, 2));
-  if (completion_ns.size() < need) return hi;
+  const int64_t hi = options.hang_timeout_ns;
+  const int64_t lo = std::min(options.min_hang_ns, hi);
+  if (completion_ns.empty()) return hi;
   std::sort(completion_ns.begin(), completion_ns.end());
-  size_t keep = static_cast<size_t>(std::max(options.cadence_window, 1)) + 1;
-  if (completion_ns.size() > keep) {
-    completion_ns.erase(completion_ns.begin(), completion_ns.end() - keep);
-  }
   std::vector<int64_t> gaps;
   for (size_t i = 1; i < completion_ns.size(); ++i) {
     gaps.push_back(completion_ns[i] - completion_ns[i - 1]);
   }
-  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
-  double t = options.cadence_factor * static_cast<double>(gaps[gaps.size() / 2]);
+  const double longest = gaps.empty() ? 0 : static_cast<double>(*std::max_element(
+                                                gaps.begin(), gaps.end()));
+  double t = options.pause_factor * longest;
+  const size_t need = static_cast<size_t>(std::max(options.min_cadence_samples, 2));
+  if (completion_ns.size() < need) {
+    t = std::max(t, static_cast<double>(options.early_hang_ns));
+  } else {
+    const size_t keep = static_cast<size_t>(std::max(options.cadence_window, 1));
+    if (gaps.size() > keep) gaps.erase(gaps.begin(), gaps.end() - keep);
+    std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
+    t = std::max(t, options.cadence_factor * static_cast<double>(gaps[gaps.size() / 2]));
+  }
   if (!(t > lo)) return lo;  // also NaN
   if (t > static_cast<double>(hi)) return hi;
   return static_cast<int64_t>(t);
@@ -510,19 +698,32 @@ void DropDownstream(std::vector<HangVerdict>* verdicts) {
                   verdicts->end());
 }
 
+// The documented order (docs/analysis.md "Order"): kind, the first failure for exits, verdicts
+// that name their cause before those that follow from another, culprits before none, then the
+// lowest culprit rank and communicator: the same inputs give the same headline.
+bool HeadsBefore(const HangVerdict& a, const HangVerdict& b) {
+  auto key = [](const HangVerdict& v) {
+    return std::make_tuple(Severity(v.kind), v.kind == HangKind::kExited ? v.first_exit_ns : 0,
+                           v.downstream, v.culprit_ranks.empty(),
+                           v.culprit_ranks.empty() ? 0 : v.culprit_ranks.front(), v.comm_id,
+                           v.seq);
+  };
+  return key(a) < key(b);
+}
+
 std::vector<HangVerdict> FindHangs(const std::vector<RankInput>& ranks,
-                                   const std::vector<CommView>& comms, const Options& options) {
+                                   const std::vector<CommView>& comms, const Options& options,
+                                   std::vector<CommThreshold>* thresholds) {
   std::vector<HangVerdict> out;
   for (const CommView& comm : comms) {
-    CommHang(ranks, comm, options).Check(&out);
+    CommHang hang(ranks, comm, options);
+    if (thresholds != nullptr) thresholds->push_back({comm.id, hang.threshold_ns(), hang.history()});
+    hang.Check(&out);
     CompletedMismatch(ranks, comm, &out);
   }
   DropBlockedCulprits(&out);
   DropDownstream(&out);
-  std::stable_sort(out.begin(), out.end(), [](const HangVerdict& a, const HangVerdict& b) {
-    return std::make_tuple(Severity(a.kind), -a.stalled_s, a.comm_id) <
-           std::make_tuple(Severity(b.kind), -b.stalled_s, b.comm_id);
-  });
+  std::stable_sort(out.begin(), out.end(), HeadsBefore);
   return out;
 }
 

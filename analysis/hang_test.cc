@@ -75,7 +75,7 @@ TEST(HangThreshold, AdaptsToCadenceWithinBounds) {
   std::vector<int64_t> ends;
   EXPECT_EQ(HangThresholdNs(ends, o), o.hang_timeout_ns);
   for (int i = 0; i < 7; ++i) ends.push_back(i * kS);
-  EXPECT_EQ(HangThresholdNs(ends, o), o.hang_timeout_ns) << "fewer than min_cadence_samples";
+  EXPECT_EQ(HangThresholdNs(ends, o), o.early_hang_ns) << "fewer than min_cadence_samples";
   ends.push_back(7 * kS);
   EXPECT_EQ(HangThresholdNs(ends, o), 10 * kS);
   std::vector<int64_t> slow;
@@ -227,9 +227,10 @@ TEST(Hang, ExitStatusAndLostConnectionAreNamed) {
   ranks[2].exit = {true, "connection_lost", -1, 0};
   Report report = Analyze(ranks, At(60));
   ASSERT_EQ(report.hangs.size(), 1u);
-  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({1, 2}));
+  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({1})) << "the first failure";
   EXPECT_EQ(report.hangs[0].evidence[0], "rank 1 exited: exit status 3");
-  EXPECT_EQ(report.hangs[0].evidence[1], "rank 2 exited: connection to the daemon lost");
+  EXPECT_EQ(report.hangs[0].evidence[1],
+            "rank 2 exited: connection to the daemon lost (after the first failure: not blamed)");
 }
 
 TEST(Hang, MembersMissingFromTheInputsLeaveTheVerdictToTheOthers) {
@@ -381,6 +382,163 @@ TEST(Hang, BadInputDoesNotCrash) {
   o.now_ns += 1000 * kS;
   EXPECT_FALSE(Analyze(ranks, o).hangs.empty());
   EXPECT_TRUE(Analyze({}, o).hangs.empty());
+}
+
+// ---- thresholds without history, pauses seen before, send/receive, exits, order.
+
+TEST(HangThreshold, APauseSeenBeforeDoesNotAlarm) {
+  Options o;
+  std::vector<int64_t> ends;
+  for (int i = 0; i < 30; ++i) ends.push_back(i * kS);
+  EXPECT_EQ(HangThresholdNs(ends, o), 10 * kS);
+  ends.push_back(29 * kS + 60 * kS);  // a 60 s checkpoint
+  for (int i = 1; i < 30; ++i) ends.push_back(89 * kS + i * kS);
+  EXPECT_EQ(HangThresholdNs(ends, o), 120 * kS) << "pause_factor x the longest gap";
+}
+
+// Two pipeline peers on a send/receive-only communicator: sends and receives complete once a
+// second for 20 s; then rank 0 waits in a receive that rank 1 never sends.
+std::vector<RankInput> PipelinePair(int present = 2) {
+  std::vector<RankInput> ranks(present);
+  for (int r = 0; r < present; ++r) {
+    ranks[r].rank = r;
+    ranks[r].comms.push_back({kComm, 0, 2, r, {}});
+    for (int s = 1; s <= 20; ++s) ranks[r].p2p_completions.push_back({kComm, kT0 + s * kS});
+    Progress p;
+    p.comm_id = kComm;
+    ranks[r].progress.push_back(p);
+    ranks[r].last_activity_ns = kT0 + 20 * kS;
+  }
+  ranks[0].progress[0].oldest_issue_ns = kT0 + 20 * kS + kS / 10;
+  return ranks;
+}
+
+TEST(Hang, SendReceiveOnlyCommunicatorGetsItsOwnCadence) {
+  EXPECT_TRUE(Analyze(PipelinePair(), At(9)).hangs.empty());
+  Report report = Analyze(PipelinePair(), At(12));
+  ASSERT_EQ(report.hangs.size(), 1u) << "10 s from the send/receive cadence, not --hang-timeout";
+  const HangVerdict& v = report.hangs[0];
+  EXPECT_EQ(v.kind, HangKind::kNeverIssued);
+  EXPECT_TRUE(v.point_to_point);
+  EXPECT_EQ(v.op, 0);
+  EXPECT_EQ(v.culprit_ranks, std::vector<int32_t>({1}));
+  EXPECT_EQ(v.waiting_ranks, std::vector<int32_t>({0})) << "the waiter is never a culprit";
+  ASSERT_EQ(report.thresholds.size(), 1u);
+  EXPECT_EQ(report.thresholds[0].threshold_ns, 10 * kS);
+  EXPECT_EQ(report.thresholds[0].cadence_samples, 40);
+}
+
+TEST(Hang, SendReceiveWithThePeerElsewhereWaitsOnRemote) {
+  Report report = Analyze(PipelinePair(1), At(12));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].kind, HangKind::kWaitingOnRemote);
+  EXPECT_TRUE(report.hangs[0].culprit_ranks.empty());
+  EXPECT_EQ(report.hangs[0].waiting_ranks, std::vector<int32_t>({0}));
+}
+
+TEST(Hang, SendReceiveBothWaitingIsStuckWithoutCulprit) {
+  std::vector<RankInput> ranks = PipelinePair();
+  ranks[1].progress[0].oldest_issue_ns = kT0 + 20 * kS + kS / 10;
+  Report report = Analyze(ranks, At(12));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].kind, HangKind::kStuckInCollective);
+  EXPECT_EQ(report.hangs[0].waiting_ranks, std::vector<int32_t>({0, 1}));
+}
+
+TEST(Hang, EarlyHangWithoutHistoryNeedsItsOwnEvidence) {
+  // The first instance of a communicator: nothing completed yet; rank 2 never issued it.
+  std::vector<RankInput> ranks = Stalled();
+  for (RankInput& r : ranks) {
+    r.arrivals.clear();
+    r.progress[0].last_completed_seq = 0;
+    r.progress[0].last_issued_seq = 1;
+    r.progress[0].inflight.seq = 1;
+    r.last_activity_ns = kT0 + 20 * kS;
+  }
+  NeverIssue(&ranks[2]);
+  ranks[2].progress[0].last_issued_seq = 0;
+  EXPECT_TRUE(Analyze(ranks, At(29)).hangs.empty());
+  Report report = Analyze(ranks, At(31));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].kind, HangKind::kNeverIssued);
+  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({2}));
+  EXPECT_EQ(report.hangs[0].threshold_s, 30);
+  // The culprit did something 5 s ago: not idle, no early verdict.
+  ranks[2].last_activity_ns = kT0 + 26 * kS;
+  EXPECT_TRUE(Analyze(ranks, At(31)).hangs.empty());
+  // Every member inside the first instance: a slow first connection is no evidence.
+  std::vector<RankInput> inside = Stalled();
+  for (RankInput& r : inside) r.arrivals.clear();
+  EXPECT_TRUE(Analyze(inside, At(60)).hangs.empty());
+  EXPECT_EQ(Analyze(inside, At(301)).hangs.size(), 1u);
+}
+
+TEST(Hang, FewCompletionsUseTheEarlyThreshold) {
+  std::vector<RankInput> ranks = Stalled();
+  for (RankInput& r : ranks) r.arrivals.resize(3);  // seqs 1..3 completed
+  NeverIssue(&ranks[1]);
+  EXPECT_TRUE(Analyze(ranks, At(29)).hangs.empty());
+  ASSERT_EQ(Analyze(ranks, At(31)).hangs.size(), 1u);
+}
+
+TEST(Hang, AbnormalExitIsAVerdictWithoutWaiters) {
+  std::vector<RankInput> ranks = Stalled();
+  for (RankInput& r : ranks) r.progress[0].oldest_issue_ns = 0;  // nobody waits yet
+  ranks[3].exit = {true, "signal", 11, kT0 + 20 * kS};
+  Report report = Analyze(ranks, At(1));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].kind, HangKind::kExited);
+  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({3}));
+  // Every rank returning 0 is a job that ended.
+  for (RankInput& r : ranks) r.exit = {true, "exit", 0, kT0 + 20 * kS};
+  EXPECT_TRUE(Analyze(ranks, At(1)).hangs.empty());
+}
+
+TEST(Hang, TheFirstFailureHeadsAndAFaultSignalBeatsATeardown) {
+  std::vector<RankInput> ranks = Stalled();
+  ranks[2].exit = {true, "connection_lost", -1, kT0 + 20 * kS};          // killed by its launcher
+  ranks[3].exit = {true, "signal", 11, kT0 + 20 * kS + kS / 2};          // noticed 0.5 s later
+  Report report = Analyze(ranks, At(12));
+  ASSERT_FALSE(report.hangs.empty());
+  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({3}));
+  // Seconds apart, the earliest heads.
+  ranks[3].exit.at_ns = kT0 + 25 * kS;
+  report = Analyze(ranks, At(12));
+  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({2}));
+}
+
+TEST(Hang, OrderIsStableWhenStallsDifferByLessThanASecond) {
+  // Two communicators of different ranks, each with a rank that never issued; which stalled a
+  // little longer must not change the headline.
+  for (int64_t shift : {-kS / 2, kS / 2}) {
+    std::vector<RankInput> ranks = Stalled();
+    NeverIssue(&ranks[1]);
+    std::vector<RankInput> b = Stalled();
+    NeverIssue(&b[3]);
+    for (RankInput& r : b) {
+      r.rank += 4;
+      for (Arrival& x : r.arrivals) x.comm_id = kComm + 1;
+      r.progress[0].comm_id = kComm + 1;
+      r.progress[0].inflight.comm_id = kComm + 1;
+      if (r.progress[0].oldest_issue_ns > 0) r.progress[0].oldest_issue_ns += shift;
+      r.comms[0].id = kComm + 1;
+      ranks.push_back(r);
+    }
+    Report report = Analyze(ranks, At(60));
+    ASSERT_EQ(report.hangs.size(), 2u);
+    EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({1})) << shift;
+    EXPECT_EQ(report.hangs[1].culprit_ranks, std::vector<int32_t>({7})) << shift;
+  }
+}
+
+TEST(Hang, CarriedThresholdIsUsed) {
+  std::vector<RankInput> ranks = PipelinePair();
+  for (RankInput& r : ranks) {
+    r.p2p_completions.clear();
+    r.progress[0].threshold_ns = 10 * kS;
+    r.progress[0].cadence_samples = 40;
+  }
+  EXPECT_EQ(Analyze(ranks, At(12)).hangs.size(), 1u) << "the daemon's threshold, not 300 s";
 }
 
 }  // namespace

@@ -11,9 +11,11 @@
 namespace xtimer {
 namespace analysis {
 
-// Hang verdicts (hang.cc), most severe first.
+// Hang verdicts (hang.cc), most severe first; each communicator's threshold into `thresholds`
+// when given.
 std::vector<HangVerdict> FindHangs(const std::vector<RankInput>& ranks,
-                                   const std::vector<CommView>& comms, const Options& options);
+                                   const std::vector<CommView>& comms, const Options& options,
+                                   std::vector<CommThreshold>* thresholds);
 
 // Stragglers, bus bandwidth, per-rank stats, the bounding stage and the instance count
 // (stragglers.cc).
@@ -25,6 +27,9 @@ std::string CommText(uint64_t id);
 std::string OpText(uint16_t op);
 std::string DurationText(double seconds);
 std::string RankList(const std::vector<int32_t>& ranks);  // "0, 1 and 3"
+// Where a verdict's waiters wait: "AllReduce seq 57 on communicator 0x...", "seq 57 on
+// communicator 0x..." (op unknown), "a send/receive on communicator 0x..." (point to point).
+std::string VerdictWhere(const HangVerdict& v);
 
 }  // namespace analysis
 }  // namespace xtimer

@@ -65,7 +65,12 @@ void Verdict(std::string* out, const HangVerdict& v) {
   Ints(o.Key("waiting_ranks"), v.waiting_ranks);
   o.Str("comm", CommText(v.comm_id));
   o.Uint("seq", v.seq);
-  o.Str("op", OpText(v.op));
+  if (v.op == 0) {
+    *o.Key("op") += "null";
+  } else {
+    o.Str("op", OpText(v.op));
+  }
+  *o.Key("point_to_point") += v.point_to_point ? "true" : "false";
   if (v.mismatch.empty()) {
     *o.Key("mismatch") += "null";
   } else {

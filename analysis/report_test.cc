@@ -43,7 +43,8 @@ TEST(ReportJson, EmptyReportHasEveryKey) {
 TEST(ReportJson, VerdictFieldsAndEscaping) {
   EXPECT_EQ(HangVerdictJson(NeverIssued()),
             "{\"kind\":\"never_issued\",\"culprit_ranks\":[2],\"waiting_ranks\":[0,1,3],"
-            "\"comm\":\"0x00000000000000ab\",\"seq\":57,\"op\":\"AllReduce\",\"mismatch\":null,"
+            "\"comm\":\"0x00000000000000ab\",\"seq\":57,\"op\":\"AllReduce\","
+            "\"point_to_point\":false,\"mismatch\":null,"
             "\"stalled_s\":42,\"threshold_s\":10,\"downstream\":false,"
             "\"evidence\":[\"rank 2 never issued seq 57; last seen: \\\"GemmEx\\\"\"]}");
   Report r;
@@ -119,6 +120,20 @@ TEST(ReportText, EveryKindReadsAsASentence) {
     EXPECT_NE(s.find("0x00000000000000ab"), std::string::npos) << s;
   }
   EXPECT_EQ(ReportText(Report()).find("No hang.\n"), 0u);
+}
+
+TEST(ReportText, SendReceiveVerdictHasNoUnknownOp) {
+  HangVerdict v = NeverIssued();
+  v.point_to_point = true;
+  v.seq = 0;
+  v.op = 0;
+  const std::string s = VerdictSentence(v);
+  EXPECT_NE(s.find("never issued a send/receive on communicator 0x00000000000000ab"),
+            std::string::npos)
+      << s;
+  EXPECT_EQ(s.find("Unknown"), std::string::npos) << s;
+  const std::string json = HangVerdictJson(v);
+  EXPECT_NE(json.find("\"op\":null,\"point_to_point\":true"), std::string::npos) << json;
 }
 
 }  // namespace

@@ -64,14 +64,13 @@ void BandwidthTable(const std::vector<BusBandwidth>& rows, std::string* out) {
 }  // namespace
 
 std::string VerdictSentence(const HangVerdict& v) {
-  std::string where = OpText(v.op) + " seq " + std::to_string(v.seq) + " on communicator " +
-                      CommText(v.comm_id);
+  const std::string where = VerdictWhere(v);
   std::string s = std::string("Hang (") + HangKindName(v.kind) +
                   (v.mismatch.empty() ? "" : ", " + v.mismatch + " differs") + "): ";
   const auto& c = v.culprit_ranks;
   switch (v.kind) {
     case HangKind::kExited:
-      s += Ranks(c) + " exited" + Waiters(v) + " in " + where;
+      s += Ranks(c) + " exited" + Waiters(v) + (v.waiting_ranks.empty() ? " on " : " in ") + where;
       break;
     case HangKind::kMismatch:
       s += Ranks(c) + " issued a different " + v.mismatch + " than the others at " + where +
@@ -86,7 +85,8 @@ std::string VerdictSentence(const HangVerdict& v) {
            (v.waiting_ranks.empty() ? "" : " in it");
       break;
     case HangKind::kStuckInCollective:
-      s += "every member is inside " + where + " and none completed it: a communication fault, "
+      s += "every member is inside " + where + " and none completed it: " +
+           (v.downstream ? "it waits behind another stall, " : "a communication fault, ") +
            "no rank blamed";
       break;
     case HangKind::kWaitingOnRemote:

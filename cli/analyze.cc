@@ -174,7 +174,6 @@ struct Outcome {
   std::vector<analysis::RankInput> ranks;
   int64_t now_ns = 0;
   int world = 0;
-  double threshold_s = 0;  // live: the daemons' threshold (0: none)
   analysis::ReportContext context;
   std::vector<std::string> problems;  // partial input, each named
   std::string summary;                // one line on what was read
@@ -253,13 +252,12 @@ int FromHosts(const Args& a, Outcome* o) {
   o->context.inputs.missing_ranks = live.missing;
   o->now_ns = live.now_ns;
   o->world = live.world;
-  o->threshold_s = live.threshold_s;
   o->summary = std::to_string(ok.size()) + " of " + std::to_string(targets.size()) +
                " node(s) answered: " + std::to_string(live.ranks.size()) + " of " +
                std::to_string(live.world) + " ranks";
   if (live.threshold_s > 0 && a.hang_timeout_s == 0) {
-    o->summary += ", hang threshold " + std::to_string(live.threshold_s).substr(0, 6) +
-                  " s (the daemons' smallest for a communicator with an op in flight)";
+    o->summary += ", hang thresholds per communicator from the daemons (smallest with an op "
+                  "in flight " + std::to_string(live.threshold_s).substr(0, 6) + " s)";
   }
   o->ranks = std::move(live.ranks);
   return -1;
@@ -298,11 +296,11 @@ int AnalyzeMain(int argc, char** argv) {
   if (read >= 0) return read;
   analysis::Options opt = a.options;
   opt.now_ns = o.now_ns;
-  if (o.threshold_s > 0 && a.hang_timeout_s == 0) {
-    // The answers carry no completion history to derive a cadence from: the daemons' adaptive
-    // threshold stands in.
-    opt.hang_timeout_ns = static_cast<int64_t>(o.threshold_s * 1e9);
-    opt.min_hang_ns = std::min(opt.min_hang_ns, opt.hang_timeout_ns);
+  if (a.hang_timeout_s > 0) {
+    // The user's bound replaces the thresholds the daemons carried (hang summaries, --hosts).
+    for (analysis::RankInput& r : o.ranks) {
+      for (analysis::Progress& p : r.progress) p.threshold_ns = 0;
+    }
   }
   int world = o.world;
   for (const analysis::RankInput& r : o.ranks) world = std::max(world, r.rank + 1);

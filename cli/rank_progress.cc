@@ -85,6 +85,8 @@ void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInpu
     if (pr.has_inflight) pr.inflight = ArrivalFromProto(c.inflight(), now_ns);
     pr.blocked_by = c.blocked_by();
     pr.blocked_by_communication = c.blocked_by_communication();
+    pr.threshold_ns = static_cast<int64_t>(std::llround(std::max(0.0, c.hang_threshold_s()) * 1e9));
+    pr.cadence_samples = c.cadence_samples();
     in->progress.push_back(std::move(pr));
   }
 }

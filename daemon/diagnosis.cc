@@ -107,6 +107,7 @@ RankInput InputOf(const ProcessSnapshot& p, const ProcessOps* ops, const CommMem
   if (ops != nullptr) {
     for (const auto& c : ops->comms) {
       in.arrivals.insert(in.arrivals.end(), c.second.arrivals.begin(), c.second.arrivals.end());
+      for (int64_t end : c.second.p2p_ends) in.p2p_completions.push_back({c.first, end});
     }
     std::sort(in.arrivals.begin(), in.arrivals.end(),
               [](const Arrival& a, const Arrival& b) { return a.start_ns < b.start_ns; });
@@ -195,6 +196,7 @@ analysis::Options LiveDiagnosis::AnalysisOptions(int64_t now_ns) const {
   o.now_ns = now_ns;
   o.hang_timeout_ns = options_.hang_timeout_ns;
   o.min_hang_ns = std::min(options_.min_hang_ns, options_.hang_timeout_ns);
+  o.early_hang_ns = std::min(options_.early_hang_ns, options_.hang_timeout_ns);
   o.cadence_factor = options_.cadence_factor;
   o.partial_instances = true;  // the other nodes' members are not among the inputs
   return o;
@@ -264,6 +266,37 @@ void LiveDiagnosis::CountInstances(const std::string& job, const std::vector<Ran
   }
 }
 
+void LiveDiagnosis::AddCommLive(const std::map<ProcessId, ProcessOps>& ops,
+                                const std::vector<analysis::CommThreshold>& thresholds,
+                                RankLive* r) const {
+  std::set<uint64_t> comm_ids;
+  for (const CommSnapshot& c : r->process.comms) {
+    if (c.comm_id != 0) comm_ids.insert(c.comm_id);
+  }
+  auto o = ops.find(KeyOf(r->process));
+  if (o != ops.end()) {
+    for (const auto& c : o->second.comms) comm_ids.insert(c.first);
+  }
+  for (uint64_t id : comm_ids) {
+    CommLive cl;
+    cl.comm_id = id;
+    auto t = std::lower_bound(
+        thresholds.begin(), thresholds.end(), id,
+        [](const analysis::CommThreshold& c, uint64_t i) { return c.comm_id < i; });
+    if (t != thresholds.end() && t->comm_id == id) {
+      cl.threshold_s = static_cast<double>(t->threshold_ns) * 1e-9;
+      cl.cadence_samples = t->cadence_samples;
+    }
+    if (o != ops.end()) {
+      auto c = o->second.comms.find(id);
+      if (c != o->second.comms.end()) cl.own = c->second.counters;
+    }
+    auto s = shared_.find({KeyOf(r->process), id});
+    if (s != shared_.end()) cl.shared = s->second;
+    r->comms.push_back(cl);
+  }
+}
+
 void LiveDiagnosis::RunOnce() {
   std::lock_guard<std::mutex> run(run_mu_);
   const int64_t cpu0 = ThreadCpuNs();
@@ -298,37 +331,17 @@ void LiveDiagnosis::RunOnce() {
     CountInstances(entry.first, ranks, ops);
     std::vector<RankInput> inputs;
     inputs.reserve(ranks.size());
-    for (RankLive& r : ranks) {
-      std::set<uint64_t> comm_ids;
-      for (const CommSnapshot& c : r.process.comms) {
-        if (c.comm_id != 0) comm_ids.insert(c.comm_id);
-      }
-      auto o = ops.find(KeyOf(r.process));
-      if (o != ops.end()) {
-        for (const auto& c : o->second.comms) comm_ids.insert(c.first);
-      }
-      for (uint64_t id : comm_ids) {
-        CommLive cl;
-        cl.comm_id = id;
-        cl.threshold_s =
-            static_cast<double>(analysis::HangThresholdNs(r.input.arrivals, id, options)) * 1e-9;
-        if (o != ops.end()) {
-          auto c = o->second.comms.find(id);
-          if (c != o->second.comms.end()) cl.own = c->second.counters;
-        }
-        auto s = shared_.find({KeyOf(r.process), id});
-        if (s != shared_.end()) cl.shared = s->second;
-        r.comms.push_back(cl);
-      }
-      inputs.push_back(r.input);
-    }
+    for (const RankLive& r : ranks) inputs.push_back(r.input);
     JobLive job;
     job.job = entry.first;
     job.report = analysis::Analyze(inputs, options);
+    for (RankLive& r : ranks) AddCommLive(ops, job.report.thresholds, &r);
     // The published state keeps what HangCheck and the metrics read, not the arrivals.
     for (RankLive& r : ranks) {
       r.input.arrivals.clear();
       r.input.arrivals.shrink_to_fit();
+      r.input.p2p_completions.clear();
+      r.input.p2p_completions.shrink_to_fit();
     }
     job.ranks = std::move(ranks);
     state->jobs.push_back(std::move(job));

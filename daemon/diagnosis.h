@@ -40,6 +40,7 @@ struct DiagnosisOptions {
   int64_t interval_ns = 1000000000;                      // one pass a second
   int64_t hang_timeout_ns = int64_t{300} * 1000000000;   // --hang-timeout: the upper bound
   int64_t min_hang_ns = int64_t{10} * 1000000000;        // --hang-min-seconds
+  int64_t early_hang_ns = int64_t{30} * 1000000000;      // --hang-early-seconds
   double cadence_factor = 10;                            // --hang-cadence-factor
   size_t ring_size = kArrivalRing;                       // arrivals kept per rank and comm
   size_t max_comms = 64;                                 // communicators per process
@@ -55,7 +56,8 @@ struct SharedCounters {
 
 struct CommLive {
   uint64_t comm_id = 0;
-  double threshold_s = 0;  // the adaptive hang threshold in force
+  double threshold_s = 0;  // the adaptive hang threshold in force (analysis::Report::thresholds)
+  int cadence_samples = 0;  // the completions it was derived from
   OwnCounters own;
   SharedCounters shared;
 };
@@ -108,6 +110,9 @@ class LiveDiagnosis {
   void CountInstances(const std::string& job, const std::vector<RankLive>& ranks,
                       const std::map<ProcessId, ProcessOps>& ops);
   analysis::Options AnalysisOptions(int64_t now_ns) const;
+  // The rank's per-communicator state: its thresholds (from the job's analysis) and counters.
+  void AddCommLive(const std::map<ProcessId, ProcessOps>& ops,
+                   const std::vector<analysis::CommThreshold>& thresholds, RankLive* r) const;
 
   Aggregator* aggregator_;
   const DiagnosisOptions options_;

@@ -58,6 +58,10 @@ const std::vector<FlagSpec>& Specs() {
        "diagnosis's longest hang threshold (default 300)"},
       {"hang-min-seconds", "XTIMER_HANG_MIN_SECONDS", Type::kInt, 1, 86400 * 7,
        "the live diagnosis's shortest hang threshold, seconds (default 10)"},
+      {"hang-early-seconds", "XTIMER_HANG_EARLY_SECONDS", Type::kInt, 1, 86400 * 7,
+       "the hang threshold of a communicator with fewer than 8 completed instances (a job's "
+       "first steps), and of one with none when the stall carries its own evidence (default "
+       "30)"},
       {"hang-cadence-factor", "XTIMER_HANG_CADENCE_FACTOR", Type::kInt, 1, 1000,
        "a communicator's hang threshold is this many times its median gap between completed "
        "collectives, within [--hang-min-seconds, --hang-timeout] (default 10)"},
@@ -173,6 +177,7 @@ bool Apply(const FlagSpec& spec, const std::string& value, Flags* f, std::string
   else if (name == "dump-root") f->dump_root = value;
   else if (name == "hang-timeout") f->hang_timeout_s = i;
   else if (name == "hang-min-seconds") f->hang_min_s = i;
+  else if (name == "hang-early-seconds") f->hang_early_s = i;
   else if (name == "hang-cadence-factor") f->hang_cadence_factor = i;
   else if (name == "hang-dump") f->hang_dump = b;
   else if (name == "window") f->window_s = i;

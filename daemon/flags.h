@@ -27,6 +27,7 @@ struct Flags {
   std::string dump_root = "/tmp/xtimer-dumps";  // --dump-root, XTIMER_DUMP_ROOT
   int64_t hang_timeout_s = 300;         // --hang-timeout, XTIMER_HANG_TIMEOUT
   int64_t hang_min_s = 10;              // --hang-min-seconds, XTIMER_HANG_MIN_SECONDS
+  int64_t hang_early_s = 30;            // --hang-early-seconds, XTIMER_HANG_EARLY_SECONDS
   int64_t hang_cadence_factor = 10;     // --hang-cadence-factor, XTIMER_HANG_CADENCE_FACTOR
   bool hang_dump = true;                // --hang-dump, XTIMER_HANG_DUMP
   int64_t window_s = 60;                // --window, XTIMER_METRICS_WINDOW

@@ -73,7 +73,9 @@ void FillRank(const std::string& job, const RankLive& r, const std::string& node
     cp->set_last_completed_age_s(c.last_completed_ns > 0 ? AgeS(now_ns, c.last_completed_ns)
                                                          : -1);
     for (const CommLive& cl : r.comms) {
-      if (cl.comm_id == c.comm_id) cp->set_hang_threshold_s(cl.threshold_s);
+      if (cl.comm_id != c.comm_id) continue;
+      cp->set_hang_threshold_s(cl.threshold_s);
+      cp->set_cadence_samples(cl.cadence_samples);
     }
     for (const analysis::Progress& pr : in.progress) {
       if (pr.comm_id != c.comm_id || !pr.has_inflight) continue;

@@ -35,6 +35,8 @@ struct LiveOps::Ring {
   int64_t last_ns = 0;         // the newest arrival's end (eviction order)
   OwnCounters counters;
   std::vector<Slice> new_slices;
+  std::vector<int64_t> p2p_ends;  // grows to kP2PCadence, then wraps at p2p_next
+  size_t p2p_next = 0;
 };
 
 struct LiveOps::Process {
@@ -84,6 +86,7 @@ void LiveOps::Add(uint64_t id, const format::OpRecord& r) {
   if (!p->last.valid || end >= p->last.end_ns) {
     p->last = LastOp{true, r.op, r.kind, r.comm_id, r.seq, r.cpu_launch_ns, end};
   }
+  if (r.kind == static_cast<uint8_t>(format::OpKind::kP2P) && r.comm_id != 0) AddP2P(p, r.comm_id, end);
   Arrival a;
   if (!p->summarizer.Add(op, &a) || a.comm_id == 0) return;
   Ring* ring = RingFor(p, a.comm_id, a.end_ns);
@@ -108,12 +111,24 @@ void LiveOps::Add(uint64_t id, const format::OpRecord& r) {
   ++p->new_slices;
 }
 
+void LiveOps::AddP2P(Process* p, uint64_t comm_id, int64_t end_ns) {
+  Ring* ring = RingFor(p, comm_id, end_ns);
+  ring->last_ns = std::max(ring->last_ns, end_ns);
+  if (ring->p2p_ends.size() < kP2PCadence) {
+    ring->p2p_ends.push_back(end_ns);
+    return;
+  }
+  ring->p2p_ends[ring->p2p_next] = end_ns;
+  ring->p2p_next = (ring->p2p_next + 1) % kP2PCadence;
+}
+
 // What a rank's state holds on the heap, about (its rings and their map nodes).
 size_t LiveOps::Process::Bytes() const {
   size_t bytes = sizeof(Process);
   for (const auto& c : comms) {
     bytes += sizeof(c) + 32 + c.second.slots.capacity() * sizeof(Arrival) +
-             c.second.new_slices.capacity() * sizeof(Slice);
+             c.second.new_slices.capacity() * sizeof(Slice) +
+             c.second.p2p_ends.capacity() * sizeof(int64_t);
   }
   return bytes;
 }
@@ -140,6 +155,9 @@ std::map<uint64_t, ProcessOps> LiveOps::Copy(const std::set<uint64_t>& keep,
       co.arrivals.reserve(ring.slots.size());
       co.arrivals.insert(co.arrivals.end(), ring.slots.begin() + ring.next, ring.slots.end());
       co.arrivals.insert(co.arrivals.end(), ring.slots.begin(), ring.slots.begin() + ring.next);
+      co.p2p_ends.assign(ring.p2p_ends.begin() + ring.p2p_next, ring.p2p_ends.end());
+      co.p2p_ends.insert(co.p2p_ends.end(), ring.p2p_ends.begin(),
+                         ring.p2p_ends.begin() + ring.p2p_next);
     }
     p.new_slices = 0;
     ++it;

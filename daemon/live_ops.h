@@ -27,6 +27,9 @@ namespace xtimer {
 namespace daemon {
 
 constexpr size_t kArrivalRing = 256;
+// Send/receive completion times kept per communicator: the cadence of communicators without
+// collectives (analysis::Options::cadence_window + 1).
+constexpr size_t kP2PCadence = 65;
 constexpr size_t kPendingWork = 1024;
 // Collective instances completed since the last Copy, per process (all communicators): what the
 // live diagnosis counts waits from. Beyond it (more than this many collectives a second on one
@@ -64,6 +67,7 @@ struct Slice {
 
 struct CommOps {
   std::vector<analysis::Arrival> arrivals;  // the newest ring_size, oldest first
+  std::vector<int64_t> p2p_ends;  // GPU ends of the newest kP2PCadence sends/receives, oldest first
   OwnCounters counters;
   std::vector<Slice> new_slices;  // completed since the previous Copy, in completion order
 };
@@ -102,6 +106,7 @@ class LiveOps {
   struct Ring;
   struct Process;
   Ring* RingFor(Process* p, uint64_t comm_id, int64_t now_ns);
+  void AddP2P(Process* p, uint64_t comm_id, int64_t end_ns);
 
   const size_t ring_size_;
   const size_t max_comms_;

@@ -144,6 +144,7 @@ int Main(int argc, char** argv) {
   DiagnosisOptions dio;
   dio.hang_timeout_ns = flags.hang_timeout_s * 1000000000;
   dio.min_hang_ns = flags.hang_min_s * 1000000000;
+  dio.early_hang_ns = flags.hang_early_s * 1000000000;
   dio.cadence_factor = static_cast<double>(flags.hang_cadence_factor);
   dio.max_comms = ao.max_comms_per_process;
   std::unique_ptr<HangDumper> dumper_owner;
