@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -94,6 +95,33 @@ class CommSizes {
   int32_t last_size_ = 0;
 };
 
+// The newest send/receive ends per communicator: the hang threshold of communicators without
+// collectives (analysis::RankInput::p2p_completions).
+class P2PCadence {
+ public:
+  void Add(const EventRecord& e) {
+    if (e.kind != static_cast<uint8_t>(format::OpKind::kP2P) || e.comm_id == 0 ||
+        e.duration_ns < 0) {
+      return;
+    }
+    std::deque<int64_t>& ends = ends_[e.comm_id];
+    ends.push_back(e.gpu_start_ns + e.duration_ns);
+    if (ends.size() > kKeep) ends.pop_front();
+  }
+  std::vector<analysis::P2PCompletion> Take() {
+    std::vector<analysis::P2PCompletion> out;
+    for (const auto& c : ends_) {
+      for (int64_t end : c.second) out.push_back({c.first, end});
+    }
+    ends_.clear();
+    return out;
+  }
+
+ private:
+  static constexpr size_t kKeep = 65;  // analysis::Options::cadence_window + 1
+  std::map<uint64_t, std::deque<int64_t>> ends_;
+};
+
 // Reads one file block by block, summarising as it goes (no full op vector is held): the rank's
 // arrivals (node clock), its communicators and what it did last.
 void ReadOne(FileResult* f) {
@@ -103,12 +131,14 @@ void ReadOne(FileResult* f) {
   block.reserve(timeline::kEventsPerBlock);
   EventRecord last{};
   int64_t last_at = 0;
+  P2PCadence p2p;
   timeline::BlockCallbacks cb;
   cb.on_metadata = [&](const timeline::Metadata& m) { sizes.reset(new CommSizes(m.comms)); };
   cb.on_block = [&](const EventRecord* events, size_t count) {
     for (size_t i = 0; i < count; ++i) {
       const EventRecord& e = events[i];
       block.push_back(TimedOpOf(e, sizes ? sizes->Of(e.comm_id) : 0));
+      p2p.Add(e);
       const int64_t at = std::max(e.gpu_start_ns + std::max<int64_t>(e.duration_ns, 0),
                                   e.cpu_launch_ns);
       if (at >= last_at) {
@@ -142,6 +172,7 @@ void ReadOne(FileResult* f) {
   in.pid = m.pid;
   in.device = m.device;
   in.arrivals = summarizer.Finish();
+  in.p2p_completions = p2p.Take();
   if (last_at > 0) {
     in.last_activity_ns = last_at;
     in.last_activity = Describe(last, m) + " ended " + Ago(f->end_ns - last_at);
@@ -177,6 +208,7 @@ void Shift(int64_t offset, analysis::RankInput* in) {
     shift(&a.start_ns);
     shift(&a.end_ns);
   }
+  for (analysis::P2PCompletion& c : in->p2p_completions) shift(&c.end_ns);
   shift(&in->last_activity_ns);
 }
 

@@ -1,5 +1,6 @@
 #include "daemon/live_ops.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include <gtest/gtest.h>
@@ -28,6 +29,22 @@ format::OpRecord Op(format::OpKind kind, format::Operation op, uint64_t comm, ui
   r.gpu_start_ns = start;
   r.duration_ns = dur;
   return r;
+}
+
+TEST(LiveOpsTest, SendReceiveEndsAreKeptPerCommunicatorNewestLast) {
+  LiveOps ops;
+  for (uint64_t i = 1; i <= kP2PCadence + 10; ++i) {
+    const int64_t t = static_cast<int64_t>(i) * 100 * kMs;
+    ops.Add(7, Op(format::OpKind::kP2P, i % 2 ? format::Operation::kSend : format::Operation::kRecv,
+                  0xb, i, t, 5 * kMs));
+  }
+  auto copy = ops.Copy({7});
+  const CommOps& c = copy[7].comms.at(0xb);
+  EXPECT_TRUE(c.arrivals.empty()) << "sends and receives are not collective arrivals";
+  ASSERT_EQ(c.p2p_ends.size(), kP2PCadence);
+  EXPECT_EQ(c.p2p_ends.front(), 11 * 100 * kMs + 5 * kMs);
+  EXPECT_EQ(c.p2p_ends.back(), static_cast<int64_t>(kP2PCadence + 10) * 100 * kMs + 5 * kMs);
+  EXPECT_TRUE(std::is_sorted(c.p2p_ends.begin(), c.p2p_ends.end()));
 }
 
 TEST(LiveOpsTest, RingKeepsTheNewestArrivalsAndCountersKeepEverything) {
