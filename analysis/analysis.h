@@ -146,6 +146,9 @@ struct Progress {
   // The op its stream works on is a collective or a send/receive: the rank waits on other ranks
   // (a victim), so it is never a not_started culprit.
   bool blocked_by_communication = false;
+  // That op's communicator (0 when unknown). A collective queued behind a send/receive of its own
+  // communicator waits in that communicator's stall, not in another's (not downstream).
+  uint64_t blocked_by_comm_id = 0;
   // The hang threshold a daemon had in force for the communicator when it took this progress
   // (HangCheck answers, hang summaries); 0 when unknown. When any member carries one, the
   // verdict uses the largest instead of deriving one from the arrivals given (which a daemon's
@@ -205,6 +208,7 @@ struct Options {
   // times of its collectives (of its sends and receives when it has no collectives):
   // - with min_cadence_samples completions or more: the larger of cadence_factor x the median gap
   //   between completions (the last cadence_window gaps) and pause_factor x the longest gap seen
+  //   after the first min_cadence_samples completions (warm-up is no pause)
   //   (a pause the job has shown before does not alarm), within [min_hang_ns, hang_timeout_ns];
   // - with fewer (a job's first steps): the larger of early_hang_ns and pause_factor x the
   //   longest gap seen, within the same bounds;

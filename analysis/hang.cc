@@ -186,8 +186,8 @@ class CommHang {
     base_threshold_ns_ = Threshold();
   }
 
-  // The threshold for this communicator without any evidence (what a daemon exports).
-  int64_t threshold_ns() const { return base_threshold_ns_; }
+  // The threshold in force: the base one, or early_hang_ns when Check judged the stall early.
+  int64_t threshold_ns() const { return early_ ? options_.early_hang_ns : base_threshold_ns_; }
   int history() const { return history_; }
 
   // Appends a verdict when a member exited abnormally, or some member waits past the threshold.
@@ -209,6 +209,7 @@ class CommHang {
     HangVerdict early;
     if (!Judge(options_.early_hang_ns, &early) || !Conclusive(early)) return false;
     *v = std::move(early);
+    early_ = true;
     v->evidence.push_back("judged " + DurationText(options_.early_hang_ns / kNsPerS) +
                           " after the last progress: the communicator has no completed instance "
                           "yet, and this evidence needs none");
@@ -509,7 +510,7 @@ class CommHang {
     for (const Member& m : members_) {
       const Arrival* a = m.inflight_at_stall();
       if (!p2p_ && a && a->seq == stall_ && a->state == OpState::kQueued &&
-          m.progress->blocked_by_communication) {
+          m.progress->blocked_by_communication && m.progress->blocked_by_comm_id != comm_.id) {
         return true;
       }
     }
@@ -548,6 +549,7 @@ class CommHang {
   int64_t base_threshold_ns_ = 0;
   int64_t threshold_ns_ = 0;
   int history_ = 0;  // completions the base threshold was derived from
+  bool early_ = false;  // the verdict was judged at early_hang_ns
   uint64_t stall_ = 0;
   bool p2p_ = false;
   std::vector<Member> members_;
@@ -612,10 +614,13 @@ int64_t HangThresholdNs(std::vector<int64_t> completion_ns, const Options& optio
   for (size_t i = 1; i < completion_ns.size(); ++i) {
     gaps.push_back(completion_ns[i] - completion_ns[i - 1]);
   }
-  const double longest = gaps.empty() ? 0 : static_cast<double>(*std::max_element(
-                                                gaps.begin(), gaps.end()));
-  double t = options.pause_factor * longest;
   const size_t need = static_cast<size_t>(std::max(options.min_cadence_samples, 2));
+  // Pauses after the warm-up: the first instances connect and compile, which is no pause the job
+  // will repeat.
+  const size_t warm = std::min(gaps.size(), need - 1);
+  const double longest =
+      warm == gaps.size() ? 0 : static_cast<double>(*std::max_element(gaps.begin() + warm, gaps.end()));
+  double t = options.pause_factor * longest;
   if (completion_ns.size() < need) {
     t = std::max(t, static_cast<double>(options.early_hang_ns));
   } else {
@@ -717,8 +722,8 @@ std::vector<HangVerdict> FindHangs(const std::vector<RankInput>& ranks,
   std::vector<HangVerdict> out;
   for (const CommView& comm : comms) {
     CommHang hang(ranks, comm, options);
-    if (thresholds != nullptr) thresholds->push_back({comm.id, hang.threshold_ns(), hang.history()});
     hang.Check(&out);
+    if (thresholds != nullptr) thresholds->push_back({comm.id, hang.threshold_ns(), hang.history()});
     CompletedMismatch(ranks, comm, &out);
   }
   DropBlockedCulprits(&out);

@@ -463,6 +463,8 @@ TEST(Hang, EarlyHangWithoutHistoryNeedsItsOwnEvidence) {
   EXPECT_EQ(report.hangs[0].kind, HangKind::kNeverIssued);
   EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({2}));
   EXPECT_EQ(report.hangs[0].threshold_s, 30);
+  ASSERT_EQ(report.thresholds.size(), 1u);
+  EXPECT_EQ(report.thresholds[0].threshold_ns, 30 * kS) << "the threshold in force is exported";
   // The culprit did something 5 s ago: not idle, no early verdict.
   ranks[2].last_activity_ns = kT0 + 26 * kS;
   EXPECT_TRUE(Analyze(ranks, At(31)).hangs.empty());
@@ -529,6 +531,21 @@ TEST(Hang, OrderIsStableWhenStallsDifferByLessThanASecond) {
     EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({1})) << shift;
     EXPECT_EQ(report.hangs[1].culprit_ranks, std::vector<int32_t>({7})) << shift;
   }
+}
+
+TEST(Hang, QueuedBehindItsOwnCommunicatorsReceiveIsNotDownstream) {
+  // A pipeline communicator with a peer on another node: rank 0's collective there waits behind
+  // the communicator's own receive. That is the communicator's stall, not another's.
+  std::vector<RankInput> ranks = Stalled(4, 8);
+  Progress& p = ranks[0].progress[0];
+  p.inflight.state = OpState::kQueued;
+  p.blocked_by = "Recv on comm 0x0000000000000abc launched 40.0 s ago";
+  p.blocked_by_communication = true;
+  p.blocked_by_comm_id = kComm;
+  Report report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].kind, HangKind::kWaitingOnRemote);
+  EXPECT_FALSE(report.hangs[0].downstream);
 }
 
 TEST(Hang, CarriedThresholdIsUsed) {

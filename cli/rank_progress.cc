@@ -87,6 +87,7 @@ void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInpu
     pr.blocked_by_communication = c.blocked_by_communication();
     pr.threshold_ns = static_cast<int64_t>(std::llround(std::max(0.0, c.hang_threshold_s()) * 1e9));
     pr.cadence_samples = c.cadence_samples();
+    pr.blocked_by_comm_id = c.blocked_by_comm_id();
     in->progress.push_back(std::move(pr));
   }
 }

@@ -738,7 +738,7 @@ void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, in
         cs.last_issued_seq = c.row.last_issued_seq;
         cs.oldest_inflight_age_s = AgeSeconds(at_ns, c.row.oldest_launch_ns);
         cs.hang = c.row.oldest_launch_ns > 0 &&
-                  cs.oldest_inflight_age_s * 1e9 > static_cast<double>(options_.hang_timeout_ns);
+                  cs.oldest_inflight_age_s * 1e9 > static_cast<double>(HangThresholdOf(base.job, cid));
         cs.device = c.row.device;
         cs.inflight = c.row.oldest;
         if (cs.inflight.state != format::InflightState::kNone) {
@@ -765,6 +765,17 @@ void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, in
     freed_since_trim_ += ps.series.size() * kSnapshotBytesPerSeries;
     out->push_back(std::move(ps));
   }
+}
+
+void Aggregator::SetHangThresholds(
+    std::map<std::pair<std::string, uint64_t>, int64_t> thresholds) {
+  std::lock_guard<std::mutex> lock(mu_);
+  hang_thresholds_.swap(thresholds);
+}
+
+int64_t Aggregator::HangThresholdOf(const std::string& job, uint64_t comm_id) const {
+  auto it = hang_thresholds_.find({job, comm_id});
+  return it != hang_thresholds_.end() ? it->second : options_.hang_timeout_ns;
 }
 
 Snapshot Aggregator::TakeSnapshot(int64_t now_ns, bool with_series) const {

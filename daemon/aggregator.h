@@ -179,6 +179,11 @@ class Aggregator {
   // Memory freed on the aggregator's behalf by another part of the daemon (the live diagnosis
   // forgetting ranks that left): the next ExpireExited returns it to the system.
   void NoteFreed(size_t bytes);
+  // The hang threshold in force per (job, communicator): the live diagnosis's analysis
+  // (analysis::Report::thresholds), set after each pass. The waiting gauges and Status's `hang`
+  // compare in-flight ages with it, so they say what the verdict says; a communicator without one
+  // uses hang_timeout_ns.
+  void SetHangThresholds(std::map<std::pair<std::string, uint64_t>, int64_t> thresholds);
   // False once MarkExited was called (or the id is unknown).
   bool Connected(ProcessId id) const;
   // A registration refused before or at AddProcess: counted by `cause` and logged (rate-limited)
@@ -242,6 +247,9 @@ class Aggregator {
   // Marks the ranks whose labels a rank of an earlier live process (or any live one, for an
   // exited process) already has; counts live conflicts in snap->identity_conflicts. Needs mu_.
   void MarkHidden(Snapshot* snap) const;
+  // The threshold in force for a communicator of `job` (its label, as snapshots carry it;
+  // SetHangThresholds). Needs mu_.
+  int64_t HangThresholdOf(const std::string& job, uint64_t comm_id) const;
   // Drops the oldest exited processes while there are too many or they hold too much memory.
   void EnforceExitedBounds();
   // Above the high-water mark: drops exited processes oldest first, then halves the longest
@@ -272,6 +280,7 @@ class Aggregator {
   const AggregatorOptions options_;
   const int64_t start_ns_;
   mutable std::mutex mu_;
+  std::map<std::pair<std::string, uint64_t>, int64_t> hang_thresholds_;  // guarded by mu_
   ProcessId next_id_ = 1;
   std::map<ProcessId, std::unique_ptr<Process>> processes_;
   uint64_t registrations_ = 0;

@@ -92,6 +92,7 @@ RankInput InputOf(const ProcessSnapshot& p, const ProcessOps* ops, const CommMem
           c.inflight.state == format::InflightState::kQueued &&
           (blocker == static_cast<uint8_t>(format::OpKind::kCollective) ||
            blocker == static_cast<uint8_t>(format::OpKind::kP2P));
+      if (pr.blocked_by_communication) pr.blocked_by_comm_id = c.inflight.blocker.comm_id;
     }
     if (in.device < 0) in.device = c.device;
     in.progress.push_back(std::move(pr));
@@ -356,6 +357,13 @@ void LiveDiagnosis::RunOnce() {
   for (auto it = counted_seq_.begin(); it != counted_seq_.end();) {
     it = by_job.count(it->first.first) ? std::next(it) : counted_seq_.erase(it);
   }
+  std::map<std::pair<std::string, uint64_t>, int64_t> thresholds;
+  for (const JobLive& job : state->jobs) {
+    for (const analysis::CommThreshold& t : job.report.thresholds) {
+      thresholds[{job.job, t.comm_id}] = t.threshold_ns;
+    }
+  }
+  aggregator_->SetHangThresholds(std::move(thresholds));
   state->passes = ++passes_;
   if (on_pass_) on_pass_(state.get());
   state->pass_cpu_s = static_cast<double>(ThreadCpuNs() - cpu0) * 1e-9;

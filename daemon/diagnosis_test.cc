@@ -218,6 +218,12 @@ TEST_F(DiagnosisTest, RankThatNeverIssuesIsTheCulpritWithinTheAdaptiveThreshold)
   EXPECT_EQ(v.culprit_ranks, std::vector<int32_t>({2}));
   EXPECT_EQ(v.waiting_ranks, std::vector<int32_t>({0, 1, 3}));
   EXPECT_EQ(v.seq, static_cast<uint64_t>(kSteps + 1));
+  // One judgment: the waiting gauges and Status's hang use the verdict's threshold (10 s here),
+  // not --hang-timeout (300 s).
+  for (const ProcessSnapshot& p : aggregator_->TakeSnapshot(now_).processes) {
+    const bool waits = p.rank != 2;
+    EXPECT_EQ(p.hang, waits) << "rank " << p.rank;
+  }
 
   text = Exposition();
   EXPECT_NE(text.find("xtimer_hang_culprit{job=\"train\",host=\"node\",pod=\"pod\",rank=\"2\","

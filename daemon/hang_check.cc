@@ -82,6 +82,7 @@ void FillRank(const std::string& job, const RankLive& r, const std::string& node
       FillArrival(pr.inflight, now_ns, cp->mutable_inflight());
       cp->set_blocked_by(pr.blocked_by);
       cp->set_blocked_by_communication(pr.blocked_by_communication);
+      cp->set_blocked_by_comm_id(pr.blocked_by_comm_id);
     }
   }
 }
