@@ -30,7 +30,8 @@ mismatch_op mismatch_count exited stuck):
                   live and from the automatic dumps.
 
 Without scenario names it runs them all, in the order above (healthy first: link diffs against
-its dump).
+its dump). After the scenarios, no sample of any series the rules recorded during the run may be
+NaN or Inf.
 
 Usage: diagnosis_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH XTIMER DIAG_JOB
                         RULES [SCENARIO...]
@@ -45,9 +46,9 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_lib import (Background, Paths, control, fail, free_ports, log, parse,  # noqa: E402
-                     prometheus_query, scrape, select, start_prometheus, status,
-                     stop_daemon)
+from e2e_lib import (Background, Paths, check_rules_finite, control, fail,  # noqa: E402
+                     free_ports, log, parse, prometheus_query, scrape, select,
+                     start_prometheus, status, stop_daemon)
 
 GROUPS = "tp2-pp2-dp2"
 # The simulated links. Latency 0 so that a collective's transfer time is bytes / rate exactly
@@ -590,6 +591,8 @@ def main(argv):
             t = time.monotonic()
             globals()[s](cluster, state)
             log("scenario %s passed in %.0f s" % (s, time.monotonic() - t))
+        # Every series the rules recorded during all scenarios: no NaN or Inf.
+        check_rules_finite(cluster.prom_port, seconds=int(time.monotonic() - t0) + 60)
     except BaseException:
         keep_dumps(cluster)
         raise
