@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Checks the Prometheus rules with Prometheus's own promtool (Debian's prometheus package, which
 # tools/install-deps.sh installs): `promtool check rules` (syntax, lint) on the rules file and
-# `promtool test rules` on its unit tests (synthetic series of every hang kind, a straggler and a
-# healthy job; deploy/prometheus/xtimer-rules_test.yml).
+# `promtool test rules` on its unit tests (synthetic series of every hang kind, stragglers and
+# their floor, true bus bandwidth by the daemon's formula, a healthy job, and a job where a ratio
+# has a zero denominator: no recorded series may be NaN or Inf;
+# deploy/prometheus/xtimer-rules_test.yml).
 # Usage: prometheus_rules_test.sh RULES.yml RULES_TEST.yml
 set -euo pipefail
 

@@ -7,7 +7,8 @@ job label), one real Prometheus scraping both daemons with deploy/prometheus/xti
 Scenarios (named on the command line to run only some: healthy straggler host link never_issued
 mismatch_op mismatch_count exited stuck):
   healthy         300 steps: no verdict live (daemons' metrics, HangCheck, the rules) or offline
-                  (`xtimer analyze` of a dump of both nodes: hang null, no straggler).
+                  (`xtimer analyze` of a dump of both nodes: hang null, no straggler); the
+                  rules' true bus bandwidth is the daemons' (within 5%).
   straggler       rank 1's GEMMs do 1.3x the work for 400 steps: the rules' xtimer:straggler
                   names rank 1 alone, cause compute, live; offline, first straggler rank 1,
                   cause compute, the others' wait attributed to it; every rank's true bus
@@ -30,7 +31,8 @@ mismatch_op mismatch_count exited stuck):
                   live and from the automatic dumps.
 
 Without scenario names it runs them all, in the order above (healthy first: link diffs against
-its dump).
+its dump). After the scenarios, no sample of any series the rules recorded during the run may be
+NaN or Inf.
 
 Usage: diagnosis_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH XTIMER DIAG_JOB
                         RULES [SCENARIO...]
@@ -45,9 +47,10 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_lib import (Background, Paths, control, fail, free_ports, log, parse,  # noqa: E402
-                     prometheus_query, scrape, select, start_prometheus, status,
-                     stop_daemon)
+from e2e_lib import (Background, Paths, check_rules_finite,  # noqa: E402
+                     check_true_bus_bandwidth, control, fail, free_ports, log, parse,
+                     prometheus_query, scrape, select, start_prometheus, status, stop_daemon,
+                     true_bus_bandwidths)
 
 GROUPS = "tp2-pp2-dp2"
 # The simulated links. Latency 0 so that a collective's transfer time is bytes / rate exactly
@@ -295,8 +298,9 @@ def log_straggler_evidence(cluster, job):
 
 def healthy(cluster, state):
     job = "diag-healthy"
-    dirs = dumped_run(cluster, job, [], 300,
-                      live_check=lambda j: check_no_verdict_live(cluster, j))
+    dirs = dumped_run(cluster, job, [], 300, live_check=lambda j: (
+        check_no_verdict_live(cluster, j),
+        check_true_bus_bandwidth(true_bus_bandwidths(cluster.prom_port, j), j)))
     report = cluster.analyze(dirs)
     if report["hang"] is not None or report["hangs"]:
         fail("healthy run: analyze found a hang: %s" % report["hang"])
@@ -590,6 +594,8 @@ def main(argv):
             t = time.monotonic()
             globals()[s](cluster, state)
             log("scenario %s passed in %.0f s" % (s, time.monotonic() - t))
+        # Every series the rules recorded during all scenarios: no NaN or Inf.
+        check_rules_finite(cluster.prom_port, seconds=int(time.monotonic() - t0) + 60)
     except BaseException:
         keep_dumps(cluster)
         raise

@@ -1,6 +1,7 @@
 """Helpers shared by the end-to-end tests: free ports, processes, Prometheus text parsing."""
 
 import json
+import math
 import os
 import re
 import shutil
@@ -258,8 +259,8 @@ def start_prometheus(port, targets, tmp, rule_files=()):
                                      "--web.listen-address=127.0.0.1:%d" % port], os.environ, tmp)
 
 
-def prometheus_query(port, expr, attempts=3):
-    """[(labels, value)] of an instant query; fails the test when Prometheus rejects it, or
+def _prometheus_instant(port, expr, attempts):
+    """The `data` of an instant query's answer; fails the test when Prometheus rejects it, or
     does not answer in `attempts` tries of 15 s (a loaded machine may delay one answer)."""
     url = "http://127.0.0.1:%d/api/v1/query?query=%s" % (port, urllib.parse.quote(expr))
     for attempt in range(attempts):
@@ -272,9 +273,75 @@ def prometheus_query(port, expr, attempts=3):
         except OSError as e:
             if attempt + 1 == attempts:
                 fail("Prometheus did not answer %r (%d tries): %s" % (expr, attempts, e))
-    if body.get("status") != "success" or body["data"]["resultType"] != "vector":
+    if body.get("status") != "success":
         fail("Prometheus answered %r with %s" % (expr, body))
-    return [(r["metric"], float(r["value"][1])) for r in body["data"]["result"]]
+    return body["data"]
+
+
+def prometheus_query(port, expr, attempts=3):
+    """[(labels, value)] of an instant query whose result is a vector (values as floats: NaN
+    and Inf included)."""
+    data = _prometheus_instant(port, expr, attempts)
+    if data["resultType"] != "vector":
+        fail("Prometheus answered %r with a %s, not a vector" % (expr, data["resultType"]))
+    return [(r["metric"], float(r["value"][1])) for r in data["result"]]
+
+
+def true_bus_bandwidths(port, job):
+    """{comm: (rules' true bus bandwidth, daemons'), B/s} of `job` now, over the communicators
+    on which the daemons report one operation (their xtimer_bus_bandwidth_true_gbps is per
+    operation, the rules' xtimer:comm_true_bus_bandwidth_bytes_per_second per communicator);
+    the daemons' figure is the largest of any member, as the rules' is."""
+    rules = {l["comm"]: v for l, v in prometheus_query(
+        port, 'xtimer:comm_true_bus_bandwidth_bytes_per_second{job="%s"}' % job)}
+    daemons = {l["comm"]: v for l, v in prometheus_query(
+        port, 'max by (comm) (xtimer_bus_bandwidth_true_gbps{job="%s"}) * 1e9 and on (comm) '
+              '(count by (comm) (count by (comm, op) (xtimer_bus_bandwidth_true_gbps{job="%s"}))'
+              ' == 1)' % (job, job))}
+    return {c: (rules[c], daemons[c]) for c in rules.keys() & daemons.keys()}
+
+
+def check_true_bus_bandwidth(pairs, what, tolerance=0.05):
+    """Fails unless `pairs` ({comm: (rules, daemons)}) is not empty and every pair agrees within
+    `tolerance` (one formula: bus bytes / transfer time, docs/prometheus-rules.md)."""
+    if not pairs:
+        fail("%s: no communicator had both the rules' true bus bandwidth and the daemons' "
+             "(xtimer:comm_true_bus_bandwidth_bytes_per_second, xtimer_bus_bandwidth_true_gbps)"
+             % what)
+    for comm, (rules, daemons) in sorted(pairs.items()):
+        log("%s: true bus bandwidth of %s: rules %.2f GB/s, daemons %.2f GB/s" % (
+            what, comm, rules / 1e9, daemons / 1e9))
+        if abs(rules - daemons) > tolerance * daemons:
+            fail("%s: the rules' true bus bandwidth of %s is %.2f GB/s, the daemons' %.2f GB/s "
+                 "(they must agree within %.0f%%)" % (what, comm, rules / 1e9, daemons / 1e9,
+                                                     100 * tolerance))
+
+
+def check_rules_finite(port, job=None, seconds=1800):
+    """Fails the test if any sample of any series the rules recorded (xtimer:*) for `job` (every
+    job: None) in the last `seconds` is NaN or Inf (the rules guard every denominator:
+    docs/prometheus-rules.md). Reads the raw samples (a range selector), so a NaN that came and
+    went is caught too."""
+    expr = '{__name__=~"xtimer:.+"%s}[%ds]' % ("" if job is None else ', job="%s"' % job,
+                                               seconds)
+    data = _prometheus_instant(port, expr, 3)
+    if data["resultType"] != "matrix":
+        fail("Prometheus answered %r with a %s, not a matrix" % (expr, data["resultType"]))
+    bad, samples = [], 0
+    for r in data["result"]:
+        values = [float(v) for _, v in r["values"]]
+        samples += len(values)
+        nonfinite = [v for v in values if not math.isfinite(v)]
+        if nonfinite:
+            bad.append("%s: %d of %d samples, e.g. %s" % (
+                r["metric"], len(nonfinite), len(values), nonfinite[0]))
+    if bad:
+        fail("%s: %d of %d recorded rule series have NaN or Inf samples:\n  %s" % (
+            job or "every job", len(bad), len(data["result"]), "\n  ".join(bad[:20])))
+    if not data["result"]:
+        fail("%s: the rules recorded no series in %d s" % (job or "every job", seconds))
+    log("%s: %d recorded rule series, %d samples, none NaN or Inf" % (
+        job or "every job", len(data["result"]), samples))
 
 
 def dump_http(cp):

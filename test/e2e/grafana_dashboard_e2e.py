@@ -8,17 +8,22 @@ daemons every second with honor_labels and evaluates deploy/prometheus/xtimer-ru
 checks:
   - the dashboard is Grafana JSON with a ${DS_PROMETHEUS} datasource input that every panel and
     query uses, and a `job` variable;
-  - every query of every panel (with $job set to the job) returns data at some point of the run;
+  - every query of every panel (with $job set to the job) returns data at some point of the run,
+    and no sample of any of them, at any poll, is NaN or Inf;
+  - the rules' true bus bandwidth of each communicator agrees with the daemons'
+    xtimer_bus_bandwidth_true_gbps (one formula: bus bytes / transfer time) within 5%;
   - the rules name the culprit across nodes: xtimer:hang_culprit is rank 1, kind never_issued
     and nothing else, within 30 s of the hang, and the XtimerHangNeverIssued alert fires; the
     straggler verdict names rank 5 with cause compute;
-  - every rule evaluates without error (Prometheus's /api/v1/rules health).
+  - every rule evaluates without error (Prometheus's /api/v1/rules health), and no sample of any
+    series the rules recorded during the run is NaN or Inf.
 
 Usage: grafana_dashboard_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH
        RULES.yml DASHBOARD.json
 """
 
 import json
+import math
 import os
 import re
 import sys
@@ -26,8 +31,9 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_lib import (Background, Paths, fail, free_ports, log,  # noqa: E402
-                     prometheus_query, start_prometheus, stop_daemon)
+from e2e_lib import (Background, Paths, check_rules_finite,  # noqa: E402
+                     check_true_bus_bandwidth, fail, free_ports, log, prometheus_query,
+                     start_prometheus, stop_daemon, true_bus_bandwidths)
 
 JOB = "grafana-e2e"
 CULPRIT = "1"      # stops in host code before a TP collective (node 0)
@@ -118,14 +124,26 @@ class Watch:
         self.first_culprit = None     # monotonic time of the first hang verdict
         self.alert_fired = None
         self.stragglers = set()       # (rank, cause, comm) of xtimer:straggler
+        self.nonfinite = {}           # (title, refId) -> (labels, value) of a NaN / Inf sample
+        self.bandwidth = {}           # comm -> (rules' true bus bandwidth, daemons'), B/s
         self.t0 = time.monotonic()
 
-    def poll(self):
+    def poll(self, running):
+        """One poll; `running`: the job still makes progress (bandwidth is compared then, while
+        the rules' one-minute window holds only steady steps)."""
         now = time.monotonic()
         for title, ref, expr in self.queries:
-            if (title, ref) not in self.first_data and prometheus_query(self.port, expr):
+            result = prometheus_query(self.port, expr)
+            for labels, v in result:
+                if not math.isfinite(v) and (title, ref) not in self.nonfinite:
+                    self.nonfinite[(title, ref)] = (labels, v)
+                    log("after %.0f s: %s (%s) has %s for %s" % (now - self.t0, title, ref, v,
+                                                                labels))
+            if (title, ref) not in self.first_data and result:
                 self.first_data[(title, ref)] = now - self.t0
                 log("data after %.0f s: %s (%s)" % (now - self.t0, title, ref))
+        if running:
+            self.poll_bandwidth()
         for labels, v in prometheus_query(self.port, 'xtimer:hang_culprit{job="%s"}' % JOB):
             culprit = (labels.get("kind"), labels.get("rank"), labels.get("comm"))
             if culprit not in self.culprits:
@@ -143,6 +161,12 @@ class Watch:
                 self.port, 'ALERTS{alertname="XtimerHangNeverIssued", alertstate="firing", '
                            'job="%s", rank="%s"}' % (JOB, CULPRIT)):
             self.alert_fired = now
+
+    def poll_bandwidth(self):
+        """The latest pair seen of each communicator's true bus bandwidth (rules, daemons):
+        one formula over different windows (the rules' last minute, the gauge's last 256
+        collectives), which agree while the transfer rate is steady, as in this GPU-bound job."""
+        self.bandwidth.update(true_bus_bandwidths(self.port, JOB))
 
     def done(self):
         return len(self.first_data) == len(self.queries) and self.alert_fired is not None
@@ -166,6 +190,15 @@ def check_verdicts(watch, hang_at):
         fail("xtimer:straggler never named rank %s with cause compute: %s" %
              (STRAGGLER, sorted(watch.stragglers)))
     log("stragglers named: %s" % sorted(watch.stragglers))
+
+
+def check_numbers(watch):
+    """No panel showed NaN or Inf; the rules' true bus bandwidth is the daemons'."""
+    if watch.nonfinite:
+        fail("dashboard queries returned NaN or Inf:\n%s" % "\n".join(
+            "  %s (%s): %s for %s" % (t, r, v, labels)
+            for (t, r), (labels, v) in sorted(watch.nonfinite.items())))
+    check_true_bus_bandwidth(watch.bandwidth, JOB)
 
 
 def main(argv):
@@ -194,7 +227,7 @@ def main(argv):
                 if node.proc.poll() is not None:
                     fail("node %d's job ended (%s) before the checks were done:\n%s" %
                          (i, node.proc.returncode, node.output()[-3000:]))
-            watch.poll()
+            watch.poll(running=hang_at is None)
             time.sleep(1)
         missing = [(t, r, e) for t, r, e in queries if (t, r) not in watch.first_data]
         if missing:
@@ -205,10 +238,12 @@ def main(argv):
         if hang_at is None:
             fail("rank %s never reported its hang:\n%s" % (CULPRIT, nodes[0].output()[-3000:]))
         check_verdicts(watch, hang_at)
+        check_numbers(watch)
         bad = [h for h in rules_health(prom_port) if h[1] != "ok"]
         if bad:
             fail("rules that do not evaluate cleanly: %s" % bad)
         log("every rule evaluates without error")
+        check_rules_finite(prom_port, JOB)
     finally:
         for node in nodes:
             node.stop()
