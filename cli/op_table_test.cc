@@ -1,13 +1,17 @@
 #include "cli/op_table.h"
 
+#include "cli/op_diff.h"
+
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <fstream>
 #include <string>
 
 #include "cli/test_job.h"
+#include "format/record.h"
 
 namespace xtimer {
 namespace cli {
@@ -70,7 +74,8 @@ TEST(OpTable, DiffRanksTheSlowedOpFirst) {
   // GEMM: 2 ms -> 2.1 ms, 10 calls per rank.
   EXPECT_NEAR(rows[1].impact_s, 10 * 0.1e-3, 0.05e-3);
   EXPECT_STREQ(rows[1].unit, "TFLOPS");
-  EXPECT_NEAR(rows[1].a.throughput, 2.0 * 4096 * 4096 * 4096 / rows[1].a.median_s / 1e12, 1e-9);
+  EXPECT_NEAR(rows[1].a.throughput, 2.0 * 4096 * 4096 * 4096 / rows[1].a.mean_s / 1e12, 1e-9);
+  EXPECT_NEAR(rows[1].change, 0.05, 0.005);
 }
 
 // A straggler makes its peers wait in every AllReduce; the AllReduce's own time (the transfer) is
@@ -108,6 +113,8 @@ TEST(OpTable, ImpactCountsASlowdownOfSomeInstances) {
   EXPECT_DOUBLE_EQ(rows[0].a.median_s, rows[0].b.median_s);
   EXPECT_NEAR(rows[0].b.mean_s, 1.75e-3, 1e-12);
   EXPECT_NEAR(rows[0].impact_s, 0.75e-3 * 8 / 8, 1e-12);
+  EXPECT_NEAR(rows[0].change, 0.75, 1e-9);  // the mean's change, as the impact
+  EXPECT_NEAR(rows[0].b.p90_s, 4e-3, 1e-12);
 }
 
 TEST(OpTable, OpsInOneDumpOnly) {
@@ -123,6 +130,93 @@ TEST(OpTable, OpsInOneDumpOnly) {
   EXPECT_EQ(rows[0].signature.name, "New");
   EXPECT_NEAR(rows[0].impact_s, 2e-3 * 4 / 2, 1e-12);
   EXPECT_NEAR(rows[1].impact_s, -1e-3 * 2 / 2, 1e-12);
+  EXPECT_TRUE(std::isnan(rows[0].change));
+  EXPECT_TRUE(std::isnan(rows[1].change));
+}
+
+TestJob Pipeline() {
+  TestJob job;
+  job.steps = 10;
+  job.pipeline = true;
+  return job;
+}
+
+// A send and its receive are one transfer, counted once, lasting the transfer only: the first of
+// the pair to arrive waits for the other, and the hook numbers sends and receives per peer with
+// one counter, so a send and its receive carry different seqs.
+TEST(OpTable, SendAndReceiveAreOneTransfer) {
+  TestJob job = Pipeline();
+  job.slow_rank = 5;  // its partner, rank 1, waits in every group
+  std::string error;
+  auto dirs = WriteTestJob(job, TempDir("pipe-transfers"), &error);
+  ASSERT_FALSE(dirs.empty()) << error;
+  OpTable t = Read(dirs);
+  int rows = 0;
+  for (const auto& kv : t.durations) {
+    if (kv.first.kind != static_cast<uint8_t>(format::OpKind::kP2P)) continue;
+    ++rows;
+    EXPECT_EQ(kv.first.name, kTransferName);
+    EXPECT_EQ(kv.first.comm_size, 2);
+    EXPECT_EQ(kv.second.size(), 4u * 2 * 10);  // 4 pairs, 2 transfers a step, 10 steps
+    for (int64_t d : kv.second) EXPECT_EQ(d, job.p2p_ns);
+  }
+  EXPECT_EQ(rows, 1);
+}
+
+// One rank in 8 has 1.5x slower GEMMs in a pipeline: the GEMM comes first with the growth of its
+// mean, the waiting it causes in send/recv and the AllReduce is no one's slowdown, rank 5 alone
+// is named for its own work.
+TEST(OpTable, OneSlowRankInAPipeline) {
+  TestJob a = Pipeline();
+  TestJob b = a;
+  b.slow_rank = 5;
+  b.slow_factor = 1.5;
+  b.noise_seed = 1;
+  std::string error;
+  auto da = WriteTestJob(a, TempDir("pipe-healthy"), &error);
+  auto db = WriteTestJob(b, TempDir("pipe-slow5"), &error);
+  ASSERT_FALSE(db.empty()) << error;
+  const OpTable ta = Read(da), tb = Read(db);
+  std::vector<DiffRow> rows = DiffTables(ta, tb);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].signature.name, "GemmEx");
+  EXPECT_NEAR(rows[0].change, 0.5 / 8, 0.005);  // 1 ms more on 1 call in 8 of 2 ms
+  EXPECT_NEAR(rows[0].impact_s, 10 * 1e-3 / 8, 0.02e-3);
+  for (size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_LT(std::abs(rows[i].change), 0.001) << rows[i].signature.name;
+    EXPECT_LT(std::abs(rows[i].impact_s), 0.01 * rows[0].impact_s) << rows[i].signature.name;
+  }
+  std::vector<RankDiff> ranks = DiffRanks(ta, tb);
+  ASSERT_EQ(ranks.size(), 8u);
+  EXPECT_EQ(ranks[0].rank, 5);
+  EXPECT_TRUE(ranks[0].grew);
+  EXPECT_NEAR(ranks[0].change, 0.5, 0.01);
+  ASSERT_FALSE(ranks[0].ops.empty());
+  EXPECT_EQ(ranks[0].ops[0].signature.name, "GemmEx");
+  EXPECT_NEAR(ranks[0].ops[0].change, 0.5, 0.01);
+  EXPECT_NEAR(ranks[0].growth_s, 10 * 1e-3, 0.05e-3);
+  for (size_t i = 1; i < ranks.size(); ++i) EXPECT_FALSE(ranks[i].grew) << ranks[i].rank;
+}
+
+// The same healthy job twice, with other noise: no row and no rank changes by more than the
+// noise.
+TEST(OpTable, HealthyRunsDifferByNoiseOnly) {
+  TestJob a = Pipeline();
+  TestJob b = a;
+  b.noise_seed = 7;
+  std::string error;
+  auto da = WriteTestJob(a, TempDir("pipe-run1"), &error);
+  auto db = WriteTestJob(b, TempDir("pipe-run2"), &error);
+  ASSERT_FALSE(db.empty()) << error;
+  const OpTable ta = Read(da), tb = Read(db);
+  for (const DiffRow& r : DiffTables(ta, tb)) {
+    EXPECT_LT(std::abs(r.change), 0.01) << r.signature.name;
+    EXPECT_LT(std::abs(r.impact_s), 10 * 0.02e-3) << r.signature.name;  // noise: < 20 us a call
+  }
+  for (const RankDiff& r : DiffRanks(ta, tb)) {
+    EXPECT_FALSE(r.grew) << r.rank;
+    EXPECT_LT(std::abs(r.change), 0.01) << r.rank;
+  }
 }
 
 TEST(OpTable, UnreadableInputsAreReported) {

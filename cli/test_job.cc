@@ -91,7 +91,7 @@ void PipelineExchange(const TestJob& job, int step, std::vector<int64_t>* ready,
     const int64_t end = std::max((*ready)[r0], (*ready)[r1]) + job.p2p_ns;
     const uint64_t seq = 2 * static_cast<uint64_t>(step);  // per peer: two calls a step
     for (int r : {r0, r1}) {
-      const int64_t start = (*ready)[r] + 1000;
+      const int64_t start = (*ready)[r];
       // Stage 0 sends activations and receives gradients; stage 1 sends gradients, receives.
       (*events)[r].push_back(PipeCall(job, r, true, seq + 1, step, start, end));
       (*events)[r].push_back(PipeCall(job, r, false, seq + 2, step, start, end));
