@@ -57,7 +57,7 @@ std::string RankLine(const RankDiff& d) {
     if (n == kOpsPerRank || !(op.impact_s > 0)) break;
     const std::string shape = op.signature.Shape();
     out += std::string(n++ ? "; " : " ") + op.signature.name + (shape.empty() ? "" : " " + shape) +
-           " mean " + Change(op.change, op.a.count);
+           (std::isfinite(op.change) ? " mean " + Change(op.change, op.a.count) : " (new)");
   }
   return out + "\n";
 }

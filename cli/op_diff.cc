@@ -74,8 +74,10 @@ OpStats StatsOf(const OpSignature& s, const OpTable& t) {
 
 double Mean(const RankWork& w) { return w.count ? w.total_ns / w.count * 1e-9 : 0; }
 
-// One signature of one rank; `base` gets what B's calls took at A's speed (or A's time, gone).
-RankOpDiff RankOp(const OpSignature& s, const RankWork& a, const RankWork& b, double* base) {
+// One signature of one rank; `base` gets what B's calls took at A's speed (or A's time, gone,
+// x `scale`, B's window over A's).
+RankOpDiff RankOp(const OpSignature& s, const RankWork& a, const RankWork& b, double scale,
+                  double* base) {
   RankOpDiff d;
   d.signature = s;
   d.a = a;
@@ -87,23 +89,32 @@ RankOpDiff RankOp(const OpSignature& s, const RankWork& a, const RankWork& b, do
   } else if (b.count) {
     d.impact_s = b.total_ns * 1e-9;
   } else {
-    d.impact_s = -a.total_ns * 1e-9;
-    *base += a.total_ns * 1e-9;
+    d.impact_s = -a.total_ns * 1e-9 * scale;
+    *base += a.total_ns * 1e-9 * scale;
   }
   return d;
 }
 
-RankDiff DiffRank(int32_t rank, const std::map<OpSignature, RankWork>& a,
-                  const std::map<OpSignature, RankWork>& b) {
+uint64_t CommCalls(const OpTable& t, int32_t rank) {
+  auto it = t.comm_calls.find(rank);
+  return it == t.comm_calls.end() ? 0 : it->second;
+}
+
+RankDiff DiffRank(int32_t rank, const OpTable& ta, const OpTable& tb) {
+  const std::map<OpSignature, RankWork>& a = ta.own.at(rank);
+  const std::map<OpSignature, RankWork>& b = tb.own.at(rank);
+  const uint64_t calls_a = CommCalls(ta, rank), calls_b = CommCalls(tb, rank);
+  const double scale = calls_a && calls_b ? static_cast<double>(calls_b) / calls_a : 1.0;
   RankDiff r;
   r.rank = rank;
   double base = 0;
   for (const auto& kv : a) {
     auto it = b.find(kv.first);
-    r.ops.push_back(RankOp(kv.first, kv.second, it == b.end() ? RankWork{} : it->second, &base));
+    r.ops.push_back(
+        RankOp(kv.first, kv.second, it == b.end() ? RankWork{} : it->second, scale, &base));
   }
   for (const auto& kv : b) {
-    if (!a.count(kv.first)) r.ops.push_back(RankOp(kv.first, RankWork{}, kv.second, &base));
+    if (!a.count(kv.first)) r.ops.push_back(RankOp(kv.first, RankWork{}, kv.second, scale, &base));
   }
   for (const RankOpDiff& d : r.ops) r.growth_s += d.impact_s;
   r.change = base > 0 ? r.growth_s / base : 0;
@@ -145,7 +156,7 @@ std::vector<RankDiff> DiffRanks(const OpTable& a, const OpTable& b) {
   std::vector<RankDiff> ranks;
   for (const auto& kv : a.own) {
     auto it = b.own.find(kv.first);
-    if (it != b.own.end()) ranks.push_back(DiffRank(kv.first, kv.second, it->second));
+    if (it != b.own.end()) ranks.push_back(DiffRank(kv.first, a, b));
   }
   std::stable_sort(ranks.begin(), ranks.end(),
                    [](const RankDiff& x, const RankDiff& y) { return x.change > y.change; });

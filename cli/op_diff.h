@@ -42,14 +42,17 @@ std::vector<DiffRow> DiffTables(const OpTable& a, const OpTable& b);
 struct RankOpDiff {
   OpSignature signature;
   RankWork a, b;
-  double change = 0;    // mean_b / mean_a - 1; NaN when in one dump only
-  double impact_s = 0;  // (mean_b - mean_a) x count_b; only in B: its time; only in A: minus it
+  double change = 0;  // mean_b / mean_a - 1; NaN when in one dump only
+  // (mean_b - mean_a) x count_b; only in B: its time; only in A: minus its time scaled to B's
+  // window (x the rank's communication calls in B / in A: a GEMM whose shape changed is gone
+  // and new, over windows of different lengths).
+  double impact_s = 0;
 };
 
 struct RankDiff {
   int32_t rank = -1;
-  // Sum of the ops' impact over what B's calls took at A's speed (plus the time of ops gone):
-  // how much longer the rank's own work took.
+  // Sum of the ops' impact over what B's calls took at A's speed (plus the scaled time of ops
+  // gone): how much longer the rank's own work took.
   double change = 0;
   double growth_s = 0;  // the sum of the ops' impact
   bool grew = false;    // change >= kRankGrowthFloor

@@ -57,6 +57,7 @@ struct FileP2P {
 struct FileOps {
   int32_t rank = -1;
   uint64_t events = 0;
+  uint64_t comm_calls = 0;
   Durations durations;  // everything but matched communication
   std::map<OpSignature, RankWork> own;
   Instances collectives;
@@ -111,6 +112,7 @@ void Classify(const std::vector<EventRecord>& kept, const timeline::Metadata& m,
     f->p2p.ops.push_back(op);
     f->p2p.calls.emplace_back(SignatureOf(kept[i], m, sizes), kept[i].duration_ns);
     matched[i] = true;
+    ++f->comm_calls;
   }
   for (size_t i = 0; i < kept.size(); ++i) {
     const EventRecord& e = kept[i];
@@ -118,12 +120,14 @@ void Classify(const std::vector<EventRecord>& kept, const timeline::Metadata& m,
     const OpSignature s = SignatureOf(e, m, sizes);
     if (e.kind == static_cast<uint8_t>(OpKind::kCollective) && e.comm_id != 0) {
       AddCalls(s, e.duration_ns, 1, &f->collectives[{e.comm_id, e.seq}]);
+      ++f->comm_calls;
       f->ends.push_back({{e.comm_id, e.seq}, e.gpu_start_ns + e.duration_ns});
       continue;
     }
     f->durations[s].push_back(e.duration_ns);
     if (e.kind == static_cast<uint8_t>(OpKind::kCollective) ||
         e.kind == static_cast<uint8_t>(OpKind::kP2P)) {
+      ++f->comm_calls;
       continue;  // communication is its members' together, not one rank's own work
     }
     RankWork& w = f->own[s];
@@ -165,6 +169,7 @@ void Merge(FileOps* f, OpTable* table, Instances* collectives,
     all.insert(all.end(), kv.second.begin(), kv.second.end());
   }
   if (f->rank >= 0) {
+    table->comm_calls[f->rank] += f->comm_calls;
     for (const auto& kv : f->own) {
       RankWork& w = table->own[f->rank][kv.first];
       w.count += kv.second.count;

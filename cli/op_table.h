@@ -49,6 +49,9 @@ struct OpTable {
   // By global rank: each rank's own work, its computation, copies and kernels (not
   // communication, which its members share, nor host synchronisation, which is waiting).
   std::map<int32_t, std::map<OpSignature, RankWork>> own;
+  // By global rank: its collective and send/recv calls, the measure of how much of the job its
+  // files hold (the same program issues as many per step in A and B).
+  std::map<int32_t, uint64_t> comm_calls;
   std::vector<std::string> problems;  // "path: why" for inputs or files (partly) unreadable
 };
 

@@ -219,6 +219,30 @@ TEST(OpTable, HealthyRunsDifferByNoiseOnly) {
   }
 }
 
+// A rank whose GEMMs do 1.3x the work through a larger k: its old shape is gone, the new one
+// new, and B is twice as long as A. Its own work grew by 30%, measured over equal windows (its
+// communication calls).
+TEST(OpTable, RankWorkOfAChangedShapeOverAnotherWindow) {
+  OpTable a, b;
+  OpSignature old_shape, new_shape;
+  old_shape.name = new_shape.name = "GemmEx";
+  old_shape.k = 1000;
+  new_shape.k = 1300;
+  a.own[1][old_shape] = {10, 10 * 2e6};
+  a.comm_calls[1] = 30;
+  b.own[1][new_shape] = {20, 20 * 2.6e6};
+  b.comm_calls[1] = 60;
+  std::vector<RankDiff> ranks = DiffRanks(a, b);
+  ASSERT_EQ(ranks.size(), 1u);
+  EXPECT_EQ(ranks[0].rank, 1);
+  EXPECT_NEAR(ranks[0].change, 0.3, 1e-9);
+  EXPECT_NEAR(ranks[0].growth_s, 20 * 2.6e-3 - 20 * 2e-3, 1e-12);
+  EXPECT_TRUE(ranks[0].grew);
+  ASSERT_EQ(ranks[0].ops.size(), 2u);
+  EXPECT_EQ(ranks[0].ops[0].signature.k, 1300);
+  EXPECT_TRUE(std::isnan(ranks[0].ops[0].change));
+}
+
 TEST(OpTable, UnreadableInputsAreReported) {
   const std::string dir = TempDir("corrupt");
   mkdir(dir.c_str(), 0755);
