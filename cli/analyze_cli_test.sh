@@ -83,7 +83,9 @@ assert ops[0]["impact_s_per_rank"] > ops[1]["impact_s_per_rank"] > 0, ops
 assert ops[0]["b"]["median_s"] > ops[0]["a"]["median_s"], ops[0]
 assert abs(ops[0]["change"] - 1.0) < 0.01, ops[0]  # the mean's change: the transfer took 2x
 assert r["a"]["ranks"] == 8 and r["b"]["ranks"] == 8, r
-assert all(k["grew"] for k in r["ranks"]) and len(r["ranks"]) == 8, r["ranks"]  # GEMMs +5% on all
+# GEMMs +5% on all: every rank's own work grew alike, none stands out
+assert len(r["ranks"]) == 8 and not any(k["grew"] for k in r["ranks"]), r["ranks"]
+assert abs(r["rank_median_change"] - 0.05) < 0.005, r
 PY
 # diff: one slow rank in a pipeline: its GEMM first with the mean's growth, rank 5 named, the
 # send/recv waiting is nobody's slowdown.

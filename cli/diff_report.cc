@@ -10,7 +10,9 @@ namespace xtimer {
 namespace cli {
 namespace {
 
-constexpr size_t kOpsPerRank = 3;  // a grown rank's ops named in the text
+// A grown rank's ops named in the text: up to 3, each with at least a tenth of its growth.
+constexpr size_t kOpsPerRank = 3;
+constexpr double kOpShareOfGrowth = 0.1;
 
 std::string Format(const char* f, double v) {
   char b[64];
@@ -55,6 +57,7 @@ std::string RankLine(const RankDiff& d) {
   size_t n = 0;
   for (const RankOpDiff& op : d.ops) {
     if (n == kOpsPerRank || !(op.impact_s > 0)) break;
+    if (op.impact_s < kOpShareOfGrowth * d.growth_s) continue;
     const std::string shape = op.signature.Shape();
     out += std::string(n++ ? "; " : " ") + op.signature.name + (shape.empty() ? "" : " " + shape) +
            (std::isfinite(op.change) ? " mean " + Change(op.change, op.a.count) : " (new)");
@@ -62,19 +65,22 @@ std::string RankLine(const RankDiff& d) {
   return out + "\n";
 }
 
-std::string RanksText(const std::vector<RankDiff>& ranks) {
+std::string RanksText(const RankDiffs& ranks) {
   std::string out;
   size_t grew = 0;
-  for (const RankDiff& d : ranks) {
+  for (const RankDiff& d : ranks.ranks) {
     if (d.grew) out += RankLine(d), ++grew;
   }
   const std::string floor = Format("%.0f%%", kRankGrowthFloor * 100);
+  const std::string which = "own work (computation, copies, kernels) grew by " + floor +
+                            " or more, " + floor + " more than the median rank's (" +
+                            Format("%+.1f%%", ranks.median_change * 100) + ")";
   if (grew == 0) {
-    return "\nNo rank's own work (computation, copies, kernels) grew by " + floor + " or more (" +
-           std::to_string(ranks.size()) + " ranks compared).\n";
+    return "\nNo rank whose " + which + "; " + std::to_string(ranks.ranks.size()) +
+           " ranks compared.\n";
   }
-  return "\nRanks whose own work (computation, copies, kernels) grew by " + floor + " or more (" +
-         std::to_string(grew) + " of " + std::to_string(ranks.size()) + "):\n" + out;
+  return "\nRanks whose " + which + ": " + std::to_string(grew) + " of " +
+         std::to_string(ranks.ranks.size()) + "\n" + out;
 }
 
 std::string StatsJson(const OpStats& s) {
@@ -134,7 +140,8 @@ std::string DiffText(const DiffReport& r) {
 
 std::string DiffJson(const DiffReport& r) {
   std::string out = "{\"a\": " + TableJson(*r.a) + ", \"b\": " + TableJson(*r.b) +
-                    ", \"rank_growth_floor\": " + Num(kRankGrowthFloor) + ", \"ops\": [";
+                    ", \"rank_growth_floor\": " + Num(kRankGrowthFloor) +
+                    ", \"rank_median_change\": " + Num(r.ranks.median_change) + ", \"ops\": [";
   for (size_t i = 0; i < r.rows.size() && i < r.top; ++i) {
     const DiffRow& row = r.rows[i];
     out += i ? ",\n  " : "\n  ";
@@ -144,8 +151,8 @@ std::string DiffJson(const DiffReport& r) {
            "}";
   }
   out += "\n], \"ranks\": [";
-  for (size_t i = 0; i < r.ranks.size(); ++i) {
-    out += (i ? ",\n  " : "\n  ") + RankJson(r.ranks[i]);
+  for (size_t i = 0; i < r.ranks.ranks.size(); ++i) {
+    out += (i ? ",\n  " : "\n  ") + RankJson(r.ranks.ranks[i]);
   }
   return out + "\n]}\n";
 }

@@ -118,7 +118,6 @@ RankDiff DiffRank(int32_t rank, const OpTable& ta, const OpTable& tb) {
   }
   for (const RankOpDiff& d : r.ops) r.growth_s += d.impact_s;
   r.change = base > 0 ? r.growth_s / base : 0;
-  r.grew = r.change >= kRankGrowthFloor;
   std::stable_sort(r.ops.begin(), r.ops.end(), [](const RankOpDiff& x, const RankOpDiff& y) {
     return x.impact_s > y.impact_s;
   });
@@ -152,15 +151,25 @@ std::vector<DiffRow> DiffTables(const OpTable& a, const OpTable& b) {
   return rows;
 }
 
-std::vector<RankDiff> DiffRanks(const OpTable& a, const OpTable& b) {
-  std::vector<RankDiff> ranks;
+RankDiffs DiffRanks(const OpTable& a, const OpTable& b) {
+  RankDiffs out;
+  std::vector<double> changes;
   for (const auto& kv : a.own) {
-    auto it = b.own.find(kv.first);
-    if (it != b.own.end()) ranks.push_back(DiffRank(kv.first, a, b));
+    if (!b.own.count(kv.first)) continue;
+    out.ranks.push_back(DiffRank(kv.first, a, b));
+    changes.push_back(out.ranks.back().change);
   }
-  std::stable_sort(ranks.begin(), ranks.end(),
+  if (!changes.empty()) {
+    const size_t mid = changes.size() / 2;
+    std::sort(changes.begin(), changes.end());
+    out.median_change = changes.size() % 2 ? changes[mid] : (changes[mid - 1] + changes[mid]) / 2;
+  }
+  for (RankDiff& r : out.ranks) {
+    r.grew = r.change >= kRankGrowthFloor && r.change - out.median_change >= kRankGrowthFloor;
+  }
+  std::stable_sort(out.ranks.begin(), out.ranks.end(),
                    [](const RankDiff& x, const RankDiff& y) { return x.change > y.change; });
-  return ranks;
+  return out;
 }
 
 }  // namespace cli

@@ -12,7 +12,9 @@ namespace xtimer {
 namespace cli {
 
 // A rank's own work "grew" when it takes at least this much longer in B than the same calls took
-// it in A (2%: more than a healthy run's noise, less than one slowed op among a handful).
+// it in A, and this much more than the median rank's grew: the rank stands out (one-off ops such
+// as start-up memsets move every rank's own work by a few percent between two runs; a slowdown
+// of every rank is the op table's to show, not a rank's).
 constexpr double kRankGrowthFloor = 0.02;
 
 struct OpStats {
@@ -55,12 +57,16 @@ struct RankDiff {
   // gone): how much longer the rank's own work took.
   double change = 0;
   double growth_s = 0;  // the sum of the ops' impact
-  bool grew = false;    // change >= kRankGrowthFloor
+  bool grew = false;  // change >= floor and change - the median rank's change >= floor
   std::vector<RankOpDiff> ops;  // the largest impact first
 };
 
-// Every rank with own work in both tables, the largest change first.
-std::vector<RankDiff> DiffRanks(const OpTable& a, const OpTable& b);
+struct RankDiffs {
+  double median_change = 0;  // the median over `ranks` of their change
+  std::vector<RankDiff> ranks;  // every rank with own work in both tables, the largest change first
+};
+
+RankDiffs DiffRanks(const OpTable& a, const OpTable& b);
 
 }  // namespace cli
 }  // namespace xtimer

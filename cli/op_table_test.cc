@@ -186,7 +186,7 @@ TEST(OpTable, OneSlowRankInAPipeline) {
     EXPECT_LT(std::abs(rows[i].change), 0.001) << rows[i].signature.name;
     EXPECT_LT(std::abs(rows[i].impact_s), 0.01 * rows[0].impact_s) << rows[i].signature.name;
   }
-  std::vector<RankDiff> ranks = DiffRanks(ta, tb);
+  std::vector<RankDiff> ranks = DiffRanks(ta, tb).ranks;
   ASSERT_EQ(ranks.size(), 8u);
   EXPECT_EQ(ranks[0].rank, 5);
   EXPECT_TRUE(ranks[0].grew);
@@ -213,7 +213,7 @@ TEST(OpTable, HealthyRunsDifferByNoiseOnly) {
     EXPECT_LT(std::abs(r.change), 0.01) << r.signature.name;
     EXPECT_LT(std::abs(r.impact_s), 10 * 0.02e-3) << r.signature.name;  // noise: < 20 us a call
   }
-  for (const RankDiff& r : DiffRanks(ta, tb)) {
+  for (const RankDiff& r : DiffRanks(ta, tb).ranks) {
     EXPECT_FALSE(r.grew) << r.rank;
     EXPECT_LT(std::abs(r.change), 0.01) << r.rank;
   }
@@ -232,15 +232,40 @@ TEST(OpTable, RankWorkOfAChangedShapeOverAnotherWindow) {
   a.comm_calls[1] = 30;
   b.own[1][new_shape] = {20, 20 * 2.6e6};
   b.comm_calls[1] = 60;
-  std::vector<RankDiff> ranks = DiffRanks(a, b);
-  ASSERT_EQ(ranks.size(), 1u);
+  a.own[2][old_shape] = {10, 10 * 2e6};  // and an unchanged rank
+  a.comm_calls[2] = 30;
+  b.own[2][old_shape] = {20, 20 * 2e6};
+  b.comm_calls[2] = 60;
+  std::vector<RankDiff> ranks = DiffRanks(a, b).ranks;
+  ASSERT_EQ(ranks.size(), 2u);
   EXPECT_EQ(ranks[0].rank, 1);
   EXPECT_NEAR(ranks[0].change, 0.3, 1e-9);
   EXPECT_NEAR(ranks[0].growth_s, 20 * 2.6e-3 - 20 * 2e-3, 1e-12);
   EXPECT_TRUE(ranks[0].grew);
+  EXPECT_FALSE(ranks[1].grew);
   ASSERT_EQ(ranks[0].ops.size(), 2u);
   EXPECT_EQ(ranks[0].ops[0].signature.k, 1300);
   EXPECT_TRUE(std::isnan(ranks[0].ops[0].change));
+}
+
+// Every rank's own work grows alike (one-off start-up ops, a slower GPU for all): no rank stands
+// out, none is named; the op table shows the slowdown.
+TEST(OpTable, AGrowthOfEveryRankNamesNone) {
+  TestJob a;
+  a.steps = 10;
+  TestJob b = a;
+  b.gemm_factor = 1.05;
+  std::string error;
+  auto da = WriteTestJob(a, TempDir("all-a"), &error);
+  auto db = WriteTestJob(b, TempDir("all-b"), &error);
+  ASSERT_FALSE(db.empty()) << error;
+  const RankDiffs ranks = DiffRanks(Read(da), Read(db));
+  EXPECT_NEAR(ranks.median_change, 0.05, 0.005);
+  ASSERT_EQ(ranks.ranks.size(), 8u);
+  for (const RankDiff& r : ranks.ranks) {
+    EXPECT_NEAR(r.change, 0.05, 0.005) << r.rank;
+    EXPECT_FALSE(r.grew) << r.rank;
+  }
 }
 
 TEST(OpTable, UnreadableInputsAreReported) {

@@ -18,7 +18,9 @@ mismatch_op mismatch_count exited stuck):
                   idle past the pipeline bubble: the rules name rank 2 alone, cause host, live;
                   offline, first straggler rank 2, cause host.
   link            XTIMER_SIM_SLOW_NIC slows rank 4's network between the nodes: a link finding
-                  on its cross-node (pipeline) communicator, nobody blamed for compute; `xtimer diff` of the healthy and this run ranks the slowed ops first.
+                  on its cross-node (pipeline) communicator, nobody blamed for compute; `xtimer
+                  diff` of the healthy and this run: the first communication row is a
+                  cross-node op, +75% (one communicator of 4 at 4x), no rank named.
   never_issued    rank 5 stops in host code before a collective: within 30 s the daemon metric
                   xtimer_hang_culprit, HangCheck and the rules' xtimer:hang_culprit name rank 5
                   (never_issued); `xtimer analyze` of both nodes' automatic dumps says the same.
@@ -421,16 +423,18 @@ def diff(cluster, a_dirs, b_dirs, what):
 
 def check_diff(cluster, a_dirs, b_dirs):
     report = diff(cluster, a_dirs, b_dirs, "slow link")
-    top = report["ops"][0]
-    # Only traffic between the nodes is slowed: the pipeline's send/recv (one row per transfer)
-    # and the embedding all-reduce (diag_job's --pp-count default, 131072 bf16 elements, over 2
-    # ranks).
+    # The first communication row (start-up memsets, timed by the simulator on a loaded machine,
+    # can differ by more between two runs than the link costs a 100-step run). Only traffic
+    # between the nodes is slowed: the pipeline's send/recv (one row per transfer) and the
+    # embedding all-reduce (diag_job's --pp-count default, 131072 bf16 elements, over 2 ranks),
+    # 4x on rank 4's communicator {0, 4}, one of the 4 of that signature: the mean +75%.
+    top = [o for o in report["ops"] if o["kind"] in ("collective", "p2p")][0]
     slowed = top["op"] == "Send/Recv" or (
         top["op"] == "AllReduce" and top["bytes"] == 131072 * 2 and top["comm_size"] == 2)
     if not slowed:
-        fail("xtimer diff: the first row is not an op between the nodes: %s" % top)
-    if top["change"] is None or top["change"] <= 0:
-        fail("xtimer diff: the slowed op's change is not a growth: %s" % top)
+        fail("xtimer diff: the first communication row is not an op between the nodes: %s" % top)
+    if top["change"] is None or not 0.5 < top["change"] < 1.0:
+        fail("xtimer diff: the slowed op's change is not about +75%%: %s" % top)
     grew = [r["rank"] for r in report["ranks"] if r["grew"]]
     if grew:
         fail("xtimer diff: a slow link named ranks whose own work grew: %s" % grew)
