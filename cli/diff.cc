@@ -31,8 +31,8 @@ minus its time in A. Waiting is left out: a collective's duration is its transfe
 duration among its calls (the last to arrive waits for nobody); a send and its receive are one
 transfer (row "Send/Recv"), counted once, lasting the shorter of the two. Host synchronisations
 are left out. Who: each rank's own work (computation, copies, kernels) in A and B; the ranks
-whose own work grew by 2% or more, and 2% more than the median rank's, are named with the ops
-that grew.
+whose own work grew beyond the other ranks' by 2% or more (ops whose change stands out from the
+median rank's, or new on few ranks) are named with those ops.
 
 options:
   --json            print JSON: {"a": {...}, "b": {...}, "ops": [...], "ranks": [...]}

@@ -49,38 +49,41 @@ std::string Row(const DiffRow& r) {
   return line;
 }
 
-// "rank 5: own work +50.0% (+10.000 ms): GemmEx 4096x4096x4096 mean +50.0%"
+// "rank 5: own work +49.7% beyond the other ranks' (+9.988 ms): GemmEx 4096x4096x4096 mean
+// +49.7% (median rank +0.0%)"
 std::string RankLine(const RankDiff& d) {
   std::string out = "  rank " + std::to_string(d.rank) + ": own work " +
-                    Format("%+.1f%%", d.change * 100) + " (" + Format("%+.3f", d.growth_s * 1e3) +
-                    " ms):";
+                    Format("%+.1f%%", d.change * 100) + " beyond the other ranks' (" +
+                    Format("%+.3f", d.excess_s * 1e3) + " ms):";
   size_t n = 0;
   for (const RankOpDiff& op : d.ops) {
-    if (n == kOpsPerRank || !(op.impact_s > 0)) break;
-    if (op.impact_s < kOpShareOfGrowth * d.growth_s) continue;
+    if (n == kOpsPerRank || !(op.excess_s >= kOpShareOfGrowth * d.excess_s)) break;
     const std::string shape = op.signature.Shape();
-    out += std::string(n++ ? "; " : " ") + op.signature.name + (shape.empty() ? "" : " " + shape) +
-           (std::isfinite(op.change) ? " mean " + Change(op.change, op.a.count) : " (new)");
+    out += std::string(n++ ? "; " : " ") + op.signature.name + (shape.empty() ? "" : " " + shape);
+    if (std::isfinite(op.change)) {
+      out += " mean " + Change(op.change, op.a.count) + " (median rank " +
+             Format("%+.1f%%", op.median_change * 100) + ")";
+    } else {
+      out += op.b.count ? " (new)" : " (gone)";
+    }
   }
   return out + "\n";
 }
 
-std::string RanksText(const RankDiffs& ranks) {
+std::string RanksText(const std::vector<RankDiff>& ranks) {
   std::string out;
   size_t grew = 0;
-  for (const RankDiff& d : ranks.ranks) {
+  for (const RankDiff& d : ranks) {
     if (d.grew) out += RankLine(d), ++grew;
   }
-  const std::string floor = Format("%.0f%%", kRankGrowthFloor * 100);
-  const std::string which = "own work (computation, copies, kernels) grew by " + floor +
-                            " or more, " + floor + " more than the median rank's (" +
-                            Format("%+.1f%%", ranks.median_change * 100) + ")";
+  const std::string which = "own work (computation, copies, kernels) grew beyond the other "
+                            "ranks' by " + Format("%.0f%%", kRankGrowthFloor * 100) + " or more";
   if (grew == 0) {
-    return "\nNo rank whose " + which + "; " + std::to_string(ranks.ranks.size()) +
-           " ranks compared.\n";
+    return "\nNo rank whose " + which + " (" + std::to_string(ranks.size()) +
+           " ranks compared).\n";
   }
   return "\nRanks whose " + which + ": " + std::to_string(grew) + " of " +
-         std::to_string(ranks.ranks.size()) + "\n" + out;
+         std::to_string(ranks.size()) + "\n" + out;
 }
 
 std::string StatsJson(const OpStats& s) {
@@ -106,13 +109,14 @@ std::string WorkJson(const RankWork& w) {
 
 std::string RankJson(const RankDiff& d) {
   std::string out = "{\"rank\": " + std::to_string(d.rank) + ", \"change\": " + Num(d.change) +
-                    ", \"growth_s\": " + Num(d.growth_s) +
+                    ", \"excess_s\": " + Num(d.excess_s) + ", \"growth_s\": " + Num(d.growth_s) +
                     ", \"grew\": " + (d.grew ? "true" : "false") + ", \"ops\": [";
   for (size_t i = 0; i < d.ops.size(); ++i) {
     const RankOpDiff& op = d.ops[i];
     out += std::string(i ? ", " : "") + "{" + SignatureJson(op.signature) +
            ", \"a\": " + WorkJson(op.a) + ", \"b\": " + WorkJson(op.b) +
-           ", \"change\": " + Num(op.change) + ", \"impact_s\": " + Num(op.impact_s) + "}";
+           ", \"change\": " + Num(op.change) + ", \"median_change\": " + Num(op.median_change) +
+           ", \"impact_s\": " + Num(op.impact_s) + ", \"excess_s\": " + Num(op.excess_s) + "}";
   }
   return out + "]}";
 }
@@ -140,8 +144,7 @@ std::string DiffText(const DiffReport& r) {
 
 std::string DiffJson(const DiffReport& r) {
   std::string out = "{\"a\": " + TableJson(*r.a) + ", \"b\": " + TableJson(*r.b) +
-                    ", \"rank_growth_floor\": " + Num(kRankGrowthFloor) +
-                    ", \"rank_median_change\": " + Num(r.ranks.median_change) + ", \"ops\": [";
+                    ", \"rank_growth_floor\": " + Num(kRankGrowthFloor) + ", \"ops\": [";
   for (size_t i = 0; i < r.rows.size() && i < r.top; ++i) {
     const DiffRow& row = r.rows[i];
     out += i ? ",\n  " : "\n  ";
@@ -151,8 +154,8 @@ std::string DiffJson(const DiffReport& r) {
            "}";
   }
   out += "\n], \"ranks\": [";
-  for (size_t i = 0; i < r.ranks.ranks.size(); ++i) {
-    out += (i ? ",\n  " : "\n  ") + RankJson(r.ranks.ranks[i]);
+  for (size_t i = 0; i < r.ranks.size(); ++i) {
+    out += (i ? ",\n  " : "\n  ") + RankJson(r.ranks[i]);
   }
   return out + "\n]}\n";
 }

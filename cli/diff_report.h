@@ -17,7 +17,7 @@ struct DiffReport {
   const OpTable* a = nullptr;
   const OpTable* b = nullptr;
   std::vector<DiffRow> rows;
-  RankDiffs ranks;
+  std::vector<RankDiff> ranks;
   size_t top = static_cast<size_t>(-1);  // rows printed
 };
 

@@ -100,28 +100,84 @@ uint64_t CommCalls(const OpTable& t, int32_t rank) {
   return it == t.comm_calls.end() ? 0 : it->second;
 }
 
-RankDiff DiffRank(int32_t rank, const OpTable& ta, const OpTable& tb) {
+// One rank's ops with their impact; `base` is what its calls in B took at A's speed.
+RankDiff DiffRank(int32_t rank, const OpTable& ta, const OpTable& tb, double* base) {
   const std::map<OpSignature, RankWork>& a = ta.own.at(rank);
   const std::map<OpSignature, RankWork>& b = tb.own.at(rank);
   const uint64_t calls_a = CommCalls(ta, rank), calls_b = CommCalls(tb, rank);
   const double scale = calls_a && calls_b ? static_cast<double>(calls_b) / calls_a : 1.0;
   RankDiff r;
   r.rank = rank;
-  double base = 0;
+  *base = 0;
   for (const auto& kv : a) {
     auto it = b.find(kv.first);
     r.ops.push_back(
-        RankOp(kv.first, kv.second, it == b.end() ? RankWork{} : it->second, scale, &base));
+        RankOp(kv.first, kv.second, it == b.end() ? RankWork{} : it->second, scale, base));
   }
   for (const auto& kv : b) {
-    if (!a.count(kv.first)) r.ops.push_back(RankOp(kv.first, RankWork{}, kv.second, scale, &base));
+    if (!a.count(kv.first)) r.ops.push_back(RankOp(kv.first, RankWork{}, kv.second, scale, base));
   }
   for (const RankOpDiff& d : r.ops) r.growth_s += d.impact_s;
-  r.change = base > 0 ? r.growth_s / base : 0;
-  std::stable_sort(r.ops.begin(), r.ops.end(), [](const RankOpDiff& x, const RankOpDiff& y) {
-    return x.impact_s > y.impact_s;
-  });
   return r;
+}
+
+// Across ranks, per signature: the changes of the ranks with it in both, and how many ranks
+// have it in one dump only.
+struct AcrossRanks {
+  std::vector<double> changes;
+  size_t one_side = 0;
+  double median = kNaN, threshold = kNaN;  // the change above which a rank stands out
+};
+
+double MedianOf(std::vector<double> v) {
+  if (v.empty()) return kNaN;
+  std::sort(v.begin(), v.end());
+  const size_t mid = v.size() / 2;
+  return v.size() % 2 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
+}
+
+std::map<OpSignature, AcrossRanks> Across(const std::vector<RankDiff>& ranks) {
+  std::map<OpSignature, AcrossRanks> across;
+  for (const RankDiff& r : ranks) {
+    for (const RankOpDiff& d : r.ops) {
+      AcrossRanks& x = across[d.signature];
+      if (std::isfinite(d.change)) {
+        x.changes.push_back(d.change);
+      } else {
+        ++x.one_side;
+      }
+    }
+  }
+  for (auto& kv : across) {
+    AcrossRanks& x = kv.second;
+    x.median = MedianOf(x.changes);
+    std::vector<double> dev;
+    for (double c : x.changes) dev.push_back(std::abs(c - x.median));
+    const double sigma = dev.empty() ? 0 : 1.4826 * MedianOf(dev);
+    x.threshold = x.median + std::max(kRankGrowthFloor, kOutlierSigmas * sigma);
+  }
+  return across;
+}
+
+void SetExcess(const std::map<OpSignature, AcrossRanks>& across, size_t ranks, double base,
+               RankDiff* r) {
+  for (RankOpDiff& d : r->ops) {
+    const AcrossRanks& x = across.at(d.signature);
+    d.median_change = x.median;
+    if (std::isfinite(d.change)) {
+      if (d.change >= x.threshold && std::min(d.a.count, d.b.count) >= kMinCallsPerRank) {
+        d.excess_s = (d.change - x.median) * Mean(d.a) * d.b.count;
+      }
+    } else if (2 * x.one_side <= ranks) {
+      d.excess_s = d.impact_s;  // new or gone on this rank, not on most
+    }
+    r->excess_s += d.excess_s;
+  }
+  r->change = base > 0 ? r->excess_s / base : 0;
+  r->grew = r->change >= kRankGrowthFloor;
+  std::stable_sort(r->ops.begin(), r->ops.end(), [](const RankOpDiff& x, const RankOpDiff& y) {
+    return x.excess_s != y.excess_s ? x.excess_s > y.excess_s : x.impact_s > y.impact_s;
+  });
 }
 
 }  // namespace
@@ -151,25 +207,19 @@ std::vector<DiffRow> DiffTables(const OpTable& a, const OpTable& b) {
   return rows;
 }
 
-RankDiffs DiffRanks(const OpTable& a, const OpTable& b) {
-  RankDiffs out;
-  std::vector<double> changes;
+std::vector<RankDiff> DiffRanks(const OpTable& a, const OpTable& b) {
+  std::vector<RankDiff> ranks;
+  std::vector<double> bases;
   for (const auto& kv : a.own) {
     if (!b.own.count(kv.first)) continue;
-    out.ranks.push_back(DiffRank(kv.first, a, b));
-    changes.push_back(out.ranks.back().change);
+    bases.push_back(0);
+    ranks.push_back(DiffRank(kv.first, a, b, &bases.back()));
   }
-  if (!changes.empty()) {
-    const size_t mid = changes.size() / 2;
-    std::sort(changes.begin(), changes.end());
-    out.median_change = changes.size() % 2 ? changes[mid] : (changes[mid - 1] + changes[mid]) / 2;
-  }
-  for (RankDiff& r : out.ranks) {
-    r.grew = r.change >= kRankGrowthFloor && r.change - out.median_change >= kRankGrowthFloor;
-  }
-  std::stable_sort(out.ranks.begin(), out.ranks.end(),
+  const std::map<OpSignature, AcrossRanks> across = Across(ranks);
+  for (size_t i = 0; i < ranks.size(); ++i) SetExcess(across, ranks.size(), bases[i], &ranks[i]);
+  std::stable_sort(ranks.begin(), ranks.end(),
                    [](const RankDiff& x, const RankDiff& y) { return x.change > y.change; });
-  return out;
+  return ranks;
 }
 
 }  // namespace cli

@@ -11,11 +11,15 @@
 namespace xtimer {
 namespace cli {
 
-// A rank's own work "grew" when it takes at least this much longer in B than the same calls took
-// it in A, and this much more than the median rank's grew: the rank stands out (one-off ops such
-// as start-up memsets move every rank's own work by a few percent between two runs; a slowdown
-// of every rank is the op table's to show, not a rank's).
+// A rank is named when its own work grew beyond the other ranks' by at least this share
+// (docs/analyze-cli.md#xtimer-diff-a-b).
 constexpr double kRankGrowthFloor = 0.02;
+// An op's change on a rank stands out when it exceeds the median rank's change by more than this
+// many robust standard deviations (1.4826 x the median absolute deviation) of the ranks' changes.
+constexpr double kOutlierSigmas = 3.0;
+// ... and the rank made at least this many calls of it in each dump: one start-up call is one
+// sample, whose noise cannot be told from a slowdown.
+constexpr uint64_t kMinCallsPerRank = 5;
 
 struct OpStats {
   uint64_t count = 0;
@@ -45,28 +49,30 @@ struct RankOpDiff {
   OpSignature signature;
   RankWork a, b;
   double change = 0;  // mean_b / mean_a - 1; NaN when in one dump only
+  double median_change = 0;  // the median over the ranks with this op in both; NaN if none
   // (mean_b - mean_a) x count_b; only in B: its time; only in A: minus its time scaled to B's
   // window (x the rank's communication calls in B / in A: a GEMM whose shape changed is gone
   // and new, over windows of different lengths).
   double impact_s = 0;
+  // The part of the impact that is this rank's alone: (change - median_change) x mean_a x
+  // count_b when the change stands out (>= kRankGrowthFloor and kOutlierSigmas above the
+  // median, kMinCallsPerRank calls in each dump); an op new or gone on at most half the ranks, its whole impact; else 0.
+  double excess_s = 0;
 };
 
 struct RankDiff {
   int32_t rank = -1;
-  // Sum of the ops' impact over what B's calls took at A's speed (plus the scaled time of ops
-  // gone): how much longer the rank's own work took.
-  double change = 0;
   double growth_s = 0;  // the sum of the ops' impact
-  bool grew = false;  // change >= floor and change - the median rank's change >= floor
-  std::vector<RankOpDiff> ops;  // the largest impact first
+  double excess_s = 0;  // the sum of the ops' excess
+  // excess_s over what the rank's calls in B took at A's speed (plus the scaled time of ops
+  // gone): how much more the rank's own work grew than the other ranks'.
+  double change = 0;
+  bool grew = false;  // change >= kRankGrowthFloor
+  std::vector<RankOpDiff> ops;  // the largest excess first, then the largest impact
 };
 
-struct RankDiffs {
-  double median_change = 0;  // the median over `ranks` of their change
-  std::vector<RankDiff> ranks;  // every rank with own work in both tables, the largest change first
-};
-
-RankDiffs DiffRanks(const OpTable& a, const OpTable& b);
+// Every rank with own work in both tables, the largest change first.
+std::vector<RankDiff> DiffRanks(const OpTable& a, const OpTable& b);
 
 }  // namespace cli
 }  // namespace xtimer

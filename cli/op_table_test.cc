@@ -186,7 +186,7 @@ TEST(OpTable, OneSlowRankInAPipeline) {
     EXPECT_LT(std::abs(rows[i].change), 0.001) << rows[i].signature.name;
     EXPECT_LT(std::abs(rows[i].impact_s), 0.01 * rows[0].impact_s) << rows[i].signature.name;
   }
-  std::vector<RankDiff> ranks = DiffRanks(ta, tb).ranks;
+  std::vector<RankDiff> ranks = DiffRanks(ta, tb);
   ASSERT_EQ(ranks.size(), 8u);
   EXPECT_EQ(ranks[0].rank, 5);
   EXPECT_TRUE(ranks[0].grew);
@@ -195,6 +195,8 @@ TEST(OpTable, OneSlowRankInAPipeline) {
   EXPECT_EQ(ranks[0].ops[0].signature.name, "GemmEx");
   EXPECT_NEAR(ranks[0].ops[0].change, 0.5, 0.01);
   EXPECT_NEAR(ranks[0].growth_s, 10 * 1e-3, 0.05e-3);
+  EXPECT_NEAR(ranks[0].excess_s, 10 * 1e-3, 0.05e-3);  // the other ranks' GEMMs: +0%
+  EXPECT_NEAR(ranks[0].ops[0].median_change, 0, 0.005);
   for (size_t i = 1; i < ranks.size(); ++i) EXPECT_FALSE(ranks[i].grew) << ranks[i].rank;
 }
 
@@ -213,7 +215,7 @@ TEST(OpTable, HealthyRunsDifferByNoiseOnly) {
     EXPECT_LT(std::abs(r.change), 0.01) << r.signature.name;
     EXPECT_LT(std::abs(r.impact_s), 10 * 0.02e-3) << r.signature.name;  // noise: < 20 us a call
   }
-  for (const RankDiff& r : DiffRanks(ta, tb).ranks) {
+  for (const RankDiff& r : DiffRanks(ta, tb)) {
     EXPECT_FALSE(r.grew) << r.rank;
     EXPECT_LT(std::abs(r.change), 0.01) << r.rank;
   }
@@ -236,7 +238,7 @@ TEST(OpTable, RankWorkOfAChangedShapeOverAnotherWindow) {
   a.comm_calls[2] = 30;
   b.own[2][old_shape] = {20, 20 * 2e6};
   b.comm_calls[2] = 60;
-  std::vector<RankDiff> ranks = DiffRanks(a, b).ranks;
+  std::vector<RankDiff> ranks = DiffRanks(a, b);
   ASSERT_EQ(ranks.size(), 2u);
   EXPECT_EQ(ranks[0].rank, 1);
   EXPECT_NEAR(ranks[0].change, 0.3, 1e-9);
@@ -259,12 +261,33 @@ TEST(OpTable, AGrowthOfEveryRankNamesNone) {
   auto da = WriteTestJob(a, TempDir("all-a"), &error);
   auto db = WriteTestJob(b, TempDir("all-b"), &error);
   ASSERT_FALSE(db.empty()) << error;
-  const RankDiffs ranks = DiffRanks(Read(da), Read(db));
-  EXPECT_NEAR(ranks.median_change, 0.05, 0.005);
-  ASSERT_EQ(ranks.ranks.size(), 8u);
-  for (const RankDiff& r : ranks.ranks) {
-    EXPECT_NEAR(r.change, 0.05, 0.005) << r.rank;
+  const std::vector<RankDiff> ranks = DiffRanks(Read(da), Read(db));
+  ASSERT_EQ(ranks.size(), 8u);
+  for (const RankDiff& r : ranks) {
+    EXPECT_NEAR(r.growth_s, 10 * 0.1e-3, 0.02e-3) << r.rank;
+    EXPECT_NEAR(r.change, 0, 0.005) << r.rank;
     EXPECT_FALSE(r.grew) << r.rank;
+    EXPECT_NEAR(r.ops[0].median_change, 0.05, 0.005) << r.rank;
+  }
+}
+
+// A one-off call (a start-up memset) that took one rank twice as long is one sample: not a
+// rank's growth. Ten such calls are.
+TEST(OpTable, OneOffCallsNameNoRank) {
+  for (uint64_t calls : {1u, 10u}) {
+    OpTable a, b;
+    OpSignature memset;
+    memset.name = "Memset";
+    for (int32_t r = 0; r < 4; ++r) {
+      a.own[r][memset] = {calls, calls * 1e6};
+      b.own[r][memset] = {calls, calls * (r == 0 ? 2e6 : 1e6)};
+    }
+    std::vector<RankDiff> ranks = DiffRanks(a, b);
+    ASSERT_EQ(ranks.size(), 4u);
+    EXPECT_EQ(ranks[0].rank, 0);
+    EXPECT_NEAR(ranks[0].growth_s, calls * 1e-3, 1e-12);
+    EXPECT_EQ(ranks[0].grew, calls == 10) << calls;
+    for (size_t i = 1; i < ranks.size(); ++i) EXPECT_FALSE(ranks[i].grew);
   }
 }
 
