@@ -81,7 +81,32 @@ ops = r["ops"]
 assert [o["op"] for o in ops] == ["AllReduce", "GemmEx"], ops
 assert ops[0]["impact_s_per_rank"] > ops[1]["impact_s_per_rank"] > 0, ops
 assert ops[0]["b"]["median_s"] > ops[0]["a"]["median_s"], ops[0]
+assert abs(ops[0]["change"] - 1.0) < 0.01, ops[0]  # the mean's change: the transfer took 2x
 assert r["a"]["ranks"] == 8 and r["b"]["ranks"] == 8, r
+# GEMMs +5% on all: every rank's own work grew alike, none stands out
+assert len(r["ranks"]) == 8 and not any(k["grew"] for k in r["ranks"]), r["ranks"]
+assert all(abs(k["ops"][0]["median_change"] - 0.05) < 0.005 for k in r["ranks"]), r["ranks"]
+PY
+# diff: one slow rank in a pipeline: its GEMM first with the mean's growth, rank 5 named, the
+# send/recv waiting is nobody's slowdown.
+$W "$TMP/pa" --steps 10 --pipeline 1 >/dev/null &&
+  $W "$TMP/pb" --steps 10 --pipeline 1 --slow-rank 5 --slow-factor 1.5 --noise-seed 1 >/dev/null ||
+  fail "write pipeline diff jobs"
+expect_rc 0 $XT diff "$TMP/pa" "$TMP/pb"
+sed -n 3p "$TMP/out" | grep -q "GemmEx .* +6\.[0-9]%" || fail "diff pipeline order: $(cat "$TMP/out")"
+grep -Eq "^  rank 5: own work \+(49|50)\.[0-9]% beyond the other ranks' \(\+[0-9.]+ ms\): GemmEx 4096x4096x4096 mean \+(49|50)\.[0-9]% \(median rank [-+]0\.[0-9]%\)$" "$TMP/out" ||
+  fail "diff names rank 5: $(cat "$TMP/out")"
+grep -c "^  rank " "$TMP/out" | grep -qx 1 || fail "diff names other ranks: $(cat "$TMP/out")"
+expect_rc 0 $XT diff "$TMP/pa" "$TMP/pb" --json
+python3 - "$TMP/out" <<'PY' || fail "diff pipeline JSON: $(cat "$TMP/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+ops = {o["op"]: o for o in r["ops"]}
+assert sorted(ops) == ["AllReduce", "GemmEx", "Send/Recv"], ops
+assert ops["Send/Recv"]["a"]["count"] == 80 and abs(ops["Send/Recv"]["change"]) < 0.001, ops
+grew = [k for k in r["ranks"] if k["grew"]]
+assert [k["rank"] for k in grew] == [5], r["ranks"]
+assert grew[0]["ops"][0]["op"] == "GemmEx" and abs(grew[0]["ops"][0]["change"] - 0.5) < 0.01, grew
 PY
 expect_rc 3 $XT diff "$TMP/a" "$TMP/corrupt"
 grep -q "B: .*00007-00008.timeline" "$TMP/err" || fail "diff partial message: $(cat "$TMP/err")"

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/diff_report.h"
+#include "cli/op_diff.h"
 #include "cli/op_table.h"
-#include "format/record.h"
-#include "util/json.h"
 #include "util/version.h"
 
 namespace xtimer {
@@ -21,18 +21,22 @@ constexpr char kHelp[] = R"HELP(usage: xtimer diff A B [options]
 
 Compares two dumps, A (before, or healthy) and B (after, or slow): A and B are each a directory
 of timeline files, a dump path of job folders, or a comma-separated list of node directories
-(as `xtimer timeline` reads them). Per operation signature (operation or kernel name, GEMM shape
-m x n x k or bytes, dtype, communicator size) it prints the calls in each, the median duration,
-the throughput at the median (GEMM TFLOPS; collectives and send/recv bus GB/s as nccl-tests
-counts it; copies and sets GB/s) and the change, sorted by the impact on step time: the change
-in time per rank, (mean B - mean A) x calls in B / ranks in B; the largest slowdown first.
-An operation only in B counts with its whole time; one only in A with minus its time in A.
-Communication's duration is its transfer: the shortest duration among the calls of each
-collective, or of each send/recv pair (the last to arrive waits for nobody), so waiting for a
-late rank does not make communication look slower. Host synchronisations are left out.
+(as `xtimer timeline` reads them). What got slower: per operation signature (operation or
+kernel name, GEMM shape m x n x k or bytes, dtype, communicator size) the calls in each, the
+mean duration, the change of the mean, and the throughput at the mean (GEMM TFLOPS; collectives
+and send/recv bus GB/s as nccl-tests counts it; copies and sets GB/s), sorted by the
+impact on step time: the change in time per rank, (mean B - mean A) x calls in B / ranks in B;
+the largest slowdown first. An operation only in B counts with its whole time; one only in A with
+minus its time in A. Waiting is left out: a collective's duration is its transfer, the shortest
+duration among its calls (the last to arrive waits for nobody); a send and its receive are one
+transfer (row "Send/Recv"), counted once, lasting the shorter of the two. Host synchronisations
+are left out. Who: each rank's own work (computation, copies, kernels) in A and B; the ranks
+whose own work grew beyond the other ranks' by 2% or more (ops whose change stands out from the
+median rank's, or new on few ranks) are named with those ops.
 
 options:
-  --json            print JSON: {"a": {...}, "b": {...}, "ops": [...]} (docs/analyze-cli.md)
+  --json            print JSON: {"a": {...}, "b": {...}, "ops": [...], "ranks": [...]}
+                    (docs/analyze-cli.md)
   --top N           print only the first N rows (default: all)
   -j, --jobs N      reader threads (default: all hardware threads)
   -h, --help        this text
@@ -57,76 +61,6 @@ std::vector<std::string> SplitList(const std::string& s) {
     i = j + 1;
   }
   return out;
-}
-
-std::string Num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof(b), "%.6g", std::isfinite(v) ? v : 0.0);
-  return b;
-}
-
-std::string Change(const DiffRow& r) {
-  if (r.a.count == 0) return "new";
-  if (r.b.count == 0) return "gone";
-  char b[32];
-  std::snprintf(b, sizeof(b), "%+.1f%%", (r.b.median_s / r.a.median_s - 1) * 100);
-  return b;
-}
-
-void PrintTable(const std::vector<DiffRow>& rows, const OpTable& a, const OpTable& b, size_t top) {
-  std::printf("A: %d ranks, %llu events; B: %d ranks, %llu events\n", a.ranks,
-              static_cast<unsigned long long>(a.events), b.ranks,
-              static_cast<unsigned long long>(b.events));
-  std::printf("%12s  %-22s %-16s %-6s %5s %9s %9s %11s %11s %8s %17s\n", "impact ms/rank",
-              "op", "shape/bytes", "dtype", "n", "calls A", "calls B", "median A us",
-              "median B us", "change", "throughput A -> B");
-  for (size_t i = 0; i < rows.size() && i < top; ++i) {
-    const DiffRow& r = rows[i];
-    const OpSignature& s = r.signature;
-    std::string tp;
-    if (*r.unit) {
-      char b[64];
-      std::snprintf(b, sizeof(b), "%.4g -> %.4g %s", r.a.throughput, r.b.throughput, r.unit);
-      tp = b;
-    }
-    std::printf("%+14.3f  %-22.22s %-16s %-6s %5s %9llu %9llu %11.1f %11.1f %8s %s\n",
-                r.impact_s * 1e3, s.name.c_str(), s.Shape().c_str(),
-                s.dtype ? format::DTypeName(static_cast<format::DType>(s.dtype)) : "-",
-                s.comm_size ? std::to_string(s.comm_size).c_str() : "-",
-                static_cast<unsigned long long>(r.a.count),
-                static_cast<unsigned long long>(r.b.count), r.a.median_s * 1e6,
-                r.b.median_s * 1e6, Change(r).c_str(), tp.c_str());
-  }
-}
-
-std::string StatsJson(const OpStats& s) {
-  return "{\"count\": " + std::to_string(s.count) + ", \"median_s\": " + Num(s.median_s) +
-         ", \"mean_s\": " + Num(s.mean_s) +
-         ", \"throughput\": " + Num(s.throughput) + "}";
-}
-
-void PrintJson(const std::vector<DiffRow>& rows, const OpTable& a, const OpTable& b, size_t top) {
-  auto dump = [](const OpTable& t) {
-    return "{\"ranks\": " + std::to_string(t.ranks) + ", \"events\": " + std::to_string(t.events) +
-           "}";
-  };
-  std::string out = "{\"a\": " + dump(a) + ", \"b\": " + dump(b) + ", \"ops\": [";
-  for (size_t i = 0; i < rows.size() && i < top; ++i) {
-    const DiffRow& r = rows[i];
-    const OpSignature& s = r.signature;
-    out += i ? ",\n  " : "\n  ";
-    out += "{\"op\": " + JsonQuote(s.name) + ", \"kind\": " +
-           JsonQuote(format::OpKindName(static_cast<format::OpKind>(s.kind))) +
-           ", \"shape\": " + JsonQuote(s.Shape()) + ", \"m\": " + std::to_string(s.m) +
-           ", \"n\": " + std::to_string(s.n) + ", \"k\": " + std::to_string(s.k) +
-           ", \"batch\": " + std::to_string(s.batch) + ", \"bytes\": " + std::to_string(s.bytes) +
-           ", \"dtype\": " + JsonQuote(format::DTypeName(static_cast<format::DType>(s.dtype))) +
-           ", \"comm_size\": " + std::to_string(s.comm_size) + ", \"unit\": " + JsonQuote(r.unit) +
-           ", \"a\": " + StatsJson(r.a) + ", \"b\": " + StatsJson(r.b) +
-           ", \"impact_s_per_rank\": " + Num(r.impact_s) + "}";
-  }
-  out += "\n]}\n";
-  std::fputs(out.c_str(), stdout);
 }
 
 }  // namespace
@@ -174,12 +108,13 @@ int DiffMain(int argc, char** argv) {
       return 1;
     }
   }
-  const std::vector<DiffRow> rows = DiffTables(tables[0], tables[1]);
-  if (json) {
-    PrintJson(rows, tables[0], tables[1], top);
-  } else {
-    PrintTable(rows, tables[0], tables[1], top);
-  }
+  DiffReport report;
+  report.a = &tables[0];
+  report.b = &tables[1];
+  report.rows = DiffTables(tables[0], tables[1]);
+  report.ranks = DiffRanks(tables[0], tables[1]);
+  report.top = top;
+  std::fputs((json ? DiffJson(report) : DiffText(report)).c_str(), stdout);
   bool partial = false;
   for (int d = 0; d < 2; ++d) {
     for (const std::string& p : tables[d].problems) {

@@ -2,13 +2,15 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <mutex>
 #include <tuple>
 #include <utility>
 
 #include "cli/parallel_for.h"
 #include "format/record.h"
-#include "opmath/op_math.h"
+#include "timeline/clock_align.h"
+#include "timeline/flows.h"
 #include "timeline/inputs.h"
 #include "timeline/timeline_io.h"
 
@@ -17,26 +19,20 @@ namespace cli {
 namespace {
 
 using format::OpKind;
+using timeline::CollectiveEnd;
 using timeline::EventRecord;
+using timeline::P2POp;
 
 using Durations = std::map<OpSignature, std::vector<int64_t>>;
 
-// The calls of one communication instance: a collective (communicator, seq), or a send/recv
-// pair (communicator, sender, receiver, seq of the pair), the shortest call's duration, and
-// the calls read by signature (a pair's Send and Recv differ).
-struct InstanceKey {
-  uint64_t comm_id, seq;
-  int32_t sender, receiver;  // -1 for a collective
-  bool operator<(const InstanceKey& o) const {
-    return std::tie(comm_id, seq, sender, receiver) <
-           std::tie(o.comm_id, o.seq, o.sender, o.receiver);
-  }
-};
+// The calls of one collective (communicator, seq): the shortest call's duration, and the calls
+// read by signature.
+using CollectiveKey = std::pair<uint64_t, uint64_t>;
 struct Instance {
   int64_t shortest_ns = INT64_MAX;
-  std::vector<std::pair<OpSignature, uint32_t>> calls;  // one or two signatures
+  std::vector<std::pair<OpSignature, uint32_t>> calls;
 };
-using Instances = std::map<InstanceKey, Instance>;
+using Instances = std::map<CollectiveKey, Instance>;
 
 void AddCalls(const OpSignature& s, int64_t duration_ns, uint32_t calls, Instance* in) {
   in->shortest_ns = std::min(in->shortest_ns, duration_ns);
@@ -49,22 +45,26 @@ void AddCalls(const OpSignature& s, int64_t duration_ns, uint32_t calls, Instanc
   in->calls.emplace_back(s, calls);
 }
 
-// The instance `e` belongs to, when it is communication whose peers can be matched.
-bool InstanceOf(const EventRecord& e, const std::map<uint64_t, int32_t>& comm_rank,
-                InstanceKey* key) {
-  if (e.comm_id == 0) return false;
-  if (e.kind == static_cast<uint8_t>(OpKind::kCollective)) {
-    *key = {e.comm_id, e.seq, -1, -1};
-    return true;
-  }
-  auto me = comm_rank.find(e.comm_id);
-  if (e.kind != static_cast<uint8_t>(OpKind::kP2P) || e.peer < 0 || me == comm_rank.end()) {
-    return false;
-  }
-  const bool send = e.op == static_cast<uint16_t>(format::Operation::kSend);
-  *key = {e.comm_id, e.seq, send ? me->second : e.peer, send ? e.peer : me->second};
-  return true;
-}
+// One file's sends and receives that can be matched with their other half (timeline/flows.h),
+// sorted as P2POps sorts them; the signature and duration of each.
+struct FileP2P {
+  std::string node;
+  std::vector<P2POp> ops;
+  std::vector<std::pair<OpSignature, int64_t>> calls;
+};
+
+// What one file contributes.
+struct FileOps {
+  int32_t rank = -1;
+  uint64_t events = 0;
+  uint64_t comm_calls = 0;
+  Durations durations;  // everything but matched communication
+  std::map<OpSignature, RankWork> own;
+  Instances collectives;
+  std::vector<CollectiveEnd> ends;  // the collectives' end times, for clock alignment
+  FileP2P p2p;
+};
+
 OpSignature SignatureOf(const EventRecord& e, const timeline::Metadata& m,
                         const std::map<uint64_t, int32_t>& sizes) {
   OpSignature s;
@@ -86,83 +86,152 @@ OpSignature SignatureOf(const EventRecord& e, const timeline::Metadata& m,
     auto it = sizes.find(e.comm_id);
     if (it != sizes.end()) s.comm_size = it->second;
   }
+  if (e.kind == static_cast<uint8_t>(OpKind::kP2P)) {
+    s.op = static_cast<uint16_t>(format::Operation::kSend);
+    s.name = kTransferName;
+  }
   return s;
 }
 
-// One file's durations by signature (collectives by instance); the metadata (names, communicator
-// sizes) is only known once the file is read, so events are kept until then.
-bool ReadFile(const std::string& path, Durations* out, Instances* collectives, uint64_t* events,
-              std::string* problem) {
+// Sorts `ends` by key and keeps the earliest per key, as MergeEnds wants them.
+void SortEnds(std::vector<CollectiveEnd>* ends) {
+  std::sort(ends->begin(), ends->end());
+  ends->erase(std::unique(ends->begin(), ends->end(),
+                          [](const CollectiveEnd& a, const CollectiveEnd& b) {
+                            return a.first == b.first;
+                          }),
+              ends->end());
+}
+
+// Sorts one file's kept events into `f`.
+void Classify(const std::vector<EventRecord>& kept, const timeline::Metadata& m, FileOps* f) {
+  std::map<uint64_t, int32_t> sizes;
+  for (const timeline::CommInfo& c : m.comms) sizes[c.id] = c.size;
+  std::vector<bool> matched(kept.size());
+  for (const auto& [i, op] : timeline::P2POps(kept, m.comms)) {
+    f->p2p.ops.push_back(op);
+    f->p2p.calls.emplace_back(SignatureOf(kept[i], m, sizes), kept[i].duration_ns);
+    matched[i] = true;
+    ++f->comm_calls;
+  }
+  for (size_t i = 0; i < kept.size(); ++i) {
+    const EventRecord& e = kept[i];
+    if (matched[i]) continue;
+    const OpSignature s = SignatureOf(e, m, sizes);
+    if (e.kind == static_cast<uint8_t>(OpKind::kCollective) && e.comm_id != 0) {
+      AddCalls(s, e.duration_ns, 1, &f->collectives[{e.comm_id, e.seq}]);
+      ++f->comm_calls;
+      f->ends.push_back({{e.comm_id, e.seq}, e.gpu_start_ns + e.duration_ns});
+      continue;
+    }
+    f->durations[s].push_back(e.duration_ns);
+    if (e.kind == static_cast<uint8_t>(OpKind::kCollective) ||
+        e.kind == static_cast<uint8_t>(OpKind::kP2P)) {
+      ++f->comm_calls;
+      continue;  // communication is its members' together, not one rank's own work
+    }
+    RankWork& w = f->own[s];
+    ++w.count;
+    w.total_ns += static_cast<double>(e.duration_ns);
+  }
+  SortEnds(&f->ends);
+}
+
+// One file; the metadata (names, communicators) is only known once the file is read, so events
+// are kept until then.
+bool ReadFile(const timeline::InputFile& in, FileOps* f, std::string* problem) {
   std::vector<EventRecord> kept;
-  timeline::ReadResult r = timeline::ReadTimeline(path, [&](const EventRecord& e) {
+  timeline::ReadResult r = timeline::ReadTimeline(in.path, [&](const EventRecord& e) {
     if (e.kind != static_cast<uint8_t>(OpKind::kHostSync) && e.duration_ns >= 0) kept.push_back(e);
   });
   if (!r.ok) {
-    *problem = path + ": " + r.error;
+    *problem = in.path + ": " + r.error;
     return false;
   }
-  if (!r.complete) *problem = path + ": read " + std::to_string(r.events) + " events, then: " + r.error;
-  std::map<uint64_t, int32_t> sizes, comm_rank;
-  for (const timeline::CommInfo& c : r.metadata.comms) {
-    sizes[c.id] = c.size;
-    if (c.rank >= 0) comm_rank[c.id] = c.rank;
+  if (!r.complete) {
+    *problem = in.path + ": read " + std::to_string(r.events) + " events, then: " + r.error;
   }
-  for (const EventRecord& e : kept) {
-    const OpSignature s = SignatureOf(e, r.metadata, sizes);
-    InstanceKey key;
-    if (InstanceOf(e, comm_rank, &key)) {
-      AddCalls(s, e.duration_ns, 1, &(*collectives)[key]);
-    } else {
-      (*out)[s].push_back(e.duration_ns);
-    }
-  }
-  *events = r.events;
+  const timeline::Metadata& m = r.metadata;
+  f->rank = m.rank;
+  f->events = r.events;
+  f->p2p.node = !m.host.empty() ? m.host : !m.node.empty() ? m.node : in.dir;
+  Classify(kept, m, f);
   return true;
 }
 
-double Median(std::vector<int64_t> v) {
-  if (v.empty()) return 0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + mid, v.end());
-  double m = static_cast<double>(v[mid]);
-  if (v.size() % 2 == 0) m = (m + *std::max_element(v.begin(), v.begin() + mid)) / 2;
-  return m * 1e-9;
+// Adds one file's contribution to the table (everything but matched send/recv).
+void Merge(FileOps* f, OpTable* table, Instances* collectives,
+           std::map<std::string, std::vector<CollectiveEnd>>* node_ends) {
+  ++table->ranks;
+  table->events += f->events;
+  for (auto& kv : f->durations) {
+    std::vector<int64_t>& all = table->durations[kv.first];
+    all.insert(all.end(), kv.second.begin(), kv.second.end());
+  }
+  if (f->rank >= 0) {
+    table->comm_calls[f->rank] += f->comm_calls;
+    for (const auto& kv : f->own) {
+      RankWork& w = table->own[f->rank][kv.first];
+      w.count += kv.second.count;
+      w.total_ns += kv.second.total_ns;
+    }
+  }
+  for (const auto& kv : f->collectives) {
+    Instance& in = (*collectives)[kv.first];
+    for (const auto& c : kv.second.calls) AddCalls(c.first, kv.second.shortest_ns, c.second, &in);
+  }
+  timeline::MergeEnds(&(*node_ends)[f->p2p.node], f->ends);
 }
 
-const char* UnitOf(const OpSignature& s) {
-  switch (static_cast<OpKind>(s.kind)) {
-    case OpKind::kMatmul: return "TFLOPS";
-    case OpKind::kCollective:
-    case OpKind::kP2P: return "GB/s bus";
-    case OpKind::kMemcpy:
-    case OpKind::kMemset: return "GB/s";
-    default: return "";
+// Communication's time is its transfer: the shortest call's duration in the instance, the last
+// to arrive's, which waited for nobody (clock-free: each duration is on its own GPU's clock).
+// Every call of the instance counts it once.
+void AddCollectives(const Instances& collectives, OpTable* table) {
+  for (const auto& kv : collectives) {
+    for (const auto& c : kv.second.calls) {
+      std::vector<int64_t>& all = table->durations[c.first];
+      all.insert(all.end(), c.second, kv.second.shortest_ns);
+    }
   }
 }
 
-double Throughput(const OpSignature& s, double seconds) {
-  if (!(seconds > 0)) return 0;
-  switch (static_cast<OpKind>(s.kind)) {
-    case OpKind::kMatmul: return opmath::MatmulFlop(s.m, s.n, s.k, s.batch) / seconds / 1e12;
-    case OpKind::kCollective:
-    case OpKind::kP2P: return opmath::BusBytes(s.op, s.bytes, s.comm_size) / seconds / 1e9;
-    case OpKind::kMemcpy:
-    case OpKind::kMemset: return static_cast<double>(s.bytes) / seconds / 1e9;
-    default: return 0;
-  }
+// Each node's clock offset, from the collectives the nodes share (timeline/clock_align.h).
+std::map<std::string, int64_t> NodeOffsets(std::map<std::string, std::vector<CollectiveEnd>> ends) {
+  std::vector<timeline::NodeEnds> nodes;
+  for (auto& kv : ends) nodes.push_back({kv.first, std::move(kv.second)});
+  const timeline::ClockAlignment alignment = timeline::AlignClocks(nodes);
+  std::map<std::string, int64_t> offsets;
+  for (size_t i = 0; i < nodes.size(); ++i) offsets[nodes[i].node] = alignment.offset[i];
+  return offsets;
 }
 
-OpStats StatsOf(const OpSignature& s, const OpTable& t) {
-  OpStats st;
-  auto it = t.durations.find(s);
-  if (it == t.durations.end()) return st;
-  st.count = it->second.size();
-  st.median_s = Median(it->second);
-  double sum = 0;
-  for (int64_t d : it->second) sum += static_cast<double>(d);
-  st.mean_s = sum / static_cast<double>(st.count) * 1e-9;
-  st.throughput = Throughput(s, st.median_s);
-  return st;
+// A send and its receive are one transfer, paired as `xtimer timeline` pairs them (the n-th send
+// of a (communicator, sender, receiver) with its n-th receive, shifted where the files begin at
+// different operations): its time is the shorter of the two durations, the later arrival's,
+// counted once. A half whose other half was not read counts its own duration.
+void AddTransfers(const std::vector<FileP2P>& files,
+                  const std::map<std::string, std::vector<CollectiveEnd>>& node_ends,
+                  OpTable* table) {
+  const std::map<std::string, int64_t> offsets = NodeOffsets(node_ends);
+  std::map<timeline::P2PPair, std::vector<int64_t>> sends, receives;
+  for (const FileP2P& f : files) {
+    const int64_t off = offsets.at(f.node);
+    for (const P2POp& op : f.ops) (op.recv ? receives : sends)[op.pair].push_back(op.end + off);
+  }
+  const timeline::P2PShifts shifts = timeline::MatchP2P(sends, receives);
+  std::map<uint64_t, std::pair<OpSignature, int64_t>> transfers;  // by flow id
+  for (const FileP2P& f : files) {
+    std::vector<bool> numbered(f.ops.size());
+    for (const auto& [i, id] : timeline::P2PNumbered(f.ops, shifts)) {
+      numbered[i] = true;
+      auto it = transfers.emplace(id, f.calls[i]).first;
+      it->second.second = std::min(it->second.second, f.calls[i].second);
+    }
+    for (size_t i = 0; i < f.ops.size(); ++i) {
+      if (!numbered[i]) table->durations[f.calls[i].first].push_back(f.calls[i].second);
+    }
+  }
+  for (const auto& kv : transfers) table->durations[kv.second.first].push_back(kv.second.second);
 }
 
 }  // namespace
@@ -193,38 +262,21 @@ bool ReadOpTable(const std::vector<std::string>& inputs, int jobs, OpTable* tabl
   timeline::InputList list = timeline::ListTimelineInputs(inputs);
   table->problems = std::move(list.skipped);
   std::mutex mu;
-  Instances all_collectives;
+  Instances collectives;
+  std::map<std::string, std::vector<CollectiveEnd>> node_ends;
+  std::vector<FileP2P> p2p;
   ParallelFor(list.files.size(), jobs, [&](size_t i) {
-    Durations d;
-    Instances collectives;
-    uint64_t events = 0;
+    FileOps f;
     std::string problem;
-    const bool ok = ReadFile(list.files[i].path, &d, &collectives, &events, &problem);
+    const bool ok = ReadFile(list.files[i], &f, &problem);
     std::lock_guard<std::mutex> lock(mu);
     if (!problem.empty()) table->problems.push_back(problem);
     if (!ok) return;
-    ++table->ranks;
-    table->events += events;
-    for (auto& kv : d) {
-      std::vector<int64_t>& all = table->durations[kv.first];
-      all.insert(all.end(), kv.second.begin(), kv.second.end());
-    }
-    for (const auto& kv : collectives) {
-      Instance& in = all_collectives[kv.first];
-      for (const auto& c : kv.second.calls) {
-        AddCalls(c.first, kv.second.shortest_ns, c.second, &in);
-      }
-    }
+    Merge(&f, table, &collectives, &node_ends);
+    p2p.push_back(std::move(f.p2p));
   });
-  // Communication's time is its transfer: the shortest call's duration in the instance, the last
-  // to arrive's, which waited for nobody (clock-free: each duration is on its own GPU's clock).
-  // Every call of the instance counts it once.
-  for (const auto& kv : all_collectives) {
-    for (const auto& c : kv.second.calls) {
-      std::vector<int64_t>& all = table->durations[c.first];
-      all.insert(all.end(), c.second, kv.second.shortest_ns);
-    }
-  }
+  AddCollectives(collectives, table);
+  AddTransfers(p2p, node_ends, table);
   std::sort(table->problems.begin(), table->problems.end());
   if (table->ranks == 0) {
     *error = "no readable timeline files";
@@ -232,30 +284,6 @@ bool ReadOpTable(const std::vector<std::string>& inputs, int jobs, OpTable* tabl
     return false;
   }
   return true;
-}
-
-std::vector<DiffRow> DiffTables(const OpTable& a, const OpTable& b) {
-  std::vector<DiffRow> rows;
-  auto add = [&](const OpSignature& s) {
-    DiffRow r;
-    r.signature = s;
-    r.unit = UnitOf(s);
-    r.a = StatsOf(s, a);
-    r.b = StatsOf(s, b);
-    if (r.b.count > 0) {
-      r.impact_s = (r.b.mean_s - r.a.mean_s) * r.b.count / std::max(b.ranks, 1);
-    } else {
-      r.impact_s = -r.a.mean_s * r.a.count / std::max(a.ranks, 1);
-    }
-    rows.push_back(std::move(r));
-  };
-  for (const auto& kv : a.durations) add(kv.first);
-  for (const auto& kv : b.durations) {
-    if (!a.durations.count(kv.first)) add(kv.first);
-  }
-  std::stable_sort(rows.begin(), rows.end(),
-                   [](const DiffRow& x, const DiffRow& y) { return x.impact_s > y.impact_s; });
-  return rows;
 }
 
 }  // namespace cli

@@ -1,6 +1,7 @@
-// Per operation signature statistics of a dump, and the comparison of two (`xtimer diff`).
-// A signature is what makes two calls the same work: the operation (a kernel's name), its shape
-// (GEMM m, n, k, batch) or bytes, its dtype, and for communication the communicator's size.
+// Per operation signature durations of a dump, with waiting removed (the input of `xtimer diff`,
+// compared by cli/op_diff.h). A signature is what makes two calls the same work: the operation (a
+// kernel's name), its shape (GEMM m, n, k, batch) or bytes, its dtype, and for communication the
+// communicator's size.
 #ifndef XTIMER_CLI_OP_TABLE_H_
 #define XTIMER_CLI_OP_TABLE_H_
 
@@ -13,10 +14,13 @@
 namespace xtimer {
 namespace cli {
 
+// The name of the one signature a send and its receive share: a transfer is one row, counted once.
+constexpr char kTransferName[] = "Send/Recv";
+
 struct OpSignature {
   uint8_t kind = 0;  // format::OpKind
-  uint16_t op = 0;   // format::Operation
-  std::string name;  // the operation's name, or the kernel's
+  uint16_t op = 0;   // format::Operation (kSend for a transfer)
+  std::string name;  // the operation's name, or the kernel's; kTransferName for send/recv
   uint8_t dtype = 0;
   int64_t m = 0, n = 0, k = 0, batch = 0;
   uint64_t bytes = 0;
@@ -28,13 +32,26 @@ struct OpSignature {
   std::string Shape() const;  // "4096x11008x4096", "64 MiB", ""
 };
 
+// One rank's own work of one signature.
+struct RankWork {
+  uint64_t count = 0;
+  double total_ns = 0;
+};
+
 struct OpTable {
   int ranks = 0;  // ranks whose files were read
   uint64_t events = 0;
-  // ns, every call. A collective or send/recv call counts its instance's transfer time (the
-  // shortest duration among the calls of the collective, or of the send/recv pair: waiting for a
-  // late peer is not the operation's own time); a call whose peers were not read, its own.
+  // ns, waiting removed (docs/analyze-cli.md#xtimer-diff-a-b). A collective's every call counts
+  // its instance's transfer: the shortest duration among its calls (the last to arrive waited
+  // for nobody). A send and its receive are one transfer, one entry under kTransferName: the
+  // shorter of the two durations. A call whose peers were not read counts its own duration.
   std::map<OpSignature, std::vector<int64_t>> durations;
+  // By global rank: each rank's own work, its computation, copies and kernels (not
+  // communication, which its members share, nor host synchronisation, which is waiting).
+  std::map<int32_t, std::map<OpSignature, RankWork>> own;
+  // By global rank: its collective and send/recv calls, the measure of how much of the job its
+  // files hold (the same program issues as many per step in A and B).
+  std::map<int32_t, uint64_t> comm_calls;
   std::vector<std::string> problems;  // "path: why" for inputs or files (partly) unreadable
 };
 
@@ -42,26 +59,6 @@ struct OpTable {
 // Returns false with *error when no file could be read.
 bool ReadOpTable(const std::vector<std::string>& inputs, int jobs, OpTable* table,
                  std::string* error);
-
-struct OpStats {
-  uint64_t count = 0;
-  double median_s = 0;
-  double mean_s = 0;
-  double throughput = 0;  // in the row's unit; 0 when the op has none
-};
-
-struct DiffRow {
-  OpSignature signature;
-  const char* unit = "";  // "TFLOPS", "GB/s bus" (collectives, send/recv), "GB/s" (copies, sets)
-  OpStats a, b;           // count 0: not in that dump
-  // The change in time per rank: (mean_b - mean_a) x count_b / ranks_b; an op only in A counts
-  // as -mean_a x count_a / ranks_a (time no longer spent). Means, not medians: a slowdown of one
-  // communicator among several of the same signature moves the mean, not the median.
-  double impact_s = 0;
-};
-
-// Every signature of either table, the largest slowdown first.
-std::vector<DiffRow> DiffTables(const OpTable& a, const OpTable& b);
 
 }  // namespace cli
 }  // namespace xtimer

@@ -23,6 +23,7 @@ using timeline::EventRecord;
 constexpr uint64_t kComputeStream = 0x7f0000001000ull;
 constexpr uint64_t kCommStream = 0x7f0000002000ull;
 constexpr uint64_t kArBytes = 64u << 20;
+constexpr uint64_t kPipeBytes = 8u << 20;
 
 EventRecord Gemm(int64_t start, int64_t duration) {
   EventRecord e{};
@@ -58,9 +59,67 @@ EventRecord AllReduce(int step, int64_t issue, int64_t start, int64_t end) {
   return e;
 }
 
+// One call of a pipeline group on rank `r`: the group's timing, seq numbered per peer.
+EventRecord PipeCall(const TestJob& job, int r, bool send, uint64_t seq, int step, int64_t start,
+                     int64_t end) {
+  const int half = job.ranks / 2;
+  EventRecord e{};
+  e.kind = static_cast<uint8_t>(OpKind::kP2P);
+  e.op = static_cast<uint16_t>(send ? Operation::kSend : Operation::kRecv);
+  e.dtype = static_cast<uint8_t>(DType::kBF16);
+  e.flags = format::kFlagInGroup;
+  e.group_id = static_cast<uint32_t>(step + 1);
+  e.stream = kComputeStream;
+  e.peer = r < half ? 1 : 0;
+  e.root = -1;
+  e.comm_id = kTestPipeComm + static_cast<uint64_t>(r % half);
+  e.seq = seq;
+  e.bytes = kPipeBytes;
+  e.batch = 1;
+  e.cpu_launch_ns = start - 30000;
+  e.gpu_start_ns = start;
+  e.duration_ns = end - start;
+  return e;
+}
+
+// Every pair's group of `step` (see test_job.h): appends the calls, moves `ready` to the ends.
+void PipelineExchange(const TestJob& job, int step, std::vector<int64_t>* ready,
+                      std::vector<std::vector<EventRecord>>* events) {
+  const int half = job.ranks / 2;
+  for (int r0 = 0; r0 < half; ++r0) {
+    const int r1 = r0 + half;
+    const int64_t end = std::max((*ready)[r0], (*ready)[r1]) + job.p2p_ns;
+    const uint64_t seq = 2 * static_cast<uint64_t>(step);  // per peer: two calls a step
+    for (int r : {r0, r1}) {
+      const int64_t start = (*ready)[r];
+      // Stage 0 sends activations and receives gradients; stage 1 sends gradients, receives.
+      (*events)[r].push_back(PipeCall(job, r, true, seq + 1, step, start, end));
+      (*events)[r].push_back(PipeCall(job, r, false, seq + 2, step, start, end));
+      (*ready)[r] = end;
+    }
+  }
+}
+
+int64_t GemmDuration(const TestJob& job, int r, int step) {
+  const double f = job.gemm_factor * (r == job.slow_rank ? job.slow_factor : 1.0);
+  const uint64_t noise = static_cast<uint64_t>(r) * 7919 + static_cast<uint64_t>(step) * 104729 +
+                         job.noise_seed * 7368787;
+  return static_cast<int64_t>(job.compute_ns * f) + static_cast<int64_t>(noise % 20000);
+}
+
 timeline::Metadata RankMetadata(const TestJob& job, int r, int per_node, int64_t end) {
   timeline::Metadata m =
       timeline::SyntheticRankMetadata(job.job, r, job.ranks, per_node, kTestWorldComm);
+  if (job.pipeline) {
+    const int half = job.ranks / 2;
+    timeline::CommInfo pipe;
+    pipe.id = kTestPipeComm + static_cast<uint64_t>(r % half);
+    pipe.size = 2;
+    pipe.rank = r < half ? 0 : 1;
+    pipe.global_rank = r;
+    pipe.members = {r % half, r % half + half};
+    m.comms.push_back(pipe);
+  }
   m.clock_realtime_ns = end;
   m.dump_time_ns = end;
   m.window_begin_ns = job.start_ns;
@@ -154,14 +213,14 @@ std::vector<std::string> WriteTestJob(const TestJob& job, const std::string& roo
   for (int step = 0; step < rounds; ++step) {
     const bool stop = hang && step == job.stop_step;
     for (int r = 0; r < job.ranks; ++r) {
-      double f = job.gemm_factor * (r == job.slow_rank ? job.slow_factor : 1.0);
-      int64_t d = static_cast<int64_t>(job.compute_ns * f) + (r * 7919 + step * 104729) % 20000;
+      const int64_t d = GemmDuration(job, r, step);
       ready[r] = t + d;
       if (stop && r == job.stop_rank) continue;
       events[r].push_back(Gemm(t, d));
       last_end = std::max(last_end, ready[r]);
     }
     if (stop) break;  // the others issue the AllReduce and wait in it; no file holds it
+    if (job.pipeline) PipelineExchange(job, step, &ready, &events);
     const int64_t last = *std::max_element(ready.begin(), ready.end());
     const int64_t end = last + static_cast<int64_t>(job.transfer_ns * job.transfer_factor);
     for (int r = 0; r < job.ranks; ++r) {

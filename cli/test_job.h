@@ -5,6 +5,14 @@
 // Every step each rank runs one GEMM (m=n=k=4096, bf16) and then one AllReduce (64 MiB fp32)
 // over the world communicator, seq = step. The AllReduce ends at the same true time on every
 // rank: the last arrival plus the transfer time.
+//
+// With `pipeline`, two stages: rank r of the first half and rank r + ranks/2 share a pipeline
+// communicator (size 2, comm ranks 0 and 1). Between the GEMM and the AllReduce each rank issues
+// one NCCL group with its partner (1F1B steady state): stage 0 sends the step's activations, then
+// receives the previous step's gradients; stage 1 sends its gradients first, then receives. Both
+// calls of a group carry the group's timing: from the rank's arrival to the later arrival of the
+// two plus `p2p_ns`, so the first to arrive waits. Seqs are numbered per peer with one counter
+// for both directions, as the hook numbers them, so a send and its receive carry different seqs.
 #ifndef XTIMER_CLI_TEST_JOB_H_
 #define XTIMER_CLI_TEST_JOB_H_
 
@@ -16,6 +24,7 @@ namespace xtimer {
 namespace cli {
 
 constexpr uint64_t kTestWorldComm = 0xC0FFEE0000000002ull;
+constexpr uint64_t kTestPipeComm = 0xC0FFEE0000001000ull;  // + the pair's stage-0 rank
 
 struct TestJob {
   int ranks = 8;
@@ -30,6 +39,11 @@ struct TestJob {
   double transfer_factor = 1.0;            // every AllReduce transfer takes this much longer
   int slow_rank = -1;                      // this rank's GEMM takes slow_factor longer
   double slow_factor = 1.3;
+  // Per (rank, step) noise of up to 20 us on the GEMM; another seed, other noise (the same job
+  // run twice).
+  uint64_t noise_seed = 0;
+  bool pipeline = false;     // see above; needs an even number of ranks
+  int64_t p2p_ns = 500000;   // a pipeline transfer after the later of its two arrivals
   // Hang: this rank stops in host code before the AllReduce of stop_step; the others issue it
   // and wait. Its files end there, and root/node<n>/hang-summary.json (per node) holds each
   // rank's progress `hang_after_s` seconds after the last completion.

@@ -12,12 +12,16 @@ mismatch_op mismatch_count exited stuck):
   straggler       rank 1's GEMMs do 1.3x the work for 400 steps: the rules' xtimer:straggler
                   names rank 1 alone, cause compute, live; offline, first straggler rank 1,
                   cause compute, the others' wait attributed to it; every rank's true bus
-                  bandwidth equals the simulator's configured link rate within 5%.
+                  bandwidth equals the simulator's configured link rate within 5%; `xtimer
+                  diff` of the healthy and this run: a GEMM first, no communication slowdown,
+                  rank 1 alone named for its own work.
   host            rank 2 sleeps before its launches every step, long enough to leave its GPU
                   idle past the pipeline bubble: the rules name rank 2 alone, cause host, live;
                   offline, first straggler rank 2, cause host.
   link            XTIMER_SIM_SLOW_NIC slows rank 4's network between the nodes: a link finding
-                  on its cross-node (pipeline) communicator, nobody blamed for compute; `xtimer diff` of the healthy and this run ranks the slowed ops first.
+                  on its cross-node (pipeline) communicator, nobody blamed for compute; `xtimer
+                  diff` of the healthy and this run: the first communication row is a
+                  cross-node op, +75% (one communicator of 4 at 4x), no rank named.
   never_issued    rank 5 stops in host code before a collective: within 30 s the daemon metric
                   xtimer_hang_culprit, HangCheck and the rules' xtimer:hang_culprit name rank 5
                   (never_issued); `xtimer analyze` of both nodes' automatic dumps says the same.
@@ -30,9 +34,9 @@ mismatch_op mismatch_count exited stuck):
                   ends (the simulator's XTIMER_SIM_STUCK): stuck_in_collective, no rank blamed,
                   live and from the automatic dumps.
 
-Without scenario names it runs them all, in the order above (healthy first: link diffs against
-its dump). After the scenarios, no sample of any series the rules recorded during the run may be
-NaN or Inf.
+Without scenario names it runs them all, in the order above (healthy first: straggler and link
+diff against its dump). After the scenarios, no sample of any series the rules recorded during
+the run may be NaN or Inf.
 
 Usage: diagnosis_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH XTIMER DIAG_JOB
                         RULES [SCENARIO...]
@@ -320,10 +324,11 @@ def first_straggler(report, what):
 def straggler(cluster, state):
     job = "diag-straggler"
     nodes_of = {}
-    report = cluster.analyze(dumped_run(
+    dirs = dumped_run(
         cluster, job, ["--compute-factor", "1:1.3"], 400,  # about a minute: the rules' 1m rates
         live_check=lambda j: (nodes_of.update(comm_nodes(cluster, j)),
-                              check_rule_straggler(cluster, j, 1, "compute"))))
+                              check_rule_straggler(cluster, j, 1, "compute")))
+    report = cluster.analyze(dirs)
     s = first_straggler(report, "compute factor 1.3 on rank 1")
     if s["rank"] != 1 or s["cause"] != "compute":
         fail("compute factor 1.3 on rank 1: first straggler %s" % s)
@@ -334,6 +339,10 @@ def straggler(cluster, state):
             fail("rank %s caused more wait than rank 1: %s" % (other["rank"], other))
     check_true_bandwidth(report, nodes_of)
     log("straggler: rank 1 first, cause compute, wait caused %.3f s" % s["wait_caused_s"])
+    if "healthy_dirs" in state:
+        check_straggler_diff(cluster, state["healthy_dirs"], dirs)
+    else:
+        log("straggler: xtimer diff not checked (it needs the healthy scenario's dump: name both)")
 
 
 def comm_nodes(cluster, job):
@@ -405,19 +414,55 @@ def link(cluster, state):
         log("link: xtimer diff not checked (it needs the healthy scenario's dump: name both)")
 
 
-def check_diff(cluster, a_dirs, b_dirs):
+def diff(cluster, a_dirs, b_dirs, what):
     rc, out, err = run([cluster.xtimer, "diff", ",".join(a_dirs), ",".join(b_dirs), "--json"])
     if rc != 0:
         fail("xtimer diff exited %d:\n%s%s" % (rc, out, err))
-    ops = json.loads(out)["ops"]
-    top = ops[0]
-    log("xtimer diff healthy -> slow link, first rows: %s" % json.dumps(ops[:3]))
-    # Only traffic between the nodes is slowed: the pipeline's send/recv and the embedding
-    # all-reduce (diag_job's --pp-count default, 131072 bf16 elements, over 2 ranks).
-    slowed = top["op"] in ("Send", "Recv") or (
+    report = json.loads(out)
+    log("xtimer diff healthy -> %s, first rows: %s" % (what, json.dumps(report["ops"][:3])))
+    log("xtimer diff healthy -> %s, ranks whose own work grew: %s" % (
+        what, json.dumps([r for r in report["ranks"] if r["grew"]])))
+    return report
+
+
+def check_diff(cluster, a_dirs, b_dirs):
+    report = diff(cluster, a_dirs, b_dirs, "slow link")
+    # The first communication row (start-up memsets, timed by the simulator on a loaded machine,
+    # can differ by more between two runs than the link costs a 100-step run). Only traffic
+    # between the nodes is slowed: the pipeline's send/recv (one row per transfer) and the
+    # embedding all-reduce (diag_job's --pp-count default, 131072 bf16 elements, over 2 ranks),
+    # 4x on rank 4's communicator {0, 4}, one of the 4 of that signature: the mean +75%.
+    top = [o for o in report["ops"] if o["kind"] in ("collective", "p2p")][0]
+    slowed = top["op"] == "Send/Recv" or (
         top["op"] == "AllReduce" and top["bytes"] == 131072 * 2 and top["comm_size"] == 2)
     if not slowed:
-        fail("xtimer diff: the first row is not an op between the nodes: %s" % top)
+        fail("xtimer diff: the first communication row is not an op between the nodes: %s" % top)
+    if top["change"] is None or not 0.5 < top["change"] < 1.0:
+        fail("xtimer diff: the slowed op's change is not about +75%%: %s" % top)
+    grew = [r["rank"] for r in report["ranks"] if r["grew"]]
+    if grew:
+        fail("xtimer diff: a slow link named ranks whose own work grew: %s" % grew)
+
+
+def check_straggler_diff(cluster, a_dirs, b_dirs):
+    """Rank 1's GEMMs do 1.3x the work (a larger k: a new GEMM shape on rank 1): the first row is
+    a GEMM, the waiting it causes is nobody's slowdown (no communication row within 10% of its
+    impact), and rank 1 alone is named, for a GEMM, by about 30%."""
+    report = diff(cluster, a_dirs, b_dirs, "compute straggler")
+    ops = report["ops"]
+    if ops[0]["kind"] != "matmul" or ops[0]["impact_s_per_rank"] <= 0:
+        fail("xtimer diff: the first row is not the straggler's GEMM: %s" % ops[0])
+    for o in ops:
+        if o["kind"] in ("collective", "p2p") and \
+                o["impact_s_per_rank"] > 0.1 * ops[0]["impact_s_per_rank"]:
+            fail("xtimer diff: waiting counted as communication's slowdown: %s" % o)
+    grew = [r for r in report["ranks"] if r["grew"]]
+    if [r["rank"] for r in grew] != [1]:
+        fail("xtimer diff: ranks whose own work grew %s, not [1]" % [r["rank"] for r in grew])
+    if grew[0]["ops"][0]["kind"] != "matmul" or not 0.15 < grew[0]["change"] < 0.45:
+        fail("xtimer diff: rank 1's own work %+.1f%%, first op %s (GEMMs 1.3x)" % (
+            100 * grew[0]["change"], grew[0]["ops"][0]))
+    log("straggler: xtimer diff names rank 1, own work %+.1f%%" % (100 * grew[0]["change"]))
 
 
 # ---------------------------------------------------------------------------------------------
