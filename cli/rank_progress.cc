@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "cli/job_inputs.h"
 #include "format/record.h"
 
 namespace xtimer {
@@ -92,20 +93,28 @@ void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInpu
 bool CombineHangChecks(const std::vector<HangCheckResponse>& answers, const std::string& job,
                        LiveInput* out, std::string* error) {
   std::set<std::string> jobs;
+  std::vector<int> sizes;
   double now_s = 0;
   for (const HangCheckResponse& a : answers) {
     now_s = std::max(now_s, a.now());
     for (const RankProgress& p : a.ranks()) {
-      if (job.empty() || p.job() == job) jobs.insert(p.job());
+      jobs.insert(p.job());
+      if (job.empty() || p.job() == job) sizes.push_back(p.world_size());
     }
   }
-  if (jobs.size() > 1) {
-    std::string list;
-    for (const std::string& j : jobs) list += (list.empty() ? "'" : ", '") + j + "'";
+  std::string list;
+  for (const std::string& j : jobs) list += (list.empty() ? "'" : ", '") + j + "'";
+  if (job.empty() && jobs.size() > 1) {
     *error = "the nodes run " + std::to_string(jobs.size()) + " jobs (" + list +
-             "): choose one with --job";
+             "): choose one with --job NAME";
     return false;
   }
+  if (!job.empty() && !jobs.empty() && !jobs.count(job)) {
+    *error = "--job '" + job + "' names none of the jobs the nodes run (" + list +
+             "): pass --job with one of them";
+    return false;
+  }
+  out->world = AgreedWorld(sizes);
   out->now_ns = static_cast<int64_t>(std::llround(now_s * 1e9));
   std::map<int32_t, analysis::RankInput> ranks;
   std::map<int32_t, std::string> seen_on;
@@ -123,8 +132,14 @@ bool CombineHangChecks(const std::vector<HangCheckResponse>& answers, const std:
                                 it->second + " and " + a.node() + ": kept the first");
         continue;
       }
+      if (out->world > 0 && ((p.world_size() > 0 && p.world_size() != out->world) ||
+                             p.rank() >= out->world)) {
+        out->warnings.push_back(a.node() + ": rank " + std::to_string(p.rank()) +
+                                " has world size " + std::to_string(p.world_size()) +
+                                ", the job " + std::to_string(out->world) + ": left out");
+        continue;
+      }
       seen_on[p.rank()] = a.node();
-      out->world = std::max(out->world, p.world_size());
       analysis::RankInput& in = ranks[p.rank()];
       ApplyRankProgress(p, out->now_ns, &in);
       if (in.node.empty()) in.node = a.node();

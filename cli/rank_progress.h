@@ -30,7 +30,7 @@ void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInpu
 struct LiveInput {
   std::vector<analysis::RankInput> ranks;  // by rank
   int64_t now_ns = 0;
-  int world = 0;                          // the largest world size reported
+  int world = 0;                          // the world size most ranks report (AgreedWorld)
   std::vector<int32_t> missing;           // ranks of the world no node reported
   // The smallest adaptive threshold the daemons report for a communicator with an op in flight
   // (0: none in flight).

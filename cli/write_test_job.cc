@@ -1,6 +1,7 @@
 // Writes cli/test_job.h's job for shell tests and the analyze benchmark:
 //   write_test_job DIR [--ranks N] [--nodes N] [--steps N] [--slow-rank R] [--stop-rank R
 //                  --stop-step S] [--transfer-factor F] [--gemm-factor F] [--skew-ns NS]
+//                  [--job LABEL]
 // Prints the node directories, one per line.
 #include <cstdio>
 #include <cstdlib>
@@ -12,7 +13,7 @@ int main(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') {
     std::fprintf(stderr, "usage: write_test_job DIR [--ranks N] [--nodes N] [--steps N] "
                          "[--slow-rank R] [--stop-rank R --stop-step S] [--transfer-factor F] "
-                         "[--gemm-factor F] [--skew-ns NS]\n");
+                         "[--gemm-factor F] [--skew-ns NS] [--job LABEL]\n");
     return 2;
   }
   xtimer::cli::TestJob job;
@@ -29,6 +30,7 @@ int main(int argc, char** argv) {
     else if (a == "--transfer-factor") job.transfer_factor = std::atof(v);
     else if (a == "--gemm-factor") job.gemm_factor = std::atof(v);
     else if (a == "--skew-ns") skew = std::atoll(v);
+    else if (a == "--job") job.job = v;
     else {
       std::fprintf(stderr, "write_test_job: unknown option %s\n", a.c_str());
       return 2;
