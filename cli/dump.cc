@@ -66,7 +66,8 @@ const char kUsage[] =
     "A rank's capture also ends when its process exits, or after 30 s without an op (a hang).\n"
     "\n"
     "Exit status: 0 when every node wrote its files (or accepted, with --no-wait), 1 when any\n"
-    "node failed, 2 on a usage error, 3 when every file was written but some rank got fewer\n"
+    "node failed (a node whose ranks match none of --job/--ranks fails too, naming the jobs\n"
+    "and ranks it has), 2 on a usage error, 3 when every file was written but some rank got fewer\n"
     "than half of --count events (the ranks are named; e.g. they exited or hung).\n"
     "\n"
     "example:\n"
@@ -245,6 +246,10 @@ int DumpMain(int argc, char** argv) {
       grpc::Status st = stub->DumpKernelTrace(&ctx, req, &n.response);
       if (!st.ok()) {
         n.error = ExplainRpcError(st, n.target);
+        return;
+      }
+      if (n.response.files().empty()) {  // a daemon from before NOT_FOUND answered "written"
+        n.error = "no file: " + n.response.message();
         return;
       }
       n.ok = true;

@@ -255,6 +255,46 @@ TEST_F(ControlTest, EveryDocumentedErrorOverHttpAndGrpc) {
   EXPECT_NE(gs.error_message().find("dump_path"), std::string::npos);
 }
 
+// A dump that matches no registered process fails with NOT_FOUND and the jobs and ranks the
+// daemon has (a job name's typo used to answer "written" with no file), over both transports;
+// it neither writes a folder nor replaces the last dump.
+TEST_F(ControlTest, DumpMatchingNothingFailsWithTheJobsPresent) {
+  int status = 0;
+  std::string out = HttpPost(port_, "/HostingService/DumpKernelTrace",
+                             R"({"dump_path":"none","history":10})", &status);
+  EXPECT_EQ(status, 404) << out;
+  EXPECT_NE(out.find("no process is registered with this daemon"), std::string::npos) << out;
+  AddRank(0, 4);
+  AddRank(1, 4);
+  AddRank(3, 4);
+  AddRank(0, 1, "otherjob");
+  out = HttpPost(port_, "/HostingService/DumpKernelTrace",
+                 R"({"dump_path":"typo","history":10,"jobs":["jbo1"]})", &status);
+  EXPECT_EQ(status, 404) << out;
+  EXPECT_NE(out.find("\"code\":\"NOT_FOUND\""), std::string::npos) << out;
+  EXPECT_NE(out.find("no registered process matches jobs 'jbo1'; this daemon has job(s) "
+                     "'job1' (ranks 0-1 3), 'otherjob' (ranks 0)"),
+            std::string::npos)
+      << out;
+  DumpKernelTraceRequest req;
+  req.set_dump_path("typo");
+  req.set_history(10);
+  req.add_jobs("otherjob");
+  req.add_ranks(2);
+  DumpKernelTraceResponse resp;
+  grpc::Status gs = GrpcDump(req, &resp);
+  EXPECT_EQ(gs.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(gs.error_message().find("matches jobs 'otherjob' and ranks 2; this daemon has"),
+            std::string::npos)
+      << gs.error_message();
+  struct stat st;
+  EXPECT_NE(stat((root_ + "/typo").c_str(), &st), 0);
+  EXPECT_EQ(dumps_->Current().id, "");
+  req.clear_ranks();
+  ASSERT_TRUE(GrpcDump(req, &resp).ok());
+  EXPECT_EQ(resp.files_size(), 1);
+}
+
 TEST_F(ControlTest, HistoryDumpWritesEveryRankAndFilters) {
   auto r0 = AddRank(0, 2), r1 = AddRank(1, 2);
   AddRank(0, 1, "otherjob");
