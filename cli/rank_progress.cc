@@ -1,7 +1,10 @@
 #include "cli/rank_progress.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -27,6 +30,16 @@ analysis::Communicator* FindComm(analysis::RankInput* in, uint64_t id) {
 
 }  // namespace
 
+uint64_t CommIdOfText(const std::string& text) {
+  const bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+  const char* digits = text.c_str() + (hex ? 2 : 0);
+  if (*digits == '\0' || *digits == '-' || *digits == '+' || std::isspace(*digits)) return 0;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long id = std::strtoull(digits, &end, hex ? 16 : 10);
+  return errno == 0 && *end == '\0' ? id : 0;
+}
+
 int64_t TimeOfAge(int64_t now_ns, double age_s) {
   if (!(age_s > 0)) return now_ns;
   return now_ns - static_cast<int64_t>(std::llround(std::min(age_s, 1e9) * 1e9));
@@ -34,7 +47,7 @@ int64_t TimeOfAge(int64_t now_ns, double age_s) {
 
 analysis::Arrival ArrivalFromProto(const CollectiveArrival& a, int64_t now_ns) {
   analysis::Arrival r;
-  r.comm_id = a.comm_id();
+  r.comm_id = CommIdOfText(a.comm_id());
   r.seq = a.seq();
   r.count = a.count();
   r.bytes = a.bytes();
@@ -67,17 +80,18 @@ void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInpu
   }
   in->progress.clear();
   for (const CommProgress& c : p.comms()) {
-    if (FindComm(in, c.comm_id()) == nullptr) {
+    const uint64_t id = CommIdOfText(c.comm_id());
+    if (FindComm(in, id) == nullptr) {
       analysis::Communicator comm;
-      comm.id = c.comm_id();
-      comm.parent_id = c.parent_id();
+      comm.id = id;
+      comm.parent_id = CommIdOfText(c.parent_id());
       comm.size = c.comm_size();
       comm.rank = c.comm_rank();
       comm.members.assign(c.members().begin(), c.members().end());
       in->comms.push_back(std::move(comm));
     }
     analysis::Progress pr;
-    pr.comm_id = c.comm_id();
+    pr.comm_id = id;
     pr.last_issued_seq = c.last_issued_seq();
     pr.last_completed_seq = c.last_completed_seq();
     pr.oldest_issue_ns =

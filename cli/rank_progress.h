@@ -15,6 +15,11 @@
 namespace xtimer {
 namespace cli {
 
+// A communicator id of a control-service message: hex text ("0x00000000000000ab",
+// format::CommIdText), or decimal as hang summaries written before the change carry it; 0 for
+// text that is neither.
+uint64_t CommIdOfText(const std::string& text);
+
 // `age_s` seconds before now_ns (ages <= 0 give now_ns).
 int64_t TimeOfAge(int64_t now_ns, double age_s);
 

@@ -430,7 +430,7 @@ CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out) {
     for (const CommSnapshot& c : p.comms) {
       if (c.comm_id == 0) continue;
       InflightComm* ic = pi->add_comms();
-      ic->set_comm_id(c.comm_id);
+      ic->set_comm_id(CommIdField(c.comm_id));
       ic->set_comm_rank(c.comm_rank);
       ic->set_comm_size(c.comm_size);
       ic->set_last_issued_seq(c.last_issued_seq);

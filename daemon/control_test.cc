@@ -25,6 +25,7 @@
 #include "daemon/control_server.h"
 #include "daemon/diagnosis.h"
 #include "daemon/dump_writer.h"
+#include "daemon/hang_check.h"
 #include "daemon/test_util.h"
 #include "proto/hosting.grpc.pb.h"
 #include "timeline/timeline_io.h"
@@ -521,6 +522,10 @@ TEST_F(ControlTest, StatusDescribesTheOldestCollectiveInFlight) {
   EXPECT_GE(c.inflight_age_s(), 2);
   EXPECT_EQ(c.blocked_by().rfind("kernel gemm_big launched ", 0), 0u) << c.blocked_by();
   EXPECT_EQ(c.last_completed_age_s(), -1);  // nothing completed on it yet
+  EXPECT_EQ(c.comm_id(), "0x0000000000000077");
+  std::string json, error;
+  ASSERT_TRUE(MessageToJson(resp, &json, &error)) << error;
+  EXPECT_NE(json.find("\"comm_id\":\"0x0000000000000077\""), std::string::npos) << json;
 }
 
 // The one-port pitfall: many concurrent gRPC and HTTP calls must all complete promptly.
@@ -563,7 +568,7 @@ TEST_F(ControlTest, HangCheckOverBothTransports) {
   ASSERT_TRUE(stub_->HangCheck(&ctx, HangCheckRequest(), &resp).ok());
   EXPECT_EQ(resp.node(), "testnode");
   ASSERT_EQ(resp.ranks_size(), 2);
-  EXPECT_EQ(resp.ranks(0).comms(0).comm_id(), 77u);
+  EXPECT_EQ(resp.ranks(0).comms(0).comm_id(), "0x000000000000004d");  // 77
   EXPECT_EQ(resp.ranks(0).comms(0).inflight().seq(), 1000u);
   EXPECT_EQ(resp.ranks(0).comms(0).inflight().state(), "started");
   ASSERT_EQ(resp.verdicts_size(), 1) << resp.DebugString();
@@ -578,6 +583,10 @@ TEST_F(ControlTest, HangCheckOverBothTransports) {
   EXPECT_NE(out.find("\"kind\":\"never_issued\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"culprit_ranks\":[1]"), std::string::npos) << out;
   EXPECT_NE(out.find("\"seq\":\"1000\""), std::string::npos) << out;  // uint64 as a string
+  // Communicator ids in hex text, as in metrics and traces (they were decimal strings).
+  EXPECT_NE(out.find("\"comm_id\":\"0x000000000000004d\""), std::string::npos) << out;
+  EXPECT_EQ(out.find("\"comm_id\":\"77\""), std::string::npos) << out;
+  EXPECT_EQ(resp.verdicts(0).comm_id(), "0x000000000000004d");
   out = HttpPost(port_, "/HostingService/HangCheck", "{\"job\": \"nope\"}", &status);
   EXPECT_EQ(status, 200) << out;
   EXPECT_EQ(out.find("never_issued"), std::string::npos) << out;

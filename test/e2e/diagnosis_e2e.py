@@ -338,7 +338,7 @@ def comm_nodes(cluster, job):
     for answer in cluster.hang_checks(job):
         for rank in answer.get("ranks", []):
             for c in rank.get("comms", []):
-                known = members.setdefault("0x%016x" % int(c["comm_id"]), set())
+                known = members.setdefault(c["comm_id"], set())  # hex text, as the metrics
                 known.update(m for m in c.get("members", []) if m >= 0)
     return {comm: len({m // 4 for m in ranks}) for comm, ranks in members.items()}
 
