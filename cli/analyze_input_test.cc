@@ -258,6 +258,32 @@ TEST(RankProgress, SeveralJobsNeedAChoice) {
   EXPECT_EQ(only_k.missing, std::vector<int32_t>({1, 2, 3}));
 }
 
+// A --job no node runs fails listing the jobs (it analysed nothing, exit 0); a rank whose world
+// size disagrees with most ranks' is left out and named, never sizing the world (it did: the
+// largest world size reported was taken).
+TEST(RankProgress, UnknownJobAndDisagreeingWorldSize) {
+  HangCheckResponse n0;
+  *n0.add_ranks() = Waiting(0, "n0", 5, 1);
+  *n0.add_ranks() = Waiting(1, "n0", 5, 1);
+  RankProgress corrupt = Waiting(2, "n0", 5, 1);
+  corrupt.set_world_size(1 << 30);
+  *n0.add_ranks() = corrupt;
+  LiveInput live;
+  std::string error;
+  EXPECT_FALSE(CombineHangChecks({n0}, "jj", &live, &error));
+  EXPECT_NE(error.find("--job 'jj' names none of the jobs the nodes run ('j')"),
+            std::string::npos)
+      << error;
+  ASSERT_TRUE(CombineHangChecks({n0}, "", &live, &error)) << error;
+  EXPECT_EQ(live.world, 4);
+  EXPECT_EQ(live.ranks.size(), 2u);
+  EXPECT_EQ(live.missing, std::vector<int32_t>({2, 3}));
+  ASSERT_EQ(live.warnings.size(), 1u);
+  EXPECT_NE(live.warnings[0].find("rank 2 has world size 1073741824, the job 4: left out"),
+            std::string::npos)
+      << live.warnings[0];
+}
+
 }  // namespace
 }  // namespace cli
 }  // namespace xtimer

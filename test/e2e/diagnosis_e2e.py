@@ -496,8 +496,9 @@ def check_offline(cluster, job, kind, culprits, mismatch=None):
             mismatch is not None and h.get("mismatch") != mismatch):
         fail("%s: xtimer analyze of the automatic dumps %s: hang %s, expected %s %s %s" % (
             job, dirs, json.dumps(h), kind, culprits, mismatch or ""))
-    log("%s: xtimer analyze of both nodes' automatic dumps: %s naming %s (comm %s seq %s, %d "
-        "verdicts)" % (job, kind, culprits, h["comm"], h["seq"], len(report["hangs"])))
+    log("%s: xtimer analyze of both nodes' automatic dumps (folder %s on both): %s naming %s "
+        "(comm %s seq %s, %d verdicts)" % (job, folders[0], kind, culprits, h["comm"], h["seq"],
+                                          len(report["hangs"])))
     return h
 
 
