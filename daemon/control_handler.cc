@@ -133,9 +133,12 @@ std::string RankRanges(const std::set<int>& ranks) {
   return s;
 }
 
-// Why a dump of `r` would write no file, or "" when a registered process matches: the jobs and
-// ranks this daemon has, so that a typo in a job name or a rank list is seen at once.
+// Why the `jobs` and `ranks` of `r` select no registered process, or "" when one matches (or
+// there are none: a daemon with no process answers a dump of everything with no file, a state
+// rather than a mistake): the jobs and ranks this daemon has, so that a typo in a job name or a
+// rank list is seen at once.
 std::string NoMatchReason(const Snapshot& snap, const DumpRequest& r) {
+  if (r.jobs.empty() && r.ranks.empty()) return "";
   std::map<std::string, std::set<int>> jobs;
   for (const ProcessSnapshot& p : snap.processes) {
     if ((r.jobs.empty() || r.jobs.count(p.job)) && (r.ranks.empty() || r.ranks.count(p.rank))) {
@@ -143,7 +146,7 @@ std::string NoMatchReason(const Snapshot& snap, const DumpRequest& r) {
     }
     jobs[p.job].insert(p.rank);
   }
-  if (jobs.empty()) return "no process is registered with this daemon: nothing to dump";
+  if (jobs.empty()) return "no process is registered with this daemon: nothing matches";
   std::string asked;
   for (const std::string& j : r.jobs) asked += (asked.empty() ? "jobs '" : ", '") + j + "'";
   if (!r.ranks.empty()) asked += (asked.empty() ? "ranks " : " and ranks ") + RankRanges(r.ranks);

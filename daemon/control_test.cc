@@ -256,15 +256,20 @@ TEST_F(ControlTest, EveryDocumentedErrorOverHttpAndGrpc) {
   EXPECT_NE(gs.error_message().find("dump_path"), std::string::npos);
 }
 
-// A dump that matches no registered process fails with NOT_FOUND and the jobs and ranks the
-// daemon has (a job name's typo used to answer "written" with no file), over both transports;
-// it neither writes a folder nor replaces the last dump.
+// A dump whose jobs or ranks match no registered process fails with NOT_FOUND and the jobs and
+// ranks the daemon has (a job name's typo used to answer "written" with no file), over both
+// transports; it neither writes a folder nor replaces the last dump.
 TEST_F(ControlTest, DumpMatchingNothingFailsWithTheJobsPresent) {
   int status = 0;
   std::string out = HttpPost(port_, "/HostingService/DumpKernelTrace",
-                             R"({"dump_path":"none","history":10})", &status);
+                             R"({"dump_path":"none","history":10,"jobs":["job1"]})", &status);
   EXPECT_EQ(status, 404) << out;
   EXPECT_NE(out.find("no process is registered with this daemon"), std::string::npos) << out;
+  // Without a filter, an empty daemon answers with no file (a state, not a mistake).
+  out = HttpPost(port_, "/HostingService/DumpKernelTrace", R"({"dump_path":"none","history":10})",
+                 &status);
+  EXPECT_EQ(status, 200) << out;
+  EXPECT_NE(out.find("no registered process matches: nothing to dump"), std::string::npos) << out;
   AddRank(0, 4);
   AddRank(1, 4);
   AddRank(3, 4);
@@ -290,7 +295,7 @@ TEST_F(ControlTest, DumpMatchingNothingFailsWithTheJobsPresent) {
       << gs.error_message();
   struct stat st;
   EXPECT_NE(stat((root_ + "/typo").c_str(), &st), 0);
-  EXPECT_EQ(dumps_->Current().id, "");
+  EXPECT_EQ(dumps_->Current().dir, root_ + "/none");  // the last dump is still the empty one
   req.clear_ranks();
   ASSERT_TRUE(GrpcDump(req, &resp).ok());
   EXPECT_EQ(resp.files_size(), 1);
