@@ -619,7 +619,9 @@ int64_t HangThresholdNs(std::vector<int64_t> completion_ns, const Options& optio
   // will repeat.
   const size_t warm = std::min(gaps.size(), need - 1);
   const double longest =
-      warm == gaps.size() ? 0 : static_cast<double>(*std::max_element(gaps.begin() + warm, gaps.end()));
+      warm == gaps.size()
+          ? 0
+          : static_cast<double>(*std::max_element(gaps.begin() + warm, gaps.end()));
   double t = options.pause_factor * longest;
   if (completion_ns.size() < need) {
     t = std::max(t, static_cast<double>(options.early_hang_ns));
@@ -723,7 +725,9 @@ std::vector<HangVerdict> FindHangs(const std::vector<RankInput>& ranks,
   for (const CommView& comm : comms) {
     CommHang hang(ranks, comm, options);
     hang.Check(&out);
-    if (thresholds != nullptr) thresholds->push_back({comm.id, hang.threshold_ns(), hang.history()});
+    if (thresholds != nullptr) {
+      thresholds->push_back({comm.id, hang.threshold_ns(), hang.history()});
+    }
     CompletedMismatch(ranks, comm, &out);
   }
   DropBlockedCulprits(&out);

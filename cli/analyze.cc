@@ -58,14 +58,17 @@ options:
   --hosts LIST        host:port,... of the nodes' xtimerd control ports (a host without :port
                       gets $XTIMER_CONTROL_PORT or 18888)
   --hosts-file F      one host[:port] per line ('#' starts a comment)
-  --job J             with --hosts: only this job (needed when the nodes run several)
+  --job J             only this job's files (or, with --hosts, ranks): needed when the
+                      inputs (the nodes) hold several jobs, which are never merged
   --timeout S         with --hosts: per-node deadline (default 10)
   -h, --help          this text
   --version           print the version and exit
 
-exit status: 0 done, 1 nothing could be read (or no node answered), 2 bad arguments, 3 done but
-the input is partial: ranks of the world have no data, files are (partly) unreadable, or nodes
-did not answer (each is named on stderr).
+exit status: 0 done, 1 nothing could be read (or no node answered), 2 bad arguments (also: the
+inputs hold several jobs and no --job, or --job names none of them: the jobs are listed), 3 done
+but the input is partial: ranks of the world have no data, files are (partly) unreadable or were
+left out (their world size disagrees with the job's), or nodes did not answer (each is named on
+stderr).
 )HELP";
 
 struct Args {
@@ -161,7 +164,6 @@ int ParseArgs(int argc, char** argv, Args* a) {
   if (a->live && !a->inputs.empty())
     return BadArg("give either dump directories or --hosts, not both");
   if (!a->live && a->inputs.empty()) return BadArg("no dump directory (or --hosts)");
-  if (!a->live && !a->job.empty()) return BadArg("--job goes with --hosts");
   if (a->hang_timeout_s > 0) {
     a->options.hang_timeout_ns = static_cast<int64_t>(a->hang_timeout_s * 1e9);
     a->options.min_hang_ns = std::min(a->options.min_hang_ns, a->options.hang_timeout_ns);
@@ -182,12 +184,14 @@ struct Outcome {
 int FromDumps(const Args& a, Outcome* o) {
   DumpReadOptions ro;
   ro.inputs = a.inputs;
+  ro.job = a.job;
   ro.jobs = a.jobs;
   ro.align_clocks = a.align;
   ro.progress = !a.quiet && isatty(STDERR_FILENO) ? stderr : nullptr;
   DumpInput in;
   std::string error;
   if (!ReadDump(ro, &in, &error)) {
+    if (in.wrong_job) return BadArg(error);
     std::fprintf(stderr, "xtimer analyze: %s\n", error.c_str());
     return 1;
   }

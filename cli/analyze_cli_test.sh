@@ -111,4 +111,45 @@ PY
 expect_rc 3 $XT diff "$TMP/a" "$TMP/corrupt"
 grep -q "B: .*00007-00008.timeline" "$TMP/err" || fail "diff partial message: $(cat "$TMP/err")"
 expect_rc 1 $XT diff "$TMP/a" "$TMP/no-such-dir"
+# Two jobs in one input are never merged (cli/job_inputs.h): analyze, timeline and diff refuse
+# with exit 2, listing the jobs and asking for --job; --job picks one; a --job that names none
+# fails listing the jobs present.
+mkdir -p "$TMP/mixed" && $W "$TMP/mixed/other" --steps 10 --job otherjob >/dev/null || fail "write second job"
+mkdir -p "$TMP/mixed/testjob" && cp -r "$TMP/a/node0" "$TMP/a/node1" "$TMP/mixed/testjob/"
+for cmd in "analyze $TMP/mixed/testjob/node0 $TMP/mixed/testjob/node1 $TMP/mixed/other/node0 $TMP/mixed/other/node1" \
+           "timeline $TMP/mixed/testjob/node0 $TMP/mixed/testjob/node1 $TMP/mixed/other -o $TMP/mixed.pftrace" \
+           "diff $TMP/a $TMP/mixed/testjob/node0,$TMP/mixed/testjob/node1,$TMP/mixed/other"; do
+  expect_rc 2 $XT $cmd
+  grep -q "hold 2 jobs" "$TMP/err" || fail "$cmd: no mixed-jobs refusal: $(cat "$TMP/err")"
+  grep -q "'otherjob': 8 files in $TMP/mixed/other/node0, $TMP/mixed/other/node1" "$TMP/err" || fail "$cmd: jobs not listed: $(cat "$TMP/err")"
+  grep -q "'testjob': 8 files" "$TMP/err" || fail "$cmd: testjob not listed: $(cat "$TMP/err")"
+  grep -q -- "--job NAME" "$TMP/err" || fail "$cmd: no --job hint: $(cat "$TMP/err")"
+  flag=--job && [ "${cmd%% *}" = diff ] && flag=--job-b  # A holds testjob alone
+  expect_rc 2 $XT $cmd $flag typo
+  grep -q -- "--job 'typo' names none of the 2 job(s)" "$TMP/err" || fail "$cmd $flag typo: $(cat "$TMP/err")"
+  grep -q "'otherjob': 8 files" "$TMP/err" || fail "$cmd $flag typo: jobs not listed: $(cat "$TMP/err")"
+done
+expect_rc 0 $XT analyze "$TMP/mixed/testjob" "$TMP/mixed/other" --job otherjob --json
+python3 - "$TMP/out" <<'PY' || fail "analyze --job: $(head -c 600 "$TMP/out")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+files = r["inputs"]["files"]
+assert len(files) == 8 and all("/other/" in f for f in files), files
+PY
+expect_rc 0 $XT timeline "$TMP/mixed/testjob/node0" "$TMP/mixed/testjob/node1" "$TMP/mixed/other" --job testjob -o "$TMP/mixed.pftrace"
+grep -q "wrote .*8 ranks" "$TMP/err" || fail "timeline --job: $(cat "$TMP/err")"
+expect_rc 0 $XT diff "$TMP/a" "$TMP/mixed/testjob/node0,$TMP/mixed/testjob/node1,$TMP/mixed/other" --job-b otherjob --json
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["b"]["ranks"] == 8, r' "$TMP/out" || fail "diff --job-b: $(head -c 300 "$TMP/out")"
+expect_rc 2 $XT diff "$TMP/a" "$TMP/mixed/other" --job otherjob
+grep -q "A: --job 'otherjob' names none of the 1 job(s)" "$TMP/err" || fail "diff --job for both: $(cat "$TMP/err")"
+# Files of one job that disagree about the world size are left out and named (exit 3), never
+# used to size the world: a 4-rank run with the same job label beside the 8-rank one.
+$W "$TMP/world4" --ranks 4 --nodes 1 --steps 10 >/dev/null || fail "write 4-rank job"
+expect_rc 3 $XT analyze "$TMP/a/node0" "$TMP/a/node1" "$TMP/world4/node0" --json
+grep -q "world4/node0/00000-00004.timeline: world size 4, but most files of job 'testjob' say 8: left out" "$TMP/err" || fail "world-size message: $(cat "$TMP/err")"
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert len(r["inputs"]["files"]) == 8 and r["inputs"]["missing_ranks"] == [], r["inputs"]' "$TMP/out" || fail "world-size files: $(head -c 600 "$TMP/out")"
+expect_rc 3 $XT timeline "$TMP/a/node0" "$TMP/a/node1" "$TMP/world4/node0" -o "$TMP/w.pftrace"
+grep -q "00003-00004.timeline: world size 4, but most files of job 'testjob' say 8: left out" "$TMP/err" || fail "timeline world-size message: $(cat "$TMP/err")"
+expect_rc 3 $XT diff "$TMP/a" "$TMP/a/node0,$TMP/a/node1,$TMP/world4/node0"
+grep -q "B: .*world size 4, but most files" "$TMP/err" || fail "diff world-size message: $(cat "$TMP/err")"
 echo PASS

@@ -167,7 +167,7 @@ RankProgress Waiting(int rank, const std::string& node, uint64_t seq, double age
   p.set_node(node);
   p.set_pid(100 + rank);
   CommProgress* c = p.add_comms();
-  c->set_comm_id(7);
+  c->set_comm_id("0x0000000000000007");
   c->set_comm_rank(rank);
   c->set_comm_size(4);
   c->set_last_issued_seq(seq);
@@ -175,7 +175,7 @@ RankProgress Waiting(int rank, const std::string& node, uint64_t seq, double age
   c->set_oldest_inflight_age_s(age);
   c->set_hang_threshold_s(12);
   CollectiveArrival* a = c->mutable_inflight();
-  a->set_comm_id(7);
+  a->set_comm_id("0x0000000000000007");
   a->set_seq(seq);
   a->set_op("AllReduce");
   a->set_dtype("bf16");
@@ -184,6 +184,19 @@ RankProgress Waiting(int rank, const std::string& node, uint64_t seq, double age
   a->set_comm_size(4);
   a->set_issue_age_s(age);
   return p;
+}
+
+// Hex text as the daemon writes it; decimal as older hang summaries carry it; anything else 0.
+TEST(RankProgress, CommIdOfText) {
+  EXPECT_EQ(CommIdOfText("0x00000000000000ab"), 0xabu);
+  EXPECT_EQ(CommIdOfText("0xc0ffee0000000002"), 0xc0ffee0000000002ull);
+  EXPECT_EQ(CommIdOfText("171"), 171u);
+  EXPECT_EQ(CommIdOfText("18446744073709551615"), UINT64_MAX);
+  EXPECT_EQ(CommIdOfText(""), 0u);
+  EXPECT_EQ(CommIdOfText("0x"), 0u);
+  EXPECT_EQ(CommIdOfText("-1"), 0u);
+  EXPECT_EQ(CommIdOfText("0xab junk"), 0u);
+  EXPECT_EQ(CommIdOfText("18446744073709551616"), 0u);
 }
 
 TEST(RankProgress, CombinesNodesOnOneClock) {
@@ -243,6 +256,32 @@ TEST(RankProgress, SeveralJobsNeedAChoice) {
   ASSERT_TRUE(CombineHangChecks({n0}, "k", &only_k, &error)) << error;
   EXPECT_EQ(only_k.ranks.size(), 1u);
   EXPECT_EQ(only_k.missing, std::vector<int32_t>({1, 2, 3}));
+}
+
+// A --job no node runs fails listing the jobs (it analysed nothing, exit 0); a rank whose world
+// size disagrees with most ranks' is left out and named, never sizing the world (it did: the
+// largest world size reported was taken).
+TEST(RankProgress, UnknownJobAndDisagreeingWorldSize) {
+  HangCheckResponse n0;
+  *n0.add_ranks() = Waiting(0, "n0", 5, 1);
+  *n0.add_ranks() = Waiting(1, "n0", 5, 1);
+  RankProgress corrupt = Waiting(2, "n0", 5, 1);
+  corrupt.set_world_size(1 << 30);
+  *n0.add_ranks() = corrupt;
+  LiveInput live;
+  std::string error;
+  EXPECT_FALSE(CombineHangChecks({n0}, "jj", &live, &error));
+  EXPECT_NE(error.find("--job 'jj' names none of the jobs the nodes run ('j')"),
+            std::string::npos)
+      << error;
+  ASSERT_TRUE(CombineHangChecks({n0}, "", &live, &error)) << error;
+  EXPECT_EQ(live.world, 4);
+  EXPECT_EQ(live.ranks.size(), 2u);
+  EXPECT_EQ(live.missing, std::vector<int32_t>({2, 3}));
+  ASSERT_EQ(live.warnings.size(), 1u);
+  EXPECT_NE(live.warnings[0].find("rank 2 has world size 1073741824, the job 4: left out"),
+            std::string::npos)
+      << live.warnings[0];
 }
 
 }  // namespace

@@ -15,6 +15,8 @@ std::string CodeName(grpc::StatusCode c) {
       return "invalid argument";
     case grpc::StatusCode::FAILED_PRECONDITION:
       return "busy";
+    case grpc::StatusCode::NOT_FOUND:
+      return "no match";
     case grpc::StatusCode::UNAVAILABLE:
       return "unavailable";
     case grpc::StatusCode::DEADLINE_EXCEEDED:

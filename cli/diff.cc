@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "cli/diff_report.h"
+#include "cli/job_inputs.h"
 #include "cli/op_diff.h"
 #include "cli/op_table.h"
 #include "util/version.h"
@@ -38,12 +39,17 @@ options:
   --json            print JSON: {"a": {...}, "b": {...}, "ops": [...], "ranks": [...]}
                     (docs/analyze-cli.md)
   --top N           print only the first N rows (default: all)
+  --job NAME        only this job's files, in A and in B: needed when a dump holds several
+                    jobs (the job label of the files), which are never merged
+  --job-a NAME, --job-b NAME
+                    the same for A or B alone (two runs have two job labels)
   -j, --jobs N      reader threads (default: all hardware threads)
   -h, --help        this text
   --version         print the version and exit
 
-exit status: 0 done, 1 a dump could not be read, 2 bad arguments, 3 done but some files were
-(partly) unreadable (listed on stderr).
+exit status: 0 done, 1 a dump could not be read, 2 bad arguments (also: a dump holds several
+jobs and no --job, or --job names none of them: the jobs are listed), 3 done but some files were
+(partly) unreadable or left out (their world size disagrees with the job's; listed on stderr).
 )HELP";
 
 int BadArg(const std::string& m) {
@@ -67,6 +73,7 @@ std::vector<std::string> SplitList(const std::string& s) {
 
 int DiffMain(int argc, char** argv) {
   std::vector<std::string> dumps;
+  std::string job[2];
   bool json = false;
   int jobs = 0;
   size_t top = static_cast<size_t>(-1);
@@ -90,6 +97,11 @@ int DiffMain(int argc, char** argv) {
     } else if (a == "--top") {
       if (!number(a, 1, 1000000, &n)) return BadArg("--top needs a number from 1 to 1000000");
       top = static_cast<size_t>(n);
+    } else if (a == "--job" || a == "--job-a" || a == "--job-b") {
+      if (i + 1 >= argc || !*argv[i + 1]) return BadArg(a + " needs a job name");
+      ++i;
+      if (a != "--job-b") job[0] = argv[i];
+      if (a != "--job-a") job[1] = argv[i];
     } else if (a == "-j" || a == "--jobs") {
       if (!number(a, 1, 1024, &n)) return BadArg(a + " needs a number from 1 to 1024");
       jobs = static_cast<int>(n);
@@ -103,8 +115,16 @@ int DiffMain(int argc, char** argv) {
   OpTable tables[2];
   for (int d = 0; d < 2; ++d) {
     std::string error;
-    if (!ReadOpTable(SplitList(dumps[d]), jobs, &tables[d], &error)) {
+    JobFiles files;
+    if (!SelectJobFiles(SplitList(dumps[d]), job[d], jobs, &files, &error)) {
+      return BadArg(std::string(d == 0 ? "A" : "B") + ": " + error);
+    }
+    const bool read = ReadOpTable(PathsOf(files.files), jobs, &tables[d], &error);
+    std::vector<std::string>& problems = tables[d].problems;
+    problems.insert(problems.begin(), files.problems.begin(), files.problems.end());
+    if (!read) {
       std::fprintf(stderr, "xtimer diff: %s: %s\n", d == 0 ? "A" : "B", error.c_str());
+      for (const std::string& p : files.problems) std::fprintf(stderr, "  %s\n", p.c_str());
       return 1;
     }
   }

@@ -66,8 +66,10 @@ const char kUsage[] =
     "A rank's capture also ends when its process exits, or after 30 s without an op (a hang).\n"
     "\n"
     "Exit status: 0 when every node wrote its files (or accepted, with --no-wait), 1 when any\n"
-    "node failed, 2 on a usage error, 3 when every file was written but some rank got fewer\n"
-    "than half of --count events (the ranks are named; e.g. they exited or hung).\n"
+    "node failed (a node whose ranks match none of --job/--ranks fails too, naming the jobs\n"
+    "and ranks it has; without them, a node with no process writes 0 files), 2 on a usage\n"
+    "error, 3 when every file was written but some rank got fewer than half of --count events\n"
+    "(the ranks are named; e.g. they exited or hung).\n"
     "\n"
     "example:\n"
     "  xtimer dump --hosts node0:18888,node1:18888 --path /mnt/shared/dumps/run1 --count 10000\n"
@@ -245,6 +247,10 @@ int DumpMain(int argc, char** argv) {
       grpc::Status st = stub->DumpKernelTrace(&ctx, req, &n.response);
       if (!st.ok()) {
         n.error = ExplainRpcError(st, n.target);
+        return;
+      }
+      if (n.response.files().empty() && (req.jobs_size() > 0 || req.ranks_size() > 0)) {
+        n.error = "no file: " + n.response.message();  // a daemon from before NOT_FOUND
         return;
       }
       n.ok = true;

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "cli/job_inputs.h"
 #include "cli/parallel_for.h"
 #include "cli/rank_progress.h"
 #include "format/record.h"
@@ -238,7 +239,6 @@ std::vector<FileResult*> SelectRanks(std::vector<FileResult>* files, DumpInput* 
     }
     by_rank[f.meta.rank] = &f;
     ranks.push_back(&f);
-    out->world = std::max(out->world, f.meta.world_size);
   }
   return ranks;
 }
@@ -282,37 +282,68 @@ std::string SummaryNode(const HangCheckResponse& summary, const std::string& dir
                                                                        : summary.node();
 }
 
-// Reads the hang summary `path` in `dir` into the ranks it describes.
-void ReadSummary(const std::string& dir, const std::string& path,
-                 const std::map<std::string, int64_t>& offsets,
-                 const std::map<std::string, std::string>& node_of_dir,
-                 std::map<int32_t, analysis::RankInput>* ranks, DumpInput* out) {
+struct Summary {
+  std::string dir, path;
+  HangCheckResponse answer;
+};
+
+// Parses the hang summary `path`; false (a problem reported) when it is not one.
+bool ParseSummary(const std::string& path, HangCheckResponse* summary, DumpInput* out) {
   std::ifstream in(path);
-  if (!in) return;
+  if (!in) return false;
   std::stringstream text;
   text << in.rdbuf();
-  HangCheckResponse summary;
   google::protobuf::util::JsonParseOptions opt;
   opt.ignore_unknown_fields = true;
-  auto st = google::protobuf::util::JsonStringToMessage(text.str(), &summary, opt);
+  auto st = google::protobuf::util::JsonStringToMessage(text.str(), summary, opt);
   if (!st.ok()) {
     out->problems.push_back(path + ": not a HangCheck answer in JSON (" +
                             std::string(st.message()) + ")");
-    return;
+    return false;
   }
+  return true;
+}
+
+// The world size of the summaries' entries of `job` (when the files gave none).
+int SummaryWorld(const std::vector<Summary>& summaries, const std::string& job) {
+  std::vector<int> sizes;
+  for (const Summary& s : summaries) {
+    for (const RankProgress& p : s.answer.ranks()) {
+      if (job.empty() || p.job() == job) sizes.push_back(p.world_size());
+    }
+  }
+  return AgreedWorld(sizes);
+}
+
+// Adds the summary's entries of the job read (out->job, out->world) to the ranks it describes.
+void ApplySummary(const Summary& s, const std::map<std::string, int64_t>& offsets,
+                  const std::map<std::string, std::string>& node_of_dir,
+                  std::map<int32_t, analysis::RankInput>* ranks, DumpInput* out) {
   ++out->summaries;
-  out->paths.push_back(path);
-  const std::string name = SummaryNode(summary, dir, offsets, node_of_dir);
+  out->paths.push_back(s.path);
+  const std::string name = SummaryNode(s.answer, s.dir, offsets, node_of_dir);
   auto off = offsets.find(name);
-  const int64_t now = static_cast<int64_t>(std::llround(summary.now() * 1e9)) +
+  const int64_t now = static_cast<int64_t>(std::llround(s.answer.now() * 1e9)) +
                       (off != offsets.end() ? off->second : 0);
   out->now_ns = std::max(out->now_ns, now);
-  for (const RankProgress& p : summary.ranks()) {
+  for (const RankProgress& p : s.answer.ranks()) {
     if (p.rank() < 0) continue;
+    const std::string rank = "rank " + std::to_string(p.rank());
+    if (!out->job.empty() && p.job() != out->job) {
+      out->problems.push_back(s.path + ": " + rank + " of job '" + p.job() +
+                              "' left out (reading job '" + out->job + "')");
+      continue;
+    }
+    if (out->world > 0 && ((p.world_size() > 0 && p.world_size() != out->world) ||
+                           p.rank() >= out->world)) {
+      out->problems.push_back(s.path + ": " + rank + " has world size " +
+                              std::to_string(p.world_size()) + ", the job " +
+                              std::to_string(out->world) + ": left out");
+      continue;
+    }
     analysis::RankInput& r = (*ranks)[p.rank()];
     if (r.node.empty()) r.node = name;
     ApplyRankProgress(p, now, &r);
-    out->world = std::max(out->world, p.world_size());
   }
 }
 
@@ -355,9 +386,15 @@ analysis::TimedOp TimedOpOf(const EventRecord& e, int32_t comm_size) {
 }
 
 bool ReadDump(const DumpReadOptions& opt, DumpInput* out, std::string* error) {
-  timeline::InputList list = timeline::ListTimelineInputs(opt.inputs);
-  out->problems = std::move(list.skipped);
+  JobFiles list;
+  if (!SelectJobFiles(opt.inputs, opt.job, opt.jobs, &list, error)) {
+    out->wrong_job = true;
+    return false;
+  }
+  out->problems = std::move(list.problems);
   out->notes = std::move(list.notes);
+  out->job = list.job;
+  out->world = list.world;
   std::vector<FileResult> files(list.files.size());
   for (size_t i = 0; i < files.size(); ++i) {
     files[i].path = list.files[i].path;
@@ -390,11 +427,15 @@ bool ReadDump(const DumpReadOptions& opt, DumpInput* out, std::string* error) {
     ranks[f->meta.rank] = std::move(f->input);
   }
   files.clear();
+  std::vector<Summary> summaries;
   for (const std::string& dir : list.dirs) {
     for (const std::string& path : HangSummariesIn(dir)) {
-      ReadSummary(dir, path, offsets, node_of_dir, &ranks, out);
+      Summary sum{dir, path, {}};
+      if (ParseSummary(path, &sum.answer, out)) summaries.push_back(std::move(sum));
     }
   }
+  if (out->world == 0) out->world = SummaryWorld(summaries, out->job);
+  for (const Summary& sum : summaries) ApplySummary(sum, offsets, node_of_dir, &ranks, out);
   if (ranks.empty()) {
     *error = "no readable timeline files or hang summaries";
     for (const std::string& p : out->problems) *error += "\n  " + p;

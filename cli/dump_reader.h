@@ -28,6 +28,7 @@ std::vector<std::string> HangSummariesIn(const std::string& dir);
 
 struct DumpReadOptions {
   std::vector<std::string> inputs;  // directories, .timeline files, dump paths of job folders
+  std::string job;                  // the job to read (--job); "" when the inputs hold one
   int jobs = 0;                     // reader threads; 0: hardware threads
   bool align_clocks = true;
   FILE* progress = nullptr;         // draws "reading i/n files" here when set
@@ -39,7 +40,10 @@ struct DumpInput {
   // summaries' `now`.
   int64_t now_ns = 0;
   std::vector<std::pair<std::string, int64_t>> offsets;  // node -> ns added to its times
-  int world = 0;                   // the largest world size in the files and summaries
+  // The job read, and its world size: the one most of its files give (cli/job_inputs.h), else
+  // the one most summary entries give; files and entries that disagree are left out (problems).
+  std::string job;
+  int world = 0;
   std::vector<int32_t> missing;    // ranks of the world with neither a file nor a summary entry
   std::vector<std::string> paths;  // the timeline files and hang summaries read
   int files = 0;                   // timeline files read
@@ -48,9 +52,12 @@ struct DumpInput {
   std::vector<std::string> problems;  // "path: why": inputs or files (partly) unreadable
   std::vector<std::string> notes;     // how inputs were read
   bool partial() const { return !missing.empty() || !problems.empty(); }
+  // A false return because the inputs hold several jobs and no --job, or --job names none of
+  // them: a bad argument (exit 2), not unreadable input.
+  bool wrong_job = false;
 };
 
-// Returns false with *error when nothing could be read.
+// Returns false with *error when nothing could be read, or when the job is not chosen (above).
 bool ReadDump(const DumpReadOptions& options, DumpInput* out, std::string* error);
 
 // One timeline event as the analysis library takes it. `comm_size` is the communicator's size

@@ -1,10 +1,14 @@
 #include "cli/rank_progress.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <set>
 
+#include "cli/job_inputs.h"
 #include "format/record.h"
 
 namespace xtimer {
@@ -26,6 +30,16 @@ analysis::Communicator* FindComm(analysis::RankInput* in, uint64_t id) {
 
 }  // namespace
 
+uint64_t CommIdOfText(const std::string& text) {
+  const bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
+  const char* digits = text.c_str() + (hex ? 2 : 0);
+  if (*digits == '\0' || *digits == '-' || *digits == '+' || std::isspace(*digits)) return 0;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long id = std::strtoull(digits, &end, hex ? 16 : 10);
+  return errno == 0 && *end == '\0' ? id : 0;
+}
+
 int64_t TimeOfAge(int64_t now_ns, double age_s) {
   if (!(age_s > 0)) return now_ns;
   return now_ns - static_cast<int64_t>(std::llround(std::min(age_s, 1e9) * 1e9));
@@ -33,7 +47,7 @@ int64_t TimeOfAge(int64_t now_ns, double age_s) {
 
 analysis::Arrival ArrivalFromProto(const CollectiveArrival& a, int64_t now_ns) {
   analysis::Arrival r;
-  r.comm_id = a.comm_id();
+  r.comm_id = CommIdOfText(a.comm_id());
   r.seq = a.seq();
   r.count = a.count();
   r.bytes = a.bytes();
@@ -66,17 +80,18 @@ void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInpu
   }
   in->progress.clear();
   for (const CommProgress& c : p.comms()) {
-    if (FindComm(in, c.comm_id()) == nullptr) {
+    const uint64_t id = CommIdOfText(c.comm_id());
+    if (FindComm(in, id) == nullptr) {
       analysis::Communicator comm;
-      comm.id = c.comm_id();
-      comm.parent_id = c.parent_id();
+      comm.id = id;
+      comm.parent_id = CommIdOfText(c.parent_id());
       comm.size = c.comm_size();
       comm.rank = c.comm_rank();
       comm.members.assign(c.members().begin(), c.members().end());
       in->comms.push_back(std::move(comm));
     }
     analysis::Progress pr;
-    pr.comm_id = c.comm_id();
+    pr.comm_id = id;
     pr.last_issued_seq = c.last_issued_seq();
     pr.last_completed_seq = c.last_completed_seq();
     pr.oldest_issue_ns =
@@ -87,7 +102,7 @@ void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInpu
     pr.blocked_by_communication = c.blocked_by_communication();
     pr.threshold_ns = static_cast<int64_t>(std::llround(std::max(0.0, c.hang_threshold_s()) * 1e9));
     pr.cadence_samples = c.cadence_samples();
-    pr.blocked_by_comm_id = c.blocked_by_comm_id();
+    pr.blocked_by_comm_id = CommIdOfText(c.blocked_by_comm_id());
     in->progress.push_back(std::move(pr));
   }
 }
@@ -95,20 +110,28 @@ void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInpu
 bool CombineHangChecks(const std::vector<HangCheckResponse>& answers, const std::string& job,
                        LiveInput* out, std::string* error) {
   std::set<std::string> jobs;
+  std::vector<int> sizes;
   double now_s = 0;
   for (const HangCheckResponse& a : answers) {
     now_s = std::max(now_s, a.now());
     for (const RankProgress& p : a.ranks()) {
-      if (job.empty() || p.job() == job) jobs.insert(p.job());
+      jobs.insert(p.job());
+      if (job.empty() || p.job() == job) sizes.push_back(p.world_size());
     }
   }
-  if (jobs.size() > 1) {
-    std::string list;
-    for (const std::string& j : jobs) list += (list.empty() ? "'" : ", '") + j + "'";
+  std::string list;
+  for (const std::string& j : jobs) list += (list.empty() ? "'" : ", '") + j + "'";
+  if (job.empty() && jobs.size() > 1) {
     *error = "the nodes run " + std::to_string(jobs.size()) + " jobs (" + list +
-             "): choose one with --job";
+             "): choose one with --job NAME";
     return false;
   }
+  if (!job.empty() && !jobs.empty() && !jobs.count(job)) {
+    *error = "--job '" + job + "' names none of the jobs the nodes run (" + list +
+             "): pass --job with one of them";
+    return false;
+  }
+  out->world = AgreedWorld(sizes);
   out->now_ns = static_cast<int64_t>(std::llround(now_s * 1e9));
   std::map<int32_t, analysis::RankInput> ranks;
   std::map<int32_t, std::string> seen_on;
@@ -126,8 +149,14 @@ bool CombineHangChecks(const std::vector<HangCheckResponse>& answers, const std:
                                 it->second + " and " + a.node() + ": kept the first");
         continue;
       }
+      if (out->world > 0 && ((p.world_size() > 0 && p.world_size() != out->world) ||
+                             p.rank() >= out->world)) {
+        out->warnings.push_back(a.node() + ": rank " + std::to_string(p.rank()) +
+                                " has world size " + std::to_string(p.world_size()) +
+                                ", the job " + std::to_string(out->world) + ": left out");
+        continue;
+      }
       seen_on[p.rank()] = a.node();
-      out->world = std::max(out->world, p.world_size());
       analysis::RankInput& in = ranks[p.rank()];
       ApplyRankProgress(p, out->now_ns, &in);
       if (in.node.empty()) in.node = a.node();

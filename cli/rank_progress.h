@@ -15,6 +15,11 @@
 namespace xtimer {
 namespace cli {
 
+// A communicator id of a control-service message: hex text ("0x00000000000000ab",
+// format::CommIdText), or decimal as hang summaries written before the change carry it; 0 for
+// text that is neither.
+uint64_t CommIdOfText(const std::string& text);
+
 // `age_s` seconds before now_ns (ages <= 0 give now_ns).
 int64_t TimeOfAge(int64_t now_ns, double age_s);
 
@@ -30,7 +35,7 @@ void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInpu
 struct LiveInput {
   std::vector<analysis::RankInput> ranks;  // by rank
   int64_t now_ns = 0;
-  int world = 0;                          // the largest world size reported
+  int world = 0;                          // the world size most ranks report (AgreedWorld)
   std::vector<int32_t> missing;           // ranks of the world no node reported
   // The smallest adaptive threshold the daemons report for a communicator with an op in flight
   // (0: none in flight).

@@ -15,6 +15,11 @@ namespace xtimer {
 namespace cli {
 namespace {
 
+std::string CommIdString(uint64_t id) {
+  char buf[format::kCommIdTextSize];
+  return format::CommIdText(id, buf);
+}
+
 using format::DType;
 using format::Operation;
 using format::OpKind;
@@ -152,7 +157,7 @@ bool WriteSummaries(const TestJob& job, const std::vector<std::string>& dirs, in
       p->set_node(resp.node());
       p->set_host(host);
       CommProgress* c = p->add_comms();
-      c->set_comm_id(kTestWorldComm);
+      c->set_comm_id(CommIdString(kTestWorldComm));
       c->set_comm_rank(r);
       c->set_comm_size(job.ranks);
       c->set_last_completed_seq(job.stop_step - 1);
@@ -169,7 +174,7 @@ bool WriteSummaries(const TestJob& job, const std::vector<std::string>& dirs, in
       c->set_last_issued_seq(job.stop_step);
       c->set_oldest_inflight_age_s(age);
       CollectiveArrival* a = c->mutable_inflight();
-      a->set_comm_id(kTestWorldComm);
+      a->set_comm_id(CommIdString(kTestWorldComm));
       a->set_seq(job.stop_step);
       a->set_count(kArBytes / 4);
       a->set_bytes(kArBytes);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/job_inputs.h"
 #include "timeline/converter.h"
 #include "util/version.h"
 
@@ -33,6 +34,8 @@ offsets applied are printed. See docs/perfetto.md.
 
 options:
   -o, --output FILE   the trace to write (required)
+  --job NAME          only this job's files: needed when the inputs hold several jobs (the job
+                      label of the files), which are never merged into one trace
   --groups LAYOUT     parallel layout, e.g. tp2-cp1-pp2-dp2: dimensions tp, cp, ep, dp, pp in
                       rank order, the first varying fastest (Megatron: tp-cp-ep-dp-pp). Ranks
                       are labelled with their coordinates and grouped by pp, dp, ep, cp, tp.
@@ -52,7 +55,9 @@ options:
   --version           print the version and exit
 
 exit status: 0 written (skipped inputs are listed on stderr), 1 nothing could be written,
-2 bad arguments, 3 written but partial: ranks of the world have no file.
+2 bad arguments (also: the inputs hold several jobs and no --job, or --job names none of them:
+the jobs are listed), 3 written but partial: ranks of the world have no file, or files were left
+out (their world size disagrees with the job's).
 )HELP";
 
 int BadArg(const std::string& message) {
@@ -64,6 +69,7 @@ int BadArg(const std::string& message) {
 
 int TimelineMain(int argc, char** argv) {
   timeline::ConvertOptions opt;
+  std::string job;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto value = [&](std::string* out) {
@@ -102,6 +108,8 @@ int TimelineMain(int argc, char** argv) {
       return 0;
     } else if (name == "-o" || name == "--output") {
       if (!value(&opt.output) || opt.output.empty()) return BadArg(name + " needs a file name");
+    } else if (name == "--job") {
+      if (!value(&job) || job.empty()) return BadArg("--job needs a job name");
     } else if (name == "--groups") {
       if (!value(&opt.groups)) return BadArg("--groups needs a layout such as tp2-pp2-dp2");
       timeline::GroupLayout layout;
@@ -133,13 +141,24 @@ int TimelineMain(int argc, char** argv) {
   if (opt.inputs.empty()) return BadArg("no input directory");
   if (opt.output.empty()) return BadArg("no output file: give -o TRACE.pftrace");
   opt.progress = !opt.quiet && isatty(STDERR_FILENO);
-  timeline::ConvertStats stats;
+  JobFiles files;
   std::string error;
+  if (!SelectJobFiles(opt.inputs, job, opt.jobs, &files, &error)) return BadArg(error);
+  for (const std::string& n : files.notes) {
+    if (!opt.quiet) std::fprintf(stderr, "note: %s\n", n.c_str());
+  }
+  for (const std::string& p : files.problems) std::fprintf(stderr, "skipped %s\n", p.c_str());
+  if (files.files.empty()) {
+    std::fprintf(stderr, "xtimer timeline: no readable timeline files\n");
+    return 1;
+  }
+  opt.inputs = PathsOf(files.files);
+  timeline::ConvertStats stats;
   if (!timeline::ConvertTimelines(opt, &stats, &error, stderr)) {
     std::fprintf(stderr, "xtimer timeline: %s\n", error.c_str());
     return 1;
   }
-  return stats.missing_ranks > 0 ? 3 : 0;
+  return stats.missing_ranks > 0 || files.left_out > 0 ? 3 : 0;
 }
 
 }  // namespace cli

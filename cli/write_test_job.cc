@@ -1,7 +1,7 @@
 // Writes cli/test_job.h's job for shell tests and the analyze benchmark:
 //   write_test_job DIR [--ranks N] [--nodes N] [--steps N] [--slow-rank R] [--stop-rank R
 //                  --stop-step S] [--transfer-factor F] [--gemm-factor F] [--skew-ns NS]
-//                  [--slow-factor F] [--noise-seed N] [--pipeline 0|1]
+//                  [--slow-factor F] [--noise-seed N] [--pipeline 0|1] [--job LABEL]
 // Prints the node directories, one per line.
 #include <cstdio>
 #include <cstdlib>
@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: write_test_job DIR [--ranks N] [--nodes N] [--steps N] "
                          "[--slow-rank R] [--stop-rank R --stop-step S] [--transfer-factor F] "
                          "[--gemm-factor F] [--skew-ns NS] [--slow-factor F] [--noise-seed N] "
-                         "[--pipeline 0|1]\n");
+                         "[--pipeline 0|1] [--job LABEL]\n");
     return 2;
   }
   xtimer::cli::TestJob job;
@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
     else if (a == "--slow-factor") job.slow_factor = std::atof(v);
     else if (a == "--noise-seed") job.noise_seed = std::strtoull(v, nullptr, 10);
     else if (a == "--pipeline") job.pipeline = std::atoi(v) != 0;
+    else if (a == "--job") job.job = v;
     else {
       std::fprintf(stderr, "write_test_job: unknown option %s\n", a.c_str());
       return 2;

@@ -120,6 +120,44 @@ const std::map<std::string, JsonCall>& Methods() {
   return *m;
 }
 
+// "0-3 5" for {0, 1, 2, 3, 5}; "?" for ranks that are unknown (-1).
+std::string RankRanges(const std::set<int>& ranks) {
+  std::string s;
+  for (auto it = ranks.begin(); it != ranks.end();) {
+    const int first = *it;
+    int last = first;
+    for (++it; it != ranks.end() && first >= 0 && *it == last + 1; ++it) last = *it;
+    s += (s.empty() ? "" : " ") + (first < 0 ? std::string("?") : std::to_string(first));
+    if (last != first) s += "-" + std::to_string(last);
+  }
+  return s;
+}
+
+// Why the `jobs` and `ranks` of `r` select no registered process, or "" when one matches (or
+// there are none: a daemon with no process answers a dump of everything with no file, a state
+// rather than a mistake): the jobs and ranks this daemon has, so that a typo in a job name or a
+// rank list is seen at once.
+std::string NoMatchReason(const Snapshot& snap, const DumpRequest& r) {
+  if (r.jobs.empty() && r.ranks.empty()) return "";
+  std::map<std::string, std::set<int>> jobs;
+  for (const ProcessSnapshot& p : snap.processes) {
+    if ((r.jobs.empty() || r.jobs.count(p.job)) && (r.ranks.empty() || r.ranks.count(p.rank))) {
+      return "";
+    }
+    jobs[p.job].insert(p.rank);
+  }
+  if (jobs.empty()) return "no process is registered with this daemon: nothing matches";
+  std::string asked;
+  for (const std::string& j : r.jobs) asked += (asked.empty() ? "jobs '" : ", '") + j + "'";
+  if (!r.ranks.empty()) asked += (asked.empty() ? "ranks " : " and ranks ") + RankRanges(r.ranks);
+  std::string has;
+  for (const auto& j : jobs) {
+    has += (has.empty() ? "'" : ", '") + j.first + "' (ranks " + RankRanges(j.second) + ")";
+  }
+  return "no registered process matches " + asked + "; this daemon has job(s) " + has +
+         ": check --job and --ranks (xtimer dump), jobs and ranks (DumpKernelTrace)";
+}
+
 }  // namespace
 
 int HttpStatus(Code code) {
@@ -310,6 +348,9 @@ CallStatus ControlHandler::DumpKernelTrace(const DumpKernelTraceRequest& request
   DumpRequest r;
   CallStatus cs = Validate(request, &r);
   if (!cs.ok()) return cs;
+  const std::string no_match =
+      NoMatchReason(aggregator_->TakeSnapshot(options_.now_ns(), /*with_series=*/false), r);
+  if (!no_match.empty()) return CallStatus{Code::kNotFound, no_match};
   DumpStatus st;
   std::string error;
   switch (dumps_->Start(r, &st, &error)) {
@@ -392,7 +433,7 @@ CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out) {
     for (const CommSnapshot& c : p.comms) {
       if (c.comm_id == 0) continue;
       InflightComm* ic = pi->add_comms();
-      ic->set_comm_id(c.comm_id);
+      ic->set_comm_id(CommIdField(c.comm_id));
       ic->set_comm_rank(c.comm_rank);
       ic->set_comm_size(c.comm_size);
       ic->set_last_issued_seq(c.last_issued_seq);

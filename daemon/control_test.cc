@@ -25,6 +25,7 @@
 #include "daemon/control_server.h"
 #include "daemon/diagnosis.h"
 #include "daemon/dump_writer.h"
+#include "daemon/hang_check.h"
 #include "daemon/test_util.h"
 #include "proto/hosting.grpc.pb.h"
 #include "timeline/timeline_io.h"
@@ -255,6 +256,51 @@ TEST_F(ControlTest, EveryDocumentedErrorOverHttpAndGrpc) {
   EXPECT_NE(gs.error_message().find("dump_path"), std::string::npos);
 }
 
+// A dump whose jobs or ranks match no registered process fails with NOT_FOUND and the jobs and
+// ranks the daemon has (a job name's typo used to answer "written" with no file), over both
+// transports; it neither writes a folder nor replaces the last dump.
+TEST_F(ControlTest, DumpMatchingNothingFailsWithTheJobsPresent) {
+  int status = 0;
+  std::string out = HttpPost(port_, "/HostingService/DumpKernelTrace",
+                             R"({"dump_path":"none","history":10,"jobs":["job1"]})", &status);
+  EXPECT_EQ(status, 404) << out;
+  EXPECT_NE(out.find("no process is registered with this daemon"), std::string::npos) << out;
+  // Without a filter, an empty daemon answers with no file (a state, not a mistake).
+  out = HttpPost(port_, "/HostingService/DumpKernelTrace", R"({"dump_path":"none","history":10})",
+                 &status);
+  EXPECT_EQ(status, 200) << out;
+  EXPECT_NE(out.find("no registered process matches: nothing to dump"), std::string::npos) << out;
+  AddRank(0, 4);
+  AddRank(1, 4);
+  AddRank(3, 4);
+  AddRank(0, 1, "otherjob");
+  out = HttpPost(port_, "/HostingService/DumpKernelTrace",
+                 R"({"dump_path":"typo","history":10,"jobs":["jbo1"]})", &status);
+  EXPECT_EQ(status, 404) << out;
+  EXPECT_NE(out.find("\"code\":\"NOT_FOUND\""), std::string::npos) << out;
+  EXPECT_NE(out.find("no registered process matches jobs 'jbo1'; this daemon has job(s) "
+                     "'job1' (ranks 0-1 3), 'otherjob' (ranks 0)"),
+            std::string::npos)
+      << out;
+  DumpKernelTraceRequest req;
+  req.set_dump_path("typo");
+  req.set_history(10);
+  req.add_jobs("otherjob");
+  req.add_ranks(2);
+  DumpKernelTraceResponse resp;
+  grpc::Status gs = GrpcDump(req, &resp);
+  EXPECT_EQ(gs.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_NE(gs.error_message().find("matches jobs 'otherjob' and ranks 2; this daemon has"),
+            std::string::npos)
+      << gs.error_message();
+  struct stat st;
+  EXPECT_NE(stat((root_ + "/typo").c_str(), &st), 0);
+  EXPECT_EQ(dumps_->Current().dir, root_ + "/none");  // the last dump is still the empty one
+  req.clear_ranks();
+  ASSERT_TRUE(GrpcDump(req, &resp).ok());
+  EXPECT_EQ(resp.files_size(), 1);
+}
+
 TEST_F(ControlTest, HistoryDumpWritesEveryRankAndFilters) {
   auto r0 = AddRank(0, 2), r1 = AddRank(1, 2);
   AddRank(0, 1, "otherjob");
@@ -481,6 +527,10 @@ TEST_F(ControlTest, StatusDescribesTheOldestCollectiveInFlight) {
   EXPECT_GE(c.inflight_age_s(), 2);
   EXPECT_EQ(c.blocked_by().rfind("kernel gemm_big launched ", 0), 0u) << c.blocked_by();
   EXPECT_EQ(c.last_completed_age_s(), -1);  // nothing completed on it yet
+  EXPECT_EQ(c.comm_id(), "0x0000000000000077");
+  std::string json, error;
+  ASSERT_TRUE(MessageToJson(resp, &json, &error)) << error;
+  EXPECT_NE(json.find("\"comm_id\":\"0x0000000000000077\""), std::string::npos) << json;
 }
 
 // The one-port pitfall: many concurrent gRPC and HTTP calls must all complete promptly.
@@ -523,7 +573,7 @@ TEST_F(ControlTest, HangCheckOverBothTransports) {
   ASSERT_TRUE(stub_->HangCheck(&ctx, HangCheckRequest(), &resp).ok());
   EXPECT_EQ(resp.node(), "testnode");
   ASSERT_EQ(resp.ranks_size(), 2);
-  EXPECT_EQ(resp.ranks(0).comms(0).comm_id(), 77u);
+  EXPECT_EQ(resp.ranks(0).comms(0).comm_id(), "0x000000000000004d");  // 77
   EXPECT_EQ(resp.ranks(0).comms(0).inflight().seq(), 1000u);
   EXPECT_EQ(resp.ranks(0).comms(0).inflight().state(), "started");
   ASSERT_EQ(resp.verdicts_size(), 1) << resp.DebugString();
@@ -538,6 +588,10 @@ TEST_F(ControlTest, HangCheckOverBothTransports) {
   EXPECT_NE(out.find("\"kind\":\"never_issued\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"culprit_ranks\":[1]"), std::string::npos) << out;
   EXPECT_NE(out.find("\"seq\":\"1000\""), std::string::npos) << out;  // uint64 as a string
+  // Communicator ids in hex text, as in metrics and traces (they were decimal strings).
+  EXPECT_NE(out.find("\"comm_id\":\"0x000000000000004d\""), std::string::npos) << out;
+  EXPECT_EQ(out.find("\"comm_id\":\"77\""), std::string::npos) << out;
+  EXPECT_EQ(resp.verdicts(0).comm_id(), "0x000000000000004d");
   out = HttpPost(port_, "/HostingService/HangCheck", "{\"job\": \"nope\"}", &status);
   EXPECT_EQ(status, 200) << out;
   EXPECT_EQ(out.find("never_issued"), std::string::npos) << out;

@@ -66,7 +66,7 @@ const std::vector<FlagSpec>& Specs() {
        "a communicator's hang threshold is this many times its median gap between completed "
        "collectives, within [--hang-min-seconds, --hang-timeout] (default 10)"},
       {"hang-dump", "XTIMER_HANG_DUMP", Type::kBool, 0, 0,
-       "write an automatic history dump to DUMP_ROOT/hang-<UTC time>/<job>/ on each hang "
+       "write an automatic history dump to DUMP_ROOT/hang-<comm>-<seq>/<job>/ on each hang "
        "verdict (default true; --hang-dump=false turns it off)"},
       {"window", "XTIMER_METRICS_WINDOW", Type::kInt, 1, 86400,
        "sliding window of the latency, FLOP/s and bandwidth gauges, seconds (default 60)"},

@@ -24,7 +24,7 @@ const char* StateName(analysis::OpState s) {
 }
 
 void FillArrival(const analysis::Arrival& a, int64_t now_ns, CollectiveArrival* out) {
-  out->set_comm_id(a.comm_id);
+  out->set_comm_id(CommIdField(a.comm_id));
   out->set_seq(a.seq);
   out->set_count(a.count);
   out->set_bytes(a.bytes);
@@ -59,8 +59,8 @@ void FillRank(const std::string& job, const RankLive& r, const std::string& node
   for (const CommSnapshot& c : p.comms) {
     if (c.comm_id == 0) continue;
     CommProgress* cp = out->add_comms();
-    cp->set_comm_id(c.comm_id);
-    cp->set_parent_id(c.parent_id);
+    cp->set_comm_id(CommIdField(c.comm_id));
+    cp->set_parent_id(CommIdField(c.parent_id));
     cp->set_comm_rank(c.comm_rank);
     cp->set_comm_size(c.comm_size);
     for (const analysis::Communicator& comm : in.comms) {
@@ -82,7 +82,9 @@ void FillRank(const std::string& job, const RankLive& r, const std::string& node
       FillArrival(pr.inflight, now_ns, cp->mutable_inflight());
       cp->set_blocked_by(pr.blocked_by);
       cp->set_blocked_by_communication(pr.blocked_by_communication);
-      cp->set_blocked_by_comm_id(pr.blocked_by_comm_id);
+      if (pr.blocked_by_comm_id != 0) {
+        cp->set_blocked_by_comm_id(CommIdField(pr.blocked_by_comm_id));
+      }
     }
   }
 }
@@ -91,7 +93,7 @@ void FillVerdict(const std::string& job, const analysis::HangVerdict& v,
                  const std::string& dump_dir, HangVerdict* out) {
   out->set_job(job);
   out->set_kind(analysis::HangKindName(v.kind));
-  out->set_comm_id(v.comm_id);
+  out->set_comm_id(CommIdField(v.comm_id));
   out->set_seq(v.seq);
   out->set_op(format::OperationName(static_cast<format::Operation>(v.op)));
   for (int32_t r : v.culprit_ranks) out->add_culprit_ranks(r);
@@ -117,6 +119,11 @@ void FillHangCheck(const LiveState& state, const std::string& job, const std::st
     }
     for (const RankLive& r : j.ranks) FillRank(j.job, r, node, state.now_ns, out->add_ranks());
   }
+}
+
+std::string CommIdField(uint64_t id) {
+  char buf[format::kCommIdTextSize];
+  return format::CommIdText(id, buf);
 }
 
 bool MessageToJson(const google::protobuf::Message& message, std::string* json,

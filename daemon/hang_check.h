@@ -3,6 +3,7 @@
 #ifndef XTIMER_DAEMON_HANG_CHECK_H_
 #define XTIMER_DAEMON_HANG_CHECK_H_
 
+#include <cstdint>
 #include <string>
 
 #include <google/protobuf/message.h>
@@ -16,6 +17,10 @@ namespace daemon {
 // The verdicts and every rank's progress of the jobs in `state` (only `job` when not empty).
 void FillHangCheck(const LiveState& state, const std::string& job, const std::string& node,
                    HangCheckResponse* out);
+
+// A communicator id as the control service's messages carry it: format::CommIdText's hex text
+// (proto/hosting.proto).
+std::string CommIdField(uint64_t id);
 
 // proto3 JSON as the control port prints it (field names as in the .proto, every field present,
 // 64-bit integers as strings), with a final newline. Returns false with *error.

@@ -1,17 +1,18 @@
 #include "daemon/hang_dumper.h"
 
 #include <fcntl.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <utility>
 
 #include "daemon/dump_root.h"
 #include "daemon/hang_check.h"
 #include "daemon/log.h"
+#include "format/record.h"
 #include "util/job_identity.h"
 
 namespace xtimer {
@@ -55,13 +56,36 @@ std::string HangSummaryName(const std::string& host) {
   return safe.empty() ? "hang-summary.json" : "hang-summary-" + safe + ".json";
 }
 
-std::string HangDirName(int64_t realtime_ns) {
-  const time_t secs = static_cast<time_t>(realtime_ns / 1000000000);
-  tm t;
-  gmtime_r(&secs, &t);
-  char buf[64];
-  strftime(buf, sizeof buf, "hang-%Y%m%dT%H%M%SZ", &t);
-  return buf;
+HangId HangIdOf(const JobLive& job) {
+  std::map<uint64_t, uint64_t> world_comms;  // id -> the largest last completed seq
+  for (const RankLive& r : job.ranks) {
+    const int world = r.process.world_size;
+    for (const CommSnapshot& c : r.process.comms) {
+      if (c.comm_id == 0 || world <= 1 || c.comm_size != world) continue;
+      uint64_t& done = world_comms[c.comm_id];
+      done = std::max(done, c.last_completed_seq);
+    }
+  }
+  HangId id;
+  uint64_t most_done = 0;
+  for (const auto& c : world_comms) {  // ascending id: a tie keeps the smaller
+    if (id.world && c.second <= most_done) continue;
+    most_done = c.second;
+    id = {c.first, c.second + 1, true};
+  }
+  if (!id.world && !job.report.hangs.empty()) {
+    id.comm_id = job.report.hangs.front().comm_id;
+    id.seq = job.report.hangs.front().seq;
+  }
+  return id;
+}
+
+std::string HangDirName(const HangId& id, int repeat) {
+  char comm[format::kCommIdTextSize];
+  std::string name = std::string("hang-") + format::CommIdText(id.comm_id, comm) + "-" +
+                     std::to_string(id.seq);
+  if (repeat > 1) name += "-" + std::to_string(repeat);
+  return name;
 }
 
 HangDumper::HangDumper(DumpManager* dumps, std::string node, int64_t history)
@@ -74,6 +98,10 @@ void HangDumper::Update(LiveState* state) {
   for (JobLive& job : state->jobs) {
     if (job.report.hangs.empty()) continue;  // progress resumed (or never stalled): reset
     Hang hang = hangs_[job.job];
+    if (hang.folder.empty()) {  // the first pass of this hang names it
+      const HangId id = HangIdOf(job);
+      hang.folder = HangDirName(id, ++dumped_[job.job + "/" + HangDirName(id)]);
+    }
     if (!hang.done && Dump(*state, job, &hang)) hang.done = true;
     job.dump_dir = hang.dir;
     still[job.job] = hang;
@@ -101,7 +129,7 @@ bool HangDumper::WriteSummary(const std::string& job_dir, const JobLive& job,
 
 bool HangDumper::Dump(const LiveState& state, const JobLive& job, Hang* hang) {
   DumpRequest request;
-  request.dir = dumps_->root() + "/" + HangDirName(state.now_ns);
+  request.dir = dumps_->root() + "/" + hang->folder;
   request.history = history_;
   request.jobs.insert(job.job);
   request.dump_time_ns = state.now_ns;

@@ -1,7 +1,7 @@
 // Automatic dumps on a hang verdict (docs/daemon.md "Live diagnosis"). After each live-diagnosis
 // pass, a job with a verdict that has not been dumped in its current hang gets, through the
 // DumpManager (symlink-safe, daemon/dump_root.h), a history dump of every local rank in
-// <dump root>/hang-<UTC YYYYmmddTHHMMSSZ>/<job>/ and hang-summary-<host>.json beside the timeline
+// <dump root>/<HangDirName of the hang's id>/<job>/ and hang-summary-<host>.json beside the timeline
 // files (the job's HangCheckResponse, proto3 JSON; named after the ranks' host label, with a
 // "-2", "-3", ... suffix rather than overwrite, so daemons sharing a dump root never collide).
 // Once per hang: a job's hang ends, and the
@@ -25,8 +25,23 @@ namespace daemon {
 // or "hang-summary.json" for a node label with nothing left.
 std::string HangSummaryName(const std::string& host);
 
-// "hang-20240131T120000Z" for a CLOCK_REALTIME time.
-std::string HangDirName(int64_t realtime_ns);
+// A hang's id, computed alike by every node that holds ranks of the job, so that their automatic
+// dumps share one folder: the job's world communicator (size = the world size; of several, the
+// one with the most completed collectives, then the smallest id) and its first collective no
+// local rank completed (the largest last completed seq + 1). Every node has a member of a world
+// communicator, and a collective completes on all members or none, so all nodes agree. A job
+// without one (seen by no local rank) falls back to the head verdict's communicator and seq,
+// which nodes that see different communicators of the hang do not share (docs/daemon.md).
+struct HangId {
+  uint64_t comm_id = 0;
+  uint64_t seq = 0;
+  bool world = false;  // from the world communicator (every node agrees)
+};
+HangId HangIdOf(const JobLive& job);
+
+// "hang-0x00000000000000ab-57" (format::CommIdText and the seq); `repeat` > 1 appends "-2", ...
+// for a later hang of the job with the same id (the world communicator did not progress).
+std::string HangDirName(const HangId& id, int repeat = 1);
 
 class HangDumper {
  public:
@@ -41,6 +56,7 @@ class HangDumper {
   struct Hang {
     bool done = false;    // dumped, or failed (logged): not tried again in this hang
     std::string dir;      // the job's folder, when written
+    std::string folder;   // the hang's folder name, fixed at its first try
   };
   // Writes one job's dump; returns false when the DumpManager is busy (try again later).
   bool Dump(const LiveState& state, const JobLive& job, Hang* hang);
@@ -52,6 +68,7 @@ class HangDumper {
   const std::string node_;
   const int64_t history_;
   std::map<std::string, Hang> hangs_;  // by job, while it has a verdict
+  std::map<std::string, int> dumped_;  // "job/folder" -> hangs dumped under that id
 };
 
 }  // namespace daemon

@@ -86,7 +86,9 @@ void LiveOps::Add(uint64_t id, const format::OpRecord& r) {
   if (!p->last.valid || end >= p->last.end_ns) {
     p->last = LastOp{true, r.op, r.kind, r.comm_id, r.seq, r.cpu_launch_ns, end};
   }
-  if (r.kind == static_cast<uint8_t>(format::OpKind::kP2P) && r.comm_id != 0) AddP2P(p, r.comm_id, end);
+  if (r.kind == static_cast<uint8_t>(format::OpKind::kP2P) && r.comm_id != 0) {
+    AddP2P(p, r.comm_id, end);
+  }
   Arrival a;
   if (!p->summarizer.Add(op, &a) || a.comm_id == 0) return;
   Ring* ring = RingFor(p, a.comm_id, a.end_ns);

@@ -45,6 +45,7 @@ Usage: diagnosis_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUN
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -351,7 +352,7 @@ def comm_nodes(cluster, job):
     for answer in cluster.hang_checks(job):
         for rank in answer.get("ranks", []):
             for c in rank.get("comms", []):
-                known = members.setdefault("0x%016x" % int(c["comm_id"]), set())
+                known = members.setdefault(c["comm_id"], set())  # hex text, as the metrics
                 known.update(m for m in c.get("members", []) if m >= 0)
     return {comm: len({m // 4 for m in ranks}) for comm, ranks in members.items()}
 
@@ -520,9 +521,9 @@ def auto_dump_dirs(cluster, job):
     """The newest automatic dump folder of `job` on each node that wrote one."""
     out = []
     for root in cluster.roots:
-        found = sorted(glob.glob(os.path.join(root, "hang-*", job)))
+        found = glob.glob(os.path.join(root, "hang-*", job))
         if found:
-            out.append(found[-1])
+            out.append(max(found, key=os.path.getmtime))
     return out
 
 
@@ -533,14 +534,20 @@ def check_offline(cluster, job, kind, culprits, mismatch=None):
                         for i, d in enumerate(auto_dump_dirs(cluster, job))) and
                     auto_dump_dirs(cluster, job),
                     30)
+    # One hang, one folder name on every node (the hang's id, docs/daemon.md), so that a shared
+    # dump root holds all nodes' dumps of it in one folder.
+    folders = sorted({os.path.basename(os.path.dirname(d)) for d in dirs})
+    if len(folders) != 1 or not re.match(r"hang-0x[0-9a-f]{16}-[0-9]+$", folders[0]):
+        fail("%s: the nodes named the hang's folder differently: %s" % (job, dirs))
     report = cluster.analyze(dirs)
     h = report["hang"]
     if h is None or h["kind"] != kind or sorted(h["culprit_ranks"]) != sorted(culprits) or (
             mismatch is not None and h.get("mismatch") != mismatch):
         fail("%s: xtimer analyze of the automatic dumps %s: hang %s, expected %s %s %s" % (
             job, dirs, json.dumps(h), kind, culprits, mismatch or ""))
-    log("%s: xtimer analyze of both nodes' automatic dumps: %s naming %s (comm %s seq %s, %d "
-        "verdicts)" % (job, kind, culprits, h["comm"], h["seq"], len(report["hangs"])))
+    log("%s: xtimer analyze of both nodes' automatic dumps (folder %s on both): %s naming %s "
+        "(comm %s seq %s, %d verdicts)" % (job, folders[0], kind, culprits, h["comm"], h["seq"],
+                                          len(report["hangs"])))
     return h
 
 

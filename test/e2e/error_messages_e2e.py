@@ -7,6 +7,7 @@
   - `xtimer dump` against a closed port (gRPC: "failed to connect to all addresses"): asks whether
     xtimerd runs there and how to start it;
   - `xtimer dump` against the metrics port (gRPC on an HTTP/1 server): "is this the control port?";
+  - `xtimer dump --job typo`: exit 1 with the daemon's reason (it printed "0 file(s)", exit 0);
   - bytes that are neither HTTP/1.1 nor gRPC sent to the control port: the reply and the daemon's
     log say so ("is ... pointed at the control port?");
   - malformed HTTP/1.1 on the control port (docs/control.md): two Content-Length headers from
@@ -141,6 +142,15 @@ def main(argv):
         if rc == 0:
             fail("xtimer dump against the metrics port exited 0:\n" + out)
         expect("gRPC pointed at the metrics port", out, "is this the control port?")
+
+        # A dump whose --job matches nothing fails with the daemon's reason (it printed
+        # "written, 0 file(s)" and exited 0).
+        rc, out = run([xtimer, "dump", "--hosts", "127.0.0.1:%d" % control, "--path", "x",
+                       "--history", "10", "--job", "typo", "--timeout", "5"])
+        if rc != 1:
+            fail("xtimer dump --job typo exited %d, not 1:\n%s" % (rc, out))
+        expect("dump --job typo", out, "FAILED: no match: ",
+               "no process is registered with this daemon: nothing matches")
 
         with socket.create_connection(("127.0.0.1", control), timeout=10) as s:
             s.sendall(b"\x16\x03\x01hello, not http\r\n\r\n")
