@@ -1,6 +1,7 @@
 // diag_job: one rank of a small tp/pp/dp training-like job whose faults are injected in the
-// program itself: a rank that stops in host code before a collective, calls the wrong collective
-// or the wrong count, crashes, computes more than its peers or leaves host gaps. The workload that
+// program itself: a rank that stops in host code before a collective or a pipeline send, calls
+// the wrong collective, count, datatype or root, crashes (SIGSEGV, SIGKILL or exit(1)), computes
+// more than its peers or leaves host gaps. The workload that
 // xtimer's diagnosis (hang culprits, mismatches, stragglers, slow links) is shown and tested on;
 // see docs/demo.md ("The diagnosis job") for what a step does and every flag.
 //
@@ -108,10 +109,19 @@ const char kUsage[] =
     "Faults (RANK is a global rank, STEP is 1-based; each flag may be repeated):\n"
     "  --stop-before-collective RANK:STEP  the rank stops in host code (sleeps forever) just\n"
     "                      before the first TP all-reduce of that step\n"
+    "  --stop-before-send RANK:STEP  the rank stops in host code just before its first pipeline\n"
+    "                      send of that step (send_forward; send_backward on the last stage);\n"
+    "                      needs --pp >= 2\n"
     "  --mismatch-op RANK:STEP  the rank calls ncclAllGather (count / (tp*dp) per rank, the same\n"
     "                      bytes received) where its peers call the step's loss ncclAllReduce\n"
     "  --mismatch-count RANK:STEP  the rank passes half the count to the loss all-reduce\n"
-    "  --crash RANK:STEP   the rank raises SIGSEGV just before the step's first TP all-reduce\n"
+    "  --mismatch-dtype RANK:STEP  the rank passes ncclInt32 (the same bytes) where its peers\n"
+    "                      pass ncclFloat32 to the loss all-reduce\n"
+    "  --mismatch-root RANK:STEP  at that step every rank's loss collective is an ncclBroadcast\n"
+    "                      from the group's rank 0; this rank names root 1 (needs tp*dp >= 2)\n"
+    "  --crash RANK:STEP[:HOW]  the rank dies just before the step's first TP all-reduce; HOW:\n"
+    "                      segv (raise SIGSEGV, the default), kill (raise SIGKILL) or exit\n"
+    "                      (exit(1))\n"
     "  --compute-factor RANK:F  the rank's GEMMs do F times more work (k = F * D), F >= 1\n"
     "  --host-gap RANK:MS  the rank sleeps MS milliseconds before its launches of every step\n"
     "  --help              print this help and exit\n"
@@ -119,13 +129,19 @@ const char kUsage[] =
     "\n"
     "Environment (torchrun convention): RANK, WORLD_SIZE, LOCAL_RANK; XTIMER_DEMO_RENDEZVOUS, a\n"
     "directory shared by all ranks (demo/launch.py sets it).\n"
-    "Exit status: 0 success, 1 a failed CUDA/cuBLAS/NCCL call, 2 bad usage.\n";
+    "Exit status: 0 success, 1 a failed CUDA/cuBLAS/NCCL call (or --crash ...:exit), 2 bad\n"
+    "usage.\n";
 
 // A "RANK:VALUE" fault argument.
 struct Fault {
   int rank;
   double value;
+  int how = 0;  // index into the flag's HOW words (--crash), 0 without one
 };
+
+// --crash's HOW words, in the order of CrashHow.
+const char* const kCrashHows[] = {"segv", "kill", "exit", nullptr};
+enum CrashHow { kCrashSegv = 0, kCrashKill = 1, kCrashExit = 2 };
 
 struct Options {
   long tp = 2, pp = 2, steps = 10, gemm_dim = 8192, gemms = 8;
@@ -134,25 +150,48 @@ struct Options {
   long queue_steps = 2;
   long linger_s = 0, rendezvous_timeout_s = 120;
   bool verbose = false;
-  std::vector<Fault> stop, mismatch_op, mismatch_count, crash, compute_factor, host_gap;
+  std::vector<Fault> stop, stop_send, mismatch_op, mismatch_count, mismatch_dtype, mismatch_root,
+      crash, compute_factor, host_gap;
 };
 
-Fault ParseFault(const std::string& flag, const char* v, double min, double max, bool integer) {
+// The index of `word` in the null-terminated list `hows`, or -1.
+int HowIndex(const char* const* hows, const std::string& word) {
+  for (int i = 0; hows != nullptr && hows[i] != nullptr; ++i) {
+    if (word == hows[i]) return i;
+  }
+  return -1;
+}
+
+// "RANK:VALUE", or "RANK:VALUE:HOW" when the flag has HOW words (`hows`, null-terminated).
+Fault ParseFault(const std::string& flag, const char* v, double min, double max, bool integer,
+                 const char* const* hows) {
   const char* colon = strchr(v, ':');
   long rank = 0;
   if (colon != nullptr) {
     std::string r(v, static_cast<size_t>(colon - v));
-    if (ParseLong(r.c_str(), 0, INT_MAX, &rank)) {
+    std::string rest(colon + 1), how;
+    const size_t second = rest.find(':');
+    if (hows != nullptr && second != std::string::npos) {
+      how = rest.substr(second + 1);
+      rest.resize(second);
+    }
+    const int how_index = how.empty() ? 0 : HowIndex(hows, how);
+    if (ParseLong(r.c_str(), 0, INT_MAX, &rank) && how_index >= 0) {
       char* end = nullptr;
       errno = 0;
-      double x = strtod(colon + 1, &end);
-      bool ok = errno == 0 && colon[1] != '\0' && *end == '\0' && std::isfinite(x) && x >= min &&
+      double x = strtod(rest.c_str(), &end);
+      bool ok = errno == 0 && !rest.empty() && *end == '\0' && std::isfinite(x) && x >= min &&
                 x <= max && (!integer || x == std::floor(x));
-      if (ok) return Fault{static_cast<int>(rank), x};
+      if (ok) return Fault{static_cast<int>(rank), x, how_index};
     }
   }
-  UsageError("flag %s: '%s' is not RANK:%s with a value in [%g, %g]", flag.c_str(), v,
-             integer ? "N" : "F", min, max);
+  std::string hows_text;
+  for (int i = 0; hows != nullptr && hows[i] != nullptr; ++i) {
+    hows_text += (i == 0 ? "[:" : "|") + std::string(hows[i]);
+  }
+  if (!hows_text.empty()) hows_text += "]";
+  UsageError("flag %s: '%s' is not RANK:%s%s with a value in [%g, %g]", flag.c_str(), v,
+             integer ? "N" : "F", hows_text.c_str(), min, max);
 }
 
 Options ParseFlags(int argc, char** argv) {
@@ -176,14 +215,18 @@ Options ParseFlags(int argc, char** argv) {
     std::vector<Fault>* list;
     double min, max;
     bool integer;
+    const char* const* hows;  // the words allowed after a second colon, or null
   };
   const FaultFlag faults[] = {
-      {"--stop-before-collective", &o.stop, 1, 1e9, true},
-      {"--mismatch-op", &o.mismatch_op, 1, 1e9, true},
-      {"--mismatch-count", &o.mismatch_count, 1, 1e9, true},
-      {"--crash", &o.crash, 1, 1e9, true},
-      {"--compute-factor", &o.compute_factor, 1, 100, false},
-      {"--host-gap", &o.host_gap, 0, 1e6, true},
+      {"--stop-before-collective", &o.stop, 1, 1e9, true, nullptr},
+      {"--stop-before-send", &o.stop_send, 1, 1e9, true, nullptr},
+      {"--mismatch-op", &o.mismatch_op, 1, 1e9, true, nullptr},
+      {"--mismatch-count", &o.mismatch_count, 1, 1e9, true, nullptr},
+      {"--mismatch-dtype", &o.mismatch_dtype, 1, 1e9, true, nullptr},
+      {"--mismatch-root", &o.mismatch_root, 1, 1e9, true, nullptr},
+      {"--crash", &o.crash, 1, 1e9, true, kCrashHows},
+      {"--compute-factor", &o.compute_factor, 1, 100, false, nullptr},
+      {"--host-gap", &o.host_gap, 0, 1e6, true, nullptr},
   };
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -213,11 +256,12 @@ Options ParseFlags(int argc, char** argv) {
                    int_flag->min, int_flag->max);
       }
     } else {
-      fault_flag->list->push_back(
-          ParseFault(name, value, fault_flag->min, fault_flag->max, fault_flag->integer));
+      fault_flag->list->push_back(ParseFault(name, value, fault_flag->min, fault_flag->max,
+                                             fault_flag->integer, fault_flag->hows));
     }
   }
   if (o.gemms % 2 != 0) UsageError("--gemms %ld is not even", o.gemms);
+  if (!o.stop_send.empty() && o.pp < 2) UsageError("--stop-before-send needs --pp 2 or more");
   return o;
 }
 
@@ -225,6 +269,22 @@ Options ParseFlags(int argc, char** argv) {
 bool Names(const std::vector<Fault>& faults, int rank, long step) {
   for (const Fault& f : faults) {
     if (f.rank == rank && static_cast<long>(f.value) == step) return true;
+  }
+  return false;
+}
+
+// The fault of `faults` naming (rank, step), or null; step is 1-based.
+const Fault* Find(const std::vector<Fault>& faults, int rank, long step) {
+  for (const Fault& f : faults) {
+    if (f.rank == rank && static_cast<long>(f.value) == step) return &f;
+  }
+  return nullptr;
+}
+
+// True when `faults` names `step` for any rank.
+bool NamesStep(const std::vector<Fault>& faults, long step) {
+  for (const Fault& f : faults) {
+    if (static_cast<long>(f.value) == step) return true;
   }
   return false;
 }
@@ -273,6 +333,9 @@ void Setup(Rank& r) {
   }
   const int tp = static_cast<int>(o.tp);
   r.dp = r.world / tp / static_cast<int>(o.pp);
+  if (!o.mismatch_root.empty() && tp * r.dp < 2) {
+    UsageError("--mismatch-root needs tp * dp >= 2 (the loss group has %d rank)", tp * r.dp);
+  }
   if (o.loss_count % (tp * r.dp) != 0) {
     UsageError("tp * dp = %d does not divide the loss all-reduce's %ld elements", tp * r.dp,
                o.loss_count);
@@ -333,30 +396,55 @@ void Gemms(Rank& r, long n) {
   }
 }
 
+// Stops this rank in host code for good, after saying so on stderr.
+[[noreturn]] void StopInHostCode(const Rank& r, const char* where, long step) {
+  fprintf(stderr, "diag_job: rank %d stops in host code before its %s of step %ld\n", r.rank,
+          where, step);
+  fflush(stderr);
+  while (true) pause();
+}
+
+// Kills this rank the way `crash` says (SIGSEGV, SIGKILL or exit(1)), after saying so on stderr.
+[[noreturn]] void Crash(const Rank& r, const Fault& crash, long step) {
+  static const char* const kWhat[] = {"raises SIGSEGV", "raises SIGKILL", "calls exit(1)"};
+  fprintf(stderr, "diag_job: rank %d %s before its TP all-reduce of step %ld\n", r.rank,
+          kWhat[crash.how], step);
+  fflush(stderr);
+  if (crash.how == kCrashExit) exit(1);
+  raise(crash.how == kCrashKill ? SIGKILL : SIGSEGV);
+  abort();  // a handler returned from SIGSEGV
+}
+
 // The step's first TP all-reduce, where a rank stops or crashes in host code.
 void FirstTpAllReduce(Rank& r, long step) {
   const Options& o = r.opt;
-  if (Names(o.stop, r.rank, step)) {
-    fprintf(stderr, "diag_job: rank %d stops in host code before its TP all-reduce of step %ld\n",
-            r.rank, step);
-    fflush(stderr);
-    while (true) pause();
-  }
-  if (Names(o.crash, r.rank, step)) {
-    fprintf(stderr, "diag_job: rank %d raises SIGSEGV before its TP all-reduce of step %ld\n",
-            r.rank, step);
-    fflush(stderr);
-    raise(SIGSEGV);
-  }
+  if (Names(o.stop, r.rank, step)) StopInHostCode(r, "TP all-reduce", step);
+  if (const Fault* crash = Find(o.crash, r.rank, step)) Crash(r, *crash, step);
   NCCL_CHECK(ncclAllReduce(r.tp_buf, r.tp_buf, static_cast<size_t>(o.tp_count), ncclBfloat16,
                            ncclSum, r.tp_comm, r.stream));
 }
 
-// The loss all-reduce over the stage's tp * dp ranks, where a rank calls the wrong collective or
-// count.
+// The loss all-reduce over the stage's tp * dp ranks, where a rank calls the wrong collective,
+// count or datatype; at a --mismatch-root step, a broadcast where a rank names the wrong root.
 void LossAllReduce(Rank& r, long step) {
   const Options& o = r.opt;
   size_t count = static_cast<size_t>(o.loss_count);
+  if (NamesStep(o.mismatch_root, step)) {
+    int root = 0;
+    if (Names(o.mismatch_root, r.rank, step)) {
+      root = 1;
+      fprintf(stderr, "diag_job: rank %d broadcasts the loss from root 1 where its peers name "
+              "root 0 (step %ld)\n", r.rank, step);
+    }
+    NCCL_CHECK(ncclBroadcast(r.loss, r.loss, count, ncclFloat32, root, r.tpdp_comm, r.stream));
+    return;
+  }
+  ncclDataType_t dtype = ncclFloat32;
+  if (Names(o.mismatch_dtype, r.rank, step)) {
+    dtype = ncclInt32;
+    fprintf(stderr, "diag_job: rank %d passes ncclInt32 to the loss all-reduce of step %ld (its "
+            "peers ncclFloat32)\n", r.rank, step);
+  }
   if (Names(o.mismatch_op, r.rank, step)) {
     fprintf(stderr, "diag_job: rank %d calls ncclAllGather where its peers call the loss "
             "ncclAllReduce (step %ld)\n", r.rank, step);
@@ -369,13 +457,19 @@ void LossAllReduce(Rank& r, long step) {
     fprintf(stderr, "diag_job: rank %d passes count %zu to the loss all-reduce of step %ld (its "
             "peers %ld)\n", r.rank, count, step, o.loss_count);
   }
-  NCCL_CHECK(ncclAllReduce(r.loss, r.loss, count, ncclFloat32, ncclSum, r.tpdp_comm, r.stream));
+  NCCL_CHECK(ncclAllReduce(r.loss, r.loss, count, dtype, ncclSum, r.tpdp_comm, r.stream));
 }
 
-// Send `buf` to pipeline stage pp_idx + dir (dir = +1 or -1) or receive from it into `buf`.
-void PipelineP2p(Rank& r, __nv_bfloat16* buf, int peer_stage, bool send) {
+// Send `buf` to pipeline stage peer_stage or receive from it into `buf`; a rank named by
+// --stop-before-send stops before its first send of `step` (send_forward, or send_backward on the
+// last stage).
+void PipelineP2p(Rank& r, __nv_bfloat16* buf, int peer_stage, bool send, long step = 0) {
   const size_t n = static_cast<size_t>(r.opt.pp_count);
   if (peer_stage < 0 || peer_stage >= r.opt.pp) return;
+  const bool first_send = peer_stage == (r.pp_idx + 1 < r.opt.pp ? r.pp_idx + 1 : r.pp_idx - 1);
+  if (send && first_send && Names(r.opt.stop_send, r.rank, step)) {
+    StopInHostCode(r, peer_stage > r.pp_idx ? "send_forward" : "send_backward", step);
+  }
   NCCL_CHECK(ncclGroupStart());
   if (send) {
     NCCL_CHECK(ncclSend(buf, n, ncclBfloat16, peer_stage, r.pp_comm, r.stream));
@@ -407,12 +501,12 @@ double Step(Rank& r, long step) {
   PipelineP2p(r, r.act, prev, false);  // recv_forward
   Gemms(r, o.gemms / 2);               // forward
   FirstTpAllReduce(r, step);
-  PipelineP2p(r, r.act, next, true);      // send_forward
+  PipelineP2p(r, r.act, next, true, step);  // send_forward
   PipelineP2p(r, r.grad_in, next, false);  // recv_backward
   Gemms(r, o.gemms / 2);                   // backward
   NCCL_CHECK(ncclAllReduce(r.tp_buf, r.tp_buf, static_cast<size_t>(o.tp_count), ncclBfloat16,
                            ncclSum, r.tp_comm, r.stream));
-  PipelineP2p(r, r.grad_in, prev, true);  // send_backward
+  PipelineP2p(r, r.grad_in, prev, true, step);  // send_backward
   NCCL_CHECK(ncclAllReduce(r.dp_buf, r.dp_buf, static_cast<size_t>(o.dp_count), ncclFloat32,
                            ncclSum, r.dp_comm, r.stream));
   if (o.pp > 1) {

@@ -34,198 +34,40 @@ mismatch_op mismatch_count exited stuck):
                   ends (the simulator's XTIMER_SIM_STUCK): stuck_in_collective, no rank blamed,
                   live and from the automatic dumps.
 
-Without scenario names it runs them all, in the order above (healthy first: straggler and link
-diff against its dump). After the scenarios, no sample of any series the rules recorded during
-the run may be NaN or Inf.
+Without scenario names it runs them all, in the order above (healthy first: link diffs against
+its dump). After the scenarios, no sample of any series the rules recorded during the run may be
+NaN or Inf.
 
 Usage: diagnosis_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH XTIMER DIAG_JOB
                         RULES [SCENARIO...]
 """
 
-import glob
 import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_lib import (Background, Paths, check_rules_finite,  # noqa: E402
-                     check_true_bus_bandwidth, control, fail, free_ports, log, parse,
-                     prometheus_query, scrape, select, start_prometheus, status, stop_daemon,
-                     true_bus_bandwidths)
+from e2e_lib import (Paths, check_rules_finite, check_true_bus_bandwidth, fail,  # noqa: E402
+                     log, prometheus_query, true_bus_bandwidths)
+from diag_cluster import (INTER_GBPS, INTRA_GBPS, STEP_GPU_MS, Cluster,  # noqa: E402
+                          run, wait_for)
 
 GROUPS = "tp2-pp2-dp2"
-# The simulated links. Latency 0 so that a collective's transfer time is bytes / rate exactly
-# (the model: latency + bus bytes / bandwidth, docs/gpusim-nccl.md); rates low enough that every
-# transfer lasts long against timer noise.
-INTRA_GBPS = 4.0
-INTER_GBPS = 2.0
-# GEMMs at 100 TFLOPS: diag_job's 8 GEMMs of 8192^3 model 88 ms per step, more than the
-# simulator's host work per step on a loaded 2-core machine, so that the GPU, not the host, sets
-# the pace (as in a real job; diag_job queues up to 2 steps ahead) and a rank's extra compute
-# shows as lateness.
-TFLOPS_BF16 = 100
-STEP_GPU_MS = 8 * 2 * 8192 ** 3 / (TFLOPS_BF16 * 1e12) * 1e3
 # With one micro-batch per step the pipeline serialises the stages: a step lasts the forward and
 # backward GEMMs of both stages, 2 x STEP_GPU_MS. A host gap shorter than that hides in the
 # pipeline bubble (the GPU still has queued work when the launches come); 80 ms more leaves the
 # rank's GPU idle for about 80 ms (less on a loaded machine, where steps take longer) before
 # its first collective of every step.
 HOST_GAP_MS = int(2 * STEP_GPU_MS) + 80
-SIM_ENV = {
-    "XTIMER_SIM_TFLOPS_BF16": str(TFLOPS_BF16),
-    "XTIMER_SIM_INTRA_BW_GBPS": str(INTRA_GBPS),
-    "XTIMER_SIM_INTER_BW_GBPS": str(INTER_GBPS),
-    "XTIMER_SIM_INTRA_LAT_US": "0",
-    "XTIMER_SIM_INTER_LAT_US": "0",
-}
 # The daemons' fixed hang timeout: the upper bound of the adaptive threshold. Only the stuck
 # scenario, whose communicator never completes a collective (no cadence), waits for it.
 HANG_TIMEOUT_S = 20
 LIVE_DEADLINE_S = 30  # the acceptance: a verdict within 30 s of the last progress
 ALL_SCENARIOS = ["healthy", "straggler", "host", "link", "never_issued", "mismatch_op",
                  "mismatch_count", "exited", "stuck"]
-
-
-def run(argv, timeout=120):
-    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-    return p.returncode, p.stdout, p.stderr
-
-
-class Cluster:
-    """Two emulated nodes: per node a daemon (own run directory, ports, dump root, host label)."""
-
-    def __init__(self, p, xtimer, diag_job, rules):
-        self.p, self.xtimer, self.diag_job = p, xtimer, diag_job
-        ports = free_ports(5)
-        self.metrics, self.controls, self.prom_port = ports[0:2], ports[2:4], ports[4]
-        self.run_dirs = [p.run_dir("node%d" % i) for i in range(2)]
-        self.roots = [os.path.join(p.tmp, "dumps%d" % i) for i in range(2)]
-        self.daemons = []
-        for i in range(2):
-            os.makedirs(self.roots[i])
-            env = dict(os.environ, XTIMER_HOST="node%d" % i, XTIMER_DUMP_ROOT=self.roots[i],
-                       XTIMER_HANG_TIMEOUT=str(HANG_TIMEOUT_S))
-            self.daemons.append(Background("xtimerd%d" % i, [
-                p.xtimerd, "--run-dir", self.run_dirs[i], "--metrics-port", str(self.metrics[i]),
-                "--control-port", str(self.controls[i])], env, p.tmp))
-        for i in range(2):
-            deadline = time.monotonic() + 120
-            while scrape(self.metrics[i], must=False) is None:
-                if time.monotonic() > deadline:
-                    fail("xtimerd%d did not serve /metrics within 120 s" % i)
-                time.sleep(0.2)
-        self.prometheus = start_prometheus(self.prom_port, self.metrics, p.tmp,
-                                           rule_files=[rules])
-        self.hosts = ",".join("127.0.0.1:%d" % c for c in self.controls)
-
-    def stop(self):
-        self.prometheus.kill()
-        for d in self.daemons:
-            d.kill()
-        for d in self.run_dirs:
-            stop_daemon(d)
-
-    def start_job(self, job, flags, steps, env_extra=None, grace=300, linger=0):
-        """Both nodes' launchers of job `job`: diag_job with `flags`; returns their Backgrounds."""
-        env = dict(os.environ, **SIM_ENV)
-        env.update(env_extra or {})
-        rdzv = os.path.join(self.p.tmp, "rdzv-" + job)
-        nodes = []
-        for i in range(2):
-            argv = self.p.launch_argv(self.run_dirs[i], self.metrics[i], self.controls[i], job) + [
-                sys.executable, self.p.demo_launch, "--nnodes", "2", "--nproc-per-node", "4",
-                "--node-rank", str(i), "--rdzv-dir", rdzv, "--timeout", "600", "--grace",
-                str(grace), "--", self.p.gpusim_run, self.diag_job, "--steps", str(steps),
-                "--linger", str(linger)] + flags
-            env_i = dict(env, XTIMER_HOST="node%d" % i)
-            nodes.append(Background("%s-node%d" % (job, i), argv, env_i, self.p.tmp))
-        return nodes
-
-    # ---- live views
-    def culprits_metric(self, job):
-        """{(kind, rank)} from both daemons' xtimer_hang_culprit series of `job`, and
-        (kind, "none") for each xtimer_hang_verdict of a kind that blames no rank."""
-        out = set()
-        for m in self.metrics:
-            samples = parse(scrape(m))
-            for labels, v in select(samples, "xtimer_hang_culprit", job=job):
-                if v == 1:
-                    out.add((labels.get("kind"), labels.get("rank")))
-            for labels, v in select(samples, "xtimer_hang_verdict", job=job):
-                if v == 1 and labels.get("kind") == "stuck_in_collective":
-                    out.add((labels.get("kind"), "none"))
-        return out
-
-    def hang_checks(self, job):
-        answers = []
-        for c in self.controls:
-            try:
-                answers.append(control(c, "HangCheck", {"job": job}))
-            except OSError as e:
-                fail("HangCheck on :%d failed: %s" % (c, e))
-        return answers
-
-    def verdicts(self, job):
-        return [v for a in self.hang_checks(job) for v in a.get("verdicts", [])]
-
-    def rule_culprits(self, job):
-        """{(kind, rank)} of the rules' xtimer:hang_culprit series of `job`."""
-        return {(labels.get("kind"), labels.get("rank")) for labels, _ in
-                prometheus_query(self.prom_port, 'xtimer:hang_culprit{job="%s"}' % job)}
-
-    # ---- offline
-    def dump(self, job, path):
-        """`xtimer dump --hosts` of both nodes' whole histories; the two job folders."""
-        rc, out, err = run([self.xtimer, "dump", "--hosts", self.hosts, "--path", path,
-                            "--history", "100000", "--job", job], timeout=120)
-        if rc != 0:
-            fail("xtimer dump exited %d:\n%s%s" % (rc, out, err))
-        return [os.path.join(root, path, job) for root in self.roots]
-
-    def analyze(self, dirs):
-        rc, out, err = run([self.xtimer, "analyze"] + dirs + ["--groups", GROUPS, "--json"],
-                           timeout=120)
-        if rc not in (0, 3):
-            fail("xtimer analyze %s exited %d:\n%s%s" % (dirs, rc, out, err))
-        if os.environ.get("DIAG_E2E_VERBOSE"):
-            log("xtimer analyze %s:\n%s%s" % (" ".join(dirs), out, err))
-        try:
-            return json.loads(out)
-        except ValueError:
-            fail("xtimer analyze did not print JSON:\n%s%s" % (out, err))
-
-
-def wait_for(what, probe, timeout):
-    """Polls probe() until it returns a true value; that value, or fail after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = probe()
-        if last:
-            return last
-        time.sleep(0.5)
-    fail("%s: not within %d s (last: %s)" % (what, timeout, last))
-
-
-def wait_running(cluster, nodes, job):
-    """Waits until each daemon has its node's 4 ranks of `job` with records flowing (the
-    daemons also list the ended jobs of earlier scenarios)."""
-    for port, want in zip(cluster.controls, ([0, 1, 2, 3], [4, 5, 6, 7])):
-        def ready():
-            try:
-                procs = status(port)["processes"]
-            except OSError as e:  # a loaded machine may delay one answer past 5 s
-                return log("Status on :%d: %s" % (port, e))
-            return sorted(p["rank"] for p in procs if p.get("job") == job and
-                          int(p["records_written"]) > 0 and not p.get("exited")) == want
-        wait_for("%s: ranks %s registered on :%d" % (job, want, port), ready, 120)
-    for n in nodes:
-        if n.proc.poll() is not None:
-            fail("%s exited %s:\n%s" % (n.name, n.proc.returncode, n.output()))
 
 
 def finish(nodes, timeout=300):
@@ -247,7 +89,7 @@ def kill(nodes):
 def dumped_run(cluster, job, flags, steps, env_extra=None, live_check=None):
     nodes = cluster.start_job(job, flags, steps, env_extra, linger=600)
     try:
-        wait_running(cluster, nodes, job)
+        cluster.wait_running(nodes, job)
         for n in nodes[:1]:
             n.wait_for_line(r"diag_job: done: %d steps" % steps, 300)
         if live_check:
@@ -306,7 +148,7 @@ def healthy(cluster, state):
     dirs = dumped_run(cluster, job, [], 300, live_check=lambda j: (
         check_no_verdict_live(cluster, j),
         check_true_bus_bandwidth(true_bus_bandwidths(cluster.prom_port, j), j)))
-    report = cluster.analyze(dirs)
+    report = cluster.analyze(dirs, GROUPS)
     if report["hang"] is not None or report["hangs"]:
         fail("healthy run: analyze found a hang: %s" % report["hang"])
     if report["stragglers"]:
@@ -329,7 +171,7 @@ def straggler(cluster, state):
         cluster, job, ["--compute-factor", "1:1.3"], 400,  # about a minute: the rules' 1m rates
         live_check=lambda j: (nodes_of.update(comm_nodes(cluster, j)),
                               check_rule_straggler(cluster, j, 1, "compute")))
-    report = cluster.analyze(dirs)
+    report = cluster.analyze(dirs, GROUPS)
     s = first_straggler(report, "compute factor 1.3 on rank 1")
     if s["rank"] != 1 or s["cause"] != "compute":
         fail("compute factor 1.3 on rank 1: first straggler %s" % s)
@@ -386,7 +228,7 @@ def host(cluster, state):
     # longer than a step's GPU work: its GPU sits idle for part of every step.
     report = cluster.analyze(dumped_run(
         cluster, job, ["--host-gap", "2:%d" % HOST_GAP_MS], 100,
-        live_check=lambda j: check_rule_straggler(cluster, j, 2, "host")))
+        live_check=lambda j: check_rule_straggler(cluster, j, 2, "host")), GROUPS)
     s = first_straggler(report, "host gaps on rank 2")
     if s["rank"] != 2 or s["cause"] != "host":
         fail("%d ms host gap on rank 2: first straggler %s" % (HOST_GAP_MS, s))
@@ -398,7 +240,7 @@ def link(cluster, state):
     # Rank 4's network between the nodes is 4x slow (a degraded NIC): its pipeline communicator
     # {0, 4}, the only one of rank 4's that spans the nodes, slows; its node's fabric does not.
     dirs = dumped_run(cluster, job, [], 100, env_extra={"XTIMER_SIM_SLOW_NIC": "4:4"})
-    report = cluster.analyze(dirs)
+    report = cluster.analyze(dirs, GROUPS)
     causes = [(s["rank"], s["cause"], s.get("group")) for s in report["stragglers"]]
     links = [c for c in causes if c[1] == "link"]
     if not links:
@@ -478,7 +320,7 @@ def live_hang(cluster, job, flags, fault_line, kind, culprits, fault_node, misma
     nodes = cluster.start_job(job, flags, 100000, env_extra)
     want = {(kind, str(r)) for r in culprits} if culprits else {(kind, "none")}
     try:
-        wait_running(cluster, nodes, job)
+        cluster.wait_running(nodes, job)
         nodes[fault_node].wait_for_line(fault_line, 120)
         t0 = time.monotonic()
         times = {}
@@ -517,29 +359,19 @@ def live_hang(cluster, job, flags, fault_line, kind, culprits, fault_node, misma
         raise
 
 
-def auto_dump_dirs(cluster, job):
-    """The newest automatic dump folder of `job` on each node that wrote one."""
-    out = []
-    for root in cluster.roots:
-        found = glob.glob(os.path.join(root, "hang-*", job))
-        if found:
-            out.append(max(found, key=os.path.getmtime))
-    return out
-
-
 def check_offline(cluster, job, kind, culprits, mismatch=None):
     dirs = wait_for("%s: automatic dumps on both nodes" % job,
-                    lambda: len(auto_dump_dirs(cluster, job)) == 2 and
+                    lambda: len(cluster.auto_dump_dirs(job)) == 2 and
                     all(os.path.exists(os.path.join(d, "hang-summary-node%d.json" % i))
-                        for i, d in enumerate(auto_dump_dirs(cluster, job))) and
-                    auto_dump_dirs(cluster, job),
+                        for i, d in enumerate(cluster.auto_dump_dirs(job))) and
+                    cluster.auto_dump_dirs(job),
                     30)
     # One hang, one folder name on every node (the hang's id, docs/daemon.md), so that a shared
     # dump root holds all nodes' dumps of it in one folder.
     folders = sorted({os.path.basename(os.path.dirname(d)) for d in dirs})
     if len(folders) != 1 or not re.match(r"hang-0x[0-9a-f]{16}-[0-9]+$", folders[0]):
         fail("%s: the nodes named the hang's folder differently: %s" % (job, dirs))
-    report = cluster.analyze(dirs)
+    report = cluster.analyze(dirs, GROUPS)
     h = report["hang"]
     if h is None or h["kind"] != kind or sorted(h["culprit_ranks"]) != sorted(culprits) or (
             mismatch is not None and h.get("mismatch") != mismatch):
@@ -641,7 +473,7 @@ def main(argv):
     state = {}
     t0 = time.monotonic()
     try:
-        cluster = Cluster(p, xtimer, diag_job, rules)
+        cluster = Cluster(p, xtimer, diag_job, rules, hang_timeout=HANG_TIMEOUT_S)
         for s in scenarios:
             t = time.monotonic()
             globals()[s](cluster, state)

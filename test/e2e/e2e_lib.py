@@ -23,7 +23,17 @@ def log(msg):
 LOG_DIRS = []  # directories whose *.log files are printed when a test fails
 
 
+class Failure(Exception):
+    """What fail() raises instead of exiting when FAIL_RAISES is set (a tool that runs many
+    scenarios, e.g. tools/fault_campaign, records a failed one and goes on)."""
+
+
+FAIL_RAISES = False
+
+
 def fail(msg):
+    if FAIL_RAISES:
+        raise Failure(msg)
     print("FAIL: " + msg, flush=True)
     for d in LOG_DIRS:
         for root, _, files in os.walk(d):

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Unit tests of tools/fault_campaign's drawing and scoring (no job is run).
+
+Usage: fault_campaign_test.py FAULT_CAMPAIGN
+"""
+
+import importlib.machinery
+import importlib.util
+import sys
+import unittest
+
+fc = None  # the tool, loaded as a module by main()
+
+
+def load(path):
+    loader = importlib.machinery.SourceFileLoader("fault_campaign", path)
+    spec = importlib.util.spec_from_loader("fault_campaign", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+class DrawTest(unittest.TestCase):
+    def test_a_seed_and_index_always_draw_the_same_run(self):
+        self.assertEqual(fc.draw(7, 3, fc.KINDS), fc.draw(7, 3, fc.KINDS))
+        self.assertNotEqual([fc.draw(7, i, fc.KINDS) for i in range(10)],
+                            [fc.draw(8, i, fc.KINDS) for i in range(10)])
+
+    def test_draws_respect_the_campaign_bounds(self):
+        runs = [fc.draw(1, i, fc.KINDS) for i in range(3000)]
+        self.assertEqual({r["kind"] for r in runs}, set(fc.KINDS))
+        for r in runs:
+            self.assertTrue(4 <= r["world"] <= 16, r)
+            self.assertEqual(r["world"], r["tp"] * r["pp"] * r["dp"])
+            self.assertIn(r["nodes"], range(1, 5))
+            self.assertEqual(r["world"] % r["nodes"], 0, r)
+            self.assertIn(r["rank"], range(r["world"]))
+            self.assertTrue(1 <= r["step"] <= 60, r)
+            self.assertTrue(max(1.2, 1 + 0.06 * r["pp"]) - 0.005 <= r["factor"] <= 2.0, r)
+            self.assertTrue(fc.fits(r["kind"], r), r)
+            if r["kind"] == "hang_send":
+                self.assertGreaterEqual(r["pp"], 2)
+            if r["kind"].startswith("mismatch"):
+                self.assertGreaterEqual(r["tp"] * r["dp"], 4)
+            if r["kind"] == "slow_link":
+                self.assertTrue(fc.cross_node_groups(r, r["rank"]), r)
+        early = sum(r["step"] <= 10 for r in runs) / len(runs)
+        self.assertTrue(0.45 <= early <= 0.55, early)  # half in steps 1-10
+        loaded = sum(r["load"] for r in runs) / len(runs)
+        self.assertTrue(0.45 <= loaded <= 0.55, loaded)
+        self.assertEqual({r["nodes"] for r in runs}, {1, 2, 3, 4})
+
+    def test_kinds_limit_the_draw(self):
+        self.assertEqual({fc.draw(1, i, ["stuck"])["kind"] for i in range(20)}, {"stuck"})
+
+    def test_groups_follow_megatron_order(self):
+        topo = {"tp": 2, "pp": 2, "dp": 2, "world": 8, "nodes": 2}
+        self.assertEqual(fc.members(topo, 5), {"tp": [4, 5], "pp": [1, 5], "dp": [5, 7],
+                                               "tpdp": [4, 5, 6, 7]})
+        # Ranks 0-3 on node 0, 4-7 on node 1: only the pipeline groups cross.
+        self.assertEqual(fc.cross_node_groups(topo, 5), ["pp"])
+
+
+class ScoreTest(unittest.TestCase):
+    def test_headline_is_the_most_severe_and_names_the_exit_cause(self):
+        seen = fc.hang_seen([
+            {"kind": "never_issued", "culprit_ranks": [2], "evidence": []},
+            {"kind": "exited", "culprit_ranks": [3],
+             "evidence": ["rank 3 exited: signal 11 (SIGSEGV) 12.0 s ago"]},
+            {"kind": "exited", "culprit_ranks": [1], "evidence": []}])
+        self.assertEqual((seen["kind"], seen["culprits"], seen["cause"]),
+                         ("exited", [1, 3], "SIGSEGV"))
+        self.assertEqual(fc.exit_cause(["rank 2 exited: exit status 1"]), "exit status 1")
+        self.assertEqual(fc.exit_cause(["connection to the daemon lost"]), "connection lost")
+
+    def test_surface_is_right_once_culprit_kind_and_cause_are(self):
+        want = fc.expected({"kind": "mismatch_root", "rank": 5})
+        s = fc.Surface("live", want, True)
+        s.observe({"kind": "stuck_in_collective", "culprits": [], "cause": None}, 10)
+        s.observe({"kind": "mismatch", "culprits": [5], "cause": "count"}, 11)
+        s.observe({"kind": "mismatch", "culprits": [5], "cause": "root",
+                   "metric_culprits": [4]}, 12)  # the metric disagrees
+        self.assertIsNone(s.right_s)
+        s.observe({"kind": "mismatch", "culprits": [5], "cause": "root",
+                   "metric_culprits": [5]}, 13.04)
+        r = s.record()
+        self.assertEqual((r["first_s"], r["time_s"], r["culprit_right"], r["kind_right"]),
+                         (10, 13.0, True, True))
+        self.assertEqual(r["first"]["kind"], "stuck_in_collective")
+
+    def test_sigkill_may_read_as_a_lost_connection(self):
+        s = fc.Surface("rules", fc.expected({"kind": "crash_kill", "rank": 0}), True)
+        s.observe({"kind": "exited", "culprits": [0], "cause": "connection lost"}, 3)
+        self.assertEqual(s.right_s, 3)
+
+    def record(self, kind, step=20, **surface):
+        spec = fc.draw(1, 0, [kind])
+        spec.update(step=step, status="ok", expected=fc.expected(spec))
+        spec["deadline_s"] = None if kind == "healthy" else fc.deadline_s(spec)
+        spec["surfaces"] = {}
+        for name in fc.SURFACES:
+            s = fc.Surface(name, spec["expected"], True)
+            for seen, t in surface.get(name, []):
+                s.observe(seen, t)
+            spec["surfaces"][name] = s.record()
+        return spec
+
+    def test_misses(self):
+        right = {"kind": "never_issued", "culprits": None, "cause": None}
+        rec = self.record("hang_collective")
+        right["culprits"] = [rec["rank"]]
+        on_time = {n: [(right, 12)] for n in fc.SURFACES}
+        self.assertEqual(fc.misses(self.record("hang_collective", **on_time)), [])
+        late = dict(on_time, hosts=[(right, 45)])
+        self.assertEqual(len(fc.misses(self.record("hang_collective", **late))), 1)
+        self.assertEqual(fc.misses(self.record("hang_collective", step=4, **late)), [])
+        silent = dict(on_time, rules=[])
+        self.assertEqual(len(fc.misses(self.record("hang_collective", **silent))), 1)
+        alarm = {"kind": "straggler", "culprits": [1], "cause": "compute"}
+        healthy = self.record("healthy", offline=[(alarm, 80)])
+        self.assertEqual(len(fc.misses(healthy)), 1)
+        self.assertTrue(healthy["surfaces"]["offline"]["false_alarm"])
+        self.assertEqual(fc.misses(self.record("healthy")), [])
+        broken = dict(self.record("stuck"), status="setup_error", error="ranks not registered")
+        self.assertEqual(len(fc.misses(broken)), 1)
+        self.assertIn("(not run to the end: setup_error)", fc.table([broken]))
+
+    def test_table_counts_per_kind_and_surface(self):
+        rec = self.record("hang_collective")
+        right = {"kind": "never_issued", "culprits": [rec["rank"]], "cause": None}
+        wrong = {"kind": "stuck_in_collective", "culprits": [], "cause": None}
+        recs = [self.record("hang_collective", live=[(right, t)]) for t in (10, 20, 12)]
+        recs.append(self.record("hang_collective", live=[(wrong, 10)]))
+        line = [l for l in fc.table(recs).splitlines() if "| live |" in l][0]
+        self.assertEqual(line, "| hang_collective | live | 4 | 75% | 75% | 0 | 12.0 | 20.0 |")
+
+
+def main(argv):
+    global fc
+    if len(argv) < 2:
+        sys.exit(__doc__)
+    fc = load(argv[1])
+    unittest.main(argv=argv[:1] + argv[2:])
+
+
+if __name__ == "__main__":
+    main(sys.argv)
