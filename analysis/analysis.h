@@ -287,6 +287,8 @@ struct HangVerdict {
   // collective, a send/receive): this stall follows from another. Such a verdict that blames no
   // rank is dropped when a verdict that does not follow from another remains (its cause).
   bool downstream = false;
+  // For a downstream verdict: the communicator of the op a member is queued behind (0: unknown).
+  uint64_t upstream_comm_id = 0;
   // The waiting ranks wait in a send or receive (no collective in flight): `seq` and `op` are 0,
   // a send/receive has no sequence number shared by both peers.
   bool point_to_point = false;

@@ -251,7 +251,7 @@ class CommHang {
     v->threshold_s = threshold_ns_ / kNsPerS;
     v->stalled_s = StalledNs() / kNsPerS;
     v->op = WaitersOp();
-    v->downstream = QueuedBehindCommunication();
+    v->downstream = QueuedBehindCommunication(&v->upstream_comm_id);
     if (!(Exited(v) || (p2p_ ? PeerIdle(v) : (Mismatch(v) || NeverIssued(v) || NotStarted(v))))) {
       Stuck(v);
     }
@@ -506,11 +506,14 @@ class CommHang {
     return true;
   }
 
-  bool QueuedBehindCommunication() const {
+  // True when a member's op here is queued behind another communicator's op; *upstream gets
+  // that communicator (0 when unknown).
+  bool QueuedBehindCommunication(uint64_t* upstream) const {
     for (const Member& m : members_) {
       const Arrival* a = m.inflight_at_stall();
       if (!p2p_ && a && a->seq == stall_ && a->state == OpState::kQueued &&
           m.progress->blocked_by_communication && m.progress->blocked_by_comm_id != comm_.id) {
+        *upstream = m.progress->blocked_by_comm_id;
         return true;
       }
     }
@@ -693,14 +696,22 @@ void DropBlockedCulprits(std::vector<HangVerdict>* verdicts) {
 }
 
 // Verdicts that follow from another stall and blame no rank are dropped when a verdict that does
-// not follow from another remains: that one names the cause.
-void DropDownstream(std::vector<HangVerdict>* verdicts) {
+// not follow from another remains (that one names the cause), and when the communicator they
+// wait behind is among the inputs: its own verdict will name the cause once its threshold
+// passes (a communicator with a longer threshold, e.g. a job's first steps), and a verdict now
+// would head with a consequence (and an automatic dump would record it).
+void DropDownstream(const std::vector<CommView>& comms, std::vector<HangVerdict>* verdicts) {
   const bool has_root = std::any_of(verdicts->begin(), verdicts->end(),
                                     [](const HangVerdict& v) { return !v.downstream; });
-  if (!has_root) return;
+  auto judged_here = [&comms](uint64_t id) {
+    auto it = std::lower_bound(comms.begin(), comms.end(), id,
+                               [](const CommView& c, uint64_t i) { return c.id < i; });
+    return id != 0 && it != comms.end() && it->id == id;
+  };
   verdicts->erase(std::remove_if(verdicts->begin(), verdicts->end(),
-                                 [](const HangVerdict& v) {
-                                   return v.downstream && v.culprit_ranks.empty();
+                                 [&](const HangVerdict& v) {
+                                   return v.downstream && v.culprit_ranks.empty() &&
+                                          (has_root || judged_here(v.upstream_comm_id));
                                  }),
                   verdicts->end());
 }
@@ -731,7 +742,7 @@ std::vector<HangVerdict> FindHangs(const std::vector<RankInput>& ranks,
     CompletedMismatch(ranks, comm, &out);
   }
   DropBlockedCulprits(&out);
-  DropDownstream(&out);
+  DropDownstream(comms, &out);
   std::stable_sort(out.begin(), out.end(), HeadsBefore);
   return out;
 }

@@ -548,6 +548,31 @@ TEST(Hang, QueuedBehindItsOwnCommunicatorsReceiveIsNotDownstream) {
   EXPECT_FALSE(report.hangs[0].downstream);
 }
 
+TEST(Hang, AConsequenceWaitsForItsCauseOnACommunicatorWithALongerThreshold) {
+  // kComm is in its first steps (3 completions: a 30 s threshold) and every member waits in its
+  // seq 4; the second communicator (20 completions: 10 s) has rank 0's collective queued behind
+  // it. At 20 s the consequence alone would head: no verdict until the cause's own.
+  std::vector<RankInput> ranks = Stalled();
+  Progress* rank0 = AddSecondCommunicator(&ranks)[0];
+  for (RankInput& r : ranks) {
+    auto late = [](const Arrival& a) { return a.comm_id == kComm && a.seq > 3; };
+    r.arrivals.erase(std::remove_if(r.arrivals.begin(), r.arrivals.end(), late),
+                     r.arrivals.end());
+    r.progress[0].last_completed_seq = 3;
+    r.progress[0].last_issued_seq = 4;
+    r.progress[0].inflight.seq = 4;
+  }
+  rank0->inflight.state = OpState::kQueued;
+  rank0->blocked_by = "AllReduce seq 4 on comm 0x0000000000000abc launched 20.0 s ago";
+  rank0->blocked_by_communication = true;
+  rank0->blocked_by_comm_id = kComm;
+  EXPECT_TRUE(Analyze(ranks, At(20)).hangs.empty());
+  Report report = Analyze(ranks, At(31));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].comm_id, kComm);
+  EXPECT_FALSE(report.hangs[0].downstream);
+}
+
 TEST(Hang, CarriedThresholdIsUsed) {
   std::vector<RankInput> ranks = PipelinePair();
   for (RankInput& r : ranks) {

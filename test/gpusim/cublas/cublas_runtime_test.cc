@@ -12,6 +12,7 @@ namespace {
 
 constexpr double kBf16Tflops = 800;  // the defaults (docs/gpusim-cublas.md)
 constexpr double kFp8Tflops = 1600;
+constexpr int kWarmupK = 1 << 20;  // 2 x 8192 x 8192 x 2^20 / 800 TFLOPS: about 0.18 s
 
 class CublasRuntimeTest : public ::testing::Test {
  protected:
@@ -55,8 +56,10 @@ class CublasRuntimeTest : public ::testing::Test {
 
 TEST_F(CublasRuntimeTest, GemmExTimeMeasuredWithEvents) {
   const int m = 4096, n = 4096, k = 4096, iterations = 20;
-  // A first GEMM keeps the simulated GPU ahead of the host (host time stays out of the interval).
-  ASSERT_EQ(Bf16Gemm(8192, 8192, 8192), CUBLAS_STATUS_SUCCESS);
+  // A first GEMM keeps the simulated GPU ahead of the host (host time stays out of the interval):
+  // about 0.18 s of simulated work, so that a slow host (a sanitizer build on a loaded machine)
+  // still queues the timed GEMMs before the GPU reaches them.
+  ASSERT_EQ(Bf16Gemm(8192, 8192, kWarmupK), CUBLAS_STATUS_SUCCESS);
   ASSERT_EQ(cudaEventRecord(start_, stream_), cudaSuccess);
   for (int i = 0; i < iterations; ++i) ASSERT_EQ(Bf16Gemm(m, n, k), CUBLAS_STATUS_SUCCESS);
   ASSERT_EQ(cudaEventRecord(stop_, stream_), cudaSuccess);
@@ -90,7 +93,8 @@ TEST_F(CublasRuntimeTest, LtMatmulFp8TimeMeasuredWithEvents) {
     return cublasLtMatmul(lt, op, &one, nullptr, a, nullptr, b, &zero, nullptr, c, nullptr, c,
                           &result.algo, nullptr, 0, stream_);
   };
-  ASSERT_EQ(matmul(), CUBLAS_STATUS_SUCCESS);  // keeps the GPU ahead of the host
+  // Keeps the GPU ahead of the host (see GemmExTimeMeasuredWithEvents).
+  ASSERT_EQ(Bf16Gemm(8192, 8192, kWarmupK), CUBLAS_STATUS_SUCCESS);
   ASSERT_EQ(cudaEventRecord(start_, stream_), cudaSuccess);
   for (int i = 0; i < 5; ++i) ASSERT_EQ(matmul(), CUBLAS_STATUS_SUCCESS);
   ASSERT_EQ(cudaEventRecord(stop_, stream_), cudaSuccess);
@@ -113,7 +117,7 @@ TEST_F(CublasRuntimeTest, CapturedGemmRunsWithTheGraph) {
   ASSERT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
   cudaGraphExec_t exec = nullptr;
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
-  ASSERT_EQ(Bf16Gemm(8192, 8192, 8192), CUBLAS_STATUS_SUCCESS);  // keeps the GPU ahead
+  ASSERT_EQ(Bf16Gemm(8192, 8192, kWarmupK), CUBLAS_STATUS_SUCCESS);  // keeps the GPU ahead
   ASSERT_EQ(cudaEventRecord(start_, stream_), cudaSuccess);
   for (int i = 0; i < 3; ++i) ASSERT_EQ(cudaGraphLaunch(exec, stream_), cudaSuccess);
   ASSERT_EQ(cudaEventRecord(stop_, stream_), cudaSuccess);
