@@ -96,7 +96,7 @@ struct CommSnapshot {
   uint64_t last_issued_seq = 0;
   uint64_t last_completed_seq = 0;
   double oldest_inflight_age_s = 0;  // 0 when nothing is in flight
-  // This rank waits in an op of the communicator past the hang timeout (a victim, usually: the
+  // This rank waits in an op of the communicator past its hang threshold in force (a victim: the
   // culprit is a member where it is false).
   bool hang = false;
   int64_t last_completed_ns = 0;  // 0 when unknown

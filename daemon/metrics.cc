@@ -97,7 +97,8 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
     {"xtimer_comm_oldest_inflight_age_seconds", MetricType::Gauge,
      "Age of the oldest operation in flight on the communicator, 0 when none."},
     {"xtimer_comm_waiting_hang", MetricType::Gauge,
-     "1 while this rank waits in an operation of the communicator past the hang timeout. It is 1 "
+     "1 while this rank waits in an operation of the communicator past its hang threshold in "
+     "force (xtimer_comm_hang_threshold_seconds). It is 1 "
      "on the waiting ranks (the victims); the culprit is usually a member where it is 0, named by "
      "xtimer_hang_culprit and xtimer_comm_inflight_info."},
     {"xtimer_comm_inflight_info", MetricType::Gauge,
@@ -112,7 +113,7 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
      "1 while the process is connected and its ring heartbeat is fresh; 0 when the heartbeat is "
      "stale or the process exited (its series are kept for the exited grace period)."},
     {"xtimer_rank_waiting_hang", MetricType::Gauge,
-     "1 while this rank waits in an operation of any communicator past the hang timeout. It is 1 "
+     "1 while this rank waits in an operation of any communicator past its hang threshold. It is 1 "
      "on the waiting ranks (the victims); the culprit is named elsewhere (xtimer_hang_culprit)."},
     {"xtimer_rank_info", MetricType::Gauge,
      "Always 1; carries the process id and world size of a registered process."},
