@@ -157,6 +157,11 @@ struct Progress {
   int cadence_samples = 0;  // the completions that threshold came from (0: a first instance)
 };
 
+// Gaps between completions the cadence median is taken over (Options::cadence_window), and the
+// send/receive completions per communicator a caller needs to keep for it (one more).
+constexpr int kDefaultCadenceWindow = 64;
+constexpr size_t kP2PCompletionsKept = kDefaultCadenceWindow + 1;
+
 // The GPU end of one of a rank's send/receive ops: the cadence of communicators that carry no
 // collectives (pipeline pairs).
 struct P2PCompletion {
@@ -221,7 +226,7 @@ struct Options {
   double cadence_factor = 10;
   double pause_factor = 2;
   int min_cadence_samples = 8;
-  int cadence_window = 64;
+  int cadence_window = kDefaultCadenceWindow;
   // Stragglers: a rank is reported when it arrived last in at least min_share_last of a
   // communicator's instances (0.25: a rank late at one of two collectives a step on the same
   // communicator arrives last in half), its mean lateness is at least min_lateness_fraction of

@@ -107,7 +107,7 @@ class P2PCadence {
     }
     std::deque<int64_t>& ends = ends_[e.comm_id];
     ends.push_back(e.gpu_start_ns + e.duration_ns);
-    if (ends.size() > kKeep) ends.pop_front();
+    if (ends.size() > analysis::kP2PCompletionsKept) ends.pop_front();
   }
   std::vector<analysis::P2PCompletion> Take() {
     std::vector<analysis::P2PCompletion> out;
@@ -119,7 +119,6 @@ class P2PCadence {
   }
 
  private:
-  static constexpr size_t kKeep = 65;  // analysis::Options::cadence_window + 1
   std::map<uint64_t, std::deque<int64_t>> ends_;
 };
 

@@ -28,8 +28,8 @@ namespace daemon {
 
 constexpr size_t kArrivalRing = 256;
 // Send/receive completion times kept per communicator: the cadence of communicators without
-// collectives (analysis::Options::cadence_window + 1).
-constexpr size_t kP2PCadence = 65;
+// collectives.
+constexpr size_t kP2PCadence = analysis::kP2PCompletionsKept;
 constexpr size_t kPendingWork = 1024;
 // Collective instances completed since the last Copy, per process (all communicators): what the
 // live diagnosis counts waits from. Beyond it (more than this many collectives a second on one
