@@ -426,8 +426,16 @@ def exited(cluster, state):
         if "SIGSEGV" not in text and "signal 11" not in text:
             fail("exited verdict does not name the signal: %s" % v)
         check_offline(cluster, job, "exited", [3])
+        # The job-level rule names the first failure too, and goes on naming it once nobody
+        # waits any more (the launcher below tears the other ranks down).
+        first_failure = lambda: {labels["rank"] for labels, _ in prometheus_query(
+            cluster.prom_port, 'xtimer:job_first_failure{job="%s"}' % job)}
+        wait_for("%s: rules xtimer:job_first_failure {3}" % job,
+                 lambda: first_failure() == {"3"}, 60)
     finally:
         kill(nodes)
+    wait_for("%s: xtimer:job_first_failure still {3} after the teardown" % job,
+             lambda: cluster.rule_culprits(job) == set() and first_failure() == {"3"}, 90)
 
 
 def stuck(cluster, state):
