@@ -316,15 +316,24 @@ struct Straggler {
   std::vector<std::string> evidence;
 };
 
-// Per rank and communicator: observed and true bus bandwidth (GB/s, 10^9 B/s, opmath factors).
+// Per rank, communicator, op and size: the sums behind observed and true bus bandwidth (bus
+// bytes by opmath's factors). Consumers that combine rows (the daemon's gauges) add the sums,
+// never the rates.
 struct BusBandwidth {
   int32_t rank = -1;
   uint64_t comm_id = 0;
   uint16_t op = 0;
   uint64_t bytes = 0;
   uint64_t instances = 0;
-  double observed_gbps = 0;  // from the rank's own GPU time (includes waiting for late ranks)
-  double true_gbps = 0;      // from the transfer time alone: end - last arrival
+  double own_bus_bytes = 0;       // bus bytes of the rank's instances
+  double own_ns = 0;              // their GPU time on the rank (includes waiting for late ranks)
+  double transfer_bus_bytes = 0;  // bus bytes of the instances with a transfer time
+  double transfer_ns = 0;         // their transfer time: end - last arrival, summed
+
+  // Bytes per second; 0 without time.
+  double observed_bytes_per_second() const { return BytesPerSecond(own_bus_bytes, own_ns); }
+  double true_bytes_per_second() const { return BytesPerSecond(transfer_bus_bytes, transfer_ns); }
+  static double BytesPerSecond(double bytes, double ns) { return ns > 0 ? 1e9 * bytes / ns : 0; }
 };
 
 // Per rank: what it did in collectives.

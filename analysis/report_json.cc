@@ -109,8 +109,8 @@ void BandwidthJson(std::string* out, const BusBandwidth& b) {
   o.Str("op", OpText(b.op));
   o.Uint("bytes", b.bytes);
   o.Uint("instances", b.instances);
-  o.Num("observed_gbps", b.observed_gbps);
-  o.Num("true_gbps", b.true_gbps);
+  o.Num("observed_bytes_per_second", b.observed_bytes_per_second());
+  o.Num("true_bytes_per_second", b.true_bytes_per_second());
 }
 
 void RankJson(std::string* out, const RankStats& r) {

@@ -76,7 +76,7 @@ TEST(ReportJson, StragglersBandwidthAndRanks) {
   EXPECT_NE(j.find("\"cause\":\"compute\",\"group\":\"tp\""), std::string::npos) << j;
   EXPECT_NE(j.find("\"true_bus_bandwidth\":[{\"rank\":0,\"comm\":\"0x0000000000001000\","
                    "\"op\":\"AllReduce\",\"bytes\":67108864,\"instances\":300,"
-                   "\"observed_gbps\":"),
+                   "\"observed_bytes_per_second\":"),
             std::string::npos)
       << j;
   EXPECT_NE(j.find("\"ranks\":[{\"rank\":0,\"instances\":600,"), std::string::npos) << j;

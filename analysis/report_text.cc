@@ -56,7 +56,8 @@ void BandwidthTable(const std::vector<BusBandwidth>& rows, std::string* out) {
     std::snprintf(line, sizeof line, "  %6d  %-18s  %-14s  %14llu  %9llu  %9.2f  %9.2f\n", b.rank,
                   CommText(b.comm_id).c_str(), OpText(b.op).c_str(),
                   static_cast<unsigned long long>(b.bytes),
-                  static_cast<unsigned long long>(b.instances), b.observed_gbps, b.true_gbps);
+                  static_cast<unsigned long long>(b.instances), b.observed_bytes_per_second() / 1e9,
+                  b.true_bytes_per_second() / 1e9);
     *out += line;
   }
 }

@@ -193,9 +193,10 @@ void AddBandwidth(const std::vector<RankInput>& ranks, const CommSums& c, Report
       b.op = sig.op;
       b.bytes = sig.bytes;
       b.instances = sig.own_instances[slot];
-      double bus = sig.bus_bytes * static_cast<double>(b.instances);
-      b.observed_gbps = Gbps(bus, sig.own[slot]);
-      b.true_gbps = Gbps(sig.bus_bytes * static_cast<double>(sig.transfers.size()), transfer);
+      b.own_bus_bytes = sig.bus_bytes * static_cast<double>(b.instances);
+      b.own_ns = sig.own[slot];
+      b.transfer_bus_bytes = sig.bus_bytes * static_cast<double>(sig.transfers.size());
+      b.transfer_ns = transfer;
       report->bus_bandwidth.push_back(b);
     }
   }

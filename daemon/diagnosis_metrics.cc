@@ -65,11 +65,11 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
     {"xtimer_collective_idle_before_seconds_total", MetricType::Counter,
      "Time the rank's GPU sat idle between its previous collective and each arrival (host "
      "gaps)."},
-    {"xtimer_bus_bandwidth_true_gbps", MetricType::Gauge,
-     "Bus bandwidth (GB/s) from the transfer time alone (end minus the last local arrival), over "
-     "the rank's last 256 collectives per communicator."},
-    {"xtimer_bus_bandwidth_observed_gbps", MetricType::Gauge,
-     "Bus bandwidth (GB/s) from the rank's own GPU time, over the same collectives."},
+    {"xtimer_bus_bandwidth_true_bytes_per_second", MetricType::Gauge,
+     "Bus bandwidth from the transfer time alone (end minus the last local arrival), over the "
+     "rank's last 256 collectives per communicator."},
+    {"xtimer_bus_bandwidth_observed_bytes_per_second", MetricType::Gauge,
+     "Bus bandwidth from the rank's own GPU time, over the same collectives."},
 };
 
 // The families of kFamilies, in Family order.
@@ -103,20 +103,16 @@ void AddCounters(const Labels& l, const CommLive& c, Builder* b) {
 }
 
 // The report has one entry per (rank, comm, op, bytes); the gauges one per (rank, comm, op): the
-// sizes' rates combine as total bytes over total time (the bus factor is the same for one op on
-// one communicator, so bytes x instances weigh them).
+// sizes combine as their total bus bytes over their total time.
 void AddBandwidth(const JobLive& job, Builder* b) {
-  struct Sums {
-    double bytes = 0, observed_ns = 0, true_ns = 0;
-  };
-  std::map<std::tuple<int32_t, uint64_t, uint16_t>, Sums> sums;
+  std::map<std::tuple<int32_t, uint64_t, uint16_t>, analysis::BusBandwidth> sums;
   for (const analysis::BusBandwidth& bw : job.report.bus_bandwidth) {
-    if (bw.observed_gbps <= 0 || bw.true_gbps <= 0) continue;
-    Sums& s = sums[std::make_tuple(bw.rank, bw.comm_id, bw.op)];
-    const double bytes = static_cast<double>(bw.bytes) * static_cast<double>(bw.instances);
-    s.bytes += bytes;
-    s.observed_ns += bytes / bw.observed_gbps;
-    s.true_ns += bytes / bw.true_gbps;
+    if (bw.observed_bytes_per_second() <= 0 || bw.true_bytes_per_second() <= 0) continue;
+    analysis::BusBandwidth& s = sums[std::make_tuple(bw.rank, bw.comm_id, bw.op)];
+    s.own_bus_bytes += bw.own_bus_bytes;
+    s.own_ns += bw.own_ns;
+    s.transfer_bus_bytes += bw.transfer_bus_bytes;
+    s.transfer_ns += bw.transfer_ns;
   }
   for (const auto& e : sums) {
     const RankLive* r = FindRank(job, std::get<0>(e.first));
@@ -124,8 +120,8 @@ void AddBandwidth(const JobLive& job, Builder* b) {
     Labels l = RankLabels(r->process);
     l.push_back({"comm", CommLabel(std::get<1>(e.first))});
     l.push_back({"op", OpName(std::get<2>(e.first))});
-    b->Add(kTrueBandwidth, l, e.second.bytes / e.second.true_ns);
-    b->Add(kObservedBandwidth, l, e.second.bytes / e.second.observed_ns);
+    b->Add(kTrueBandwidth, l, e.second.true_bytes_per_second());
+    b->Add(kObservedBandwidth, l, e.second.observed_bytes_per_second());
   }
 }
 

@@ -206,7 +206,7 @@ TEST_F(DiagnosisTest, RankThatNeverIssuesIsTheCulpritWithinTheAdaptiveThreshold)
                       "pod=\"pod\",rank=\"2\",local_rank=\"2\",comm=\"0x0000000000000abc\"} 3"),
             std::string::npos)
       << text;  // 20 instances x 3 ranks x 50 ms
-  EXPECT_NE(text.find("xtimer_bus_bandwidth_true_gbps{job=\"train\""), std::string::npos);
+  EXPECT_NE(text.find("xtimer_bus_bandwidth_true_bytes_per_second{job=\"train\""), std::string::npos);
 
   // 15 s after: a verdict naming rank 2, within 30 s of the last progress.
   now_ = stall_t + 15 * kSec;

@@ -14,6 +14,7 @@ Usage: control_port_load_e2e.py LAUNCH XTIMERD LIB GPUSIM_RUN TRAIN_STEP DEMO_LA
 """
 
 import os
+import queue
 import resource
 import selectors
 import shutil
@@ -21,6 +22,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -98,58 +100,90 @@ def trickle(xtimer, pid, cp, mp):
         fail("trickle: only %d trickling connections were closed by the daemon in 30 s" % reopened)
 
 
-def open_idle(cp, n_raw, n_h2):
+def open_idle(cp, n_raw, n_h2, watcher):
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = n_raw + n_h2 + 512
     if soft < want:
         if hard != resource.RLIM_INFINITY and hard < want:
             fail("this test needs %d open files; the hard limit is %d" % (want, hard))
         resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-    opened = []
+    opened = 0
     for i in range(n_raw + n_h2):
         s = socket.socket()
         s.settimeout(10)
         s.connect(("127.0.0.1", cp))
+        opened_at = time.monotonic()
         if i % 4 == 3 and n_h2 > 0:
             s.sendall(H2_PREFACE)
             n_h2 -= 1
         s.setblocking(False)
-        opened.append((s, time.monotonic()))
+        watcher.add(s, opened_at)
+        opened += 1
     return opened
 
 
-def wait_closed(opened):
-    sel = selectors.DefaultSelector()
-    for s, t in opened:
-        sel.register(s, selectors.EVENT_READ, t)
-    lifetimes = []
-    deadline = time.monotonic() + IDLE_TIMEOUT_S + REQUEST_TIMEOUT_S + 30
-    while sel.get_map() and time.monotonic() < deadline:
-        for key, _ in sel.select(timeout=0.5):
-            try:
-                if key.fileobj.recv(65536):
-                    continue  # gRPC's SETTINGS or GOAWAY: not closed yet
-            except BlockingIOError:
+class ClosureWatcher(threading.Thread):
+    """Watches connections from the moment each is opened and records how long it lived until
+    the daemon closed it, so the test's own work (opening 2,000 connections, the dumps) never
+    counts as a connection's lifetime on a loaded machine."""
+
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.sel = selectors.DefaultSelector()
+        self.new = queue.Queue()
+        self.lifetimes = []
+        self.stop = threading.Event()
+
+    def add(self, sock, opened_at):
+        self.new.put((sock, opened_at))
+
+    def open_count(self):
+        return len(self.sel.get_map()) + self.new.qsize()
+
+    def run(self):
+        while not self.stop.is_set():
+            while not self.new.empty():
+                sock, t = self.new.get()
+                self.sel.register(sock, selectors.EVENT_READ, t)
+            if not self.sel.get_map():
+                time.sleep(0.02)
                 continue
-            except OSError:
-                pass  # reset: closed
-            lifetimes.append(time.monotonic() - key.data)
-            sel.unregister(key.fileobj)
+            for key, _ in self.sel.select(timeout=0.05):
+                try:
+                    if key.fileobj.recv(65536):
+                        continue  # gRPC's SETTINGS or GOAWAY: not closed yet
+                except BlockingIOError:
+                    continue
+                except OSError:
+                    pass  # reset: closed
+                self.lifetimes.append(time.monotonic() - key.data)
+                self.sel.unregister(key.fileobj)
+                key.fileobj.close()
+
+    def finish(self, timeout):
+        """Waits until every connection closed or `timeout` s; returns how many are left open."""
+        deadline = time.monotonic() + timeout
+        while self.open_count() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        self.stop.set()
+        self.join()
+        left = len(self.sel.get_map())
+        for key in list(self.sel.get_map().values()):
             key.fileobj.close()
-    left = len(sel.get_map())
-    for key in list(sel.get_map().values()):
-        key.fileobj.close()
-    return lifetimes, left
+        return left
 
 
 def idle(xtimer, pid, cp, mp):
     base = rss_mb(pid)
     t0 = time.monotonic()
-    opened = open_idle(cp, 1500, 500)
+    watcher = ClosureWatcher()
+    watcher.start()
+    open_idle(cp, 1500, 500, watcher)
     log("idle: 2,000 connections opened in %.2f s" % (time.monotonic() - t0))
     times = [dump_http(cp), dump_grpc(xtimer, cp), dump_http(cp), dump_grpc(xtimer, cp)]
     peak = rss_mb(pid)
-    lifetimes, left = wait_closed(opened)
+    left = watcher.finish(IDLE_TIMEOUT_S + REQUEST_TIMEOUT_S + 30)
+    lifetimes = watcher.lifetimes
     log("idle: dumps meanwhile all succeeded (slowest %.2f s); %d connections closed by the "
         "daemon, longest lived %.2f s, %d left open; VmRSS %.1f -> %.1f MB"
         % (max(times), len(lifetimes), max(lifetimes or [0]), left, base, peak))

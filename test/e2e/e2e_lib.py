@@ -299,14 +299,14 @@ def prometheus_query(port, expr, attempts=3):
 
 def true_bus_bandwidths(port, job):
     """{comm: (rules' true bus bandwidth, daemons'), B/s} of `job` now, over the communicators
-    on which the daemons report one operation (their xtimer_bus_bandwidth_true_gbps is per
+    on which the daemons report one operation (their xtimer_bus_bandwidth_true_bytes_per_second is per
     operation, the rules' xtimer:comm_true_bus_bandwidth_bytes_per_second per communicator);
     the daemons' figure is the largest of any member, as the rules' is."""
     rules = {l["comm"]: v for l, v in prometheus_query(
         port, 'xtimer:comm_true_bus_bandwidth_bytes_per_second{job="%s"}' % job)}
     daemons = {l["comm"]: v for l, v in prometheus_query(
-        port, 'max by (comm) (xtimer_bus_bandwidth_true_gbps{job="%s"}) * 1e9 and on (comm) '
-              '(count by (comm) (count by (comm, op) (xtimer_bus_bandwidth_true_gbps{job="%s"}))'
+        port, 'max by (comm) (xtimer_bus_bandwidth_true_bytes_per_second{job="%s"}) and on (comm) '
+              '(count by (comm) (count by (comm, op) (xtimer_bus_bandwidth_true_bytes_per_second{job="%s"}))'
               ' == 1)' % (job, job))}
     return {c: (rules[c], daemons[c]) for c in rules.keys() & daemons.keys()}
 
@@ -316,7 +316,7 @@ def check_true_bus_bandwidth(pairs, what, tolerance=0.05):
     `tolerance` (one formula: bus bytes / transfer time, docs/prometheus-rules.md)."""
     if not pairs:
         fail("%s: no communicator had both the rules' true bus bandwidth and the daemons' "
-             "(xtimer:comm_true_bus_bandwidth_bytes_per_second, xtimer_bus_bandwidth_true_gbps)"
+             "(xtimer:comm_true_bus_bandwidth_bytes_per_second, xtimer_bus_bandwidth_true_bytes_per_second)"
              % what)
     for comm, (rules, daemons) in sorted(pairs.items()):
         log("%s: true bus bandwidth of %s: rules %.2f GB/s, daemons %.2f GB/s" % (

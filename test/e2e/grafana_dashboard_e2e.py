@@ -11,7 +11,7 @@ checks:
   - every query of every panel (with $job set to the job) returns data at some point of the run,
     and no sample of any of them, at any poll, is NaN or Inf;
   - the rules' true bus bandwidth of each communicator agrees with the daemons'
-    xtimer_bus_bandwidth_true_gbps (one formula: bus bytes / transfer time) within 5%;
+    xtimer_bus_bandwidth_true_bytes_per_second (one formula: bus bytes / transfer time) within 5%;
   - the rules name the culprit across nodes: xtimer:hang_culprit is rank 1, kind never_issued
     and nothing else, within 30 s of the hang, and the XtimerHangNeverIssued alert fires; the
     straggler verdict names rank 5 with cause compute;
