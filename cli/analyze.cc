@@ -40,8 +40,9 @@ too). The hang-summary-<host>.json files beside them (the automatic dump's recor
 progress at the hang, one per node; hang-summary.json from older daemons) add what the files cannot show: the operations in flight, exits, what each rank was
 last doing. Node clocks are aligned from the collectives they share, as `xtimer timeline` does.
 
-Live (--hosts): asks xtimerd on every node for its ranks' progress (the HangCheck control method)
-and combines the answers into one cross-node verdict.
+Live (--hosts): asks xtimerd on every node for its ranks' progress and their last 256 collectives
+per communicator (the HangCheck control method), aligns the nodes' clocks on the collectives they
+share, and runs the whole analysis on them: hang verdicts, stragglers and bus bandwidth.
 
 options:
   --groups LAYOUT     parallel layout, e.g. tp2-pp2-dp2 (tp, cp, ep, dp, pp; Megatron order
@@ -215,6 +216,10 @@ int FromDumps(const Args& a, Outcome* o) {
   return -1;
 }
 
+// A node's HangCheck answer with its ranks' recent collectives: 8 ranks x 20 communicators x 256
+// collectives take about 3 MB; gRPC's default limit is 4 MB.
+constexpr int kMaxHangCheckBytes = 64 << 20;
+
 int FromHosts(const Args& a, Outcome* o) {
   std::vector<std::string> targets;
   std::string error;
@@ -224,10 +229,13 @@ int FromHosts(const Args& a, Outcome* o) {
   std::vector<std::thread> threads;
   HangCheckRequest req;
   req.set_job(a.job);
+  req.set_arrivals(true);  // recent collectives: stragglers and bus bandwidth across nodes
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMaxHangCheckBytes);
   for (size_t i = 0; i < targets.size(); ++i) {
     threads.emplace_back([&, i] {
       auto stub = HostingService::NewStub(
-          grpc::CreateChannel(targets[i], grpc::InsecureChannelCredentials()));
+          grpc::CreateCustomChannel(targets[i], grpc::InsecureChannelCredentials(), args));
       grpc::ClientContext ctx;
       ctx.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::milliseconds(static_cast<int64_t>(a.timeout_s * 1000)));
@@ -254,6 +262,9 @@ int FromHosts(const Args& a, Outcome* o) {
   if (!CombineHangChecks(ok, a.job, &live, &error)) return BadArg(error);
   for (const std::string& w : live.warnings) o->problems.push_back(w);
   o->context.inputs.missing_ranks = live.missing;
+  for (const auto& off : live.offsets) {
+    o->context.clock_offsets_s.push_back({off.first, static_cast<double>(off.second) * 1e-9});
+  }
   o->now_ns = live.now_ns;
   o->world = live.world;
   o->summary = std::to_string(ok.size()) + " of " + std::to_string(targets.size()) +

@@ -242,6 +242,76 @@ TEST(RankProgress, CombinesNodesOnOneClock) {
   EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({3}));
 }
 
+// A healthy rank's recent collectives as HangCheck carries them (HangCheckRequest.arrivals): 200
+// AllReduces of 64 MiB on communicator 7, one every 20 ms, the last ending 0.1 s before the
+// node's `now`. Rank 3 arrives 4 ms after the others (4 ms more GPU work before each); every
+// instance ends 1 ms after the last arrival.
+RankProgress WithRecent(int rank, const std::string& node, double later_s) {
+  RankProgress p = Waiting(rank, node, 201, 0);
+  p.mutable_comms(0)->clear_inflight();
+  p.mutable_comms(0)->set_oldest_inflight_age_s(0);
+  p.mutable_comms(0)->set_last_completed_seq(200);
+  for (int seq = 1; seq <= 200; ++seq) {
+    const double end_age = 0.1 + 0.02 * (200 - seq) + later_s;
+    CollectiveArrival* a = p.add_recent();
+    a->set_comm_id("0x0000000000000007");
+    a->set_seq(seq);
+    a->set_op("AllReduce");
+    a->set_dtype("bf16");
+    a->set_state("completed");
+    a->set_count(32 << 20);
+    a->set_bytes(64 << 20);
+    a->set_comm_size(4);
+    a->set_end_age_s(end_age);
+    a->set_start_age_s(end_age + 0.001 + (rank == 3 ? 0 : 0.004));
+    a->set_issue_age_s(end_age + 0.006);
+    a->set_busy_before_s(rank == 3 ? 0.013 : 0.009);
+    a->set_idle_before_s(0.001);
+  }
+  return p;
+}
+
+// Recent collectives make --hosts a full analysis. Node n1's answer is as of a pass 0.3 s after
+// n0's: its ages are 0.3 s larger for the same instants, so the ages alone put n1 0.3 s early;
+// the collectives' ends align it, and the straggler is named with its cause. Both daemons call
+// their node "vm" (emulated nodes on one machine): each answer is still its own clock.
+TEST(RankProgress, RecentCollectivesAlignNodesAndNameAStraggler) {
+  HangCheckResponse n0, n1;
+  n0.set_node("vm");
+  n0.set_now(1000.0);
+  n1.set_node("vm");
+  n1.set_now(1000.3);
+  *n0.add_ranks() = WithRecent(0, "n0", 0);
+  *n0.add_ranks() = WithRecent(1, "n0", 0);
+  *n1.add_ranks() = WithRecent(2, "n1", 0.3);
+  *n1.add_ranks() = WithRecent(3, "n1", 0.3);
+  LiveInput live;
+  std::string error;
+  ASSERT_TRUE(CombineHangChecks({n0, n1}, "", &live, &error)) << error;
+  ASSERT_EQ(live.ranks.size(), 4u);
+  ASSERT_EQ(live.ranks[0].arrivals.size(), 200u);
+  ASSERT_EQ(live.offsets.size(), 2u);
+  EXPECT_EQ(live.offsets[0].first, "vm#1");
+  EXPECT_EQ(live.offsets[1].first, "vm#2");
+  EXPECT_EQ(std::llabs(live.offsets[0].second - live.offsets[1].second), 300000000)
+      << live.offsets[0].second << " " << live.offsets[1].second;
+  for (size_t i = 0; i < 200; ++i) {
+    EXPECT_EQ(live.ranks[0].arrivals[i].end_ns, live.ranks[3].arrivals[i].end_ns) << i;
+  }
+  EXPECT_EQ(live.ranks[3].arrivals[0].busy_before_ns, 13000000);
+
+  analysis::Options opt;
+  opt.now_ns = live.now_ns;
+  analysis::Report report = analysis::Analyze(live.ranks, opt);
+  EXPECT_TRUE(report.hangs.empty());
+  ASSERT_FALSE(report.stragglers.empty());
+  EXPECT_EQ(report.stragglers[0].rank, 3);
+  EXPECT_EQ(std::string(analysis::CauseName(report.stragglers[0].cause)), "compute");
+  ASSERT_FALSE(report.bus_bandwidth.empty());
+  const double want = 2.0 * 3 / 4 * (64 << 20) / 1e-3;  // bus bytes over the 1 ms transfer
+  EXPECT_NEAR(report.bus_bandwidth[0].true_bytes_per_second(), want, 0.01 * want);
+}
+
 TEST(RankProgress, SeveralJobsNeedAChoice) {
   HangCheckResponse n0;
   *n0.add_ranks() = Waiting(0, "n0", 5, 1);

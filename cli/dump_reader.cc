@@ -15,6 +15,7 @@
 
 #include "cli/job_inputs.h"
 #include "cli/parallel_for.h"
+#include "cli/rank_clock.h"
 #include "cli/rank_progress.h"
 #include "format/record.h"
 #include "opmath/op_math.h"
@@ -179,37 +180,6 @@ void ReadOne(FileResult* f) {
   }
   f->meta.strings.clear();
   f->meta.comms.clear();
-}
-
-// A rank's collectives' end times (node clock), sorted by key, one per collective: what clock
-// alignment compares across nodes.
-std::vector<CollectiveEnd> EndsOf(const analysis::RankInput& in) {
-  std::vector<CollectiveEnd> ends;
-  ends.reserve(in.arrivals.size());
-  for (const analysis::Arrival& a : in.arrivals) {
-    if (a.end_ns > 0 && a.comm_id != 0) ends.push_back({{a.comm_id, a.seq}, a.end_ns});
-  }
-  if (!std::is_sorted(ends.begin(), ends.end())) std::sort(ends.begin(), ends.end());
-  ends.erase(std::unique(ends.begin(), ends.end(),
-                         [](const CollectiveEnd& a, const CollectiveEnd& b) {
-                           return a.first == b.first;
-                         }),
-             ends.end());
-  return ends;
-}
-
-void Shift(int64_t offset, analysis::RankInput* in) {
-  if (offset == 0) return;
-  auto shift = [offset](int64_t* t) {
-    if (*t != 0) *t += offset;
-  };
-  for (analysis::Arrival& a : in->arrivals) {
-    shift(&a.issue_ns);
-    shift(&a.start_ns);
-    shift(&a.end_ns);
-  }
-  for (analysis::P2PCompletion& c : in->p2p_completions) shift(&c.end_ns);
-  shift(&in->last_activity_ns);
 }
 
 // Chooses one file per rank (the first read), reporting rejected, partial and duplicate files.
@@ -417,7 +387,7 @@ bool ReadDump(const DumpReadOptions& opt, DumpInput* out, std::string* error) {
   std::map<std::string, std::string> node_of_dir;
   for (FileResult* f : chosen) {
     const int64_t offset = offsets.at(f->node);
-    Shift(offset, &f->input);
+    ShiftTimes(offset, &f->input);
     node_of_dir.emplace(f->dir, f->node);
     out->now_ns = std::max(out->now_ns, f->end_ns + offset);
     out->events += f->events;

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "cli/job_inputs.h"
+#include "cli/rank_clock.h"
 #include "format/record.h"
 
 namespace xtimer {
@@ -21,11 +22,30 @@ analysis::OpState StateFromName(const std::string& s) {
   return analysis::OpState::kCompleted;
 }
 
+// Seconds of a message as ns: 0 for negative or NaN, at most 10^9 s.
+int64_t DurationNs(double s) {
+  return s > 0 ? static_cast<int64_t>(std::llround(std::min(s, 1e9) * 1e9)) : 0;
+}
+
 analysis::Communicator* FindComm(analysis::RankInput* in, uint64_t id) {
   for (analysis::Communicator& c : in->comms) {
     if (c.id == id) return &c;
   }
   return nullptr;
+}
+
+// Each answer's clock: its daemon's node name, numbered when several daemons share one (emulated
+// nodes on one machine, or hosts that do not set a name).
+std::vector<std::string> ClockNames(const std::vector<HangCheckResponse>& answers) {
+  std::map<std::string, int> count;
+  for (const HangCheckResponse& a : answers) ++count[a.node()];
+  std::map<std::string, int> seen;
+  std::vector<std::string> names;
+  for (const HangCheckResponse& a : answers) {
+    const int n = ++seen[a.node()];
+    names.push_back(count[a.node()] > 1 ? a.node() + "#" + std::to_string(n) : a.node());
+  }
+  return names;
 }
 
 }  // namespace
@@ -60,6 +80,17 @@ analysis::Arrival ArrivalFromProto(const CollectiveArrival& a, int64_t now_ns) {
   return r;
 }
 
+// One of RankProgress.recent: a completed collective with its GPU start and end (an op that
+// ended at the answer's `now` has age 0) and what came before it on the rank's GPU.
+analysis::Arrival CompletedFromProto(const CollectiveArrival& a, int64_t now_ns) {
+  analysis::Arrival r = ArrivalFromProto(a, now_ns);
+  r.start_ns = TimeOfAge(now_ns, a.start_age_s());
+  r.end_ns = TimeOfAge(now_ns, a.end_age_s());
+  r.busy_before_ns = DurationNs(a.busy_before_s());
+  r.idle_before_ns = DurationNs(a.idle_before_s());
+  return r;
+}
+
 void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInput* in) {
   if (in->rank < 0) in->rank = p.rank();
   if (in->node.empty()) in->node = p.node();
@@ -76,6 +107,12 @@ void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInpu
     if (at >= in->last_activity_ns) {
       in->last_activity = p.last_activity();
       in->last_activity_ns = at;
+    }
+  }
+  if (p.recent_size() > 0) {
+    in->arrivals.clear();
+    for (const CollectiveArrival& a : p.recent()) {
+      if (a.state() == "completed") in->arrivals.push_back(CompletedFromProto(a, now_ns));
     }
   }
   in->progress.clear();
@@ -135,7 +172,10 @@ bool CombineHangChecks(const std::vector<HangCheckResponse>& answers, const std:
   out->now_ns = static_cast<int64_t>(std::llround(now_s * 1e9));
   std::map<int32_t, analysis::RankInput> ranks;
   std::map<int32_t, std::string> seen_on;
-  for (const HangCheckResponse& a : answers) {
+  std::map<int32_t, std::string> clock_of_rank;
+  const std::vector<std::string> clocks = ClockNames(answers);
+  for (size_t ai = 0; ai < answers.size(); ++ai) {
+    const HangCheckResponse& a = answers[ai];
     for (const RankProgress& p : a.ranks()) {
       if (!job.empty() && p.job() != job) continue;
       if (p.rank() < 0) {
@@ -157,6 +197,7 @@ bool CombineHangChecks(const std::vector<HangCheckResponse>& answers, const std:
         continue;
       }
       seen_on[p.rank()] = a.node();
+      clock_of_rank[p.rank()] = clocks[ai];
       analysis::RankInput& in = ranks[p.rank()];
       ApplyRankProgress(p, out->now_ns, &in);
       if (in.node.empty()) in.node = a.node();
@@ -167,7 +208,18 @@ bool CombineHangChecks(const std::vector<HangCheckResponse>& answers, const std:
       }
     }
   }
-  for (auto& r : ranks) out->ranks.push_back(std::move(r.second));
+  std::vector<std::string> clock_of;
+  for (auto& r : ranks) {
+    clock_of.push_back(clock_of_rank[r.first]);
+    out->ranks.push_back(std::move(r.second));
+  }
+  // Ages put each node's times on one clock up to the moments the daemons took their snapshots
+  // (up to a diagnosis period apart): the collectives' ends align them the rest of the way.
+  const bool any_arrivals = std::any_of(out->ranks.begin(), out->ranks.end(),
+                                        [](const analysis::RankInput& in) {
+                                          return !in.arrivals.empty();
+                                        });
+  if (any_arrivals) out->offsets = AlignRankClocks(clock_of, &out->ranks, &out->warnings);
   for (int32_t r = 0; r < out->world; ++r) {
     if (!ranks.count(r)) out->missing.push_back(r);
   }

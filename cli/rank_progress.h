@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/analysis.h"
@@ -23,7 +24,10 @@ uint64_t CommIdOfText(const std::string& text);
 // `age_s` seconds before now_ns (ages <= 0 give now_ns).
 int64_t TimeOfAge(int64_t now_ns, double age_s);
 
+// An in-flight collective (issue time only) / one of RankProgress.recent (completed: GPU start
+// and end, busy and idle time before it).
 analysis::Arrival ArrivalFromProto(const CollectiveArrival& a, int64_t now_ns);
+analysis::Arrival CompletedFromProto(const CollectiveArrival& a, int64_t now_ns);
 
 // Sets the rank's identity (when unset), exit, last activity, communicators (adding those it
 // does not know yet) and progress from `p`.
@@ -31,7 +35,9 @@ void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInpu
 
 // Every node's answer combined: one RankInput per rank of `job` (every job when empty; more than
 // one job is an error then). The answers are taken as given at one instant, the latest `now`
-// (they are asked in parallel), so node clocks need no alignment.
+// (they are asked in parallel); when they carry recent collectives (HangCheckRequest.arrivals),
+// the nodes' times are then aligned on the collectives' ends (AlignRankClocks), as the dump
+// reader aligns timelines.
 struct LiveInput {
   std::vector<analysis::RankInput> ranks;  // by rank
   int64_t now_ns = 0;
@@ -40,7 +46,8 @@ struct LiveInput {
   // The smallest adaptive threshold the daemons report for a communicator with an op in flight
   // (0: none in flight).
   double threshold_s = 0;
-  std::vector<std::string> warnings;      // duplicate ranks
+  std::vector<std::string> warnings;      // duplicate ranks, nodes whose clock is not aligned
+  std::vector<std::pair<std::string, int64_t>> offsets;  // node -> ns added to its times
 };
 bool CombineHangChecks(const std::vector<HangCheckResponse>& answers, const std::string& job,
                        LiveInput* out, std::string* error);

@@ -464,7 +464,7 @@ CallStatus ControlHandler::HangCheck(const HangCheckRequest& request,
     return CallStatus{Code::kFailedPrecondition, "the live diagnosis is not running"};
   }
   if (request.job().size() > 256) return Invalid("job: at most 256 bytes");
-  FillHangCheck(*options_.diagnosis->Latest(), request.job(), options_.node, response);
+  FillHangCheck(*options_.diagnosis->Latest(), request, options_.node, response);
   return CallStatus();
 }
 

@@ -337,10 +337,9 @@ void LiveDiagnosis::RunOnce() {
     job.job = entry.first;
     job.report = analysis::Analyze(inputs, options);
     for (RankLive& r : ranks) AddCommLive(ops, job.report.thresholds, &r);
-    // The published state keeps what HangCheck and the metrics read, not the arrivals.
+    // The published state keeps what HangCheck and the metrics read: the arrivals (at most
+    // LiveOps' 256 per communicator, for HangCheck's `recent`), not the send/receive ends.
     for (RankLive& r : ranks) {
-      r.input.arrivals.clear();
-      r.input.arrivals.shrink_to_fit();
       r.input.p2p_completions.clear();
       r.input.p2p_completions.shrink_to_fit();
     }

@@ -314,9 +314,22 @@ TEST_F(DiagnosisTest, HangCheckWithoutDiagnosisAndTheThreadPublishes) {
   ASSERT_EQ(state->jobs.size(), 1u);
   EXPECT_EQ(state->jobs[0].ranks.size(), static_cast<size_t>(kRanks));
   HangCheckResponse r;
-  FillHangCheck(*state, "", "node", &r);
+  FillHangCheck(*state, HangCheckRequest(), "node", &r);
   ASSERT_EQ(r.ranks_size(), kRanks);
   EXPECT_EQ(r.ranks(0).comms(0).members_size(), kRanks);
+  EXPECT_EQ(r.ranks(0).recent_size(), 0) << "arrivals only when asked";
+  HangCheckRequest with_arrivals;
+  with_arrivals.set_arrivals(true);
+  HangCheckResponse full;
+  FillHangCheck(*state, with_arrivals, "node", &full);
+  ASSERT_EQ(full.ranks_size(), kRanks);
+  ASSERT_EQ(static_cast<size_t>(full.ranks(0).recent_size()),
+            state->jobs[0].ranks[0].input.arrivals.size());
+  ASSERT_GT(full.ranks(0).recent_size(), 0);
+  const CollectiveArrival& last = full.ranks(0).recent(full.ranks(0).recent_size() - 1);
+  EXPECT_EQ(last.state(), "completed");
+  EXPECT_GE(last.end_age_s(), 0);
+  EXPECT_GE(last.start_age_s(), last.end_age_s()) << "started before it ended";
   EXPECT_NE(r.ranks(0).last_activity().find("AllReduce on comm 0x0000000000000abc seq"),
             std::string::npos)
       << r.ranks(0).last_activity();

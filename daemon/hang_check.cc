@@ -34,10 +34,14 @@ void FillArrival(const analysis::Arrival& a, int64_t now_ns, CollectiveArrival* 
   out->set_root(a.root);
   out->set_comm_size(a.comm_size);
   out->set_issue_age_s(a.issue_ns > 0 ? AgeS(now_ns, a.issue_ns) : 0);
+  out->set_start_age_s(a.start_ns > 0 ? AgeS(now_ns, a.start_ns) : 0);
+  out->set_end_age_s(a.end_ns > 0 ? AgeS(now_ns, a.end_ns) : 0);
+  out->set_busy_before_s(static_cast<double>(a.busy_before_ns) * 1e-9);
+  out->set_idle_before_s(static_cast<double>(a.idle_before_ns) * 1e-9);
 }
 
 void FillRank(const std::string& job, const RankLive& r, const std::string& node, int64_t now_ns,
-              RankProgress* out) {
+              bool arrivals, RankProgress* out) {
   const ProcessSnapshot& p = r.process;
   const analysis::RankInput& in = r.input;
   out->set_job(job);
@@ -56,6 +60,9 @@ void FillRank(const std::string& job, const RankLive& r, const std::string& node
   }
   out->set_last_activity(in.last_activity);
   out->set_last_activity_age_s(in.last_activity_ns > 0 ? AgeS(now_ns, in.last_activity_ns) : -1);
+  if (arrivals) {
+    for (const analysis::Arrival& a : in.arrivals) FillArrival(a, now_ns, out->add_recent());
+  }
   for (const CommSnapshot& c : p.comms) {
     if (c.comm_id == 0) continue;
     CommProgress* cp = out->add_comms();
@@ -108,8 +115,9 @@ void FillVerdict(const std::string& job, const analysis::HangVerdict& v,
 
 }  // namespace
 
-void FillHangCheck(const LiveState& state, const std::string& job, const std::string& node,
-                   HangCheckResponse* out) {
+void FillHangCheck(const LiveState& state, const HangCheckRequest& request,
+                   const std::string& node, HangCheckResponse* out) {
+  const std::string& job = request.job();
   out->set_node(node);
   out->set_now(static_cast<double>(state.now_ns) * 1e-9);
   for (const JobLive& j : state.jobs) {
@@ -117,7 +125,9 @@ void FillHangCheck(const LiveState& state, const std::string& job, const std::st
     for (const analysis::HangVerdict& v : j.report.hangs) {
       FillVerdict(j.job, v, j.dump_dir, out->add_verdicts());
     }
-    for (const RankLive& r : j.ranks) FillRank(j.job, r, node, state.now_ns, out->add_ranks());
+    for (const RankLive& r : j.ranks) {
+      FillRank(j.job, r, node, state.now_ns, request.arrivals(), out->add_ranks());
+    }
   }
 }
 

@@ -14,9 +14,10 @@
 namespace xtimer {
 namespace daemon {
 
-// The verdicts and every rank's progress of the jobs in `state` (only `job` when not empty).
-void FillHangCheck(const LiveState& state, const std::string& job, const std::string& node,
-                   HangCheckResponse* out);
+// The verdicts and every rank's progress of the jobs in `state` (only request.job() when not
+// empty; with each rank's recent collectives when request.arrivals()).
+void FillHangCheck(const LiveState& state, const HangCheckRequest& request,
+                   const std::string& node, HangCheckResponse* out);
 
 // A communicator id as the control service's messages carry it: format::CommIdText's hex text
 // (proto/hosting.proto).

@@ -146,7 +146,9 @@ bool HangDumper::Dump(const LiveState& state, const JobLive& job, Hang* hang) {
     LiveState one;
     one.now_ns = state.now_ns;
     one.jobs.push_back(std::move(with_dir));
-    FillHangCheck(one, job.job, node_, &summary);
+    HangCheckRequest only_job;  // the timelines beside it carry the collectives
+    only_job.set_job(job.job);
+    FillHangCheck(one, only_job, node_, &summary);
     std::string json;
     if (MessageToJson(summary, &json, &error) && WriteSummary(job_dir, job, json, &error)) {
       hang->dir = job_dir;

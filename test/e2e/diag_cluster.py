@@ -154,6 +154,10 @@ class Cluster:
             fail("xtimer dump exited %d:\n%s%s" % (rc, out, err))
         return [os.path.join(root, path, job) for root in self.roots[:nodes]]
 
+    def analyze_hosts(self, job, groups):
+        """`xtimer analyze --hosts` of every node, live: the JSON report."""
+        return self.analyze(["--hosts", self.hosts_of(len(self.roots)), "--job", job], groups)
+
     def analyze(self, dirs, groups):
         rc, out, err = run([self.xtimer, "analyze"] + dirs + ["--groups", groups, "--json"],
                            timeout=120)

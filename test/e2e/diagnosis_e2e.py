@@ -167,10 +167,20 @@ def first_straggler(report, what):
 def straggler(cluster, state):
     job = "diag-straggler"
     nodes_of = {}
+    live = {}
     dirs = dumped_run(
         cluster, job, ["--compute-factor", "1:1.3"], 400,  # about a minute: the rules' 1m rates
         live_check=lambda j: (nodes_of.update(comm_nodes(cluster, j)),
-                              check_rule_straggler(cluster, j, 1, "compute")))
+                              check_rule_straggler(cluster, j, 1, "compute"),
+                              live.update(cluster.analyze_hosts(j, GROUPS))))
+    # Live, from the daemons' last 256 collectives per communicator (HangCheck arrivals).
+    s = first_straggler(live, "xtimer analyze --hosts: compute factor 1.3 on rank 1")
+    if s["rank"] != 1 or s["cause"] != "compute":
+        fail("xtimer analyze --hosts: first straggler %s, expected rank 1 (compute)" % s)
+    if live.get("hangs"):
+        fail("xtimer analyze --hosts: hang verdicts in a running job: %s" % live["hangs"])
+    log("straggler: xtimer analyze --hosts names rank 1 (compute), clock offsets %s" %
+        live.get("clock_offsets_s"))
     report = cluster.analyze(dirs, GROUPS)
     s = first_straggler(report, "compute factor 1.3 on rank 1")
     if s["rank"] != 1 or s["cause"] != "compute":

@@ -1,0 +1,71 @@
+#include "cli/rank_clock.h"
+
+#include <algorithm>
+#include <map>
+
+namespace xtimer {
+namespace cli {
+
+using timeline::CollectiveEnd;
+
+std::vector<CollectiveEnd> EndsOf(const analysis::RankInput& in) {
+  std::vector<CollectiveEnd> ends;
+  ends.reserve(in.arrivals.size());
+  for (const analysis::Arrival& a : in.arrivals) {
+    if (a.end_ns > 0 && a.comm_id != 0) ends.push_back({{a.comm_id, a.seq}, a.end_ns});
+  }
+  if (!std::is_sorted(ends.begin(), ends.end())) std::sort(ends.begin(), ends.end());
+  ends.erase(std::unique(ends.begin(), ends.end(),
+                         [](const CollectiveEnd& a, const CollectiveEnd& b) {
+                           return a.first == b.first;
+                         }),
+             ends.end());
+  return ends;
+}
+
+void ShiftTimes(int64_t offset, analysis::RankInput* in) {
+  if (offset == 0) return;
+  auto shift = [offset](int64_t* t) {
+    if (*t != 0) *t += offset;
+  };
+  auto shift_arrival = [&shift](analysis::Arrival* a) {
+    shift(&a->issue_ns);
+    shift(&a->start_ns);
+    shift(&a->end_ns);
+  };
+  for (analysis::Arrival& a : in->arrivals) shift_arrival(&a);
+  for (analysis::P2PCompletion& c : in->p2p_completions) shift(&c.end_ns);
+  for (analysis::Progress& p : in->progress) {
+    shift(&p.oldest_issue_ns);
+    if (p.has_inflight) shift_arrival(&p.inflight);
+  }
+  if (in->exit.exited) shift(&in->exit.at_ns);
+  shift(&in->last_activity_ns);
+}
+
+std::vector<std::pair<std::string, int64_t>> AlignRankClocks(
+    const std::vector<std::string>& clock_of, std::vector<analysis::RankInput>* ranks,
+    std::vector<std::string>* notes) {
+  std::map<std::string, std::vector<CollectiveEnd>> by_node;
+  for (size_t i = 0; i < ranks->size(); ++i) {
+    timeline::MergeEnds(&by_node[clock_of[i]], EndsOf((*ranks)[i]));
+  }
+  std::vector<timeline::NodeEnds> nodes;
+  for (auto& n : by_node) nodes.push_back({n.first, std::move(n.second)});
+  const timeline::ClockAlignment alignment = timeline::AlignClocks(nodes);
+  std::map<std::string, int64_t> offset_of;
+  std::vector<std::pair<std::string, int64_t>> offsets;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    offset_of[nodes[i].node] = alignment.offset[i];
+    offsets.push_back({nodes[i].node, alignment.offset[i]});
+    if (nodes.size() > 1 && alignment.reference_of[i] < 0) {
+      notes->push_back("node " + nodes[i].node +
+                       " shares no collective with the other nodes: its clock is not aligned");
+    }
+  }
+  for (size_t i = 0; i < ranks->size(); ++i) ShiftTimes(offset_of[clock_of[i]], &(*ranks)[i]);
+  return offsets;
+}
+
+}  // namespace cli
+}  // namespace xtimer

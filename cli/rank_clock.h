@@ -1,0 +1,36 @@
+// Node clocks of analysis inputs: each rank's collective end times (what clock alignment compares
+// across nodes), shifting a rank's times by its node's offset, and aligning a set of ranks by
+// node (timeline::AlignClocks). Shared by the dump reader and `xtimer analyze --hosts`.
+#ifndef XTIMER_CLI_RANK_CLOCK_H_
+#define XTIMER_CLI_RANK_CLOCK_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "timeline/clock_align.h"
+
+namespace xtimer {
+namespace cli {
+
+// The rank's collectives' end times, sorted by key, one per collective.
+std::vector<timeline::CollectiveEnd> EndsOf(const analysis::RankInput& in);
+
+// Adds `offset` to every time of the rank that is set (non-zero): arrivals, send/receive
+// completions, progress, exit and last activity.
+void ShiftTimes(int64_t offset, analysis::RankInput* in);
+
+// Aligns the ranks' clocks by clock domain (clock_of[i] names the clock of (*ranks)[i]: a node,
+// or the daemon that answered for it) and shifts their times. Returns each domain's offset (ns
+// added to its times); *notes gets one line per domain that shares no collective with the
+// others (its clock is left as it was).
+std::vector<std::pair<std::string, int64_t>> AlignRankClocks(
+    const std::vector<std::string>& clock_of, std::vector<analysis::RankInput>* ranks,
+    std::vector<std::string>* notes);
+
+}  // namespace cli
+}  // namespace xtimer
+
+#endif  // XTIMER_CLI_RANK_CLOCK_H_
