@@ -43,6 +43,18 @@ std::string Absolute(const std::string& path) {
   return std::string(cwd) + "/" + path;
 }
 
+// Checks the dump root (daemon/dump_root.h) and removes what interrupted dumps left in it.
+bool PrepareDumps(const std::string& root, std::string* resolved, std::string* error) {
+  if (!PrepareDumpRoot(root, resolved, error)) return false;
+  const Leftovers left = RemoveDumpLeftovers(*resolved);
+  if (left.tmp_files + left.empty_dirs + left.errors > 0) {
+    Logf("dump root %s: removed %d unfinished file(s) and %d empty folder(s) of interrupted "
+         "dumps; %d could not be removed", resolved->c_str(), left.tmp_files, left.empty_dirs,
+         left.errors);
+  }
+  return true;
+}
+
 int Main(int argc, char** argv) {
   Flags flags;
   std::string error;
@@ -105,6 +117,8 @@ int Main(int argc, char** argv) {
   };
   WritePidToLock(lock_fd);
   if (!WritePidFile(run_fd, flags.run_dir, kPidName, &error)) return fail(error);
+  std::string dump_root;
+  if (!PrepareDumps(Absolute(flags.dump_root), &dump_root, &error)) return fail(error);
 
   // Every thread started from here on inherits this mask; main() takes the signals.
   sigset_t signals;
@@ -178,15 +192,6 @@ int Main(int argc, char** argv) {
   }
 
   // The control port (gRPC + HTTP/JSON) and dumps.
-  std::string dump_root;
-  if (!PrepareDumpRoot(Absolute(flags.dump_root), &dump_root, &error)) return fail(error);
-  const Leftovers left = RemoveDumpLeftovers(dump_root);
-  if (left.tmp_files + left.empty_dirs + left.errors > 0) {
-    Logf("dump root %s: removed %d unfinished file(s) and %d empty folder(s) of interrupted "
-         "dumps%s", dump_root.c_str(), left.tmp_files, left.empty_dirs,
-         left.errors > 0 ? (", " + std::to_string(left.errors) + " could not be removed").c_str()
-                         : "");
-  }
   char hostname[256] = {0};
   gethostname(hostname, sizeof(hostname) - 1);
   auto dumps = std::make_unique<DumpManager>(&aggregator, dump_root, hostname, RealtimeNs);
