@@ -136,6 +136,31 @@ TEST_F(RunDirTest, WritableDirectoriesAreRefused) {
                 open_parent + ", a parent of the dump root", "chmod go-w " + open_parent);
 }
 
+// What a daemon killed with -9 in the middle of an automatic dump leaves (an empty hang-*
+// folder, a 0-byte NAME.tmp.PID) is gone after the next start, and the log counts it.
+TEST_F(RunDirTest, ARestartRemovesWhatAKilledDumpLeft) {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  testing::WaitExit(child, 5000);  // a pid no process has now: the killed daemon's
+  const std::string dumps = tmp_ + "/dumps";
+  const std::string job = dumps + "/hang-0123abcd-7/train";
+  ASSERT_EQ(mkdir(dumps.c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((dumps + "/hang-0123abcd-7").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir(job.c_str(), 0755), 0);
+  const std::string tmp = job + "/00001-00008.timeline.tmp." + std::to_string(child);
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT, 0644);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  ASSERT_EQ(mkdir((dumps + "/hang-0123abcd-8").c_str(), 0755), 0);
+  std::string out;
+  ASSERT_EQ(RunDaemon(tmp_ + "/run", dumps, &out), 0) << out;
+  EXPECT_NE(out.find("removed 1 unfinished file(s) and 3 empty folder(s) of interrupted dumps"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(access((dumps + "/hang-0123abcd-7").c_str(), F_OK), -1);
+  EXPECT_EQ(access((dumps + "/hang-0123abcd-8").c_str(), F_OK), -1);
+}
+
 TEST_F(RunDirTest, PlantsOfAnotherUserAreRefused) {
   if (geteuid() != 0) GTEST_SKIP() << "needs root: plants by uid 65534 run through setpriv";
   const std::string run = tmp_ + "/run";
