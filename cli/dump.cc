@@ -33,7 +33,7 @@ const char kUsage[] =
     "\n"
     "Asks xtimerd on every node (its control port, gRPC) to write one timeline file per rank,\n"
     "{rank:05d}-{world:05d}.timeline, into DIR/<job>/ on that node. DIR must resolve inside each\n"
-    "daemon's dump root (xtimerd --dump-root, XTIMER_DUMP_ROOT, default /tmp/xtimer-dumps); a\n"
+    "daemon's dump root (xtimerd --dump-root, XTIMER_DUMP_ROOT; docs/security.md); a\n"
     "relative DIR is taken inside the root. Every node gets the same dump_time, DELAY seconds\n"
     "ahead, so all ranks capture the same window. See docs/control.md.\n"
     "\n"

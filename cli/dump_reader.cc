@@ -290,6 +290,13 @@ void ApplySummary(const Summary& s, const std::map<std::string, int64_t>& offset
                   std::map<int32_t, analysis::RankInput>* ranks, DumpInput* out) {
   ++out->summaries;
   out->paths.push_back(s.path);
+  const double now_s = s.answer.now();
+  if (!(now_s >= 0 && now_s * 1e9 < static_cast<double>(timeline::kMaxTimeNs))) {
+    out->problems.push_back(s.path + ": now " + std::to_string(now_s) +
+                            " s is outside the timeline limits (docs/timeline-format.md): left "
+                            "out");
+    return;
+  }
   const std::string name = SummaryNode(s.answer, s.dir, offsets, node_of_dir);
   auto off = offsets.find(name);
   const int64_t now = static_cast<int64_t>(std::llround(s.answer.now() * 1e9)) +

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "timeline/format.h"
 #include "timeline/inputs.h"
 
 namespace xtimer {
@@ -34,8 +35,9 @@ struct JobFiles {
 bool SelectJobFiles(const std::vector<std::string>& inputs, const std::string& job, int threads,
                     JobFiles* out, std::string* error);
 
-// The largest world size taken as true; a file or entry that claims more is corrupt.
-constexpr int kMaxWorldSize = 1 << 20;
+// The largest world size taken as true; a file or entry that claims more is corrupt (the
+// timeline reader's limit, timeline/format.h).
+constexpr int kMaxWorldSize = timeline::kMaxWorldSize;
 
 // The world size given by most of `sizes` in [1, kMaxWorldSize] (ties: the smallest); 0 when
 // none is.

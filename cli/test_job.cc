@@ -238,6 +238,10 @@ std::vector<std::string> WriteTestJob(const TestJob& job, const std::string& roo
     const int node = r / per_node;
     const int64_t skew = node < static_cast<int>(job.node_skew_ns.size()) ? job.node_skew_ns[node] : 0;
     timeline::Metadata m = RankMetadata(job, r, per_node, last_end + skew);
+    const std::string craft = r == job.craft_rank ? job.craft : "";
+    if (craft == "world") m.world_size = INT32_MAX;
+    if (craft == "rank") m.rank = INT32_MAX;
+    if (craft == "job") m.job = "other" + job.job;
     auto w = timeline::TimelineWriter::Create(
         dirs[node] + "/" + timeline::TimelineFileName(r, job.ranks, m.pid), m, error);
     if (!w) return {};
@@ -245,6 +249,9 @@ std::vector<std::string> WriteTestJob(const TestJob& job, const std::string& roo
       e.device = static_cast<int16_t>(m.device);
       e.cpu_launch_ns += skew;
       e.gpu_start_ns += skew;
+      if (craft == "duration") e.duration_ns = -5;
+      if (craft == "shape" && e.m > 0) e.m = int64_t{1} << 62;
+      if (craft == "time") e.gpu_start_ns = INT64_MAX - 1000 + e.seq;
       w->Append(e);
     }
     if (!w->Finish(error)) return {};

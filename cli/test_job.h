@@ -50,6 +50,11 @@ struct TestJob {
   int stop_rank = -1;
   int stop_step = -1;
   double hang_after_s = 60;
+  // A crafted file for rank craft_rank (cli/bounded_inputs_test.sh): "world" (world size
+  // 2^31-1), "rank" (rank 2^31-1), "job" (another job's label), "duration" (negative
+  // durations), "shape" (m = 2^62), "time" (start times near INT64_MAX); "" writes none.
+  std::string craft;
+  int craft_rank = 0;
 };
 
 // Writes the job; returns the node directories, or an empty vector with *error.

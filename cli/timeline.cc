@@ -56,8 +56,9 @@ options:
 
 exit status: 0 written (skipped inputs are listed on stderr), 1 nothing could be written,
 2 bad arguments (also: the inputs hold several jobs and no --job, or --job names none of them:
-the jobs are listed), 3 written but partial: ranks of the world have no file, or files were left
-out (their world size disagrees with the job's).
+the jobs are listed), 3 written but partial: ranks of the world have no file, files were left
+out (their world size disagrees with the job's, or their metadata breaks the format's limits), or
+events were left out for breaking them (docs/timeline-format.md, "Limits").
 )HELP";
 
 int BadArg(const std::string& message) {
@@ -158,7 +159,7 @@ int TimelineMain(int argc, char** argv) {
     std::fprintf(stderr, "xtimer timeline: %s\n", error.c_str());
     return 1;
   }
-  return stats.missing_ranks > 0 || files.left_out > 0 ? 3 : 0;
+  return stats.missing_ranks > 0 || files.left_out > 0 || stats.rejected_events > 0 ? 3 : 0;
 }
 
 }  // namespace cli

@@ -2,6 +2,7 @@
 //   write_test_job DIR [--ranks N] [--nodes N] [--steps N] [--slow-rank R] [--stop-rank R
 //                  --stop-step S] [--transfer-factor F] [--gemm-factor F] [--skew-ns NS]
 //                  [--slow-factor F] [--noise-seed N] [--pipeline 0|1] [--job LABEL]
+//                  [--craft world|rank|job|duration|shape|time --craft-rank R]
 // Prints the node directories, one per line.
 #include <cstdio>
 #include <cstdlib>
@@ -35,6 +36,8 @@ int main(int argc, char** argv) {
     else if (a == "--noise-seed") job.noise_seed = std::strtoull(v, nullptr, 10);
     else if (a == "--pipeline") job.pipeline = std::atoi(v) != 0;
     else if (a == "--job") job.job = v;
+    else if (a == "--craft") job.craft = v;
+    else if (a == "--craft-rank") job.craft_rank = std::atoi(v);
     else {
       std::fprintf(stderr, "write_test_job: unknown option %s\n", a.c_str());
       return 2;

@@ -178,29 +178,6 @@ std::string ErrorJson(Code code, const std::string& message) {
          "}\n";
 }
 
-bool PrepareDumpRoot(const std::string& root, std::string* resolved, std::string* error) {
-  if (root.empty() || root[0] != '/') {
-    *error = "dump root '" + root + "' must be an absolute path";
-    return false;
-  }
-  for (size_t i = 1; i <= root.size(); ++i) {
-    if (i == root.size() || root[i] == '/') {
-      const std::string cur = root.substr(0, i);
-      if (mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST) {
-        *error = "cannot create dump root " + cur + ": " + strerror(errno);
-        return false;
-      }
-    }
-  }
-  char real[PATH_MAX];
-  if (realpath(root.c_str(), real) == nullptr) {
-    *error = "cannot resolve dump root " + root + ": " + strerror(errno);
-    return false;
-  }
-  *resolved = real;
-  return true;
-}
-
 bool ResolveDumpPath(const std::string& root, const std::string& path, std::string* resolved,
                      std::string* error) {
   if (path.empty()) {

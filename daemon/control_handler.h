@@ -13,6 +13,7 @@
 
 #include "daemon/aggregator.h"
 #include "daemon/diagnosis.h"
+#include "daemon/dump_root.h"  // PrepareDumpRoot, for the handler's users
 #include "daemon/dump_writer.h"
 #include "proto/hosting.pb.h"
 #include "util/version.h"
@@ -49,9 +50,6 @@ constexpr size_t kMaxPathBytes = 4096;
 // root; ".." components are refused. Returns false with *error (naming dump_path).
 bool ResolveDumpPath(const std::string& root, const std::string& path, std::string* resolved,
                      std::string* error);
-
-// Creates (mkdir -p) and resolves the dump root. Returns false with *error.
-bool PrepareDumpRoot(const std::string& root, std::string* resolved, std::string* error);
 
 struct ControlOptions {
   std::string version = kVersion;  // //:VERSION

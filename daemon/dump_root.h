@@ -20,6 +20,24 @@ namespace daemon {
 // that failed and why.
 int OpenDirUnderRoot(const std::string& root, const std::string& dir, std::string* error);
 
+// Creates and checks the dump root (daemon/owned_dir.h: every component, no symlink, owned by
+// the daemon's user and not group- or world-writable) and sets *resolved to its normalized
+// path. Returns false with *error naming the path and the fix.
+bool PrepareDumpRoot(const std::string& root, std::string* resolved, std::string* error);
+
+// What an interrupted dump left under the root (a daemon killed with -9 while writing).
+struct Leftovers {
+  int tmp_files = 0;    // NAME.tmp.PID files (timeline/timeline_io.h) of processes gone
+  int empty_dirs = 0;   // directories that held only such files, or nothing (hang-* folders)
+  int errors = 0;       // entries that could not be removed
+};
+
+// Removes, under `root` (at most kMaxLeftoverDepth levels down, never through a symlink), every
+// NAME.tmp.PID file whose PID is not a live process, then every directory emptied by that and
+// every empty automatic-dump folder (hang-*). The root itself stays.
+constexpr int kMaxLeftoverDepth = 16;
+Leftovers RemoveDumpLeftovers(const std::string& root);
+
 }  // namespace daemon
 }  // namespace xtimer
 

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -191,6 +192,52 @@ TEST_F(DumpWriterRootTest, SymlinkSwapDuringDumpsCreatesNothingOutside) {
   EXPECT_GT(written + refused, 0);
   std::printf("symlink swap: %d swaps, %d dumps written, %d refused\n", swaps.load(), written,
               refused);
+}
+
+// A pid no process has: a child that has exited and been reaped.
+pid_t DeadPid() {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  testing::WaitExit(pid, 5000);
+  return pid;
+}
+
+void Touch(const std::string& path) {
+  const int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0644);
+  ASSERT_GE(fd, 0) << path;
+  close(fd);
+}
+
+// What a daemon killed with -9 in the middle of dumps leaves, and what must stay.
+TEST_F(DumpRootTest, RemovesLeftoversOfInterruptedDumpsOnly) {
+  const std::string dead = std::to_string(DeadPid());
+  const std::string live = std::to_string(getppid());
+  ASSERT_EQ(mkdir((root_ + "/hang-c1-3").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((root_ + "/hang-c1-3/job").c_str(), 0755), 0);
+  Touch(root_ + "/hang-c1-3/job/00001-00002.timeline.tmp." + dead);
+  ASSERT_EQ(mkdir((root_ + "/hang-c2-1").c_str(), 0755), 0);  // killed before any file
+  ASSERT_EQ(mkdir((root_ + "/hang-c2-1/job").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((root_ + "/run1").c_str(), 0755), 0);
+  ASSERT_EQ(mkdir((root_ + "/run1/job").c_str(), 0755), 0);
+  Touch(root_ + "/run1/job/00000-00002.timeline");  // finished: stays
+  Touch(root_ + "/run1/job/00001-00002.timeline.tmp." + dead);
+  Touch(root_ + "/run1/job/00003-00004.timeline.tmp." + live);  // another daemon's, writing
+  ASSERT_EQ(mkdir((root_ + "/mine").c_str(), 0755), 0);  // an empty folder of no dump: stays
+  ASSERT_EQ(symlink(outside_.c_str(), (root_ + "/hang-link").c_str()), 0);
+  Touch(outside_ + "/x.tmp." + dead);  // reached only through the symlink: never touched
+
+  const Leftovers left = RemoveDumpLeftovers(root_);
+  EXPECT_EQ(left.tmp_files, 2);
+  EXPECT_EQ(left.empty_dirs, 4);  // hang-c1-3, its job, hang-c2-1, its job
+  EXPECT_EQ(left.errors, 0);
+  std::vector<std::string> names = List(root_);
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"hang-link", "mine", "run1"}));
+  names = List(root_ + "/run1/job");
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{"00000-00002.timeline",
+                                             "00003-00004.timeline.tmp." + live}));
+  EXPECT_EQ(List(outside_), (std::vector<std::string>{"x.tmp." + dead}));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "daemon/flags.h"
 
+#include "util/default_paths.h"
+
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -22,7 +24,8 @@ struct FlagSpec {
 const std::vector<FlagSpec>& Specs() {
   static const std::vector<FlagSpec>* specs = new std::vector<FlagSpec>{
       {"run-dir", "XTIMER_RUN_DIR", Type::kString, 0, 0,
-       "directory for xtimerd.sock, .lock, .log and .pid (default /tmp/xtimer)"},
+       "directory for xtimerd.sock, .lock, .log and .pid; owned by the daemon's user, never "
+       "group- or world-writable (default /run/xtimer as root, else /tmp/xtimer-UID)"},
       {"socket", "XTIMER_DAEMON_SOCKET", Type::kString, 0, 0,
        "registration socket (default RUN_DIR/xtimerd.sock)"},
       {"metrics-port", "XTIMER_METRICS_PORT", Type::kInt, 0, 65535,
@@ -52,7 +55,8 @@ const std::vector<FlagSpec>& Specs() {
       {"control-max-connections-per-peer", "XTIMER_CONTROL_MAX_PER_PEER", Type::kInt, 1, 100000,
        "control port: connections from one address at once, same policy (default 256)"},
       {"dump-root", "XTIMER_DUMP_ROOT", Type::kString, 0, 0,
-       "dump paths must resolve inside this directory (default /tmp/xtimer-dumps)"},
+       "dump paths must resolve inside this directory; owned by the daemon's user, never group- "
+       "or world-writable (default /var/lib/xtimer/dumps as root, else /tmp/xtimer-dumps-UID)"},
       {"hang-timeout", "XTIMER_HANG_TIMEOUT", Type::kInt, 1, 86400 * 7,
        "seconds an op may stay in flight before the hang gauges turn 1; also the live "
        "diagnosis's longest hang threshold (default 300)"},
@@ -206,7 +210,7 @@ bool Apply(const FlagSpec& spec, const std::string& value, Flags* f, std::string
 
 bool ParseFlags(int argc, const char* const* argv,
                 const std::function<const char*(const char*)>& getenv_fn, Flags* flags,
-                std::string* error) {
+                std::string* error, uid_t euid) {
   for (const FlagSpec& spec : Specs()) {
     const char* v = getenv_fn(spec.env);
     if (v != nullptr && *v != '\0' &&
@@ -255,7 +259,9 @@ bool ParseFlags(int argc, const char* const* argv,
     }
     if (!Apply(*spec, value, flags, error, "--" + name)) return false;
   }
-  if (flags->socket.empty()) flags->socket = flags->run_dir + "/xtimerd.sock";
+  if (flags->run_dir.empty()) flags->run_dir = DefaultRunDir(euid);
+  if (flags->dump_root.empty()) flags->dump_root = DefaultDumpRoot(euid);
+  if (flags->socket.empty()) flags->socket = flags->run_dir + "/" + kSocketName;
   return true;
 }
 

@@ -2,6 +2,9 @@
 #ifndef XTIMER_DAEMON_FLAGS_H_
 #define XTIMER_DAEMON_FLAGS_H_
 
+#include <sys/types.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -10,7 +13,8 @@ namespace xtimer {
 namespace daemon {
 
 struct Flags {
-  std::string run_dir = "/tmp/xtimer";  // --run-dir, XTIMER_RUN_DIR
+  // --run-dir, XTIMER_RUN_DIR; empty here, ParseFlags fills util/default_paths.h's default
+  std::string run_dir;
   std::string socket;                   // --socket, XTIMER_DAEMON_SOCKET (RUN_DIR/xtimerd.sock)
   int metrics_port = 18889;             // --metrics-port, XTIMER_METRICS_PORT (0: any free port)
   std::string metrics_address = "127.0.0.1";  // --metrics-address, XTIMER_METRICS_ADDRESS
@@ -24,7 +28,7 @@ struct Flags {
   int64_t control_request_timeout_s = 10;  // --control-request-timeout, XTIMER_CONTROL_REQUEST_TIMEOUT
   int64_t control_max_connections = 512;   // --control-max-connections, XTIMER_CONTROL_MAX_CONNECTIONS
   int64_t control_max_per_peer = 256;  // --control-max-connections-per-peer, XTIMER_CONTROL_MAX_PER_PEER
-  std::string dump_root = "/tmp/xtimer-dumps";  // --dump-root, XTIMER_DUMP_ROOT
+  std::string dump_root;  // --dump-root, XTIMER_DUMP_ROOT; empty: the default, as run_dir
   int64_t hang_timeout_s = 300;         // --hang-timeout, XTIMER_HANG_TIMEOUT
   int64_t hang_min_s = 10;              // --hang-min-seconds, XTIMER_HANG_MIN_SECONDS
   int64_t hang_early_s = 30;            // --hang-early-seconds, XTIMER_HANG_EARLY_SECONDS
@@ -55,9 +59,10 @@ struct Flags {
 
 // Parses argv over environment defaults (`getenv` is injectable for tests). Returns false with
 // *error naming the flag or variable on a bad value or unknown flag.
+// Unset run_dir and dump_root get util/default_paths.h's defaults for effective user `euid`.
 bool ParseFlags(int argc, const char* const* argv,
                 const std::function<const char*(const char*)>& getenv_fn, Flags* flags,
-                std::string* error);
+                std::string* error, uid_t euid = geteuid());
 
 // The --help text.
 std::string Usage();

@@ -10,7 +10,7 @@ namespace daemon {
 namespace {
 
 bool Parse(std::vector<const char*> args, const std::map<std::string, std::string>& env,
-           Flags* f, std::string* error) {
+           Flags* f, std::string* error, uid_t euid = 0) {
   args.insert(args.begin(), "xtimerd");
   return ParseFlags(
       static_cast<int>(args.size()), args.data(),
@@ -18,15 +18,30 @@ bool Parse(std::vector<const char*> args, const std::map<std::string, std::strin
         auto it = env.find(name);
         return it == env.end() ? nullptr : it->second.c_str();
       },
-      f, error);
+      f, error, euid);
+}
+
+TEST(FlagsTest, UserDefaultsCarryTheUid) {
+  Flags f;
+  std::string error;
+  ASSERT_TRUE(Parse({}, {}, &f, &error, 1234)) << error;
+  EXPECT_EQ(f.run_dir, "/tmp/xtimer-1234");
+  EXPECT_EQ(f.socket, "/tmp/xtimer-1234/xtimerd.sock");
+  EXPECT_EQ(f.dump_root, "/tmp/xtimer-dumps-1234");
+  Flags g;
+  ASSERT_TRUE(Parse({"--run-dir", "/srv/x", "--dump-root", "/srv/d"}, {}, &g, &error, 1234));
+  EXPECT_EQ(g.run_dir, "/srv/x");
+  EXPECT_EQ(g.dump_root, "/srv/d");
 }
 
 TEST(FlagsTest, Defaults) {
   Flags f;
   std::string error;
   ASSERT_TRUE(Parse({}, {}, &f, &error)) << error;
-  EXPECT_EQ(f.run_dir, "/tmp/xtimer");
-  EXPECT_EQ(f.socket, "/tmp/xtimer/xtimerd.sock");
+  // Root's defaults stay out of world-writable /tmp (docs/security.md).
+  EXPECT_EQ(f.run_dir, "/run/xtimer");
+  EXPECT_EQ(f.socket, "/run/xtimer/xtimerd.sock");
+  EXPECT_EQ(f.dump_root, "/var/lib/xtimer/dumps");
   EXPECT_EQ(f.metrics_port, 18889);
   EXPECT_EQ(f.metrics_address, "127.0.0.1");
   EXPECT_EQ(f.control_port, 18888);

@@ -19,6 +19,7 @@
 #include "daemon/control_server.h"
 #include "daemon/diagnosis.h"
 #include "daemon/diagnosis_metrics.h"
+#include "daemon/dump_root.h"
 #include "daemon/dump_writer.h"
 #include "daemon/flags.h"
 #include "daemon/hang_dumper.h"
@@ -42,6 +43,18 @@ std::string Absolute(const std::string& path) {
   return std::string(cwd) + "/" + path;
 }
 
+// Checks the dump root (daemon/dump_root.h) and removes what interrupted dumps left in it.
+bool PrepareDumps(const std::string& root, std::string* resolved, std::string* error) {
+  if (!PrepareDumpRoot(root, resolved, error)) return false;
+  const Leftovers left = RemoveDumpLeftovers(*resolved);
+  if (left.tmp_files + left.empty_dirs + left.errors > 0) {
+    Logf("dump root %s: removed %d unfinished file(s) and %d empty folder(s) of interrupted "
+         "dumps; %d could not be removed", resolved->c_str(), left.tmp_files, left.empty_dirs,
+         left.errors);
+  }
+  return true;
+}
+
 int Main(int argc, char** argv) {
   Flags flags;
   std::string error;
@@ -59,13 +72,14 @@ int Main(int argc, char** argv) {
   }
   flags.run_dir = Absolute(flags.run_dir);
   flags.socket = Absolute(flags.socket);
-  if (!MakeDirs(flags.run_dir, &error)) {
+  const int run_fd = OpenRunDir(flags.run_dir, geteuid(), &error);
+  if (run_fd < 0) {
     fprintf(stderr, "xtimerd: %s\n", error.c_str());
     return 1;
   }
   int lock_fd = -1;
   int holder = 0;
-  switch (AcquireLock(flags.run_dir + "/xtimerd.lock", &lock_fd, &holder, &error)) {
+  switch (AcquireLock(run_fd, flags.run_dir, kLockName, &lock_fd, &holder, &error)) {
     case LockResult::kHeld:
       if (holder > 0) {
         printf("xtimerd: already running (pid %d) for %s\n", holder, flags.run_dir.c_str());
@@ -80,16 +94,21 @@ int Main(int argc, char** argv) {
       break;
   }
   int ready_fd = -1;
-  if (flags.daemonize) {
-    const std::string log = Absolute(flags.log_file.empty() ? flags.run_dir + "/xtimerd.log"
-                                                            : flags.log_file);
-    if (!Daemonize(log, &ready_fd, &error)) {
+  if (flags.daemonize || !flags.log_file.empty()) {
+    // Opened before detaching, so that a refused log file is reported on the caller's terminal.
+    const std::string log_file = flags.log_file.empty() ? "" : Absolute(flags.log_file);
+    const int log_fd = OpenLog(run_fd, flags.run_dir, log_file, &error);
+    if (log_fd < 0) {
       fprintf(stderr, "xtimerd: %s\n", error.c_str());
       return 1;
     }
-  } else if (!flags.log_file.empty() && !RedirectOutput(flags.log_file, &error)) {
-    fprintf(stderr, "xtimerd: %s\n", error.c_str());
-    return 1;
+    const std::string log_name = log_file.empty() ? flags.run_dir + "/" + kLogName : log_file;
+    if (!flags.daemonize) {
+      RedirectOutput(log_fd);
+    } else if (!Daemonize(log_fd, log_name, &ready_fd, &error)) {
+      fprintf(stderr, "xtimerd: %s\n", error.c_str());
+      return 1;
+    }
   }
   auto fail = [&](const std::string& what) {
     Logf("%s", what.c_str());
@@ -97,8 +116,9 @@ int Main(int argc, char** argv) {
     return 1;
   };
   WritePidToLock(lock_fd);
-  const std::string pid_file = flags.run_dir + "/xtimerd.pid";
-  if (!WritePidFile(pid_file, &error)) return fail(error);
+  if (!WritePidFile(run_fd, flags.run_dir, kPidName, &error)) return fail(error);
+  std::string dump_root;
+  if (!PrepareDumps(Absolute(flags.dump_root), &dump_root, &error)) return fail(error);
 
   // Every thread started from here on inherits this mask; main() takes the signals.
   sigset_t signals;
@@ -172,8 +192,6 @@ int Main(int argc, char** argv) {
   }
 
   // The control port (gRPC + HTTP/JSON) and dumps.
-  std::string dump_root;
-  if (!PrepareDumpRoot(Absolute(flags.dump_root), &dump_root, &error)) return fail(error);
   char hostname[256] = {0};
   gethostname(hostname, sizeof(hostname) - 1);
   auto dumps = std::make_unique<DumpManager>(&aggregator, dump_root, hostname, RealtimeNs);
@@ -238,7 +256,8 @@ int Main(int argc, char** argv) {
   reader.join();
   server.reset();  // closes connections, removes the socket
   metrics.reset();
-  unlink(pid_file.c_str());
+  unlinkat(run_fd, kPidName, 0);
+  close(run_fd);
   close(lock_fd);  // releases the lock
   Logf("stopped");
   return 0;

@@ -47,6 +47,7 @@ TEST(PrometheusTest, ScrapesTwoDaemons) {
   if (access("/usr/bin/prometheus", X_OK) != 0) GTEST_SKIP() << "no /usr/bin/prometheus";
   const std::string binary = testing::RunfilesPath("daemon/xtimerd");
   const std::string root = testing::MakeTempDir("prometheus_test");
+  setenv("XTIMER_DUMP_ROOT", (root + "/dumps").c_str(), 1);  // root's default is outside the sandbox
   ASSERT_FALSE(root.empty());
   Node nodes[2];
   for (int i = 0; i < 2; ++i) {

@@ -134,6 +134,7 @@ class RegistrationLimitsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = testing::MakeTempDir("reglimits");
+    setenv("XTIMER_DUMP_ROOT", (dir_ + "/dumps").c_str(), 1);  // root's default is outside the sandbox
     ASSERT_FALSE(dir_.empty());
     port_ = testing::FreePort();
   }

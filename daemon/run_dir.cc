@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "daemon/owned_dir.h"
+
 namespace xtimer {
 namespace daemon {
 namespace {
@@ -29,36 +31,56 @@ bool WriteAll(int fd, const char* data, size_t size) {
   return true;
 }
 
-}  // namespace
 
-bool MakeDirs(const std::string& path, std::string* error) {
-  if (path.empty()) {
-    *error = "empty directory path";
-    return false;
-  }
-  for (size_t i = 1; i <= path.size(); ++i) {
-    if (i != path.size() && path[i] != '/') continue;
-    std::string prefix = path.substr(0, i);
-    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      *error = Errno("mkdir " + prefix);
-      return false;
-    }
-  }
-  struct stat st;
-  if (stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-    *error = path + " is not a directory";
-    return false;
-  }
-  return true;
+std::string Join(const std::string& dir, const std::string& name) {
+  if (dir.empty()) return name;
+  return dir + (dir.back() == '/' ? "" : "/") + name;
 }
 
-LockResult AcquireLock(const std::string& path, int* fd, int* holder_pid, std::string* error) {
-  *holder_pid = 0;
-  int f = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+// Opens `name` in `dir_fd` with `flags` | O_NOFOLLOW | O_CLOEXEC (mode 0644 when created): a
+// regular file of the daemon's user with one link, or -1 with *error naming it and the fix.
+int OpenOwnFile(int dir_fd, const std::string& dir, const std::string& name, int flags,
+                std::string* error) {
+  const std::string path = Join(dir, name);
+  const int f = openat(dir_fd, name.c_str(), flags | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (f < 0) {
-    *error = Errno("open " + path);
-    return LockResult::kError;
+    struct stat st;
+    if (fstatat(dir_fd, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
+      *error = path + " is a symlink; xtimerd never opens its files through one (it could point "
+               "at any file): remove it (rm " + path + ") and start again";
+    } else {
+      *error = Errno("open " + path);
+    }
+    return -1;
   }
+  struct stat st;
+  std::string why;
+  if (fstat(f, &st) != 0) {
+    why = strerror(errno);
+  } else if (!S_ISREG(st.st_mode)) {
+    why = "not a regular file";
+  } else if (st.st_uid != geteuid()) {
+    why = "it belongs to uid " + std::to_string(st.st_uid) + ", not to the daemon's user (uid " +
+          std::to_string(geteuid()) + ")";
+  } else if (st.st_nlink != 1) {
+    why = "it has " + std::to_string(st.st_nlink) + " hard links";
+  }
+  if (why.empty()) return f;
+  close(f);
+  *error = "refusing " + path + ": " + why + "; remove it (rm " + path + ") and start again";
+  return -1;
+}
+}  // namespace
+
+int OpenRunDir(const std::string& path, uid_t euid, std::string* error) {
+  return OpenOwnedDir({path, "run directory", "--run-dir (XTIMER_RUN_DIR)"}, euid, error);
+}
+
+LockResult AcquireLock(int dir_fd, const std::string& dir, const std::string& name, int* fd,
+                       int* holder_pid, std::string* error) {
+  *holder_pid = 0;
+  int f = OpenOwnFile(dir_fd, dir, name, O_RDWR | O_CREAT, error);
+  if (f < 0) return LockResult::kError;
   if (flock(f, LOCK_EX | LOCK_NB) != 0) {
     if (errno == EWOULDBLOCK) {
       char buf[32] = {};
@@ -67,7 +89,7 @@ LockResult AcquireLock(const std::string& path, int* fd, int* holder_pid, std::s
       close(f);
       return LockResult::kHeld;
     }
-    *error = Errno("flock " + path);
+    *error = Errno("flock " + Join(dir, name));
     close(f);
     return LockResult::kError;
   }
@@ -84,44 +106,53 @@ void WritePidToLock(int fd) {
   }
 }
 
-bool WritePidFile(const std::string& path, std::string* error) {
-  std::string tmp = path + ".tmp";
-  int f = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (f < 0) {
-    *error = Errno("open " + tmp);
-    return false;
+bool WritePidFile(int dir_fd, const std::string& dir, const std::string& name,
+                  std::string* error) {
+  const std::string tmp = name + ".tmp";
+  // A stale NAME.tmp of ours (a daemon killed while writing it) is replaced; anything else there
+  // (a symlink, another user's file) is refused by OpenOwnFile below.
+  struct stat st;
+  if (fstatat(dir_fd, tmp.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+      st.st_uid == geteuid()) {
+    unlinkat(dir_fd, tmp.c_str(), 0);
   }
+  int f = OpenOwnFile(dir_fd, dir, tmp, O_WRONLY | O_CREAT | O_EXCL, error);
+  if (f < 0) return false;
   char buf[32];
   int n = snprintf(buf, sizeof(buf), "%d\n", static_cast<int>(getpid()));
   bool ok = WriteAll(f, buf, static_cast<size_t>(n));
   close(f);
-  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
-    *error = Errno("writing " + path);
-    unlink(tmp.c_str());
+  if (!ok || renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) {
+    *error = Errno("writing " + Join(dir, name));
+    unlinkat(dir_fd, tmp.c_str(), 0);
     return false;
   }
   return true;
 }
 
-bool RedirectOutput(const std::string& log_file, std::string* error) {
-  int f = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (f < 0) {
-    *error = Errno("open " + log_file);
-    return false;
+int OpenLog(int dir_fd, const std::string& dir, const std::string& path, std::string* error) {
+  if (path.empty()) return OpenOwnFile(dir_fd, dir, kLogName, O_WRONLY | O_CREAT | O_APPEND, error);
+  const size_t slash = path.rfind('/');
+  const std::string parent = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+  const int parent_fd = open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (parent_fd < 0) {
+    *error = Errno("open the log file's directory " + parent) + " (--log-file, XTIMER_LOG_FILE)";
+    return -1;
   }
-  dup2(f, STDOUT_FILENO);
-  dup2(f, STDERR_FILENO);
-  close(f);
-  return true;
+  const std::string base = slash == std::string::npos ? path : path.substr(slash + 1);
+  const int fd = OpenOwnFile(parent_fd, parent == "." ? "" : path.substr(0, slash), base,
+                             O_WRONLY | O_CREAT | O_APPEND, error);
+  close(parent_fd);
+  return fd;
 }
 
-bool Daemonize(const std::string& log_file, int* ready_fd, std::string* error) {
-  // Open the log first so that a bad path is reported to the caller's terminal.
-  int log = open(log_file.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (log < 0) {
-    *error = Errno("open " + log_file);
-    return false;
-  }
+void RedirectOutput(int log_fd) {
+  dup2(log_fd, STDOUT_FILENO);
+  dup2(log_fd, STDERR_FILENO);
+  close(log_fd);
+}
+
+bool Daemonize(int log, const std::string& log_name, int* ready_fd, std::string* error) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) {
     *error = Errno("pipe");
@@ -132,6 +163,9 @@ bool Daemonize(const std::string& log_file, int* ready_fd, std::string* error) {
   pid_t child = fork();
   if (child < 0) {
     *error = Errno("fork");
+    close(log);
+    close(p[0]);
+    close(p[1]);
     return false;
   }
   if (child > 0) {
@@ -156,7 +190,7 @@ bool Daemonize(const std::string& log_file, int* ready_fd, std::string* error) {
     }
     if (msg.rfind("ok", 0) == 0) _exit(0);
     if (msg.empty()) msg = "error: the daemon exited before serving";
-    fprintf(stderr, "xtimerd: %s (log: %s)\n", msg.c_str(), log_file.c_str());
+    fprintf(stderr, "xtimerd: %s (log: %s)\n", msg.c_str(), log_name.c_str());
     _exit(1);
   }
   close(p[0]);

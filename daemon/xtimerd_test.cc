@@ -51,6 +51,8 @@ class XtimerdTest : public ::testing::Test {
     ASSERT_FALSE(dir_.empty());
     port_ = testing::FreePort();
     binary_ = testing::RunfilesPath("daemon/xtimerd");
+    // Root's default dump root, /var/lib/xtimer/dumps, is outside the sandbox.
+    setenv("XTIMER_DUMP_ROOT", (dir_ + "/dumps").c_str(), 1);
   }
   void TearDown() override {
     if (pid_ > 0) {

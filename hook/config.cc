@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "util/default_paths.h"
 #include "util/job_identity.h"
 
 namespace xtimer {
@@ -52,7 +53,7 @@ Config ReadConfig(GetEnvFn get, WarnFn warn) {
     c.socket_path = s;
   } else {
     const char* dir = First(get, {"XTIMER_RUN_DIR"});
-    c.socket_path = std::string(dir != nullptr ? dir : "/tmp/xtimer") + "/xtimerd.sock";
+    c.socket_path = (dir != nullptr ? std::string(dir) : ClientRunDir(geteuid())) + "/" + kSocketName;
   }
 
   c.job = DeriveJobIdentity(get).id;

@@ -1,9 +1,12 @@
 #include "hook/config.h"
 
+#include <unistd.h>
+
 #include <map>
 #include <string>
 
 #include "gtest/gtest.h"
+#include "util/default_paths.h"
 
 namespace xtimer {
 namespace hook {
@@ -30,7 +33,8 @@ Config Read(std::map<std::string, std::string> env, std::string* warnings = null
 TEST(ConfigTest, Defaults) {
   Config c = Read({{"XTIMER_HOST", "h1"}});
   EXPECT_FALSE(c.disabled);
-  EXPECT_EQ(c.socket_path, "/tmp/xtimer/xtimerd.sock");
+  // util/default_paths.h's rule: root's daemon, else this user's own run directory.
+  EXPECT_EQ(c.socket_path, ClientRunDir(geteuid()) + "/xtimerd.sock");
   EXPECT_EQ(c.job, "default");
   EXPECT_EQ(c.host, "h1");
   EXPECT_EQ(c.pod, "h1");

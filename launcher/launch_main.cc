@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "format/registration.h"
+#include "util/default_paths.h"
 #include "util/job_identity.h"
 #include "util/version.h"
 
@@ -29,7 +30,8 @@ constexpr char kUsage[] =
     "are passed to COMMAND). Works as a prefix of torchrun, mpirun, srun or a plain command.\n"
     "\n"
     "options (each defaults to the environment variable in brackets):\n"
-    "  --run-dir DIR        daemon socket, lock and log directory [XTIMER_RUN_DIR, /tmp/xtimer]\n"
+    "  --run-dir DIR        daemon socket, lock and log directory [XTIMER_RUN_DIR; default:\n"
+    "                       /run/xtimer as root or when root's daemon runs, else /tmp/xtimer-UID]\n"
     "  --metrics-port N     Prometheus port of a daemon started here [XTIMER_METRICS_PORT, 18889]\n"
     "  --control-port N     control port of a daemon started here [XTIMER_CONTROL_PORT, 18888]\n"
     "  --job NAME           job label of the metrics and dumps, the same for every rank\n"
@@ -78,7 +80,7 @@ bool IsPort(const std::string& s) {
 
 Options Parse(int argc, char** argv) {
   Options o;
-  o.run_dir = Env("XTIMER_RUN_DIR", "/tmp/xtimer");
+  o.run_dir = Env("XTIMER_RUN_DIR", xtimer::ClientRunDir(geteuid()).c_str());
   o.metrics_port = Env("XTIMER_METRICS_PORT", "18889");
   o.control_port = Env("XTIMER_CONTROL_PORT", "18888");
   o.lib = Env("XTIMER_LIB", "");

@@ -7,6 +7,7 @@ tmp="${TEST_TMPDIR:-$(mktemp -d)}"
 lib="$tmp/libxtimer.so"
 : > "$lib"  # only its path matters here: the commands below are not CUDA programs
 export XTIMER_RUN_DIR="$tmp/run"
+export XTIMER_DUMP_ROOT="$tmp/dumps"  # root's default, /var/lib/xtimer/dumps, is outside the sandbox
 fail() { echo "FAIL: $*"; exit 1; }
 
 echo "== preload and environment"

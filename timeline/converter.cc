@@ -48,6 +48,7 @@ struct FileInfo {
   std::string error;  // rejected: why; recovered: why it stopped
   Metadata meta;      // strings and comms dropped after pass 1
   uint64_t events = 0;
+  uint64_t rejected = 0;  // events left out for breaking a limit (timeline/format.h)
   std::vector<StreamInfo> streams;  // sorted by (device, stream)
   bool has_host = false;
   std::string node;
@@ -101,6 +102,7 @@ void Pass1(FileInfo* f) {
   f->ok = r.ok;
   f->error = r.error;
   f->events = r.events;
+  f->rejected = r.rejected;
   f->meta = std::move(r.metadata);
   DropNodeLocal(f->meta.comms, &f->ends);  // before the communicators are dropped below
   for (const auto& op : P2POps(p2p, f->meta.comms)) f->p2p.push_back(op.second);
@@ -518,6 +520,7 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
       continue;
     }
     if (!f.error.empty()) stats->warnings.push_back(f.path + ": " + f.error);
+    stats->rejected_events += f.rejected;
     ranks.push_back(&f);
   }
   std::stable_sort(ranks.begin(), ranks.end(), [](const FileInfo* a, const FileInfo* b) {

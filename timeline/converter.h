@@ -38,6 +38,7 @@ struct ConvertStats {
   std::vector<std::string> warnings;  // missing ranks, mixed dumps, bad parts of files
   std::vector<std::string> notes;     // how inputs were read (a dump path's job folders)
   int missing_ranks = 0;              // ranks of the world (files' world size) without a file
+  uint64_t rejected_events = 0;       // events out of the limits of timeline/format.h, left out
   std::vector<std::pair<std::string, int64_t>> offsets;  // node -> ns added to its times
   // (node, collective) end times clock alignment worked on: collectives with members on more than
   // one node only, one per node (0 with alignment off).

@@ -39,6 +39,16 @@ constexpr uint32_t kBlockMagic = 0x4b4c4258;     // "XBLK"
 constexpr uint32_t kEventsPerBlock = 4096;
 constexpr size_t kMaxMetadataBytes = 64u << 20;
 
+// Limits a reader holds every field to (docs/timeline-format.md, "Limits"). A file whose metadata
+// breaks one is rejected; an event that breaks one is left out and the file reported incomplete,
+// so no crafted value sizes an allocation or reaches the analysis.
+constexpr int32_t kMaxWorldSize = 1 << 20;  // world size, ranks, communicator sizes
+constexpr int64_t kMaxTimeNs = int64_t{1} << 62;  // times: [0, 2^62) ns, until the year 2116
+constexpr int64_t kMaxDurationNs = int64_t{7} * 86400 * 1000000000;  // a week
+constexpr int64_t kMaxGemmDim = (int64_t{1} << 31) - 1;  // m, n, k, batch (cuBLAS's int range)
+constexpr double kMaxGemmElements = 1099511627776.0;  // 2^40: m*k, k*n, m*n of one matrix
+constexpr uint64_t kMaxOpBytes = uint64_t{1} << 48;  // bytes moved by one op (256 TiB)
+
 struct FileHeader {
   char magic[8];          //  0  kFileMagic
   uint32_t version;       //  8  kTimelineVersion

@@ -186,6 +186,25 @@ std::string ParseField(uint16_t tag, Cursor c, Metadata* m) {
   }
 }
 
+// Compacts the events of block `index` that keep within the limits to its front; returns how many.
+// Counts the others in *rejected, the first one's reason in *why.
+uint32_t KeepInRange(EventRecord* events, uint32_t count, uint32_t index, uint64_t* rejected,
+                     std::string* why) {
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    const std::string bad = EventOutOfRange(events[i]);
+    if (bad.empty()) {
+      if (kept != i) events[kept] = events[i];
+      ++kept;
+      continue;
+    }
+    if (*rejected == 0) *why = "block " + std::to_string(index) + " event " + std::to_string(i) +
+                               ": " + bad;
+    ++*rejected;
+  }
+  return kept;
+}
+
 std::string ParseMetadata(const uint8_t* data, size_t size, uint64_t base_offset, Metadata* m) {
   Cursor c(data, size);
   while (c.remaining() > 0) {
@@ -331,6 +350,10 @@ ReadResult ReadFrom(Source* src, const BlockCallbacks& cb) {
     return r;
   }
   std::string err = ParseMetadata(pp, payload.size(), offset, &r.metadata);
+  if (err.empty()) {
+    err = MetadataOutOfRange(r.metadata);
+    if (!err.empty()) err = "metadata at offset " + std::to_string(offset) + ": " + err;
+  }
   if (!err.empty()) {
     r.error = err;
     return r;
@@ -341,7 +364,7 @@ ReadResult ReadFrom(Source* src, const BlockCallbacks& cb) {
 
   std::vector<EventRecord> block(kEventsPerBlock);
   uint32_t index = 0;
-  std::string stop;
+  std::string stop, rejected_why;
   for (;; ++index) {
     BlockHeader bh;
     got = src->Read(&bh, sizeof(bh));
@@ -377,21 +400,26 @@ ReadResult ReadFrom(Source* src, const BlockCallbacks& cb) {
           "CRC mismatch in block " + std::to_string(index) + " at offset " + std::to_string(offset);
       break;
     }
-    cb.on_block(block.data(), bh.count);
-    r.events += bh.count;
+    const uint32_t kept = KeepInRange(block.data(), bh.count, index, &r.rejected, &rejected_why);
+    if (kept > 0) cb.on_block(block.data(), kept);
+    r.events += kept;
     offset += sizeof(bh) + bytes;
   }
-  if (stop.empty() && h.event_count != r.events) {
+  if (stop.empty() && h.event_count != r.events + r.rejected) {
     stop = h.event_count == 0 ? "the header's event count is 0: the writer did not finish"
                               : "the header says " + std::to_string(h.event_count) +
-                                    " events, the blocks hold " + std::to_string(r.events);
+                                    " events, the blocks hold " +
+                                    std::to_string(r.events + r.rejected);
   }
-  if (stop.empty()) {
-    r.complete = true;
-  } else {
+  if (!stop.empty()) {
     r.error = "recovered " + std::to_string(r.events) + " events in " + std::to_string(index) +
               " intact blocks; stopped: " + stop;
   }
+  if (r.rejected > 0) {
+    r.error += std::string(r.error.empty() ? "" : "; ") + std::to_string(r.rejected) +
+               " events out of range left out (first: " + rejected_why + ")";
+  }
+  r.complete = r.error.empty();
   return r;
 }
 
@@ -586,6 +614,57 @@ ReadResult ReadTimelineBuffer(const uint8_t* data, size_t size,
                               const std::function<void(const EventRecord&)>& on_event) {
   BufferSource src(data, size);
   return ReadFrom(&src, EachEvent(on_event));
+}
+
+namespace {
+
+std::string Range(const char* field, int64_t v, int64_t lo, int64_t hi) {
+  if (v >= lo && v <= hi) return "";
+  return std::string(field) + " " + std::to_string(v) + " is outside [" + std::to_string(lo) +
+         ", " + std::to_string(hi) + "]";
+}
+
+}  // namespace
+
+std::string EventOutOfRange(const EventRecord& e) {
+  if (e.duration_ns < 0) return "duration_ns " + std::to_string(e.duration_ns) + " is negative";
+  std::string bad = Range("duration_ns", e.duration_ns, 0, kMaxDurationNs);
+  if (bad.empty()) bad = Range("gpu_start_ns", e.gpu_start_ns, 0, kMaxTimeNs - 1);
+  if (bad.empty()) bad = Range("cpu_launch_ns", e.cpu_launch_ns, 0, kMaxTimeNs - 1);
+  if (bad.empty()) bad = Range("m", e.m, 0, kMaxGemmDim);
+  if (bad.empty()) bad = Range("n", e.n, 0, kMaxGemmDim);
+  if (bad.empty()) bad = Range("k", e.k, 0, kMaxGemmDim);
+  if (bad.empty()) bad = Range("batch", e.batch, 0, kMaxGemmDim);
+  if (bad.empty()) bad = Range("peer", e.peer, -1, kMaxWorldSize - 1);
+  if (bad.empty()) bad = Range("root", e.root, -1, kMaxWorldSize - 1);
+  if (!bad.empty()) return bad;
+  if (e.bytes > kMaxOpBytes) {
+    return "bytes " + std::to_string(e.bytes) + " is over " + std::to_string(kMaxOpBytes);
+  }
+  const double m = static_cast<double>(e.m), n = static_cast<double>(e.n),
+               k = static_cast<double>(e.k);
+  if (m * k > kMaxGemmElements || k * n > kMaxGemmElements || m * n > kMaxGemmElements) {
+    return "GEMM shape " + std::to_string(e.m) + "x" + std::to_string(e.n) + "x" +
+           std::to_string(e.k) + " has a matrix of more than 2^40 elements";
+  }
+  return "";
+}
+
+std::string MetadataOutOfRange(const Metadata& m) {
+  std::string bad = Range("world_size", m.world_size, -1, kMaxWorldSize);
+  if (bad.empty()) bad = Range("rank", m.rank, -1, (m.world_size > 0 ? m.world_size : kMaxWorldSize) - 1);
+  if (bad.empty()) bad = Range("local_rank", m.local_rank, -1, kMaxWorldSize - 1);
+  for (size_t i = 0; bad.empty() && i < m.comms.size(); ++i) {
+    const CommInfo& c = m.comms[i];
+    bad = Range("size", c.size, 0, kMaxWorldSize);
+    if (bad.empty()) bad = Range("rank", c.rank, -1, kMaxWorldSize - 1);
+    if (bad.empty()) bad = Range("global_rank", c.global_rank, -1, kMaxWorldSize - 1);
+    if (bad.empty() && c.members.size() > static_cast<size_t>(kMaxWorldSize)) {
+      bad = std::to_string(c.members.size()) + " members";
+    }
+    if (!bad.empty()) bad = "communicator " + std::to_string(i) + ": " + bad;
+  }
+  return bad;
 }
 
 }  // namespace timeline

@@ -80,6 +80,7 @@ struct ReadResult {
   std::string error;        // why the file was rejected, or why reading stopped early
   Metadata metadata;
   uint64_t events = 0;      // events delivered
+  uint64_t rejected = 0;    // events left out for breaking a limit (then complete is false)
 };
 
 // Reads `path`, calling `on_event` for every event of every intact block, in file order, without
@@ -101,6 +102,11 @@ struct BlockCallbacks {
 ReadResult ReadTimelineBlocks(const std::string& path, const BlockCallbacks& callbacks);
 
 uint32_t Crc32(const void* data, size_t size, uint32_t crc = 0);
+
+// What makes `e` break the limits of timeline/format.h ("duration_ns -5 is negative"), or "".
+std::string EventOutOfRange(const EventRecord& e);
+// The same for the metadata's identity and communicators.
+std::string MetadataOutOfRange(const Metadata& m);
 
 }  // namespace timeline
 }  // namespace xtimer

@@ -233,6 +233,9 @@ class Paths:
         # Unix socket paths are limited to 107 bytes: run directories live under /tmp.
         self.short = tempfile.mkdtemp(prefix="xt-", dir="/tmp")
         LOG_DIRS.extend([self.tmp, self.short])
+        # Every daemon a test starts gets a dump root of its own unless the test names one: the
+        # root default, /var/lib/xtimer/dumps, is outside the sandbox (docs/security.md).
+        os.environ.setdefault("XTIMER_DUMP_ROOT", os.path.join(self.tmp, "dumps"))
 
     def run_dir(self, name):
         return os.path.join(self.short, name)
