@@ -449,7 +449,15 @@ void Poller::Register(int64_t now) {
     if (state_->config.verbose) Log("daemon not reachable: ", error);
     return;
   }
-  if (!format::SendRing(fd, ring_->fd(), &error)) {
+  if (!format::CheckDaemonPeer(fd, state_->config.socket_path,
+                               format::TrustedDaemonUids(state_->config.daemon_uid), &error)) {
+    // Said once: the check is retried every kReconnectNs, and a trusted daemon may come.
+    if (!peer_refusal_logged_ || state_->config.verbose) Log("", error);
+    peer_refusal_logged_ = true;
+    close(fd);
+    return;
+  }
+  if (!format::SendRing(fd, ring_->fd(), &error, state_->config.job_token)) {
     if (state_->config.verbose) Log("registration failed: ", error);
     close(fd);
     return;

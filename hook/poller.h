@@ -102,6 +102,8 @@ class Poller {
   // one the oldest unfinished op on its stream. Queries events on this thread only.
   void DescribeOldest(InflightColl* c, format::InflightCollective* out);
   void DescribeBlocker(const InflightColl& c, format::InflightBlocker* out);
+  // Connects to the daemon, checks its peer credentials (format::CheckDaemonPeer) and sends the
+  // ring; re-checks an open connection.
   void Register(int64_t now);
   void ResendIdentity();
 
@@ -124,6 +126,7 @@ class Poller {
   // communicator's rank and size. Names are sent again at their next use.
   std::map<std::pair<uint64_t, int>, format::RecordSlot> comm_records_;
   int registrations_ = 0;
+  bool peer_refusal_logged_ = false;  // an untrusted daemon was reported (once)
   std::atomic<uint64_t> handled_{0};
   std::atomic<uint64_t> written_{0};
   int64_t next_connect_ns_ = 0;
