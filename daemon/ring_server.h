@@ -81,6 +81,10 @@ class RingServer {
   void HandleReadable(Connection* c);
   void Register(Connection* c);
   void Close(int fd, const char* why);
+  // The connection of a process the aggregator removed for its identity is closed at the end of
+  // the cycle (never while the cycle walks the connections).
+  void Evict(Aggregator::ProcessId id);
+  void CloseDoomed();
   // Drains the ring of `c` (at most one ring's worth of records).
   void Drain(Connection* c, int64_t now_ns);
   void PublishStatus(Connection* c);
@@ -95,6 +99,7 @@ class RingServer {
   std::unordered_map<int, size_t> per_pid_;       // open connections by peer pid
   std::vector<format::RecordSlot> buffer_;
   std::vector<format::InflightRow> inflight_;
+  std::vector<int> doomed_;  // fds to close at the end of the cycle (Evict)
   int64_t last_status_ns_ = 0;
   std::atomic<size_t> registered_{0};
   std::atomic<int64_t> last_active_ns_{0};
