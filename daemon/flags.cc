@@ -25,6 +25,11 @@ const std::vector<FlagSpec>& Specs() {
        "directory for xtimerd.sock, .lock, .log and .pid (default /tmp/xtimer)"},
       {"socket", "XTIMER_DAEMON_SOCKET", Type::kString, 0, 0,
        "registration socket (default RUN_DIR/xtimerd.sock)"},
+      {"socket-mode", "XTIMER_SOCKET_MODE", Type::kString, 0, 0,
+       "permissions of the registration socket, octal (default 0666: every local user's jobs "
+       "register, each bound to its uid; 0660 with --socket-group limits it to a group)"},
+      {"socket-group", "XTIMER_SOCKET_GROUP", Type::kString, 0, 0,
+       "group (name or gid) the registration socket is given (default: the daemon's)"},
       {"metrics-port", "XTIMER_METRICS_PORT", Type::kInt, 0, 65535,
        "Prometheus /metrics port (default 18889; 0 picks a free port, logged)"},
       {"metrics-address", "XTIMER_METRICS_ADDRESS", Type::kString, 0, 0,
@@ -136,6 +141,19 @@ bool ParseBool(const std::string& text, bool* out) {
   return true;
 }
 
+bool ParseMode(const std::string& text, int* mode, std::string* error,
+               const std::string& source) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = strtol(text.c_str(), &end, 8);
+  if (errno != 0 || *end != '\0' || v < 0 || v > 0777) {
+    *error = source + ": expected an octal mode from 0 to 0777 (e.g. 0660), got '" + text + "'";
+    return false;
+  }
+  *mode = static_cast<int>(v);
+  return true;
+}
+
 bool Apply(const FlagSpec& spec, const std::string& value, Flags* f, std::string* error,
            const std::string& source) {
   int64_t i = 0;
@@ -164,6 +182,8 @@ bool Apply(const FlagSpec& spec, const std::string& value, Flags* f, std::string
   const std::string name = spec.name;
   if (name == "run-dir") f->run_dir = value;
   else if (name == "socket") f->socket = value;
+  else if (name == "socket-mode") return ParseMode(value, &f->socket_mode, error, source);
+  else if (name == "socket-group") f->socket_group = value;
   else if (name == "metrics-port") f->metrics_port = static_cast<int>(i);
   else if (name == "metrics-address") f->metrics_address = value;
   else if (name == "metrics-max-connections") f->metrics_max_connections = i;

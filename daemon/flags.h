@@ -12,6 +12,8 @@ namespace daemon {
 struct Flags {
   std::string run_dir = "/tmp/xtimer";  // --run-dir, XTIMER_RUN_DIR
   std::string socket;                   // --socket, XTIMER_DAEMON_SOCKET (RUN_DIR/xtimerd.sock)
+  int socket_mode = 0666;               // --socket-mode (octal), XTIMER_SOCKET_MODE
+  std::string socket_group;             // --socket-group (name or gid), XTIMER_SOCKET_GROUP
   int metrics_port = 18889;             // --metrics-port, XTIMER_METRICS_PORT (0: any free port)
   std::string metrics_address = "127.0.0.1";  // --metrics-address, XTIMER_METRICS_ADDRESS
   // --metrics-max-connections, XTIMER_METRICS_MAX_CONNECTIONS

@@ -125,6 +125,8 @@ int Main(int argc, char** argv) {
 
   RingServerOptions so;
   so.socket_path = flags.socket;
+  so.socket_mode = flags.socket_mode;
+  so.socket_group = flags.socket_group;
   so.poll_interval_ms = static_cast<int>(flags.poll_ms);
   so.max_connections = static_cast<size_t>(flags.max_registrations);
   so.max_per_uid = static_cast<size_t>(flags.max_registrations_per_uid);

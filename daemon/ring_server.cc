@@ -1,5 +1,6 @@
 #include "daemon/ring_server.h"
 
+#include <grp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -92,6 +93,7 @@ bool RingServer::Listen(std::string* error) {
     return false;
   }
   created_socket_ = true;
+  if (!SetSocketAccess(error)) return false;
   if (listen(listen_fd_, 128) != 0) {
     *error = Errno("listen");
     return false;
@@ -106,6 +108,34 @@ bool RingServer::Listen(std::string* error) {
   ev.data.fd = listen_fd_;
   if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev) != 0) {
     *error = Errno("epoll_ctl");
+    return false;
+  }
+  return true;
+}
+
+bool RingServer::SetSocketAccess(std::string* error) {
+  const std::string& path = options_.socket_path;
+  if (!options_.socket_group.empty()) {
+    gid_t gid;
+    char* end = nullptr;
+    const unsigned long n = strtoul(options_.socket_group.c_str(), &end, 10);
+    if (*end == '\0') {
+      gid = static_cast<gid_t>(n);
+    } else {
+      const group* g = getgrnam(options_.socket_group.c_str());
+      if (g == nullptr) {
+        *error = "--socket-group " + options_.socket_group + ": no such group";
+        return false;
+      }
+      gid = g->gr_gid;
+    }
+    if (chown(path.c_str(), static_cast<uid_t>(-1), gid) != 0) {
+      *error = Errno(("--socket-group: chown " + path).c_str());
+      return false;
+    }
+  }
+  if (chmod(path.c_str(), static_cast<mode_t>(options_.socket_mode)) != 0) {
+    *error = Errno(("--socket-mode: chmod " + path).c_str());
     return false;
   }
   return true;

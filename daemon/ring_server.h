@@ -32,6 +32,8 @@ namespace daemon {
 // closed at once, counted by cause and logged (rate-limited).
 struct RingServerOptions {
   std::string socket_path;
+  int socket_mode = 0666;    // --socket-mode: set on the socket after bind, whatever the umask
+  std::string socket_group;  // --socket-group: a group name or gid; empty: the daemon's
   int poll_interval_ms = 5;          // read cycle
   int status_interval_ms = 100;      // ring header status (counters, in-flight table)
   size_t max_connections = 1024;     // --max-registrations: all peers together ("global_cap")
@@ -71,6 +73,8 @@ class RingServer {
     uint32_t uid = 0;
   };
 
+  // Applies --socket-group and --socket-mode to the bound socket.
+  bool SetSocketAccess(std::string* error);
   // The refusal cause for a new connection from `peer`, or nullptr to accept it.
   const char* Admission(const Peer& peer) const;
   void Refuse(const char* cause, const Peer& peer);
