@@ -45,6 +45,10 @@ const std::vector<FlagSpec>& Specs() {
        "control service port, gRPC and HTTP/JSON (default 18888; 0 picks a free port, logged)"},
       {"control-address", "XTIMER_CONTROL_ADDRESS", Type::kString, 0, 0,
        "address the control port binds (default 127.0.0.1)"},
+      {"control-allow-remote", "XTIMER_CONTROL_ALLOW_REMOTE", Type::kBool, 0, 0,
+       "callers not on this host (their user cannot be known) may dump and HangCheck every "
+       "job; without it they see no job, and local callers see only their uid's jobs unless "
+       "root (default false; docs/security.md)"},
       {"control-idle-timeout", "XTIMER_CONTROL_IDLE_TIMEOUT", Type::kInt, 1, 3600,
        "control port: seconds a connection may stay silent before its request is complete; "
        "idle gRPC connections are closed after it too (default 5)"},
@@ -190,6 +194,7 @@ bool Apply(const FlagSpec& spec, const std::string& value, Flags* f, std::string
   else if (name == "metrics-request-timeout-ms") f->metrics_request_timeout_ms = i;
   else if (name == "control-port") f->control_port = static_cast<int>(i);
   else if (name == "control-address") f->control_address = value;
+  else if (name == "control-allow-remote") f->control_allow_remote = b;
   else if (name == "control-idle-timeout") f->control_idle_timeout_s = i;
   else if (name == "control-request-timeout") f->control_request_timeout_s = i;
   else if (name == "control-max-connections") f->control_max_connections = i;

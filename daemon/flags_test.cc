@@ -152,7 +152,8 @@ TEST(FlagsTest, UsageListsEveryFlagAndVariable) {
         "XTIMER_HANG_TIMEOUT", "XTIMER_CONTROL_PORT", "--metrics-max-connections",
         "XTIMER_METRICS_MAX_CONNECTIONS", "--metrics-request-timeout-ms",
         "XTIMER_METRICS_REQUEST_TIMEOUT_MS", "--socket-mode", "XTIMER_SOCKET_MODE",
-        "--socket-group", "XTIMER_SOCKET_GROUP"}) {
+        "--socket-group", "XTIMER_SOCKET_GROUP", "--control-allow-remote",
+        "XTIMER_CONTROL_ALLOW_REMOTE"}) {
     EXPECT_NE(u.find(s), std::string::npos) << s;
   }
 }

@@ -8,6 +8,8 @@ passes without checking.
 1. A fake daemon run as nobody on the run directory's socket receives nothing from a root job:
    no byte, no ring fd; the hook says why once. With XTIMER_DAEMON_UID=65534 the same fake does
    get the ring (the check, not a broken fake, made the difference).
+3. Over the local control port nobody gets 403 for HangCheck and dumps of root's job, sees only
+   its own job in Status, and may HangCheck and dump its own job.
 2. An impostor run as nobody that registers as rank 0 of job "victim" before the real job starts
    is evicted when root's ranks register, and one that comes later is refused: Status, /metrics,
    HangCheck and a history dump show the real ranks only; xtimer_refused_registrations_total
@@ -29,6 +31,20 @@ from e2e_lib import (Background, Paths, control, fail, free_ports, log, parse, s
                      select, status)
 
 NOBODY = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
+OWN_JOB = "nobodys"  # a job of uid 65534
+
+# Run as nobody: one control call over the local TCP port; prints the HTTP status and the body.
+AS_CLIENT = r'''
+import json, sys, urllib.error, urllib.request
+port, method, body = sys.argv[1], sys.argv[2], sys.argv[3]
+req = urllib.request.Request("http://127.0.0.1:%s/HostingService/%s" % (port, method),
+                             data=body.encode(), headers={"Content-Type": "application/json"})
+try:
+    with urllib.request.urlopen(req, timeout=30) as r:
+        print(r.status, r.read().decode())
+except urllib.error.HTTPError as e:
+    print(e.code, e.read().decode())
+'''
 JOB = "victim"
 TRAIN = ["--steps", "1000000", "--hidden", "256", "--seq", "256", "--layers", "2"]
 
@@ -81,6 +97,8 @@ def stage(p, dest):
         os.chmod(os.path.join(dest, name), 0o755)
     with open(os.path.join(dest, "fake_daemon.py"), "w") as f:
         f.write(FAKE_DAEMON)
+    with open(os.path.join(dest, "as_client.py"), "w") as f:
+        f.write(AS_CLIENT)
     return {name: os.path.join(dest, name) for name in os.listdir(dest)}
 
 
@@ -217,10 +235,53 @@ def impostor(p, bins):
         log("impostors evicted and refused (%d identity_owner refusals); Status, metrics, "
             "HangCheck and the dump show root's ranks %s only" %
             (refused(mp, "identity_owner"), sorted(pids)))
+        control_access(p, bins, run_dir, cp, env["XTIMER_DUMP_ROOT"])
     finally:
         for b in (later, real, first, daemon):
             if b is not None:
                 b.stop(grace=5)
+
+
+def as_nobody(bins, cp, method, body):
+    r = subprocess.run(NOBODY + [sys.executable, bins["as_client.py"], str(cp), method,
+                                 json.dumps(body)], capture_output=True, text=True, timeout=60)
+    code, _, text = r.stdout.partition(" ")
+    if not code.isdigit():
+        fail("control call as nobody failed: %s %s" % (r.stdout, r.stderr))
+    return int(code), text
+
+
+def control_access(p, bins, run_dir, cp, dump_root):
+    """Part 3: over the local control port nobody may not dump or HangCheck root's job; it may
+    its own."""
+    env = rank_env(run_dir, bins["libxtimer.so"], {"XTIMER_JOB": OWN_JOB})
+    own = Background("nobodys_job", NOBODY + [bins["gpusim-run"], bins["train_step"]] + TRAIN,
+                     env, p.tmp)
+    try:
+        wait_until("nobody's own job registers", lambda: any(
+            q["job"] == OWN_JOB for q in status(cp)["processes"]), 60)
+        for method, body in (("HangCheck", {"job": JOB}),
+                             ("DumpKernelTrace", {"dump_path": "theft", "history": 10,
+                                                  "jobs": [JOB]})):
+            code, text = as_nobody(bins, cp, method, body)
+            if code != 403 or "uid 65534 may use only the jobs" not in text:
+                fail("%s of root's job as nobody: %d %s" % (method, code, text))
+        code, text = as_nobody(bins, cp, "Status", {})
+        jobs = {q["job"] for q in json.loads(text)["processes"]} if code == 200 else None
+        if jobs != {OWN_JOB}:
+            fail("Status as nobody lists jobs %s (status %d), want only %s" % (jobs, code, OWN_JOB))
+        code, text = as_nobody(bins, cp, "HangCheck", {"job": OWN_JOB})
+        if code != 200:
+            fail("HangCheck of its own job as nobody: %d %s" % (code, text))
+        code, text = as_nobody(bins, cp, "DumpKernelTrace", {"dump_path": "own", "history": 10})
+        if code != 200 or os.listdir(os.path.join(dump_root, "own")) != [OWN_JOB]:
+            fail("nobody's dump of its own jobs: %d %s" % (code, text))
+        if not control(cp, "HangCheck", {"job": JOB}).get("ranks"):
+            fail("root's HangCheck of its job lists no rank")
+        log("as nobody: HangCheck and dumps of root's job refused (403), Status lists only its "
+            "own job, HangCheck and a dump of its own job work")
+    finally:
+        own.stop(grace=5)
 
 
 def main(argv):
