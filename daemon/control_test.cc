@@ -2,6 +2,7 @@
 // over HTTP/1.1 (raw sockets, as curl does) and gRPC (the generated stub), dumping synthetic
 // processes fed straight into the Aggregator. Every documented error is in one table.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -636,10 +637,21 @@ TEST_F(ControlTest, AUserSeesDumpsAndHangChecksOnlyItsOwnJobs) {
             std::string::npos)
       << cs.message;
   req.clear_jobs();
-  cs = handler_->DumpKernelTrace(req, &resp, user);
-  ASSERT_TRUE(cs.ok()) << cs.message;
-  ASSERT_EQ(resp.files_size(), 1);
-  EXPECT_EQ(resp.files(0).job(), "userjob");
+  // The dump folder goes to uid 1000 (GiveJobDirTo): a sandbox's user namespace may not map it.
+  const std::string probe = tmp_ + "/probe";
+  ASSERT_EQ(mkdir(probe.c_str(), 0755), 0);
+  if (chown(probe.c_str(), 1000, 1000) != 0) {
+    fprintf(stderr, "skipping the user's own dump: chown to uid 1000: %s\n", strerror(errno));
+  } else {
+    cs = handler_->DumpKernelTrace(req, &resp, user);
+    ASSERT_TRUE(cs.ok()) << cs.message;
+    ASSERT_EQ(resp.files_size(), 1);
+    EXPECT_EQ(resp.files(0).job(), "userjob");
+    struct stat st;
+    ASSERT_EQ(stat((root_ + "/mine/userjob").c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, 1000u);
+    EXPECT_EQ(st.st_mode & 0777, 0700u);
+  }
   req.set_reset(true);
   EXPECT_EQ(handler_->DumpKernelTrace(req, &resp, user).code, Code::kPermissionDenied);
 
@@ -672,6 +684,28 @@ TEST_F(ControlTest, AUserSeesDumpsAndHangChecksOnlyItsOwnJobs) {
   EXPECT_EQ(status, 200) << out;
   EXPECT_NE(out.find("\"job1\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"userjob\""), std::string::npos) << out;
+}
+
+TEST_F(ControlTest, AJobsDumpFolderIsItsUsersAlone) {
+  const std::string dir = tmp_ + "/jobdir";
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(fd, 0);
+  std::string error;
+  ASSERT_TRUE(GiveJobDirTo(fd, dir, geteuid(), &error)) << error;
+  struct stat st;
+  ASSERT_EQ(fstat(fd, &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  // A folder of another user is never given to a third one (it may hold the other's files).
+  if (fchown(fd, 4242, 4242) != 0) {
+    fprintf(stderr, "skipping the other-owner case: chown to 4242: %s\n", strerror(errno));
+  } else {
+    EXPECT_FALSE(GiveJobDirTo(fd, dir, 4343, &error));
+    EXPECT_NE(error.find(dir + " belongs to uid 4242, not the job's uid 4343"), std::string::npos)
+        << error;
+    EXPECT_TRUE(GiveJobDirTo(fd, dir, 4242, &error)) << error;
+  }
+  close(fd);
 }
 
 TEST_F(ControlTest, ConcurrentGrpcAndHttpCallsAllComplete) {

@@ -106,6 +106,8 @@ class Poller {
   // ring; re-checks an open connection.
   void Register(int64_t now);
   void ResendIdentity();
+  // Writes the communicator records still waiting to be re-sent while the ring has room.
+  void ResendPending();
 
   State* state_;
   std::thread thread_;
@@ -125,6 +127,7 @@ class Poller {
   // restarted daemon (which reads on from where its predecessor stopped) knows every
   // communicator's rank and size. Names are sent again at their next use.
   std::map<std::pair<uint64_t, int>, format::RecordSlot> comm_records_;
+  std::deque<std::pair<uint64_t, int>> resend_;  // keys of comm_records_ not yet re-sent
   int registrations_ = 0;
   bool peer_refusal_logged_ = false;  // an untrusted daemon was reported (once)
   std::atomic<uint64_t> handled_{0};

@@ -276,10 +276,18 @@ def control_access(p, bins, run_dir, cp, dump_root):
         code, text = as_nobody(bins, cp, "DumpKernelTrace", {"dump_path": "own", "history": 10})
         if code != 200 or os.listdir(os.path.join(dump_root, "own")) != [OWN_JOB]:
             fail("nobody's dump of its own jobs: %d %s" % (code, text))
+        # Each job's dump folder is its user's alone (mode 0700).
+        for folder, uid in ((os.path.join(dump_root, "own", OWN_JOB), 65534),
+                            (os.path.join(dump_root, "peer", JOB), 0)):
+            st = os.stat(folder)
+            if st.st_uid != uid or st.st_mode & 0o777 != 0o700:
+                fail("%s: uid %d mode %o, want uid %d mode 700" %
+                     (folder, st.st_uid, st.st_mode & 0o777, uid))
         if not control(cp, "HangCheck", {"job": JOB}).get("ranks"):
             fail("root's HangCheck of its job lists no rank")
         log("as nobody: HangCheck and dumps of root's job refused (403), Status lists only its "
-            "own job, HangCheck and a dump of its own job work")
+            "own job, HangCheck and a dump of its own job work; dump folders are 0700, each "
+            "owned by its job's user")
     finally:
         own.stop(grace=5)
 
