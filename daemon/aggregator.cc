@@ -214,9 +214,11 @@ Claim ClaimOf(uint64_t id, uint32_t uid, const std::string& token, const format:
   c.id = id;
   c.uid = uid;
   c.token = token;
-  c.job = i.job;
-  c.host = i.host;
-  c.pod = i.pod;
+  // As exported (and as control access and dumps compare them): two raw strings with one label
+  // are one identity.
+  c.job = SanitizeLabel(i.job);
+  c.host = SanitizeLabel(i.host);
+  c.pod = SanitizeLabel(i.pod);
   c.rank = i.rank;
   c.local_rank = i.local_rank;
   c.live = live;

@@ -747,6 +747,17 @@ TEST(AggregatorIdentityTest, AnotherUidCannotTakeARankOfAJobItDoesNotOwn) {
   EXPECT_EQ(snap.identity_conflicts, 0u);
 }
 
+TEST(AggregatorIdentityTest, LabelsAreComparedAsExported) {
+  Aggregator agg(Options());
+  format::Identity real = Id(1);
+  real.job = "job_x";
+  ASSERT_NE(agg.AddProcess(Registrant{10, 0, "T"}, real, nullptr), 0u);
+  format::Identity spoof = Id(0);
+  spoof.job = std::string("job\x01x");  // exported as job_x too
+  EXPECT_EQ(agg.AddProcess(Registrant{20, 1000, ""}, spoof, nullptr), 0u);
+  EXPECT_EQ(agg.refused("identity_owner"), 1u);
+}
+
 TEST(AggregatorIdentityTest, RootTakesAJobLabelFromAnUnprivilegedFirstComer) {
   Aggregator agg(Options());
   const auto impostor = agg.AddProcess(Registrant{20, 1000, ""}, Id(0), nullptr);

@@ -696,6 +696,12 @@ TEST_F(ControlTest, AJobsDumpFolderIsItsUsersAlone) {
   struct stat st;
   ASSERT_EQ(fstat(fd, &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0700u);
+  // The daemon's folder that holds files (another job's, whose label maps to the same name) is
+  // not given away.
+  ASSERT_EQ(close(creat((dir + "/00000-00001.timeline").c_str(), 0600)), 0);
+  EXPECT_FALSE(GiveJobDirTo(fd, dir, 4242, &error));
+  EXPECT_NE(error.find("already holds files of another user's job"), std::string::npos) << error;
+  unlink((dir + "/00000-00001.timeline").c_str());
   // A folder of another user is never given to a third one (it may hold the other's files).
   if (fchown(fd, 4242, 4242) != 0) {
     fprintf(stderr, "skipping the other-owner case: chown to 4242: %s\n", strerror(errno));

@@ -1,5 +1,7 @@
 #include "daemon/dump_writer.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <pwd.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -465,6 +467,25 @@ void DumpManager::Finish(Job* job, bool cancelled) {
        job->status.files.size(), job->status.dir.c_str());
 }
 
+namespace {
+
+bool EmptyDir(int dir_fd) {
+  const int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* d = fd < 0 ? nullptr : fdopendir(fd);
+  if (d == nullptr) {
+    if (fd >= 0) close(fd);
+    return false;
+  }
+  bool empty = true;
+  while (const dirent* e = readdir(d)) {
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) empty = false;
+  }
+  closedir(d);
+  return empty;
+}
+
+}  // namespace
+
 bool GiveJobDirTo(int dir_fd, const std::string& dir, uint32_t uid, std::string* error) {
   struct stat st;
   if (fstat(dir_fd, &st) != 0) {
@@ -474,6 +495,10 @@ bool GiveJobDirTo(int dir_fd, const std::string& dir, uint32_t uid, std::string*
   if (st.st_uid != uid && st.st_uid != geteuid()) {
     *error = dir + " belongs to uid " + std::to_string(st.st_uid) + ", not the job's uid " +
              std::to_string(uid) + ": choose another dump_path";
+    return false;
+  }
+  if (st.st_uid != uid && !EmptyDir(dir_fd)) {  // the daemon's: it may hold another job's files
+    *error = dir + " already holds files of another user's job: choose another dump_path";
     return false;
   }
   gid_t gid = static_cast<gid_t>(-1);
