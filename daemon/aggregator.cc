@@ -1,6 +1,7 @@
 #include "daemon/aggregator.h"
 
 #include <malloc.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cinttypes>
@@ -97,6 +98,8 @@ struct Aggregator::Rank {
 
 struct Aggregator::Process {
   int pid = 0;
+  uint32_t uid = 0;     // SO_PEERCRED of its connection
+  std::string token;    // its job token
   format::Identity identity;
   ProcessStatus status;  // inflight rows are moved into comms
   int64_t registered_ns = 0;
@@ -203,10 +206,71 @@ Aggregator::Rank* Aggregator::RankForComm(Process* p, int device) {
   return added;
 }
 
+namespace {
+
+Claim ClaimOf(uint64_t id, uint32_t uid, const std::string& token, const format::Identity& i,
+              bool live) {
+  Claim c;
+  c.id = id;
+  c.uid = uid;
+  c.token = token;
+  // As exported (and as control access and dumps compare them): two raw strings with one label
+  // are one identity.
+  c.job = SanitizeLabel(i.job);
+  c.host = SanitizeLabel(i.host);
+  c.pod = SanitizeLabel(i.pod);
+  c.rank = i.rank;
+  c.local_rank = i.local_rank;
+  c.live = live;
+  return c;
+}
+
+std::string PeerOf(int pid, uint32_t uid) {
+  return "pid " + std::to_string(pid) + " uid " + std::to_string(uid);
+}
+
+}  // namespace
+
+std::vector<Claim> Aggregator::ClaimsLocked(ProcessId except) const {
+  std::vector<Claim> claims;
+  claims.reserve(processes_.size());
+  for (const auto& entry : processes_) {
+    if (entry.first == except) continue;
+    const Process& p = *entry.second;
+    claims.push_back(ClaimOf(entry.first, p.uid, p.token, p.identity, p.connected));
+  }
+  return claims;
+}
+
 Aggregator::ProcessId Aggregator::AddProcess(int pid, const format::Identity& identity) {
+  return AddProcess(Registrant{pid, static_cast<uint32_t>(geteuid()), ""}, identity, nullptr);
+}
+
+Aggregator::ProcessId Aggregator::AddProcess(const Registrant& who,
+                                             const format::Identity& identity,
+                                             std::vector<ProcessId>* evicted) {
   std::lock_guard<std::mutex> lock(mu_);
+  const ClaimDecision d =
+      DecideClaim(ClaimsLocked(0), ClaimOf(next_id_, who.uid, who.token, identity, true),
+                  static_cast<uint32_t>(geteuid()));
+  if (d.refusal != nullptr) {
+    refusals_.Refuse(d.refusal, PeerOf(who.pid, who.uid) + " job " + SanitizeLabel(identity.job) +
+                                    " rank " + std::to_string(identity.rank));
+    return 0;
+  }
+  for (ProcessId gone : d.evict) {
+    auto it = processes_.find(gone);
+    if (it == processes_.end()) continue;
+    refusals_.Refuse("identity_owner", PeerOf(it->second->pid, it->second->uid) +
+                                           " (evicted: job " + SanitizeLabel(identity.job) +
+                                           " belongs to uid " + std::to_string(who.uid) + ")");
+    Erase(it);
+    if (evicted != nullptr) evicted->push_back(gone);
+  }
   auto p = std::make_unique<Process>();
-  p->pid = pid;
+  p->pid = who.pid;
+  p->uid = who.uid;
+  p->token = who.token;
   p->identity = identity;
   p->status.identity = identity;
   p->ranks.push_back(std::make_unique<Rank>());
@@ -606,12 +670,28 @@ void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot
   }
 }
 
-void Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {
+bool Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {
   std::lock_guard<std::mutex> lock(mu_);
   Process* p = Find(id);
-  if (p == nullptr || !p->connected) return;
-  p->identity = status.identity;
-  p->status.identity = status.identity;
+  if (p == nullptr || !p->connected) return p != nullptr;
+  format::Identity identity = status.identity;  // the job, host and pod stay as registered
+  identity.job = p->identity.job;
+  identity.host = p->identity.host;
+  identity.pod = p->identity.pod;
+  if (identity.rank != p->identity.rank || identity.local_rank != p->identity.local_rank) {
+    const ClaimDecision d =
+        DecideClaim(ClaimsLocked(id), ClaimOf(id, p->uid, p->token, identity, true),
+                    static_cast<uint32_t>(geteuid()), /*job_level=*/false);
+    if (d.refusal != nullptr) {
+      refusals_.Refuse(d.refusal, PeerOf(p->pid, p->uid) + " job " +
+                                      SanitizeLabel(identity.job) + " rank " +
+                                      std::to_string(identity.rank) + " (removed)");
+      Erase(processes_.find(id));
+      return false;
+    }
+  }
+  p->identity = identity;
+  p->status.identity = identity;
   p->status.written = status.written;
   p->status.dropped = status.dropped;
   std::copy(std::begin(status.untimed), std::end(status.untimed), std::begin(p->status.untimed));
@@ -619,7 +699,7 @@ void Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {
   p->status.lost = status.lost;
   p->status.fill = std::min(1.0, std::max(0.0, status.fill));
   p->status.heartbeat_ns = status.heartbeat_ns;
-  if (!status.inflight_valid) return;
+  if (!status.inflight_valid) return true;
   for (auto& rank : p->ranks) {
     for (auto& c : rank->comms) c.second.has_row = false;
   }
@@ -636,6 +716,7 @@ void Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {
     }
     c->has_row = true;
   }
+  return true;
 }
 
 void Aggregator::MarkHidden(Snapshot* snap) const {
@@ -795,6 +876,7 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns, bool with_series) const {
     ProcessSnapshot ps;
     ps.id = entry.first;
     ps.pid = p.pid;
+    ps.uid = p.uid;
     ps.job = SanitizeLabel(p.identity.job);
     ps.host = SanitizeLabel(p.identity.host);
     ps.pod = SanitizeLabel(p.identity.pod);

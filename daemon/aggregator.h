@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "daemon/identity_claims.h"
 #include "daemon/refusal_log.h"
 #include "daemon/window.h"
 #include "format/record.h"
@@ -118,6 +119,7 @@ struct CommSnapshot {
 struct ProcessSnapshot {
   uint64_t id = 0;  // the process (shared by its ranks)
   int pid = 0;
+  uint32_t uid = 0;  // the registrant's uid (SO_PEERCRED): who owns the rank's data
   std::string job, host, pod;
   // A process with one rank: its identity (environment, or learned from NCCL). A device rank:
   // its rank and size in its largest communicator (the process's identity when it has none),
@@ -157,6 +159,13 @@ struct Snapshot {
   int64_t start_ns = 0;
 };
 
+// Who registered a process: its peer credentials (never the ring's word) and job token.
+struct Registrant {
+  int pid = 0;
+  uint32_t uid = 0;
+  std::string token;  // XTIMER_JOB_TOKEN, "" for none
+};
+
 class Aggregator {
  public:
   using ProcessId = uint64_t;
@@ -166,7 +175,13 @@ class Aggregator {
   Aggregator(const Aggregator&) = delete;
   Aggregator& operator=(const Aggregator&) = delete;
 
-  // A process registered (ring attached). Ids are never reused.
+  // A process registered (ring attached), unless its identity is bound to another owner
+  // (daemon/identity_claims.h): then 0, and the refusal is counted by cause. Processes of another
+  // uid that a privileged registrant takes the job from are removed and listed in *evicted (may
+  // be null): their connections must be closed. Ids are never reused.
+  ProcessId AddProcess(const Registrant& who, const format::Identity& identity,
+                       std::vector<ProcessId>* evicted);
+  // The same for a process of the daemon's own uid without a token (tests, tools).
   ProcessId AddProcess(int pid, const format::Identity& identity);
   // Forgets the process at once: all its series disappear (the daemon stopping).
   void RemoveProcess(ProcessId id);
@@ -196,7 +211,10 @@ class Aggregator {
 
   // `records` passed Validate already. `now_ns` is the daemon's CLOCK_REALTIME at ingest.
   void Ingest(ProcessId id, const format::RecordSlot* records, size_t n, int64_t now_ns);
-  void UpdateStatus(ProcessId id, const ProcessStatus& status);
+  // The job, host and pod stay as registered; a new rank is checked as a registration is. False
+  // when the process was removed for claiming another owner's rank (counted as a refusal): its
+  // connection must be closed.
+  bool UpdateStatus(ProcessId id, const ProcessStatus& status);
 
   // `now_ns`: CLOCK_REALTIME (windows, hang and heartbeat ages). Without `with_series` the
   // processes' op series (and their sliding-window statistics, the costly part) are left out:
@@ -242,6 +260,8 @@ class Aggregator {
   void SnapshotRanks(const Process& p, const ProcessSnapshot& base, int64_t now_ns,
                      bool with_series, std::vector<int64_t>* scratch,
                      std::vector<ProcessSnapshot>* out) const;
+  // The identity claims of every process but `except`. Needs mu_.
+  std::vector<Claim> ClaimsLocked(ProcessId except) const;
   void IngestLocked(Process* p, ProcessId id, const format::RecordSlot* records, size_t n,
                     int64_t now_ns);
   // Marks the ranks whose labels a rank of an earlier live process (or any live one, for an

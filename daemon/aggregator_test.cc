@@ -730,6 +730,83 @@ TEST(AggregatorTest, IdentityConflictsAndHostileLabels) {
   EXPECT_EQ(text.find("pid=\"2\""), std::string::npos);
 }
 
+// Identity bound to its owner (daemon/identity_claims.h, docs/security.md "Peers and identity").
+// Uids 1000 and 1001 stand for two unprivileged users; 0 is root.
+TEST(AggregatorIdentityTest, AnotherUidCannotTakeARankOfAJobItDoesNotOwn) {
+  Aggregator agg(Options());
+  ASSERT_NE(agg.AddProcess(Registrant{10, 0, "T"}, Id(1), nullptr), 0u);  // rank 1 of root's job
+  // An impostor registers as rank 0 before the real rank 0 starts.
+  EXPECT_EQ(agg.AddProcess(Registrant{20, 1000, "T"}, Id(0), nullptr), 0u);
+  EXPECT_EQ(agg.refused("identity_owner"), 1u);
+  ASSERT_NE(agg.AddProcess(Registrant{11, 0, "T"}, Id(0), nullptr), 0u);
+  Snapshot snap = agg.TakeSnapshot(kT0);
+  ASSERT_EQ(snap.processes.size(), 2u);
+  EXPECT_EQ(snap.processes[1].pid, 11);
+  EXPECT_EQ(snap.processes[1].uid, 0u);
+  EXPECT_FALSE(snap.processes[1].hidden);
+  EXPECT_EQ(snap.identity_conflicts, 0u);
+}
+
+TEST(AggregatorIdentityTest, LabelsAreComparedAsExported) {
+  Aggregator agg(Options());
+  format::Identity real = Id(1);
+  real.job = "job_x";
+  ASSERT_NE(agg.AddProcess(Registrant{10, 0, "T"}, real, nullptr), 0u);
+  format::Identity spoof = Id(0);
+  spoof.job = std::string("job\x01x");  // exported as job_x too
+  EXPECT_EQ(agg.AddProcess(Registrant{20, 1000, ""}, spoof, nullptr), 0u);
+  EXPECT_EQ(agg.refused("identity_owner"), 1u);
+}
+
+TEST(AggregatorIdentityTest, RootTakesAJobLabelFromAnUnprivilegedFirstComer) {
+  Aggregator agg(Options());
+  const auto impostor = agg.AddProcess(Registrant{20, 1000, ""}, Id(0), nullptr);
+  ASSERT_NE(impostor, 0u);
+  EXPECT_EQ(agg.AddProcess(Registrant{30, 1001, ""}, Id(0), nullptr), 0u);  // first uid wins
+  std::vector<Aggregator::ProcessId> evicted;
+  ASSERT_NE(agg.AddProcess(Registrant{11, 0, "T"}, Id(0), &evicted), 0u);
+  EXPECT_EQ(evicted, std::vector<Aggregator::ProcessId>{impostor});
+  EXPECT_EQ(agg.refused("identity_owner"), 2u);
+  EXPECT_FALSE(agg.UpdateStatus(impostor, ProcessStatus{}));  // its connection must close
+  Snapshot snap = agg.TakeSnapshot(kT0);
+  ASSERT_EQ(snap.processes.size(), 1u);
+  EXPECT_EQ(snap.processes[0].pid, 11);
+}
+
+TEST(AggregatorIdentityTest, OneUidTwoTokensFirstLiveHolderKeepsTheRank) {
+  Aggregator agg(Options());
+  const auto first = agg.AddProcess(Registrant{20, 1000, "A"}, Id(0), nullptr);
+  ASSERT_NE(first, 0u);
+  EXPECT_EQ(agg.AddProcess(Registrant{21, 1000, "B"}, Id(0), nullptr), 0u);
+  EXPECT_EQ(agg.refused("identity_token"), 1u);
+  // The same token: a duplicate of the same job; the oldest wins, the other is hidden.
+  ASSERT_NE(agg.AddProcess(Registrant{22, 1000, "A"}, Id(0), nullptr), 0u);
+  EXPECT_EQ(agg.TakeSnapshot(kT0).identity_conflicts, 1u);
+  // Once the holders exited, the next run of that user gets the rank.
+  agg.MarkExited(first, ExitCause{}, kT0);
+  agg.MarkExited(first + 1, ExitCause{}, kT0);
+  EXPECT_NE(agg.AddProcess(Registrant{23, 1000, "B"}, Id(0), nullptr), 0u);
+}
+
+TEST(AggregatorIdentityTest, ARankLearnedLaterIsCheckedAndTheJobStaysAsRegistered) {
+  Aggregator agg(Options());
+  ASSERT_NE(agg.AddProcess(Registrant{20, 1000, "A"}, Id(0), nullptr), 0u);
+  const auto late = agg.AddProcess(Registrant{21, 1000, "B"}, Id(-1), nullptr);
+  ASSERT_NE(late, 0u);
+  ProcessStatus st;
+  st.identity = Id(-1);
+  st.identity.job = "another-job";  // the ring may say anything: the job stays
+  EXPECT_TRUE(agg.UpdateStatus(late, st));
+  EXPECT_EQ(agg.TakeSnapshot(kT0).processes[1].job, "job");
+  st.identity.rank = 0;  // learned from NCCL, or written by hand: the rank of another job
+  st.identity.local_rank = 0;
+  EXPECT_FALSE(agg.UpdateStatus(late, st));
+  EXPECT_EQ(agg.refused("identity_token"), 1u);
+  Snapshot snap = agg.TakeSnapshot(kT0);
+  ASSERT_EQ(snap.processes.size(), 1u);
+  EXPECT_EQ(snap.processes[0].pid, 20);
+}
+
 TEST(AggregatorTest, SeriesLimitCountsUnaggregatedRecords) {
   AggregatorOptions o = Options();
   o.max_series_per_process = 2;

@@ -31,6 +31,7 @@ const char* CodeName(Code c) {
     case Code::kOk: return "OK";
     case Code::kInvalidArgument: return "INVALID_ARGUMENT";
     case Code::kNotFound: return "NOT_FOUND";
+    case Code::kPermissionDenied: return "PERMISSION_DENIED";
     case Code::kFailedPrecondition: return "FAILED_PRECONDITION";
     case Code::kResourceExhausted: return "RESOURCE_EXHAUSTED";
     case Code::kUnimplemented: return "UNIMPLEMENTED";
@@ -81,11 +82,13 @@ void FillInflight(const CommSnapshot& c, int64_t now, InflightComm* out) {
 }
 
 // One table entry per method: parse JSON into the request type, call, print the response.
-using JsonCall = std::function<CallStatus(ControlHandler*, const std::string&, std::string*)>;
+using JsonCall = std::function<CallStatus(ControlHandler*, const std::string&, std::string*,
+                                          const Caller&)>;
 
 template <typename Req, typename Resp>
-JsonCall MakeJsonCall(CallStatus (ControlHandler::*method)(const Req&, Resp*)) {
-  return [method](ControlHandler* h, const std::string& body, std::string* json) {
+JsonCall MakeJsonCall(CallStatus (ControlHandler::*method)(const Req&, Resp*, const Caller&)) {
+  return [method](ControlHandler* h, const std::string& body, std::string* json,
+                  const Caller& caller) {
     namespace pbu = google::protobuf::util;
     Req req;
     pbu::JsonParseOptions po;
@@ -102,7 +105,7 @@ JsonCall MakeJsonCall(CallStatus (ControlHandler::*method)(const Req&, Resp*)) {
                      ", see docs/control.md)");
     }
     Resp resp;
-    CallStatus cs = (h->*method)(req, &resp);
+    CallStatus cs = (h->*method)(req, &resp, caller);
     if (!cs.ok()) return cs;
     std::string error;
     if (!MessageToJson(resp, json, &error)) return CallStatus{Code::kInternal, error};
@@ -165,6 +168,7 @@ int HttpStatus(Code code) {
     case Code::kOk: return 200;
     case Code::kInvalidArgument: return 400;
     case Code::kNotFound: return 404;
+    case Code::kPermissionDenied: return 403;
     case Code::kFailedPrecondition: return 409;
     case Code::kResourceExhausted: return 413;
     case Code::kUnimplemented: return 405;
@@ -320,13 +324,72 @@ CallStatus ControlHandler::Validate(const DumpKernelTraceRequest& q, DumpRequest
   return CallStatus();
 }
 
+namespace {
+
+// Access (docs/security.md "Peers and identity"): the jobs a caller that is not privileged may
+// see are those with a process its uid registered (a job label belongs to one uid).
+std::set<std::string> JobsOf(const Caller& caller, const Snapshot& snap) {
+  std::set<std::string> jobs;
+  if (caller.remote) return jobs;
+  for (const ProcessSnapshot& p : snap.processes) {
+    if (p.uid == caller.uid) jobs.insert(p.job);
+  }
+  return jobs;
+}
+
+std::string WhoIs(const Caller& caller) {
+  return caller.remote ? std::string("a remote caller") : "uid " + std::to_string(caller.uid);
+}
+
+CallStatus Denied(const Caller& caller, const std::string& what) {
+  if (caller.remote) {
+    return CallStatus{Code::kPermissionDenied,
+                      what + " over the network needs xtimerd --control-allow-remote (the "
+                             "caller's user cannot be known; docs/security.md)"};
+  }
+  return CallStatus{Code::kPermissionDenied,
+                    what + ": " + WhoIs(caller) + " may use only the jobs its own processes "
+                           "registered on this node (root may use any; docs/security.md)"};
+}
+
+// Narrows r.jobs to the caller's own, or says why it may not dump.
+CallStatus RestrictDump(const Caller& caller, const Snapshot& snap, DumpRequest* r) {
+  if (caller.privileged) return CallStatus();
+  if (caller.remote) return Denied(caller, "a dump");
+  if (r->reset) return Denied(caller, "reset (it cancels another caller's dump)");
+  const std::set<std::string> own = JobsOf(caller, snap);
+  for (const std::string& job : r->jobs) {
+    if (own.count(job) == 0) return Denied(caller, "a dump of job '" + job + "'");
+  }
+  if (r->jobs.empty()) {
+    if (own.empty()) return Denied(caller, "a dump (no job of " + WhoIs(caller) + " runs here)");
+    r->jobs = own;
+  }
+  return CallStatus();
+}
+
+// Drops the processes of jobs the caller may not see.
+void RestrictSnapshot(const Caller& caller, Snapshot* snap) {
+  if (caller.privileged) return;
+  const std::set<std::string> own = JobsOf(caller, *snap);
+  auto& ps = snap->processes;
+  ps.erase(std::remove_if(ps.begin(), ps.end(),
+                          [&](const ProcessSnapshot& p) { return own.count(p.job) == 0; }),
+           ps.end());
+}
+
+}  // namespace
+
 CallStatus ControlHandler::DumpKernelTrace(const DumpKernelTraceRequest& request,
-                                           DumpKernelTraceResponse* response) {
+                                           DumpKernelTraceResponse* response,
+                                           const Caller& caller) {
   DumpRequest r;
   CallStatus cs = Validate(request, &r);
   if (!cs.ok()) return cs;
-  const std::string no_match =
-      NoMatchReason(aggregator_->TakeSnapshot(options_.now_ns(), /*with_series=*/false), r);
+  const Snapshot snap = aggregator_->TakeSnapshot(options_.now_ns(), /*with_series=*/false);
+  cs = RestrictDump(caller, snap, &r);
+  if (!cs.ok()) return cs;
+  const std::string no_match = NoMatchReason(snap, r);
   if (!no_match.empty()) return CallStatus{Code::kNotFound, no_match};
   DumpStatus st;
   std::string error;
@@ -368,9 +431,11 @@ CallStatus ControlHandler::DumpKernelTrace(const DumpKernelTraceRequest& request
   return cs;
 }
 
-CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out) {
+CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out,
+                                  const Caller& caller) {
   const int64_t now = options_.now_ns();
-  const Snapshot snap = aggregator_->TakeSnapshot(now);
+  Snapshot snap = aggregator_->TakeSnapshot(now);
+  RestrictSnapshot(caller, &snap);
   out->set_version(options_.version);
   out->set_record_version(format::kRecordVersion);
   out->set_ring_version(format::kRingVersion);
@@ -436,17 +501,34 @@ CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out) {
 }
 
 CallStatus ControlHandler::HangCheck(const HangCheckRequest& request,
-                                     HangCheckResponse* response) {
+                                     HangCheckResponse* response, const Caller& caller) {
   if (options_.diagnosis == nullptr) {
     return CallStatus{Code::kFailedPrecondition, "the live diagnosis is not running"};
   }
   if (request.job().size() > 256) return Invalid("job: at most 256 bytes");
+  if (caller.remote && !caller.privileged) return Denied(caller, "HangCheck");
+  std::set<std::string> own;
+  if (!caller.privileged) {
+    own = JobsOf(caller, aggregator_->TakeSnapshot(options_.now_ns(), /*with_series=*/false));
+    if (!request.job().empty() && own.count(request.job()) == 0) {
+      return Denied(caller, "HangCheck of job '" + request.job() + "'");
+    }
+  }
   FillHangCheck(*options_.diagnosis->Latest(), request, options_.node, response);
+  if (caller.privileged) return CallStatus();
+  auto* verdicts = response->mutable_verdicts();
+  for (int i = verdicts->size() - 1; i >= 0; --i) {
+    if (own.count(verdicts->Get(i).job()) == 0) verdicts->DeleteSubrange(i, 1);
+  }
+  auto* ranks = response->mutable_ranks();
+  for (int i = ranks->size() - 1; i >= 0; --i) {
+    if (own.count(ranks->Get(i).job()) == 0) ranks->DeleteSubrange(i, 1);
+  }
   return CallStatus();
 }
 
 int ControlHandler::HandleJson(const std::string& method, const std::string& body,
-                               std::string* json) {
+                               std::string* json, const Caller& caller) {
   if (body.size() > kMaxRequestBytes) {
     *json = ErrorJson(Code::kResourceExhausted,
                       "request body larger than " + std::to_string(kMaxRequestBytes) + " bytes");
@@ -461,7 +543,7 @@ int ControlHandler::HandleJson(const std::string& method, const std::string& bod
     return HttpStatus(Code::kNotFound);
   }
   std::string out;
-  CallStatus cs = it->second(this, body, &out);
+  CallStatus cs = it->second(this, body, &out, caller);
   if (!cs.ok()) {
     *json = ErrorJson(cs.code, cs.message);
     return HttpStatus(cs.code);

@@ -26,6 +26,7 @@ enum class Code : int {
   kOk = 0,
   kInvalidArgument = 3,
   kNotFound = 5,
+  kPermissionDenied = 7,
   kFailedPrecondition = 9,
   kResourceExhausted = 8,
   kUnimplemented = 12,
@@ -38,7 +39,16 @@ struct CallStatus {
   bool ok() const { return code == Code::kOk; }
 };
 
-// HTTP status for a code: 200, 400, 404, 409, 413, 405, 500.
+// Who calls (daemon/control_caller.h finds it for the transports). A privileged caller (root,
+// the daemon's user, a remote one with --control-allow-remote) sees and dumps every job; any
+// other sees only the jobs whose processes its uid registered (docs/security.md).
+struct Caller {
+  bool privileged = true;
+  bool remote = false;  // its user cannot be known
+  uint32_t uid = 0;
+};
+
+// HTTP status for a code: 200, 400, 403, 404, 409, 413, 405, 500.
 int HttpStatus(Code code);
 
 constexpr size_t kMaxRequestBytes = 64 * 1024;  // JSON body or protobuf message
@@ -63,19 +73,23 @@ class ControlHandler {
  public:
   ControlHandler(Aggregator* aggregator, DumpManager* dumps, ControlOptions options);
 
+  // Each method answers `caller` with the jobs it may see only (Caller).
   CallStatus DumpKernelTrace(const DumpKernelTraceRequest& request,
-                             DumpKernelTraceResponse* response);
-  CallStatus Status(const StatusRequest& request, StatusResponse* response);
+                             DumpKernelTraceResponse* response, const Caller& caller = Caller());
+  CallStatus Status(const StatusRequest& request, StatusResponse* response,
+                    const Caller& caller = Caller());
   // The live diagnosis's current verdicts with their evidence, and every local rank's progress
   // (docs/control.md "HangCheck"), as of its latest pass (at most a second old).
-  CallStatus HangCheck(const HangCheckRequest& request, HangCheckResponse* response);
+  CallStatus HangCheck(const HangCheckRequest& request, HangCheckResponse* response,
+                       const Caller& caller = Caller());
 
   // Validation alone (the table-driven tests and the fuzzer use it too).
   CallStatus Validate(const DumpKernelTraceRequest& request, DumpRequest* out) const;
 
   // The HTTP/1.1 entry: `method` is the path after "/HostingService/", `body` the JSON request.
   // Returns the HTTP status and sets *json to the JSON response or {"error": ..., "code": ...}.
-  int HandleJson(const std::string& method, const std::string& body, std::string* json);
+  int HandleJson(const std::string& method, const std::string& body, std::string* json,
+                 const Caller& caller = Caller());
 
  private:
   Aggregator* aggregator_;

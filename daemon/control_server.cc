@@ -21,6 +21,7 @@
 #include <grpcpp/server_builder.h>
 
 #include "daemon/clock.h"
+#include "daemon/control_caller.h"
 #include "daemon/http_request.h"
 #include "daemon/log.h"
 #include "proto/hosting.grpc.pb.h"
@@ -120,23 +121,35 @@ void CloseAfterError(int fd) {
 // The gRPC face: one line per method, forwarding to the handler.
 class ControlServer::Service final : public HostingService::Service {
  public:
-  explicit Service(ControlHandler* h) : h_(h) {}
-  grpc::Status DumpKernelTrace(grpc::ServerContext*, const DumpKernelTraceRequest* req,
+  Service(ControlHandler* h, const ControlServer* server) : h_(h), server_(server) {}
+  grpc::Status DumpKernelTrace(grpc::ServerContext* ctx, const DumpKernelTraceRequest* req,
                                DumpKernelTraceResponse* resp) override {
-    return ToGrpc(h_->DumpKernelTrace(*req, resp));
+    return ToGrpc(h_->DumpKernelTrace(*req, resp, CallerOf(ctx)));
   }
-  grpc::Status Status(grpc::ServerContext*, const StatusRequest* req,
+  grpc::Status Status(grpc::ServerContext* ctx, const StatusRequest* req,
                       StatusResponse* resp) override {
-    return ToGrpc(h_->Status(*req, resp));
+    return ToGrpc(h_->Status(*req, resp, CallerOf(ctx)));
   }
-  grpc::Status HangCheck(grpc::ServerContext*, const HangCheckRequest* req,
+  grpc::Status HangCheck(grpc::ServerContext* ctx, const HangCheckRequest* req,
                          HangCheckResponse* resp) override {
-    return ToGrpc(h_->HangCheck(*req, resp));
+    return ToGrpc(h_->HangCheck(*req, resp, CallerOf(ctx)));
   }
 
  private:
+  // An unparseable peer is treated as remote.
+  Caller CallerOf(grpc::ServerContext* ctx) const {
+    sockaddr_storage sa{};
+    if (!ParseGrpcPeer(ctx->peer(), &sa)) sa.ss_family = AF_UNSPEC;
+    return server_->CallerAt(sa);
+  }
+
   ControlHandler* h_;
+  const ControlServer* server_;
 };
+
+Caller ControlServer::CallerAt(const sockaddr_storage& client) const {
+  return daemon::CallerOf(client, port_, limits_.allow_remote);
+}
 
 namespace {
 
@@ -248,6 +261,7 @@ int ControlServer::Start(const std::string& address, int port, std::string* erro
   const int bound = ntohs(sa.ss_family == AF_INET6
                               ? reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port
                               : reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
+  port_ = static_cast<uint16_t>(bound);
   EnsureFdLimit(limits_.max_connections);
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -269,7 +283,7 @@ int ControlServer::Start(const std::string& address, int port, std::string* erro
 }
 
 bool ControlServer::StartGrpc(std::string* error) {
-  service_ = std::make_unique<Service>(handler_);
+  service_ = std::make_unique<Service>(handler_, this);
   grpc::ServerBuilder b;
   b.RegisterService(service_.get());
   b.SetMaxReceiveMessageSize(static_cast<int>(kMaxRequestBytes));
@@ -601,7 +615,13 @@ void ControlServer::ServeHttp(int fd, const HttpRequestParser& parser) {
     return;
   }
   std::string json;
-  const int status = handler_->HandleJson(r.path.substr(kPrefix.size()), r.body, &json);
+  sockaddr_storage client{};
+  socklen_t len = sizeof client;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&client), &len) != 0) {
+    client.ss_family = AF_UNSPEC;  // gone: treated as remote
+  }
+  const int status =
+      handler_->HandleJson(r.path.substr(kPrefix.size()), r.body, &json, CallerAt(client));
   Reply(fd, status, json);
 }
 

@@ -24,6 +24,8 @@
 #include <thread>
 #include <vector>
 
+#include <sys/socket.h>
+
 #include "daemon/conn_table.h"
 #include "daemon/control_handler.h"
 #include "daemon/refusal_log.h"
@@ -49,6 +51,9 @@ struct ControlLimits {
   size_t max_connections_per_peer = 256;  // from one peer address
   int http_workers = 4;                // threads answering HTTP requests
   size_t http_queue = 64;              // complete requests waiting for a worker; more: 503
+  // --control-allow-remote: callers not on this host may dump and HangCheck every job (their
+  // user cannot be known); without it they see no job (daemon/control_caller.h).
+  bool allow_remote = false;
 };
 
 class ControlServer {
@@ -89,6 +94,8 @@ class ControlServer {
   void Worker();
   void Answer(Job* job);
   void ServeHttp(int fd, const HttpRequestParser& parser);
+  // Who is at the other end of an accepted connection (daemon/control_caller.h).
+  Caller CallerAt(const sockaddr_storage& client) const;
 
   ControlHandler* handler_;
   const ControlLimits limits_;
@@ -97,6 +104,7 @@ class ControlServer {
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
   std::unique_ptr<grpc::Server> server_;
   int listen_fd_ = -1;
+  uint16_t port_ = 0;  // bound
   int epoll_fd_ = -1;
   int wake_fd_ = -1;     // eventfd: stop, or workers finished
   int reserve_fd_ = -1;  // spent to accept-and-close when out of file descriptors

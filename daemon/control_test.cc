@@ -2,6 +2,7 @@
 // over HTTP/1.1 (raw sockets, as curl does) and gRPC (the generated stub), dumping synthetic
 // processes fed straight into the Aggregator. Every documented error is in one table.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -597,6 +598,120 @@ TEST_F(ControlTest, HangCheckOverBothTransports) {
   EXPECT_EQ(out.find("never_issued"), std::string::npos) << out;
   out = HttpPost(port_, "/HostingService/HangCheck", "{\"bogus\": 1}", &status);
   EXPECT_EQ(status, 400) << out;
+}
+
+// Access (docs/security.md "Peers and identity"): a caller that is not privileged sees, dumps and
+// HangChecks only the jobs its uid registered; a remote one none without --control-allow-remote.
+TEST_F(ControlTest, AUserSeesDumpsAndHangChecksOnlyItsOwnJobs) {
+  const Aggregator::ProcessId root_job = AddRank(0, 1);  // job1, this test's uid (root)
+  format::Identity id;
+  id.job = "userjob";
+  id.host = "h";
+  id.rank = 0;
+  id.local_rank = 0;
+  id.world_size = 1;
+  const Aggregator::ProcessId user_job =
+      aggregator_->AddProcess(Registrant{2000, 1000, "t"}, id, nullptr);
+  ASSERT_NE(user_job, 0u);
+  const int64_t now = RealtimeNs();
+  Feed(root_job, 10, now - int64_t{2} * 1000000000);
+  Feed(user_job, 10, now - int64_t{2} * 1000000000);
+  diagnosis_->RunOnce();
+  Caller user;
+  user.privileged = false;
+  user.uid = 1000;
+
+  StatusResponse st;
+  ASSERT_TRUE(handler_->Status(StatusRequest(), &st, user).ok());
+  ASSERT_EQ(st.processes_size(), 1);
+  EXPECT_EQ(st.processes(0).job(), "userjob");
+
+  DumpKernelTraceRequest req;
+  req.set_dump_path("mine");
+  req.set_history(10);
+  req.add_jobs("job1");
+  DumpKernelTraceResponse resp;
+  CallStatus cs = handler_->DumpKernelTrace(req, &resp, user);
+  EXPECT_EQ(cs.code, Code::kPermissionDenied);
+  EXPECT_NE(cs.message.find("a dump of job 'job1': uid 1000 may use only the jobs its own"),
+            std::string::npos)
+      << cs.message;
+  req.clear_jobs();
+  // The dump folder goes to uid 1000 (GiveJobDirTo): a sandbox's user namespace may not map it.
+  const std::string probe = tmp_ + "/probe";
+  ASSERT_EQ(mkdir(probe.c_str(), 0755), 0);
+  if (chown(probe.c_str(), 1000, 1000) != 0) {
+    fprintf(stderr, "skipping the user's own dump: chown to uid 1000: %s\n", strerror(errno));
+  } else {
+    cs = handler_->DumpKernelTrace(req, &resp, user);
+    ASSERT_TRUE(cs.ok()) << cs.message;
+    ASSERT_EQ(resp.files_size(), 1);
+    EXPECT_EQ(resp.files(0).job(), "userjob");
+    struct stat st;
+    ASSERT_EQ(stat((root_ + "/mine/userjob").c_str(), &st), 0);
+    EXPECT_EQ(st.st_uid, 1000u);
+    EXPECT_EQ(st.st_mode & 0777, 0700u);
+  }
+  req.set_reset(true);
+  EXPECT_EQ(handler_->DumpKernelTrace(req, &resp, user).code, Code::kPermissionDenied);
+
+  HangCheckRequest hc;
+  hc.set_job("job1");
+  HangCheckResponse hr;
+  EXPECT_EQ(handler_->HangCheck(hc, &hr, user).code, Code::kPermissionDenied);
+  hc.clear_job();
+  ASSERT_TRUE(handler_->HangCheck(hc, &hr, user).ok());
+  ASSERT_EQ(hr.ranks_size(), 1) << hr.DebugString();
+  EXPECT_EQ(hr.ranks(0).job(), "userjob");
+
+  Caller remote;
+  remote.privileged = false;
+  remote.remote = true;
+  ASSERT_TRUE(handler_->Status(StatusRequest(), &st, remote).ok());
+  st.Clear();
+  ASSERT_TRUE(handler_->Status(StatusRequest(), &st, remote).ok());
+  EXPECT_EQ(st.processes_size(), 0);
+  cs = handler_->HangCheck(HangCheckRequest(), &hr, remote);
+  EXPECT_EQ(cs.code, Code::kPermissionDenied);
+  EXPECT_NE(cs.message.find("--control-allow-remote"), std::string::npos) << cs.message;
+  std::string json;
+  EXPECT_EQ(handler_->HandleJson("HangCheck", "{}", &json, remote), 403);
+  EXPECT_NE(json.find("PERMISSION_DENIED"), std::string::npos) << json;
+
+  // This test runs as root or as the daemon's user: privileged over the real port.
+  int status = 0;
+  const std::string out = HttpPost(port_, "/HostingService/Status", "{}", &status);
+  EXPECT_EQ(status, 200) << out;
+  EXPECT_NE(out.find("\"job1\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"userjob\""), std::string::npos) << out;
+}
+
+TEST_F(ControlTest, AJobsDumpFolderIsItsUsersAlone) {
+  const std::string dir = tmp_ + "/jobdir";
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  ASSERT_GE(fd, 0);
+  std::string error;
+  ASSERT_TRUE(GiveJobDirTo(fd, dir, geteuid(), &error)) << error;
+  struct stat st;
+  ASSERT_EQ(fstat(fd, &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  // The daemon's folder that holds files (another job's, whose label maps to the same name) is
+  // not given away.
+  ASSERT_EQ(close(creat((dir + "/00000-00001.timeline").c_str(), 0600)), 0);
+  EXPECT_FALSE(GiveJobDirTo(fd, dir, 4242, &error));
+  EXPECT_NE(error.find("already holds files of another user's job"), std::string::npos) << error;
+  unlink((dir + "/00000-00001.timeline").c_str());
+  // A folder of another user is never given to a third one (it may hold the other's files).
+  if (fchown(fd, 4242, 4242) != 0) {
+    fprintf(stderr, "skipping the other-owner case: chown to 4242: %s\n", strerror(errno));
+  } else {
+    EXPECT_FALSE(GiveJobDirTo(fd, dir, 4343, &error));
+    EXPECT_NE(error.find(dir + " belongs to uid 4242, not the job's uid 4343"), std::string::npos)
+        << error;
+    EXPECT_TRUE(GiveJobDirTo(fd, dir, 4242, &error)) << error;
+  }
+  close(fd);
 }
 
 TEST_F(ControlTest, ConcurrentGrpcAndHttpCallsAllComplete) {

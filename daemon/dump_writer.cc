@@ -1,5 +1,9 @@
 #include "daemon/dump_writer.h"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -411,7 +415,11 @@ void DumpManager::Finish(Job* job, bool cancelled) {
     }
     std::string error;
     const size_t slash = f.path.rfind('/');
-    const int dir_fd = OpenDirUnderRoot(root_, f.path.substr(0, slash), &error);
+    int dir_fd = OpenDirUnderRoot(root_, f.path.substr(0, slash), &error);
+    if (dir_fd >= 0 && !GiveJobDirTo(dir_fd, f.path.substr(0, slash), p.uid, &error)) {
+      close(dir_fd);
+      dir_fd = -1;
+    }
     if (dir_fd >= 0) {
       auto w = tl::TimelineWriter::CreateAt(dir_fd, f.path.substr(slash + 1), md, &error);
       close(dir_fd);
@@ -457,6 +465,52 @@ void DumpManager::Finish(Job* job, bool cancelled) {
   job->status.state = cancelled ? "cancelled" : "written";
   Logf("dump %s %s: %zu files in %s", job->status.id.c_str(), job->status.state.c_str(),
        job->status.files.size(), job->status.dir.c_str());
+}
+
+namespace {
+
+bool EmptyDir(int dir_fd) {
+  const int fd = openat(dir_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* d = fd < 0 ? nullptr : fdopendir(fd);
+  if (d == nullptr) {
+    if (fd >= 0) close(fd);
+    return false;
+  }
+  bool empty = true;
+  while (const dirent* e = readdir(d)) {
+    if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0) empty = false;
+  }
+  closedir(d);
+  return empty;
+}
+
+}  // namespace
+
+bool GiveJobDirTo(int dir_fd, const std::string& dir, uint32_t uid, std::string* error) {
+  struct stat st;
+  if (fstat(dir_fd, &st) != 0) {
+    *error = dir + ": " + strerror(errno);
+    return false;
+  }
+  if (st.st_uid != uid && st.st_uid != geteuid()) {
+    *error = dir + " belongs to uid " + std::to_string(st.st_uid) + ", not the job's uid " +
+             std::to_string(uid) + ": choose another dump_path";
+    return false;
+  }
+  if (st.st_uid != uid && !EmptyDir(dir_fd)) {  // the daemon's: it may hold another job's files
+    *error = dir + " already holds files of another user's job: choose another dump_path";
+    return false;
+  }
+  gid_t gid = static_cast<gid_t>(-1);
+  passwd pw;
+  passwd* found = nullptr;
+  char buf[4096];
+  if (getpwuid_r(uid, &pw, buf, sizeof buf, &found) == 0 && found != nullptr) gid = pw.pw_gid;
+  if ((st.st_uid != uid && fchown(dir_fd, uid, gid) != 0) || fchmod(dir_fd, 0700) != 0) {
+    *error = dir + ": cannot give it to uid " + std::to_string(uid) + ": " + strerror(errno);
+    return false;
+  }
+  return true;
 }
 
 }  // namespace daemon

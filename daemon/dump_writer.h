@@ -72,6 +72,13 @@ struct DumpFileInfo {
 // "" when none did.
 std::string DescribeShortRanks(const std::vector<DumpFileInfo>& files);
 
+// Gives a job's dump folder (the open directory `dir_fd`, named `dir` in messages) to the job's
+// uid with mode 0700, so that its files are readable by that user and root only
+// (docs/security.md). A folder that already belongs to another uid than the job's or the
+// daemon's, or a daemon's folder that is not empty, is refused (false with *error): it may hold
+// another user's files.
+bool GiveJobDirTo(int dir_fd, const std::string& dir, uint32_t uid, std::string* error);
+
 struct DumpStatus {
   std::string state = "idle";  // idle, capturing, written, cancelled
   std::string id;

@@ -28,6 +28,11 @@ const std::vector<FlagSpec>& Specs() {
        "group- or world-writable (default /run/xtimer as root, else /tmp/xtimer-UID)"},
       {"socket", "XTIMER_DAEMON_SOCKET", Type::kString, 0, 0,
        "registration socket (default RUN_DIR/xtimerd.sock)"},
+      {"socket-mode", "XTIMER_SOCKET_MODE", Type::kString, 0, 0,
+       "permissions of the registration socket, octal (default 0666: every local user's jobs "
+       "register, each bound to its uid; 0660 with --socket-group limits it to a group)"},
+      {"socket-group", "XTIMER_SOCKET_GROUP", Type::kString, 0, 0,
+       "group (name or gid) the registration socket is given (default: the daemon's)"},
       {"metrics-port", "XTIMER_METRICS_PORT", Type::kInt, 0, 65535,
        "Prometheus /metrics port (default 18889; 0 picks a free port, logged)"},
       {"metrics-address", "XTIMER_METRICS_ADDRESS", Type::kString, 0, 0,
@@ -43,6 +48,10 @@ const std::vector<FlagSpec>& Specs() {
        "control service port, gRPC and HTTP/JSON (default 18888; 0 picks a free port, logged)"},
       {"control-address", "XTIMER_CONTROL_ADDRESS", Type::kString, 0, 0,
        "address the control port binds (default 127.0.0.1)"},
+      {"control-allow-remote", "XTIMER_CONTROL_ALLOW_REMOTE", Type::kBool, 0, 0,
+       "callers not on this host (their user cannot be known) may dump and HangCheck every "
+       "job; without it they see no job, and local callers see only their uid's jobs unless "
+       "root (default false; docs/security.md)"},
       {"control-idle-timeout", "XTIMER_CONTROL_IDLE_TIMEOUT", Type::kInt, 1, 3600,
        "control port: seconds a connection may stay silent before its request is complete; "
        "idle gRPC connections are closed after it too (default 5)"},
@@ -140,6 +149,19 @@ bool ParseBool(const std::string& text, bool* out) {
   return true;
 }
 
+bool ParseMode(const std::string& text, int* mode, std::string* error,
+               const std::string& source) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = strtol(text.c_str(), &end, 8);
+  if (errno != 0 || *end != '\0' || v < 0 || v > 0777) {
+    *error = source + ": expected an octal mode from 0 to 0777 (e.g. 0660), got '" + text + "'";
+    return false;
+  }
+  *mode = static_cast<int>(v);
+  return true;
+}
+
 bool Apply(const FlagSpec& spec, const std::string& value, Flags* f, std::string* error,
            const std::string& source) {
   int64_t i = 0;
@@ -168,12 +190,15 @@ bool Apply(const FlagSpec& spec, const std::string& value, Flags* f, std::string
   const std::string name = spec.name;
   if (name == "run-dir") f->run_dir = value;
   else if (name == "socket") f->socket = value;
+  else if (name == "socket-mode") return ParseMode(value, &f->socket_mode, error, source);
+  else if (name == "socket-group") f->socket_group = value;
   else if (name == "metrics-port") f->metrics_port = static_cast<int>(i);
   else if (name == "metrics-address") f->metrics_address = value;
   else if (name == "metrics-max-connections") f->metrics_max_connections = i;
   else if (name == "metrics-request-timeout-ms") f->metrics_request_timeout_ms = i;
   else if (name == "control-port") f->control_port = static_cast<int>(i);
   else if (name == "control-address") f->control_address = value;
+  else if (name == "control-allow-remote") f->control_allow_remote = b;
   else if (name == "control-idle-timeout") f->control_idle_timeout_s = i;
   else if (name == "control-request-timeout") f->control_request_timeout_s = i;
   else if (name == "control-max-connections") f->control_max_connections = i;

@@ -16,6 +16,8 @@ struct Flags {
   // --run-dir, XTIMER_RUN_DIR; empty here, ParseFlags fills util/default_paths.h's default
   std::string run_dir;
   std::string socket;                   // --socket, XTIMER_DAEMON_SOCKET (RUN_DIR/xtimerd.sock)
+  int socket_mode = 0666;               // --socket-mode (octal), XTIMER_SOCKET_MODE
+  std::string socket_group;             // --socket-group (name or gid), XTIMER_SOCKET_GROUP
   int metrics_port = 18889;             // --metrics-port, XTIMER_METRICS_PORT (0: any free port)
   std::string metrics_address = "127.0.0.1";  // --metrics-address, XTIMER_METRICS_ADDRESS
   // --metrics-max-connections, XTIMER_METRICS_MAX_CONNECTIONS
@@ -24,6 +26,7 @@ struct Flags {
   int64_t metrics_request_timeout_ms = 5000;
   int control_port = 18888;             // --control-port, XTIMER_CONTROL_PORT (0: any free port)
   std::string control_address = "127.0.0.1";  // --control-address, XTIMER_CONTROL_ADDRESS
+  bool control_allow_remote = false;    // --control-allow-remote, XTIMER_CONTROL_ALLOW_REMOTE
   int64_t control_idle_timeout_s = 5;   // --control-idle-timeout, XTIMER_CONTROL_IDLE_TIMEOUT
   int64_t control_request_timeout_s = 10;  // --control-request-timeout, XTIMER_CONTROL_REQUEST_TIMEOUT
   int64_t control_max_connections = 512;   // --control-max-connections, XTIMER_CONTROL_MAX_CONNECTIONS

@@ -142,6 +142,22 @@ TEST(FlagsTest, MetricsPortLimits) {
   EXPECT_NE(error.find("XTIMER_METRICS_REQUEST_TIMEOUT_MS"), std::string::npos) << error;
 }
 
+TEST(FlagsTest, SocketModeAndGroup) {
+  Flags f;
+  std::string error;
+  ASSERT_TRUE(Parse({}, {}, &f, &error)) << error;
+  EXPECT_EQ(f.socket_mode, 0666);
+  EXPECT_EQ(f.socket_group, "");
+  ASSERT_TRUE(Parse({"--socket-mode", "0660", "--socket-group=train"}, {}, &f, &error)) << error;
+  EXPECT_EQ(f.socket_mode, 0660);
+  EXPECT_EQ(f.socket_group, "train");
+  ASSERT_TRUE(Parse({}, {{"XTIMER_SOCKET_MODE", "600"}}, &f, &error)) << error;
+  EXPECT_EQ(f.socket_mode, 0600);
+  EXPECT_FALSE(Parse({"--socket-mode=0999"}, {}, &f, &error));
+  EXPECT_NE(error.find("--socket-mode: expected an octal mode"), std::string::npos) << error;
+  EXPECT_FALSE(Parse({"--socket-mode=01777"}, {}, &f, &error));
+}
+
 TEST(FlagsTest, UsageListsEveryFlagAndVariable) {
   std::string u = Usage();
   for (const char* s :
@@ -150,7 +166,9 @@ TEST(FlagsTest, UsageListsEveryFlagAndVariable) {
         "--once", "XTIMER_RUN_DIR", "XTIMER_DAEMON_SOCKET", "XTIMER_METRICS_PORT",
         "XTIMER_HANG_TIMEOUT", "XTIMER_CONTROL_PORT", "--metrics-max-connections",
         "XTIMER_METRICS_MAX_CONNECTIONS", "--metrics-request-timeout-ms",
-        "XTIMER_METRICS_REQUEST_TIMEOUT_MS"}) {
+        "XTIMER_METRICS_REQUEST_TIMEOUT_MS", "--socket-mode", "XTIMER_SOCKET_MODE",
+        "--socket-group", "XTIMER_SOCKET_GROUP", "--control-allow-remote",
+        "XTIMER_CONTROL_ALLOW_REMOTE"}) {
     EXPECT_NE(u.find(s), std::string::npos) << s;
   }
 }

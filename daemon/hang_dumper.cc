@@ -21,9 +21,13 @@ namespace {
 
 // Writes `text` to a new file `name` in the directory `dir` under `root` (no symlinks followed).
 bool WriteNewFile(const std::string& root, const std::string& dir, const char* name,
-                  const std::string& text, std::string* error) {
+                  const std::string& text, uint32_t uid, std::string* error) {
   const int dir_fd = OpenDirUnderRoot(root, dir, error);
   if (dir_fd < 0) return false;
+  if (!GiveJobDirTo(dir_fd, dir, uid, error)) {  // the summary is the job user's, as its files
+    close(dir_fd);
+    return false;
+  }
   const int fd = openat(dir_fd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
   const int open_errno = errno;
   close(dir_fd);
@@ -121,7 +125,8 @@ bool HangDumper::WriteSummary(const std::string& job_dir, const JobLive& job,
   for (int i = 1; i <= kMaxSummaryTries; ++i) {
     std::string name = base;
     if (i > 1) name.insert(name.size() - 5, "-" + std::to_string(i));  // before ".json"
-    if (WriteNewFile(dumps_->root(), job_dir, name.c_str(), json, error)) return true;
+    const uint32_t uid = !job.ranks.empty() ? job.ranks.front().process.uid : geteuid();
+    if (WriteNewFile(dumps_->root(), job_dir, name.c_str(), json, uid, error)) return true;
     if (error->find(strerror(EEXIST)) == std::string::npos) return false;
   }
   return false;

@@ -145,6 +145,8 @@ int Main(int argc, char** argv) {
 
   RingServerOptions so;
   so.socket_path = flags.socket;
+  so.socket_mode = flags.socket_mode;
+  so.socket_group = flags.socket_group;
   so.poll_interval_ms = static_cast<int>(flags.poll_ms);
   so.max_connections = static_cast<size_t>(flags.max_registrations);
   so.max_per_uid = static_cast<size_t>(flags.max_registrations_per_uid);
@@ -211,6 +213,7 @@ int Main(int argc, char** argv) {
   limits.request_timeout_ms = flags.control_request_timeout_s * 1000;
   limits.max_connections = static_cast<size_t>(flags.control_max_connections);
   limits.max_connections_per_peer = static_cast<size_t>(flags.control_max_per_peer);
+  limits.allow_remote = flags.control_allow_remote;
   auto control = std::make_unique<ControlServer>(&handler, limits);
   const int control_port = control->Start(flags.control_address, flags.control_port, &error);
   if (control_port < 0) {

@@ -1,5 +1,6 @@
 #include "daemon/ring_server.h"
 
+#include <grp.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -92,6 +93,7 @@ bool RingServer::Listen(std::string* error) {
     return false;
   }
   created_socket_ = true;
+  if (!SetSocketAccess(error)) return false;
   if (listen(listen_fd_, 128) != 0) {
     *error = Errno("listen");
     return false;
@@ -106,6 +108,34 @@ bool RingServer::Listen(std::string* error) {
   ev.data.fd = listen_fd_;
   if (epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev) != 0) {
     *error = Errno("epoll_ctl");
+    return false;
+  }
+  return true;
+}
+
+bool RingServer::SetSocketAccess(std::string* error) {
+  const std::string& path = options_.socket_path;
+  if (!options_.socket_group.empty()) {
+    gid_t gid;
+    char* end = nullptr;
+    const unsigned long n = strtoul(options_.socket_group.c_str(), &end, 10);
+    if (*end == '\0') {
+      gid = static_cast<gid_t>(n);
+    } else {
+      const group* g = getgrnam(options_.socket_group.c_str());
+      if (g == nullptr) {
+        *error = "--socket-group " + options_.socket_group + ": no such group";
+        return false;
+      }
+      gid = g->gr_gid;
+    }
+    if (chown(path.c_str(), static_cast<uid_t>(-1), gid) != 0) {
+      *error = Errno(("--socket-group: chown " + path).c_str());
+      return false;
+    }
+  }
+  if (chmod(path.c_str(), static_cast<mode_t>(options_.socket_mode)) != 0) {
+    *error = Errno(("--socket-mode: chmod " + path).c_str());
     return false;
   }
   return true;
@@ -192,6 +222,8 @@ void RingServer::Close(int fd, const char* why) {
   epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   close(fd);
   connections_.erase(it);
+  // The number may be reused by the next accept: it is no longer doomed.
+  doomed_.erase(std::remove(doomed_.begin(), doomed_.end(), fd), doomed_.end());
 }
 
 void RingServer::Register(Connection* c) {
@@ -226,13 +258,46 @@ void RingServer::Register(Connection* c) {
   }
   c->pid = c->peer.pid > 0 ? c->peer.pid : reader->pid();
   const format::Identity id = reader->identity();
+  std::vector<Aggregator::ProcessId> evicted;
+  // The owner is the connection's uid (SO_PEERCRED), never what the ring or the Hello says.
+  const Registrant who{c->pid, c->peer.uid, format::HelloToken(hello)};
+  c->id = aggregator_->AddProcess(who, id, &evicted);
+  for (Aggregator::ProcessId gone : evicted) Evict(gone);
+  if (c->id == 0) {  // another owner holds this identity: refused and counted
+    Close(c->fd, nullptr);
+    return;
+  }
   c->reader = std::move(reader);
-  c->id = aggregator_->AddProcess(c->pid, id);
   registered_.fetch_add(1, std::memory_order_relaxed);
   Logf("pid %d registered: job=%s host=%s pod=%s rank=%d local_rank=%d ring=%u records",
        c->pid, SanitizeLabel(id.job).c_str(), SanitizeLabel(id.host).c_str(),
        SanitizeLabel(id.pod).c_str(), id.rank, id.local_rank, c->reader->capacity());
   PublishStatus(c);
+}
+
+void RingServer::Evict(Aggregator::ProcessId id) {
+  for (auto& entry : connections_) {
+    Connection* c = entry.second.get();
+    if (c->reader.has_value() && c->id == id) {
+      Logf("pid %d (uid %u) evicted: a privileged registrant took its job label", c->pid,
+           c->peer.uid);
+      doomed_.push_back(entry.first);
+      return;
+    }
+  }
+}
+
+void RingServer::CloseDoomed() {
+  std::vector<int> fds;
+  fds.swap(doomed_);
+  for (int fd : fds) {
+    auto it = connections_.find(fd);
+    if (it == connections_.end()) continue;
+    // Already removed from the aggregator: close without marking it exited.
+    it->second->reader.reset();
+    registered_.fetch_sub(1, std::memory_order_relaxed);
+    Close(fd, nullptr);
+  }
 }
 
 void RingServer::HandleReadable(Connection* c) {
@@ -289,7 +354,15 @@ void RingServer::PublishStatus(Connection* c) {
   int count = 0;
   st.inflight_valid = r.Inflight(inflight_.data(), &count, &c->invalid_rows);
   if (st.inflight_valid) st.inflight.assign(inflight_.begin(), inflight_.begin() + count);
-  aggregator_->UpdateStatus(c->id, st);
+  if (!aggregator_->UpdateStatus(c->id, st)) {
+    // Its ring now names a rank another owner holds: removed (and counted) by the aggregator.
+    if (std::find(doomed_.begin(), doomed_.end(), c->fd) == doomed_.end()) {
+      Logf("pid %d (uid %u) removed: its ring claims a rank another owner holds", c->pid,
+           c->peer.uid);
+      doomed_.push_back(c->fd);
+    }
+    return;
+  }
   if (c->invalid_rows > 0 && !c->invalid_rows_logged) {
     c->invalid_rows_logged = true;
     Logf("pid %d: its ring's in-flight table holds malformed op details; they are ignored "
@@ -346,6 +419,7 @@ void RingServer::RunOnce(int timeout_ms) {
       }
       aggregator_->ExpireExited(RealtimeNs());
     }
+    CloseDoomed();
     if (registered_.load(std::memory_order_relaxed) > 0) {
       last_active_ns_.store(mono, std::memory_order_relaxed);
     }

@@ -32,6 +32,8 @@ namespace daemon {
 // closed at once, counted by cause and logged (rate-limited).
 struct RingServerOptions {
   std::string socket_path;
+  int socket_mode = 0666;    // --socket-mode: set on the socket after bind, whatever the umask
+  std::string socket_group;  // --socket-group: a group name or gid; empty: the daemon's
   int poll_interval_ms = 5;          // read cycle
   int status_interval_ms = 100;      // ring header status (counters, in-flight table)
   size_t max_connections = 1024;     // --max-registrations: all peers together ("global_cap")
@@ -71,6 +73,8 @@ class RingServer {
     uint32_t uid = 0;
   };
 
+  // Applies --socket-group and --socket-mode to the bound socket.
+  bool SetSocketAccess(std::string* error);
   // The refusal cause for a new connection from `peer`, or nullptr to accept it.
   const char* Admission(const Peer& peer) const;
   void Refuse(const char* cause, const Peer& peer);
@@ -81,6 +85,10 @@ class RingServer {
   void HandleReadable(Connection* c);
   void Register(Connection* c);
   void Close(int fd, const char* why);
+  // The connection of a process the aggregator removed for its identity is closed at the end of
+  // the cycle (never while the cycle walks the connections).
+  void Evict(Aggregator::ProcessId id);
+  void CloseDoomed();
   // Drains the ring of `c` (at most one ring's worth of records).
   void Drain(Connection* c, int64_t now_ns);
   void PublishStatus(Connection* c);
@@ -95,6 +103,7 @@ class RingServer {
   std::unordered_map<int, size_t> per_pid_;       // open connections by peer pid
   std::vector<format::RecordSlot> buffer_;
   std::vector<format::InflightRow> inflight_;
+  std::vector<int> doomed_;  // fds to close at the end of the cycle (Evict)
   int64_t last_status_ns_ = 0;
   std::atomic<size_t> registered_{0};
   std::atomic<int64_t> last_active_ns_{0};

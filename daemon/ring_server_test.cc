@@ -4,9 +4,11 @@
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 
@@ -163,6 +165,49 @@ TEST_F(RingServerTest, ExitMarkersGiveTheCauseAndInflightOpsStayFrozen) {
   EXPECT_LT(comm->oldest_inflight_age_s, 30);
   EXPECT_EQ(snap.processes[1].exit_cause.kind, format::ExitKind::kExited);
   EXPECT_EQ(snap.processes[1].exit_cause.value, 3);
+}
+
+TEST_F(RingServerTest, SocketModeIsSetWhateverTheUmask) {
+  struct stat st;
+  ASSERT_EQ(stat((dir_ + "/xtimerd.sock").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0666u);
+}
+
+// Connection closed by the daemon (EOF), waiting a few cycles.
+bool ClosedByDaemon(int fd, const std::function<void()>& cycle) {
+  for (int i = 0; i < 50; ++i) {
+    cycle();
+    char b;
+    const ssize_t n = recv(fd, &b, 1, MSG_DONTWAIT);
+    if (n == 0) return true;
+  }
+  return false;
+}
+
+TEST_F(RingServerTest, ARankHeldWithAnotherTokenIsRefusedAndItsConnectionClosed) {
+  format::RingWriter first = NewWriter(0), second = NewWriter(0), late = NewWriter(-1);
+  std::string error;
+  const int a = Register(&first);  // no token
+  Cycle();
+  const int b = format::ConnectToDaemon(dir_ + "/xtimerd.sock", &error);
+  ASSERT_GE(b, 0) << error;
+  ASSERT_TRUE(format::SendRing(b, second.fd(), &error, "another-job")) << error;
+  EXPECT_TRUE(ClosedByDaemon(b, [&] { Cycle(1); }));
+  EXPECT_EQ(aggregator_->refused("identity_token"), 1u);
+  // A rank learned after registration is checked as well.
+  const int c = format::ConnectToDaemon(dir_ + "/xtimerd.sock", &error);
+  ASSERT_GE(c, 0) << error;
+  ASSERT_TRUE(format::SendRing(c, late.fd(), &error, "another-job")) << error;
+  Cycle();
+  EXPECT_EQ(aggregator_->process_count(), 2u);
+  late.SetRank(0, 0, 4);
+  EXPECT_TRUE(ClosedByDaemon(c, [&] { Cycle(1); }));
+  EXPECT_EQ(aggregator_->refused("identity_token"), 2u);
+  EXPECT_EQ(server_->registered(), 1u);
+  EXPECT_EQ(aggregator_->process_count(), 1u);
+  close(a);
+  close(b);
+  close(c);
 }
 
 TEST_F(RingServerTest, RejectsBadRegistrations) {

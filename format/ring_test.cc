@@ -371,13 +371,13 @@ TEST(RingTest, AttachRejectsWhatIsNotASealedRing) {
 TEST(RegistrationTest, RejectsMessagesWithoutOneFd) {
   int sv[2];
   ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-  Hello hello{kHelloMagic, kHelloVersion, 1, 0};
-  ASSERT_EQ(write(sv[0], &hello, sizeof(hello)), static_cast<ssize_t>(sizeof(hello)));
+  Hello hello{kHelloMagic, kHelloVersionNoToken, 1, 0, {}};  // version 1: 16 bytes
+  ASSERT_EQ(write(sv[0], &hello, kHelloV1Bytes), static_cast<ssize_t>(kHelloV1Bytes));
   std::string error;
   Hello got;
   EXPECT_EQ(ReceiveRing(sv[1], &got, &error), -1);
   EXPECT_EQ(error, "expected exactly one file descriptor");
-  Hello bad{0, kHelloVersion, 1, 0};
+  Hello bad{0, kHelloVersion, 1, 0, {}};
   ASSERT_EQ(write(sv[0], &bad, sizeof(bad)), static_cast<ssize_t>(sizeof(bad)));
   EXPECT_EQ(ReceiveRing(sv[1], &got, &error), -1);
   EXPECT_EQ(error, "bad hello magic or version");

@@ -4,8 +4,10 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 
+#include "format/registration.h"
 #include "util/default_paths.h"
 #include "util/job_identity.h"
 
@@ -49,11 +51,27 @@ Config ReadConfig(GetEnvFn get, WarnFn warn) {
   const char* disable = get("XTIMER_DISABLE");
   c.disabled = disable != nullptr && *disable != '\0' && std::string(disable) != "0";
 
+  long long v;
   if (const char* s = First(get, {"XTIMER_DAEMON_SOCKET"})) {
     c.socket_path = s;
   } else {
     const char* dir = First(get, {"XTIMER_RUN_DIR"});
     c.socket_path = (dir != nullptr ? std::string(dir) : ClientRunDir(geteuid())) + "/" + kSocketName;
+  }
+
+  if (const char* s = get("XTIMER_DAEMON_UID")) {
+    if (ParseInt(s, 0, 0xfffffffeLL, &v)) {
+      c.daemon_uid = v;
+    } else if (warn != nullptr) {
+      warn((std::string("ignoring malformed XTIMER_DAEMON_UID=") + s).c_str());
+    }
+  }
+  if (const char* t = First(get, {"XTIMER_JOB_TOKEN"})) {
+    if (strlen(t) <= format::kMaxJobToken) {
+      c.job_token = t;
+    } else if (warn != nullptr) {
+      warn("ignoring XTIMER_JOB_TOKEN: longer than 48 bytes");
+    }
   }
 
   c.job = DeriveJobIdentity(get).id;
@@ -66,7 +84,6 @@ Config ReadConfig(GetEnvFn get, WarnFn warn) {
   const char* pod = First(get, {"XTIMER_POD", "POD_NAME"});
   c.pod = pod != nullptr ? pod : c.host;
 
-  long long v;
   if (const char* s = get("XTIMER_RING_CAPACITY")) {
     if (ParseInt(s, 1, 1 << 22, &v)) {
       c.ring_capacity = static_cast<uint32_t>(v);

@@ -12,6 +12,8 @@ namespace hook {
 struct Config {
   bool disabled = false;            // XTIMER_DISABLE=1: pure pass-through
   std::string socket_path;          // XTIMER_DAEMON_SOCKET, else $XTIMER_RUN_DIR/xtimerd.sock
+  int64_t daemon_uid = -1;          // XTIMER_DAEMON_UID: a daemon uid trusted besides root and ours
+  std::string job_token;            // XTIMER_JOB_TOKEN (xtimer-launch): sent with the ring
   std::string job, host, pod;       // ring identity; job: util/job_identity.h
   uint32_t ring_capacity = 65536;   // XTIMER_RING_CAPACITY (records)
   uint32_t sample_rate = 1;         // XTIMER_SAMPLE_RATE: time 1 in N calls per op signature

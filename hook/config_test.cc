@@ -99,6 +99,22 @@ TEST(ConfigTest, KnobsAndMalformedValues) {
   EXPECT_NE(w.find("RANK=x"), std::string::npos);
 }
 
+TEST(ConfigTest, DaemonUidAndJobToken) {
+  Config c = Read({});
+  EXPECT_EQ(c.daemon_uid, -1);
+  EXPECT_EQ(c.job_token, "");
+  c = Read({{"XTIMER_DAEMON_UID", "1001"}, {"XTIMER_JOB_TOKEN", "abc"}});
+  EXPECT_EQ(c.daemon_uid, 1001);
+  EXPECT_EQ(c.job_token, "abc");
+  std::string warnings;
+  c = Read({{"XTIMER_DAEMON_UID", "root"}, {"XTIMER_JOB_TOKEN", std::string(49, 'x')}},
+           &warnings);
+  EXPECT_EQ(c.daemon_uid, -1);
+  EXPECT_EQ(c.job_token, "");
+  EXPECT_NE(warnings.find("ignoring malformed XTIMER_DAEMON_UID=root"), std::string::npos);
+  EXPECT_NE(warnings.find("ignoring XTIMER_JOB_TOKEN: longer than 48 bytes"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hook
 }  // namespace xtimer

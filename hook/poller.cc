@@ -101,6 +101,7 @@ void Poller::Run() {
 }
 
 bool Poller::Cycle() {
+  ResendPending();  // re-sent communicators before any new op record
   Drain();
   CompleteStreams();
   GrowPools();
@@ -449,7 +450,15 @@ void Poller::Register(int64_t now) {
     if (state_->config.verbose) Log("daemon not reachable: ", error);
     return;
   }
-  if (!format::SendRing(fd, ring_->fd(), &error)) {
+  if (!format::CheckDaemonPeer(fd, state_->config.socket_path,
+                               format::TrustedDaemonUids(state_->config.daemon_uid), &error)) {
+    // Said once: the check is retried every kReconnectNs, and a trusted daemon may come.
+    if (!peer_refusal_logged_ || state_->config.verbose) Log("", error);
+    peer_refusal_logged_ = true;
+    close(fd);
+    return;
+  }
+  if (!format::SendRing(fd, ring_->fd(), &error, state_->config.job_token)) {
     if (state_->config.verbose) Log("registration failed: ", error);
     close(fd);
     return;
@@ -461,9 +470,26 @@ void Poller::Register(int64_t now) {
 
 void Poller::ResendIdentity() {
   // The ring's identity (job, host, rank) lives in its header; communicators and names were
-  // records, read by the previous daemon.
-  for (const auto& kv : comm_records_) Write(kv.second);
+  // records, read by the previous daemon. The ring is often full now (nobody read it while the
+  // daemon was away): the communicators wait in resend_ and go before any op record as soon as
+  // the new daemon makes room (ResendPending, at the start of every cycle).
+  resend_.clear();
+  for (const auto& kv : comm_records_) resend_.push_back(kv.first);
   names_sent_.assign(names_sent_.size(), false);
+  ResendPending();
+}
+
+void Poller::ResendPending() {
+  format::RingHeader* h = ring_ ? ring_->header() : nullptr;
+  while (h != nullptr && !resend_.empty()) {
+    // Checked first: a full ring would count each retry as a dropped record.
+    const uint64_t w = h->write_pos.load(std::memory_order_relaxed);
+    const uint64_t r = h->read_pos.load(std::memory_order_acquire);
+    if (r > w || w - r >= h->capacity) return;
+    auto it = comm_records_.find(resend_.front());
+    resend_.pop_front();
+    if (it != comm_records_.end()) Write(it->second);
+  }
 }
 
 }  // namespace hook

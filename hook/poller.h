@@ -102,8 +102,12 @@ class Poller {
   // one the oldest unfinished op on its stream. Queries events on this thread only.
   void DescribeOldest(InflightColl* c, format::InflightCollective* out);
   void DescribeBlocker(const InflightColl& c, format::InflightBlocker* out);
+  // Connects to the daemon, checks its peer credentials (format::CheckDaemonPeer) and sends the
+  // ring; re-checks an open connection.
   void Register(int64_t now);
   void ResendIdentity();
+  // Writes the communicator records still waiting to be re-sent while the ring has room.
+  void ResendPending();
 
   State* state_;
   std::thread thread_;
@@ -123,7 +127,9 @@ class Poller {
   // restarted daemon (which reads on from where its predecessor stopped) knows every
   // communicator's rank and size. Names are sent again at their next use.
   std::map<std::pair<uint64_t, int>, format::RecordSlot> comm_records_;
+  std::deque<std::pair<uint64_t, int>> resend_;  // keys of comm_records_ not yet re-sent
   int registrations_ = 0;
+  bool peer_refusal_logged_ = false;  // an untrusted daemon was reported (once)
   std::atomic<uint64_t> handled_{0};
   std::atomic<uint64_t> written_{0};
   int64_t next_connect_ns_ = 0;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -240,6 +241,23 @@ void ExportJob(const Options& o) {
   }
 }
 
+// The job token (docs/security.md "Peers and identity"): a secret that every rank of COMMAND
+// sends with its ring, so that the daemon tells this job's ranks from another job of the same
+// user with the same labels. An outer launcher's token (XTIMER_JOB_TOKEN) stays.
+void ExportJobToken() {
+  const char* outer = getenv("XTIMER_JOB_TOKEN");
+  if (outer != nullptr && *outer != '\0') return;
+  unsigned char bytes[16];
+  if (getrandom(bytes, sizeof(bytes), 0) != static_cast<ssize_t>(sizeof(bytes))) {
+    fprintf(stderr, "xtimer-launch: no job token (getrandom: %s); ranks are told apart by uid "
+            "only\n", strerror(errno));
+    return;
+  }
+  char hex[2 * sizeof(bytes) + 1];
+  for (size_t i = 0; i < sizeof(bytes); ++i) snprintf(hex + 2 * i, 3, "%02x", bytes[i]);
+  setenv("XTIMER_JOB_TOKEN", hex, 1);
+}
+
 volatile sig_atomic_t g_child = 0;
 
 void Forward(int sig) {
@@ -275,6 +293,7 @@ int main(int argc, char** argv) {
   setenv("XTIMER_RUN_DIR", o.run_dir.c_str(), 1);
   setenv("XTIMER_DAEMON_SOCKET", (o.run_dir + "/xtimerd.sock").c_str(), 1);
   ExportJob(o);
+  ExportJobToken();
 
   // Signals that would stop the job are passed on; the launcher itself waits for the child.
   struct sigaction sa{};

@@ -16,6 +16,13 @@ out=$(LD_PRELOAD= "$launch" --no-daemon --lib "$lib" --job myjob -- sh -c 'echo 
 out=$(LD_PRELOAD=/x/other.so "$launch" --no-daemon --lib "$lib" sh -c 'echo "$LD_PRELOAD"')
 [[ "$out" == "/x/other.so:$lib" ]] || fail "preload not appended: '$out'"
 
+echo "== a job token per launch (docs/security.md); an outer launcher's stays"
+tok() { env -u XTIMER_JOB_TOKEN "$@" "$launch" --no-daemon --lib "$lib" -- sh -c 'echo "$XTIMER_JOB_TOKEN"'; }
+t1=$(tok); t2=$(tok)
+[[ "$t1" =~ ^[0-9a-f]{32}$ ]] || fail "job token: '$t1'"
+[[ "$t1" != "$t2" ]] || fail "two launches got the same token"
+[[ "$(tok XTIMER_JOB_TOKEN=outer)" == "outer" ]] || fail "an outer launcher's token is replaced"
+
 echo "== the job label (util/job_identity.h): the same for every launcher, no pid in it"
 # The test's own environment must not name a job.
 clean() {
