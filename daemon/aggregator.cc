@@ -29,11 +29,13 @@ constexpr size_t kHashNodeBytes = 64;  // a hash-map node and its share of the b
 // After this much estimated memory was freed, malloc_trim(0) hands glibc's free pages back.
 constexpr size_t kTrimAfterBytes = size_t{8} << 20;
 constexpr int64_t kTrimIntervalNs = 1000000000;
+// After a trim for memory really freed, trims go on once a second for this long: buffers that
+// other threads size to the load (the live diagnosis's snapshot, a scrape's exposition) shrink
+// at their next pass and are handed back too.
+constexpr int64_t kTrimSettleNs = int64_t{10} * 1000000000;
 // The share of a process above the high-water mark is budget / (4 * max(live, this)): with up to
 // this many processes the last quarter of the budget covers every share.
 constexpr size_t kShareProcesses = 64;
-// What a scrape allocates and frees per series (its families, labels and text), about.
-constexpr size_t kSnapshotBytesPerSeries = 2048;
 
 int64_t SaturatingAdd(int64_t a, int64_t b) {
   int64_t out;
@@ -47,6 +49,10 @@ double AgeSeconds(int64_t now_ns, int64_t then_ns) {
 }
 
 }  // namespace
+
+void SetMallocPolicy() {
+  mallopt(M_MMAP_THRESHOLD, 64 << 10);
+}
 
 std::string SanitizeLabel(const std::string& s) {
   std::string out = s;
@@ -316,12 +322,15 @@ void Aggregator::MaybeTrimMalloc() {
     std::lock_guard<std::mutex> lock(mu_);
     // Large frees at once; smaller ones (the last processes of a job leaving) within a second.
     const int64_t now = MonotonicNs();
-    if (freed_since_trim_ == 0 ||
+    const bool settling = now < settle_until_ns_;
+    if ((freed_since_trim_ == 0 && !settling) ||
         (freed_since_trim_ < kTrimAfterBytes && now - last_trim_ns_ < kTrimIntervalNs)) {
       return;
     }
+    if (freed_since_trim_ > 0) settle_until_ns_ = now + kTrimSettleNs;
     freed_since_trim_ = 0;
     last_trim_ns_ = now;
+    ++memory_returns_;
   }
   malloc_trim(0);
 }
@@ -378,19 +387,31 @@ void Aggregator::EnforceBudget() {
     history_shrinks_ += drop;
     longest->history_first = std::max(longest->history_first,
                                       (longest->history_front_chunk + drop) * kHistoryChunk);
-    TrimHistory(longest);
+    TrimHistory(longest, /*keep_spare=*/false);
   }
 }
 
-void Aggregator::TrimHistory(Process* p) {
+void Aggregator::TrimHistory(Process* p, bool keep_spare) {
   const uint64_t keep = std::min<uint64_t>(p->history_total, options_.history);
   p->history_first = std::max(p->history_first, p->history_total - keep);
+  // With keep_spare the newest chunk wholly before history_first stays, for AppendHistory to
+  // reuse as the next chunk.
+  const uint64_t spare = keep_spare ? 1 : 0;
   while (!p->history_chunks.empty() &&
-         (p->history_front_chunk + 1) * kHistoryChunk <= p->history_first) {
+         (p->history_front_chunk + 1 + spare) * kHistoryChunk <= p->history_first) {
     p->history_chunks.pop_front();
     ++p->history_front_chunk;
     Charge(p, -static_cast<int64_t>(kHistoryChunkBytes));
   }
+}
+
+void Aggregator::RotateHistory(Process* p, uint64_t chunk) {
+  std::unique_ptr<format::OpRecord[]> reused = std::move(p->history_chunks.front());
+  p->history_chunks.pop_front();
+  ++p->history_front_chunk;
+  p->history_chunks.push_back(std::move(reused));
+  if (p->history_chunks.size() == 1) p->history_front_chunk = chunk;
+  p->history_first = std::max(p->history_first, p->history_front_chunk * kHistoryChunk);
 }
 
 void Aggregator::AppendHistory(Process* p, const format::OpRecord& r) {
@@ -401,24 +422,26 @@ void Aggregator::AppendHistory(Process* p, const format::OpRecord& r) {
   }
   const uint64_t chunk = i / kHistoryChunk;
   if (chunk >= p->history_front_chunk + p->history_chunks.size()) {
-    if (Reserve(*p, kHistoryChunkBytes) || p->history_chunks.empty()) {
-      if (!Reserve(*p, kHistoryChunkBytes)) {
-        ++history_shrinks_;  // no room even for one chunk: the record is not kept
-        p->history_total = i + 1;
-        p->history_first = i + 1;
-        return;
-      }
+    // The oldest kept record once record i is in: a front chunk wholly before it (the spare that
+    // TrimHistory keeps) is recycled: a full history rotates through its own chunks, nothing is
+    // freed or faulted in again.
+    const uint64_t first_after = i + 1 - std::min<uint64_t>(i + 1, options_.history);
+    if (!p->history_chunks.empty() &&
+        (p->history_front_chunk + 1) * kHistoryChunk <= first_after) {
+      RotateHistory(p, chunk);
+    } else if (Reserve(*p, kHistoryChunkBytes)) {
       p->history_chunks.emplace_back(new format::OpRecord[kHistoryChunk]);
+      ++history_chunks_allocated_;
       Charge(p, static_cast<int64_t>(kHistoryChunkBytes));
-    } else {
+    } else if (!p->history_chunks.empty()) {
       // Over the budget: reuse the oldest chunk rather than grow (oldest records go first).
-      std::unique_ptr<format::OpRecord[]> reused = std::move(p->history_chunks.front());
-      p->history_chunks.pop_front();
-      ++p->history_front_chunk;
-      p->history_chunks.push_back(std::move(reused));
+      RotateHistory(p, chunk);
       ++history_shrinks_;
-      if (p->history_chunks.size() == 1) p->history_front_chunk = chunk;
-      p->history_first = std::max(p->history_first, p->history_front_chunk * kHistoryChunk);
+    } else {
+      ++history_shrinks_;  // no room even for one chunk: the record is not kept
+      p->history_total = i + 1;
+      p->history_first = i + 1;
+      return;
     }
   }
   p->history_chunks[chunk - p->history_front_chunk][i % kHistoryChunk] = r;
@@ -498,6 +521,16 @@ void Aggregator::RefuseRegistration(const std::string& cause, const std::string&
 size_t Aggregator::memory_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   return total_bytes_;
+}
+
+uint64_t Aggregator::history_chunks_allocated() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return history_chunks_allocated_;
+}
+
+uint64_t Aggregator::memory_returns() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return memory_returns_;
 }
 
 size_t Aggregator::process_count() const {
@@ -843,7 +876,6 @@ void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, in
       ps.hang = ps.hang || cs.hang;
       ps.comms.push_back(cs);
     }
-    freed_since_trim_ += ps.series.size() * kSnapshotBytesPerSeries;
     out->push_back(std::move(ps));
   }
 }

@@ -243,6 +243,11 @@ class Aggregator {
 
   const AggregatorOptions& options() const { return options_; }
 
+  // For tests and daemon_bench: history chunks allocated so far (a full history rotates through
+  // its own), and how often freed memory was handed back to the system (malloc_trim).
+  uint64_t history_chunks_allocated() const;
+  uint64_t memory_returns() const;
+
  private:
   struct Process;
   struct Rank;
@@ -291,10 +296,19 @@ class Aggregator {
   // Appends one record to p's history, shrinking it oldest first rather than growing past the
   // budget. Needs mu_.
   void AppendHistory(Process* p, const format::OpRecord& r);
-  // Drops p's history chunks that lie wholly before the newest p->history_cap records.
-  void TrimHistory(Process* p);
+  // Frees p's history chunks that lie wholly before its newest options_.history records, but
+  // with `keep_spare` the newest of them, which the next chunk reuses. Needs mu_.
+  void TrimHistory(Process* p, bool keep_spare = true);
+  // Moves p's oldest history chunk to the end to hold chunk number `chunk` (its records are
+  // dropped). Needs mu_.
+  void RotateHistory(Process* p, uint64_t chunk);
   // Returns freed memory to the system (malloc_trim) at once after large frees, else at most
-  // once a second while anything was freed (glibc keeps it otherwise). Call without mu_.
+  // once a second while anything was freed (glibc keeps it otherwise), and then once a second
+  // for 10 s more (buffers sized to the load shrink at their next use). Only memory that is
+  // really freed counts (processes removed, histories shrunk for the budget, what NoteFreed
+  // reports); a full history reuses its chunks and a scrape's buffers are reused by the next,
+  // so steady ingest and scrapes never trim (each trim makes the next allocations fault their
+  // pages in again). Call without mu_.
   void MaybeTrimMalloc();
 
   const AggregatorOptions options_;
@@ -305,16 +319,26 @@ class Aggregator {
   std::map<ProcessId, std::unique_ptr<Process>> processes_;
   uint64_t registrations_ = 0;
   size_t total_bytes_ = 0;
-  // Estimated bytes freed since the last malloc_trim; a snapshot adds what the exposition built
-  // from it will free once the scrape is served.
-  mutable size_t freed_since_trim_ = 0;
+  // Estimated bytes freed since the last malloc_trim.
+  size_t freed_since_trim_ = 0;
   int64_t last_trim_ns_ = 0;  // monotonic
+  int64_t settle_until_ns_ = 0;  // monotonic: trims go on once a second until then
+  uint64_t memory_returns_ = 0;            // malloc_trim calls
+  uint64_t history_chunks_allocated_ = 0;  // history chunks ever allocated
   uint64_t history_shrinks_ = 0;
   size_t live_ = 0;  // connected processes
   RefusalLog refusals_{"registration"};
   std::vector<std::pair<int, OpTap>> taps_;
   int next_tap_ = 1;
 };
+
+// The allocator settings xtimerd runs with (main, and daemon_bench to measure the same thing):
+// blocks of 64 KiB and more (history chunks, latency samples, expositions) get their own
+// mappings, returned to the system when freed; fixing the threshold also stops glibc from
+// raising it after such frees, which left freed memory in the heaps. With a 1 MiB threshold
+// scrapes stopped faulting, but 2-5 MiB stayed resident after ranks left (docs/daemon.md
+// "Memory").
+void SetMallocPolicy();
 
 // Label-safe copy of an untrusted string: bytes outside printable ASCII become '_'.
 std::string SanitizeLabel(const std::string& s);

@@ -897,6 +897,41 @@ TEST(AggregatorBudgetTest, HistoryKeepsTheNewestRecordsAcrossChunks) {
   EXPECT_EQ(agg.TakeSnapshot(kT0).processes[0].history, 10000u);
 }
 
+TEST(AggregatorBudgetTest, AFullHistoryReusesItsChunks) {
+  AggregatorOptions o = Options();
+  o.history = 100000;  // 24.4 chunks of 4096
+  Aggregator agg(o);
+  auto id = agg.AddProcess(1, Id(0));
+  for (uint64_t first = 0; first < 400000; first += 1000) {
+    const auto ops = Ops(1000, false, first);
+    agg.Ingest(id, ops.data(), ops.size(), kT0);
+  }
+  // The newest records, contiguous, in at most the chunks they span plus one spare.
+  EXPECT_LE(agg.history_chunks_allocated(), 27u);
+  const std::vector<format::OpRecord> h = agg.History(id);
+  ASSERT_EQ(h.size(), 100000u);
+  EXPECT_EQ(h.front().seq, 300000u);
+  for (size_t i = 1; i < h.size(); ++i) ASSERT_EQ(h[i].seq, h[i - 1].seq + 1);
+}
+
+TEST(AggregatorBudgetTest, MemoryIsHandedBackOnlyWhenReallyFreed) {
+  AggregatorOptions o = Options();
+  o.history = 10000;
+  o.exited_grace_ns = kSec;
+  Aggregator agg(o);
+  auto id = agg.AddProcess(1, Id(0));
+  for (int round = 0; round < 20; ++round) {  // steady ingest, rotating history, scrapes
+    const auto ops = Ops(5000, false, round * 5000);
+    agg.Ingest(id, ops.data(), ops.size(), kT0);
+    agg.TakeSnapshot(kT0);
+    agg.ExpireExited(kT0);
+  }
+  EXPECT_EQ(agg.memory_returns(), 0u);
+  agg.MarkExited(id, ExitCause(), kT0);
+  EXPECT_EQ(agg.ExpireExited(kT0 + 2 * kSec), 1u);  // its grace is over: really freed
+  EXPECT_EQ(agg.memory_returns(), 1u);
+}
+
 TEST(AggregatorBudgetTest, HistoriesShrinkOldestFirstUnderTheBudget) {
   AggregatorOptions o = Options();
   o.history = 100000;

@@ -1,7 +1,6 @@
 // xtimerd: the xtimer node daemon. main() owns the threads (the ring reader, the metrics
 // server's, and itself waiting for signals and idleness); the logic lives in plain classes.
 #include <limits.h>
-#include <malloc.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -271,9 +270,6 @@ int Main(int argc, char** argv) {
 }  // namespace xtimer
 
 int main(int argc, char** argv) {
-  // Blocks of 64 KiB and more (history chunks, latency samples, expositions) get their own
-  // mappings, returned to the system when freed. Setting the threshold also stops glibc from
-  // raising it after such frees, which would leave that memory in the heap (docs/daemon.md).
-  mallopt(M_MMAP_THRESHOLD, 64 * 1024);
+  xtimer::daemon::SetMallocPolicy();
   return xtimer::daemon::Main(argc, argv);
 }

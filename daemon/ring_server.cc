@@ -23,9 +23,9 @@ namespace daemon {
 namespace {
 
 constexpr size_t kBatch = 1024;
-// Read pages of a ring are handed back (MADV_DONTNEED) once this many bytes were read, and at
-// each status update: the daemon's RSS then holds at most about this much of each ring however
-// large the ring is.
+// Read pages of a ring beyond RingServerOptions::mapped_ring_bytes are handed back
+// (MADV_DONTNEED) once this many bytes were read, and at each status update: the daemon's RSS
+// then holds at most about this much of each such ring however large the ring is.
 constexpr size_t kReleaseBytes = size_t{256} << 10;
 
 std::string Errno(const char* what) { return std::string(what) + ": " + strerror(errno); }
@@ -46,6 +46,8 @@ struct RingServer::Connection {
   uint64_t lost_logged = 0;
   double max_fill = 0;  // since the last status update
   size_t read_since_release = 0;  // records
+  enum class Pages { kUndecided, kKept, kReleased } pages = Pages::kUndecided;
+  size_t kept_bytes = 0;  // its share of mapped_kept_
 };
 
 std::string PeerName(int pid, uint32_t uid) {
@@ -205,6 +207,7 @@ void RingServer::Close(int fd, const char* why) {
   Connection* c = it->second.get();
   if (--per_uid_[c->peer.uid] == 0) per_uid_.erase(c->peer.uid);
   if (--per_pid_[c->peer.pid] == 0) per_pid_.erase(c->peer.pid);
+  mapped_kept_ -= c->kept_bytes;
   if (c->reader.has_value()) {
     registered_.fetch_sub(1, std::memory_order_relaxed);
     if (why == nullptr) {
@@ -331,6 +334,16 @@ void RingServer::Drain(Connection* c, int64_t now_ns) {
 }
 
 void RingServer::ReleaseRead(Connection* c, size_t records) {
+  if (c->pages == Connection::Pages::kUndecided) {
+    const size_t bytes = size_t{c->reader->capacity()} * sizeof(format::RecordSlot);
+    const bool keep = mapped_kept_ + bytes <= options_.mapped_ring_bytes;
+    c->pages = keep ? Connection::Pages::kKept : Connection::Pages::kReleased;
+    if (keep) {
+      c->kept_bytes = bytes;
+      mapped_kept_ += bytes;
+    }
+  }
+  if (c->pages == Connection::Pages::kKept) return;
   c->read_since_release += records;
   if (c->read_since_release * sizeof(format::RecordSlot) < kReleaseBytes) return;
   c->read_since_release = 0;

@@ -45,6 +45,11 @@ struct RingServerOptions {
   size_t reserve = 64;
   int register_timeout_ms = 2000;    // --register-timeout-ms: no ring sent by then ("timeout")
   size_t max_ring_bytes = size_t{64} << 20;  // --max-ring-mb: larger rings ("ring_too_large")
+  // Rings whose records fit in this many bytes in all (first registered first) stay mapped
+  // whole: their pages are the writers' shared memory, read without faults. The pages other rings
+  // had read are handed back (MADV_DONTNEED) every 256 KiB read, bounding what hostile rings add
+  // to the daemon's RSS (docs/daemon.md "Memory").
+  size_t mapped_ring_bytes = size_t{64} << 20;
 };
 
 class RingServer {
@@ -78,7 +83,8 @@ class RingServer {
   // The refusal cause for a new connection from `peer`, or nullptr to accept it.
   const char* Admission(const Peer& peer) const;
   void Refuse(const char* cause, const Peer& peer);
-  // Hands the ring's pages this daemon touched back to the kernel once enough were read.
+  // Hands the ring's pages this daemon touched back to the kernel once enough were read, unless
+  // the ring fits in what is left of options_.mapped_ring_bytes (decided at its first read).
   void ReleaseRead(Connection* c, size_t records);
 
   void Accept();
@@ -105,6 +111,7 @@ class RingServer {
   std::vector<format::InflightRow> inflight_;
   std::vector<int> doomed_;  // fds to close at the end of the cycle (Evict)
   int64_t last_status_ns_ = 0;
+  size_t mapped_kept_ = 0;  // record bytes of the rings kept mapped whole
   std::atomic<size_t> registered_{0};
   std::atomic<int64_t> last_active_ns_{0};
 };

@@ -7,6 +7,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -43,11 +45,18 @@ class RingServerTest : public ::testing::Test {
     AggregatorOptions ao;
     ao.history = 1000;
     aggregator_ = std::make_unique<Aggregator>(ao);
+    StartServer(Options());
+  }
+  RingServerOptions Options() const {
     RingServerOptions so;
     so.socket_path = dir_ + "/xtimerd.sock";
     so.status_interval_ms = 0;
     so.register_timeout_ms = 100;
     so.max_per_pid = 64;  // every test connection comes from this one process
+    return so;
+  }
+  void StartServer(const RingServerOptions& so) {
+    server_.reset();
     server_ = std::make_unique<RingServer>(so, aggregator_.get());
     std::string error;
     ASSERT_TRUE(server_->Listen(&error)) << error;
@@ -128,6 +137,56 @@ TEST_F(RingServerTest, RegistersReadsAndForgetsProcesses) {
   Cycle();
   EXPECT_EQ(server_->registered(), 0u);
   EXPECT_EQ(aggregator_->TakeSnapshot(RealtimeNs()).registrations, 2u);
+}
+
+// Resident bytes of this process's mappings of rings other than the one at `writer_base` (the
+// writer's own): the server's mapping, from /proc/self/smaps.
+size_t ServerRingRss(const void* writer_base) {
+  const std::string smaps = testing::ReadFile("/proc/self/smaps");
+  size_t rss = 0;
+  bool in_ring = false;
+  size_t pos = 0;
+  while (pos < smaps.size()) {
+    size_t end = smaps.find('\n', pos);
+    if (end == std::string::npos) end = smaps.size();
+    const std::string line = smaps.substr(pos, end - pos);
+    pos = end + 1;
+    unsigned long start = 0;
+    if (line.find("memfd:xtimer-ring") != std::string::npos &&
+        sscanf(line.c_str(), "%lx-", &start) == 1) {
+      in_ring = start != reinterpret_cast<uintptr_t>(writer_base);
+    } else if (line.find(" kB") == std::string::npos) {
+      in_ring = false;  // another mapping's header line
+    } else if (in_ring && line.rfind("Rss:", 0) == 0) {
+      rss += strtoull(line.c_str() + 4, nullptr, 10) * 1024;
+    }
+  }
+  return rss;
+}
+
+TEST_F(RingServerTest, RingsWithinTheMappedAllowanceStayMappedOthersAreHandedBack) {
+  for (const size_t allowance : {size_t{64} << 20, size_t{0}}) {
+    SCOPED_TRACE(allowance);
+    RingServerOptions so = Options();
+    so.mapped_ring_bytes = allowance;
+    StartServer(so);
+    format::RingWriter w = NewWriter(0, 8192);  // 1 MiB of records
+    const int fd = Register(&w);
+    Cycle();
+    for (int i = 0; i < 4096; ++i) {  // 512 KiB, past the 256 KiB release step
+      ASSERT_TRUE(w.Write(MakeOp(Operation::kGemmEx, DType::kBF16, 1000)));
+    }
+    Cycle();
+    ASSERT_EQ(w.header()->read_pos.load(), 4096u);
+    const size_t rss = ServerRingRss(w.header());
+    if (allowance > 0) {
+      EXPECT_GE(rss, size_t{512} << 10);  // read once, kept: the next lap reads without faults
+    } else {
+      EXPECT_LT(rss, size_t{256} << 10);  // handed back
+    }
+    close(fd);
+    Cycle();
+  }
 }
 
 TEST_F(RingServerTest, ExitMarkersGiveTheCauseAndInflightOpsStayFrozen) {

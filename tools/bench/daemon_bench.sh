@@ -3,13 +3,15 @@
 #   ingest  records/s through real rings into the aggregator on one core (thread CPU time)
 #   scrape  GET /metrics latency through the real MetricsServer with 16 synthetic ranks
 #   load    CPU of the ring-reader thread (real RingServer, Unix-socket registration) while 8
-#           rings each receive 10k records/s: first N s (history filling), then N s steady
-# Options: --seconds N (default 10) and any other daemon_bench flag (--rate, --poll-ms, --only).
+#           writer processes' rings each receive 10k records/s: first N s, then N s steady
+#   real    the same load on the real xtimerd: CPU, faults, /metrics, RSS after the ranks leave
+# Options: --seconds N (default 10) and any other daemon_bench flag (--rate, --poll-ms, --only,
+#          --xtimerd PATH).
 # Results: docs/benchmarks.md.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.."
 case "${1:-}" in
-  -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
   --version) cat "./VERSION"; exit 0 ;;
 esac
 echo "building //daemon:daemon_bench (-c opt)..." >&2
