@@ -10,6 +10,7 @@ int TimelineMain(int argc, char** argv);
 int DumpMain(int argc, char** argv);  // cli/dump.cc
 int DiffMain(int argc, char** argv);  // cli/diff.cc
 int AnalyzeMain(int argc, char** argv);  // cli/analyze.cc
+int StacksMain(int argc, char** argv);  // cli/stacks.cc
 
 }  // namespace cli
 }  // namespace xtimer

@@ -19,6 +19,7 @@ constexpr Command kCommands[] = {
     {"dump", xtimer::cli::DumpMain, "ask xtimerd on every node to dump per-rank timelines"},
     {"analyze", xtimer::cli::AnalyzeMain, "hang culprits, stragglers, true bus bandwidth"},
     {"diff", xtimer::cli::DiffMain, "compare two dumps per op signature, by impact on step time"},
+    {"stacks", xtimer::cli::StacksMain, "per-rank stack files -> flame graph, rank-grouped summary"},
 };
 
 void Usage(FILE* out) {

@@ -1,0 +1,211 @@
+#include "stacktrace/merge.h"
+
+#include <algorithm>
+#include <map>
+
+namespace xtimer {
+namespace stacktrace {
+namespace {
+
+bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+std::string BaseName(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The thread whose stack stands for the rank in the summary.
+const Thread* MainThread(const StacksFile& file) {
+  for (const Thread& t : file.threads) {
+    if (t.tid == file.pid) return &t;
+  }
+  return file.threads.empty() ? nullptr : &file.threads[0];
+}
+
+}  // namespace
+
+StackTree::StackTree() { nodes_.emplace_back(); }
+
+uint32_t StackTree::Intern(const Frame& frame) {
+  std::string key;
+  key.reserve(frame.function.size() + frame.module.size() + 16);
+  key += static_cast<char>('0' + frame.kind);
+  key += std::to_string(frame.line);
+  key += '\0';
+  key += frame.function;
+  key += '\0';
+  key += frame.module;
+  auto it = frame_ids_.emplace(std::move(key), static_cast<uint32_t>(frames_.size()));
+  if (it.second) frames_.push_back(frame);
+  return it.first->second;
+}
+
+uint32_t StackTree::Child(uint32_t parent, uint32_t frame) {
+  for (uint32_t c : nodes_[parent].children) {
+    if (nodes_[c].frame == frame) return c;
+  }
+  Node n;
+  n.frame = frame;
+  n.parent = static_cast<int32_t>(parent);
+  n.depth = nodes_[parent].depth + 1;
+  nodes_.push_back(std::move(n));
+  uint32_t id = static_cast<uint32_t>(nodes_.size() - 1);
+  nodes_[parent].children.push_back(id);
+  return id;
+}
+
+void StackTree::Visit(uint32_t node, int32_t rank) {
+  std::vector<int32_t>& r = nodes_[node].ranks;
+  if (r.empty() || r.back() != rank) r.push_back(rank);
+}
+
+void StackTree::AddPath(int32_t rank, const std::string& thread,
+                        const std::vector<uint32_t>& frames, const std::string& error) {
+  uint32_t node = Child(0, Intern(Frame{Frame::kThread, thread, "", 0}));
+  Visit(node, rank);
+  for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+    node = Child(node, *it);
+    Visit(node, rank);
+  }
+  if (frames.empty() || !error.empty()) {
+    node = Child(node, Intern(Frame{Frame::kError, error.empty() ? "no frames" : error, "", 0}));
+    Visit(node, rank);
+  }
+  nodes_[node].self_ranks.push_back(rank);
+}
+
+bool StackTree::AddRank(const StacksFile& file) {
+  if (!root_ranks().empty() && root_ranks().back() >= file.rank) return false;
+  nodes_[0].ranks.push_back(file.rank);
+  std::map<std::string, int> seen;  // thread name -> how many so far
+  std::vector<const Thread*> threads;
+  for (const Thread& t : file.threads) threads.push_back(&t);
+  std::stable_sort(threads.begin(), threads.end(),
+                   [](const Thread* a, const Thread* b) { return a->tid < b->tid; });
+  std::vector<uint32_t> ids;
+  for (const Thread* t : threads) {
+    int n = ++seen[t->name];
+    std::string name = n == 1 ? t->name : t->name + " #" + std::to_string(n);
+    ids.clear();
+    for (uint32_t f : t->frames) ids.push_back(Intern(file.frames[f]));
+    AddPath(file.rank, name, ids, t->error);
+  }
+  if (threads.empty()) {
+    AddPath(file.rank, "(no threads)", {}, file.error.empty() ? "no threads" : file.error);
+  }
+  RankStack main{file.rank, "", {}, file.error};
+  if (const Thread* t = MainThread(file)) {
+    main.thread = t->name;
+    for (uint32_t f : t->frames) main.frames.push_back(Intern(file.frames[f]));
+    if (main.error.empty()) main.error = t->error;
+  }
+  if (main.frames.empty() && main.error.empty()) main.error = "no frames";
+  main_stacks_.push_back(std::move(main));
+  return true;
+}
+
+int64_t StackTree::Width(uint32_t node) const {
+  if (node != 0) return static_cast<int64_t>(nodes_[node].ranks.size());
+  int64_t sum = 0;
+  for (uint32_t c : nodes_[0].children) sum += Width(c);
+  return sum;
+}
+
+std::vector<RankGroup> StackTree::GroupRanks() const {
+  std::map<std::pair<std::vector<uint32_t>, std::string>, size_t> index;
+  std::vector<RankGroup> groups;
+  for (const RankStack& s : main_stacks_) {
+    auto key = std::make_pair(s.frames, s.frames.empty() ? s.error : std::string());
+    auto it = index.emplace(key, groups.size());
+    if (it.second) groups.push_back(RankGroup{{}, s.frames, s.thread, key.second});
+    groups[it.first->second].ranks.push_back(s.rank);
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const RankGroup& a, const RankGroup& b) {
+    return a.ranks.size() > b.ranks.size();
+  });
+  return groups;
+}
+
+std::string RankRanges(const std::vector<int32_t>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(ranks[i]);
+    if (j > i) out += '-' + std::to_string(ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+Origin OriginOf(const Frame& f) {
+  if (f.kind == Frame::kPython) return Origin::kPython;
+  if (f.kind == Frame::kThread) return Origin::kThread;
+  if (f.kind == Frame::kError) return Origin::kError;
+  std::string module = BaseName(f.module);
+  if (StartsWith(module, "libpython") || StartsWith(f.function, "_Py") ||
+      StartsWith(f.function, "Py")) {
+    return Origin::kInterpreter;
+  }
+  if (StartsWith(module, "libnccl") || StartsWith(module, "libcuda") ||
+      StartsWith(f.function, "nccl") || StartsWith(f.function, "cuda")) {
+    return Origin::kCollective;
+  }
+  return Origin::kNative;
+}
+
+std::string FrameLabel(const Frame& f) {
+  switch (f.kind) {
+    case Frame::kThread: return "thread " + f.function;
+    case Frame::kError: return "[" + f.function + "]";
+    case Frame::kPython:
+      return f.function + " (" + BaseName(f.module) + ":" + std::to_string(f.line) + ")";
+    default: {
+      std::string name = f.function.empty() ? "??" : f.function;
+      if (f.line > 0) name += " (" + BaseName(f.module) + ":" + std::to_string(f.line) + ")";
+      return name;
+    }
+  }
+}
+
+namespace {
+
+std::string FoldedLabel(const Frame& f) {
+  std::string s = FrameLabel(f);
+  for (char& c : s) {
+    if (c == ';' || c == '\n' || c == '\r') c = ':';
+  }
+  return s;
+}
+
+void Fold(const StackTree& tree, uint32_t node, std::string* path, std::string* out) {
+  const Node& n = tree.nodes()[node];
+  size_t mark = path->size();
+  if (node != 0) {
+    if (n.depth > 1) *path += ';';
+    *path += FoldedLabel(tree.frames()[n.frame]);
+  }
+  if (!n.self_ranks.empty()) {
+    *out += *path + (n.self_ranks.size() == 1 ? " [rank " : " [ranks ") +
+            RankRanges(n.self_ranks) + "] " +
+            std::to_string(n.self_ranks.size()) + "\n";
+  }
+  std::vector<uint32_t> kids = n.children;
+  std::stable_sort(kids.begin(), kids.end(), [&](uint32_t a, uint32_t b) {
+    return tree.nodes()[a].ranks.size() > tree.nodes()[b].ranks.size();
+  });
+  for (uint32_t c : kids) Fold(tree, c, path, out);
+  path->resize(mark);
+}
+
+}  // namespace
+
+std::string FoldedStacks(const StackTree& tree) {
+  std::string path, out;
+  Fold(tree, 0, &path, &out);
+  return out;
+}
+
+}  // namespace stacktrace
+}  // namespace xtimer

@@ -1,0 +1,96 @@
+// The cross-rank merge of stack files (docs/stacks.md): one tree of frames, root -> thread name
+// -> outermost frame -> ... -> innermost frame, each node carrying the set of ranks whose stacks
+// pass through it. Widths are rank counts: 1,023 identical ranks make a node 1,023 wide. Threads
+// of one rank are merged by name; when a rank has several threads of one name, the second and
+// later (by tid) are "NAME #2", "NAME #3", ..., so under a thread node every rank follows one
+// path and the children of a node never hold more ranks than it does.
+#ifndef XTIMER_STACKTRACE_MERGE_H_
+#define XTIMER_STACKTRACE_MERGE_H_
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "stacktrace/stacks_file.h"
+
+namespace xtimer {
+namespace stacktrace {
+
+struct Node {
+  uint32_t frame = 0;               // index into StackTree::frames() (unused at the root)
+  int32_t parent = -1;
+  int32_t depth = 0;                // 0: the root, 1: thread names, 2: outermost frames
+  std::vector<uint32_t> children;   // node indices
+  std::vector<int32_t> ranks;       // ranks passing through, ascending, each once
+  std::vector<int32_t> self_ranks;  // ranks whose stack ends here (a leaf of theirs)
+};
+
+// Ranks with the same main-thread stack (the thread whose tid is the pid, else the first).
+struct RankGroup {
+  std::vector<int32_t> ranks;    // ascending
+  std::vector<uint32_t> frames;  // the stack, innermost first (frame indices); empty: none
+  std::string thread;            // the main thread's name
+  std::string error;             // why there is no stack, when frames is empty
+};
+
+class StackTree {
+ public:
+  StackTree();
+
+  // Adds one rank's stacks. Ranks must come in ascending order, each once (a repeated or
+  // smaller rank is ignored and false returned).
+  bool AddRank(const StacksFile& file);
+
+  const std::vector<Node>& nodes() const { return nodes_; }  // nodes()[0] is the root
+  const std::vector<Frame>& frames() const { return frames_; }
+  const std::vector<int32_t>& ranks() const { return root_ranks(); }
+  // The width of a node in the flame graph: its rank count; the root's is the sum of its
+  // children's (one rank counts once per thread name).
+  int64_t Width(uint32_t node) const;
+  // Ranks grouped by identical main-thread stacks, the biggest group first (ties: lowest rank).
+  std::vector<RankGroup> GroupRanks() const;
+
+ private:
+  const std::vector<int32_t>& root_ranks() const { return nodes_[0].ranks; }
+  uint32_t Intern(const Frame& frame);
+  uint32_t Child(uint32_t parent, uint32_t frame);
+  void Visit(uint32_t node, int32_t rank);
+  void AddPath(int32_t rank, const std::string& thread, const std::vector<uint32_t>& frames,
+               const std::string& error);
+
+  std::vector<Node> nodes_;
+  std::vector<Frame> frames_;
+  std::unordered_map<std::string, uint32_t> frame_ids_;
+  struct RankStack {
+    int32_t rank;
+    std::string thread;
+    std::vector<uint32_t> frames;  // innermost first
+    std::string error;
+  };
+  std::vector<RankStack> main_stacks_;
+};
+
+enum class Origin { kPython, kInterpreter, kCollective, kNative, kThread, kError };
+
+// Python frames; the CPython interpreter (module libpython*, functions _Py* / Py*); NCCL and
+// CUDA (modules libnccl* / libcuda*, functions nccl* / cuda*); other native code.
+Origin OriginOf(const Frame& frame);
+
+// "0-2,4-7" for {0,1,2,4,5,6,7}; `ranks` ascending.
+std::string RankRanges(const std::vector<int32_t>& ranks);
+
+// A frame's label: python "function (file.py:88)" (the file's base name), native "function"
+// ("??" when unnamed, " (file:line)" when the line is known), thread "thread NAME",
+// error "[NAME]".
+std::string FrameLabel(const Frame& frame);
+
+// Folded stacks (flamegraph.pl, speedscope): one line per node where ranks' stacks end,
+// "thread NAME;outermost;...;innermost [ranks 0-2,4-7] COUNT", COUNT the number of those ranks.
+// Lines in depth-first order, children widest first. ';' in labels becomes ':'.
+std::string FoldedStacks(const StackTree& tree);
+
+}  // namespace stacktrace
+}  // namespace xtimer
+
+#endif  // XTIMER_STACKTRACE_MERGE_H_
