@@ -5,6 +5,8 @@
 #include <fstream>
 #include <utility>
 
+#include "util/default_ports.h"
+
 namespace xtimer {
 namespace cli {
 namespace {
@@ -68,7 +70,8 @@ std::vector<std::string> Split(const std::string& s, char sep) {
 bool ControlTargets(const std::vector<std::string>& given, const std::string& hosts_file,
                     std::vector<std::string>* targets, std::string* error) {
   const char* env_port = std::getenv("XTIMER_CONTROL_PORT");
-  const std::string default_port = env_port && *env_port ? env_port : "18888";
+  const std::string default_port =
+      env_port && *env_port ? env_port : std::to_string(kDefaultControlPort);
   std::vector<std::string> hosts;
   for (const std::string& g : given) {
     for (const std::string& h : Split(g, ',')) hosts.push_back(h);

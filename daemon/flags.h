@@ -9,6 +9,8 @@
 #include <functional>
 #include <string>
 
+#include "util/default_ports.h"
+
 namespace xtimer {
 namespace daemon {
 
@@ -18,13 +20,13 @@ struct Flags {
   std::string socket;                   // --socket, XTIMER_DAEMON_SOCKET (RUN_DIR/xtimerd.sock)
   int socket_mode = 0666;               // --socket-mode (octal), XTIMER_SOCKET_MODE
   std::string socket_group;             // --socket-group (name or gid), XTIMER_SOCKET_GROUP
-  int metrics_port = 18889;             // --metrics-port, XTIMER_METRICS_PORT (0: any free port)
+  int metrics_port = kDefaultMetricsPort;             // --metrics-port, XTIMER_METRICS_PORT (0: any free port)
   std::string metrics_address = "127.0.0.1";  // --metrics-address, XTIMER_METRICS_ADDRESS
   // --metrics-max-connections, XTIMER_METRICS_MAX_CONNECTIONS
   int64_t metrics_max_connections = 256;
   // --metrics-request-timeout-ms, XTIMER_METRICS_REQUEST_TIMEOUT_MS
   int64_t metrics_request_timeout_ms = 5000;
-  int control_port = 18888;             // --control-port, XTIMER_CONTROL_PORT (0: any free port)
+  int control_port = kDefaultControlPort;             // --control-port, XTIMER_CONTROL_PORT (0: any free port)
   std::string control_address = "127.0.0.1";  // --control-address, XTIMER_CONTROL_ADDRESS
   bool control_allow_remote = false;    // --control-allow-remote, XTIMER_CONTROL_ALLOW_REMOTE
   int64_t control_idle_timeout_s = 5;   // --control-idle-timeout, XTIMER_CONTROL_IDLE_TIMEOUT

@@ -18,6 +18,7 @@
 
 #include "format/registration.h"
 #include "util/default_paths.h"
+#include "util/default_ports.h"
 #include "util/job_identity.h"
 #include "util/version.h"
 
@@ -82,8 +83,8 @@ bool IsPort(const std::string& s) {
 Options Parse(int argc, char** argv) {
   Options o;
   o.run_dir = Env("XTIMER_RUN_DIR", xtimer::ClientRunDir(geteuid()).c_str());
-  o.metrics_port = Env("XTIMER_METRICS_PORT", "18889");
-  o.control_port = Env("XTIMER_CONTROL_PORT", "18888");
+  o.metrics_port = Env("XTIMER_METRICS_PORT", std::to_string(xtimer::kDefaultMetricsPort).c_str());
+  o.control_port = Env("XTIMER_CONTROL_PORT", std::to_string(xtimer::kDefaultControlPort).c_str());
   o.lib = Env("XTIMER_LIB", "");
   o.daemon = Env("XTIMER_DAEMON_BIN", "");
   int i = 1;
