@@ -220,19 +220,8 @@ std::map<std::string, int64_t> Align(const std::vector<FileResult*>& ranks, bool
     std::vector<CollectiveEnd>& node = by_node[f->node];
     if (align) timeline::MergeEnds(&node, EndsOf(f->input));
   }
-  std::vector<timeline::NodeEnds> nodes;
-  for (auto& n : by_node) nodes.push_back({n.first, std::move(n.second)});
-  const timeline::ClockAlignment alignment = timeline::AlignClocks(nodes);
-  std::map<std::string, int64_t> offsets;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    offsets[nodes[i].node] = alignment.offset[i];
-    out->offsets.push_back({nodes[i].node, alignment.offset[i]});
-    if (align && nodes.size() > 1 && alignment.reference_of[i] < 0) {
-      out->notes.push_back("node " + nodes[i].node +
-                           " shares no collective with the other nodes: its clock is not aligned");
-    }
-  }
-  return offsets;
+  out->offsets = DomainOffsets(std::move(by_node), align ? &out->notes : nullptr);
+  return std::map<std::string, int64_t>(out->offsets.begin(), out->offsets.end());
 }
 
 // The node whose clock a summary's times are on, as the timeline files name it: its ranks' host

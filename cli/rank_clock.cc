@@ -50,20 +50,27 @@ std::vector<std::pair<std::string, int64_t>> AlignRankClocks(
   for (size_t i = 0; i < ranks->size(); ++i) {
     timeline::MergeEnds(&by_node[clock_of[i]], EndsOf((*ranks)[i]));
   }
+  const std::vector<std::pair<std::string, int64_t>> offsets =
+      DomainOffsets(std::move(by_node), notes);
+  const std::map<std::string, int64_t> offset_of(offsets.begin(), offsets.end());
+  for (size_t i = 0; i < ranks->size(); ++i) ShiftTimes(offset_of.at(clock_of[i]), &(*ranks)[i]);
+  return offsets;
+}
+
+std::vector<std::pair<std::string, int64_t>> DomainOffsets(
+    std::map<std::string, std::vector<CollectiveEnd>> ends_by_domain,
+    std::vector<std::string>* notes) {
   std::vector<timeline::NodeEnds> nodes;
-  for (auto& n : by_node) nodes.push_back({n.first, std::move(n.second)});
+  for (auto& n : ends_by_domain) nodes.push_back({n.first, std::move(n.second)});
   const timeline::ClockAlignment alignment = timeline::AlignClocks(nodes);
-  std::map<std::string, int64_t> offset_of;
   std::vector<std::pair<std::string, int64_t>> offsets;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    offset_of[nodes[i].node] = alignment.offset[i];
     offsets.push_back({nodes[i].node, alignment.offset[i]});
-    if (nodes.size() > 1 && alignment.reference_of[i] < 0) {
+    if (notes != nullptr && nodes.size() > 1 && alignment.reference_of[i] < 0) {
       notes->push_back("node " + nodes[i].node +
                        " shares no collective with the other nodes: its clock is not aligned");
     }
   }
-  for (size_t i = 0; i < ranks->size(); ++i) ShiftTimes(offset_of[clock_of[i]], &(*ranks)[i]);
   return offsets;
 }
 

@@ -5,6 +5,7 @@
 #define XTIMER_CLI_RANK_CLOCK_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,13 @@ std::vector<timeline::CollectiveEnd> EndsOf(const analysis::RankInput& in);
 // Adds `offset` to every time of the rank that is set (non-zero): arrivals, send/receive
 // completions, progress, exit and last activity.
 void ShiftTimes(int64_t offset, analysis::RankInput* in);
+
+// Each clock domain's offset (ns to add to its times) from its collectives' ends, merged per
+// domain with timeline::MergeEnds, in the order of the map. *notes (when not null) gets one line
+// per domain that shares no collective with the others.
+std::vector<std::pair<std::string, int64_t>> DomainOffsets(
+    std::map<std::string, std::vector<timeline::CollectiveEnd>> ends_by_domain,
+    std::vector<std::string>* notes);
 
 // Aligns the ranks' clocks by clock domain (clock_of[i] names the clock of (*ranks)[i]: a node,
 // or the daemon that answered for it) and shifts their times. Returns each domain's offset (ns
