@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "format/fd_passing.h"
+
 namespace xtimer {
 namespace format {
 namespace {
@@ -116,27 +118,7 @@ bool SendRing(int socket_fd, int ring_fd, std::string* error, const std::string&
   hello.pid = static_cast<int32_t>(getpid());
   hello.token_size = static_cast<uint32_t>(token.size());
   memcpy(hello.token, token.data(), token.size());
-  iovec iov{&hello, sizeof(hello)};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(c), &ring_fd, sizeof(int));
-  ssize_t n;
-  do {
-    n = sendmsg(socket_fd, &msg, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  if (n != static_cast<ssize_t>(sizeof(hello))) {
-    *error = n < 0 ? Errno("sendmsg") : "short sendmsg";
-    return false;
-  }
-  return true;
+  return SendWithFd(socket_fd, &hello, sizeof(hello), ring_fd, error);
 }
 
 std::string HelloToken(const Hello& hello) {
@@ -145,39 +127,16 @@ std::string HelloToken(const Hello& hello) {
 
 int ReceiveRing(int socket_fd, Hello* hello, std::string* error) {
   *hello = Hello{};
-  iovec iov{hello, sizeof(*hello)};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  ssize_t n;
-  do {
-    n = recvmsg(socket_fd, &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) {
-    *error = Errno("recvmsg");
-    return -1;
-  }
-  int fds[4];
-  int nfds = 0;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
-      size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-      for (size_t i = 0; i < count && nfds < 4; ++i) {
-        memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      }
-    }
-  }
+  int fd = -1;
+  ssize_t n = ReceiveWithFd(socket_fd, hello, sizeof(*hello), 0, &fd, error);
+  if (n < 0) return -1;
   auto reject = [&](const char* why) {
-    for (int i = 0; i < nfds; ++i) close(fds[i]);
+    if (fd >= 0) close(fd);
     *error = why;
     return -1;
   };
   if (n == 0) return reject("connection closed");
   if (n < static_cast<ssize_t>(kHelloV1Bytes)) return reject("short hello");
-  if ((msg.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) != 0) return reject("truncated message");
   if (hello->magic != kHelloMagic ||
       (hello->version != kHelloVersion && hello->version != kHelloVersionNoToken)) {
     return reject("bad hello magic or version");
@@ -186,8 +145,8 @@ int ReceiveRing(int socket_fd, Hello* hello, std::string* error) {
   if (n != static_cast<ssize_t>(want)) return reject("short hello");
   if (hello->version == kHelloVersionNoToken) hello->token_size = 0;
   if (hello->token_size > kMaxJobToken) return reject("bad hello token size");
-  if (nfds != 1) return reject("expected exactly one file descriptor");
-  return fds[0];
+  if (fd < 0) return reject("expected exactly one file descriptor");
+  return fd;
 }
 
 }  // namespace format
