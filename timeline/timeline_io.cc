@@ -362,7 +362,7 @@ ReadResult ReadFrom(Source* src, const BlockCallbacks& cb) {
   r.ok = true;
   if (cb.on_metadata) cb.on_metadata(r.metadata);
 
-  std::vector<EventRecord> block(kEventsPerBlock);
+  std::vector<EventRecord> block;  // grown to the largest block read: a header-only read allocates nothing
   uint32_t index = 0;
   std::string stop, rejected_why;
   for (;; ++index) {
@@ -389,6 +389,13 @@ ReadResult ReadFrom(Source* src, const BlockCallbacks& cb) {
       break;
     }
     size_t bytes = static_cast<size_t>(bh.count) * sizeof(EventRecord);
+    if (bytes > src->Remaining()) {
+      stop = "truncated block " + std::to_string(index) + " at offset " + std::to_string(offset) +
+             ": " + std::to_string(src->Remaining()) + " of " + std::to_string(bytes) +
+             " event bytes";
+      break;
+    }
+    if (block.size() < bh.count) block.resize(bh.count);
     got = src->Read(block.data(), bytes);
     if (got < bytes) {
       stop = "truncated block " + std::to_string(index) + " at offset " + std::to_string(offset) +

@@ -7,12 +7,14 @@
 #   tools/dev.sh test    run the whole test suite: plain, ASan+UBSan, and TSan on the concurrent parts;
 #                        ends with the line "N passed, N failed"
 #   tools/dev.sh build   build everything
+#   tools/dev.sh fuzz    build the libFuzzer targets with clang and run each for its budget
+#                        (part of `test`; XTIMER_FUZZ_SECONDS, when set, replaces every budget)
 #
 # Environment: XTIMER_BAZEL_FLAGS adds flags to every bazel build/test command.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # Targets that run threads against each other: also run under ThreadSanitizer.
 TSAN_TARGETS=(//test/gpusim/... //format/... //daemon/... //hook/... //timeline/... //cli/...)
@@ -23,6 +25,14 @@ SANITIZER_EXCLUDE=(-//test/e2e/...)
 # What the README runs from bazel-bin/.
 README_TARGETS=(//launcher:xtimer-launch //daemon:xtimerd //hook:libxtimer.so //cli:xtimer
   //test/gpusim:gpusim-run)
+
+# libFuzzer targets (clang) and their seconds in the suite's fuzz run: the dump reader is the
+# input the crafted-header attacks of issue 20 aim at; the daemon's parse what local clients send.
+FUZZ_TARGETS=("//cli:dump_reader_fuzzer 120" "//timeline:timeline_reader_fuzzer 60"
+  "//daemon:http_request_fuzzer 30" "//daemon:record_fuzzer 30")
+# Their own output tree (platform suffix), so the clang objects never replace the gcc ASan ones.
+FUZZ_FLAGS=(--config=asan --platform_suffix=asanfuzz --copt=-fsanitize=fuzzer-no-link
+  --linkopt=-fsanitize-link-c++-runtime)
 
 bazel_flags() { echo ${XTIMER_BAZEL_FLAGS:-}; }
 
@@ -55,11 +65,12 @@ test_all() {
   # Tests tagged plain_only measure the plain build (memory bounds): not under the sanitizers.
   run_tests --config=asan --test_tag_filters=-plain_only -- //... "${SANITIZER_EXCLUDE[@]}"
   run_tests --config=tsan --test_tag_filters=-plain_only -- "${TSAN_TARGETS[@]}"
+  fuzz || true
   # The sanitizer runs moved the bazel-bin link into their trees (--platform_suffix): point it
   # back at the plain build the README's bazel-bin/... commands use (already built, so cached).
   bazel build --config=default $(bazel_flags) "${README_TARGETS[@]}" || true
   echo
-  echo "== test results (plain, asan+ubsan, tsan) =="
+  echo "== test results (plain, asan+ubsan, tsan, fuzz) =="
   cat "$RESULTS"
   local passed failed
   passed=$(grep -cE ' PASSED' "$RESULTS" || true)
@@ -67,6 +78,42 @@ test_all() {
   rm -f "$RESULTS"
   echo "${passed} passed, ${failed} failed"
   [[ "$failed" == 0 ]]
+}
+
+# Runs every FUZZ_TARGETS entry for its budget on an empty corpus in a scratch directory (tmpfs
+# when there is one); appends "[fuzz] TARGET PASSED/FAILED in Ns" to $RESULTS when it is set.
+fuzz() {
+  tools/install-deps.sh
+  local targets=() entry target seconds
+  for entry in "${FUZZ_TARGETS[@]}"; do targets+=("${entry%% *}"); done
+  local results=${RESULTS:-/dev/null}
+  if ! CC=clang bazel build $(bazel_flags) "${FUZZ_FLAGS[@]}" "${targets[@]}"; then
+    echo "[fuzz] ${targets[*]} FAILED TO BUILD" >> "$results"
+    return 1
+  fi
+  local bin status=0 scratch base=/dev/shm
+  [[ -d $base && -w $base ]] || base=${TMPDIR:-/tmp}
+  bin="$(CC=clang bazel info $(bazel_flags) "${FUZZ_FLAGS[@]}" bazel-bin 2>/dev/null)"
+  for entry in "${FUZZ_TARGETS[@]}"; do
+    target=${entry%% *}
+    seconds=${XTIMER_FUZZ_SECONDS:-${entry##* }}
+    scratch=$(mktemp -d "$base/xtimer-fuzz.XXXXXX")
+    mkdir -p "$scratch/corpus" "$scratch/tmp"
+    echo "== fuzz: $target for ${seconds}s"
+    local path="$bin/${target#//}"
+    path=${path/://}
+    if (cd "$scratch" && TEST_TMPDIR="$scratch/tmp" "$path" -max_total_time="$seconds" \
+          -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 corpus 2>&1 | tail -n 12); then
+      echo "[fuzz] $target PASSED in ${seconds}s" >> "$results"
+    else
+      local keep=${XTIMER_FUZZ_ARTIFACTS:-/tmp/xtimer-fuzz-artifacts}
+      mkdir -p "$keep" && mv "$scratch"/crash-* "$scratch"/timeout-* "$scratch"/oom-* "$keep"/ 2>/dev/null
+      echo "[fuzz] $target FAILED (inputs kept in $keep; reproduce: $path INPUT)" >> "$results"
+      status=1
+    fi
+    rm -rf "$scratch"
+  done
+  return $status
 }
 
 demo() {
@@ -83,6 +130,7 @@ case "${1:-}" in
   demo) demo ;;
   test) test_all ;;
   build) build ;;
+  fuzz) fuzz ;;
   -h|--help|help) usage ;;
   --version) cat VERSION ;;
   *) usage >&2; exit 2 ;;

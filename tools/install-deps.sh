@@ -7,6 +7,8 @@ set -euo pipefail
 PACKAGES=(
   # build
   bazel-bootstrap g++ binutils python3
+  # the suite's fuzz run (tools/dev.sh fuzz): clang with libFuzzer
+  clang libclang-rt-14-dev
   # libraries (headers + .so) used by daemon, CLI and tests
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev prometheus-cpp-dev
   libabsl-dev libunwind-dev liblzma-dev libgtest-dev libgmock-dev libbenchmark-dev python3-dev
