@@ -269,7 +269,7 @@ std::string RelativeHref(const std::string& path) {
 
 std::string ReportHtml(const ReportPage& p) {
   std::string out = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
-                    "<meta name=\"generator\" content=\"xtimer " + E(p.version) + "\">\n"
+                    "<meta name=\"generator\" content=\"" + E(p.version) + "\">\n"
                     "<title>xtimer report: " + E(p.job) + "</title>\n<style>" + kStyle +
                     "</style></head>\n<body>\n<h1>xtimer report: " + E(p.job) + "</h1>\n" +
                     "<p>" + E(p.summary) + "</p>\n";
@@ -283,7 +283,7 @@ std::string ReportHtml(const ReportPage& p) {
   Bandwidth(p.analysis, &out);
   Ops(p, &out);
   Links(p.links, &out);
-  return out + "<p class=\"note\">Written by xtimer " + E(p.version) +
+  return out + "<p class=\"note\">Written by " + E(p.version) +
          " (docs/report.md).</p>\n</body></html>\n";
 }
 

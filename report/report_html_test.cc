@@ -129,6 +129,13 @@ TEST(BarChartSvgTest, EmptyChartSaysNoData) {
   EXPECT_TRUE(Has(BarChartSvg(c), "no data"));
 }
 
+TEST(BarChartSvgTest, CutsLongLabelsKeepsThemInTheTooltip) {
+  const std::string label(200, 'x');
+  const std::string svg = BarChartSvg(Chart{"t", "GB/s", {}, {{label, {1.0}, false}}});
+  EXPECT_TRUE(Has(svg, ">" + std::string(55, 'x') + "...</text>")) << svg;
+  EXPECT_TRUE(Has(svg, "<title>" + label + ": 1 GB/s</title>"));
+}
+
 }  // namespace
 }  // namespace report
 }  // namespace xtimer
