@@ -113,8 +113,8 @@ int TakeValue(const std::string& arg, const std::string& v, Args* a) {
 
 // Returns -1 when the arguments are good, else the exit status.
 int ParseArgs(int argc, char** argv, Args* a) {
-  static const std::set<std::string> kWithValue = {"-o",     "--out", "--groups",       "--job",
-                                                   "--top",  "-j",    "--jobs",         "--hang-timeout"};
+  static const std::set<std::string> kWithValue = {"-o",  "--out", "--groups", "--job",
+                                                   "--top", "-j", "--jobs", "--hang-timeout"};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i], v;
     const size_t eq = arg.find('=');
@@ -397,7 +397,9 @@ int ReportMain(int argc, char** argv) {
   page.links = FindLinks(a, in.dump);
   if (!WriteFile(a.out, report::ReportHtml(page))) return 1;
   Note(a, "wrote " + a.out);
-  for (const std::string& p : in.problems) std::fprintf(stderr, "xtimer report: partial: %s\n", p.c_str());
+  for (const std::string& p : in.problems) {
+    std::fprintf(stderr, "xtimer report: partial: %s\n", p.c_str());
+  }
   return in.problems.empty() ? 0 : 3;
 }
 

@@ -65,6 +65,14 @@ expect_rc 0 $XT report "$TMP/hang" -o "$TMP/hang.html" -q
 [ -s "$TMP/err" ] && fail "-q printed: $(cat "$TMP/err")"
 has "Hang (never_issued): rank 5 never issued AllReduce seq 15" "$TMP/hang.html"
 
+# Two jobs (the straggler's and the hang's) are never merged: exit 2 listing them; --job picks one.
+expect_rc 2 $XT report "$TMP/slow" "$TMP/hang" -o "$TMP/two.html"
+has "--job" "$TMP/err"
+has "testjob" "$TMP/err"
+[ -e "$TMP/two.html" ] && fail "a report was written for two jobs"
+expect_rc 0 $XT report "$TMP/slow" "$TMP/hang" -o "$TMP/two.html" --job testjob
+has "Hang (never_issued): rank 5" "$TMP/two.html"
+
 # Partial input: one node -> written, exit 3, the missing ranks named on stderr and in the page.
 expect_rc 3 $XT report "$TMP/slow/node0" -o "$TMP/partial.html"
 has "4 rank(s) of the world have no data (4 5 6 7)" "$TMP/err"

@@ -61,7 +61,8 @@ double StepSeconds(const std::vector<analysis::Arrival>& arrivals);
 
 // Bus bandwidth per communicator, operation and size: the report's rows summed over ranks (sums
 // added, never rates; rank -1), in the report's order of first appearance.
-std::vector<analysis::BusBandwidth> PerCommunicator(const std::vector<analysis::BusBandwidth>& rows);
+std::vector<analysis::BusBandwidth> PerCommunicator(
+    const std::vector<analysis::BusBandwidth>& rows);
 
 // Charts hold at most this many rows; beyond, the highlighted (straggler) rows and the most
 // extreme values are kept and the chart says how many were left out.
