@@ -7,6 +7,7 @@
 
 #include "analysis/analysis.h"
 #include "analysis/comm_index.h"
+#include "analysis/report_text.h"
 
 namespace xtimer {
 namespace analysis {
@@ -22,10 +23,7 @@ std::vector<HangVerdict> FindHangs(const std::vector<RankInput>& ranks,
 void FindStragglers(const std::vector<RankInput>& ranks, const std::vector<CommView>& comms,
                     const Options& options, Report* report);
 
-// Text shared by evidence sentences: "0x00000000000000ab", "AllReduce", "1.5 s", "12.3 ms".
-std::string CommText(uint64_t id);
-std::string OpText(uint16_t op);
-std::string DurationText(double seconds);
+// CommText, OpText, DurationText: analysis/report_text.h.
 std::string RankList(const std::vector<int32_t>& ranks);  // "0, 1 and 3"
 // Where a verdict's waiters wait: "AllReduce seq 57 on communicator 0x...", "seq 57 on
 // communicator 0x..." (op unknown), "a send/receive on communicator 0x..." (point to point).

@@ -27,20 +27,6 @@ void Evidence(const std::vector<std::string>& evidence, std::string* out) {
   for (const std::string& e : evidence) *out += "    - " + e + "\n";
 }
 
-std::string StragglerSentence(const Straggler& s) {
-  if (s.rank < 0) {
-    return "Slow link on communicator " + CommText(s.comm_id) +
-           (s.group.empty() ? "" : " (" + s.group + ")") +
-           ": cause link, no rank blamed; about " + DurationText(s.wait_caused_s) +
-           " of rank time lost.";
-  }
-  return "Rank " + std::to_string(s.rank) + " on communicator " + CommText(s.comm_id) +
-         (s.group.empty() ? "" : " (" + s.group + ")") + ": cause " + CauseName(s.cause) +
-         "; arrived last in " + Fixed("%.0f%%", 100 * s.share_last) + " of instances, " +
-         DurationText(s.mean_lateness_s) + " late on average, caused " +
-         DurationText(s.wait_caused_s) + " of waiting.";
-}
-
 void BandwidthTable(const std::vector<BusBandwidth>& rows, std::string* out) {
   if (rows.empty()) {
     *out += "Bus bandwidth: no complete collective instances.\n";
@@ -102,6 +88,20 @@ std::string VerdictSentence(const HangVerdict& v) {
     s += " (completed instances differ)";
   }
   return s + ".";
+}
+
+std::string StragglerSentence(const Straggler& s) {
+  if (s.rank < 0) {
+    return "Slow link on communicator " + CommText(s.comm_id) +
+           (s.group.empty() ? "" : " (" + s.group + ")") +
+           ": cause link, no rank blamed; about " + DurationText(s.wait_caused_s) +
+           " of rank time lost.";
+  }
+  return "Rank " + std::to_string(s.rank) + " on communicator " + CommText(s.comm_id) +
+         (s.group.empty() ? "" : " (" + s.group + ")") + ": cause " + CauseName(s.cause) +
+         "; arrived last in " + Fixed("%.0f%%", 100 * s.share_last) + " of instances, " +
+         DurationText(s.mean_lateness_s) + " late on average, caused " +
+         DurationText(s.wait_caused_s) + " of waiting.";
 }
 
 std::string ReportText(const Report& report) {

@@ -11,6 +11,7 @@ int DumpMain(int argc, char** argv);  // cli/dump.cc
 int DiffMain(int argc, char** argv);  // cli/diff.cc
 int AnalyzeMain(int argc, char** argv);  // cli/analyze.cc
 int StacksMain(int argc, char** argv);  // cli/stacks.cc
+int ReportMain(int argc, char** argv);  // cli/report.cc
 
 }  // namespace cli
 }  // namespace xtimer

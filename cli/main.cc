@@ -20,6 +20,7 @@ constexpr Command kCommands[] = {
     {"analyze", xtimer::cli::AnalyzeMain, "hang culprits, stragglers, true bus bandwidth"},
     {"diff", xtimer::cli::DiffMain, "compare two dumps per op signature, by impact on step time"},
     {"stacks", xtimer::cli::StacksMain, "per-rank stack files -> flame graph, rank-grouped summary"},
+    {"report", xtimer::cli::ReportMain, "a dump -> one self-contained HTML report"},
 };
 
 void Usage(FILE* out) {

@@ -35,43 +35,6 @@ double Median(std::vector<int64_t> v) {
   return m * 1e-9;
 }
 
-const char* UnitOf(const OpSignature& s) {
-  switch (static_cast<OpKind>(s.kind)) {
-    case OpKind::kMatmul: return "TFLOPS";
-    case OpKind::kCollective:
-    case OpKind::kP2P: return "GB/s bus";
-    case OpKind::kMemcpy:
-    case OpKind::kMemset: return "GB/s";
-    default: return "";
-  }
-}
-
-double Throughput(const OpSignature& s, double seconds) {
-  if (!(seconds > 0)) return 0;
-  switch (static_cast<OpKind>(s.kind)) {
-    case OpKind::kMatmul: return opmath::MatmulFlop(s.m, s.n, s.k, s.batch) / seconds / 1e12;
-    case OpKind::kCollective:
-    case OpKind::kP2P: return opmath::BusBytes(s.op, s.bytes, s.comm_size) / seconds / 1e9;
-    case OpKind::kMemcpy:
-    case OpKind::kMemset: return static_cast<double>(s.bytes) / seconds / 1e9;
-    default: return 0;
-  }
-}
-
-OpStats StatsOf(const OpSignature& s, const OpTable& t) {
-  OpStats st;
-  auto it = t.durations.find(s);
-  if (it == t.durations.end() || it->second.empty()) return st;
-  st.count = it->second.size();
-  st.median_s = Median(it->second);
-  st.p90_s = Quantile(it->second, 0.9);
-  double sum = 0;
-  for (int64_t d : it->second) sum += static_cast<double>(d);
-  st.mean_s = sum / static_cast<double>(st.count) * 1e-9;
-  st.throughput = Throughput(s, st.mean_s);
-  return st;
-}
-
 double Mean(const RankWork& w) { return w.count ? w.total_ns / w.count * 1e-9 : 0; }
 
 // One signature of one rank; `base` gets what B's calls took at A's speed (or A's time, gone,
@@ -180,7 +143,44 @@ void SetExcess(const std::map<OpSignature, AcrossRanks>& across, size_t ranks, d
   });
 }
 
+double Throughput(const OpSignature& s, double seconds) {
+  if (!(seconds > 0)) return 0;
+  switch (static_cast<OpKind>(s.kind)) {
+    case OpKind::kMatmul: return opmath::MatmulFlop(s.m, s.n, s.k, s.batch) / seconds / 1e12;
+    case OpKind::kCollective:
+    case OpKind::kP2P: return opmath::BusBytes(s.op, s.bytes, s.comm_size) / seconds / 1e9;
+    case OpKind::kMemcpy:
+    case OpKind::kMemset: return static_cast<double>(s.bytes) / seconds / 1e9;
+    default: return 0;
+  }
+}
+
 }  // namespace
+
+const char* UnitOf(const OpSignature& s) {
+  switch (static_cast<OpKind>(s.kind)) {
+    case OpKind::kMatmul: return "TFLOPS";
+    case OpKind::kCollective:
+    case OpKind::kP2P: return "GB/s bus";
+    case OpKind::kMemcpy:
+    case OpKind::kMemset: return "GB/s";
+    default: return "";
+  }
+}
+
+OpStats StatsOf(const OpSignature& s, const OpTable& t) {
+  OpStats st;
+  auto it = t.durations.find(s);
+  if (it == t.durations.end() || it->second.empty()) return st;
+  st.count = it->second.size();
+  st.median_s = Median(it->second);
+  st.p90_s = Quantile(it->second, 0.9);
+  double sum = 0;
+  for (int64_t d : it->second) sum += static_cast<double>(d);
+  st.mean_s = sum / static_cast<double>(st.count) * 1e-9;
+  st.throughput = Throughput(s, st.mean_s);
+  return st;
+}
 
 std::vector<DiffRow> DiffTables(const OpTable& a, const OpTable& b) {
   std::vector<DiffRow> rows;

@@ -29,6 +29,12 @@ struct OpStats {
   double throughput = 0;  // at the mean, in the row's unit; 0 when the op has none
 };
 
+// The throughput unit of a signature's kind: "TFLOPS", "GB/s bus", "GB/s" or "".
+const char* UnitOf(const OpSignature& signature);
+// The statistics of one signature's durations in `table` (count 0 when it has none); the
+// throughput is taken at the mean, in UnitOf's unit.
+OpStats StatsOf(const OpSignature& signature, const OpTable& table);
+
 struct DiffRow {
   OpSignature signature;
   const char* unit = "";  // "TFLOPS", "GB/s bus" (collectives, send/recv), "GB/s" (copies, sets)

@@ -3,44 +3,13 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "util/xml_escape.h"
+
 namespace xtimer {
 namespace stacktrace {
 namespace {
 
 constexpr double kWidth = 1200, kPad = 10, kRow = 16, kTop = 50;
-
-// True when `s` is valid UTF-8 (the SVG's encoding).
-bool ValidUtf8(const std::string& s) {
-  for (size_t i = 0; i < s.size();) {
-    unsigned char c = s[i];
-    size_t n = c < 0x80 ? 0 : (c >> 5) == 6 ? 1 : (c >> 4) == 14 ? 2 : (c >> 3) == 30 ? 3 : 9;
-    if (n == 9 || i + n >= s.size() + (n ? 0 : 1)) return false;
-    for (size_t k = 1; k <= n; ++k) {
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 2) return false;
-    }
-    i += n + 1;
-  }
-  return true;
-}
-
-// Text for XML content and attributes: markup escaped, control characters (and, in text that
-// is not UTF-8, bytes over 0x7f) shown as '?', so that any input gives a well-formed document.
-std::string XmlEscape(const std::string& s) {
-  bool utf8 = ValidUtf8(s);
-  std::string out;
-  out.reserve(s.size());
-  for (unsigned char c : s) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default:
-        out += (c < 0x20 && c != '\t' && c != '\n') || (c >= 0x80 && !utf8) ? '?' : static_cast<char>(c);
-    }
-  }
-  return out;
-}
 
 const char* Fill(Origin o, size_t hash) {
   static const char* kColors[][3] = {

@@ -15,6 +15,9 @@ PACKAGES=(
   libdeflate-dev zlib1g-dev
   # tools the tests drive for real (prometheus ships promtool, for //deploy:prometheus_rules_test)
   curl prometheus python3-grpcio valgrind openmpi-bin
+  # a headless browser: //cli:report_chromium_test and //stacktrace:stacks_chromium_test render
+  # the report and the flame graph in it
+  chromium
 )
 
 missing=()

@@ -1,0 +1,407 @@
+// xtimer report DIR... -o report.html: one self-contained HTML report of a dump (see --help and
+// docs/report.md). Reads as `xtimer analyze` reads (cli/dump_reader.h) and as `xtimer diff` reads
+// (cli/op_table.h); the page is written by report/report_html.h.
+#include <dirent.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "cli/commands.h"
+#include "cli/dump_reader.h"
+#include "cli/op_diff.h"
+#include "cli/op_table.h"
+#include "format/record.h"
+#include "opmath/op_math.h"
+#include "report/report_html.h"
+#include "util/version.h"
+
+namespace xtimer {
+namespace cli {
+namespace {
+
+constexpr char kHelp[] = R"HELP(usage: xtimer report DIR... -o report.html [options]
+
+Writes one self-contained HTML file (inline SVG charts, no script, nothing fetched when it is
+viewed) about a dump: each rank's step time (where known) and matmul FLOP/s, observed and true
+bus bandwidth per communicator, the slowest operations by signature, the diagnosis of `xtimer
+analyze` (hang verdicts, stragglers and their cause, with their evidence), and relative links to
+the Perfetto traces (*.pftrace) and flame graphs (stacks.svg) found in the dump's folders.
+docs/report.md describes every section.
+
+DIR... are read as `xtimer analyze` reads them: node directories of timeline files, a dump path
+holding job folders, single .timeline files, and the hang-summary-<host>.json files beside them.
+
+options:
+  -o, --out FILE      the HTML file to write (required); its folder must exist
+  --groups LAYOUT     parallel layout, e.g. tp2-pp2-dp2 (as for xtimer analyze)
+  --job J             only this job's files: needed when the inputs hold several jobs
+  --top N             rows of the slowest-operations table (default 25)
+  --hang-timeout S    the longest stall that is not a hang (as for xtimer analyze)
+  -j, --jobs N        reader threads (default: all hardware threads)
+  --no-align          do not align node clocks
+  -q, --quiet         no progress or input notes on stderr (problems are still printed)
+  -h, --help          this text
+  --version           print the version and exit
+
+exit status: 0 written, 1 nothing could be read or the file could not be written, 2 bad
+arguments (also: the inputs hold several jobs and no --job, or --job names none of them: the
+jobs are listed), 3 written but the input is partial: ranks of the world have no data, files
+are (partly) unreadable or were left out (each is named on stderr and in the report).
+)HELP";
+
+struct Args {
+  std::vector<std::string> inputs;
+  std::string out, job, groups_text;
+  bool quiet = false, align = true;
+  int jobs = 0;
+  size_t top = 25;
+  analysis::Options options;
+};
+
+int BadArg(const std::string& m) {
+  std::fprintf(stderr, "xtimer report: %s (see xtimer report --help)\n", m.c_str());
+  return 2;
+}
+
+bool ParseNumber(const std::string& s, double lo, double hi, double* out) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end || !(v >= lo && v <= hi)) return false;
+  *out = v;
+  return true;
+}
+
+// Options that take a value; returns -1 when `v` is good, else the exit status.
+int TakeValue(const std::string& arg, const std::string& v, Args* a) {
+  double n = 0;
+  if (arg == "-o" || arg == "--out") {
+    if (v.empty()) return BadArg(arg + " needs a file name");
+    a->out = v;
+  } else if (arg == "--groups") {
+    std::string error;
+    if (!analysis::ParseGroups(v, &a->options.groups, &error))
+      return BadArg("--groups " + v + ": " + error);
+    a->options.has_groups = true;
+    a->groups_text = v;
+  } else if (arg == "--job") {
+    a->job = v;
+  } else if (arg == "--top") {
+    if (!ParseNumber(v, 1, 1000000, &n) || n != std::floor(n))
+      return BadArg("--top must be a number from 1 to 1000000, not '" + v + "'");
+    a->top = static_cast<size_t>(n);
+  } else if (arg == "--hang-timeout") {
+    if (!ParseNumber(v, 1, 86400, &n))
+      return BadArg("--hang-timeout must be 1 to 86400 seconds, not '" + v + "'");
+    a->options.hang_timeout_ns = static_cast<int64_t>(n * 1e9);
+    a->options.min_hang_ns = std::min(a->options.min_hang_ns, a->options.hang_timeout_ns);
+  } else {  // -j, --jobs
+    if (!ParseNumber(v, 1, 1024, &n) || n != std::floor(n))
+      return BadArg(arg + " must be a number from 1 to 1024, not '" + v + "'");
+    a->jobs = static_cast<int>(n);
+  }
+  return -1;
+}
+
+// Returns -1 when the arguments are good, else the exit status.
+int ParseArgs(int argc, char** argv, Args* a) {
+  static const std::set<std::string> kWithValue = {"-o",  "--out", "--groups", "--job",
+                                                   "--top", "-j", "--jobs", "--hang-timeout"};
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], v;
+    const size_t eq = arg.find('=');
+    const bool has_v = arg.rfind("--", 0) == 0 && eq != std::string::npos;
+    if (has_v) {
+      v = arg.substr(eq + 1);
+      arg = arg.substr(0, eq);
+    }
+    if (arg == "-h" || arg == "--help") {
+      std::fputs(kHelp, stdout);
+      return 0;
+    } else if (arg == "--version") {
+      std::printf("%s\n", kVersion);
+      return 0;
+    } else if (arg == "-q" || arg == "--quiet") {
+      a->quiet = true;
+    } else if (arg == "--no-align") {
+      a->align = false;
+    } else if (arg.empty() || arg[0] != '-') {
+      a->inputs.push_back(arg);
+    } else if (!kWithValue.count(arg)) {
+      return BadArg("unknown option '" + arg + "'");
+    } else if (!has_v && i + 1 >= argc) {
+      return BadArg(arg + " needs a value");
+    } else {
+      const int rc = TakeValue(arg, has_v ? v : argv[++i], a);
+      if (rc >= 0) return rc;
+    }
+  }
+  if (a->inputs.empty()) return BadArg("no dump directory");
+  if (a->out.empty()) return BadArg("no output file: give -o report.html");
+  return -1;
+}
+
+void Note(const Args& a, const std::string& m) {
+  if (!a.quiet) std::fprintf(stderr, "xtimer report: %s\n", m.c_str());
+}
+
+std::string Dirname(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// What the report is made of: the analysis input (as `xtimer analyze` reads it) and the op table
+// of the same files (as `xtimer diff` reads it).
+struct Inputs {
+  DumpInput dump;
+  OpTable table;
+  std::vector<std::string> problems;
+};
+
+// Returns -1 when something was read, else the exit status.
+int Read(const Args& a, Inputs* in) {
+  DumpReadOptions ro;
+  ro.inputs = a.inputs;
+  ro.job = a.job;
+  ro.jobs = a.jobs;
+  ro.align_clocks = a.align;
+  ro.progress = !a.quiet && isatty(STDERR_FILENO) ? stderr : nullptr;
+  std::string error;
+  Note(a, "reading the dump for the diagnosis");
+  if (!ReadDump(ro, &in->dump, &error)) {
+    if (in->dump.wrong_job) return BadArg(error);
+    std::fprintf(stderr, "xtimer report: %s\n", error.c_str());
+    return 1;
+  }
+  for (const std::string& n : in->dump.notes) Note(a, "note: " + n);
+  in->problems = in->dump.problems;
+  std::vector<std::string> files;
+  for (const std::string& f : in->dump.paths) {
+    if (EndsWith(f, ".timeline")) files.push_back(f);
+  }
+  if (!files.empty()) {
+    Note(a, "reading " + std::to_string(files.size()) + " timeline file(s) for the op table");
+    if (!ReadOpTable(files, a.jobs, &in->table, &error)) in->problems.push_back(error);
+  }
+  std::set<std::string> seen(in->problems.begin(), in->problems.end());
+  for (const std::string& p : in->table.problems) {
+    if (seen.insert(p).second) in->problems.push_back(p);
+  }
+  if (!in->dump.missing.empty()) {
+    std::string list;
+    for (size_t i = 0; i < in->dump.missing.size() && i < 32; ++i)
+      list += (i ? " " : "") + std::to_string(in->dump.missing[i]);
+    if (in->dump.missing.size() > 32) list += " ...";
+    in->problems.push_back(std::to_string(in->dump.missing.size()) +
+                           " rank(s) of the world have no data (" + list +
+                           "): give every node's directory");
+  }
+  return -1;
+}
+
+// A rank's matmul FLOP per second of GPU time (opmath's FLOP of each signature); 0 without any.
+double MatmulFlops(const std::map<OpSignature, RankWork>& own) {
+  double flop = 0, ns = 0;
+  for (const auto& kv : own) {
+    if (kv.first.kind != static_cast<uint8_t>(format::OpKind::kMatmul)) continue;
+    flop += opmath::MatmulFlop(kv.first.m, kv.first.n, kv.first.k, kv.first.batch) *
+            static_cast<double>(kv.second.count);
+    ns += kv.second.total_ns;
+  }
+  return ns > 0 ? flop / ns * 1e9 : 0;
+}
+
+std::vector<report::RankRow> RankRows(const Inputs& in) {
+  std::vector<report::RankRow> rows;
+  for (const analysis::RankInput& r : in.dump.ranks) {
+    report::RankRow row;
+    row.rank = r.rank;
+    row.node = r.node;
+    row.step_s = report::StepSeconds(r.arrivals);
+    auto it = in.table.own.find(r.rank);
+    if (it != in.table.own.end()) row.matmul_flops = MatmulFlops(it->second);
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+// The signatures with the most total time, at most `top`.
+std::vector<report::OpRow> OpRows(const OpTable& table, size_t top) {
+  std::vector<report::OpRow> rows;
+  for (const auto& kv : table.durations) {
+    const OpStats st = StatsOf(kv.first, table);
+    if (st.count == 0) continue;
+    report::OpRow r;
+    r.name = kv.first.name;
+    r.shape = kv.first.Shape();
+    r.dtype = format::DTypeName(static_cast<format::DType>(kv.first.dtype));
+    r.unit = UnitOf(kv.first);
+    r.count = st.count;
+    r.mean_s = st.mean_s;
+    r.median_s = st.median_s;
+    r.p90_s = st.p90_s;
+    r.total_s = st.mean_s * static_cast<double>(st.count);
+    r.throughput = st.throughput;
+    rows.push_back(r);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const report::OpRow& x, const report::OpRow& y) {
+    return x.total_s > y.total_s;
+  });
+  if (rows.size() > top) rows.resize(top);
+  return rows;
+}
+
+std::string RealPath(const std::string& path) {
+  char buf[PATH_MAX];
+  return realpath(path.c_str(), buf) != nullptr ? buf : "";
+}
+
+// `to` relative to the directory `from` (both absolute, normalized).
+std::string RelativeTo(const std::string& from, const std::string& to) {
+  auto split = [](const std::string& p) {
+    std::vector<std::string> parts;
+    size_t i = 0;
+    while (i < p.size()) {
+      size_t j = p.find('/', i);
+      if (j == std::string::npos) j = p.size();
+      if (j > i) parts.push_back(p.substr(i, j - i));
+      i = j + 1;
+    }
+    return parts;
+  };
+  const std::vector<std::string> f = split(from), t = split(to);
+  size_t common = 0;
+  while (common < f.size() && common < t.size() && f[common] == t[common]) ++common;
+  std::string out;
+  for (size_t i = common; i < f.size(); ++i) out += "../";
+  for (size_t i = common; i < t.size(); ++i) out += (i > common ? "/" : "") + t[i];
+  return out;
+}
+
+bool IsRegular(const std::string& path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// The Perfetto traces and flame graphs in `dir` (files, not symlinks): *.pftrace,
+// *.perfetto-trace, stacks.svg, and SUB/stacks.svg one folder down (xtimer stacks -o DIR/SUB).
+void LinksIn(const std::string& dir, std::vector<std::pair<std::string, std::string>>* found) {
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (const dirent* e = readdir(d)) {
+    const std::string name = e->d_name, path = dir + "/" + name;
+    if (name == "." || name == "..") continue;
+    if ((EndsWith(name, ".pftrace") || EndsWith(name, ".perfetto-trace")) && IsRegular(path)) {
+      found->push_back({"Perfetto trace", path});
+    } else if (name == "stacks.svg" && IsRegular(path)) {
+      found->push_back({"flame graph", path});
+    } else if (IsDirectory(path) && IsRegular(path + "/stacks.svg")) {
+      found->push_back({"flame graph", path + "/stacks.svg"});
+    }
+  }
+  closedir(d);
+}
+
+std::vector<report::Link> FindLinks(const Args& a, const DumpInput& dump) {
+  std::set<std::string> dirs;
+  for (const std::string& i : a.inputs) {
+    if (IsDirectory(i)) dirs.insert(RealPath(i));
+  }
+  for (const std::string& p : dump.paths) dirs.insert(RealPath(Dirname(p)));
+  std::vector<std::pair<std::string, std::string>> found;
+  for (const std::string& d : dirs) {
+    if (!d.empty()) LinksIn(d, &found);
+  }
+  const std::string from = RealPath(Dirname(a.out));
+  std::set<std::string> seen;
+  std::vector<report::Link> links;
+  for (const auto& f : found) {
+    const std::string real = RealPath(f.second);
+    if (real.empty() || from.empty() || !seen.insert(real).second) continue;
+    links.push_back({f.first, RelativeTo(from, real)});
+  }
+  std::sort(links.begin(), links.end(), [](const report::Link& x, const report::Link& y) {
+    return x.label != y.label ? x.label > y.label : x.path < y.path;
+  });
+  return links;
+}
+
+bool WriteFile(const std::string& path, const std::string& text) {
+  FILE* f = std::fopen(path.c_str(), "w");
+  if (f == nullptr) {
+    std::perror(("xtimer report: " + path).c_str());
+    return false;
+  }
+  const bool ok = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  if (std::fclose(f) != 0 || !ok) {
+    std::perror(("xtimer report: writing " + path).c_str());
+    return false;
+  }
+  return true;
+}
+
+std::string Summary(const Inputs& in) {
+  const DumpInput& d = in.dump;
+  return "Read " + std::to_string(d.files) + " timeline file(s) (" + std::to_string(d.events) +
+         " events) and " + std::to_string(d.summaries) + " hang summary(ies): " +
+         std::to_string(d.ranks.size()) + " of " + std::to_string(d.world) + " ranks, " +
+         std::to_string(d.offsets.size()) + " node(s).";
+}
+
+}  // namespace
+
+int ReportMain(int argc, char** argv) {
+  Args a;
+  int rc = ParseArgs(argc, argv, &a);
+  if (rc >= 0) return rc;
+  Inputs in;
+  rc = Read(a, &in);
+  if (rc >= 0) return rc;
+  analysis::Options opt = a.options;
+  opt.now_ns = in.dump.now_ns;
+  int world = in.dump.world;
+  for (const analysis::RankInput& r : in.dump.ranks) world = std::max(world, r.rank + 1);
+  if (opt.has_groups && opt.groups.world() != world) {
+    return BadArg("--groups " + a.groups_text + " describes " +
+                  std::to_string(opt.groups.world()) + " ranks; the job has " +
+                  std::to_string(world));
+  }
+  Note(a, "analysing " + std::to_string(in.dump.ranks.size()) + " rank(s)");
+  report::ReportPage page;
+  page.analysis = analysis::Analyze(in.dump.ranks, opt);
+  page.job = in.dump.job;
+  page.version = kVersion;
+  page.summary = Summary(in);
+  page.problems = in.problems;
+  page.ranks = RankRows(in);
+  page.ops = OpRows(in.table, a.top);
+  page.ops_total = in.table.durations.size();
+  page.links = FindLinks(a, in.dump);
+  if (!WriteFile(a.out, report::ReportHtml(page))) return 1;
+  Note(a, "wrote " + a.out);
+  for (const std::string& p : in.problems) {
+    std::fprintf(stderr, "xtimer report: partial: %s\n", p.c_str());
+  }
+  return in.problems.empty() ? 0 : 3;
+}
+
+}  // namespace cli
+}  // namespace xtimer

@@ -1,0 +1,86 @@
+#!/bin/bash
+# xtimer report on dumps written by cli/write_test_job: the straggler and its cause named as
+# `xtimer analyze` names them, every section, hostile input escaped, links to a trace and a flame
+# graph found in the dump, exit statuses and error messages.
+set -u
+XT=cli/xtimer
+W=cli/write_test_job
+TMP=${TEST_TMPDIR:-$(mktemp -d)}
+fail() { echo "FAIL: $*"; exit 1; }
+expect_rc() { local want=$1; shift; "$@" >"$TMP/out" 2>"$TMP/err"; local rc=$?; [ $rc -eq $want ] || fail "'$*' exited $rc, want $want: $(cat "$TMP/err")"; }
+has() { grep -qF -- "$1" "$2" || fail "$2 lacks '$1': $(head -c 800 "$2")"; }
+
+expect_rc 0 $XT report --help
+has "-o, --out FILE" "$TMP/out"
+expect_rc 0 $XT report --version
+$XT --version | cmp -s - "$TMP/out" || fail "report --version differs from xtimer --version"
+expect_rc 2 $XT report
+has "no dump directory" "$TMP/err"
+expect_rc 2 $XT report "$TMP"
+has "give -o report.html" "$TMP/err"
+expect_rc 2 $XT report "$TMP" -o "$TMP/r.html" --bogus
+has "unknown option '--bogus'" "$TMP/err"
+expect_rc 2 $XT report "$TMP" -o "$TMP/r.html" --top 0
+has "--top must be a number" "$TMP/err"
+
+# A straggler (rank 3's GEMM 1.3x slower) in a job whose label is markup.
+HOSTILE='<script>alert(1)</script>'
+$W "$TMP/slow" --slow-rank 3 --steps 40 --job "$HOSTILE" >/dev/null || fail "write straggler job"
+$XT timeline "$TMP/slow" -o "$TMP/slow/trace.pftrace" -q || fail "xtimer timeline"
+mkdir -p "$TMP/slow/stacks" "$TMP/html" && echo '<svg/>' >"$TMP/slow/stacks/stacks.svg"
+expect_rc 0 $XT report "$TMP/slow" -o "$TMP/html/report.html" --groups tp2-pp2-dp2
+R="$TMP/html/report.html"
+$XT analyze "$TMP/slow" --groups tp2-pp2-dp2 >"$TMP/analyze.txt" 2>/dev/null || fail "xtimer analyze"
+SENTENCE=$(grep -o "Rank 3 on communicator .*" "$TMP/analyze.txt" | head -1)
+[ -n "$SENTENCE" ] || fail "analyze names no straggler: $(cat "$TMP/analyze.txt")"
+has "$SENTENCE" "$R"
+has "cause compute" "$R"
+has "arrived last in 100% of 40 instances" "$R"
+has "No hang." "$R"
+for section in 'id="diagnosis"' 'id="ranks"' 'id="bandwidth"' 'id="ops"' 'id="links"' \
+    "Step time" "Matmul FLOP/s" "<td class=\"l\">GemmEx</td>" "<td class=\"l\">AllReduce</td>"; do
+  has "$section" "$R"
+done
+has '<tr class="hl"><td>3</td>' "$R"
+has 'href="../slow/trace.pftrace"' "$R"
+has 'href="../slow/stacks/stacks.svg"' "$R"
+grep -q "<script" "$R" && fail "markup from the job label reached the HTML"
+has "xtimer report: &lt;script&gt;alert(1)&lt;/script&gt;" "$R"
+grep -qE "https?://[^w]" "$R" && fail "the report refers to the network"
+# The charts' figures are the table's: rank 3's matmul TFLOP/s is the others' / 1.3.
+python3 - "$R" <<'PY' || fail "per-rank FLOP/s"
+import re, sys
+rows = re.findall(r"<tr(?: class=\"hl\")?><td>(\d+)</td><td class=\"l\">[^<]*</td><td>([\d.]+)</td><td>([\d.]+)</td>", open(sys.argv[1]).read())
+assert len(rows) == 8, rows
+f = {int(r): float(t) for r, _, t in rows}
+others = sorted(v for r, v in f.items() if r != 3)
+assert abs(others[3] / f[3] - 1.3) < 0.02, f
+steps = [float(s) for _, s, _ in rows]
+assert max(steps) / min(steps) < 1.01, steps
+PY
+
+# A hang: the verdict and its evidence, as analyze prints them.
+$W "$TMP/hang" --stop-rank 5 --stop-step 15 >/dev/null || fail "write hang job"
+expect_rc 0 $XT report "$TMP/hang" -o "$TMP/hang.html" -q
+[ -s "$TMP/err" ] && fail "-q printed: $(cat "$TMP/err")"
+has "Hang (never_issued): rank 5 never issued AllReduce seq 15" "$TMP/hang.html"
+
+# Two jobs (the straggler's and the hang's) are never merged: exit 2 listing them; --job picks one.
+expect_rc 2 $XT report "$TMP/slow" "$TMP/hang" -o "$TMP/two.html"
+has "--job" "$TMP/err"
+has "testjob" "$TMP/err"
+[ -e "$TMP/two.html" ] && fail "a report was written for two jobs"
+expect_rc 0 $XT report "$TMP/slow" "$TMP/hang" -o "$TMP/two.html" --job testjob
+has "Hang (never_issued): rank 5" "$TMP/two.html"
+
+# Partial input: one node -> written, exit 3, the missing ranks named on stderr and in the page.
+expect_rc 3 $XT report "$TMP/slow/node0" -o "$TMP/partial.html"
+has "4 rank(s) of the world have no data (4 5 6 7)" "$TMP/err"
+has "Partial input" "$TMP/partial.html"
+has "4 rank(s) of the world have no data (4 5 6 7)" "$TMP/partial.html"
+# Nothing readable -> 1; an output folder that does not exist -> 1, named.
+expect_rc 1 $XT report "$TMP/no-such-dir" -o "$TMP/x.html"
+has "no readable timeline files" "$TMP/err"
+expect_rc 1 $XT report "$TMP/slow" -o "$TMP/no-such-dir/x.html"
+has "no-such-dir/x.html" "$TMP/err"
+echo PASS
