@@ -14,7 +14,7 @@ PACKAGES=(
   libabsl-dev libunwind-dev liblzma-dev libgtest-dev libgmock-dev libbenchmark-dev python3-dev
   libdeflate-dev zlib1g-dev
   # tools the tests drive for real (prometheus ships promtool, for //deploy:prometheus_rules_test)
-  curl prometheus python3-grpcio valgrind openmpi-bin
+  curl prometheus python3-grpcio valgrind openmpi-bin strace
   # a headless browser: //cli:report_chromium_test and //stacktrace:stacks_chromium_test render
   # the report and the flame graph in it
   chromium
