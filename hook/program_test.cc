@@ -103,6 +103,11 @@ int RunProgram(const std::vector<std::string>& argv, const std::vector<std::stri
   std::string out_path = TmpDir() + "/program.out";
   pid_t pid = SpawnProgram(argv, env, out_path);
   if (kill_after != nullptr) {
+    // `kill_ms` after the hook registered (a loaded machine may take longer to get there).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (kill_after->registrations() == 0 && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(kill_ms));
     kill_after->ReadAll();  // as a real daemon would have: the new one reads on from there
     kill_after->Kill();
@@ -699,7 +704,9 @@ TEST(ProgramTest, InflightRowSaysStartedWhenThePeerNeverArrives) {
   bool waiting = WatchRing(daemon.get(), pid, 60000, [&](const FakeDaemon::Ring& ring) {
     const uint64_t comm = CommOf(ring);
     const format::InflightRow* r1 = Row(ring, comm, 1);
-    if (comm == 0 || r1 == nullptr || r1->oldest.state != format::InflightState::kStarted) {
+    // Seq 2 is the one rank 0 never issues (seq 1 may still be in flight on a loaded machine).
+    if (comm == 0 || r1 == nullptr || r1->oldest.state != format::InflightState::kStarted ||
+        r1->oldest.seq != 2) {
       return false;
     }
     // Long enough that rank 0's side is settled, not on its way.
@@ -1019,7 +1026,8 @@ TEST(ProgramTest, ReconnectsToARestartedDaemon) {
   ASSERT_NE(first, nullptr) << error;
   std::unique_ptr<FakeDaemon> second;
   std::string out;
-  // The daemon dies 700 ms into a 3 s run; a new one listens at once on the same path.
+  // The daemon dies 700 ms after the registration, in a 3 s run; a new one listens at once on
+  // the same path.
   ASSERT_EQ(RunProgram(Hooked({g_workload, "comm_loop", "3000"}), HookEnv(sock), &out, first.get(), 700,
                 &second, sock),
             0)
@@ -1059,8 +1067,9 @@ TEST(ProgramTest, ForkedChildPassesThroughAndParentKeepsTiming) {
   // RunHooked requires exactly one ring: the child never registers.
   ASSERT_TRUE(RunHooked({g_workload, "fork"}, "f", {}, &ring, &out));
   auto memsets = Ops(ring, Operation::kMemset);
-  // Parent: 100 + 200 + 100 ms of 4 KiB memsets every ~5 ms; the child's 20 are not recorded.
-  EXPECT_GT(memsets.size(), 30u);
+  // Parent: 100 + 200 + 100 ms of 4 KiB memsets every ~5 ms (about 80; 30 at load 15); the
+  // child's 20 are not recorded.
+  EXPECT_GT(memsets.size(), 20u);
   // The stream is idle: a duration also holds the host's launch gap after the start event.
   for (const OpRecord& r : memsets) {
     EXPECT_GE(r.duration_ns, Copy(4096, 2000) - 2);
