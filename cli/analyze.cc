@@ -59,17 +59,19 @@ options:
   --hosts LIST        host:port,... of the nodes' xtimerd control ports (a host without :port
                       gets $XTIMER_CONTROL_PORT or 18888)
   --hosts-file F      one host[:port] per line ('#' starts a comment)
-  --job J             only this job's files (or, with --hosts, ranks): needed when the
-                      inputs (the nodes) hold several jobs, which are never merged
+  --job J             only this job's files (or, with --hosts, ranks). Jobs are never
+                      merged: files of several jobs without --job read the job with the
+                      most files and leave the others out (exit 3); several jobs on the
+                      nodes (--hosts) need --job
   --timeout S         with --hosts: per-node deadline (default 10)
   -h, --help          this text
   --version           print the version and exit
 
-exit status: 0 done, 1 nothing could be read (or no node answered), 2 bad arguments (also: the
-inputs hold several jobs and no --job, or --job names none of them: the jobs are listed), 3 done
+exit status: 0 done, 1 nothing could be read (or no node answered), 2 bad arguments (also: --job
+names none of the jobs, or --hosts found several jobs and no --job: the jobs are listed), 3 done
 but the input is partial: ranks of the world have no data, files are (partly) unreadable or were
-left out (their world size disagrees with the job's), or nodes did not answer (each is named on
-stderr).
+left out (their world size disagrees with the job's, or they are another job's), or nodes did
+not answer (each is named on stderr).
 )HELP";
 
 struct Args {

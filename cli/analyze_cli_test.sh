@@ -111,23 +111,24 @@ PY
 expect_rc 3 $XT diff "$TMP/a" "$TMP/corrupt"
 grep -q "B: .*00007-00008.timeline" "$TMP/err" || fail "diff partial message: $(cat "$TMP/err")"
 expect_rc 1 $XT diff "$TMP/a" "$TMP/no-such-dir"
-# Two jobs in one input are never merged (cli/job_inputs.h): analyze, timeline and diff refuse
-# with exit 2, listing the jobs and asking for --job; --job picks one; a --job that names none
-# fails listing the jobs present.
+# Two jobs in one input are never merged (cli/job_inputs.h): without --job, analyze, timeline
+# and diff read the job with the most files (a tie: the first by name, otherjob), leave the other
+# out and exit 3, naming it and asking for --job; --job picks one; a --job that names none fails
+# listing the jobs present.
 mkdir -p "$TMP/mixed" && $W "$TMP/mixed/other" --steps 10 --job otherjob >/dev/null || fail "write second job"
 mkdir -p "$TMP/mixed/testjob" && cp -r "$TMP/a/node0" "$TMP/a/node1" "$TMP/mixed/testjob/"
 for cmd in "analyze $TMP/mixed/testjob/node0 $TMP/mixed/testjob/node1 $TMP/mixed/other/node0 $TMP/mixed/other/node1" \
            "timeline $TMP/mixed/testjob/node0 $TMP/mixed/testjob/node1 $TMP/mixed/other -o $TMP/mixed.pftrace" \
            "diff $TMP/a $TMP/mixed/testjob/node0,$TMP/mixed/testjob/node1,$TMP/mixed/other"; do
-  expect_rc 2 $XT $cmd
-  grep -q "hold 2 jobs" "$TMP/err" || fail "$cmd: no mixed-jobs refusal: $(cat "$TMP/err")"
-  grep -q "'otherjob': 8 files in $TMP/mixed/other/node0, $TMP/mixed/other/node1" "$TMP/err" || fail "$cmd: jobs not listed: $(cat "$TMP/err")"
-  grep -q "'testjob': 8 files" "$TMP/err" || fail "$cmd: testjob not listed: $(cat "$TMP/err")"
+  expect_rc 3 $XT $cmd
+  grep -q "hold 2 jobs" "$TMP/err" || fail "$cmd: no mixed-jobs note: $(cat "$TMP/err")"
+  grep -q "read 'otherjob' (most files); left out 8 file(s)" "$TMP/err" || fail "$cmd: chosen job not named: $(cat "$TMP/err")"
+  grep -q "'testjob': 8 files in $TMP/mixed/testjob/node0, $TMP/mixed/testjob/node1" "$TMP/err" || fail "$cmd: left-out job not listed: $(cat "$TMP/err")"
   grep -q -- "--job NAME" "$TMP/err" || fail "$cmd: no --job hint: $(cat "$TMP/err")"
   flag=--job && [ "${cmd%% *}" = diff ] && flag=--job-b  # A holds testjob alone
   expect_rc 2 $XT $cmd $flag typo
   grep -q -- "--job 'typo' names none of the 2 job(s)" "$TMP/err" || fail "$cmd $flag typo: $(cat "$TMP/err")"
-  grep -q "'otherjob': 8 files" "$TMP/err" || fail "$cmd $flag typo: jobs not listed: $(cat "$TMP/err")"
+  grep -q "'otherjob': 8 files in $TMP/mixed/other/node0, $TMP/mixed/other/node1" "$TMP/err" || fail "$cmd $flag typo: jobs not listed: $(cat "$TMP/err")"
 done
 expect_rc 0 $XT analyze "$TMP/mixed/testjob" "$TMP/mixed/other" --job otherjob --json
 python3 - "$TMP/out" <<'PY' || fail "analyze --job: $(head -c 600 "$TMP/out")"

@@ -39,17 +39,18 @@ options:
   --json            print JSON: {"a": {...}, "b": {...}, "ops": [...], "ranks": [...]}
                     (docs/analyze-cli.md)
   --top N           print only the first N rows (default: all)
-  --job NAME        only this job's files, in A and in B: needed when a dump holds several
-                    jobs (the job label of the files), which are never merged
+  --job NAME        only this job's files, in A and in B. Jobs (the job label of the files)
+                    are never merged: without it, a dump of several jobs is read as the job
+                    with the most files, the others left out (exit 3)
   --job-a NAME, --job-b NAME
                     the same for A or B alone (two runs have two job labels)
   -j, --jobs N      reader threads (default: all hardware threads)
   -h, --help        this text
   --version         print the version and exit
 
-exit status: 0 done, 1 a dump could not be read, 2 bad arguments (also: a dump holds several
-jobs and no --job, or --job names none of them: the jobs are listed), 3 done but some files were
-(partly) unreadable or left out (their world size disagrees with the job's; listed on stderr).
+exit status: 0 done, 1 a dump could not be read, 2 bad arguments (also: --job names none of the
+jobs: they are listed), 3 done but some files were (partly) unreadable or left out (another
+job's, or their world size disagrees with the job's; listed on stderr).
 )HELP";
 
 int BadArg(const std::string& m) {

@@ -63,6 +63,15 @@ std::string JobList(const std::map<std::string, JobSeen>& jobs) {
   return s;
 }
 
+// The job with the most files (ties: the first by name).
+std::string MostFiles(const std::map<std::string, JobSeen>& jobs) {
+  auto best = jobs.begin();
+  for (auto it = jobs.begin(); it != jobs.end(); ++it) {
+    if (it->second.files > best->second.files) best = it;
+  }
+  return best->first;
+}
+
 // Keeps the files of `job` whose world size and rank agree with the job's world size.
 void KeepJob(const timeline::InputList& list, const std::vector<Header>& headers,
              const std::string& job, JobFiles* out) {
@@ -146,13 +155,21 @@ bool SelectJobFiles(const std::vector<std::string>& inputs, const std::string& j
              " job(s) in the inputs:" + JobList(jobs) + "\npass --job with one of them";
     return false;
   }
+  std::string chosen = job;
+  if (job.empty() && !jobs.empty()) chosen = MostFiles(jobs);
+  KeepJob(list, headers, chosen, out);
   if (job.empty() && jobs.size() > 1) {
-    *error = "the inputs hold " + std::to_string(jobs.size()) +
-             " jobs (the job label of the timeline files); choose one with --job NAME:" +
-             JobList(jobs);
-    return false;
+    std::map<std::string, JobSeen> others = jobs;
+    others.erase(chosen);
+    int files = 0;
+    for (const auto& j : others) files += j.second.files;
+    out->left_out += files;
+    out->problems.push_back("the inputs hold " + std::to_string(jobs.size()) +
+                            " jobs (the job label of the timeline files), never merged: read '" +
+                            chosen + "' (most files); left out " + std::to_string(files) +
+                            " file(s) of the others, choose one with --job NAME:" +
+                            JobList(others));
   }
-  KeepJob(list, headers, !job.empty() ? job : jobs.empty() ? "" : jobs.begin()->first, out);
   return true;
 }
 

@@ -1,8 +1,9 @@
 // The one input check of `xtimer timeline`, `xtimer diff` and `xtimer analyze`: which jobs the
 // timeline files of the inputs hold (the `job` label of each file's metadata,
-// docs/timeline-format.md), and which of them to use. Inputs holding several jobs are refused
-// unless --job names one (the error lists the jobs found), so two jobs are never merged into one
-// world; within the chosen job, the world size most files give is the job's, and a file that
+// docs/timeline-format.md), and which of them to use. Two jobs are never merged into one world:
+// of inputs holding several jobs, --job names the one to read, else the job with the most files
+// is read and the others' files are left out and reported (a partial result: exit 3); within the
+// chosen job, the world size most files give is the job's, and a file that
 // says otherwise (or whose rank is not below it) is left out and reported: a stray or corrupt
 // file never sizes the world.
 #ifndef XTIMER_CLI_JOB_INPUTS_H_
@@ -29,9 +30,10 @@ struct JobFiles {
 };
 
 // Lists `inputs` (timeline/inputs.h) and reads each file's metadata on up to `threads` threads
-// (0: hardware threads). Returns false with *error when the files hold several jobs and `job` is
-// empty, or when `job` is not empty and names none of the jobs found; the error lists every job
-// with its file count and folders, and says to pass --job NAME.
+// (0: hardware threads). Returns false with *error when `job` is not empty and names none of the
+// jobs found (the error lists every job with its file count and folders, and says to pass --job
+// NAME). With several jobs and no `job`, keeps the one with the most files and adds the others
+// (listed the same way) to `problems` and their files to `left_out`.
 bool SelectJobFiles(const std::vector<std::string>& inputs, const std::string& job, int threads,
                     JobFiles* out, std::string* error);
 

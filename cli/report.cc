@@ -43,7 +43,8 @@ holding job folders, single .timeline files, and the hang-summary-<host>.json fi
 options:
   -o, --out FILE      the HTML file to write (required); its folder must exist
   --groups LAYOUT     parallel layout, e.g. tp2-pp2-dp2 (as for xtimer analyze)
-  --job J             only this job's files: needed when the inputs hold several jobs
+  --job J             only this job's files (jobs are never merged: without it, the job with
+                      the most files is read and the others left out, exit 3)
   --top N             rows of the slowest-operations table (default 25)
   --hang-timeout S    the longest stall that is not a hang (as for xtimer analyze)
   -j, --jobs N        reader threads (default: all hardware threads)
@@ -53,9 +54,9 @@ options:
   --version           print the version and exit
 
 exit status: 0 written, 1 nothing could be read or the file could not be written, 2 bad
-arguments (also: the inputs hold several jobs and no --job, or --job names none of them: the
-jobs are listed), 3 written but the input is partial: ranks of the world have no data, files
-are (partly) unreadable or were left out (each is named on stderr and in the report).
+arguments (also: --job names none of the jobs: they are listed), 3 written but the input is
+partial: ranks of the world have no data, files are (partly) unreadable or were left out
+(another job's, among others; each is named on stderr and in the report).
 )HELP";
 
 struct Args {

@@ -34,8 +34,9 @@ offsets applied are printed. See docs/perfetto.md.
 
 options:
   -o, --output FILE   the trace to write (required)
-  --job NAME          only this job's files: needed when the inputs hold several jobs (the job
-                      label of the files), which are never merged into one trace
+  --job NAME          only this job's files. Jobs (the job label of the files) are never
+                      merged into one trace: without --job, the job with the most files is
+                      read and the others' files are left out (exit 3)
   --groups LAYOUT     parallel layout, e.g. tp2-cp1-pp2-dp2: dimensions tp, cp, ep, dp, pp in
                       rank order, the first varying fastest (Megatron: tp-cp-ep-dp-pp). Ranks
                       are labelled with their coordinates and grouped by pp, dp, ep, cp, tp.
@@ -55,9 +56,9 @@ options:
   --version           print the version and exit
 
 exit status: 0 written (skipped inputs are listed on stderr), 1 nothing could be written,
-2 bad arguments (also: the inputs hold several jobs and no --job, or --job names none of them:
-the jobs are listed), 3 written but partial: ranks of the world have no file, files were left
-out (their world size disagrees with the job's, or their metadata breaks the format's limits), or
+2 bad arguments (also: --job names none of the jobs: they are listed), 3 written but partial:
+ranks of the world have no file, files were left out (another job's, their world size disagrees
+with the job's, or their metadata breaks the format's limits), or
 events were left out for breaking them (docs/timeline-format.md, "Limits").
 )HELP";
 
