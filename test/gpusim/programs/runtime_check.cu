@@ -69,7 +69,9 @@ int main(int argc, char** argv) {
 
   // Kernel timing through the nvcc launch path (__cudaGetKernel / __cudaLaunchKernel).
   CHECK(cudaMemcpyAsync(d, h, count * sizeof(float), cudaMemcpyHostToDevice, s));
-  delay_kernel<<<1, 1, 0, s>>>(20 * 1000 * 1000);
+  // The launches queue behind 200 ms of GPU time, so they run back to back even when the host
+  // enqueues them slowly (a loaded machine, sanitizers).
+  delay_kernel<<<1, 1, 0, s>>>(200 * 1000 * 1000);
   CHECK(cudaEventRecord(a, s));
   const int launches = 20;
   for (int i = 0; i < launches; ++i) scale_kernel<<<count / 256, 256, 0, s>>>(d, count, 2.0f);
