@@ -466,14 +466,14 @@ TEST(AggregatorTest, InflightDetailsNameTheOldestCollectiveAndWhatBlocksIt) {
   const std::string rank = "job=\"job\",host=\"host\",pod=\"pod\",rank=\"1\",local_rank=\"1\",";
   EXPECT_NE(text.find("xtimer_comm_inflight_info{" + rank +
                       "comm=\"0x0000000000001234\",seq=\"10\",op=\"AllReduce\",dtype=\"fp32\","
-                      "count=\"1024\",root=\"-1\",state=\"queued\"} 1"),
+                      "count=\"1024\",root=\"-1\",state=\"queued\",blocked_by=\"work\"} 1"),
             std::string::npos)
       << text;
   EXPECT_EQ(text.find("comm=\"0x0000000000005678\",seq="), std::string::npos) << text;
   text = Exposition(agg.TakeSnapshot(kT0 + kSec));
   EXPECT_NE(text.find("xtimer_comm_inflight_info{" + rank +
                       "comm=\"0x0000000000005678\",seq=\"3\",op=\"Broadcast\",dtype=\"fp32\","
-                      "count=\"1024\",root=\"1\",state=\"started\"} 1"),
+                      "count=\"1024\",root=\"1\",state=\"started\",blocked_by=\"none\"} 1"),
             std::string::npos)
       << text;
 

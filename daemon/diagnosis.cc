@@ -87,11 +87,7 @@ RankInput InputOf(const ProcessSnapshot& p, const ProcessOps* ops, const CommMem
       pr.has_inflight = true;
       pr.inflight = InflightArrival(c.comm_id, c.inflight);
       pr.blocked_by = c.blocked_by;
-      const uint8_t blocker = c.inflight.blocker.kind;
-      pr.blocked_by_communication =
-          c.inflight.state == format::InflightState::kQueued &&
-          (blocker == static_cast<uint8_t>(format::OpKind::kCollective) ||
-           blocker == static_cast<uint8_t>(format::OpKind::kP2P));
+      pr.blocked_by_communication = format::QueuedBehindCommunication(c.inflight);
       if (pr.blocked_by_communication) pr.blocked_by_comm_id = c.inflight.blocker.comm_id;
     }
     if (in.device < 0) in.device = c.device;

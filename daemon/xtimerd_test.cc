@@ -204,7 +204,7 @@ TEST_F(XtimerdTest, ServesMetricsOfRegisteredProcesses) {
   EXPECT_GE(Sample(m, "xtimer_comm_oldest_inflight_age_seconds{" + comm + "}"), 5);
   EXPECT_EQ(Sample(m, "xtimer_comm_inflight_info{" + comm +
                           ",seq=\"11\",op=\"AllReduce\",dtype=\"bf16\",count=\"1048576\","
-                          "root=\"-1\",state=\"started\"}"),
+                          "root=\"-1\",state=\"started\",blocked_by=\"none\"}"),
             1)
       << m;
   EXPECT_EQ(Sample(m, "xtimer_rank_waiting_hang{" + Labels(0) + "}"), 0);

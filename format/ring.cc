@@ -482,5 +482,17 @@ bool RingReader::Inflight(InflightRow* rows, int* count, uint64_t* invalid_detai
   return false;
 }
 
+bool QueuedBehindCommunication(const InflightCollective& c) {
+  return c.state == InflightState::kQueued &&
+         (c.blocker.kind == static_cast<uint8_t>(OpKind::kCollective) ||
+          c.blocker.kind == static_cast<uint8_t>(OpKind::kP2P));
+}
+
+const char* BlockedByClass(const InflightCollective& c) {
+  if (c.state != InflightState::kQueued) return "none";
+  if (QueuedBehindCommunication(c)) return "communication";
+  return c.blocker.op == 0 ? "unknown" : "work";
+}
+
 }  // namespace format
 }  // namespace xtimer

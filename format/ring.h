@@ -214,6 +214,13 @@ struct InflightCollective {
   InflightBlocker blocker;   // kQueued only
 };
 
+// What a queued collective waits behind on its stream, the one classification of the daemon's
+// verdicts, its metrics and the rules: "communication" (a collective or a send/receive: its rank
+// waits on other ranks, a victim), "work" (its own kernels, GEMMs, copies), "unknown" (no blocker
+// known); "none" when it is not queued.
+const char* BlockedByClass(const InflightCollective& c);
+bool QueuedBehindCommunication(const InflightCollective& c);
+
 // A plain copy of one in-flight row.
 struct InflightRow {
   uint64_t comm_id = 0;

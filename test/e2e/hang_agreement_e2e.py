@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""One hang, one truth (issue 18): every second of a hang, every surface says the same thing.
+
+The diagnosis job on 2 emulated nodes (8 ranks, tp2-pp2-dp2, each node its own xtimerd, one
+real Prometheus with the shipped rules); rank 5 stops in host code before a collective. From
+the moment the fault is printed, once a second, the test reads every surface:
+
+  metric     the daemons' xtimer_hang_culprit / xtimer_hang_verdict series
+  gauges     the waiting gauges: ranks with xtimer_rank_waiting_hang 1
+  status     Status: ranks whose process says `hang`
+  hangcheck  HangCheck: the verdicts' (kind, culprit) and waiting ranks, and the ranks whose
+             progress shows them waiting past their communicator's threshold
+  rules      the rules' xtimer:hang_culprit (Prometheus)
+  dump       the automatic dump's hang summaries: their verdicts' (kind, culprit)
+
+and requires: before any surface shows the hang, none shows a culprit or a waiting rank; the
+daemon's surfaces (metric, gauges, status, hangcheck) agree from the second after the first of
+them shows it (a pass may fall between two reads), the rules within 5 s (a scrape, then an
+evaluation), the dump within 10 s; after that every sample agrees, for 20 s, with nothing
+retracted: the culprits {(never_issued, 5)}; the waiting ranks of the gauges, Status and
+HangCheck's progress are one set, which holds every verdict's waiting ranks (the others wait
+downstream, e.g. a pipeline stage whose senders are themselves waiting).
+
+Usage: hang_agreement_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH XTIMER
+       DIAG_JOB RULES
+"""
+
+import glob
+import json
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from diag_cluster import Cluster  # noqa: E402
+from e2e_lib import Paths, fail, log, parse, scrape, select, status  # noqa: E402
+
+JOB = "agree"
+WANT = {("never_issued", "5")}
+HANG_TIMEOUT_S = 20
+DAEMON_LAG = 1    # samples the daemon's own surfaces may trail the first one
+RULES_LAG = 5     # seconds: a scrape (1 s) and a rule evaluation (1 s), with room for load
+DUMP_LAG = 10     # seconds: the dump is written after the verdict
+HOLD_S = 20       # seconds every surface must keep agreeing
+DEADLINE_S = 60   # the verdict must come within this of the fault
+
+
+def metric_view(cluster):
+    culprits, waiting = set(), set()
+    for port in cluster.metrics:
+        samples = parse(scrape(port))
+        for labels, v in select(samples, "xtimer_hang_culprit", job=JOB):
+            if v == 1:
+                culprits.add((labels.get("kind"), labels.get("rank")))
+        for labels, v in select(samples, "xtimer_rank_waiting_hang", job=JOB):
+            if v == 1:
+                waiting.add(int(labels["rank"]))
+    return culprits, waiting
+
+
+def status_waiting(cluster):
+    out = set()
+    for port in cluster.controls:
+        for p in status(port)["processes"]:
+            if p.get("job") == JOB and p.get("hang"):
+                out.add(int(p["rank"]))
+    return out
+
+
+def culprits_of(verdicts):
+    """{(kind, rank)} of the verdicts that blame a rank (a node that sees only victims says
+    waiting_on_remote and blames none: the culprit's node names it)."""
+    return {(v.get("kind"), str(r)) for v in verdicts for r in v.get("culprit_ranks", [])}
+
+
+def waits_past_threshold(rank):
+    """Whether a HangCheck rank's progress shows it waiting past its communicator's threshold."""
+    return any(float(c.get("oldest_inflight_age_s", 0)) > float(c.get("hang_threshold_s", 1e18))
+               for c in rank.get("comms", []))
+
+
+def hangcheck_view(cluster):
+    answers = cluster.hang_checks(JOB)
+    verdicts = [v for a in answers for v in a.get("verdicts", [])]
+    in_verdicts = {int(r) for v in verdicts for r in v.get("waiting_ranks", [])}
+    progress = {int(r["rank"]) for a in answers for r in a.get("ranks", [])
+                if r.get("job") == JOB and waits_past_threshold(r)}
+    return culprits_of(verdicts), in_verdicts, progress, sorted({v.get("kind") for v in verdicts})
+
+
+def dump_view(cluster):
+    culprits = set()
+    for root in cluster.roots:
+        for path in glob.glob(os.path.join(root, "hang-*", JOB, "hang-summary-*.json")):
+            try:
+                with open(path) as f:
+                    summary = json.load(f)
+            except (OSError, ValueError):
+                continue  # being written
+            culprits |= culprits_of(summary.get("verdicts", []))
+    return culprits
+
+
+def sample(cluster):
+    metric, gauges = metric_view(cluster)
+    hangcheck, in_verdicts, progress, kinds = hangcheck_view(cluster)
+    return {"metric": metric, "gauges": gauges, "status": status_waiting(cluster),
+            "hangcheck": hangcheck, "hc_waiting": progress, "hc_verdict_waiting": in_verdicts,
+            "kinds": kinds,
+            "rules": cluster.rule_culprits(JOB), "dump": dump_view(cluster)}
+
+
+def show(s):
+    return " ".join("%s=%s" % (k, sorted(v)) for k, v in sorted(s.items()))
+
+
+def shows_hang(s, keys):
+    return any(s[k] for k in keys) or bool(s["kinds"])
+
+
+def check(samples, first):
+    """Fails unless the samples (time since the fault, views) agree as the docstring says."""
+    daemon = ("metric", "gauges", "status", "hangcheck", "hc_waiting", "hc_verdict_waiting")
+    for t, s in samples:
+        if t < first - 1e-9 and shows_hang(s, daemon + ("rules", "dump")):
+            fail("at %.1f s, before the first surface showed the hang (%.1f s), one did: %s" %
+                 (t, first, show(s)))
+        late = t - first
+        if late < 0:
+            continue
+        if late >= DAEMON_LAG:
+            if s["metric"] != WANT or s["hangcheck"] != WANT:
+                fail("at %.1f s the verdicts disagree: %s" % (t, show(s)))
+            if not s["gauges"] or not (s["gauges"] == s["status"] == s["hc_waiting"]):
+                fail("at %.1f s the waiting ranks disagree: %s" % (t, show(s)))
+            # A verdict's waiting ranks wait in its instance; the others wait downstream of it.
+            if not s["hc_verdict_waiting"] or not s["hc_verdict_waiting"] <= s["gauges"]:
+                fail("at %.1f s a verdict's waiting ranks are not waiting: %s" % (t, show(s)))
+            if 5 in s["gauges"]:
+                fail("at %.1f s the culprit counts as waiting: %s" % (t, show(s)))
+        if late >= RULES_LAG and s["rules"] != WANT:
+            fail("at %.1f s the rules disagree: %s" % (t, show(s)))
+        if late >= DUMP_LAG and s["dump"] != WANT:
+            fail("at %.1f s the automatic dump disagrees: %s" % (t, show(s)))
+
+
+def main(argv):
+    if len(argv) != 10:
+        fail(__doc__)
+    xtimer, diag_job, rules = [os.path.abspath(a) for a in argv[7:10]]
+    p = Paths(argv[:7], __doc__)
+    cluster = Cluster(p, xtimer, diag_job, rules, hang_timeout=HANG_TIMEOUT_S)
+    nodes = []
+    try:
+        nodes = cluster.start_job(JOB, ["--stop-before-collective", "5:40"], 100000)
+        cluster.wait_running(nodes, JOB)
+        nodes[1].wait_for_line(r"rank 5 stops in host code", 120)
+        t0 = time.monotonic()
+        samples, first = [], None
+        while True:
+            tick = time.monotonic()
+            s = sample(cluster)
+            t = tick - t0
+            samples.append((t, s))
+            daemon_shows = shows_hang(s, ("metric", "gauges", "status", "hangcheck"))
+            if first is None and (daemon_shows or s["rules"] or s["dump"]):
+                first = t
+                log("%.1f s after the fault, the first surface shows the hang: %s" % (t, show(s)))
+            if first is None and t > DEADLINE_S:
+                fail("no surface showed the hang within %d s of the fault" % DEADLINE_S)
+            if first is not None and t > first + DUMP_LAG + HOLD_S:
+                break
+            time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
+        check(samples, first)
+        log("%d samples over %.0f s: metric, gauges, Status and HangCheck agreed from %.1f s, "
+            "the rules from %.1f s, the dump from %.1f s; last: %s" % (
+                len(samples), samples[-1][0], first,
+                min(t for t, s in samples if s["rules"] == WANT),
+                min(t for t, s in samples if s["dump"] == WANT), show(samples[-1][1])))
+    finally:
+        for n in nodes:
+            n.kill()
+        cluster.stop()
+        p.cleanup()
+    print("PASS")
+
+
+if __name__ == "__main__":
+    main(sys.argv)
