@@ -13,6 +13,8 @@ PACKAGES=(
   libdeflate-dev zlib1g-dev
   # tools the tests drive for real (prometheus ships promtool, for //deploy:prometheus_rules_test)
   curl prometheus python3-grpcio valgrind openmpi-bin
+  # loads the operation logs as users do (//test/e2e:op_log_e2e_test, docs/oplog.md)
+  python3-pandas
 )
 
 missing=()
