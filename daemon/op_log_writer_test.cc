@@ -128,6 +128,29 @@ TEST_F(OpLogWriterTest, FullQueueDropsAndCountsWithoutWaiting) {
   EXPECT_EQ(writer.counters().queue_dropped, 150u);
 }
 
+TEST(OpLogOptionsTest, FromFlagsNamesTheBadFlag) {
+  Flags flags;
+  OpLogOptions o;
+  std::string error;
+  ASSERT_TRUE(OpLogOptionsFromFlags(flags, "/r", &o, &error)) << error;
+  EXPECT_EQ(o.mode, OpLogMode::kJob);
+  EXPECT_EQ(o.sample_rate, 1);
+  EXPECT_EQ(o.files.root, "/r");
+  EXPECT_EQ(o.files.rotate_bytes, uint64_t{64} << 20);
+  EXPECT_EQ(o.files.max_total_bytes, uint64_t{1} << 30);
+  EXPECT_EQ(o.filter.max_bytes, UINT64_MAX);
+  EXPECT_EQ(o.anomaly.factor, 3);
+  flags.op_log_kinds = "matmul,gemm";
+  EXPECT_FALSE(OpLogOptionsFromFlags(flags, "/r", &o, &error));
+  EXPECT_NE(error.find("--op-log-kinds: unknown kind 'gemm': use matmul"), std::string::npos)
+      << error;
+  flags.op_log_kinds = "";
+  flags.op_log_anomaly_factor = "1";
+  EXPECT_FALSE(OpLogOptionsFromFlags(flags, "/r", &o, &error));
+  EXPECT_NE(error.find("--op-log-anomaly-factor: expected a number above 1"), std::string::npos)
+      << error;
+}
+
 TEST_F(OpLogWriterTest, ModeOffInstallsNoTap) {
   options_.mode = OpLogMode::kOff;
   Aggregator agg(AggregatorOptions{});

@@ -115,30 +115,40 @@ def check_job(root, port, job, ext, slow_rank):
     if any(not f.endswith("." + ext) for f in os.listdir(folder)):
         fail("%s: files of another format in %s: %s" % (job, folder, os.listdir(folder)))
     anomalies = frames(folder, "anomalies-")
-    named_mm = set() if anomalies is None else set(
-        anomalies[anomalies["kind"] == "matmul"]["rank"])
+    if anomalies is not None and list(anomalies.columns) != ANOMALY_COLUMNS:
+        fail("%s: anomaly log columns %s, documented %s" % (job, list(anomalies.columns),
+                                                           ANOMALY_COLUMNS))
+    ops = frames(folder, "rank-")
+    gemms = ops[ops["kind"] == "matmul"]
+    mm = anomalies[anomalies["kind"] == "matmul"] if anomalies is not None else gemms[:0]
+    other = len(anomalies) - len(mm) if anomalies is not None else 0
+    log("%s: anomaly log: %d GEMMs named (by rank %s) of %d, %d other ops named" %
+        (job, len(mm), dict(mm["rank"].value_counts()) if len(mm) else {}, len(gemms), other))
     if slow_rank is None:
-        if named_mm:
-            fail("%s (healthy): GEMMs of ranks %s named anomalous:\n%s" %
-                 (job, sorted(named_mm), anomalies.to_string()))
-        log("%s (healthy): no GEMM named; %d other anomalies" %
-            (job, 0 if anomalies is None else len(anomalies)))
+        # A healthy job: at most 1% of its GEMMs named (on this loaded 2-core machine a GEMM's
+        # GPU time can include a host launch gap, as on real GPUs that wait for their host).
+        if len(mm) > 0.01 * len(gemms):
+            fail("%s (healthy): %d of %d GEMMs named anomalous:\n%s" %
+                 (job, len(mm), len(gemms), mm.to_string()))
         return
-    if anomalies is None or list(anomalies.columns) != ANOMALY_COLUMNS:
-        fail("%s: no anomaly log with the documented columns in %s" % (job, folder))
-    if named_mm != {slow_rank}:
-        fail("%s: the anomaly log names GEMMs of ranks %s, expected only rank %d:\n%s" %
-             (job, sorted(named_mm), slow_rank, anomalies.to_string()))
-    mm = anomalies[anomalies["kind"] == "matmul"]
+    if mm.empty:
+        fail("%s: the anomaly log names no GEMM" % job)
     if not (mm["ratio"] > FACTOR).all() or not (mm["median_ns"] > 0).all():
         fail("%s: anomaly rows without median or with ratio <= %d" % (job, FACTOR))
-    slow_ops = frames(folder, "rank-%05d." % slow_rank)
-    shapes = set(map(tuple, slow_ops[slow_ops["kind"] == "matmul"][["m", "n", "k"]].values))
-    named = set(map(tuple, mm[["m", "n", "k"]].values))
+    slow = mm[mm["rank"] == slow_rank]
+    if len(slow) < 0.9 * len(mm):
+        fail("%s: of %d GEMMs named only %d are rank %d's:\n%s" %
+             (job, len(mm), len(slow), slow_rank, mm.to_string()))
+    mine = gemms[gemms["rank"] == slow_rank]
+    shapes = set(map(tuple, mine[["m", "n", "k"]].values))
+    named = set(map(tuple, slow[["m", "n", "k"]].values))
     if named != shapes:
         fail("%s: GEMM shapes named %s, rank %d runs %s" % (job, named, slow_rank, shapes))
-    log("%s: anomaly log names rank %d's GEMMs (%d rows, every shape, ratio %.1f-%.1f)" %
-        (job, slow_rank, len(mm), mm["ratio"].min(), mm["ratio"].max()))
+    # Once its signature has 16 durations, every GEMM of the slow rank is named.
+    if len(slow) < 0.8 * len(mine):
+        fail("%s: %d of rank %d's %d GEMMs named" % (job, len(slow), slow_rank, len(mine)))
+    log("%s: anomaly log names rank %d's GEMMs: %d of %d, every shape, ratio %.1f-%.1f" %
+        (job, slow_rank, len(slow), len(mine), slow["ratio"].min(), slow["ratio"].max()))
 
 
 def main(argv):
