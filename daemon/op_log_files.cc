@@ -103,13 +103,22 @@ void OpLogFiles::CloseSegment(Stream* s) {
   WriteBuffer(s);
   close(s->fd);
   s->fd = -1;
-  closed_.push_back({s->dir_fd, SegmentName(s->base, s->segment, s->ext), s->segment_bytes});
+  closed_.push_back({s->job, SegmentName(s->base, s->segment, s->ext), s->segment_bytes});
+}
+
+void OpLogFiles::Delete(const Closed& c) {
+  auto it = jobs_.find(c.job);
+  std::string error;
+  const int fd = it != jobs_.end() ? it->second : OpenDirUnderRoot(options_.root, JobDir(c.job),
+                                                                     &error);
+  if (fd >= 0 && (unlinkat(fd, c.name.c_str(), 0) == 0 || errno == ENOENT)) ++segments_deleted_;
+  if (fd >= 0 && it == jobs_.end()) close(fd);
 }
 
 bool OpLogFiles::MakeRoom(uint64_t need) {
   while (total_bytes_ + need > options_.max_total_bytes && !closed_.empty()) {
     const Closed& c = closed_.front();
-    if (unlinkat(c.dir_fd, c.name.c_str(), 0) == 0 || errno == ENOENT) ++segments_deleted_;
+    Delete(c);
     total_bytes_ -= std::min(total_bytes_, c.bytes);
     closed_.pop_front();
   }
@@ -122,6 +131,7 @@ bool OpLogFiles::Append(const std::string& job, uint32_t uid, const std::string&
   Stream& s = streams_[{job, stream}];
   if (s.dir_fd < 0) {
     s.dir_fd = JobDirFd(job, uid);
+    s.job = job;
     s.base = stream;
     s.ext = OpLogExtension(f);
     s.header = OpLogHeader(f, anomaly);
@@ -158,6 +168,11 @@ void OpLogFiles::CloseJob(const std::string& job) {
     } else {
       ++it;
     }
+  }
+  auto dir = jobs_.find(job);
+  if (dir != jobs_.end()) {
+    if (dir->second >= 0) close(dir->second);
+    jobs_.erase(dir);
   }
 }
 

@@ -42,7 +42,8 @@ class OpLogFiles {
               bool anomaly, const std::string& text);
   // Writes every stream's buffer to its file (the flush interval).
   void Flush();
-  // Closes the streams of `job` (its ranks are gone): their segments become deletable.
+  // Closes the streams and the folder of `job` (its ranks are gone): their segments become
+  // deletable.
   void CloseJob(const std::string& job);
 
   uint64_t total_bytes() const { return total_bytes_; }  // every segment, buffered text included
@@ -55,7 +56,8 @@ class OpLogFiles {
  private:
   struct Stream {
     int fd = -1;
-    int dir_fd = -1;  // not owned
+    int dir_fd = -1;  // not owned (jobs_)
+    std::string job;
     std::string base;  // "rank-00003"
     std::string ext;   // "jsonl"
     std::string header;
@@ -64,7 +66,7 @@ class OpLogFiles {
     std::string buffer;
   };
   struct Closed {
-    int dir_fd;  // owned by jobs_ (kept open until the daemon stops)
+    std::string job;
     std::string name;
     uint64_t bytes;
   };
@@ -76,7 +78,11 @@ class OpLogFiles {
   bool MakeRoom(uint64_t need);
 
   const OpLogFilesOptions options_;
-  std::map<std::string, int> jobs_;  // job -> its folder's fd (-1: it could not be made)
+  // Deletes a closed segment, through its job's open folder or, for a closed job, the folder
+  // opened again without following symlinks.
+  void Delete(const Closed& c);
+
+  std::map<std::string, int> jobs_;  // open job -> its folder's fd (-1: it could not be made)
   std::map<std::pair<std::string, std::string>, Stream> streams_;  // (job, stream)
   std::deque<Closed> closed_;
   uint64_t total_bytes_ = 0;

@@ -96,6 +96,27 @@ TEST_F(OpLogFilesTest, DiskCapDeletesOldestSegmentsFirst) {
   EXPECT_EQ(files.count("rank-00000.000.jsonl"), 0u);  // the oldest went first
 }
 
+TEST_F(OpLogFilesTest, ClosedJobsSegmentsGoFirstAndItsFolderIsReopened) {
+  OpLogFilesOptions o;
+  o.root = root_;
+  o.rotate_bytes = 1000;
+  o.max_total_bytes = 3000;
+  OpLogFiles files(o);
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(files.Append("old", getuid(), "rank-00000", OpLogFormat::kJsonl, false, Line(i)));
+  }
+  files.CloseJob("old");
+  EXPECT_FALSE(Files(root_ + "/oplog/old").empty());
+  for (int i = 0; i < 300; ++i) {
+    ASSERT_TRUE(files.Append("new", getuid(), "rank-00000", OpLogFormat::kJsonl, false, Line(i)));
+  }
+  EXPECT_TRUE(Files(root_ + "/oplog/old").empty());  // deleted although the job was closed
+  // The job comes back: its folder is opened again, the next segment number used.
+  ASSERT_TRUE(files.Append("old", getuid(), "rank-00000", OpLogFormat::kJsonl, false, Line(1)));
+  files.Flush();
+  EXPECT_EQ(Files(root_ + "/oplog/old").count("rank-00000.000.jsonl"), 1u);
+}
+
 TEST_F(OpLogFilesTest, OnlyOpenSegmentsLeftDropsAndCounts) {
   OpLogFilesOptions o;
   o.root = root_;

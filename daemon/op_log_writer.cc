@@ -87,7 +87,10 @@ OpLogWriter::OpLogWriter(Aggregator* aggregator, const OpLogOptions& options,
       options_(options),
       now_ns_(std::move(now_ns)),
       anomaly_stream_("anomalies-" + FileSafe(host)),
-      files_(options.files) {}
+      files_(options.files),
+      known_(new std::atomic<uint64_t>[kKnownSlots]) {
+  for (size_t i = 0; i < kKnownSlots; ++i) known_[i].store(0, std::memory_order_relaxed);
+}
 
 OpLogWriter::~OpLogWriter() { Stop(); }
 
@@ -120,6 +123,8 @@ void OpLogWriter::Stop() {
 
 void OpLogWriter::Tap(uint64_t process, int rank_device, uint64_t seq,
                       const format::OpRecord& r) {
+  const uint64_t known = known_[process % kKnownSlots].load(std::memory_order_relaxed);
+  if (known == process << 1) return;  // asked for no log: the common case, no lock
   std::lock_guard<std::mutex> lock(mu_);
   auto it = logged_.find(process);
   if (it != logged_.end() && !it->second) return;  // asked for no log: the common case
@@ -158,6 +163,10 @@ void OpLogWriter::Refresh() {
     for (const ProcessSnapshot& p : snap.processes) present = present || p.job == it->first;
     if (!present) gone_jobs_.push_back(it->first);  // closed after this drain's lines
     ++it;
+  }
+  for (size_t i = 0; i < kKnownSlots; ++i) known_[i].store(0, std::memory_order_relaxed);
+  for (const auto& [id, on] : logged) {
+    known_[id % kKnownSlots].store((id << 1) | (on ? 1 : 0), std::memory_order_relaxed);
   }
   std::lock_guard<std::mutex> lock(mu_);
   logged_ = std::move(logged);

@@ -119,6 +119,12 @@ class OpLogWriter {
   OpLogFiles files_;
   int tap_id_ = 0;
 
+  // What the tap knows without a lock: slot id % kKnownSlots holds (id << 1) | logged for the
+  // processes of the last snapshot (0: none). A process whose slot holds another id takes the
+  // locked path (logged_).
+  static constexpr size_t kKnownSlots = 4096;
+  std::unique_ptr<std::atomic<uint64_t>[]> known_;
+
   mutable std::mutex mu_;  // the queue and what the tap knows
   std::vector<Queued> queue_;
   std::unordered_map<uint64_t, bool> logged_;  // process id -> asked for a log (tap side)
