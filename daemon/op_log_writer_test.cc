@@ -5,6 +5,7 @@
 #include <set>
 #include <string>
 
+#include "daemon/clock.h"
 #include "daemon/test_util.h"
 #include "gtest/gtest.h"
 
@@ -126,6 +127,20 @@ TEST_F(OpLogWriterTest, FullQueueDropsAndCountsWithoutWaiting) {
   Run(&agg, Add(&agg, 100, 0, format::OpLogRequest::kJsonl), 250, -1);
   EXPECT_EQ(writer.counters().queued, 100u);
   EXPECT_EQ(writer.counters().queue_dropped, 150u);
+}
+
+// The thread: ops ingested while it runs all reach the file by Stop (its last drain and flush).
+TEST_F(OpLogWriterTest, StartedWriterWritesEverythingByStop) {
+  options_.poll_ms = 1;
+  options_.flush_ms = 10;
+  Aggregator agg(AggregatorOptions{});
+  OpLogWriter writer(&agg, options_, MonotonicNs, "node-a");
+  const auto id = Add(&agg, 100, 0, format::OpLogRequest::kJsonl);
+  writer.Start();
+  for (int i = 0; i < 20; ++i) Run(&agg, id, 100, -1);
+  writer.Stop();
+  EXPECT_EQ(CountLines(testing::ReadFile(root_ + "/oplog/train/rank-00000.000.jsonl")), 2000);
+  EXPECT_EQ(writer.counters().written, 2000u);
 }
 
 TEST(OpLogOptionsTest, FromFlagsNamesTheBadFlag) {
