@@ -156,7 +156,7 @@ void OpLogWriter::Refresh() {
     logged[p.id] = logged[p.id] || info.logged;
     ranks_[RankKey(p.id, p.device)] = info;
     if (!p.first_rank || p.device < 0) continue;
-    ranks_[RankKey(p.id, -1)] = info;  // ops of a multi-device process's other devices
+    ranks_[RankKey(p.id, -1)] = info;  // its ops queued while it still had one rank
   }
   for (auto it = detectors_.begin(); it != detectors_.end();) {  // jobs whose ranks all left
     bool present = false;
