@@ -707,10 +707,11 @@ bool Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {
   std::lock_guard<std::mutex> lock(mu_);
   Process* p = Find(id);
   if (p == nullptr || !p->connected) return p != nullptr;
-  format::Identity identity = status.identity;  // the job, host and pod stay as registered
+  format::Identity identity = status.identity;  // the job, host, pod, op log stay as registered
   identity.job = p->identity.job;
   identity.host = p->identity.host;
   identity.pod = p->identity.pod;
+  identity.op_log = p->identity.op_log;
   if (identity.rank != p->identity.rank || identity.local_rank != p->identity.local_rank) {
     const ClaimDecision d =
         DecideClaim(ClaimsLocked(id), ClaimOf(id, p->uid, p->token, identity, true),
@@ -915,6 +916,7 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns, bool with_series) const {
     ps.rank = p.identity.rank;
     ps.local_rank = p.identity.local_rank;
     ps.world_size = p.identity.world_size;
+    ps.op_log = p.identity.op_log;
     ps.exited = !p.connected;
     ps.exit_cause = p.exit_cause;
     ps.exited_ns = p.exited_ns;

@@ -133,6 +133,7 @@ struct ProcessSnapshot {
   int64_t exited_ns = 0;  // CLOCK_REALTIME at which the connection closed
   bool hang = false;
   bool hidden = false;  // another live process has the same labels (see identity conflicts)
+  format::OpLogRequest op_log = format::OpLogRequest::kNone;  // its XTIMER_LOG (docs/oplog.md)
   // The process's ring (the same on each of its ranks); unaggregated is the rank's own.
   uint64_t written = 0, dropped = 0, invalid = 0, lost = 0, unaggregated = 0;
   uint64_t untimed[format::kUntimedSlots] = {};

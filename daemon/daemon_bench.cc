@@ -6,7 +6,9 @@
 //   real    the same load against the real xtimerd binary (CPU and page faults of the whole
 //           process from /proc), then /metrics latency with those 8 ranks
 // Usage: daemon_bench [--seconds N] [--rate RECORDS_PER_RANK_PER_S] [--poll-ms M]
-//                     [--xtimerd PATH] [--only ingest|scrape|load|real]
+//                     [--xtimerd PATH] [--only ingest|scrape|load|real] [--op-log MODE]
+// --op-log off|job|jsonl|csv: ingest and real run with the operation log (docs/oplog.md) in that
+// mode (default off: no op tap, the daemon as before the op log); jsonl and csv log every rank.
 // Exits 1 when a load figure could not be measured (a writer not registered, xtimerd absent).
 #include <pthread.h>
 #include <signal.h>
@@ -33,6 +35,7 @@
 #include "daemon/clock.h"
 #include "daemon/metrics.h"
 #include "daemon/metrics_server.h"
+#include "daemon/op_log_writer.h"
 #include "daemon/ring_server.h"
 #include "daemon/test_util.h"
 #include "format/registration.h"
@@ -106,11 +109,24 @@ std::vector<format::RecordSlot> Mix(int rank, int variants) {
   return out;
 }
 
+std::string g_op_log = "off";
+
 void BenchIngest() {
   constexpr int kRanks = 8;
   constexpr uint32_t kCapacity = 1 << 16;
   AggregatorOptions ao;
   Aggregator agg(ao, RealtimeNs());
+  const std::string op_log_dir = testing::MakeTempDir("bench-oplog");
+  OpLogOptions oo;
+  std::string error;
+  if (!ParseOpLogMode(g_op_log, &oo.mode, &error)) {
+    fprintf(stderr, "%s\n", error.c_str());
+    return;
+  }
+  oo.files.root = op_log_dir;
+  oo.files.max_total_bytes = uint64_t{256} << 20;
+  OpLogWriter op_log(&agg, oo, RealtimeNs, "bench");
+  op_log.Start();
   std::vector<format::RingWriter> writers;
   std::vector<format::RingReader> readers;
   std::vector<Aggregator::ProcessId> ids;
@@ -151,8 +167,18 @@ void BenchIngest() {
     }
   }
   printf("ingest: %.2f M records/s on one core (%llu records through 8 real rings into the "
-         "aggregator, %.3f s CPU, %.0f ns/record)\n",
-         total / cpu / 1e6, static_cast<unsigned long long>(total), cpu, cpu * 1e9 / total);
+         "aggregator, %.3f s CPU, %.0f ns/record; op log %s)\n",
+         total / cpu / 1e6, static_cast<unsigned long long>(total), cpu, cpu * 1e9 / total,
+         g_op_log.c_str());
+  op_log.Stop();
+  const OpLogCounters c = op_log.counters();
+  if (oo.mode != OpLogMode::kOff) {
+    printf("ingest: op log queued %llu ops, dropped %llu (queue full), wrote %llu lines\n",
+           static_cast<unsigned long long>(c.queued),
+           static_cast<unsigned long long>(c.queue_dropped),
+           static_cast<unsigned long long>(c.written));
+  }
+  testing::RemoveTree(op_log_dir);
   (void)wall;
 }
 
@@ -386,7 +412,8 @@ bool BenchReal(const std::string& xtimerd, int seconds, int rate) {
   const int port = testing::FreePort();
   const pid_t daemon = testing::Spawn(
       {xtimerd, "--run-dir=" + dir, "--metrics-port=" + std::to_string(port), "--control-port=0",
-       "--dump-root=" + dir + "/dumps", "--exited-grace=" + std::to_string(kRealGraceS)},
+       "--dump-root=" + dir + "/dumps", "--exited-grace=" + std::to_string(kRealGraceS),
+       "--op-log=" + g_op_log},
       dir + "/xtimerd.log");
   auto registered = [&] {
     int status = 0;
@@ -502,9 +529,10 @@ int main(int argc, char** argv) {
     else if (a == "--rate" && i + 1 < argc) rate = atoi(argv[++i]);
     else if (a == "--poll-ms" && i + 1 < argc) poll_ms = atoi(argv[++i]);
     else if (a == "--xtimerd" && i + 1 < argc) xtimerd = argv[++i];
+    else if (a == "--op-log" && i + 1 < argc) xtimer::daemon::g_op_log = argv[++i];
     else {
       fprintf(stderr, "usage: daemon_bench [--seconds N] [--rate R] [--poll-ms M] "
-                      "[--xtimerd PATH] [--only ingest|scrape|load|real]\n");
+                      "[--xtimerd PATH] [--only ingest|scrape|load|real] [--op-log MODE]\n");
       return 2;
     }
   }

@@ -124,6 +124,35 @@ const std::vector<FlagSpec>& Specs() {
        "log file (default RUN_DIR/xtimerd.log when daemonized, else stderr)"},
       {"exit-when-idle", "XTIMER_EXIT_WHEN_IDLE", Type::kInt, 0, 86400 * 365,
        "exit after SECONDS with no registered process (default: never); alias --once"},
+      {"op-log", "XTIMER_OP_LOG", Type::kString, 0, 0,
+       "per-rank operation logs under DUMP_ROOT/oplog/JOB (docs/oplog.md): job (for the "
+       "processes whose XTIMER_LOG is jsonl or csv), off, or jsonl / csv (every process) "
+       "(default job)"},
+      {"op-log-sample", "XTIMER_OP_LOG_SAMPLE", Type::kString, 0, 0,
+       "fraction of operations the op log keeps, in (0, 1] (default 1; the anomaly log sees "
+       "every operation)"},
+      {"op-log-seed", "XTIMER_OP_LOG_SEED", Type::kInt, 0, INT64_MAX,
+       "seed of the sampling: the same seed keeps the same operations (default 0)"},
+      {"op-log-kinds", "XTIMER_OP_LOG_KINDS", Type::kString, 0, 0,
+       "op log keeps only these kinds, comma-separated (matmul,collective,...; default all)"},
+      {"op-log-ops", "XTIMER_OP_LOG_OPS", Type::kString, 0, 0,
+       "op log keeps only these operations, comma-separated (AllReduce,GemmEx,...; default all)"},
+      {"op-log-ranks", "XTIMER_OP_LOG_RANKS", Type::kString, 0, 0,
+       "op log keeps only these ranks, e.g. 0,4-7 (default all)"},
+      {"op-log-min-bytes", "XTIMER_OP_LOG_MIN_BYTES", Type::kInt, 0, INT64_MAX,
+       "op log drops collectives, p2p, copies and sets smaller than this (default 0)"},
+      {"op-log-max-bytes", "XTIMER_OP_LOG_MAX_BYTES", Type::kInt, 0, INT64_MAX,
+       "op log drops collectives, p2p, copies and sets larger than this (default no limit)"},
+      {"op-log-rotate-mb", "XTIMER_OP_LOG_ROTATE_MB", Type::kInt, 1, 1 << 20,
+       "an op log file is closed and the next segment begun at this size, MiB (default 64)"},
+      {"op-log-max-mb", "XTIMER_OP_LOG_MAX_MB", Type::kInt, 1, 1 << 30,
+       "all op and anomaly log files together, MiB; the oldest closed segments are deleted "
+       "first (default 1024)"},
+      {"op-log-flush-ms", "XTIMER_OP_LOG_FLUSH_MS", Type::kInt, 10, 600000,
+       "op log lines reach their files at least this often, milliseconds (default 1000)"},
+      {"op-log-anomaly-factor", "XTIMER_OP_LOG_ANOMALY_FACTOR", Type::kString, 0, 0,
+       "the anomaly log names operations slower than this many times the median of their "
+       "signature (default 3)"},
   };
   return *specs;
 }
@@ -228,6 +257,18 @@ bool Apply(const FlagSpec& spec, const std::string& value, Flags* f, std::string
   else if (name == "daemonize") f->daemonize = b;
   else if (name == "log-file") f->log_file = value;
   else if (name == "exit-when-idle") f->exit_when_idle_s = i;
+  else if (name == "op-log") f->op_log = value;
+  else if (name == "op-log-sample") f->op_log_sample = value;
+  else if (name == "op-log-seed") f->op_log_seed = i;
+  else if (name == "op-log-kinds") f->op_log_kinds = value;
+  else if (name == "op-log-ops") f->op_log_ops = value;
+  else if (name == "op-log-ranks") f->op_log_ranks = value;
+  else if (name == "op-log-min-bytes") f->op_log_min_bytes = i;
+  else if (name == "op-log-max-bytes") f->op_log_max_bytes = i;
+  else if (name == "op-log-rotate-mb") f->op_log_rotate_mb = i;
+  else if (name == "op-log-max-mb") f->op_log_max_mb = i;
+  else if (name == "op-log-flush-ms") f->op_log_flush_ms = i;
+  else if (name == "op-log-anomaly-factor") f->op_log_anomaly_factor = value;
   return true;
 }
 

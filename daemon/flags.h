@@ -58,6 +58,19 @@ struct Flags {
   bool daemonize = false;               // --daemonize, XTIMER_DAEMONIZE
   std::string log_file;                 // --log-file, XTIMER_LOG_FILE (RUN_DIR/xtimerd.log)
   int64_t exit_when_idle_s = -1;        // --exit-when-idle / --once, XTIMER_EXIT_WHEN_IDLE
+  // The operation log (docs/oplog.md); the lists and numbers are parsed by daemon/op_log_writer.h.
+  std::string op_log = "job";           // --op-log, XTIMER_OP_LOG: job, off, jsonl, csv
+  std::string op_log_sample = "1";      // --op-log-sample, XTIMER_OP_LOG_SAMPLE
+  int64_t op_log_seed = 0;              // --op-log-seed, XTIMER_OP_LOG_SEED
+  std::string op_log_kinds;             // --op-log-kinds, XTIMER_OP_LOG_KINDS
+  std::string op_log_ops;               // --op-log-ops, XTIMER_OP_LOG_OPS
+  std::string op_log_ranks;             // --op-log-ranks, XTIMER_OP_LOG_RANKS
+  int64_t op_log_min_bytes = 0;         // --op-log-min-bytes, XTIMER_OP_LOG_MIN_BYTES
+  int64_t op_log_max_bytes = -1;        // --op-log-max-bytes, XTIMER_OP_LOG_MAX_BYTES (-1: none)
+  int64_t op_log_rotate_mb = 64;        // --op-log-rotate-mb, XTIMER_OP_LOG_ROTATE_MB
+  int64_t op_log_max_mb = 1024;         // --op-log-max-mb, XTIMER_OP_LOG_MAX_MB
+  int64_t op_log_flush_ms = 1000;       // --op-log-flush-ms, XTIMER_OP_LOG_FLUSH_MS
+  std::string op_log_anomaly_factor = "3";  // --op-log-anomaly-factor, XTIMER_OP_LOG_ANOMALY_FACTOR
   bool help = false;
   bool version = false;  // --version
 };

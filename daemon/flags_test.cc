@@ -158,6 +158,26 @@ TEST(FlagsTest, SocketModeAndGroup) {
   EXPECT_FALSE(Parse({"--socket-mode=01777"}, {}, &f, &error));
 }
 
+TEST(FlagsTest, OpLogFlagsAndVariables) {
+  Flags f;
+  std::string error;
+  ASSERT_TRUE(Parse({"--op-log=csv", "--op-log-sample", "0.1", "--op-log-ranks=0,2-3"},
+                    {{"XTIMER_OP_LOG_MAX_MB", "10"}, {"XTIMER_OP_LOG_ANOMALY_FACTOR", "4"}}, &f,
+                    &error))
+      << error;
+  EXPECT_EQ(f.op_log, "csv");
+  EXPECT_EQ(f.op_log_sample, "0.1");
+  EXPECT_EQ(f.op_log_ranks, "0,2-3");
+  EXPECT_EQ(f.op_log_max_mb, 10);
+  EXPECT_EQ(f.op_log_anomaly_factor, "4");
+  EXPECT_EQ(f.op_log_flush_ms, 1000);
+  EXPECT_FALSE(Parse({"--op-log-flush-ms=5"}, {}, &f, &error));
+  EXPECT_NE(error.find("--op-log-flush-ms: expected an integer in [10, 600000]"),
+            std::string::npos)
+      << error;
+  EXPECT_NE(Usage().find("XTIMER_OP_LOG_ROTATE_MB"), std::string::npos);
+}
+
 TEST(FlagsTest, UsageListsEveryFlagAndVariable) {
   std::string u = Usage();
   for (const char* s :

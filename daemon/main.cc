@@ -21,6 +21,7 @@
 #include "daemon/dump_root.h"
 #include "daemon/dump_writer.h"
 #include "daemon/flags.h"
+#include "daemon/op_log_writer.h"
 #include "daemon/hang_dumper.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -153,6 +154,13 @@ int Main(int argc, char** argv) {
   so.reserve = static_cast<size_t>(flags.registration_reserve);
   so.register_timeout_ms = static_cast<int>(flags.register_timeout_ms);
   so.max_ring_bytes = static_cast<size_t>(flags.max_ring_mb) << 20;
+  // The operation log (docs/oplog.md): its tap is on before the first ring is read.
+  OpLogOptions oo;
+  if (!OpLogOptionsFromFlags(flags, dump_root, &oo, &error)) return fail(error);
+  char hostname[256] = {0};
+  gethostname(hostname, sizeof(hostname) - 1);
+  auto op_log = std::make_unique<OpLogWriter>(&aggregator, oo, RealtimeNs, hostname);
+  op_log->Start();
   auto server = std::make_unique<RingServer>(so, &aggregator);
   if (!server->Listen(&error)) return fail(error);
 
@@ -193,8 +201,6 @@ int Main(int argc, char** argv) {
   }
 
   // The control port (gRPC + HTTP/JSON) and dumps.
-  char hostname[256] = {0};
-  gethostname(hostname, sizeof(hostname) - 1);
   auto dumps = std::make_unique<DumpManager>(&aggregator, dump_root, hostname, RealtimeNs);
   ControlOptions co;
   co.node = hostname;
@@ -256,6 +262,7 @@ int Main(int argc, char** argv) {
   dumps.reset();  // a capture in progress writes what it has
   stop.store(true, std::memory_order_release);
   reader.join();
+  op_log.reset();  // writes what is queued
   server.reset();  // closes connections, removes the socket
   metrics.reset();
   unlinkat(run_fd, kPidName, 0);

@@ -127,6 +127,7 @@ std::optional<RingWriter> RingWriter::Create(uint32_t capacity, const Identity& 
   h->capacity = capacity;
   h->pid = getpid();
   h->start_ns = RealtimeNs();
+  h->op_log = static_cast<uint32_t>(identity.op_log);
   CopyField(h->job, identity.job);
   CopyField(h->host, identity.host);
   CopyField(h->pod, identity.pod);
@@ -411,6 +412,11 @@ Identity RingReader::identity() const {
   id.rank = header_->rank.load(std::memory_order_relaxed);
   id.local_rank = header_->local_rank.load(std::memory_order_relaxed);
   id.world_size = header_->world_size.load(std::memory_order_relaxed);
+  const uint32_t op_log = header_->op_log;  // untrusted: only the known values
+  if (op_log == static_cast<uint32_t>(OpLogRequest::kJsonl) ||
+      op_log == static_cast<uint32_t>(OpLogRequest::kCsv)) {
+    id.op_log = static_cast<OpLogRequest>(op_log);
+  }
   return id;
 }
 

@@ -127,7 +127,7 @@ struct RingHeader {
   uint32_t record_size;              //   16  kRecordSize
   uint32_t capacity;                 //   20  slots, a power of two
   int32_t pid;                       //   24
-  uint32_t reserved0;                //   28
+  uint32_t op_log;                   //   28  XTIMER_LOG: OpLogRequest (0 in older writers)
   int64_t start_ns;                  //   32  CLOCK_REALTIME at creation
   char job[64];                      //   40  NUL-terminated
   char host[64];                     //  104
@@ -179,6 +179,11 @@ struct ExitState {
 // Decodes an untrusted exit_state word; anything outside the forms above is kNone.
 ExitState DecodeExitState(uint64_t word);
 
+// RingHeader::op_log: the per-rank operation log the process asks the daemon to write
+// (XTIMER_LOG, docs/oplog.md). It was padding: older writers leave it 0. A reader maps any other
+// value to kNone.
+enum class OpLogRequest : uint32_t { kNone = 0, kJsonl = 1, kCsv = 2 };
+
 struct Identity {
   std::string job;
   std::string host;
@@ -186,6 +191,7 @@ struct Identity {
   int rank = -1;
   int local_rank = -1;
   int world_size = -1;
+  OpLogRequest op_log = OpLogRequest::kNone;  // fixed at creation
 };
 
 // Plain copies of an in-flight row's detail (see InflightDetail for the fields).

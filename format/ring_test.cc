@@ -78,6 +78,20 @@ TEST(RingTest, IdentityAndCapacity) {
   w.SetRank(5, 2, 16);
   EXPECT_EQ(r.identity().rank, 5);
   EXPECT_EQ(r.identity().world_size, 16);
+  EXPECT_EQ(id.op_log, OpLogRequest::kNone);
+}
+
+// XTIMER_LOG travels in the header; a value the reader does not know reads as kNone.
+TEST(RingTest, OpLogRequest) {
+  Identity id = TestIdentity();
+  id.op_log = OpLogRequest::kCsv;
+  std::string error;
+  auto w = RingWriter::Create(64, id, &error);
+  ASSERT_TRUE(w.has_value()) << error;
+  RingReader r = AttachThroughSocket(*w);
+  EXPECT_EQ(r.identity().op_log, OpLogRequest::kCsv);
+  w->header()->op_log = 7;
+  EXPECT_EQ(r.identity().op_log, OpLogRequest::kNone);
 }
 
 TEST(RingTest, ConcurrentWriterAndReaderLoseNothing) {

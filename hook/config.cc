@@ -105,6 +105,16 @@ Config ReadConfig(GetEnvFn get, WarnFn warn) {
       warn((std::string("ignoring malformed XTIMER_EXIT_FLUSH_MS=") + s).c_str());
     }
   }
+  if (const char* s = get("XTIMER_LOG")) {
+    const std::string v = s;
+    if (v == "jsonl") {
+      c.op_log = format::OpLogRequest::kJsonl;
+    } else if (v == "csv") {
+      c.op_log = format::OpLogRequest::kCsv;
+    } else if (!v.empty() && v != "off" && v != "0" && warn != nullptr) {
+      warn(("ignoring XTIMER_LOG=" + v + ": use jsonl or csv").c_str());
+    }
+  }
   if (const char* f = get("XTIMER_KERNEL_FILTER")) c.kernel_filter = f;
   const char* verbose = get("XTIMER_VERBOSE");
   c.verbose = verbose != nullptr && *verbose != '\0' && std::string(verbose) != "0";

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "format/ring.h"
+
 namespace xtimer {
 namespace hook {
 
@@ -17,6 +19,8 @@ struct Config {
   std::string job, host, pod;       // ring identity; job: util/job_identity.h
   uint32_t ring_capacity = 65536;   // XTIMER_RING_CAPACITY (records)
   uint32_t sample_rate = 1;         // XTIMER_SAMPLE_RATE: time 1 in N calls per op signature
+  // XTIMER_LOG=jsonl|csv: the daemon writes this rank's operation log (docs/oplog.md)
+  format::OpLogRequest op_log = format::OpLogRequest::kNone;
   std::string kernel_filter;        // XTIMER_KERNEL_FILTER (ECMAScript regex); empty: no kernels
   int rank = -1, local_rank = -1, world_size = -1;  // from torchrun / MPI / PMI / Slurm
   int exit_flush_ms = 1000;         // XTIMER_EXIT_FLUSH_MS: wait at exit for ops still in flight

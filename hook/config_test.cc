@@ -99,6 +99,16 @@ TEST(ConfigTest, KnobsAndMalformedValues) {
   EXPECT_NE(w.find("RANK=x"), std::string::npos);
 }
 
+TEST(ConfigTest, OpLogRequest) {
+  std::string w;
+  EXPECT_EQ(Read({}, &w).op_log, format::OpLogRequest::kNone);
+  EXPECT_EQ(Read({{"XTIMER_LOG", "jsonl"}}, &w).op_log, format::OpLogRequest::kJsonl);
+  EXPECT_EQ(Read({{"XTIMER_LOG", "csv"}}, &w).op_log, format::OpLogRequest::kCsv);
+  EXPECT_EQ(w, "");
+  EXPECT_EQ(Read({{"XTIMER_LOG", "parquet"}}, &w).op_log, format::OpLogRequest::kNone);
+  EXPECT_NE(w.find("XTIMER_LOG=parquet: use jsonl or csv"), std::string::npos);
+}
+
 TEST(ConfigTest, DaemonUidAndJobToken) {
   Config c = Read({});
   EXPECT_EQ(c.daemon_uid, -1);

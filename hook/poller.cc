@@ -77,6 +77,7 @@ void Poller::Run() {
   id.rank = c.rank;
   id.local_rank = c.local_rank;
   id.world_size = c.world_size;
+  id.op_log = c.op_log;
   rank_known_ = c.rank >= 0;
   global_rank_ = c.rank;
   std::string error;

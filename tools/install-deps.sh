@@ -18,6 +18,8 @@ PACKAGES=(
   # a headless browser: //cli:report_chromium_test and //stacktrace:stacks_chromium_test render
   # the report and the flame graph in it
   chromium
+  # loads the operation logs as users do (//test/e2e:op_log_e2e_test, docs/oplog.md)
+  python3-pandas
 )
 
 missing=()
