@@ -1,0 +1,238 @@
+// Stack captures through a real RingServer from stand-in processes (this test's threads) that
+// register a ring and answer stack requests with raw captures of this binary's own addresses,
+// and hostile stand-ins: silent, garbage, oversized replies, a pipe instead of a memfd.
+#include "daemon/stack_capture.h"
+
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+
+#include "daemon/test_util.h"
+#include "format/registration.h"
+#include "format/stack_request.h"
+#include "stacktrace/stacks_file.h"
+
+// The frames the good stand-in reports: a leaf, CPython's eval loop (its Python frames go
+// there), an outer function.
+extern "C" __attribute__((noinline)) int StandInLeaf(int x) {
+  asm volatile("" ::: "memory");
+  return x + 1;
+}
+extern "C" __attribute__((noinline)) int _PyEval_EvalFrameDefault(int x) {
+  asm volatile("" ::: "memory");
+  return x + 2;
+}
+namespace stand_in {
+__attribute__((noinline)) int Outer(double x) {
+  asm volatile("" ::: "memory");
+  return static_cast<int>(x);
+}
+}  // namespace stand_in
+
+namespace xtimer {
+namespace daemon {
+namespace {
+
+namespace st = stacktrace;
+
+enum class Mode { kGood, kSilent, kGarbage, kHuge, kPipe };
+
+uint64_t Addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
+
+std::string GoodCapture() {
+  const long tid = syscall(SYS_gettid);
+  return R"({"format": "xtimer-raw-stacks", "version": 1, "pid": 1, "capture_time_ns": 5,
+     "threads": [{"tid": )" + std::to_string(tid) + R"(, "name": "main", "pcs": [)" +
+         std::to_string(Addr(reinterpret_cast<void*>(&StandInLeaf)) + 1) + ", " +
+         std::to_string(Addr(reinterpret_cast<void*>(&_PyEval_EvalFrameDefault)) + 2) + ", " +
+         std::to_string(Addr(reinterpret_cast<void*>(&stand_in::Outer)) + 2) + R"(]}],
+     "python_threads": [{"thread_id": 9, "tid": )" + std::to_string(tid) +
+         R"(, "frames": [{"function": "train_step", "file": "/job/train.py", "line": 88}]}]})";
+}
+
+// Answers one stack request on `fd` as `mode` says; returns when the request was handled or
+// `stop` is set.
+void Answer(int fd, Mode mode, const std::atomic<bool>* stop) {
+  format::StackRequest req;
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (stop->load()) return;
+    if (poll(&p, 1, 20) == 1) break;
+  }
+  if (recv(fd, &req, sizeof(req), 0) != sizeof(req)) return;
+  std::string error;
+  const int memfd = memfd_create("stacks", MFD_CLOEXEC);
+  const std::string text = GoodCapture();
+  ASSERT_EQ(write(memfd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  switch (mode) {
+    case Mode::kGood:
+      EXPECT_TRUE(format::SendStackReply(fd, req.request_id, memfd, text.size(), &error)) << error;
+      break;
+    case Mode::kSilent:  // reads the request, never answers (the connection stays open)
+      break;
+    case Mode::kGarbage:
+      EXPECT_EQ(send(fd, "garbage garbage garbage garbage!", 32, 0), 32);
+      break;
+    case Mode::kHuge: {
+      format::StackReply r{format::kStackReplyMagic, format::kStackProtocolVersion,
+                           req.request_id, uint64_t{1} << 40};
+      EXPECT_EQ(send(fd, &r, sizeof(r), 0), static_cast<ssize_t>(sizeof(r)));
+      break;
+    }
+    case Mode::kPipe: {
+      int pipe_fds[2];
+      ASSERT_EQ(pipe(pipe_fds), 0);
+      EXPECT_TRUE(format::SendStackReply(fd, req.request_id, pipe_fds[0], 10, &error)) << error;
+      close(pipe_fds[0]);
+      close(pipe_fds[1]);
+      break;
+    }
+  }
+  close(memfd);
+}
+
+format::Identity Id(int rank) {
+  format::Identity id;
+  id.job = "job";
+  id.host = "node-a";
+  id.rank = rank;
+  id.local_rank = rank;
+  id.world_size = 8;
+  return id;
+}
+
+class StackCaptureTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::MakeTempDir("stack_capture_test");
+    aggregator_ = std::make_unique<Aggregator>(AggregatorOptions());
+    RingServerOptions so;
+    so.socket_path = dir_ + "/xtimerd.sock";
+    so.max_per_pid = 64;
+    server_ = std::make_unique<RingServer>(so, aggregator_.get());
+    std::string error;
+    ASSERT_TRUE(server_->Listen(&error)) << error;
+    thread_ = std::thread([this] { server_->Run(&stop_); });
+    capturer_ = std::make_unique<StackCapturer>(
+        aggregator_.get(),
+        [this](Aggregator::ProcessId id, int t, StackSink s) { server_->AskStacks(id, t, s); },
+        dir_, "node-a", [] { return int64_t{1764000000} * 1000000000; });
+  }
+  void TearDown() override {
+    answer_stop_ = true;
+    for (std::thread& t : answerers_) t.join();
+    for (int fd : fds_) close(fd);
+    stop_ = true;
+    thread_.join();
+    server_.reset();
+    testing::RemoveTree(dir_);
+  }
+  // A stand-in rank that answers one request as `mode` says.
+  void StandIn(int rank, Mode mode) {
+    std::string error;
+    auto w = format::RingWriter::Create(64, Id(rank), &error);
+    ASSERT_TRUE(w.has_value()) << error;
+    const int fd = format::ConnectToDaemon(dir_ + "/xtimerd.sock", &error);
+    ASSERT_GE(fd, 0) << error;
+    ASSERT_TRUE(format::SendRing(fd, w->fd(), &error)) << error;
+    writers_.push_back(std::make_unique<format::RingWriter>(std::move(*w)));
+    fds_.push_back(fd);
+    answerers_.emplace_back([this, fd, mode] { Answer(fd, mode, &answer_stop_); });
+  }
+  st::StacksFile Read(int rank) {
+    st::StacksFile f;
+    std::string error;
+    const std::string text =
+        testing::ReadFile(dir_ + "/out/job/" + st::StacksFileName(rank, 8));
+    EXPECT_TRUE(st::ParseStacksJson(text, &f, &error)) << error << ": " << text;
+    return f;
+  }
+
+  std::string dir_;
+  std::unique_ptr<Aggregator> aggregator_;
+  std::unique_ptr<RingServer> server_;
+  std::unique_ptr<StackCapturer> capturer_;
+  std::atomic<bool> stop_{false}, answer_stop_{false};
+  std::thread thread_;
+  std::vector<std::thread> answerers_;
+  std::vector<std::unique_ptr<format::RingWriter>> writers_;
+  std::vector<int> fds_;
+};
+
+TEST_F(StackCaptureTest, WritesSymbolizedStacksAndSaysWhyForHostileRanks) {
+  StandIn(0, Mode::kGood);
+  StandIn(1, Mode::kSilent);
+  StandIn(2, Mode::kGarbage);
+  StandIn(3, Mode::kHuge);
+  StandIn(4, Mode::kPipe);
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->registered() == 5; }, 5000));
+
+  StackDumpRequest r;
+  r.dir = dir_ + "/out";
+  r.timeout_ms = 1500;
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<StackFileInfo> files = capturer_->Capture(r);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(took, 3.0);  // the silent rank costs its deadline (1.5 s), not more
+  ASSERT_EQ(files.size(), 5u);
+
+  const st::StacksFile good = Read(0);
+  EXPECT_EQ(good.error, "");
+  EXPECT_EQ(good.host, "node-a");
+  EXPECT_EQ(good.pid, getpid());
+  EXPECT_EQ(good.capture_time_ns, 5);
+  EXPECT_NE(good.process_state, "");
+  ASSERT_EQ(good.threads.size(), 1u);
+  std::vector<std::string> names;
+  for (uint32_t i : good.threads[0].frames) names.push_back(good.frames[i].function);
+  EXPECT_EQ(names, (std::vector<std::string>{"StandInLeaf", "train_step", "stand_in::Outer(double)"}));
+  EXPECT_EQ(good.frames[good.threads[0].frames[1]].line, 88);
+
+  EXPECT_EQ(Read(1).error, "no answer in 1.5 s");
+  EXPECT_NE(Read(2).error.find("bad reply"), std::string::npos) << Read(2).error;
+  EXPECT_NE(Read(3).error.find("over the"), std::string::npos) << Read(3).error;
+  EXPECT_EQ(Read(4).error, "bad reply: its file descriptor is not a memfd");
+  const auto outcomes = capturer_->Outcomes();
+  EXPECT_EQ(outcomes.at("written"), 1u);
+  EXPECT_EQ(outcomes.at("no_answer"), 1u);
+  EXPECT_EQ(outcomes.at("bad_reply"), 3u);
+
+  // The daemon still serves: a rank chosen alone answers again at once.
+  StandIn(5, Mode::kGood);
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->registered() == 6; }, 5000));
+  r.ranks = {5};
+  const auto again = capturer_->Capture(r);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].outcome, "written");
+  EXPECT_EQ(again[0].path, dir_ + "/out/job/00005-00008.stacks");
+  EXPECT_EQ(again[0].threads, 1);
+}
+
+TEST_F(StackCaptureTest, PendingRequestsPerConnectionAreBounded) {
+  StandIn(0, Mode::kSilent);
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->registered() == 1; }, 5000));
+  const uint64_t id = aggregator_->TakeSnapshot(0, false).processes.at(0).id;
+  std::atomic<int> refused{0}, answered{0};
+  for (size_t i = 0; i < kMaxPendingStackRequests + 3; ++i) {
+    server_->AskStacks(id, 200, [&](StackAnswer a) {
+      if (a.outcome == "refused") ++refused;
+      ++answered;
+      if (a.memfd >= 0) close(a.memfd);
+    });
+  }
+  ASSERT_TRUE(testing::WaitFor([&] { return answered == int(kMaxPendingStackRequests) + 3; }, 5000));
+  EXPECT_EQ(refused, 3);
+}
+
+}  // namespace
+}  // namespace daemon
+}  // namespace xtimer
