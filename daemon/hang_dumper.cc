@@ -92,8 +92,10 @@ std::string HangDirName(const HangId& id, int repeat) {
   return name;
 }
 
-HangDumper::HangDumper(DumpManager* dumps, std::string node, int64_t history)
+HangDumper::HangDumper(DumpManager* dumps, std::string node, int64_t history,
+                       StackCapturer* stacks)
     : dumps_(dumps),
+      stacks_(stacks),
       node_(std::move(node)),
       history_(std::max<int64_t>(1, std::min(history, kMaxDumpHistory))) {}
 
@@ -159,6 +161,7 @@ bool HangDumper::Dump(const LiveState& state, const JobLive& job, Hang* hang) {
       hang->dir = job_dir;
     }
   }
+  if (!hang->dir.empty()) CaptureStacks(job, request.dir);
   char comm[format::kCommIdTextSize];
   if (hang->dir.empty()) {
     Logf("hang verdict %s in job %s (comm %s seq %llu): automatic dump failed: %s",
@@ -170,6 +173,18 @@ bool HangDumper::Dump(const LiveState& state, const JobLive& job, Hang* hang) {
          static_cast<unsigned long long>(v.seq), status.files.size(), hang->dir.c_str());
   }
   return true;
+}
+
+void HangDumper::CaptureStacks(const JobLive& job, const std::string& dir) {
+  if (stacks_ == nullptr) return;
+  std::vector<ProcessSnapshot> processes;
+  for (const RankLive& r : job.ranks) processes.push_back(r.process);
+  int written = 0;
+  const std::vector<StackFileInfo> files =
+      stacks_->CaptureProcesses(processes, dir, kDefaultStackTimeoutMs);
+  for (const StackFileInfo& f : files) written += f.outcome == "written" && !f.path.empty();
+  Logf("hang in job %s: stacks of %d of %zu ranks written to %s/%s", job.job.c_str(), written,
+       files.size(), dir.c_str(), JobDirName(job.job).c_str());
 }
 
 }  // namespace daemon

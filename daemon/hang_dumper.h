@@ -3,7 +3,8 @@
 // DumpManager (symlink-safe, daemon/dump_root.h), a history dump of every local rank in
 // <dump root>/<HangDirName of the hang's id>/<job>/ and hang-summary-<host>.json beside the timeline
 // files (the job's HangCheckResponse, proto3 JSON; named after the ranks' host label, with a
-// "-2", "-3", ... suffix rather than overwrite, so daemons sharing a dump root never collide).
+// "-2", "-3", ... suffix rather than overwrite, so daemons sharing a dump root never collide),
+// and, with a StackCapturer, every local rank's {rank:05d}-{world:05d}.stacks file.
 // Once per hang: a job's hang ends, and the
 // next verdict dumps again, when a pass finds no verdict for it (progress resumed). When a dump
 // is already running (a user's capture), the automatic one waits for a later pass.
@@ -17,6 +18,7 @@
 
 #include "daemon/diagnosis.h"
 #include "daemon/dump_writer.h"
+#include "daemon/stack_capture.h"
 
 namespace xtimer {
 namespace daemon {
@@ -46,7 +48,11 @@ std::string HangDirName(const HangId& id, int repeat = 1);
 class HangDumper {
  public:
   // `history`: records per rank to write (the aggregator's --history, capped at kMaxDumpHistory).
-  HangDumper(DumpManager* dumps, std::string node, int64_t history);
+  // `stacks`: when set, every local rank's stacks are captured into the job's folder too
+  // (docs/stacks.md "Capture from the daemon"; the pass waits for them, kDefaultStackTimeoutMs
+  // at most per capture).
+  HangDumper(DumpManager* dumps, std::string node, int64_t history,
+             StackCapturer* stacks = nullptr);
 
   // Called with each new state (LiveDiagnosis's on_pass): writes the dumps due and sets each
   // job's dump_dir.
@@ -64,7 +70,11 @@ class HangDumper {
                     std::string* error);
 
   static constexpr int kMaxSummaryTries = 64;
+  // The job's stacks beside its timelines; logged.
+  void CaptureStacks(const JobLive& job, const std::string& dir);
+
   DumpManager* dumps_;
+  StackCapturer* stacks_;
   const std::string node_;
   const int64_t history_;
   std::map<std::string, Hang> hangs_;  // by job, while it has a verdict

@@ -15,7 +15,15 @@
 #include <memory>
 #include <thread>
 
+#include <grpcpp/grpcpp.h>
+
+#include "daemon/clock.h"
+#include "daemon/control_handler.h"
+#include "daemon/control_server.h"
+#include "daemon/dump_root.h"
+#include "daemon/dump_writer.h"
 #include "daemon/test_util.h"
+#include "proto/hosting.grpc.pb.h"
 #include "format/registration.h"
 #include "format/stack_request.h"
 #include "stacktrace/stacks_file.h"
@@ -60,7 +68,7 @@ std::string GoodCapture() {
 
 // Answers one stack request on `fd` as `mode` says; returns when the request was handled or
 // `stop` is set.
-void Answer(int fd, Mode mode, const std::atomic<bool>* stop) {
+void AnswerOnce(int fd, Mode mode, const std::atomic<bool>* stop) {
   format::StackRequest req;
   for (;;) {
     pollfd p{fd, POLLIN, 0};
@@ -99,6 +107,13 @@ void Answer(int fd, Mode mode, const std::atomic<bool>* stop) {
   close(memfd);
 }
 
+// A good stand-in answers every request; the others one.
+void Answer(int fd, Mode mode, const std::atomic<bool>* stop) {
+  do {
+    AnswerOnce(fd, mode, stop);
+  } while (mode == Mode::kGood && !stop->load());
+}
+
 format::Identity Id(int rank) {
   format::Identity id;
   id.job = "job";
@@ -113,20 +128,36 @@ class StackCaptureTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = testing::MakeTempDir("stack_capture_test");
+    std::string error;
+    ASSERT_TRUE(PrepareDumpRoot(dir_ + "/root", &root_, &error)) << error;
     aggregator_ = std::make_unique<Aggregator>(AggregatorOptions());
     RingServerOptions so;
     so.socket_path = dir_ + "/xtimerd.sock";
     so.max_per_pid = 64;
     server_ = std::make_unique<RingServer>(so, aggregator_.get());
-    std::string error;
     ASSERT_TRUE(server_->Listen(&error)) << error;
     thread_ = std::thread([this] { server_->Run(&stop_); });
     capturer_ = std::make_unique<StackCapturer>(
         aggregator_.get(),
         [this](Aggregator::ProcessId id, int t, StackSink s) { server_->AskStacks(id, t, s); },
-        dir_, "node-a", [] { return int64_t{1764000000} * 1000000000; });
+        root_, "node-a", [] { return int64_t{1764000000} * 1000000000; });
+  }
+  // The control port in front of the capturer (DumpStack over HTTP/JSON and gRPC).
+  int StartControl() {
+    dumps_ = std::make_unique<DumpManager>(aggregator_.get(), root_, "node-a", RealtimeNs);
+    ControlOptions o;
+    o.node = "node-a";
+    o.now_ns = RealtimeNs;
+    o.stacks = capturer_.get();
+    handler_ = std::make_unique<ControlHandler>(aggregator_.get(), dumps_.get(), o);
+    control_ = std::make_unique<ControlServer>(handler_.get());
+    std::string error;
+    const int port = control_->Start("127.0.0.1", 0, &error);
+    EXPECT_GT(port, 0) << error;
+    return port;
   }
   void TearDown() override {
+    control_.reset();
     answer_stop_ = true;
     for (std::thread& t : answerers_) t.join();
     for (int fd : fds_) close(fd);
@@ -151,13 +182,16 @@ class StackCaptureTest : public ::testing::Test {
     st::StacksFile f;
     std::string error;
     const std::string text =
-        testing::ReadFile(dir_ + "/out/job/" + st::StacksFileName(rank, 8));
+        testing::ReadFile(root_ + "/out/job/" + st::StacksFileName(rank, 8));
     EXPECT_TRUE(st::ParseStacksJson(text, &f, &error)) << error << ": " << text;
     return f;
   }
 
-  std::string dir_;
+  std::string dir_, root_;
   std::unique_ptr<Aggregator> aggregator_;
+  std::unique_ptr<DumpManager> dumps_;
+  std::unique_ptr<ControlHandler> handler_;
+  std::unique_ptr<ControlServer> control_;
   std::unique_ptr<RingServer> server_;
   std::unique_ptr<StackCapturer> capturer_;
   std::atomic<bool> stop_{false}, answer_stop_{false};
@@ -176,7 +210,7 @@ TEST_F(StackCaptureTest, WritesSymbolizedStacksAndSaysWhyForHostileRanks) {
   ASSERT_TRUE(testing::WaitFor([&] { return server_->registered() == 5; }, 5000));
 
   StackDumpRequest r;
-  r.dir = dir_ + "/out";
+  r.dir = root_ + "/out";
   r.timeout_ms = 1500;
   const auto start = std::chrono::steady_clock::now();
   const std::vector<StackFileInfo> files = capturer_->Capture(r);
@@ -213,8 +247,59 @@ TEST_F(StackCaptureTest, WritesSymbolizedStacksAndSaysWhyForHostileRanks) {
   const auto again = capturer_->Capture(r);
   ASSERT_EQ(again.size(), 1u);
   EXPECT_EQ(again[0].outcome, "written");
-  EXPECT_EQ(again[0].path, dir_ + "/out/job/00005-00008.stacks");
+  EXPECT_EQ(again[0].path, root_ + "/out/job/00005-00008.stacks");
   EXPECT_EQ(again[0].threads, 1);
+}
+
+// DumpStack with real curl and with the gRPC client; its refusals.
+TEST_F(StackCaptureTest, DumpStackOverCurlAndGrpc) {
+  StandIn(3, Mode::kGood);
+  StandIn(6, Mode::kSilent);
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->registered() == 2; }, 5000));
+  const int port = StartControl();
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/HostingService/DumpStack";
+  std::string out;
+  // curl from $PATH (RunCapture execs a path).
+  ASSERT_EQ(testing::RunCapture({"/bin/sh", "-c", "exec curl \"$@\"", "curl", "-sS", "-H", "Content-Type: application/json", "-d",
+                                 R"({"dump_path": "out", "ranks": [3], "jobs": ["job"]})", url},
+                                "", &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("\"outcome\":\"written\""), std::string::npos) << out;
+  EXPECT_NE(out.find("\"message\":\"1 of 1 ranks' stacks written in " + root_ + "/out/"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(Read(3).threads.size(), 1u);
+
+  // gRPC: all ranks; the silent one is named with its reason.
+  auto stub = HostingService::NewStub(grpc::CreateChannel(
+      "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+  DumpStackRequest req;
+  req.set_dump_path(root_ + "/grpc");
+  req.set_timeout_s(0.5);
+  DumpStackResponse resp;
+  grpc::ClientContext ctx;
+  const grpc::Status status = stub->DumpStack(&ctx, req, &resp);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(resp.files_size(), 2);
+  EXPECT_EQ(resp.node(), "node-a");
+  EXPECT_NE(resp.message().find("1 of 2 ranks' stacks written"), std::string::npos);
+  EXPECT_NE(resp.message().find("rank 6: no answer in 0.5 s"), std::string::npos) << resp.message();
+
+  // Refusals: outside the root, a bad timeout, no match.
+  const std::pair<std::string, std::string> bad[] = {
+      {R"({"dump_path": "/etc"})", "outside the dump root"},
+      {R"({"dump_path": "x", "timeout_s": 31})", "timeout_s: must be in [0, 30]"},
+      {R"({"dump_path": "x", "jobs": ["nope"]})", "no registered process matches jobs 'nope'"},
+  };
+  for (const auto& b : bad) {
+    ASSERT_EQ(testing::RunCapture({"/bin/sh", "-c", "exec curl \"$@\"", "curl", "-sS", "-d",
+                                   b.first, url},
+                                  "", &out),
+              0)
+        << out;
+    EXPECT_NE(out.find(b.second), std::string::npos) << out;
+  }
 }
 
 TEST_F(StackCaptureTest, PendingRequestsPerConnectionAreBounded) {
