@@ -480,6 +480,7 @@ CallStatus ControlHandler::DumpStack(const DumpStackRequest& q, DumpStackRespons
     out->set_threads(f.threads);
     out->set_outcome(f.outcome);
     out->set_error(f.error);
+    if (q.with_content()) out->set_content(f.content);
     if (f.outcome == "written" && !f.path.empty()) {
       ++written;
     } else {

@@ -219,8 +219,10 @@ void StackCapturer::WriteAnswer(const std::vector<ProcessSnapshot>& ranks, const
     const std::string job_dir = dir + "/" + JobDirName(r.job);
     const std::string name = st::StacksFileName(r.rank, r.world_size);
     std::string werror;
-    if (WriteFileUnderRoot(root_, job_dir, name, st::WriteStacksJson(file), r.uid, &werror)) {
+    std::string text = st::WriteStacksJson(file);
+    if (WriteFileUnderRoot(root_, job_dir, name, text, r.uid, &werror)) {
       info.path = job_dir + "/" + name;
+      info.content = std::move(text);
     } else {
       info.error = werror;
       Logf("stacks of rank %d (job %s): %s", r.rank, r.job.c_str(), werror.c_str());

@@ -44,6 +44,7 @@ struct StackFileInfo {
   int threads = 0;
   std::string outcome;  // "written" or a failure: "no_answer", "bad_reply", "exited", ...
   std::string error;    // the file's error (why its stacks are missing), or why none was written
+  std::string content;  // the file's text, when one was written
 };
 
 class StackCapturer {

@@ -286,6 +286,24 @@ TEST_F(StackCaptureTest, DumpStackOverCurlAndGrpc) {
   EXPECT_NE(resp.message().find("1 of 2 ranks' stacks written"), std::string::npos);
   EXPECT_NE(resp.message().find("rank 6: no answer in 0.5 s"), std::string::npos) << resp.message();
 
+  // xtimer stacks --hosts: this node and one that does not answer (partial: exit 3), merged.
+  const std::string cli_out = dir_ + "/cli";
+  const int dead = testing::FreePort();
+  const int rc = testing::RunCapture(
+      {testing::RunfilesPath("cli/xtimer"), "stacks", "--hosts",
+       "127.0.0.1:" + std::to_string(port) + ",127.0.0.1:" + std::to_string(dead), "--ranks", "3",
+       "--path", "cli", "-o", cli_out},
+      "", &out);
+  EXPECT_EQ(rc, 3) << out;
+  EXPECT_NE(out.find("rank 3 (1) in StandInLeaf <- train_step (train.py:88) <- "
+                     "stand_in::Outer(double)"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("127.0.0.1:" + std::to_string(dead) + ": "), std::string::npos) << out;
+  EXPECT_EQ(testing::ReadFile(cli_out + "/nodes/0-node-a/job/00003-00008.stacks"),
+            testing::ReadFile(root_ + "/cli/job/00003-00008.stacks"));
+  EXPECT_NE(testing::ReadFile(cli_out + "/stacks.svg").find("StandInLeaf"), std::string::npos);
+
   // Refusals: outside the root, a bad timeout, no match.
   const std::pair<std::string, std::string> bad[] = {
       {R"({"dump_path": "/etc"})", "outside the dump root"},
