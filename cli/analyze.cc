@@ -18,6 +18,7 @@
 #include "analysis/report_text.h"
 #include "cli/commands.h"
 #include "cli/control_client.h"
+#include "cli/stacks_input.h"
 #include "cli/dump_reader.h"
 #include "cli/rank_progress.h"
 #include "proto/hosting.grpc.pb.h"
@@ -317,7 +318,8 @@ int AnalyzeMain(int argc, char** argv) {
   for (const analysis::RankInput& r : o.ranks) o.context.inputs.ranks.push_back(r.rank);
   o.context.inputs.warnings = o.problems;
   o.context.inputs.groups = a.groups_text;
-  const analysis::Report report = analysis::Analyze(o.ranks, opt);
+  analysis::Report report = analysis::Analyze(o.ranks, opt);
+  if (!a.live) AddCulpritStacks(a.inputs, a.job, world, &report);  // stacks in the dump
   std::string text;
   if (a.json) {
     text = analysis::ReportJson(report, o.context) + "\n";

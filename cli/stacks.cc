@@ -18,6 +18,7 @@
 #include "analysis/analysis.h"
 #include "cli/commands.h"
 #include "cli/control_client.h"
+#include "cli/stacks_input.h"
 #include "cli/job_inputs.h"
 #include "cli/parallel_for.h"
 #include "stacktrace/flamegraph_svg.h"
@@ -94,33 +95,6 @@ struct Options {
   double timeout_s = 2;
 };
 
-bool HasSuffix(const std::string& s, const char* suffix) {
-  size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
-// *.stacks under `dir`, recursively (symbolic links are not followed; 16 levels at most).
-void FindStacks(const std::string& dir, int depth, std::vector<std::string>* out) {
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr || depth > 16) {
-    if (d) closedir(d);
-    return;
-  }
-  std::vector<std::string> names;
-  while (struct dirent* e = readdir(d)) {
-    if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) names.push_back(e->d_name);
-  }
-  closedir(d);
-  std::sort(names.begin(), names.end());
-  for (const std::string& n : names) {
-    std::string path = dir + "/" + n;
-    struct stat s;
-    if (lstat(path.c_str(), &s) != 0) continue;
-    if (S_ISDIR(s.st_mode)) FindStacks(path, depth + 1, out);
-    if (S_ISREG(s.st_mode) && HasSuffix(n, st::kStacksSuffix)) out->push_back(path);
-  }
-}
-
 std::vector<std::string> ListInputs(const std::vector<std::string>& inputs,
                                     std::vector<std::string>* problems) {
   std::vector<std::string> files;
@@ -139,30 +113,6 @@ std::vector<std::string> ListInputs(const std::vector<std::string>& inputs,
     if (files.size() == before) problems->push_back(in + ": no *.stacks files");
   }
   return files;
-}
-
-// Reads and parses one file; false with *error ("why") on failure. Reads at most
-// kMaxFileBytes + 1 bytes, so a huge file costs no more.
-bool ReadStacks(const std::string& path, st::StacksFile* out, std::string* error) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return *error = std::strerror(errno), false;
-  struct stat s;
-  if (fstat(fd, &s) != 0 || static_cast<uint64_t>(s.st_size) > st::kMaxFileBytes) {
-    close(fd);
-    *error = "larger than " + std::to_string(st::kMaxFileBytes >> 20) + " MiB";
-    return false;
-  }
-  std::string text(static_cast<size_t>(s.st_size), '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    ssize_t n = read(fd, &text[got], text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  close(fd);
-  text.resize(got);
-  return st::ParseStacksJson(text, out, error);
 }
 
 struct Inputs {
