@@ -15,6 +15,7 @@
 #include "daemon/dump_root.h"
 #include "daemon/dump_writer.h"
 #include "daemon/log.h"
+#include "daemon/metric_families.h"
 #include "format/stack_request.h"
 #include "stacktrace/raw_capture.h"
 #include "stacktrace/stacks_file.h"
@@ -242,18 +243,16 @@ std::map<std::string, uint64_t> StackCapturer::Outcomes() const {
 }
 
 std::vector<prometheus::MetricFamily> StackCaptureCollector::Collect() const {
-  prometheus::MetricFamily f;
-  f.name = "xtimer_stack_captures_total";
-  f.help = "Ranks whose stacks the daemon asked for, by outcome: written, no_answer, bad_reply, "
-           "exited, refused (docs/stacks.md).";
-  f.type = prometheus::MetricType::Counter;
+  static const FamilyInfo kFamily[] = {
+      {"xtimer_stack_captures_total", prometheus::MetricType::Counter,
+       "Ranks whose stacks the daemon asked for, by outcome: written, no_answer, bad_reply, "
+       "exited, refused (docs/stacks.md)."},
+  };
+  FamilyBuilder b(kFamily, 1);
   for (const auto& o : capturer_->Outcomes()) {
-    prometheus::ClientMetric m;
-    m.label = {{"outcome", o.first}};
-    m.counter.value = static_cast<double>(o.second);
-    f.metric.push_back(std::move(m));
+    b.Add(0, {{"outcome", o.first}}, static_cast<double>(o.second));
   }
-  return {std::move(f)};
+  return b.Take();
 }
 
 }  // namespace daemon

@@ -239,6 +239,12 @@ TEST_F(StackCaptureTest, WritesSymbolizedStacksAndSaysWhyForHostileRanks) {
   EXPECT_EQ(outcomes.at("written"), 1u);
   EXPECT_EQ(outcomes.at("no_answer"), 1u);
   EXPECT_EQ(outcomes.at("bad_reply"), 3u);
+  const auto families = StackCaptureCollector(capturer_.get()).Collect();
+  ASSERT_EQ(families.size(), 1u);
+  EXPECT_EQ(families[0].name, "xtimer_stack_captures_total");
+  ASSERT_EQ(families[0].metric.size(), 3u);  // by outcome name
+  EXPECT_EQ(families[0].metric[0].label.at(0).value, "bad_reply");
+  EXPECT_EQ(families[0].metric[0].counter.value, 3);
 
   // The daemon still serves: a rank chosen alone answers again at once.
   StandIn(5, Mode::kGood);
