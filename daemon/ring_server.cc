@@ -366,13 +366,15 @@ bool RingServer::ReceiveStackReplies(Connection* c) {
       c->pending.erase(it);
       continue;
     }
-    if (memfd >= 0) close(memfd);
-    if (memfd < 0) error = "bad reply: " + error;
-    if (memfd >= 0) error = "a reply to no pending request";
+    if (memfd >= 0) {  // a whole reply too late (its request timed out): dropped
+      close(memfd);
+      continue;
+    }
+    error = "bad reply: " + error;
     if (!c->bad_reply_logged) {
       c->bad_reply_logged = true;
-      Logf("pid %d: %s (stack requests on this connection fail; logged once per process)",
-           c->pid, error.c_str());
+      Logf("pid %d: %s (its pending stack requests fail; logged once per process)", c->pid,
+           error.c_str());
     }
     // A malformed reply leaves the stream's framing unknown: what is pending fails now.
     for (const Connection::PendingStacks& p : c->pending) Answer(p.sink, "bad_reply", error);

@@ -51,7 +51,9 @@ namespace {
 
 namespace st = stacktrace;
 
-enum class Mode { kGood, kSilent, kGarbage, kHuge, kPipe };
+// kSlow answers its first request only when the second one came (so: late, while the second is
+// pending in the daemon), then that one, then every later one at once.
+enum class Mode { kGood, kSilent, kGarbage, kHuge, kPipe, kSlow };
 
 uint64_t Addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
 
@@ -66,21 +68,33 @@ std::string GoodCapture() {
          R"(, "frames": [{"function": "train_step", "file": "/job/train.py", "line": 88}]}]})";
 }
 
+// Reads the next stack request on `fd`; false when `stop` is set first.
+bool NextRequest(int fd, const std::atomic<bool>* stop, format::StackRequest* req) {
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (stop->load()) return false;
+    if (poll(&p, 1, 20) == 1) break;
+  }
+  return recv(fd, req, sizeof(*req), 0) == sizeof(*req);
+}
+
 // Answers one stack request on `fd` as `mode` says; returns when the request was handled or
 // `stop` is set.
 void AnswerOnce(int fd, Mode mode, const std::atomic<bool>* stop) {
   format::StackRequest req;
-  for (;;) {
-    pollfd p{fd, POLLIN, 0};
-    if (stop->load()) return;
-    if (poll(&p, 1, 20) == 1) break;
-  }
-  if (recv(fd, &req, sizeof(req), 0) != sizeof(req)) return;
+  if (!NextRequest(fd, stop, &req)) return;
   std::string error;
   const int memfd = memfd_create("stacks", MFD_CLOEXEC);
   const std::string text = GoodCapture();
   ASSERT_EQ(write(memfd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
   switch (mode) {
+    case Mode::kSlow: {
+      format::StackRequest next;
+      if (!NextRequest(fd, stop, &next)) break;
+      EXPECT_TRUE(format::SendStackReply(fd, req.request_id, memfd, text.size(), &error)) << error;
+      EXPECT_TRUE(format::SendStackReply(fd, next.request_id, memfd, text.size(), &error)) << error;
+      break;
+    }
     case Mode::kGood:
       EXPECT_TRUE(format::SendStackReply(fd, req.request_id, memfd, text.size(), &error)) << error;
       break;
@@ -107,11 +121,11 @@ void AnswerOnce(int fd, Mode mode, const std::atomic<bool>* stop) {
   close(memfd);
 }
 
-// A good stand-in answers every request; the others one.
+// A good or slow stand-in answers every request; the others one.
 void Answer(int fd, Mode mode, const std::atomic<bool>* stop) {
   do {
     AnswerOnce(fd, mode, stop);
-  } while (mode == Mode::kGood && !stop->load());
+  } while ((mode == Mode::kGood || mode == Mode::kSlow) && !stop->load());
 }
 
 format::Identity Id(int rank) {
@@ -324,6 +338,24 @@ TEST_F(StackCaptureTest, DumpStackOverCurlAndGrpc) {
         << out;
     EXPECT_NE(out.find(b.second), std::string::npos) << out;
   }
+}
+
+// A rank that answers after its deadline, while the next request is pending: that capture says
+// "no answer"; the late reply is dropped and does not spoil the next capture.
+TEST_F(StackCaptureTest, LateReplyIsDroppedAndTheNextCaptureWorks) {
+  StandIn(2, Mode::kSlow);
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->registered() == 1; }, 5000));
+  StackDumpRequest r;
+  r.dir = root_ + "/slow";
+  r.timeout_ms = 300;
+  auto files = capturer_->Capture(r);
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].outcome, "no_answer");
+  r.timeout_ms = 5000;
+  files = capturer_->Capture(r);
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0].outcome, "written") << files[0].error;
+  EXPECT_EQ(files[0].error, "");
 }
 
 TEST_F(StackCaptureTest, PendingRequestsPerConnectionAreBounded) {
