@@ -192,6 +192,36 @@ bool WriteFile(const std::string& path, const std::string& text) {
   return ok;
 }
 
+bool IsHostsOption(const std::string& name) {
+  return name == "--hosts" || name == "--hosts-file" || name == "--path" || name == "--ranks" ||
+         name == "--timeout";
+}
+
+// The options of --hosts; returns an exit status for a bad value, else -1.
+int ParseHostsOption(const std::string& name, const std::string& v, Options* opt) {
+  if (name == "--hosts") {
+    for (const std::string& h : Split(v, ',')) opt->hosts.push_back(h);
+  } else if (name == "--hosts-file") {
+    opt->hosts_file = v;
+  } else if (name == "--path") {
+    opt->path = v;
+  } else if (name == "--ranks") {
+    for (const std::string& r : Split(v, ',')) {
+      char* end = nullptr;
+      const long n = std::strtol(r.c_str(), &end, 10);
+      if (*end != '\0' || n < 0 || n >= (1 << 24)) return BadArg("--ranks: '" + r + "' is no rank");
+      opt->ranks.push_back(static_cast<int>(n));
+    }
+  } else {  // --timeout
+    char* end = nullptr;
+    opt->timeout_s = std::strtod(v.c_str(), &end);
+    if (*end != '\0' || !(opt->timeout_s > 0 && opt->timeout_s <= 30)) {
+      return BadArg("--timeout needs seconds in (0, 30]");
+    }
+  }
+  return -1;
+}
+
 int ParseArgs(int argc, char** argv, Options* opt) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -228,32 +258,11 @@ int ParseArgs(int argc, char** argv, Options* opt) {
       if (!number(1, 1024, &opt->top)) return 2;
     } else if (name == "-j" || name == "--jobs") {
       if (!number(1, 1024, &opt->jobs)) return 2;
-    } else if (name == "--hosts" || name == "--hosts-file" || name == "--path") {
+    } else if (IsHostsOption(name)) {
       std::string v;
       if (!value(&v) || v.empty()) return BadArg(name + " needs a value");
-      if (name == "--hosts") {
-        for (const std::string& h : Split(v, ',')) opt->hosts.push_back(h);
-      } else if (name == "--hosts-file") {
-        opt->hosts_file = v;
-      } else {
-        opt->path = v;
-      }
-    } else if (name == "--ranks") {
-      std::string v;
-      if (!value(&v)) return BadArg("--ranks needs a list such as 0,3,5");
-      for (const std::string& r : Split(v, ',')) {
-        char* end = nullptr;
-        const long n = std::strtol(r.c_str(), &end, 10);
-        if (*end != '\0' || n < 0 || n >= (1 << 24)) return BadArg("--ranks: '" + r + "' is no rank");
-        opt->ranks.push_back(static_cast<int>(n));
-      }
-    } else if (name == "--timeout") {
-      std::string v;
-      char* end = nullptr;
-      opt->timeout_s = value(&v) ? std::strtod(v.c_str(), &end) : -1;
-      if (v.empty() || *end != '\0' || !(opt->timeout_s > 0 && opt->timeout_s <= 30)) {
-        return BadArg("--timeout needs seconds in (0, 30]");
-      }
+      const int rc = ParseHostsOption(name, v, opt);
+      if (rc >= 0) return rc;
     } else if (a == "--json") {
       opt->json = true;
     } else if (a == "-q" || a == "--quiet") {
