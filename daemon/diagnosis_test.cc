@@ -265,6 +265,8 @@ TEST_F(DiagnosisTest, RankThatNeverIssuesIsTheCulpritWithinTheAdaptiveThreshold)
   EXPECT_EQ(HangSummaryName("a/../b"), "hang-summary-" + SanitizeJobId("a/../b") + ".json");
   EXPECT_EQ(HangSummaryName("a/../b").find('/'), std::string::npos);
   EXPECT_EQ(List(root_), std::vector<std::string>({hang_dir}));
+  // The stacks come from the dumper's own thread: waited for.
+  testing::WaitFor([&] { return List(root_ + "/" + hang_dir + "/train").size() >= 9; }, 10000);
   const std::vector<std::string> files = List(root_ + "/" + hang_dir + "/train");
   ASSERT_EQ(files.size(), 9u) << ::testing::PrintToString(files);  // 4 timelines, 4 stacks
   EXPECT_EQ(files.back(), "hang-summary-node.json");

@@ -11,10 +11,15 @@
 #ifndef XTIMER_DAEMON_HANG_DUMPER_H_
 #define XTIMER_DAEMON_HANG_DUMPER_H_
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "daemon/diagnosis.h"
 #include "daemon/dump_writer.h"
@@ -49,10 +54,13 @@ class HangDumper {
  public:
   // `history`: records per rank to write (the aggregator's --history, capped at kMaxDumpHistory).
   // `stacks`: when set, every local rank's stacks are captured into the job's folder too
-  // (docs/stacks.md "Capture from the daemon"; the pass waits for them, kDefaultStackTimeoutMs
-  // at most per capture).
+  // (docs/stacks.md "Capture from the daemon"), on a thread of this class's own: the pass, and
+  // the verdict it publishes, never wait for ranks to answer.
   HangDumper(DumpManager* dumps, std::string node, int64_t history,
              StackCapturer* stacks = nullptr);
+  ~HangDumper();  // waits for the capture in progress (bounded by its deadline)
+  HangDumper(const HangDumper&) = delete;
+  HangDumper& operator=(const HangDumper&) = delete;
 
   // Called with each new state (LiveDiagnosis's on_pass): writes the dumps due and sets each
   // job's dump_dir.
@@ -70,15 +78,26 @@ class HangDumper {
                     std::string* error);
 
   static constexpr int kMaxSummaryTries = 64;
-  // The job's stacks beside its timelines; logged.
+  // Queues the capture of the job's stacks beside its timelines (at most kMaxQueuedStacks wait).
   void CaptureStacks(const JobLive& job, const std::string& dir);
+  void StackLoop();
 
+  struct StackJob {
+    std::string job, dir;
+    std::vector<ProcessSnapshot> processes;
+  };
+  static constexpr size_t kMaxQueuedStacks = 16;
   DumpManager* dumps_;
   StackCapturer* stacks_;
   const std::string node_;
   const int64_t history_;
   std::map<std::string, Hang> hangs_;  // by job, while it has a verdict
   std::map<std::string, int> dumped_;  // "job/folder" -> hangs dumped under that id
+  std::mutex stack_mu_;
+  std::condition_variable stack_cv_;
+  std::deque<StackJob> stack_jobs_;
+  bool stack_stop_ = false;
+  std::thread stack_thread_;  // runs only with a StackCapturer
 };
 
 }  // namespace daemon

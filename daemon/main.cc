@@ -264,6 +264,9 @@ int Main(int argc, char** argv) {
   }
   control->Shutdown();
   diagnosis->Stop();  // its automatic dumps use the DumpManager
+  // A stack capture in progress ends by its deadline; it needs the ring server (still running).
+  dumper.store(nullptr, std::memory_order_release);
+  dumper_owner.reset();
   dumps.reset();  // a capture in progress writes what it has
   stop.store(true, std::memory_order_release);
   reader.join();
