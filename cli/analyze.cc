@@ -18,6 +18,7 @@
 #include "analysis/report_text.h"
 #include "cli/commands.h"
 #include "cli/control_client.h"
+#include "cli/stacks_input.h"
 #include "cli/dump_reader.h"
 #include "cli/rank_progress.h"
 #include "proto/hosting.grpc.pb.h"
@@ -218,9 +219,6 @@ int FromDumps(const Args& a, Outcome* o) {
   return -1;
 }
 
-// A node's HangCheck answer with its ranks' recent collectives: 8 ranks x 20 communicators x 256
-// collectives take about 3 MB; gRPC's default limit is 4 MB.
-constexpr int kMaxHangCheckBytes = 64 << 20;
 
 int FromHosts(const Args& a, Outcome* o) {
   std::vector<std::string> targets;
@@ -228,24 +226,17 @@ int FromHosts(const Args& a, Outcome* o) {
   if (!ControlTargets(a.hosts, a.hosts_file, &targets, &error)) return BadArg(error);
   std::vector<HangCheckResponse> answers(targets.size());
   std::vector<std::string> errors(targets.size());
-  std::vector<std::thread> threads;
   HangCheckRequest req;
   req.set_job(a.job);
   req.set_arrivals(true);  // recent collectives: stragglers and bus bandwidth across nodes
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(kMaxHangCheckBytes);
-  for (size_t i = 0; i < targets.size(); ++i) {
-    threads.emplace_back([&, i] {
-      auto stub = HostingService::NewStub(
-          grpc::CreateCustomChannel(targets[i], grpc::InsecureChannelCredentials(), args));
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(static_cast<int64_t>(a.timeout_s * 1000)));
-      grpc::Status st = stub->HangCheck(&ctx, req, &answers[i]);
-      if (!st.ok()) errors[i] = ExplainRpcError(st, targets[i]);
-    });
-  }
-  for (std::thread& t : threads) t.join();
+  OnEveryNode(targets.size(), [&](size_t i) {
+    // With arrivals, 8 ranks x 20 communicators x 256 collectives take about 3 MB.
+    auto stub = HostingService::NewStub(ControlChannel(targets[i]));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(DeadlineIn(a.timeout_s));
+    grpc::Status st = stub->HangCheck(&ctx, req, &answers[i]);
+    if (!st.ok()) errors[i] = ExplainRpcError(st, targets[i]);
+  });
   std::vector<HangCheckResponse> ok;
   for (size_t i = 0; i < targets.size(); ++i) {
     if (errors[i].empty()) {
@@ -329,7 +320,8 @@ int AnalyzeMain(int argc, char** argv) {
   for (const analysis::RankInput& r : o.ranks) o.context.inputs.ranks.push_back(r.rank);
   o.context.inputs.warnings = o.problems;
   o.context.inputs.groups = a.groups_text;
-  const analysis::Report report = analysis::Analyze(o.ranks, opt);
+  analysis::Report report = analysis::Analyze(o.ranks, opt);
+  if (!a.live) AddCulpritStacks(a.inputs, a.job, world, &report);  // stacks in the dump
   std::string text;
   if (a.json) {
     text = analysis::ReportJson(report, o.context) + "\n";

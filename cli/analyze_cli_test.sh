@@ -35,6 +35,22 @@ assert r["stragglers"] == [], r["stragglers"]
 assert set(r["clock_offsets_s"]) == {"node0", "node1"}, r["clock_offsets_s"]
 PY
 
+# Stacks in the dump (as xtimerd's automatic hang dump writes them): the verdict names the
+# culprit's top frames; a file of another rank adds nothing.
+cat >"$TMP/hang/node1/00005-00008.stacks" <<'JSON'
+{"format": "xtimer-stacks", "version": 1, "job": "j", "rank": 5, "world_size": 8, "pid": 9,
+ "capture_time_ns": 1, "process_state": "S",
+ "frames": [{"kind": "native", "function": "nanosleep", "module": "/lib/libc.so.6"},
+  {"kind": "python", "function": "load_batch", "module": "/job/data.py", "line": 42},
+  {"kind": "python", "function": "train_step", "module": "/job/train.py", "line": 80}],
+ "threads": [{"tid": 9, "name": "MainThread", "frames": [0, 1, 2]}]}
+JSON
+sed 's/"rank": 5/"rank": 4/; s/load_batch/elsewhere/' "$TMP/hang/node1/00005-00008.stacks" >"$TMP/hang/node1/00004-00008.stacks"
+expect_rc 0 $XT analyze "$TMP/hang"
+grep -q "rank 5's stacks: in nanosleep <- load_batch (data.py:42) <- train_step (train.py:80) (00005-00008.stacks)" "$TMP/out" || fail "culprit stacks: $(cat "$TMP/out")"
+grep -q "elsewhere" "$TMP/out" && fail "a non-culprit's stacks shown: $(cat "$TMP/out")"
+rm "$TMP/hang/node1/"*.stacks
+
 # A straggler: rank 3's compute is 1.3x slower.
 $W "$TMP/slow" --slow-rank 3 --steps 40 >/dev/null || fail "write straggler job"
 expect_rc 0 $XT analyze "$TMP/slow/node0" "$TMP/slow/node1" --json

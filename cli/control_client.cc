@@ -3,6 +3,7 @@
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 #include <utility>
 
 #include "util/default_ports.h"
@@ -100,6 +101,24 @@ bool ControlTargets(const std::vector<std::string>& given, const std::string& ho
   }
   *targets = std::move(hosts);
   return true;
+}
+
+std::shared_ptr<grpc::Channel> ControlChannel(const std::string& target, int max_receive_bytes) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(max_receive_bytes);
+  return grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), args);
+}
+
+std::chrono::system_clock::time_point DeadlineIn(double seconds) {
+  return std::chrono::system_clock::now() +
+         std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
+}
+
+void OnEveryNode(size_t n, const std::function<void(size_t)>& call) {
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (size_t i = 0; i < n; ++i) threads.emplace_back(call, i);
+  for (std::thread& t : threads) t.join();
 }
 
 }  // namespace cli

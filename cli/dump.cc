@@ -234,54 +234,48 @@ int DumpMain(int argc, char** argv) {
   }
 
   std::vector<Node> nodes(hosts.size());
-  std::vector<std::thread> threads;
-  for (size_t i = 0; i < hosts.size(); ++i) {
-    nodes[i].target = hosts[i];
-    threads.emplace_back([&, i] {
-      Node& n = nodes[i];
-      auto channel = grpc::CreateChannel(n.target, grpc::InsecureChannelCredentials());
-      auto stub = HostingService::NewStub(channel);
-      grpc::ClientContext ctx;
-      ctx.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::milliseconds(static_cast<int64_t>(timeout * 1000)));
-      grpc::Status st = stub->DumpKernelTrace(&ctx, req, &n.response);
-      if (!st.ok()) {
-        n.error = ExplainRpcError(st, n.target);
+  for (size_t i = 0; i < hosts.size(); ++i) nodes[i].target = hosts[i];
+  OnEveryNode(hosts.size(), [&](size_t i) {
+    Node& n = nodes[i];
+    auto stub = HostingService::NewStub(ControlChannel(n.target));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(DeadlineIn(timeout));
+    grpc::Status st = stub->DumpKernelTrace(&ctx, req, &n.response);
+    if (!st.ok()) {
+      n.error = ExplainRpcError(st, n.target);
+      return;
+    }
+    if (n.response.files().empty() && (req.jobs_size() > 0 || req.ranks_size() > 0)) {
+      n.error = "no file: " + n.response.message();  // a daemon from before NOT_FOUND
+      return;
+    }
+    n.ok = true;
+    if (!wait || n.response.state() != "capturing") return;
+    // Poll Status until this dump is written.
+    const double give_up = n.response.deadline() + std::min(timeout, 60.0);
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      grpc::ClientContext sctx;
+      sctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+      StatusResponse sr;
+      grpc::Status ss = stub->Status(&sctx, StatusRequest(), &sr);
+      if (ss.ok() && sr.last_dump().dump_id() != n.response.dump_id()) {
+        n.ok = false;
+        n.error = "the dump was replaced by " + sr.last_dump().dump_id() + " (reset)";
         return;
       }
-      if (n.response.files().empty() && (req.jobs_size() > 0 || req.ranks_size() > 0)) {
-        n.error = "no file: " + n.response.message();  // a daemon from before NOT_FOUND
+      if (ss.ok() && sr.last_dump().state() != "capturing") {
+        n.final_state = sr.last_dump();
+        n.waited = true;
         return;
       }
-      n.ok = true;
-      if (!wait || n.response.state() != "capturing") return;
-      // Poll Status until this dump is written.
-      const double give_up = n.response.deadline() + std::min(timeout, 60.0);
-      for (;;) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(250));
-        grpc::ClientContext sctx;
-        sctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-        StatusResponse sr;
-        grpc::Status ss = stub->Status(&sctx, StatusRequest(), &sr);
-        if (ss.ok() && sr.last_dump().dump_id() != n.response.dump_id()) {
-          n.ok = false;
-          n.error = "the dump was replaced by " + sr.last_dump().dump_id() + " (reset)";
-          return;
-        }
-        if (ss.ok() && sr.last_dump().state() != "capturing") {
-          n.final_state = sr.last_dump();
-          n.waited = true;
-          return;
-        }
-        if (NowS() > give_up) {
-          n.ok = false;
-          n.error = "capture not finished by its deadline";
-          return;
-        }
+      if (NowS() > give_up) {
+        n.ok = false;
+        n.error = "capture not finished by its deadline";
+        return;
       }
-    });
-  }
-  for (auto& t : threads) t.join();
+    }
+  });
 
   int failed = 0;
   std::vector<std::string> short_ranks;

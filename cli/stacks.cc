@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <set>
 #include <string>
@@ -16,12 +17,15 @@
 
 #include "analysis/analysis.h"
 #include "cli/commands.h"
+#include "cli/control_client.h"
+#include "cli/stacks_input.h"
 #include "cli/job_inputs.h"
 #include "cli/parallel_for.h"
 #include "stacktrace/flamegraph_svg.h"
 #include "stacktrace/merge.h"
 #include "stacktrace/stacks_file.h"
 #include "stacktrace/summary.h"
+#include "proto/hosting.grpc.pb.h"
 #include "util/version.h"
 
 namespace xtimer {
@@ -31,6 +35,7 @@ namespace {
 namespace st = stacktrace;
 
 constexpr char kHelp[] = R"HELP(usage: xtimer stacks DIR... -o OUT/ [options]
+       xtimer stacks --hosts HOST:PORT,... -o OUT/ [options]
 
 Reads the per-rank stack files (*.stacks, docs/stacks.md) found in each DIR and its
 subdirectories (one directory per node; a .stacks file may also be named directly) and merges
@@ -44,6 +49,10 @@ innermost frame, each frame carrying the set of ranks whose stacks pass through 
                       the other groups are outliers, named with their innermost frames
 and prints the summary.
 
+With --hosts, asks every node's xtimerd at once (DumpStack) for the stacks of its ranks, which
+each daemon also keeps in <dump root>/--path/<job>/; the files come back over the control port
+into OUT/nodes/<node>/<job>/ and are merged as above.
+
 options:
   -o, --output DIR    the output directory (created if missing; required)
   --job NAME          only this job's files: needed when the inputs hold several jobs
@@ -54,12 +63,20 @@ options:
   --top N             frames named per group in the summary (default 3)
   -j, --jobs N        reader threads (default: all hardware threads)
   -q, --quiet         print only errors (not the summary)
+  --hosts LIST        host:port,... of the nodes' xtimerd control ports (a host without :port
+                      gets $XTIMER_CONTROL_PORT or 18888)
+  --hosts-file F      one host[:port] per line ('#' starts a comment)
+  --path P            with --hosts: the folder under each daemon's dump root for its copy
+                      (default stacks-<unix time>)
+  --ranks LIST        with --hosts: only these global ranks, e.g. 0,3,5 (default all)
+  --timeout S         with --hosts: seconds a rank has to answer (default 2; at most 30)
   -h, --help          this text
   --version           print the version and exit
 
-exit status: 0 written, 1 no readable stack file, 2 bad arguments (also: several jobs and no
---job), 3 written but partial: files unreadable or left out (named on stderr), or ranks of the
-world without a file (listed in the summary).
+exit status: 0 written, 1 no readable stack file (or, with --hosts, no node answered), 2 bad
+arguments (also: several jobs and no --job), 3 written but partial: files unreadable or left
+out, nodes that did not answer (named on stderr), or ranks of the world without a file (listed
+in the summary).
 )HELP";
 
 int BadArg(const std::string& message) {
@@ -72,34 +89,11 @@ struct Options {
   std::string output, job, groups;
   bool json = false, quiet = false;
   int top = 3, jobs = 0;
+  std::vector<std::string> hosts;  // --hosts: ask the daemons instead of reading DIRs
+  std::string hosts_file, path;
+  std::vector<int> ranks;
+  double timeout_s = 2;
 };
-
-bool HasSuffix(const std::string& s, const char* suffix) {
-  size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
-// *.stacks under `dir`, recursively (symbolic links are not followed; 16 levels at most).
-void FindStacks(const std::string& dir, int depth, std::vector<std::string>* out) {
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr || depth > 16) {
-    if (d) closedir(d);
-    return;
-  }
-  std::vector<std::string> names;
-  while (struct dirent* e = readdir(d)) {
-    if (std::strcmp(e->d_name, ".") && std::strcmp(e->d_name, "..")) names.push_back(e->d_name);
-  }
-  closedir(d);
-  std::sort(names.begin(), names.end());
-  for (const std::string& n : names) {
-    std::string path = dir + "/" + n;
-    struct stat s;
-    if (lstat(path.c_str(), &s) != 0) continue;
-    if (S_ISDIR(s.st_mode)) FindStacks(path, depth + 1, out);
-    if (S_ISREG(s.st_mode) && HasSuffix(n, st::kStacksSuffix)) out->push_back(path);
-  }
-}
 
 std::vector<std::string> ListInputs(const std::vector<std::string>& inputs,
                                     std::vector<std::string>* problems) {
@@ -119,30 +113,6 @@ std::vector<std::string> ListInputs(const std::vector<std::string>& inputs,
     if (files.size() == before) problems->push_back(in + ": no *.stacks files");
   }
   return files;
-}
-
-// Reads and parses one file; false with *error ("why") on failure. Reads at most
-// kMaxFileBytes + 1 bytes, so a huge file costs no more.
-bool ReadStacks(const std::string& path, st::StacksFile* out, std::string* error) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return *error = std::strerror(errno), false;
-  struct stat s;
-  if (fstat(fd, &s) != 0 || static_cast<uint64_t>(s.st_size) > st::kMaxFileBytes) {
-    close(fd);
-    *error = "larger than " + std::to_string(st::kMaxFileBytes >> 20) + " MiB";
-    return false;
-  }
-  std::string text(static_cast<size_t>(s.st_size), '\0');
-  size_t got = 0;
-  while (got < text.size()) {
-    ssize_t n = read(fd, &text[got], text.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<size_t>(n);
-  }
-  close(fd);
-  text.resize(got);
-  return st::ParseStacksJson(text, out, error);
 }
 
 struct Inputs {
@@ -222,6 +192,36 @@ bool WriteFile(const std::string& path, const std::string& text) {
   return ok;
 }
 
+bool IsHostsOption(const std::string& name) {
+  return name == "--hosts" || name == "--hosts-file" || name == "--path" || name == "--ranks" ||
+         name == "--timeout";
+}
+
+// The options of --hosts; returns an exit status for a bad value, else -1.
+int ParseHostsOption(const std::string& name, const std::string& v, Options* opt) {
+  if (name == "--hosts") {
+    for (const std::string& h : Split(v, ',')) opt->hosts.push_back(h);
+  } else if (name == "--hosts-file") {
+    opt->hosts_file = v;
+  } else if (name == "--path") {
+    opt->path = v;
+  } else if (name == "--ranks") {
+    for (const std::string& r : Split(v, ',')) {
+      char* end = nullptr;
+      const long n = std::strtol(r.c_str(), &end, 10);
+      if (*end != '\0' || n < 0 || n >= (1 << 24)) return BadArg("--ranks: '" + r + "' is no rank");
+      opt->ranks.push_back(static_cast<int>(n));
+    }
+  } else {  // --timeout
+    char* end = nullptr;
+    opt->timeout_s = std::strtod(v.c_str(), &end);
+    if (*end != '\0' || !(opt->timeout_s > 0 && opt->timeout_s <= 30)) {
+      return BadArg("--timeout needs seconds in (0, 30]");
+    }
+  }
+  return -1;
+}
+
 int ParseArgs(int argc, char** argv, Options* opt) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
@@ -258,6 +258,11 @@ int ParseArgs(int argc, char** argv, Options* opt) {
       if (!number(1, 1024, &opt->top)) return 2;
     } else if (name == "-j" || name == "--jobs") {
       if (!number(1, 1024, &opt->jobs)) return 2;
+    } else if (IsHostsOption(name)) {
+      std::string v;
+      if (!value(&v) || v.empty()) return BadArg(name + " needs a value");
+      const int rc = ParseHostsOption(name, v, opt);
+      if (rc >= 0) return rc;
     } else if (a == "--json") {
       opt->json = true;
     } else if (a == "-q" || a == "--quiet") {
@@ -268,7 +273,9 @@ int ParseArgs(int argc, char** argv, Options* opt) {
       opt->inputs.push_back(a);
     }
   }
-  if (opt->inputs.empty()) return BadArg("no input directory");
+  const bool live = !opt->hosts.empty() || !opt->hosts_file.empty();
+  if (live && !opt->inputs.empty()) return BadArg("give either directories or --hosts, not both");
+  if (!live && opt->inputs.empty()) return BadArg("no input directory (or --hosts)");
   if (opt->output.empty()) return BadArg("no output directory: give -o OUT/");
   return -1;
 }
@@ -310,14 +317,101 @@ int Write(const Options& opt, const st::StackTree& tree, const st::SummaryInput&
   return -1;
 }
 
+// A file or folder name from a daemon's answer, or "" when it is not a plain one.
+std::string PlainName(const std::string& s) {
+  if (s.empty() || s == "." || s == ".." || s.size() > 255) return "";
+  for (char c : s) {
+    if (c == '/' || c == '\0') return "";
+  }
+  return s;
+}
+
+// Writes one node's answer under OUT/nodes/<node>/<job>/; what is missing goes to *problems.
+void SaveNode(const std::string& dir, const std::string& target, const DumpStackResponse& r,
+              std::vector<std::string>* problems) {
+  mkdir(dir.c_str(), 0755);
+  for (const StackFile& f : r.files()) {
+    const size_t slash = f.path().rfind('/');
+    const size_t up = slash == std::string::npos || slash == 0 ? std::string::npos
+                                                               : f.path().rfind('/', slash - 1);
+    const std::string name = slash == std::string::npos ? "" : PlainName(f.path().substr(slash + 1));
+    const std::string job = up == std::string::npos
+                                ? "" : PlainName(f.path().substr(up + 1, slash - up - 1));
+    if (f.content().empty() || name.empty() || job.empty()) {
+      problems->push_back(target + ": rank " + std::to_string(f.rank()) + " of job '" + f.job() +
+                          "': no stack file (" + (f.error().empty() ? f.outcome() : f.error()) +
+                          ")");
+      continue;
+    }
+    mkdir((dir + "/" + job).c_str(), 0755);
+    if (!WriteFile(dir + "/" + job + "/" + name, f.content())) {
+      problems->push_back(target + ": " + name + ": cannot be written");
+    }
+  }
+}
+
+// --hosts: DumpStack to every node at once with the files' text; the files land in OUT/nodes/
+// (the merge's input). Returns an exit status, or -1 to go on.
+int FetchFromHosts(Options* opt, std::vector<std::string>* problems) {
+  std::vector<std::string> targets;
+  std::string error;
+  if (!ControlTargets(opt->hosts, opt->hosts_file, &targets, &error)) return BadArg(error);
+  DumpStackRequest req;
+  req.set_dump_path(opt->path.empty() ? "stacks-" + std::to_string(time(nullptr)) : opt->path);
+  req.set_timeout_s(opt->timeout_s);
+  req.set_with_content(true);
+  if (!opt->job.empty()) req.add_jobs(opt->job);
+  for (int r : opt->ranks) req.add_ranks(r);
+  std::vector<DumpStackResponse> answers(targets.size());
+  std::vector<std::string> errors(targets.size());
+  OnEveryNode(targets.size(), [&](size_t i) {
+    auto stub = HostingService::NewStub(ControlChannel(targets[i]));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(DeadlineIn(opt->timeout_s + 10));  // symbolization and files on top
+    grpc::Status st = stub->DumpStack(&ctx, req, &answers[i]);
+    if (!st.ok()) errors[i] = ExplainRpcError(st, targets[i]);
+  });
+  const std::string nodes = opt->output + "/nodes";
+  if ((mkdir(opt->output.c_str(), 0755) != 0 && errno != EEXIST) ||
+      (mkdir(nodes.c_str(), 0755) != 0 && errno != EEXIST)) {
+    std::fprintf(stderr, "xtimer stacks: cannot create %s: %s\n", nodes.c_str(),
+                 std::strerror(errno));
+    return 1;
+  }
+  size_t answered = 0;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (!errors[i].empty()) {
+      problems->push_back(targets[i] + ": " + errors[i]);
+      continue;
+    }
+    ++answered;
+    std::string node = PlainName(answers[i].node());
+    node = std::to_string(i) + "-" + (node.empty() ? "node" : node);
+    SaveNode(nodes + "/" + node, targets[i], answers[i], problems);
+  }
+  if (answered == 0) {
+    std::fprintf(stderr, "xtimer stacks: no node answered:\n");
+    for (const std::string& p : *problems) std::fprintf(stderr, "  %s\n", p.c_str());
+    return 1;
+  }
+  opt->inputs = {nodes};
+  return -1;
+}
+
 }  // namespace
 
 int StacksMain(int argc, char** argv) {
   Options opt;
   int rc = ParseArgs(argc, argv, &opt);
   if (rc >= 0) return rc;
+  std::vector<std::string> node_problems;
+  if ((!opt.hosts.empty() || !opt.hosts_file.empty()) &&
+      (rc = FetchFromHosts(&opt, &node_problems)) >= 0) {
+    return rc;
+  }
   Inputs in;
   if ((rc = ReadInputs(opt, &in)) >= 0) return rc;
+  in.problems.insert(in.problems.begin(), node_problems.begin(), node_problems.end());
   for (const std::string& p : in.problems) std::fprintf(stderr, "skipped %s\n", p.c_str());
   if (in.ranks.empty()) {
     std::fprintf(stderr, "xtimer stacks: no readable stack file in the inputs\n");

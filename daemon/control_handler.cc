@@ -117,6 +117,7 @@ JsonCall MakeJsonCall(CallStatus (ControlHandler::*method)(const Req&, Resp*, co
 const std::map<std::string, JsonCall>& Methods() {
   static const auto* m = new std::map<std::string, JsonCall>{
       {"DumpKernelTrace", MakeJsonCall(&ControlHandler::DumpKernelTrace)},
+      {"DumpStack", MakeJsonCall(&ControlHandler::DumpStack)},
       {"HangCheck", MakeJsonCall(&ControlHandler::HangCheck)},
       {"Status", MakeJsonCall(&ControlHandler::Status)},
   };
@@ -159,6 +160,28 @@ std::string NoMatchReason(const Snapshot& snap, const DumpRequest& r) {
   }
   return "no registered process matches " + asked + "; this daemon has job(s) " + has +
          ": check --job and --ranks (xtimer dump), jobs and ranks (DumpKernelTrace)";
+}
+
+// The ranks and jobs of a request (DumpKernelTrace, DumpStack) into r->ranks and r->jobs.
+template <typename Ranks, typename Jobs>
+CallStatus ParseSelection(const Ranks& ranks, const Jobs& jobs, DumpRequest* r) {
+  if (static_cast<size_t>(ranks.size()) > kMaxFilterEntries) {
+    return Invalid("ranks: at most " + std::to_string(kMaxFilterEntries) + " entries");
+  }
+  if (static_cast<size_t>(jobs.size()) > kMaxFilterEntries) {
+    return Invalid("jobs: at most " + std::to_string(kMaxFilterEntries) + " entries");
+  }
+  for (int rank : ranks) {
+    if (rank < 0 || rank >= (1 << 24)) {
+      return Invalid("ranks: " + std::to_string(rank) + " is not a global rank (0 .. 16777215)");
+    }
+    r->ranks.insert(rank);
+  }
+  for (const std::string& job : jobs) {
+    if (job.empty() || job.size() > 256) return Invalid("jobs: each entry must be 1-256 bytes");
+    r->jobs.insert(job);
+  }
+  return CallStatus();
 }
 
 }  // namespace
@@ -283,6 +306,7 @@ CallStatus ControlHandler::Validate(const DumpKernelTraceRequest& q, DumpRequest
                    "from dump_time on. For ops that already ran, ask for the records the daemon "
                    "keeps: history: N (e.g. {\"history\": 10000}; xtimer dump --history N)");
   }
+  CallStatus cs;
   if (!std::isfinite(q.timeout_s()) || q.timeout_s() < 0 || q.timeout_s() > kMaxCaptureWaitS) {
     return Invalid("timeout_s: must be in [0, " + std::to_string(kMaxCaptureWaitS) +
                    "] seconds (0: " + std::to_string(kMaxCaptureWaitS) + ")");
@@ -293,23 +317,9 @@ CallStatus ControlHandler::Validate(const DumpKernelTraceRequest& q, DumpRequest
                    "] seconds (0: " + std::to_string(static_cast<int>(kDefaultCaptureIdleS)) +
                    ")");
   }
-  if (static_cast<size_t>(q.ranks_size()) > kMaxFilterEntries) {
-    return Invalid("ranks: at most " + std::to_string(kMaxFilterEntries) + " entries");
-  }
-  if (static_cast<size_t>(q.jobs_size()) > kMaxFilterEntries) {
-    return Invalid("jobs: at most " + std::to_string(kMaxFilterEntries) + " entries");
-  }
   DumpRequest r;
-  for (int rank : q.ranks()) {
-    if (rank < 0 || rank >= (1 << 24)) {
-      return Invalid("ranks: " + std::to_string(rank) + " is not a global rank (0 .. 16777215)");
-    }
-    r.ranks.insert(rank);
-  }
-  for (const std::string& job : q.jobs()) {
-    if (job.empty() || job.size() > 256) return Invalid("jobs: each entry must be 1-256 bytes");
-    r.jobs.insert(job);
-  }
+  cs = ParseSelection(q.ranks(), q.jobs(), &r);
+  if (!cs.ok()) return cs;
   std::string error;
   if (!ResolveDumpPath(dumps_->root(), q.dump_path(), &r.dir, &error)) return Invalid(error);
   r.dump_time_ns = q.dump_time() == 0 ? now : q.dump_time() * 1000000000;
@@ -429,6 +439,62 @@ CallStatus ControlHandler::DumpKernelTrace(const DumpKernelTraceRequest& request
   }
   response->set_message(msg);
   return cs;
+}
+
+CallStatus ControlHandler::DumpStack(const DumpStackRequest& q, DumpStackResponse* response,
+                                     const Caller& caller) {
+  if (options_.stacks == nullptr) {
+    return CallStatus{Code::kFailedPrecondition, "stack capture is not running in this daemon"};
+  }
+  if (!std::isfinite(q.timeout_s()) || q.timeout_s() < 0 ||
+      q.timeout_s() * 1000 > kMaxStackTimeoutMs) {
+    return Invalid("timeout_s: must be in [0, " + std::to_string(kMaxStackTimeoutMs / 1000) +
+                   "] seconds (0: " + std::to_string(kDefaultStackTimeoutMs / 1000) + ")");
+  }
+  DumpRequest r;
+  CallStatus cs = ParseSelection(q.ranks(), q.jobs(), &r);
+  if (!cs.ok()) return cs;
+  std::string error;
+  if (!ResolveDumpPath(dumps_->root(), q.dump_path(), &r.dir, &error)) return Invalid(error);
+  const Snapshot snap = aggregator_->TakeSnapshot(options_.now_ns(), /*with_series=*/false);
+  cs = RestrictDump(caller, snap, &r);
+  if (!cs.ok()) return cs;
+  const std::string no_match = NoMatchReason(snap, r);
+  if (!no_match.empty()) return CallStatus{Code::kNotFound, no_match};
+  StackDumpRequest sr;
+  sr.dir = r.dir;
+  sr.ranks = r.ranks;
+  sr.jobs = r.jobs;
+  if (q.timeout_s() > 0) sr.timeout_ms = static_cast<int>(q.timeout_s() * 1000);
+  int written = 0;
+  std::string missing;
+  for (const StackFileInfo& f : options_.stacks->Capture(sr)) {
+    StackFile* out = response->add_files();
+    out->set_path(f.path);
+    out->set_job(f.job);
+    out->set_host(f.host);
+    out->set_pid(f.pid);
+    out->set_rank(f.rank);
+    out->set_local_rank(f.local_rank);
+    out->set_world_size(f.world_size);
+    out->set_threads(f.threads);
+    out->set_outcome(f.outcome);
+    out->set_error(f.error);
+    if (q.with_content()) out->set_content(f.content);
+    if (f.outcome == "written" && !f.path.empty()) {
+      ++written;
+    } else {
+      missing += (missing.empty() ? "" : "; ") + ("rank " + std::to_string(f.rank)) + ": " +
+                 (f.error.empty() ? f.outcome : f.error);
+    }
+  }
+  response->set_dump_dir(r.dir);
+  response->set_node(options_.node);
+  std::string msg = std::to_string(written) + " of " + std::to_string(response->files_size()) +
+                    " ranks' stacks written in " + r.dir + "/<job>/";
+  if (!missing.empty()) msg += " (without stacks: " + missing.substr(0, 2000) + ")";
+  response->set_message(msg);
+  return CallStatus();
 }
 
 CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out,

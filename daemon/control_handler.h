@@ -15,6 +15,7 @@
 #include "daemon/diagnosis.h"
 #include "daemon/dump_root.h"  // PrepareDumpRoot, for the handler's users
 #include "daemon/dump_writer.h"
+#include "daemon/stack_capture.h"
 #include "proto/hosting.pb.h"
 #include "util/version.h"
 
@@ -67,6 +68,7 @@ struct ControlOptions {
   int64_t start_ns = 0;         // daemon start (CLOCK_REALTIME)
   std::function<int64_t()> now_ns;  // CLOCK_REALTIME
   const LiveDiagnosis* diagnosis = nullptr;  // HangCheck's verdicts; null: HangCheck fails
+  StackCapturer* stacks = nullptr;           // DumpStack's captures; null: DumpStack fails
 };
 
 class ControlHandler {
@@ -81,6 +83,11 @@ class ControlHandler {
   // The live diagnosis's current verdicts with their evidence, and every local rank's progress
   // (docs/control.md "HangCheck"), as of its latest pass (at most a second old).
   CallStatus HangCheck(const HangCheckRequest& request, HangCheckResponse* response,
+                       const Caller& caller = Caller());
+
+  // Captures the stacks of the chosen ranks into dump_path/<job>/ (docs/stacks.md "Capture from
+  // the daemon"); returns when every file is written (about timeout_s at most). Access as dumps.
+  CallStatus DumpStack(const DumpStackRequest& request, DumpStackResponse* response,
                        const Caller& caller = Caller());
 
   // Validation alone (the table-driven tests and the fuzzer use it too).

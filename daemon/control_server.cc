@@ -134,6 +134,10 @@ class ControlServer::Service final : public HostingService::Service {
                          HangCheckResponse* resp) override {
     return ToGrpc(h_->HangCheck(*req, resp, CallerOf(ctx)));
   }
+  grpc::Status DumpStack(grpc::ServerContext* ctx, const DumpStackRequest* req,
+                         DumpStackResponse* resp) override {
+    return ToGrpc(h_->DumpStack(*req, resp, CallerOf(ctx)));
+  }
 
  private:
   // An unparseable peer is treated as remote.

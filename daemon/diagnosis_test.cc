@@ -3,6 +3,8 @@
 #include "daemon/diagnosis.h"
 
 #include <dirent.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -19,9 +21,11 @@
 #include "daemon/dump_writer.h"
 #include "daemon/hang_check.h"
 #include "daemon/hang_dumper.h"
+#include "daemon/stack_capture.h"
 #include "daemon/test_util.h"
 #include "format/record.h"
 #include "format/ring.h"
+#include "stacktrace/stacks_file.h"
 #include "util/job_identity.h"
 
 namespace xtimer {
@@ -59,7 +63,23 @@ class DiagnosisTest : public ::testing::Test {
     aggregator_ = std::make_unique<Aggregator>(AggregatorOptions(), kT0);
     auto clock = [this] { return now_.load(); };
     dumps_ = std::make_unique<DumpManager>(aggregator_.get(), root_, "node", clock);
-    dumper_ = std::make_unique<HangDumper>(dumps_.get(), "node", 100000);
+    // Each rank answers a stack request with a raw capture of one Python frame (a stand-in for
+    // the hook; the ring server's part is daemon/stack_capture_test).
+    stacks_ = std::make_unique<StackCapturer>(
+        aggregator_.get(),
+        [](Aggregator::ProcessId, int, StackSink sink) {
+          const std::string raw =
+              R"({"format": "xtimer-raw-stacks", "version": 1, "threads": [{"tid": 7, "name": )"
+              R"("main", "pcs": []}], "python_threads": [{"tid": 7, "frames": [{"function": )"
+              R"("wait_for_allreduce", "file": "/job/train.py", "line": 12}]}]})";
+          StackAnswer a;
+          a.memfd = memfd_create("raw", MFD_CLOEXEC);
+          a.size = raw.size();
+          if (write(a.memfd, raw.data(), raw.size()) != static_cast<ssize_t>(raw.size())) abort();
+          sink(std::move(a));
+        },
+        root_, "node", clock);
+    dumper_ = std::make_unique<HangDumper>(dumps_.get(), "node", 100000, stacks_.get());
     diagnosis_ = std::make_unique<LiveDiagnosis>(aggregator_.get(), DiagnosisOptions(), clock,
                                                  [this](LiveState* s) { dumper_->Update(s); });
     ControlOptions co;
@@ -161,6 +181,7 @@ class DiagnosisTest : public ::testing::Test {
   std::atomic<int64_t> now_{kT0};
   std::unique_ptr<Aggregator> aggregator_;
   std::unique_ptr<DumpManager> dumps_;
+  std::unique_ptr<StackCapturer> stacks_;
   std::unique_ptr<HangDumper> dumper_;
   std::unique_ptr<LiveDiagnosis> diagnosis_;
   std::unique_ptr<ControlHandler> handler_;
@@ -244,9 +265,22 @@ TEST_F(DiagnosisTest, RankThatNeverIssuesIsTheCulpritWithinTheAdaptiveThreshold)
   EXPECT_EQ(HangSummaryName("a/../b"), "hang-summary-" + SanitizeJobId("a/../b") + ".json");
   EXPECT_EQ(HangSummaryName("a/../b").find('/'), std::string::npos);
   EXPECT_EQ(List(root_), std::vector<std::string>({hang_dir}));
+  // The stacks come from the dumper's own thread: waited for.
+  testing::WaitFor([&] { return List(root_ + "/" + hang_dir + "/train").size() >= 9; }, 10000);
   const std::vector<std::string> files = List(root_ + "/" + hang_dir + "/train");
-  ASSERT_EQ(files.size(), 5u) << ::testing::PrintToString(files);
+  ASSERT_EQ(files.size(), 9u) << ::testing::PrintToString(files);  // 4 timelines, 4 stacks
   EXPECT_EQ(files.back(), "hang-summary-node.json");
+  // Every rank's stacks beside its timeline.
+  stacktrace::StacksFile stacks;
+  std::string error;
+  ASSERT_TRUE(stacktrace::ParseStacksJson(
+      testing::ReadFile(root_ + "/" + hang_dir + "/train/00002-00004.stacks"), &stacks, &error))
+      << error;
+  EXPECT_EQ(stacks.rank, 2);
+  ASSERT_EQ(stacks.threads.size(), 1u);
+  ASSERT_EQ(stacks.threads[0].frames.size(), 1u);
+  EXPECT_EQ(stacks.frames[stacks.threads[0].frames[0]].function, "wait_for_allreduce");
+  EXPECT_EQ(stacks_->Outcomes().at("written"), 4u);
   const std::string summary =
       testing::ReadFile(root_ + "/" + hang_dir + "/train/hang-summary-node.json");
   EXPECT_NE(summary.find("\"kind\":\"never_issued\""), std::string::npos) << summary;

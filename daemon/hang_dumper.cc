@@ -92,10 +92,24 @@ std::string HangDirName(const HangId& id, int repeat) {
   return name;
 }
 
-HangDumper::HangDumper(DumpManager* dumps, std::string node, int64_t history)
+HangDumper::HangDumper(DumpManager* dumps, std::string node, int64_t history,
+                       StackCapturer* stacks)
     : dumps_(dumps),
+      stacks_(stacks),
       node_(std::move(node)),
-      history_(std::max<int64_t>(1, std::min(history, kMaxDumpHistory))) {}
+      history_(std::max<int64_t>(1, std::min(history, kMaxDumpHistory))) {
+  if (stacks_ != nullptr) stack_thread_ = std::thread([this] { StackLoop(); });
+}
+
+HangDumper::~HangDumper() {
+  {
+    std::lock_guard<std::mutex> lock(stack_mu_);
+    stack_stop_ = true;
+    stack_jobs_.clear();
+  }
+  stack_cv_.notify_all();
+  if (stack_thread_.joinable()) stack_thread_.join();
+}
 
 void HangDumper::Update(LiveState* state) {
   std::map<std::string, Hang> still;
@@ -159,6 +173,7 @@ bool HangDumper::Dump(const LiveState& state, const JobLive& job, Hang* hang) {
       hang->dir = job_dir;
     }
   }
+  if (!hang->dir.empty()) CaptureStacks(job, request.dir);
   char comm[format::kCommIdTextSize];
   if (hang->dir.empty()) {
     Logf("hang verdict %s in job %s (comm %s seq %llu): automatic dump failed: %s",
@@ -170,6 +185,39 @@ bool HangDumper::Dump(const LiveState& state, const JobLive& job, Hang* hang) {
          static_cast<unsigned long long>(v.seq), status.files.size(), hang->dir.c_str());
   }
   return true;
+}
+
+void HangDumper::CaptureStacks(const JobLive& job, const std::string& dir) {
+  if (stacks_ == nullptr) return;
+  StackJob j{job.job, dir, {}};
+  for (const RankLive& r : job.ranks) j.processes.push_back(r.process);
+  std::lock_guard<std::mutex> lock(stack_mu_);
+  if (stack_jobs_.size() >= kMaxQueuedStacks) {
+    Logf("hang in job %s: %zu stack captures queued already: this one is skipped", job.job.c_str(),
+         stack_jobs_.size());
+    return;
+  }
+  stack_jobs_.push_back(std::move(j));
+  stack_cv_.notify_one();
+}
+
+void HangDumper::StackLoop() {
+  for (;;) {
+    StackJob j;
+    {
+      std::unique_lock<std::mutex> lock(stack_mu_);
+      stack_cv_.wait(lock, [this] { return stack_stop_ || !stack_jobs_.empty(); });
+      if (stack_stop_) return;
+      j = std::move(stack_jobs_.front());
+      stack_jobs_.pop_front();
+    }
+    int written = 0;
+    const std::vector<StackFileInfo> files =
+        stacks_->CaptureProcesses(j.processes, j.dir, kDefaultStackTimeoutMs);
+    for (const StackFileInfo& f : files) written += f.outcome == "written" && !f.path.empty();
+    Logf("hang in job %s: stacks of %d of %zu ranks written to %s/%s", j.job.c_str(), written,
+         files.size(), j.dir.c_str(), JobDirName(j.job).c_str());
+  }
 }
 
 }  // namespace daemon

@@ -3,20 +3,27 @@
 // DumpManager (symlink-safe, daemon/dump_root.h), a history dump of every local rank in
 // <dump root>/<HangDirName of the hang's id>/<job>/ and hang-summary-<host>.json beside the timeline
 // files (the job's HangCheckResponse, proto3 JSON; named after the ranks' host label, with a
-// "-2", "-3", ... suffix rather than overwrite, so daemons sharing a dump root never collide).
+// "-2", "-3", ... suffix rather than overwrite, so daemons sharing a dump root never collide),
+// and, with a StackCapturer, every local rank's {rank:05d}-{world:05d}.stacks file.
 // Once per hang: a job's hang ends, and the
 // next verdict dumps again, when a pass finds no verdict for it (progress resumed). When a dump
 // is already running (a user's capture), the automatic one waits for a later pass.
 #ifndef XTIMER_DAEMON_HANG_DUMPER_H_
 #define XTIMER_DAEMON_HANG_DUMPER_H_
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "daemon/diagnosis.h"
 #include "daemon/dump_writer.h"
+#include "daemon/stack_capture.h"
 
 namespace xtimer {
 namespace daemon {
@@ -46,7 +53,14 @@ std::string HangDirName(const HangId& id, int repeat = 1);
 class HangDumper {
  public:
   // `history`: records per rank to write (the aggregator's --history, capped at kMaxDumpHistory).
-  HangDumper(DumpManager* dumps, std::string node, int64_t history);
+  // `stacks`: when set, every local rank's stacks are captured into the job's folder too
+  // (docs/stacks.md "Capture from the daemon"), on a thread of this class's own: the pass, and
+  // the verdict it publishes, never wait for ranks to answer.
+  HangDumper(DumpManager* dumps, std::string node, int64_t history,
+             StackCapturer* stacks = nullptr);
+  ~HangDumper();  // waits for the capture in progress (bounded by its deadline)
+  HangDumper(const HangDumper&) = delete;
+  HangDumper& operator=(const HangDumper&) = delete;
 
   // Called with each new state (LiveDiagnosis's on_pass): writes the dumps due and sets each
   // job's dump_dir.
@@ -64,11 +78,26 @@ class HangDumper {
                     std::string* error);
 
   static constexpr int kMaxSummaryTries = 64;
+  // Queues the capture of the job's stacks beside its timelines (at most kMaxQueuedStacks wait).
+  void CaptureStacks(const JobLive& job, const std::string& dir);
+  void StackLoop();
+
+  struct StackJob {
+    std::string job, dir;
+    std::vector<ProcessSnapshot> processes;
+  };
+  static constexpr size_t kMaxQueuedStacks = 16;
   DumpManager* dumps_;
+  StackCapturer* stacks_;
   const std::string node_;
   const int64_t history_;
   std::map<std::string, Hang> hangs_;  // by job, while it has a verdict
   std::map<std::string, int> dumped_;  // "job/folder" -> hangs dumped under that id
+  std::mutex stack_mu_;
+  std::condition_variable stack_cv_;
+  std::deque<StackJob> stack_jobs_;
+  bool stack_stop_ = false;
+  std::thread stack_thread_;  // runs only with a StackCapturer
 };
 
 }  // namespace daemon

@@ -30,6 +30,7 @@
 #include "daemon/refusal_metrics.h"
 #include "daemon/ring_server.h"
 #include "daemon/run_dir.h"
+#include "daemon/stack_capture.h"
 #include "util/version.h"
 
 namespace xtimer {
@@ -184,9 +185,20 @@ int Main(int argc, char** argv) {
         if (d != nullptr) d->Update(state);
       });
 
+  char hostname[256] = {0};
+  gethostname(hostname, sizeof(hostname) - 1);
+  // Stack captures (DumpStack, hang dumps) ask the ring server, which owns the connections.
+  RingServer* ring = server.get();
+  StackCapturer stacks(
+      &aggregator,
+      [ring](Aggregator::ProcessId id, int timeout_ms, StackSink sink) {
+        ring->AskStacks(id, timeout_ms, std::move(sink));
+      },
+      dump_root, hostname, RealtimeNs);
   auto metrics = std::make_unique<MetricsServer>(mo);
   metrics->RegisterCollectable(std::make_shared<MetricsCollector>(&aggregator, RealtimeNs));
   metrics->RegisterCollectable(std::make_shared<DiagnosisCollector>(diagnosis.get()));
+  metrics->RegisterCollectable(std::make_shared<StackCaptureCollector>(&stacks));
   // Every collectable is registered before the server starts; the control port's refusals join
   // this family once that port exists.
   auto refused = std::make_shared<RefusalCollector>(
@@ -207,9 +219,10 @@ int Main(int argc, char** argv) {
   co.start_ns = RealtimeNs();
   co.now_ns = RealtimeNs;
   co.diagnosis = diagnosis.get();
+  co.stacks = &stacks;
   ControlHandler handler(&aggregator, dumps.get(), co);
   if (flags.hang_dump) {
-    dumper_owner = std::make_unique<HangDumper>(dumps.get(), hostname, flags.history);
+    dumper_owner = std::make_unique<HangDumper>(dumps.get(), hostname, flags.history, &stacks);
     dumper.store(dumper_owner.get(), std::memory_order_release);
   }
   diagnosis->Start();
@@ -259,6 +272,9 @@ int Main(int argc, char** argv) {
   }
   control->Shutdown();
   diagnosis->Stop();  // its automatic dumps use the DumpManager
+  // A stack capture in progress ends by its deadline; it needs the ring server (still running).
+  dumper.store(nullptr, std::memory_order_release);
+  dumper_owner.reset();
   dumps.reset();  // a capture in progress writes what it has
   stop.store(true, std::memory_order_release);
   reader.join();

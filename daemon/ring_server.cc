@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cinttypes>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "daemon/log.h"
 #include "daemon/clock.h"
 #include "format/registration.h"
+#include "format/stack_request.h"
 
 namespace xtimer {
 namespace daemon {
@@ -48,7 +50,32 @@ struct RingServer::Connection {
   size_t read_since_release = 0;  // records
   enum class Pages { kUndecided, kKept, kReleased } pages = Pages::kUndecided;
   size_t kept_bytes = 0;  // its share of mapped_kept_
+  struct PendingStacks {
+    uint64_t request_id;
+    int64_t deadline_ns;  // monotonic
+    int timeout_ms;
+    StackSink sink;
+  };
+  std::vector<PendingStacks> pending;  // at most kMaxPendingStackRequests
+  bool bad_reply_logged = false;
 };
+
+namespace {
+
+void Answer(const StackSink& sink, const char* outcome, std::string error) {
+  StackAnswer a;
+  a.outcome = outcome;
+  a.error = std::move(error);
+  sink(std::move(a));
+}
+
+}  // namespace
+
+std::string NoAnswerText(int timeout_ms) {
+  char s[64];
+  snprintf(s, sizeof(s), "no answer in %g s", timeout_ms / 1000.0);
+  return s;
+}
 
 std::string PeerName(int pid, uint32_t uid) {
   return "pid " + std::to_string(pid) + " uid " + std::to_string(uid);
@@ -208,6 +235,10 @@ void RingServer::Close(int fd, const char* why) {
   if (--per_uid_[c->peer.uid] == 0) per_uid_.erase(c->peer.uid);
   if (--per_pid_[c->peer.pid] == 0) per_pid_.erase(c->peer.pid);
   mapped_kept_ -= c->kept_bytes;
+  for (const Connection::PendingStacks& p : c->pending) {
+    Answer(p.sink, "exited", "the process ended its connection before answering");
+  }
+  c->pending.clear();
   if (c->reader.has_value()) {
     registered_.fetch_sub(1, std::memory_order_relaxed);
     if (why == nullptr) {
@@ -308,14 +339,97 @@ void RingServer::HandleReadable(Connection* c) {
     Register(c);
     return;
   }
-  char buf[256];
-  ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
-  if (n > 0) return;  // nothing more is expected; ignore
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+  if (ReceiveStackReplies(c)) return;
   // End of the connection: the process exited. Take what it left in its ring, then forget it.
   Drain(c, RealtimeNs());
   PublishStatus(c);
-  Close(c->fd, n == 0 ? "connection closed" : strerror(errno));
+  Close(c->fd, "connection closed");
+}
+
+bool RingServer::ReceiveStackReplies(Connection* c) {
+  // Bounded: a peer that keeps sending cannot hold the thread (the rest waits for a later cycle).
+  for (int i = 0; i < 16; ++i) {
+    format::StackReply reply;
+    std::string error;
+    const int memfd = format::ReceiveStackReply(c->fd, &reply, &error);
+    if (memfd < 0 && error == "would block") return true;
+    if (memfd < 0 && (error == "connection closed" || error.rfind("recvmsg", 0) == 0)) return false;
+    auto it = std::find_if(c->pending.begin(), c->pending.end(),
+                           [&](const Connection::PendingStacks& p) {
+                             return memfd >= 0 && p.request_id == reply.request_id;
+                           });
+    if (it != c->pending.end()) {
+      StackAnswer a;
+      a.memfd = memfd;
+      a.size = reply.size;
+      it->sink(std::move(a));
+      c->pending.erase(it);
+      continue;
+    }
+    if (memfd >= 0) {  // a whole reply too late (its request timed out): dropped
+      close(memfd);
+      continue;
+    }
+    error = "bad reply: " + error;
+    if (!c->bad_reply_logged) {
+      c->bad_reply_logged = true;
+      Logf("pid %d: %s (its pending stack requests fail; logged once per process)", c->pid,
+           error.c_str());
+    }
+    // A malformed reply leaves the stream's framing unknown: what is pending fails now.
+    for (const Connection::PendingStacks& p : c->pending) Answer(p.sink, "bad_reply", error);
+    c->pending.clear();
+  }
+  return true;
+}
+
+void RingServer::AskStacks(Aggregator::ProcessId id, int timeout_ms, StackSink sink) {
+  std::lock_guard<std::mutex> lock(asks_mu_);
+  asks_.push_back({id, timeout_ms, std::move(sink)});
+}
+
+void RingServer::ServeStackAsks(int64_t mono_ns) {
+  std::vector<StackAsk> asks;
+  {
+    std::lock_guard<std::mutex> lock(asks_mu_);
+    asks.swap(asks_);
+  }
+  for (StackAsk& a : asks) {
+    Connection* c = nullptr;
+    for (auto& entry : connections_) {
+      if (entry.second->reader.has_value() && entry.second->id == a.id) c = entry.second.get();
+    }
+    if (c == nullptr) {
+      Answer(a.sink, "exited", "the process is no longer registered");
+      continue;
+    }
+    if (c->pending.size() >= kMaxPendingStackRequests) {
+      Answer(a.sink, "refused", std::to_string(kMaxPendingStackRequests) +
+                                    " stack requests to this process are still unanswered");
+      continue;
+    }
+    const uint64_t request_id = next_stack_request_++;
+    std::string error;
+    if (!format::SendStackRequest(c->fd, request_id, &error)) {
+      Answer(a.sink, "bad_reply", "the request could not be sent: " + error);
+      continue;
+    }
+    c->pending.push_back({request_id, mono_ns + int64_t{a.timeout_ms} * 1000000, a.timeout_ms,
+                          std::move(a.sink)});
+  }
+  for (auto& entry : connections_) ExpireStackRequests(entry.second.get(), mono_ns);
+}
+
+void RingServer::ExpireStackRequests(Connection* c, int64_t mono_ns) {
+  auto& p = c->pending;
+  for (auto it = p.begin(); it != p.end();) {
+    if (mono_ns < it->deadline_ns) {
+      ++it;
+      continue;
+    }
+    Answer(it->sink, "no_answer", NoAnswerText(it->timeout_ms));
+    it = p.erase(it);
+  }
 }
 
 void RingServer::Drain(Connection* c, int64_t now_ns) {
@@ -405,6 +519,7 @@ void RingServer::RunOnce(int timeout_ms) {
       auto it = connections_.find(fd);
       if (it != connections_.end()) HandleReadable(it->second.get());
     }
+    ServeStackAsks(MonotonicNs());
     const int64_t now = RealtimeNs();
     for (auto& entry : connections_) {
       if (entry.second->reader.has_value()) Drain(entry.second.get(), now);

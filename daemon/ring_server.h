@@ -12,6 +12,8 @@
 
 #include <atomic>
 #include <cstddef>
+#include <functional>
+#include <mutex>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -52,6 +54,19 @@ struct RingServerOptions {
   size_t mapped_ring_bytes = size_t{64} << 20;
 };
 
+// The answer to one stack request (docs/stacks.md "Capture"): the reply's memfd (the receiver
+// owns it) and its size, or why there is none (`outcome` names it for the metric).
+struct StackAnswer {
+  int memfd = -1;
+  uint64_t size = 0;
+  std::string outcome;  // "" with a memfd; else "no_answer", "bad_reply", "exited", "refused"
+  std::string error;    // "no answer in 2 s", "bad reply: ...", ...
+};
+using StackSink = std::function<void(StackAnswer)>;
+constexpr size_t kMaxPendingStackRequests = 4;  // per connection
+// "no answer in 2 s": a stack request's error past its deadline.
+std::string NoAnswerText(int timeout_ms);
+
 class RingServer {
  public:
   RingServer(const RingServerOptions& options, Aggregator* aggregator);
@@ -65,6 +80,12 @@ class RingServer {
   void RunOnce(int timeout_ms);
   // Cycles until *stop is true.
   void Run(const std::atomic<bool>* stop);
+
+  // Asks the registered process `id` for its stacks (safe from any thread). `sink` is called
+  // exactly once, on the ring thread: with the reply, or when the process is not registered, has
+  // kMaxPendingStackRequests requests unanswered already, sends a malformed reply, closes its
+  // connection, or does not answer within `timeout_ms`. Never blocks the ring thread.
+  void AskStacks(Aggregator::ProcessId id, int timeout_ms, StackSink sink);
 
   // Processes registered now (safe from any thread).
   size_t registered() const { return registered_.load(std::memory_order_relaxed); }
@@ -98,6 +119,11 @@ class RingServer {
   // Drains the ring of `c` (at most one ring's worth of records).
   void Drain(Connection* c, int64_t now_ns);
   void PublishStatus(Connection* c);
+  // Sends the asks posted since the last cycle; answers those past their deadline.
+  void ServeStackAsks(int64_t mono_ns);
+  void ExpireStackRequests(Connection* c, int64_t mono_ns);
+  // Takes the connection's stack replies; false when it ended (the caller closes it).
+  bool ReceiveStackReplies(Connection* c);
 
   const RingServerOptions options_;
   Aggregator* aggregator_;
@@ -112,6 +138,14 @@ class RingServer {
   std::vector<int> doomed_;  // fds to close at the end of the cycle (Evict)
   int64_t last_status_ns_ = 0;
   size_t mapped_kept_ = 0;  // record bytes of the rings kept mapped whole
+  struct StackAsk {
+    Aggregator::ProcessId id;
+    int timeout_ms;
+    StackSink sink;
+  };
+  std::mutex asks_mu_;
+  std::vector<StackAsk> asks_;  // posted by AskStacks, taken by the ring thread
+  uint64_t next_stack_request_ = 1;
   std::atomic<size_t> registered_{0};
   std::atomic<int64_t> last_active_ns_{0};
 };

@@ -20,6 +20,17 @@ grep -q "give -o OUT/" "$TMP/err" || fail "no-output message"
 expect_rc 2 $XT stacks "$TMP" -o "$TMP/x" --bogus
 expect_rc 0 $XT help
 grep -q "stacks" "$TMP/out" || fail "xtimer help does not list stacks"
+# --hosts (the live capture itself: //daemon:stack_capture_test): its argument errors, and no
+# node answering (a port nothing listens on) is exit 1.
+expect_rc 2 $XT stacks "$TMP" --hosts 127.0.0.1:1 -o "$TMP/x"
+grep -q "either directories or --hosts" "$TMP/err" || fail "both message: $(cat "$TMP/err")"
+expect_rc 2 $XT stacks --hosts 127.0.0.1:1 -o "$TMP/x" --timeout 0
+grep -q "seconds in (0, 30\]" "$TMP/err" || fail "timeout message: $(cat "$TMP/err")"
+expect_rc 2 $XT stacks --hosts 127.0.0.1:1 -o "$TMP/x" --ranks 1,x
+grep -q "'x' is no rank" "$TMP/err" || fail "ranks message: $(cat "$TMP/err")"
+DEAD=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+expect_rc 1 $XT stacks --hosts "127.0.0.1:$DEAD" -o "$TMP/x" --timeout 1
+grep -q "no node answered" "$TMP/err" || fail "dead host message: $(cat "$TMP/err")"
 
 $GEN "$TMP/job" --ranks 8 --nodes 2 --threads 3 --frames 8 --outlier 3 || fail "gen_stacks"
 expect_rc 0 $XT stacks "$TMP/job" -o "$TMP/out1" --groups tp2-pp2-dp2

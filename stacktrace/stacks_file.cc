@@ -9,55 +9,7 @@ namespace xtimer {
 namespace stacktrace {
 namespace {
 
-// Field readers: each returns false with *error naming the field when it is missing (if
-// required), of the wrong type or out of range.
-class Fields {
- public:
-  Fields(const JsonValue& object, std::string where, std::string* error)
-      : object_(object), where_(std::move(where)), error_(error) {}
-
-  bool Int(const char* name, int64_t lo, int64_t hi, bool required, int64_t* out) {
-    const JsonValue* v = object_.Find(name);
-    if (v == nullptr) return !required || Fail(name, "is missing");
-    if (!v->is_integer) return Fail(name, "is not a whole number");
-    if (v->integer < lo || v->integer > hi) {
-      return Fail(name, "is " + std::to_string(v->integer) + ", outside [" + std::to_string(lo) +
-                            ", " + std::to_string(hi) + "]");
-    }
-    *out = v->integer;
-    return true;
-  }
-  bool Str(const char* name, size_t max_bytes, bool required, std::string* out) {
-    const JsonValue* v = object_.Find(name);
-    if (v == nullptr) return !required || Fail(name, "is missing");
-    if (v->type != JsonValue::kString) return Fail(name, "is not a string");
-    if (v->str.size() > max_bytes) {
-      return Fail(name, "is " + std::to_string(v->str.size()) + " bytes long, over " +
-                            std::to_string(max_bytes));
-    }
-    *out = v->str;
-    return true;
-  }
-  const JsonValue* Array(const char* name, size_t max_items) {
-    const JsonValue* v = object_.Find(name);
-    if (v == nullptr) return Fail(name, "is missing"), nullptr;
-    if (v->type != JsonValue::kArray) return Fail(name, "is not an array"), nullptr;
-    if (v->items.size() > max_items) {
-      return Fail(name, "has " + std::to_string(v->items.size()) + " entries, over " +
-                            std::to_string(max_items)), nullptr;
-    }
-    return v;
-  }
-  bool Fail(const char* name, const std::string& why) {
-    *error_ = where_ + "\"" + name + "\" " + why;
-    return false;
-  }
-
- private:
-  const JsonValue& object_;
-  std::string where_;
-  std::string* error_;
-};
+using Fields = JsonFields;
 
 bool ParseFrame(const JsonValue& v, size_t index, Frame* out, std::string* error) {
   std::string where = "frames[" + std::to_string(index) + "]: ";
