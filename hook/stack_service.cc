@@ -1,0 +1,168 @@
+#include "hook/stack_service.h"
+
+#include <signal.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+
+#include "format/stack_request.h"
+#include "hook/log.h"
+#include "util/json.h"
+
+namespace xtimer {
+namespace hook {
+namespace {
+
+std::string Cut(size_t kept, size_t had) {
+  return "stack cut to " + std::to_string(kept) + " of " + std::to_string(had) +
+         " frames (raw capture over " + std::to_string(format::kMaxRawStacksBytes) + " bytes)";
+}
+
+void AppendThreads(const std::vector<ThreadStack>& threads, size_t max_frames, std::string* j) {
+  *j += "\"threads\": [";
+  for (size_t i = 0; i < threads.size(); ++i) {
+    const ThreadStack& t = threads[i];
+    const size_t n = std::min(t.pcs.size(), max_frames);
+    *j += (i ? ",\n  " : "\n  ");
+    *j += "{\"tid\": " + std::to_string(t.tid) + ", \"name\": " + JsonQuote(t.name) + ", \"pcs\": [";
+    for (size_t k = 0; k < n; ++k) *j += (k ? ", " : "") + std::to_string(t.pcs[k]);
+    *j += "]";
+    std::string error = t.error;
+    if (n < t.pcs.size()) error += (error.empty() ? "" : "; ") + Cut(n, t.pcs.size());
+    if (!error.empty()) *j += ", \"error\": " + JsonQuote(error);
+    *j += "}";
+  }
+  *j += "]";
+}
+
+void AppendPython(const PythonCapture& python, const std::map<uint64_t, int>& tids,
+                  size_t max_frames, std::string* j) {
+  if (!python.python) return;
+  *j += ",\n\"python_threads\": [";
+  for (size_t i = 0; i < python.threads.size(); ++i) {
+    const PythonThread& t = python.threads[i];
+    auto tid = tids.find(t.thread_id);
+    *j += (i ? ",\n  " : "\n  ");
+    *j += "{\"thread_id\": " + std::to_string(t.thread_id) +
+          ", \"tid\": " + std::to_string(tid != tids.end() ? tid->second : 0) + ", \"frames\": [";
+    const size_t n = std::min(t.frames.size(), max_frames);
+    for (size_t k = 0; k < n; ++k) {
+      const PythonFrame& f = t.frames[k];
+      *j += std::string(k ? ", " : "") + "{\"function\": " + JsonQuote(f.function) +
+            ", \"file\": " + JsonQuote(f.file) + ", \"line\": " + std::to_string(f.line) + "}";
+    }
+    *j += "]}";
+  }
+  *j += "]";
+  if (!python.error.empty()) *j += ",\n\"python_error\": " + JsonQuote(python.error);
+}
+
+int64_t RealtimeNs() {
+  timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+}  // namespace
+
+std::string RawStacksJson(int pid, int64_t capture_time_ns, const std::vector<ThreadStack>& threads,
+                          const PythonCapture& python) {
+  std::map<uint64_t, int> tids;  // pthread_t -> tid, as the signal handlers recorded them
+  for (const ThreadStack& t : threads) {
+    if (t.pthread_id != 0) tids[t.pthread_id] = t.tid;
+  }
+  // Cut every stack to fewer frames until the text fits (4096 threads x 1024 pcs would not).
+  for (size_t max_frames = kMaxCaptureFrames;; max_frames /= 2) {
+    std::string j = "{\"format\": \"xtimer-raw-stacks\", \"version\": 1, \"pid\": " +
+                    std::to_string(pid) + ", \"capture_time_ns\": " +
+                    std::to_string(capture_time_ns) + ",\n";
+    AppendThreads(threads, max_frames, &j);
+    AppendPython(python, tids, max_frames, &j);
+    j += "}\n";
+    if (j.size() <= format::kMaxRawStacksBytes || max_frames == 0) return j;
+  }
+}
+
+bool AnswerStackRequest(int socket_fd, uint64_t request_id, std::string* error) {
+  const int64_t now = RealtimeNs();
+  std::vector<ThreadStack> threads = CaptureNativeStacks();
+  PythonCapture python = CapturePythonStacks();
+  const std::string json = RawStacksJson(getpid(), now, threads, python);
+  int fd = memfd_create("xtimer-raw-stacks", MFD_CLOEXEC);
+  if (fd < 0) {
+    *error = std::string("memfd_create: ") + strerror(errno);
+    return false;
+  }
+  size_t done = 0;
+  while (done < json.size()) {
+    ssize_t n = write(fd, json.data() + done, json.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      *error = std::string("writing the raw capture: ") + strerror(errno);
+      close(fd);
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  bool ok = format::SendStackReply(socket_fd, request_id, fd, json.size(), error);
+  close(fd);
+  return ok;
+}
+
+bool StackService::Submit(int socket_fd, uint64_t request_id) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stop_ || queue_.size() >= kMaxQueuedStackRequests) {
+    close(socket_fd);
+    return false;
+  }
+  if (!thread_.joinable()) {
+    // Every signal blocked: the capture signal must never interrupt the capturer itself.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    thread_ = std::thread([this] { Run(); });
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
+  queue_.emplace_back(socket_fd, request_id);
+  cv_.notify_one();
+  return true;
+}
+
+void StackService::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    for (auto& q : queue_) close(q.first);
+    queue_.clear();
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void StackService::Run() {
+  pthread_setname_np(pthread_self(), "xtimer-stacks");
+  for (;;) {
+    std::pair<int, uint64_t> request;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (stop_) return;
+      request = queue_.front();
+      queue_.pop_front();
+    }
+    std::string error;
+    if (!AnswerStackRequest(request.first, request.second, &error)) {
+      LogLine("stack request %llu not answered: %s",
+              static_cast<unsigned long long>(request.second), error.c_str());
+    }
+    close(request.first);
+  }
+}
+
+}  // namespace hook
+}  // namespace xtimer
