@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -30,7 +31,12 @@ void AppendThreads(const std::vector<ThreadStack>& threads, size_t max_frames, s
     const size_t n = std::min(t.pcs.size(), max_frames);
     *j += (i ? ",\n  " : "\n  ");
     *j += "{\"tid\": " + std::to_string(t.tid) + ", \"name\": " + JsonQuote(t.name) + ", \"pcs\": [";
-    for (size_t k = 0; k < n; ++k) *j += (k ? ", " : "") + std::to_string(t.pcs[k]);
+    char pc[32];
+    for (size_t k = 0; k < n; ++k) {
+      const int len = snprintf(pc, sizeof(pc), k ? ", %llu" : "%llu",
+                               static_cast<unsigned long long>(t.pcs[k]));
+      j->append(pc, static_cast<size_t>(len));
+    }
     *j += "]";
     std::string error = t.error;
     if (n < t.pcs.size()) error += (error.empty() ? "" : "; ") + Cut(n, t.pcs.size());
@@ -78,7 +84,9 @@ std::string RawStacksJson(int pid, int64_t capture_time_ns, const std::vector<Th
   }
   // Cut every stack to fewer frames until the text fits (4096 threads x 1024 pcs would not).
   for (size_t max_frames = kMaxCaptureFrames;; max_frames /= 2) {
-    std::string j = "{\"format\": \"xtimer-raw-stacks\", \"version\": 1, \"pid\": " +
+    std::string j;
+    j.reserve(1 << 20);
+    j += "{\"format\": \"xtimer-raw-stacks\", \"version\": 1, \"pid\": " +
                     std::to_string(pid) + ", \"capture_time_ns\": " +
                     std::to_string(capture_time_ns) + ",\n";
     AppendThreads(threads, max_frames, &j);
