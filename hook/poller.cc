@@ -24,7 +24,8 @@ namespace hook {
 namespace {
 
 constexpr int64_t kReconnectNs = 1000000000;       // retry the daemon every second
-constexpr int64_t kConnectionCheckNs = 100000000;  // notice a dropped daemon within 100 ms
+// Read stack requests and notice a dropped daemon within 10 ms (one poll(2) each time).
+constexpr int64_t kConnectionCheckNs = 10000000;
 constexpr float kReanchorMs = 100.0f;              // keep float elapsed times short (precision)
 constexpr size_t kMaxRememberedComms = 4096;       // CommRecords kept to re-send after a restart
 

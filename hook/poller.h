@@ -9,7 +9,7 @@
 // communicator and device: progress, and the oldest collective in flight, started or queued, with
 // the op that blocks its stream; see PublishInflight) and the heartbeat, and (6) keeps the
 // registration with the daemon (retrying every second), reading the daemon's stack requests
-// from it every 100 ms and handing them to the StackService (hook/stack_service.h). It cycles
+// from it every 10 ms and handing them to the StackService (hook/stack_service.h). It cycles
 // every millisecond while ops are pending and backs off to 20 ms when idle.
 #ifndef XTIMER_HOOK_POLLER_H_
 #define XTIMER_HOOK_POLLER_H_

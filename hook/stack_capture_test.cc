@@ -258,7 +258,9 @@ bool HasPythonFrame(const JsonValue& v, const std::string& function, int line) {
   for (const JsonValue& t : Items(v, "python_threads").items) {
     const auto& frames = Items(t, "frames").items;
     if (frames.empty() || Str(frames[0], "function") != function) continue;
-    if (Int(frames[0], "line") != line || Str(frames[0], "file") != g_py) continue;
+    // A loop is seen at its body's line or at its "while" line just above.
+    const long long at = Int(frames[0], "line");
+    if (at < line - 1 || at > line || Str(frames[0], "file") != g_py) continue;
     if (tids.count(Int(t, "tid")) == 1) return true;
   }
   return false;
@@ -319,8 +321,8 @@ TEST(StackCaptureTest, PythonStacksWithoutTheGil) {
 // The longest time a thread of the application stops while its stacks are taken 100 times: a
 // thread reads CLOCK_MONOTONIC in a loop and keeps its largest gap between consecutive reads.
 // On a busy machine the scheduler alone makes gaps of milliseconds, so the same thread's
-// largest gap over a window of equal length without captures is the baseline: captures must
-// keep the gap <= max(1 ms, 2 x baseline).
+// largest gap over windows of equal length without captures (the larger of two) is the
+// baseline: captures must keep the gap <= max(1 ms, 2 x baseline).
 TEST(StackCaptureTest, CapturesPauseAThreadUnder1Ms) {
   const std::string sock = TmpDir() + "/g.sock";
   std::string error;
@@ -336,6 +338,12 @@ TEST(StackCaptureTest, CapturesPauseAThreadUnder1Ms) {
     sscanf(child.Line().c_str(), "gap %lld", &ns);
     return ns;
   };
+  auto baseline_ns = [&](std::chrono::steady_clock::duration window) {
+    child.Send("r\n");
+    EXPECT_EQ(child.Line(), "reset");
+    std::this_thread::sleep_for(window);  // a window without captures, as long as theirs
+    return gap_ns();
+  };
   child.Send("r\n");
   ASSERT_EQ(child.Line(), "reset");
   const auto start = std::chrono::steady_clock::now();
@@ -345,10 +353,8 @@ TEST(StackCaptureTest, CapturesPauseAThreadUnder1Ms) {
   }
   const auto window = std::chrono::steady_clock::now() - start;
   const long long with_captures = gap_ns();
-  child.Send("r\n");
-  ASSERT_EQ(child.Line(), "reset");
-  std::this_thread::sleep_for(window);  // the baseline window: as long as the captures took
-  const long long baseline = gap_ns();
+  // The larger of two windows without captures (the scheduler's noise comes in bursts).
+  const long long baseline = std::max(baseline_ns(window), baseline_ns(window));
   printf("longest pause of a thread: %.3f ms during 100 captures (%.0f ms), %.3f ms without\n",
          with_captures / 1e6, std::chrono::duration<double, std::milli>(window).count(),
          baseline / 1e6);
