@@ -1,5 +1,7 @@
 #include "hook/python_stacks.h"
 
+#include "hook/python_debug_offsets.h"
+
 #include <dlfcn.h>
 #include <link.h>
 #include <sys/mman.h>
@@ -134,14 +136,19 @@ PythonCapture CapturePythonStacks() {
   if (initialized == nullptr) return c;  // no CPython here
   c.python = true;
   auto dump = reinterpret_cast<DumpFn>(FindPythonSymbol("_Py_DumpTracebackThreads"));
-  if (dump == nullptr) {
-    const std::string version = VersionOf();
-    c.error = version.empty() ? "CPython without _Py_DumpTracebackThreads: not supported"
-                              : "CPython " + version + ": not supported yet";
-    return c;
-  }
   if (initialized() == 0) {
     c.error = "the Python interpreter is not initialized (starting or finalizing)";
+    return c;
+  }
+  if (dump == nullptr) {
+    const void* runtime = FindPythonSymbol("_PyRuntime");
+    const void* code_type = FindPythonSymbol("PyCode_Type");
+    const std::string version = VersionOf();
+    if (runtime == nullptr || code_type == nullptr) {
+      c.error = "CPython " + version + " without _Py_DumpTracebackThreads or _PyRuntime";
+    } else if (!WalkDebugOffsets(runtime, code_type, &c.threads, &c.error)) {
+      c.error = "CPython " + version + ": " + c.error;
+    }
     return c;
   }
   int fd = memfd_create("xtimer-python-stacks", MFD_CLOEXEC);

@@ -1,7 +1,8 @@
 // Python stacks of every thread of this process's CPython interpreter, taken without the GIL
 // (docs/stacks.md "Capture in the process"): CPython 3.8 to 3.12 export
 // _Py_DumpTracebackThreads, the function faulthandler's watchdog thread calls without the GIL;
-// it writes every thread's traceback as text into a memfd, which is parsed here.
+// it writes every thread's traceback as text into a memfd, which is parsed here. CPython 3.13
+// does not export it: its _Py_DebugOffsets are walked instead (python_debug_offsets.h).
 #ifndef XTIMER_HOOK_PYTHON_STACKS_H_
 #define XTIMER_HOOK_PYTHON_STACKS_H_
 
@@ -20,6 +21,7 @@ struct PythonFrame {
 
 struct PythonThread {
   uint64_t thread_id = 0;  // CPython's thread id (the thread's pthread_t)
+  int tid = 0;             // its kernel thread id when CPython records it (3.13), else 0
   std::vector<PythonFrame> frames;  // innermost first
 };
 

@@ -52,10 +52,11 @@ void AppendPython(const PythonCapture& python, const std::map<uint64_t, int>& ti
   *j += ",\n\"python_threads\": [";
   for (size_t i = 0; i < python.threads.size(); ++i) {
     const PythonThread& t = python.threads[i];
-    auto tid = tids.find(t.thread_id);
+    auto known = tids.find(t.thread_id);
+    const int tid = t.tid != 0 ? t.tid : known != tids.end() ? known->second : 0;
     *j += (i ? ",\n  " : "\n  ");
     *j += "{\"thread_id\": " + std::to_string(t.thread_id) +
-          ", \"tid\": " + std::to_string(tid != tids.end() ? tid->second : 0) + ", \"frames\": [";
+          ", \"tid\": " + std::to_string(tid) + ", \"frames\": [";
     const size_t n = std::min(t.frames.size(), max_frames);
     for (size_t k = 0; k < n; ++k) {
       const PythonFrame& f = t.frames[k];
