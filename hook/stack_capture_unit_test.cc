@@ -16,6 +16,14 @@
 #include "hook/stack_service.h"
 #include "stacktrace/json_reader.h"
 
+// ThreadSanitizer's runtime defers an asynchronous signal until the thread next enters one of
+// its interceptors, so a thread spinning in plain code never answers the capture signal there.
+#ifdef __SANITIZE_THREAD__
+#define SKIP_UNDER_TSAN() GTEST_SKIP() << "TSan defers signals to spinning threads"
+#else
+#define SKIP_UNDER_TSAN() (void)0
+#endif
+
 namespace xtimer {
 namespace hook {
 namespace {
@@ -148,6 +156,7 @@ extern "C" __attribute__((noinline)) void UnitTestSpin(std::atomic<bool>* stop) 
 }
 
 TEST(CaptureNativeStacksTest, ThisProcess) {
+  SKIP_UNDER_TSAN();
   std::string error;
   ASSERT_TRUE(InstallStackSignal(SIGRTMIN + 3, &error)) << error;
   EXPECT_EQ(StackSignal(), SIGRTMIN + 3);
