@@ -3,7 +3,9 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <string>
 #include <thread>
 #include <vector>
@@ -136,18 +138,25 @@ TEST(RawStacksJsonTest, CutsStacksToTheSizeLimit) {
     threads[i].tid = i + 1;
     threads[i].pcs.assign(kMaxCaptureFrames, 0x7fffffffffffull);
   }
-  std::string json = RawStacksJson(1, 1, threads, PythonCapture());
+  const std::string json = RawStacksJson(1, 1, threads, PythonCapture());
   EXPECT_LE(json.size(), format::kMaxRawStacksBytes);
-  stacktrace::JsonValue v;
-  std::string error;
-  ASSERT_TRUE(stacktrace::ParseJson(json, &v, &error)) << error;
-  const auto& t = v.Find("threads")->items;
-  ASSERT_EQ(t.size(), static_cast<size_t>(kMaxCaptureThreads));
-  const size_t kept = t[0].Find("pcs")->items.size();
-  EXPECT_GT(kept, 0u);
-  EXPECT_LT(kept, static_cast<size_t>(kMaxCaptureFrames));
-  EXPECT_EQ(t[0].Find("error")->str, "stack cut to " + std::to_string(kept) +
-                                         " of 1024 frames (raw capture over 16777216 bytes)");
+  EXPECT_GT(json.size(), format::kMaxRawStacksBytes / 4) << "cut more than needed";
+  // Text checks only: a DOM of 16 MiB of numbers is slow under the sanitizers.
+  size_t threads_seen = 0;
+  for (size_t at = json.find("{\"tid\": "); at != std::string::npos;
+       at = json.find("{\"tid\": ", at + 1)) {
+    ++threads_seen;
+  }
+  EXPECT_EQ(threads_seen, static_cast<size_t>(kMaxCaptureThreads));
+  const size_t cut = json.find("\"stack cut to ");
+  ASSERT_NE(cut, std::string::npos);
+  int kept = 0, had = 0;
+  ASSERT_EQ(sscanf(json.c_str() + cut, "\"stack cut to %d of %d frames", &kept, &had), 2);
+  EXPECT_GT(kept, 0);
+  EXPECT_LT(kept, kMaxCaptureFrames);
+  EXPECT_EQ(had, kMaxCaptureFrames);
+  const std::string first_pcs = json.substr(json.find("\"pcs\": ["), json.find(']') - json.find("\"pcs\": ["));
+  EXPECT_EQ(static_cast<int>(std::count(first_pcs.begin(), first_pcs.end(), ',')), kept - 1);
 }
 
 extern "C" __attribute__((noinline)) void UnitTestSpin(std::atomic<bool>* stop) {
