@@ -45,7 +45,7 @@ struct DebugOffsets313 {
 constexpr int kMaxInterpreters = 64;
 constexpr int kMaxThreads = 4096;
 constexpr int kMaxFrames = 1024;
-constexpr size_t kMaxString = 4096;
+constexpr size_t kMaxString = 4096;  // characters and bytes of a name or file
 constexpr size_t kMaxLineTable = 1u << 20;
 constexpr int kFrameOwnedByCStack = 3;  // pycore_frame.h: a shim frame, no code of its own
 
@@ -99,7 +99,8 @@ std::string ReadUnicode(const DebugOffsets313& o, uint64_t object) {
   if (n > 0 && !Peek(data, &raw[0], raw.size())) return "";
   if (ascii) return raw;
   std::string out;
-  for (size_t i = 0; i < n; ++i) {
+  // At most kMaxString bytes of UTF-8 too: the .stacks file's limit for a string.
+  for (size_t i = 0; i < n && out.size() + 4 <= kMaxString; ++i) {
     uint32_t c = 0;
     memcpy(&c, &raw[i * kind], kind);  // little-endian: the low bytes
     AppendUtf8(c, &out);

@@ -95,7 +95,7 @@ TEST(SigBlkTest, ReadsTheMask) {
 TEST(RawStacksJsonTest, MapsPythonThreadsToTids) {
   std::vector<ThreadStack> threads(2);
   threads[0].tid = 10;
-  threads[0].name = "main \"x\"";
+  threads[0].name = "main \"x\" \xc3\xa9\t";  // quote, UTF-8 e-acute, tab
   threads[0].pcs = {0x7fffffff0000ull, 2};
   threads[0].pthread_id = 0xabc;
   threads[1].tid = 11;
@@ -105,6 +105,7 @@ TEST(RawStacksJsonTest, MapsPythonThreadsToTids) {
   py.threads.resize(2);
   py.threads[0].thread_id = 0xabc;
   py.threads[0].frames.push_back({"f", "a.py", 4});
+  py.threads[0].frames.push_back({std::string(5000, 'g'), "b.py", 5});
   py.threads[1].thread_id = 0xdef;  // not among the native threads that answered
   std::string json = RawStacksJson(5, 123, threads, py);
   stacktrace::JsonValue v;
@@ -115,7 +116,7 @@ TEST(RawStacksJsonTest, MapsPythonThreadsToTids) {
   EXPECT_EQ(v.Find("capture_time_ns")->integer, 123);
   const auto& t = v.Find("threads")->items;
   ASSERT_EQ(t.size(), 2u);
-  EXPECT_EQ(t[0].Find("name")->str, "main \"x\"");
+  EXPECT_EQ(t[0].Find("name")->str, "main \"x\" \xc3\xa9\t") << "UTF-8 passes unchanged";
   EXPECT_EQ(t[0].Find("pcs")->items[0].integer, 0x7fffffff0000ll);
   EXPECT_EQ(t[0].Find("error"), nullptr);
   EXPECT_EQ(t[1].Find("error")->str, "signals blocked");
@@ -123,6 +124,7 @@ TEST(RawStacksJsonTest, MapsPythonThreadsToTids) {
   ASSERT_EQ(p.size(), 2u);
   EXPECT_EQ(p[0].Find("tid")->integer, 10);
   EXPECT_EQ(p[0].Find("frames")->items[0].Find("line")->integer, 4);
+  EXPECT_EQ(p[0].Find("frames")->items[1].Find("function")->str.size(), 4096u) << "bounded";
   EXPECT_EQ(p[1].Find("tid")->integer, 0);
   EXPECT_EQ(v.Find("python_error"), nullptr);
   py.error = "why";

@@ -13,11 +13,34 @@
 
 #include "format/stack_request.h"
 #include "hook/log.h"
-#include "util/json.h"
 
 namespace xtimer {
 namespace hook {
 namespace {
+
+constexpr size_t kMaxStringBytes = 4096;  // the .stacks file's limit for a name or file
+
+// `s` (at most kMaxStringBytes of it) as a JSON string. Unlike util/json.h's JsonQuote, bytes
+// >= 0x80 stay as they are: the daemon reads strings as bytes, so UTF-8 file and function names
+// arrive unchanged (JsonQuote's \u00XX would turn each byte into a Latin-1 character).
+std::string Quote(const std::string& s) {
+  std::string out = "\"";
+  const size_t n = std::min(s.size(), kMaxStringBytes);
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20 || c == 0x7f) {
+      char esc[8];
+      snprintf(esc, sizeof(esc), "\\u%04x", c);
+      out += esc;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
 
 std::string Cut(size_t kept, size_t had) {
   return "stack cut to " + std::to_string(kept) + " of " + std::to_string(had) +
@@ -30,7 +53,7 @@ void AppendThreads(const std::vector<ThreadStack>& threads, size_t max_frames, s
     const ThreadStack& t = threads[i];
     const size_t n = std::min(t.pcs.size(), max_frames);
     *j += (i ? ",\n  " : "\n  ");
-    *j += "{\"tid\": " + std::to_string(t.tid) + ", \"name\": " + JsonQuote(t.name) + ", \"pcs\": [";
+    *j += "{\"tid\": " + std::to_string(t.tid) + ", \"name\": " + Quote(t.name) + ", \"pcs\": [";
     char pc[32];
     for (size_t k = 0; k < n; ++k) {
       const int len = snprintf(pc, sizeof(pc), k ? ", %llu" : "%llu",
@@ -40,7 +63,7 @@ void AppendThreads(const std::vector<ThreadStack>& threads, size_t max_frames, s
     *j += "]";
     std::string error = t.error;
     if (n < t.pcs.size()) error += (error.empty() ? "" : "; ") + Cut(n, t.pcs.size());
-    if (!error.empty()) *j += ", \"error\": " + JsonQuote(error);
+    if (!error.empty()) *j += ", \"error\": " + Quote(error);
     *j += "}";
   }
   *j += "]";
@@ -60,13 +83,13 @@ void AppendPython(const PythonCapture& python, const std::map<uint64_t, int>& ti
     const size_t n = std::min(t.frames.size(), max_frames);
     for (size_t k = 0; k < n; ++k) {
       const PythonFrame& f = t.frames[k];
-      *j += std::string(k ? ", " : "") + "{\"function\": " + JsonQuote(f.function) +
-            ", \"file\": " + JsonQuote(f.file) + ", \"line\": " + std::to_string(f.line) + "}";
+      *j += std::string(k ? ", " : "") + "{\"function\": " + Quote(f.function) +
+            ", \"file\": " + Quote(f.file) + ", \"line\": " + std::to_string(f.line) + "}";
     }
     *j += "]}";
   }
   *j += "]";
-  if (!python.error.empty()) *j += ",\n\"python_error\": " + JsonQuote(python.error);
+  if (!python.error.empty()) *j += ",\n\"python_error\": " + Quote(python.error);
 }
 
 int64_t RealtimeNs() {
