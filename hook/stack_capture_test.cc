@@ -4,7 +4,8 @@
 // capture JSON is checked: one entry per thread, pcs inside the functions the threads are in,
 // the errors of the threads that cannot answer, Python frames of every supported CPython, and the
 // longest pause a capture causes.
-// Usage: stack_capture_test GPUSIM_RUN LIBXTIMER_SO STACK_THREADS STACK_PY
+// Usage: stack_capture_test GPUSIM_RUN LIBXTIMER_SO STACK_THREADS STACK_PY EMBED_PYTHON
+//                           STACK_PY_EMBEDDED
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -42,7 +43,7 @@ namespace {
 using stacktrace::JsonValue;
 using testing::FakeDaemon;
 
-std::string g_run, g_lib, g_self, g_threads, g_py;
+std::string g_run, g_lib, g_self, g_threads, g_py, g_embed, g_py_embedded;
 
 std::string TmpDir() {
   static const std::string dir = [] {
@@ -261,7 +262,8 @@ int LineOf(const std::string& file, const std::string& marker) {
 
 // Whether some Python thread's innermost frame is `function` at `line` in stack_py.py, and that
 // thread maps to a native tid listed in the capture.
-bool HasPythonFrame(const JsonValue& v, const std::string& function, int line) {
+bool HasPythonFrame(const JsonValue& v, const std::string& function, int line,
+                    const std::string& file = g_py) {
   std::set<long long> tids;
   for (const JsonValue& t : Items(v, "threads").items) tids.insert(Int(t, "tid"));
   for (const JsonValue& t : Items(v, "python_threads").items) {
@@ -269,7 +271,7 @@ bool HasPythonFrame(const JsonValue& v, const std::string& function, int line) {
     if (frames.empty() || Str(frames[0], "function") != function) continue;
     // A loop is seen at its body's line or at its "while" line just above.
     const long long at = Int(frames[0], "line");
-    if (at < line - 1 || at > line || Str(frames[0], "file") != g_py) continue;
+    if (at < line - 1 || at > line || Str(frames[0], "file") != file) continue;
     if (tids.count(Int(t, "tid")) == 1) return true;
   }
   return false;
@@ -324,6 +326,40 @@ TEST(StackCaptureTest, PythonStacksWithoutTheGil) {
     if (p != nullptr) pclose(p);
   }
   for (const std::string& python : pythons) CheckPython(python);
+}
+
+// CPython loaded RTLD_LOCAL by a host program: no CPython symbol in the global scope, found
+// through dl_iterate_phdr and dlopen(RTLD_NOLOAD) of the libpython.
+TEST(StackCaptureTest, PythonLoadedLocally) {
+  SKIP_UNDER_TSAN();
+  const char* home = getenv("HOME");
+  const std::string lib =
+      std::string(home != nullptr ? home : "/root") + "/.pyenv/versions/3.12.1/lib/libpython3.12.so.1.0";
+  if (access(lib.c_str(), R_OK) != 0) GTEST_SKIP() << "no " << lib;
+  const std::string sock = TmpDir() + "/e.sock";
+  std::string error;
+  auto daemon = FakeDaemon::Start(sock, &error);
+  ASSERT_NE(daemon, nullptr) << error;
+  Child child({g_embed, lib, g_py_embedded}, sock,
+              {"ASAN_OPTIONS=detect_leaks=0", "PYTHONHOME=" + lib.substr(0, lib.rfind("/lib/"))});
+  ASSERT_EQ(child.Line(), "ready");
+  ASSERT_TRUE(WaitRegistered(daemon.get(), 1));
+  const int stuck = LineOf(g_py_embedded, "marker: stuck line");
+  const int wait = LineOf(g_py_embedded, "marker: stdin line");
+  JsonValue v;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (uint64_t id = 1; std::chrono::steady_clock::now() < deadline; ++id) {
+    v = Capture(daemon.get(), id);
+    if (v.Find("python_error") != nullptr) break;
+    if (HasPythonFrame(v, "stuck_in_python", stuck, g_py_embedded) &&
+        HasPythonFrame(v, "wait_for_stdin", wait, g_py_embedded)) {
+      break;
+    }
+  }
+  EXPECT_EQ(Str(v, "python_error"), "");
+  EXPECT_TRUE(HasPythonFrame(v, "stuck_in_python", stuck, g_py_embedded));
+  EXPECT_TRUE(HasPythonFrame(v, "wait_for_stdin", wait, g_py_embedded));
+  EXPECT_EQ(child.Finish(), 0);
 }
 
 // The longest time a thread of the application stops while its stacks are taken 100 times: a
@@ -387,8 +423,10 @@ int main(int argc, char** argv) {
     return 127;
   }
   ::testing::InitGoogleTest(&argc, argv);
-  if (argc != 5) {
-    fprintf(stderr, "usage: stack_capture_test GPUSIM_RUN LIBXTIMER_SO STACK_THREADS STACK_PY\n");
+  if (argc != 7) {
+    fprintf(stderr,
+            "usage: stack_capture_test GPUSIM_RUN LIBXTIMER_SO STACK_THREADS STACK_PY "
+            "EMBED_PYTHON STACK_PY_EMBEDDED\n");
     return 2;
   }
   auto abs = [](const char* p) {
@@ -400,6 +438,8 @@ int main(int argc, char** argv) {
   xtimer::hook::g_lib = abs(argv[2]);
   xtimer::hook::g_threads = abs(argv[3]);
   xtimer::hook::g_py = abs(argv[4]);
+  xtimer::hook::g_embed = abs(argv[5]);
+  xtimer::hook::g_py_embedded = abs(argv[6]);
   xtimer::hook::g_self = abs("/proc/self/exe");
   return RUN_ALL_TESTS();
 }
