@@ -207,7 +207,7 @@ bool InstallStackSignal(int signo, std::string* error) {
 
 int StackSignal() { return g_signal.load(); }
 
-std::vector<ThreadStack> CaptureNativeStacks() {
+std::vector<ThreadStack> CaptureNativeStacks(const std::atomic<bool>* stop) {
   const int signo = g_signal.load();
   const int self = static_cast<int>(syscall(SYS_gettid));
   std::vector<int> tids = ListThreads();
@@ -231,6 +231,8 @@ std::vector<ThreadStack> CaptureNativeStacks() {
     uint64_t blocked = 0;
     if (!common.empty()) {
       t.error = common;
+    } else if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
+      t.error = "capture stopped: the process is exiting";
     } else if (MonotonicNs() >= deadline) {
       t.error = "capture time limit (" + std::to_string(kCaptureBudgetMs) + " ms) reached";
     } else if (!ParseSigBlk(ReadSmallFile(dir + "/status"), &blocked)) {

@@ -5,6 +5,7 @@
 #ifndef XTIMER_HOOK_STACK_CAPTURE_H_
 #define XTIMER_HOOK_STACK_CAPTURE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,7 +36,8 @@ int StackSignal();
 // Every thread of the process but the caller, by ascending tid (at most kMaxCaptureThreads; the
 // last entry says when more were left out). Slow and cold: call it from a thread that has the
 // capture signal blocked, never from a signal handler.
-std::vector<ThreadStack> CaptureNativeStacks();
+// Threads not reached once *stop is true get the error "capture stopped: the process is exiting".
+std::vector<ThreadStack> CaptureNativeStacks(const std::atomic<bool>* stop = nullptr);
 
 // Reads the signal mask "SigBlk:" of /proc/self/task/TID/status text; false when absent.
 bool ParseSigBlk(const std::string& status_text, uint64_t* mask);

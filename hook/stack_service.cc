@@ -98,6 +98,38 @@ int64_t RealtimeNs() {
   return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+std::string Build(int pid, int64_t capture_time_ns, const std::vector<ThreadStack>& threads,
+                  const PythonCapture& python, const std::map<uint64_t, int>& tids,
+                  size_t max_frames) {
+  std::string j;
+  j.reserve(1 << 20);
+  j += "{\"format\": \"xtimer-raw-stacks\", \"version\": 1, \"pid\": " + std::to_string(pid) +
+       ", \"capture_time_ns\": " + std::to_string(capture_time_ns) + ",\n";
+  AppendThreads(threads, max_frames, &j);
+  AppendPython(python, tids, max_frames, &j);
+  j += "}\n";
+  return j;
+}
+
+// The most frames per thread whose pcs (at most 22 bytes each: ", " and 20 digits) fit beside
+// `others` bytes (the text with no frames at all, every cut message included).
+size_t FramesThatFit(const std::vector<ThreadStack>& threads, size_t others) {
+  if (others >= format::kMaxRawStacksBytes) return 0;
+  const size_t budget = format::kMaxRawStacksBytes - others;
+  size_t lo = 0, hi = kMaxCaptureFrames;
+  while (lo < hi) {
+    const size_t mid = (lo + hi + 1) / 2;
+    size_t bytes = 0;
+    for (const ThreadStack& t : threads) bytes += std::min(t.pcs.size(), mid) * 22;
+    if (bytes <= budget) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return lo;
+}
+
 }  // namespace
 
 std::string RawStacksJson(int pid, int64_t capture_time_ns, const std::vector<ThreadStack>& threads,
@@ -106,24 +138,22 @@ std::string RawStacksJson(int pid, int64_t capture_time_ns, const std::vector<Th
   for (const ThreadStack& t : threads) {
     if (t.pthread_id != 0) tids[t.pthread_id] = t.tid;
   }
-  // Cut every stack to fewer frames until the text fits (4096 threads x 1024 pcs would not).
-  for (size_t max_frames = kMaxCaptureFrames;; max_frames /= 2) {
-    std::string j;
-    j.reserve(1 << 20);
-    j += "{\"format\": \"xtimer-raw-stacks\", \"version\": 1, \"pid\": " +
-                    std::to_string(pid) + ", \"capture_time_ns\": " +
-                    std::to_string(capture_time_ns) + ",\n";
-    AppendThreads(threads, max_frames, &j);
-    AppendPython(python, tids, max_frames, &j);
-    j += "}\n";
+  // Cut every stack to fewer frames until the text fits (4096 threads x 1024 pcs would not):
+  // first to what the pcs' worst size allows next to everything else, then by halves.
+  for (size_t max_frames = FramesThatFit(threads, Build(pid, capture_time_ns, threads, python,
+                                                       tids, 0).size());
+       ; max_frames /= 2) {
+    std::string j = Build(pid, capture_time_ns, threads, python, tids, max_frames);
     if (j.size() <= format::kMaxRawStacksBytes || max_frames == 0) return j;
   }
 }
 
-bool AnswerStackRequest(int socket_fd, uint64_t request_id, std::string* error) {
+bool AnswerStackRequest(int socket_fd, uint64_t request_id, const std::atomic<bool>* stop,
+                        std::string* error) {
   const int64_t now = RealtimeNs();
-  std::vector<ThreadStack> threads = CaptureNativeStacks();
-  PythonCapture python = CapturePythonStacks();
+  std::vector<ThreadStack> threads = CaptureNativeStacks(stop);
+  PythonCapture python;  // left empty when exiting: the threads' errors say why
+  if (stop == nullptr || !stop->load()) python = CapturePythonStacks();
   const std::string json = RawStacksJson(getpid(), now, threads, python);
   int fd = memfd_create("xtimer-raw-stacks", MFD_CLOEXEC);
   if (fd < 0) {
@@ -169,6 +199,7 @@ void StackService::Stop() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
+    stopping_.store(true);
     for (auto& q : queue_) close(q.first);
     queue_.clear();
   }
@@ -188,7 +219,7 @@ void StackService::Run() {
       queue_.pop_front();
     }
     std::string error;
-    if (!AnswerStackRequest(request.first, request.second, &error)) {
+    if (!AnswerStackRequest(request.first, request.second, &stopping_, &error)) {
       LogLine("stack request %llu not answered: %s",
               static_cast<unsigned long long>(request.second), error.c_str());
     }

@@ -4,6 +4,7 @@
 #ifndef XTIMER_HOOK_STACK_SERVICE_H_
 #define XTIMER_HOOK_STACK_SERVICE_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -30,7 +31,8 @@ class StackService {
   // daemon connection: the poller may close its own meanwhile). False (fd closed) when
   // kMaxQueuedStackRequests are waiting.
   bool Submit(int socket_fd, uint64_t request_id);
-  // Stops and joins the thread; queued requests are dropped.
+  // Stops and joins the thread; queued requests are dropped and a capture in progress skips the
+  // threads it has not reached (so exit waits at most for one thread's answer).
   void Stop();
 
  private:
@@ -40,6 +42,7 @@ class StackService {
   std::condition_variable cv_;
   std::deque<std::pair<int, uint64_t>> queue_;
   bool stop_ = false;
+  std::atomic<bool> stopping_{false};  // read by a capture in progress
   std::thread thread_;
 };
 
@@ -48,9 +51,11 @@ class StackService {
 std::string RawStacksJson(int pid, int64_t capture_time_ns, const std::vector<ThreadStack>& threads,
                           const PythonCapture& python);
 
-// Captures now and answers `request_id` on `socket_fd` with the JSON in a memfd. False with
+// Captures now and answers `request_id` on `socket_fd` with the JSON in a memfd (the send never
+// blocks: the connection is non-blocking). A capture cut short by *stop still answers. False with
 // *error.
-bool AnswerStackRequest(int socket_fd, uint64_t request_id, std::string* error);
+bool AnswerStackRequest(int socket_fd, uint64_t request_id, const std::atomic<bool>* stop,
+                        std::string* error);
 
 }  // namespace hook
 }  // namespace xtimer
