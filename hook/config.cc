@@ -1,5 +1,6 @@
 #include "hook/config.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -116,6 +117,16 @@ Config ReadConfig(GetEnvFn get, WarnFn warn) {
     }
   }
   if (const char* f = get("XTIMER_KERNEL_FILTER")) c.kernel_filter = f;
+  c.stack_signal = SIGRTMIN + 3;
+  if (const char* s = get("XTIMER_STACK_SIGNAL")) {
+    if (ParseInt(s, 0, SIGRTMAX, &v) && (v == 0 || v >= SIGRTMIN)) {
+      c.stack_signal = static_cast<int>(v);
+    } else if (warn != nullptr) {
+      warn((std::string("ignoring XTIMER_STACK_SIGNAL=") + s + ": not 0 (off) or a real-time signal " +
+            std::to_string(SIGRTMIN) + ".." + std::to_string(SIGRTMAX))
+               .c_str());
+    }
+  }
   const char* verbose = get("XTIMER_VERBOSE");
   c.verbose = verbose != nullptr && *verbose != '\0' && std::string(verbose) != "0";
 

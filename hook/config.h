@@ -25,6 +25,9 @@ struct Config {
   int rank = -1, local_rank = -1, world_size = -1;  // from torchrun / MPI / PMI / Slurm
   int exit_flush_ms = 1000;         // XTIMER_EXIT_FLUSH_MS: wait at exit for ops still in flight
   bool verbose = false;             // XTIMER_VERBOSE=1: log hook decisions to stderr
+  // XTIMER_STACK_SIGNAL: the real-time signal that interrupts threads for a stack capture
+  // (docs/stacks.md "Capture in the process"); 0 turns native capture off. ReadConfig's default: SIGRTMIN+3.
+  int stack_signal = -1;
 };
 
 // `get` is getenv or a test double. Malformed numbers are ignored (the default stays) with a

@@ -1,5 +1,6 @@
 #include "hook/config.h"
 
+#include <signal.h>
 #include <unistd.h>
 
 #include <map>
@@ -123,6 +124,18 @@ TEST(ConfigTest, DaemonUidAndJobToken) {
   EXPECT_EQ(c.job_token, "");
   EXPECT_NE(warnings.find("ignoring malformed XTIMER_DAEMON_UID=root"), std::string::npos);
   EXPECT_NE(warnings.find("ignoring XTIMER_JOB_TOKEN: longer than 48 bytes"), std::string::npos);
+}
+
+TEST(ConfigTest, StackSignal) {
+  EXPECT_EQ(Read({}).stack_signal, SIGRTMIN + 3);
+  EXPECT_EQ(Read({{"XTIMER_STACK_SIGNAL", "0"}}).stack_signal, 0);
+  EXPECT_EQ(Read({{"XTIMER_STACK_SIGNAL", std::to_string(SIGRTMAX)}}).stack_signal, SIGRTMAX);
+  for (const char* bad : {"11", "-1", "x", "1000"}) {
+    std::string w;
+    EXPECT_EQ(Read({{"XTIMER_STACK_SIGNAL", bad}}, &w).stack_signal, SIGRTMIN + 3) << bad;
+    EXPECT_NE(w.find("ignoring XTIMER_STACK_SIGNAL="), std::string::npos) << w;
+    EXPECT_NE(w.find("not 0 (off) or a real-time signal"), std::string::npos) << w;
+  }
 }
 
 }  // namespace

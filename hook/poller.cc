@@ -1,5 +1,6 @@
 #include "hook/poller.h"
 
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -7,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -22,7 +24,8 @@ namespace hook {
 namespace {
 
 constexpr int64_t kReconnectNs = 1000000000;       // retry the daemon every second
-constexpr int64_t kConnectionCheckNs = 100000000;  // notice a dropped daemon within 100 ms
+// Read stack requests and notice a dropped daemon within 10 ms (one poll(2) each time).
+constexpr int64_t kConnectionCheckNs = 10000000;
 constexpr float kReanchorMs = 100.0f;              // keep float elapsed times short (precision)
 constexpr size_t kMaxRememberedComms = 4096;       // CommRecords kept to re-send after a restart
 
@@ -48,6 +51,7 @@ void Poller::Stop() {
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  stacks_.Stop();
   int fd = state_->socket_fd.exchange(-1);
   if (fd >= 0) close(fd);
 }
@@ -434,9 +438,9 @@ void Poller::Register(int64_t now) {
     next_check_ns_ = now + kConnectionCheckNs;
     pollfd pfd = {fd, POLLIN | POLLRDHUP, 0};
     if (poll(&pfd, 1, 0) <= 0) return;
-    char byte;
-    if ((pfd.revents & (POLLHUP | POLLERR | POLLRDHUP)) != 0 ||
-        recv(fd, &byte, 1, MSG_DONTWAIT) <= 0) {
+    // Requests first: a daemon may ask and then close.
+    const bool open = ReadRequests(fd);
+    if (!open || (pfd.revents & (POLLHUP | POLLERR | POLLRDHUP)) != 0) {
       if (state_->socket_fd.compare_exchange_strong(fd, -1)) close(fd);
       if (state_->config.verbose) Log("daemon connection closed; retrying", "");
       next_connect_ns_ = now;
@@ -465,8 +469,35 @@ void Poller::Register(int64_t now) {
     return;
   }
   state_->socket_fd.store(fd);
+  request_have_ = 0;
   next_check_ns_ = now + kConnectionCheckNs;
   if (++registrations_ > 1) ResendIdentity();
+}
+
+bool Poller::ReadRequests(int fd) {
+  // A bounded number per cycle: a daemon that floods requests cannot hold the poller.
+  for (int requests = 0; requests < 64;) {
+    ssize_t n = recv(fd, request_buf_ + request_have_, sizeof(request_buf_) - request_have_,
+                     MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
+    if (n == 0) return false;
+    request_have_ += static_cast<size_t>(n);
+    if (request_have_ < sizeof(request_buf_)) continue;
+    request_have_ = 0;
+    ++requests;
+    format::StackRequest request;
+    std::string error;
+    if (!format::ParseStackRequest(request_buf_, sizeof(request_buf_), &request, &error)) {
+      Log("dropping the daemon connection: ", error);
+      return false;
+    }
+    const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0 || !stacks_.Submit(copy, request.request_id)) {
+      Log("stack request not taken: ", copy < 0 ? strerror(errno) : "too many waiting");
+    }
+  }
+  return true;
 }
 
 void Poller::ResendIdentity() {

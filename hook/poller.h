@@ -7,8 +7,10 @@
 // 1e-7 relative) and aligns the start to the host clock, (4) writes OpRecords, NameRecords and
 // CommRecords to the ring, returns events to their pool, (5) publishes the in-flight table (per
 // communicator and device: progress, and the oldest collective in flight, started or queued, with
-// the op that blocks its stream; see PublishInflight) and the heartbeat, and (6) keeps the registration with the daemon (retrying every second). It
-// cycles every millisecond while ops are pending and backs off to 20 ms when idle.
+// the op that blocks its stream; see PublishInflight) and the heartbeat, and (6) keeps the
+// registration with the daemon (retrying every second), reading the daemon's stack requests
+// from it every 10 ms and handing them to the StackService (hook/stack_service.h). It cycles
+// every millisecond while ops are pending and backs off to 20 ms when idle.
 #ifndef XTIMER_HOOK_POLLER_H_
 #define XTIMER_HOOK_POLLER_H_
 
@@ -26,6 +28,8 @@
 #include <vector>
 
 #include "format/ring.h"
+#include "format/stack_request.h"
+#include "hook/stack_service.h"
 #include "hook/state.h"
 
 namespace xtimer {
@@ -106,6 +110,9 @@ class Poller {
   // ring; re-checks an open connection.
   void Register(int64_t now);
   void ResendIdentity();
+  // Reads what the daemon sent on `fd`: whole StackRequests, each handed to stacks_. False when
+  // the connection is closed or out of step (a message that is not a request).
+  bool ReadRequests(int fd);
   // Writes the communicator records still waiting to be re-sent while the ring has room.
   void ResendPending();
 
@@ -130,6 +137,9 @@ class Poller {
   std::deque<std::pair<uint64_t, int>> resend_;  // keys of comm_records_ not yet re-sent
   int registrations_ = 0;
   bool peer_refusal_logged_ = false;  // an untrusted daemon was reported (once)
+  StackService stacks_;
+  unsigned char request_buf_[sizeof(format::StackRequest)] = {};
+  size_t request_have_ = 0;  // bytes of a request received so far
   std::atomic<uint64_t> handled_{0};
   std::atomic<uint64_t> written_{0};
   int64_t next_connect_ns_ = 0;

@@ -16,6 +16,7 @@
 #include "hook/log.h"
 #include "hook/exit_marker.h"
 #include "hook/poller.h"
+#include "hook/stack_capture.h"
 #include "hook/state.h"
 
 namespace xtimer {
@@ -231,6 +232,10 @@ bool InitSlow() {
   on_exit(&AtExit, nullptr);
   if (!InstallFatalSignalMarkers(&RingHeaderNow)) {
     Warn("cannot install the fatal-signal markers; a crash will read as a lost connection");
+  }
+  std::string stack_error;
+  if (s->config.stack_signal > 0 && !InstallStackSignal(s->config.stack_signal, &stack_error)) {
+    Warn(("no native stack capture: " + stack_error).c_str());
   }
   g_mode.store(kOn);
   return true;

@@ -5,9 +5,11 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 
 #include "format/registration.h"
+#include "format/stack_request.h"
 
 namespace xtimer {
 namespace hook {
@@ -75,6 +77,7 @@ void FakeDaemon::AcceptLoop() {
     readers_.push_back(std::make_unique<format::RingReader>(std::move(*reader)));
     Ring r;
     r.pid = hello.pid;
+    r.connection = c;
     rings_.push_back(r);
     registrations_.fetch_add(1);
   }
@@ -98,6 +101,37 @@ void FakeDaemon::ReadAll() {
     format::InflightRow rows[format::kMaxInflight];
     int count = 0;
     if (reader.Inflight(rows, &count)) ring.inflight.assign(rows, rows + count);
+  }
+}
+
+bool FakeDaemon::RequestStacks(size_t index, uint64_t request_id, int timeout_ms,
+                               std::string* json, std::string* error) {
+  int c;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (index >= rings_.size()) {
+      *error = "no ring " + std::to_string(index);
+      return false;
+    }
+    c = rings_[index].connection;
+  }
+  if (!format::SendStackRequest(c, request_id, error)) return false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    pollfd pfd = {c, POLLIN, 0};
+    if (left.count() <= 0 || poll(&pfd, 1, static_cast<int>(left.count())) <= 0) {
+      *error = "no stack reply in " + std::to_string(timeout_ms) + " ms";
+      return false;
+    }
+    format::StackReply reply;
+    int memfd = format::ReceiveStackReply(c, &reply, error);
+    if (memfd < 0) return false;
+    bool ok = reply.request_id == request_id && format::ReadRawStacks(memfd, reply.size, json, error);
+    close(memfd);
+    if (ok) return true;
+    if (reply.request_id == request_id) return false;  // else an older request's late reply
   }
 }
 

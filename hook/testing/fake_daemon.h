@@ -1,5 +1,6 @@
 // A stand-in for xtimerd in tests: listens on a Unix socket, accepts ring registrations
-// (format::ReceiveRing) and reads every ring (format::RingReader) until stopped.
+// (format::ReceiveRing) and reads every ring (format::RingReader) until stopped; sends stack requests
+// (RequestStacks).
 #ifndef XTIMER_HOOK_TESTING_FAKE_DAEMON_H_
 #define XTIMER_HOOK_TESTING_FAKE_DAEMON_H_
 
@@ -36,10 +37,16 @@ class FakeDaemon {
     uint64_t invalid = 0;
     std::vector<format::InflightRow> inflight;
     int64_t heartbeat_ns = 0;
+    int connection = -1;  // the registration connection (owned by the daemon)
   };
   // Rings received so far (one per registration; a re-registration adds a new entry).
   std::vector<Ring> rings();
   int registrations() const { return registrations_.load(); }
+
+  // Asks the process of ring `index` for its stacks (format/stack_request.h) and waits up to
+  // `timeout_ms` for the reply. The raw capture JSON, or false with *error.
+  bool RequestStacks(size_t index, uint64_t request_id, int timeout_ms, std::string* json,
+                     std::string* error);
 
  private:
   FakeDaemon() = default;

@@ -1,0 +1,45 @@
+// Python stacks of every thread of this process's CPython interpreter, taken without the GIL
+// (docs/stacks.md "Capture in the process"): CPython 3.8 to 3.12 export
+// _Py_DumpTracebackThreads, the function faulthandler's watchdog thread calls without the GIL;
+// it writes every thread's traceback as text into a memfd, which is parsed here. CPython 3.13
+// does not export it: its _Py_DebugOffsets are walked instead (python_debug_offsets.h).
+#ifndef XTIMER_HOOK_PYTHON_STACKS_H_
+#define XTIMER_HOOK_PYTHON_STACKS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace xtimer {
+namespace hook {
+
+struct PythonFrame {
+  std::string function;
+  std::string file;
+  int line = 0;  // 0: unknown
+};
+
+struct PythonThread {
+  uint64_t thread_id = 0;  // CPython's thread id (the thread's pthread_t)
+  int tid = 0;             // its kernel thread id when CPython records it (3.13), else 0
+  std::vector<PythonFrame> frames;  // innermost first
+};
+
+struct PythonCapture {
+  bool python = false;  // a CPython runtime is loaded in this process
+  std::vector<PythonThread> threads;
+  std::string error;    // why frames are missing (only when `python`)
+};
+
+// Python stacks, read without the GIL. Slow and cold: call from the capture thread.
+PythonCapture CapturePythonStacks();
+
+// Parses _Py_DumpTracebackThreads' text ("Thread 0x... (most recent call first):", then
+// "  File \"f.py\", line 42 in func" lines). False with *error on text it does not know.
+bool ParsePythonTracebacks(const std::string& text, std::vector<PythonThread>* threads,
+                           std::string* error);
+
+}  // namespace hook
+}  // namespace xtimer
+
+#endif  // XTIMER_HOOK_PYTHON_STACKS_H_
