@@ -185,8 +185,6 @@ int Main(int argc, char** argv) {
         if (d != nullptr) d->Update(state);
       });
 
-  char hostname[256] = {0};
-  gethostname(hostname, sizeof(hostname) - 1);
   // Stack captures (DumpStack, hang dumps) ask the ring server, which owns the connections.
   RingServer* ring = server.get();
   StackCapturer stacks(
