@@ -15,7 +15,7 @@ namespace hook {
 
 constexpr int kMaxCaptureThreads = 4096;   // threads listed per capture (docs/stacks.md limits)
 constexpr int kMaxCaptureFrames = 1024;    // pcs per thread
-constexpr int kThreadAnswerMs = 100;       // how long one thread has to answer the signal
+constexpr int kThreadAnswerMs = 250;       // how long one thread has to answer the signal
 constexpr int kCaptureBudgetMs = 5000;     // the whole native capture; later threads get an error
 
 struct ThreadStack {
