@@ -19,7 +19,10 @@ them shows it (a pass may fall between two reads), the rules within 5 s (a scrap
 evaluation), the dump within 10 s; after that every sample agrees, for 20 s, with nothing
 retracted: the culprits {(never_issued, 5)}; the waiting ranks of the gauges, Status and
 HangCheck's progress are one set, which holds every verdict's waiting ranks (the others wait
-downstream, e.g. a pipeline stage whose senders are themselves waiting).
+downstream, e.g. a pipeline stage whose senders are themselves waiting). And the stacks
+(issue 21): within the verdict time plus 5 s both daemons have written every local rank's
+.stacks file into their hang folder, and `xtimer stacks` over both folders names rank 5 alone as
+the outlier, in the function it stopped in (StopInHostCode), and groups every other rank apart.
 
 Usage: hang_agreement_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH XTIMER
        DIAG_JOB RULES
@@ -32,7 +35,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from diag_cluster import Cluster  # noqa: E402
+from diag_cluster import Cluster, run  # noqa: E402
 from e2e_lib import Paths, fail, log, parse, scrape, select, status  # noqa: E402
 
 JOB = "agree"
@@ -107,11 +110,12 @@ def sample(cluster):
     return {"metric": metric, "gauges": gauges, "status": status_waiting(cluster),
             "hangcheck": hangcheck, "hc_waiting": progress, "hc_verdict_waiting": in_verdicts,
             "kinds": kinds,
-            "rules": cluster.rule_culprits(JOB), "dump": dump_view(cluster)}
+            "rules": cluster.rule_culprits(JOB), "dump": dump_view(cluster),
+            "stacks": stacks_files(cluster)}
 
 
 def show(s):
-    return " ".join("%s=%s" % (k, sorted(v)) for k, v in sorted(s.items()))
+    return " ".join("%s=%s" % (k, sorted(v)) for k, v in sorted(s.items()) if k != "stacks")
 
 
 def shows_hang(s, keys):
@@ -144,6 +148,41 @@ def check(samples, first):
             fail("at %.1f s the automatic dump disagrees: %s" % (t, show(s)))
 
 
+def stacks_files(cluster):
+    return sorted(glob.glob(os.path.join(cluster.roots[0], "hang-*", JOB, "*.stacks")) +
+                  glob.glob(os.path.join(cluster.roots[1], "hang-*", JOB, "*.stacks")))
+
+
+def check_stacks(cluster, xtimer, samples, first, tmp):
+    """Issue 21: within the verdict time plus 5 s both daemons wrote every local rank's stacks
+    into their hang folder; `xtimer stacks` over both names rank 5 alone, in the function it
+    stopped in, and every other rank waiting in the simulated NCCL/CUDA runtime."""
+    verdict = min(t for t, s in samples if s["metric"] == WANT)
+    when = [t for t, s in samples if len(s["stacks"]) == 8]
+    if not when or when[0] > verdict + 5:
+        fail("8 .stacks files in the hang folders %s s after the fault; the verdict came at "
+             "%.1f s: %s" % (when[0] if when else "never", verdict, stacks_files(cluster)))
+    dirs = sorted({os.path.dirname(f) for f in stacks_files(cluster)})
+    out = os.path.join(tmp, "stacks-out")
+    rc, text, err = run([xtimer, "stacks"] + dirs + ["-o", out, "--json"])
+    if rc != 0:
+        fail("xtimer stacks %s exited %d:\n%s%s" % (dirs, rc, text, err))
+    groups = json.loads(text)["groups"]
+    outliers = [g for g in groups if g.get("outlier")]
+    if len(outliers) != 1 or outliers[0]["ranks"] != [5]:
+        fail("xtimer stacks: outlier groups %s, want rank 5 alone:\n%s" % (outliers, text))
+    names = [f["function"] for f in outliers[0]["frames"]]
+    if not any("StopInHostCode" in n for n in names):
+        fail("rank 5's stack does not name StopInHostCode: %s" % names)
+    others = sorted(r for g in groups if not g.get("outlier") for r in g["ranks"])
+    if others != [0, 1, 2, 3, 4, 6, 7]:
+        fail("the other ranks' groups: %s" % groups)
+    log("stacks: 8 files %.1f s after the fault (verdict at %.1f s); xtimer stacks names rank 5 "
+        "alone in %s; the others: %s" % (when[0], verdict, names[:3], [
+            (g["ranks"], [f["function"] for f in g["frames"]][:3]) for g in groups
+            if not g.get("outlier")]))
+
+
 def main(argv):
     if len(argv) != 10:
         fail(__doc__)
@@ -172,6 +211,7 @@ def main(argv):
                 break
             time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
         check(samples, first)
+        check_stacks(cluster, xtimer, samples, first, p.tmp)
         log("%d samples over %.0f s: metric, gauges, Status and HangCheck agreed from %.1f s, "
             "the rules from %.1f s, the dump from %.1f s; last: %s" % (
                 len(samples), samples[-1][0], first,
