@@ -26,6 +26,8 @@ PACKAGES=(
   clang libclang-rt-14-dev
   # tools the tests drive for real (prometheus ships promtool, for //deploy:prometheus_rules_test)
   curl prometheus python3-grpcio valgrind openmpi-bin
+  # containers: //docker:image_test builds the image from debootstrap'd Debian bases with podman
+  podman runc debootstrap
   # a headless browser: //cli:report_chromium_test and //stacktrace:stacks_chromium_test render
   # the report and the flame graph in it
   chromium
