@@ -5,7 +5,8 @@
 2. `podman build` of docker/Containerfile from the source tree, the host's /usr/local/cuda
    mounted read-only and a Bazel disk cache mounted into the builder
    ($XTIMER_CONTAINER_BAZEL_CACHE, default /var/cache/xtimer/container-bazel-cache), so that only
-   the first build on a machine compiles everything. Its seconds are printed.
+   the first build on a machine compiles everything. Its seconds are printed. The untagged
+   images left behind (the builder stage, the previous test image) are pruned.
 3. The runtime layer: /opt/xtimer/bin/{xtimerd,xtimer-launch,xtimer} run (--version) in the
    image, and /opt/xtimer/lib holds libxtimer.so.
 4. `podman run --network host` of the image's default command (the demo on the GPU simulator)
@@ -67,6 +68,9 @@ def main(argv):
                       "--volume", "%s:/bazel-cache" % cache, "-t", IMAGE, repo], 3000,
                      "podman build of docker/Containerfile")
     log("podman build: %.0f s (Bazel disk cache %s)" % (seconds, cache))
+    # The builder stage and the image this tag held before stay behind untagged: remove them.
+    run(["image", "prune", "-f", "--filter", "label=org.xtimer.build=1"], 300,
+        "podman image prune of the stale xtimer images")
 
     # 3. The runtime layer's programs run in the image.
     for prog in ("xtimerd", "xtimer-launch", "xtimer"):
