@@ -24,8 +24,11 @@ the 4 rank files. RANK_WRAPPER sets train_step's torchrun-style RANK / WORLD_SIZ
 from Open MPI's OMPI_COMM_WORLD_* variables, as users of torchrun-style programs under mpirun
 do; ranks meet through XTIMER_DEMO_RENDEZVOUS.
 
+During the Slurm run a real Prometheus with deploy/prometheus/xtimer-scrape.yml (the node file,
+rule path and intervals replaced) must see ranks 0-3 under the job's label and node="127.0.0.1".
+
 Usage: cluster_recipes_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH SBATCH
-       FAKE_SRUN FAKE_TORCHRUN
+       FAKE_SRUN FAKE_TORCHRUN SCRAPE_YML RULES_YML
 """
 
 import os
@@ -35,10 +38,11 @@ import signal
 import sys
 import tempfile
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_lib import (Background, Paths, control, fail, free_ports, log, parse,  # noqa: E402
-                     scrape, status, stop_daemon, wait_ranks)
+                     prometheus_query, scrape, status, stop_daemon, wait_ranks)
 
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "4"]
 MPI_RANK_WRAPPER = ["sh", "-c", 'RANK=$OMPI_COMM_WORLD_RANK WORLD_SIZE=$OMPI_COMM_WORLD_SIZE '
@@ -116,7 +120,59 @@ def recipe_argv(p, name, launch, program, sbatch):
     return (launch + MPIRUN + program if name == "outside" else MPIRUN + launch + program), {}
 
 
-def check_recipe(p, name, program, tools, want_label):
+def prometheus_ready(port):
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/-/ready" % port, timeout=5) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def check_scrape_config(p, scrape_yml, rules_yml, metrics, label):
+    """A real Prometheus with deploy/prometheus/xtimer-scrape.yml (its node file, rule path and
+    intervals replaced) scrapes the daemon: every rank keeps the training job's label
+    (honor_labels) and carries node="127.0.0.1" (the relabeling)."""
+    targets = os.path.join(p.tmp, "xtimer-nodes.yml")
+    with open(targets, "w") as f:
+        f.write("- targets: ['127.0.0.1:%d']\n" % metrics)
+    with open(scrape_yml) as f:
+        text = f.read()
+    for old, new in [("'/etc/prometheus/xtimer-nodes/*.yml'", "'%s'" % targets),
+                     ("  - xtimer-rules.yml", "  - '%s'" % rules_yml),
+                     ("scrape_interval: 5s", "scrape_interval: 1s"),
+                     ("scrape_timeout: 4s", "scrape_timeout: 1s"),
+                     ("refresh_interval: 30s", "refresh_interval: 1s")]:
+        if old not in text:
+            fail("%s no longer holds %r: update this test" % (scrape_yml, old))
+        text = text.replace(old, new)
+    config = os.path.join(p.tmp, "prometheus.yml")
+    with open(config, "w") as f:
+        f.write(text)
+    port = free_ports(1)[0]
+    prom = Background("prometheus", ["prometheus", "--config.file=" + config,
+                                     "--storage.tsdb.path=" + os.path.join(p.tmp, "tsdb"),
+                                     "--web.listen-address=127.0.0.1:%d" % port], os.environ, p.tmp)
+    try:
+        deadline, seen = time.monotonic() + 90, []
+        while time.monotonic() < deadline and not prometheus_ready(port):
+            time.sleep(0.3)
+        while time.monotonic() < deadline:
+            seen = prometheus_query(port, "xtimer_rank_up")
+            if len(seen) >= 4:
+                break
+            time.sleep(0.5)
+        got = sorted((l.get("job"), l.get("node"), l.get("rank")) for l, _ in seen)
+        want = [(label, "127.0.0.1", str(r)) for r in range(4)]
+        if got != want:
+            fail("Prometheus with deploy/prometheus/xtimer-scrape.yml sees xtimer_rank_up %s, "
+                 "expected (job, node, rank) %s" % (got, want))
+        log("a real Prometheus with xtimer-scrape.yml: ranks 0-3 of job %r, node 127.0.0.1"
+            % label)
+    finally:
+        prom.stop()
+
+
+def check_recipe(p, name, program, tools, want_label, scrape_files=None):
     """Runs recipe `name`; fails unless ranks 0-3 show under one label that `want_label` matches."""
     run_dir = p.run_dir(name)
     metrics, ctl = free_ports(2)
@@ -145,6 +201,8 @@ def check_recipe(p, name, program, tools, want_label):
             fail("%s: /metrics has jobs and ranks %s, expected {%r: {0, 1, 2, 3}}" %
                  (name, jobs, label))
         log("%s: ranks 0-3 under one job label %r in Status and /metrics" % (name, label))
+        if scrape_files:
+            check_scrape_config(p, scrape_files[0], scrape_files[1], metrics, label)
 
         wait_history(ctl, 100, 60)
         answer = control(ctl, "DumpKernelTrace", {"dump_path": "run", "history": 100}, timeout=30)
@@ -167,10 +225,10 @@ def check_recipe(p, name, program, tools, want_label):
 
 
 def main(argv):
-    if len(argv) != 10:
+    if len(argv) != 12:
         fail(__doc__)
     p = Paths(argv[:7], __doc__)
-    sbatch, srun, torchrun = [os.path.abspath(a) for a in argv[7:]]
+    sbatch, srun, torchrun, scrape_yml, rules_yml = [os.path.abspath(a) for a in argv[7:]]
     if shutil.which("mpirun") is None:
         fail("mpirun not found: install Debian's openmpi-bin (tools/install-deps.sh)")
     # srun, torchrun and xtimer-launch by name, as the recipes call them.
@@ -182,7 +240,8 @@ def main(argv):
     tools = (sbatch, fake_bin)
     try:
         check_recipe(p, "torchrun", program, tools, re.compile("^%s$" % TORCHRUN_ID))
-        check_recipe(p, "slurm", program, tools, re.compile("^slurm-%s$" % SLURM_JOB_ID))
+        check_recipe(p, "slurm", program, tools, re.compile("^slurm-%s$" % SLURM_JOB_ID),
+                     (scrape_yml, rules_yml))
         labels = [check_recipe(p, order, program, tools, MPI_LABEL)
                   for order in ("outside", "inside")]
     finally:
