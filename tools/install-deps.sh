@@ -1,18 +1,29 @@
 #!/usr/bin/env bash
 # tools/install-deps.sh: installs the Debian 12 packages xtimer needs that are missing.
 # The one list of packages of the project. Idempotent; needs root (or sudo) only when something
-# is missing. Usage: tools/install-deps.sh [--check]   (--check: list what is missing, exit 1 if any)
+# is missing. Usage: tools/install-deps.sh [--check | --list-build]
+#   --check: list what is missing, exit 1 if any
+#   --list-build: print the packages that building (not testing) needs, one a line
+#                 (docker/build-base.sh installs them into the image's builder base)
 set -euo pipefail
 
-PACKAGES=(
-  # build
+BUILD_PACKAGES=(
   bazel-bootstrap g++ binutils python3
-  # the suite's fuzz run (tools/dev.sh fuzz): clang with libFuzzer
-  clang libclang-rt-14-dev
   # libraries (headers + .so) used by daemon, CLI and tests
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev prometheus-cpp-dev
   libabsl-dev libunwind-dev liblzma-dev libgtest-dev libgmock-dev libbenchmark-dev python3-dev
   libdeflate-dev zlib1g-dev
+)
+
+if [[ "${1:-}" == "--list-build" ]]; then
+  printf '%s\n' "${BUILD_PACKAGES[@]}"
+  exit 0
+fi
+
+PACKAGES=(
+  "${BUILD_PACKAGES[@]}"
+  # the suite's fuzz run (tools/dev.sh fuzz): clang with libFuzzer
+  clang libclang-rt-14-dev
   # tools the tests drive for real (prometheus ships promtool, for //deploy:prometheus_rules_test)
   curl prometheus python3-grpcio valgrind openmpi-bin strace
   # a headless browser: //cli:report_chromium_test and //stacktrace:stacks_chromium_test render
@@ -21,6 +32,12 @@ PACKAGES=(
   # loads the operation logs as users do (//test/e2e:op_log_e2e_test, docs/oplog.md)
   python3-pandas
 )
+
+# The container test (//docker:image_test) skips without podman: XTIMER_CONTAINER_TESTS=1 installs
+# what it needs (its first run builds Debian bases with debootstrap: about 27 minutes).
+if [[ "${XTIMER_CONTAINER_TESTS:-0}" == 1 ]]; then
+  PACKAGES+=(podman runc debootstrap)
+fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
@@ -31,6 +48,8 @@ done
 
 if [[ "${XTIMER_SKIP_PERFETTO_TP:-0}" != 1 ]]; then
   missing_tp=$("$(dirname "$0")/install-perfetto-tp.sh" --check || true)
+  missing_k8s=$("$(dirname "$0")/install-k8s-models.sh" --check || true)
+  missing_tp="${missing_tp}${missing_tp:+${missing_k8s:+, }}${missing_k8s}"
 fi
 
 if [[ "${1:-}" == "--check" ]]; then
@@ -62,6 +81,10 @@ if [[ "${XTIMER_SKIP_PERFETTO_TP:-0}" != 1 ]]; then
     apt_install nodejs npm
   fi
   "$(dirname "$0")/install-perfetto-tp.sh"
+fi
+# The Kubernetes API schema that //deploy:k8s_manifests_test validates deploy/k8s/ against (npm).
+if [[ "${XTIMER_SKIP_PERFETTO_TP:-0}" != 1 ]]; then
+  "$(dirname "$0")/install-k8s-models.sh"
 fi
 
 if [[ ! -x /usr/local/cuda/bin/nvcc || ! -e /usr/local/cuda/lib64/libnccl.so.2 ]]; then
