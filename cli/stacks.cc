@@ -55,7 +55,8 @@ into OUT/nodes/<node>/<job>/ and are merged as above.
 
 options:
   -o, --output DIR    the output directory (created if missing; required)
-  --job NAME          only this job's files: needed when the inputs hold several jobs
+  --job NAME          only this job's files (jobs are never merged: without it, the job with
+                      the most files is read and the others' files left out, exit 3)
   --groups LAYOUT     parallel layout, e.g. tp2-pp2-dp2 (sizes multiply to the world size):
                       outlier groups are named with their pipeline stages and the parallel
                       group (tp, cp, ep, dp, pp) their ranks form, if any
@@ -74,8 +75,8 @@ options:
   --version           print the version and exit
 
 exit status: 0 written, 1 no readable stack file (or, with --hosts, no node answered), 2 bad
-arguments (also: several jobs and no --job), 3 written but partial: files unreadable or left
-out, nodes that did not answer (named on stderr), or ranks of the world without a file (listed
+arguments (also: a --job no file has), 3 written but partial: files unreadable or left out
+(another job's among them), nodes that did not answer (named on stderr), or ranks of the world without a file (listed
 in the summary).
 )HELP";
 
@@ -121,8 +122,9 @@ struct Inputs {
   std::vector<std::string> problems;  // "path: why"
 };
 
-// Picks the job (refusing several without --job) and the agreed world size; leaves out the
-// files of other world sizes and repeated ranks. False with *error on a bad --job.
+// Picks the job (--job, else the one with the most files, ties by name: as cli/job_inputs.h does
+// for timelines; the others' files are left out and named) and the agreed world size; leaves out
+// the files of other world sizes and repeated ranks. False with *error on a bad --job.
 bool SelectRanks(std::vector<st::StacksFile>* parsed, const std::vector<std::string>& paths,
                  const std::string& job_flag, Inputs* in, std::string* error) {
   std::map<std::string, int> jobs;
@@ -130,13 +132,22 @@ bool SelectRanks(std::vector<st::StacksFile>* parsed, const std::vector<std::str
     if (f.world_size > 0) ++jobs[f.job];
   }
   std::string job = job_flag;
-  if (job.empty() && jobs.size() > 1) {
-    *error = "the inputs hold several jobs:";
-    for (const auto& j : jobs) *error += " '" + j.first + "' (" + std::to_string(j.second) + ")";
-    *error += "; choose one with --job NAME";
-    return false;
+  if (job.empty() && !jobs.empty()) {
+    job = jobs.begin()->first;
+    for (const auto& j : jobs) {
+      if (j.second > jobs[job]) job = j.first;
+    }
   }
-  if (job.empty() && !jobs.empty()) job = jobs.begin()->first;
+  if (job_flag.empty() && jobs.size() > 1) {
+    std::string others;
+    for (const auto& j : jobs) {
+      if (j.first != job) others += " '" + j.first + "' (" + std::to_string(j.second) + ")";
+    }
+    in->problems.push_back("the inputs hold " + std::to_string(jobs.size()) +
+                           " jobs, never merged: read '" + job +
+                           "' (most files); left out the files of" + others +
+                           "; choose one with --job NAME");
+  }
   if (!jobs.empty() && !jobs.count(job)) return *error = "no files of job '" + job + "'", false;
   std::vector<int> sizes;
   for (const st::StacksFile& f : *parsed) {

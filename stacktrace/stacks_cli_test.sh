@@ -68,6 +68,19 @@ grep -q "^ranks 2-3 (2) in load_batch.*the ranks form one tp group\]$" "$TMP/out
 expect_rc 2 $XT stacks "$TMP/pair" -o "$TMP/out3" --groups tp2-pp2
 grep -q "has 4 ranks, but the world size is 8" "$TMP/err" || fail "groups size message"
 
+# A file of another job among the job's (issue 20): never merged; the job with the most files is
+# read, the other named with the --job hint, exit 3; --job chooses.
+cp -r "$TMP/job" "$TMP/mixed"
+sed 's/"job": "[^"]*"/"job": "otherjob"/' "$TMP/job/node0/00001-00008.stacks" \
+  >"$TMP/mixed/node0/other-00001-00008.stacks"
+expect_rc 3 $XT stacks "$TMP/mixed" -o "$TMP/out4"
+grep -q "the inputs hold 2 jobs, never merged: read '.*' (most files); left out the files of 'otherjob' (1); choose one with --job NAME" "$TMP/err" \
+  || fail "mixed jobs message: $(cat "$TMP/err")"
+grep -q "^xtimer stacks: 8 ranks of a world of 8" "$TMP/out" || fail "mixed jobs summary: $(cat "$TMP/out")"
+expect_rc 3 $XT stacks "$TMP/mixed" -o "$TMP/out4" --job otherjob --json  # 7 ranks missing
+python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); assert r["ranks"] == 1, r' "$TMP/out" \
+  || fail "--job otherjob: $(head -c 300 "$TMP/out")"
+
 # Bad inputs: a truncated file and a huge world are named and skipped; the run is partial (3).
 cp -r "$TMP/job" "$TMP/bad"
 head -c 300 "$TMP/job/node0/00001-00008.stacks" >"$TMP/bad/node0/00001-00008.stacks"
