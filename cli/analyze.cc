@@ -16,17 +16,20 @@
 #include "analysis/analysis.h"
 #include "analysis/report_json.h"
 #include "analysis/report_text.h"
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/control_client.h"
-#include "cli/stacks_input.h"
 #include "cli/dump_reader.h"
 #include "cli/rank_progress.h"
+#include "cli/stacks_input.h"
 #include "proto/hosting.grpc.pb.h"
 #include "util/version.h"
 
 namespace xtimer {
 namespace cli {
 namespace {
+
+constexpr char kCommand[] = "analyze";  // for BadArg (cli/args.h)
 
 constexpr char kHelp[] = R"HELP(usage: xtimer analyze DIR... [options]
        xtimer analyze --hosts HOST:PORT,... [--job J] [options]
@@ -85,19 +88,6 @@ struct Args {
   analysis::Options options;
 };
 
-int BadArg(const std::string& m) {
-  std::fprintf(stderr, "xtimer analyze: %s (see xtimer analyze --help)\n", m.c_str());
-  return 2;
-}
-
-bool ParseSeconds(const std::string& s, double lo, double hi, double* out) {
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end || !(v >= lo && v <= hi)) return false;
-  *out = v;
-  return true;
-}
-
 // Returns -1 when the arguments are good, else the exit status.
 int ParseArgs(int argc, char** argv, Args* a) {
   for (int i = 1; i < argc; ++i) {
@@ -132,28 +122,28 @@ int ParseArgs(int argc, char** argv, Args* a) {
     } else if (arg != "--groups" && arg != "--out" && arg != "--hang-timeout" && arg != "-j" &&
                arg != "--jobs" && arg != "--hosts" && arg != "--hosts-file" && arg != "--job" &&
                arg != "--timeout") {
-      return BadArg("unknown option '" + arg + "'");
+      return BadArg(kCommand, "unknown option '" + arg + "'");
     } else if (!value()) {
-      return BadArg(arg + " needs a value");
+      return BadArg(kCommand, arg + " needs a value");
     } else if (arg == "--groups") {
       std::string error;
       if (!analysis::ParseGroups(v, &a->options.groups, &error))
-        return BadArg("--groups " + v + ": " + error);
+        return BadArg(kCommand, "--groups " + v + ": " + error);
       a->options.has_groups = true;
       a->groups_text = v;
     } else if (arg == "--out") {
-      if (v.empty()) return BadArg("--out needs a file name");
+      if (v.empty()) return BadArg(kCommand, "--out needs a file name");
       a->out = v;
     } else if (arg == "--hang-timeout") {
-      if (!ParseSeconds(v, 1, 86400, &a->hang_timeout_s))
-        return BadArg("--hang-timeout must be 1 to 86400 seconds, not '" + v + "'");
+      if (!ParseNumber(v, 1, 86400, &a->hang_timeout_s))
+        return BadArg(kCommand, "--hang-timeout must be 1 to 86400 seconds, not '" + v + "'");
     } else if (arg == "--timeout") {
-      if (!ParseSeconds(v, 0.1, 3600, &a->timeout_s))
-        return BadArg("--timeout must be 0.1 to 3600 seconds, not '" + v + "'");
+      if (!ParseNumber(v, 0.1, 3600, &a->timeout_s))
+        return BadArg(kCommand, "--timeout must be 0.1 to 3600 seconds, not '" + v + "'");
     } else if (arg == "-j" || arg == "--jobs") {
       double n = 0;
-      if (!ParseSeconds(v, 1, 1024, &n) || n != std::floor(n))
-        return BadArg(arg + " must be a number from 1 to 1024, not '" + v + "'");
+      if (!ParseNumber(v, 1, 1024, &n) || n != std::floor(n))
+        return BadArg(kCommand, arg + " must be a number from 1 to 1024, not '" + v + "'");
       a->jobs = static_cast<int>(n);
     } else if (arg == "--hosts") {
       a->hosts.push_back(v);
@@ -166,8 +156,8 @@ int ParseArgs(int argc, char** argv, Args* a) {
     }
   }
   if (a->live && !a->inputs.empty())
-    return BadArg("give either dump directories or --hosts, not both");
-  if (!a->live && a->inputs.empty()) return BadArg("no dump directory (or --hosts)");
+    return BadArg(kCommand, "give either dump directories or --hosts, not both");
+  if (!a->live && a->inputs.empty()) return BadArg(kCommand, "no dump directory (or --hosts)");
   if (a->hang_timeout_s > 0) {
     a->options.hang_timeout_ns = static_cast<int64_t>(a->hang_timeout_s * 1e9);
     a->options.min_hang_ns = std::min(a->options.min_hang_ns, a->options.hang_timeout_ns);
@@ -195,7 +185,7 @@ int FromDumps(const Args& a, Outcome* o) {
   DumpInput in;
   std::string error;
   if (!ReadDump(ro, &in, &error)) {
-    if (in.wrong_job) return BadArg(error);
+    if (in.wrong_job) return BadArg(kCommand, error);
     std::fprintf(stderr, "xtimer analyze: %s\n", error.c_str());
     return 1;
   }
@@ -223,7 +213,7 @@ int FromDumps(const Args& a, Outcome* o) {
 int FromHosts(const Args& a, Outcome* o) {
   std::vector<std::string> targets;
   std::string error;
-  if (!ControlTargets(a.hosts, a.hosts_file, &targets, &error)) return BadArg(error);
+  if (!ControlTargets(a.hosts, a.hosts_file, &targets, &error)) return BadArg(kCommand, error);
   std::vector<HangCheckResponse> answers(targets.size());
   std::vector<std::string> errors(targets.size());
   HangCheckRequest req;
@@ -252,7 +242,7 @@ int FromHosts(const Args& a, Outcome* o) {
     return 1;
   }
   LiveInput live;
-  if (!CombineHangChecks(ok, a.job, &live, &error)) return BadArg(error);
+  if (!CombineHangChecks(ok, a.job, &live, &error)) return BadArg(kCommand, error);
   for (const std::string& w : live.warnings) o->problems.push_back(w);
   o->context.inputs.missing_ranks = live.missing;
   for (const auto& off : live.offsets) {
@@ -313,7 +303,7 @@ int AnalyzeMain(int argc, char** argv) {
   int world = o.world;
   for (const analysis::RankInput& r : o.ranks) world = std::max(world, r.rank + 1);
   if (opt.has_groups && opt.groups.world() != world) {
-    return BadArg("--groups " + a.groups_text + " describes " +
+    return BadArg(kCommand, "--groups " + a.groups_text + " describes " +
                   std::to_string(opt.groups.world()) + " ranks; the job has " +
                   std::to_string(world));
   }

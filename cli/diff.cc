@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/diff_report.h"
 #include "cli/job_inputs.h"
@@ -17,6 +18,8 @@
 namespace xtimer {
 namespace cli {
 namespace {
+
+constexpr char kCommand[] = "diff";  // for BadArg (cli/args.h)
 
 constexpr char kHelp[] = R"HELP(usage: xtimer diff A B [options]
 
@@ -52,11 +55,6 @@ exit status: 0 done, 1 a dump could not be read, 2 bad arguments (also: --job na
 jobs: they are listed), 3 done but some files were (partly) unreadable or left out (another
 job's, or their world size disagrees with the job's; listed on stderr).
 )HELP";
-
-int BadArg(const std::string& m) {
-  std::fprintf(stderr, "xtimer diff: %s (see xtimer diff --help)\n", m.c_str());
-  return 2;
-}
 
 std::vector<std::string> SplitList(const std::string& s) {
   std::vector<std::string> out;
@@ -96,29 +94,29 @@ int DiffMain(int argc, char** argv) {
     } else if (a == "--json") {
       json = true;
     } else if (a == "--top") {
-      if (!number(a, 1, 1000000, &n)) return BadArg("--top needs a number from 1 to 1000000");
+      if (!number(a, 1, 1000000, &n)) return BadArg(kCommand, "--top needs a number from 1 to 1000000");
       top = static_cast<size_t>(n);
     } else if (a == "--job" || a == "--job-a" || a == "--job-b") {
-      if (i + 1 >= argc || !*argv[i + 1]) return BadArg(a + " needs a job name");
+      if (i + 1 >= argc || !*argv[i + 1]) return BadArg(kCommand, a + " needs a job name");
       ++i;
       if (a != "--job-b") job[0] = argv[i];
       if (a != "--job-a") job[1] = argv[i];
     } else if (a == "-j" || a == "--jobs") {
-      if (!number(a, 1, 1024, &n)) return BadArg(a + " needs a number from 1 to 1024");
+      if (!number(a, 1, 1024, &n)) return BadArg(kCommand, a + " needs a number from 1 to 1024");
       jobs = static_cast<int>(n);
     } else if (!a.empty() && a[0] == '-') {
-      return BadArg("unknown option '" + a + "'");
+      return BadArg(kCommand, "unknown option '" + a + "'");
     } else {
       dumps.push_back(a);
     }
   }
-  if (dumps.size() != 2) return BadArg("give two dumps, A and B");
+  if (dumps.size() != 2) return BadArg(kCommand, "give two dumps, A and B");
   OpTable tables[2];
   for (int d = 0; d < 2; ++d) {
     std::string error;
     JobFiles files;
     if (!SelectJobFiles(SplitList(dumps[d]), job[d], jobs, &files, &error)) {
-      return BadArg(std::string(d == 0 ? "A" : "B") + ": " + error);
+      return BadArg(kCommand, std::string(d == 0 ? "A" : "B") + ": " + error);
     }
     const bool read = ReadOpTable(PathsOf(files.files), jobs, &tables[d], &error);
     std::vector<std::string>& problems = tables[d].problems;

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/control_client.h"
 #include "proto/hosting.grpc.pb.h"
@@ -27,6 +28,8 @@
 namespace xtimer {
 namespace cli {
 namespace {
+
+constexpr char kCommand[] = "dump";  // for BadArg (cli/args.h)
 
 const char kUsage[] =
     "usage: xtimer dump --path DIR [what] [where] [options]\n"
@@ -74,21 +77,6 @@ const char kUsage[] =
     "example:\n"
     "  xtimer dump --hosts node0:18888,node1:18888 --path /mnt/shared/dumps/run1 --count 10000\n"
     "  xtimer dump --history 5000 --path hang1 --kinds nccl\n";
-
-int UsageError(const std::string& m) {
-  fprintf(stderr, "xtimer dump: %s (see xtimer dump --help)\n", m.c_str());
-  return 2;
-}
-
-bool ParseInt(const std::string& s, int64_t lo, int64_t hi, int64_t* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  long long v = strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
 
 double NowS() {
   timespec ts;
@@ -145,25 +133,25 @@ int DumpMain(int argc, char** argv) {
     } else if (a == "--no-wait") {
       wait = false;
     } else if (!value(&s)) {
-      return UsageError(a.rfind("--", 0) == 0 ? a + " needs a value (or is unknown)"
+      return BadArg(kCommand, a.rfind("--", 0) == 0 ? a + " needs a value (or is unknown)"
                                               : "unexpected argument '" + a + "'");
     } else if (a == "--path") {
       req.set_dump_path(s);
       have_path = true;
     } else if (a == "--count") {
-      if (!ParseInt(s, 1, 1000000, &n)) return UsageError("--count: expected 1..1000000");
+      if (!ParseInteger(s, 1, 1000000, &n)) return BadArg(kCommand, "--count: expected 1..1000000");
       req.set_dump_count(n);
     } else if (a == "--history") {
-      if (!ParseInt(s, 1, 10000000, &n)) return UsageError("--history: expected 1..10000000");
+      if (!ParseInteger(s, 1, 10000000, &n)) return BadArg(kCommand, "--history: expected 1..10000000");
       req.set_history(n);
     } else if (a == "--duration") {
       char* end = nullptr;
       double d = strtod(s.c_str(), &end);
-      if (*end || !(d > 0) || d > 3600) return UsageError("--duration: expected (0, 3600] s");
+      if (*end || !(d > 0) || d > 3600) return BadArg(kCommand, "--duration: expected (0, 3600] s");
       req.set_duration_s(d);
     } else if (a == "--kinds") {
       int mask = 0;
-      if (ParseInt(s, 0, 7, &n)) {
+      if (ParseInteger(s, 0, 7, &n)) {
         mask = static_cast<int>(n);
       } else {
         for (const std::string& k : Split(s, ',')) {
@@ -176,7 +164,7 @@ int DumpMain(int argc, char** argv) {
           else if (k == "all")
             mask |= 7;
           else
-            return UsageError("--kinds: unknown kind '" + k + "' (matmul, nccl, host)");
+            return BadArg(kCommand, "--kinds: unknown kind '" + k + "' (matmul, nccl, host)");
         }
       }
       req.set_dump_kernel_type(mask);
@@ -185,10 +173,10 @@ int DumpMain(int argc, char** argv) {
         const size_t dash = r.find('-');
         int64_t lo = 0, hi = 0;
         if (dash == std::string::npos
-                ? !ParseInt(r, 0, 16777215, &lo)
-                : (!ParseInt(r.substr(0, dash), 0, 16777215, &lo) ||
-                   !ParseInt(r.substr(dash + 1), 0, 16777215, &hi) || hi < lo || hi - lo > 65535)) {
-          return UsageError("--ranks: expected a list like 0,1,4-7, got '" + r + "'");
+                ? !ParseInteger(r, 0, 16777215, &lo)
+                : (!ParseInteger(r.substr(0, dash), 0, 16777215, &lo) ||
+                   !ParseInteger(r.substr(dash + 1), 0, 16777215, &hi) || hi < lo || hi - lo > 65535)) {
+          return BadArg(kCommand, "--ranks: expected a list like 0,1,4-7, got '" + r + "'");
         }
         if (dash == std::string::npos) hi = lo;
         for (int64_t x = lo; x <= hi; ++x) req.add_ranks(static_cast<int>(x));
@@ -202,25 +190,25 @@ int DumpMain(int argc, char** argv) {
     } else if (a == "--delay") {
       char* end = nullptr;
       delay = strtod(s.c_str(), &end);
-      if (*end || !(delay >= 0) || delay > 3600) return UsageError("--delay: expected 0..3600 s");
+      if (*end || !(delay >= 0) || delay > 3600) return BadArg(kCommand, "--delay: expected 0..3600 s");
     } else if (a == "--at") {
-      if (!ParseInt(s, 0, int64_t{1} << 40, &at)) return UsageError("--at: expected Unix seconds");
+      if (!ParseInteger(s, 0, int64_t{1} << 40, &at)) return BadArg(kCommand, "--at: expected Unix seconds");
     } else if (a == "--timeout") {
       char* end = nullptr;
       timeout = strtod(s.c_str(), &end);
-      if (*end || !(timeout > 0)) return UsageError("--timeout: expected seconds > 0");
+      if (*end || !(timeout > 0)) return BadArg(kCommand, "--timeout: expected seconds > 0");
     } else {
-      return UsageError("unknown option " + a);
+      return BadArg(kCommand, "unknown option " + a);
     }
   }
-  if (!have_path) return UsageError("--path is required");
+  if (!have_path) return BadArg(kCommand, "--path is required");
   if (req.dump_count() == 0 && req.duration_s() == 0 && req.history() == 0) {
-    return UsageError("say what to dump: --count, --duration and/or --history");
+    return BadArg(kCommand, "say what to dump: --count, --duration and/or --history");
   }
   {
     std::vector<std::string> targets;
     std::string error;
-    if (!ControlTargets(hosts, hosts_file, &targets, &error)) return UsageError(error);
+    if (!ControlTargets(hosts, hosts_file, &targets, &error)) return BadArg(kCommand, error);
     hosts.swap(targets);
   }
   const bool capture = req.dump_count() > 0 || req.duration_s() > 0;

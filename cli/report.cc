@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/dump_reader.h"
 #include "cli/op_diff.h"
@@ -27,6 +28,8 @@
 namespace xtimer {
 namespace cli {
 namespace {
+
+constexpr char kCommand[] = "report";  // for BadArg (cli/args.h)
 
 constexpr char kHelp[] = R"HELP(usage: xtimer report DIR... -o report.html [options]
 
@@ -68,45 +71,32 @@ struct Args {
   analysis::Options options;
 };
 
-int BadArg(const std::string& m) {
-  std::fprintf(stderr, "xtimer report: %s (see xtimer report --help)\n", m.c_str());
-  return 2;
-}
-
-bool ParseNumber(const std::string& s, double lo, double hi, double* out) {
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end || !(v >= lo && v <= hi)) return false;
-  *out = v;
-  return true;
-}
-
 // Options that take a value; returns -1 when `v` is good, else the exit status.
 int TakeValue(const std::string& arg, const std::string& v, Args* a) {
   double n = 0;
   if (arg == "-o" || arg == "--out") {
-    if (v.empty()) return BadArg(arg + " needs a file name");
+    if (v.empty()) return BadArg(kCommand, arg + " needs a file name");
     a->out = v;
   } else if (arg == "--groups") {
     std::string error;
     if (!analysis::ParseGroups(v, &a->options.groups, &error))
-      return BadArg("--groups " + v + ": " + error);
+      return BadArg(kCommand, "--groups " + v + ": " + error);
     a->options.has_groups = true;
     a->groups_text = v;
   } else if (arg == "--job") {
     a->job = v;
   } else if (arg == "--top") {
     if (!ParseNumber(v, 1, 1000000, &n) || n != std::floor(n))
-      return BadArg("--top must be a number from 1 to 1000000, not '" + v + "'");
+      return BadArg(kCommand, "--top must be a number from 1 to 1000000, not '" + v + "'");
     a->top = static_cast<size_t>(n);
   } else if (arg == "--hang-timeout") {
     if (!ParseNumber(v, 1, 86400, &n))
-      return BadArg("--hang-timeout must be 1 to 86400 seconds, not '" + v + "'");
+      return BadArg(kCommand, "--hang-timeout must be 1 to 86400 seconds, not '" + v + "'");
     a->options.hang_timeout_ns = static_cast<int64_t>(n * 1e9);
     a->options.min_hang_ns = std::min(a->options.min_hang_ns, a->options.hang_timeout_ns);
   } else {  // -j, --jobs
     if (!ParseNumber(v, 1, 1024, &n) || n != std::floor(n))
-      return BadArg(arg + " must be a number from 1 to 1024, not '" + v + "'");
+      return BadArg(kCommand, arg + " must be a number from 1 to 1024, not '" + v + "'");
     a->jobs = static_cast<int>(n);
   }
   return -1;
@@ -137,16 +127,16 @@ int ParseArgs(int argc, char** argv, Args* a) {
     } else if (arg.empty() || arg[0] != '-') {
       a->inputs.push_back(arg);
     } else if (!kWithValue.count(arg)) {
-      return BadArg("unknown option '" + arg + "'");
+      return BadArg(kCommand, "unknown option '" + arg + "'");
     } else if (!has_v && i + 1 >= argc) {
-      return BadArg(arg + " needs a value");
+      return BadArg(kCommand, arg + " needs a value");
     } else {
       const int rc = TakeValue(arg, has_v ? v : argv[++i], a);
       if (rc >= 0) return rc;
     }
   }
-  if (a->inputs.empty()) return BadArg("no dump directory");
-  if (a->out.empty()) return BadArg("no output file: give -o report.html");
+  if (a->inputs.empty()) return BadArg(kCommand, "no dump directory");
+  if (a->out.empty()) return BadArg(kCommand, "no output file: give -o report.html");
   return -1;
 }
 
@@ -183,7 +173,7 @@ int Read(const Args& a, Inputs* in) {
   std::string error;
   Note(a, "reading the dump for the diagnosis");
   if (!ReadDump(ro, &in->dump, &error)) {
-    if (in->dump.wrong_job) return BadArg(error);
+    if (in->dump.wrong_job) return BadArg(kCommand, error);
     std::fprintf(stderr, "xtimer report: %s\n", error.c_str());
     return 1;
   }
@@ -381,7 +371,7 @@ int ReportMain(int argc, char** argv) {
   int world = in.dump.world;
   for (const analysis::RankInput& r : in.dump.ranks) world = std::max(world, r.rank + 1);
   if (opt.has_groups && opt.groups.world() != world) {
-    return BadArg("--groups " + a.groups_text + " describes " +
+    return BadArg(kCommand, "--groups " + a.groups_text + " describes " +
                   std::to_string(opt.groups.world()) + " ranks; the job has " +
                   std::to_string(world));
   }

@@ -16,21 +16,24 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/control_client.h"
-#include "cli/stacks_input.h"
 #include "cli/job_inputs.h"
 #include "cli/parallel_for.h"
+#include "cli/stacks_input.h"
+#include "proto/hosting.grpc.pb.h"
 #include "stacktrace/flamegraph_svg.h"
 #include "stacktrace/merge.h"
 #include "stacktrace/stacks_file.h"
 #include "stacktrace/summary.h"
-#include "proto/hosting.grpc.pb.h"
 #include "util/version.h"
 
 namespace xtimer {
 namespace cli {
 namespace {
+
+constexpr char kCommand[] = "stacks";  // for BadArg (cli/args.h)
 
 namespace st = stacktrace;
 
@@ -79,11 +82,6 @@ arguments (also: a --job no file has), 3 written but partial: files unreadable o
 (another job's among them), nodes that did not answer (named on stderr), or ranks of the world without a file (listed
 in the summary).
 )HELP";
-
-int BadArg(const std::string& message) {
-  std::fprintf(stderr, "xtimer stacks: %s (see xtimer stacks --help)\n", message.c_str());
-  return 2;
-}
 
 struct Options {
   std::vector<std::string> inputs;
@@ -220,14 +218,14 @@ int ParseHostsOption(const std::string& name, const std::string& v, Options* opt
     for (const std::string& r : Split(v, ',')) {
       char* end = nullptr;
       const long n = std::strtol(r.c_str(), &end, 10);
-      if (*end != '\0' || n < 0 || n >= (1 << 24)) return BadArg("--ranks: '" + r + "' is no rank");
+      if (*end != '\0' || n < 0 || n >= (1 << 24)) return BadArg(kCommand, "--ranks: '" + r + "' is no rank");
       opt->ranks.push_back(static_cast<int>(n));
     }
   } else {  // --timeout
     char* end = nullptr;
     opt->timeout_s = std::strtod(v.c_str(), &end);
     if (*end != '\0' || !(opt->timeout_s > 0 && opt->timeout_s <= 30)) {
-      return BadArg("--timeout needs seconds in (0, 30]");
+      return BadArg(kCommand, "--timeout needs seconds in (0, 30]");
     }
   }
   return -1;
@@ -248,7 +246,7 @@ int ParseArgs(int argc, char** argv, Options* opt) {
       char* end = nullptr;
       long n = value(&v) ? std::strtol(v.c_str(), &end, 10) : lo - 1;
       if (v.empty() || *end != '\0' || n < lo || n > hi) {
-        return BadArg(name + " needs a number from " + std::to_string(lo) + " to " +
+        return BadArg(kCommand, name + " needs a number from " + std::to_string(lo) + " to " +
                       std::to_string(hi)), false;
       }
       return *out = static_cast<int>(n), true;
@@ -260,18 +258,18 @@ int ParseArgs(int argc, char** argv, Options* opt) {
       std::printf("%s\n", kVersion);
       return 0;
     } else if (name == "-o" || name == "--output") {
-      if (!value(&opt->output) || opt->output.empty()) return BadArg(name + " needs a directory");
+      if (!value(&opt->output) || opt->output.empty()) return BadArg(kCommand, name + " needs a directory");
     } else if (name == "--job") {
-      if (!value(&opt->job) || opt->job.empty()) return BadArg("--job needs a job name");
+      if (!value(&opt->job) || opt->job.empty()) return BadArg(kCommand, "--job needs a job name");
     } else if (name == "--groups") {
-      if (!value(&opt->groups)) return BadArg("--groups needs a layout such as tp2-pp2-dp2");
+      if (!value(&opt->groups)) return BadArg(kCommand, "--groups needs a layout such as tp2-pp2-dp2");
     } else if (name == "--top") {
       if (!number(1, 1024, &opt->top)) return 2;
     } else if (name == "-j" || name == "--jobs") {
       if (!number(1, 1024, &opt->jobs)) return 2;
     } else if (IsHostsOption(name)) {
       std::string v;
-      if (!value(&v) || v.empty()) return BadArg(name + " needs a value");
+      if (!value(&v) || v.empty()) return BadArg(kCommand, name + " needs a value");
       const int rc = ParseHostsOption(name, v, opt);
       if (rc >= 0) return rc;
     } else if (a == "--json") {
@@ -279,15 +277,15 @@ int ParseArgs(int argc, char** argv, Options* opt) {
     } else if (a == "-q" || a == "--quiet") {
       opt->quiet = true;
     } else if (!a.empty() && a[0] == '-') {
-      return BadArg("unknown option '" + a + "'");
+      return BadArg(kCommand, "unknown option '" + a + "'");
     } else {
       opt->inputs.push_back(a);
     }
   }
   const bool live = !opt->hosts.empty() || !opt->hosts_file.empty();
-  if (live && !opt->inputs.empty()) return BadArg("give either directories or --hosts, not both");
-  if (!live && opt->inputs.empty()) return BadArg("no input directory (or --hosts)");
-  if (opt->output.empty()) return BadArg("no output directory: give -o OUT/");
+  if (live && !opt->inputs.empty()) return BadArg(kCommand, "give either directories or --hosts, not both");
+  if (!live && opt->inputs.empty()) return BadArg(kCommand, "no input directory (or --hosts)");
+  if (opt->output.empty()) return BadArg(kCommand, "no output directory: give -o OUT/");
   return -1;
 }
 
@@ -303,7 +301,7 @@ int ReadInputs(const Options& opt, Inputs* in) {
     if (!errors[i].empty()) in->problems.push_back(paths[i] + ": " + errors[i] + ": skipped");
   }
   std::string error;
-  if (!SelectRanks(&parsed, paths, opt.job, in, &error)) return BadArg(error);
+  if (!SelectRanks(&parsed, paths, opt.job, in, &error)) return BadArg(kCommand, error);
   return -1;
 }
 
@@ -366,7 +364,7 @@ void SaveNode(const std::string& dir, const std::string& target, const DumpStack
 int FetchFromHosts(Options* opt, std::vector<std::string>* problems) {
   std::vector<std::string> targets;
   std::string error;
-  if (!ControlTargets(opt->hosts, opt->hosts_file, &targets, &error)) return BadArg(error);
+  if (!ControlTargets(opt->hosts, opt->hosts_file, &targets, &error)) return BadArg(kCommand, error);
   DumpStackRequest req;
   req.set_dump_path(opt->path.empty() ? "stacks-" + std::to_string(time(nullptr)) : opt->path);
   req.set_timeout_s(opt->timeout_s);
@@ -431,10 +429,10 @@ int StacksMain(int argc, char** argv) {
   analysis::Groups groups;
   std::string error;
   if (!opt.groups.empty() && !analysis::ParseGroups(opt.groups, &groups, &error)) {
-    return BadArg("--groups: " + error);
+    return BadArg(kCommand, "--groups: " + error);
   }
   if (!opt.groups.empty() && groups.world() != in.world) {
-    return BadArg("--groups " + opt.groups + " has " + std::to_string(groups.world()) +
+    return BadArg(kCommand, "--groups " + opt.groups + " has " + std::to_string(groups.world()) +
                   " ranks, but the world size is " + std::to_string(in.world));
   }
   st::StackTree tree;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/job_inputs.h"
 #include "timeline/converter.h"
@@ -14,6 +15,8 @@
 namespace xtimer {
 namespace cli {
 namespace {
+
+constexpr char kCommand[] = "timeline";  // for BadArg (cli/args.h)
 
 constexpr char kHelp[] = R"HELP(usage: xtimer timeline DIR... -o TRACE.pftrace [options]
 
@@ -62,11 +65,6 @@ with the job's, or their metadata breaks the format's limits), or
 events were left out for breaking them (docs/timeline-format.md, "Limits").
 )HELP";
 
-int BadArg(const std::string& message) {
-  std::fprintf(stderr, "xtimer timeline: %s (see xtimer timeline --help)\n", message.c_str());
-  return 2;
-}
-
 }  // namespace
 
 int TimelineMain(int argc, char** argv) {
@@ -89,13 +87,13 @@ int TimelineMain(int argc, char** argv) {
     auto number = [&](const std::string& option, long lo, long hi, int* out) {
       std::string v;
       if (!value(&v)) {
-        BadArg(option + " needs a number");
+        BadArg(kCommand, option + " needs a number");
         return false;
       }
       char* end = nullptr;
       long n = std::strtol(v.c_str(), &end, 10);
       if (v.empty() || *end != '\0' || n < lo || n > hi) {
-        BadArg(option + " must be a number from " + std::to_string(lo) + " to " +
+        BadArg(kCommand, option + " must be a number from " + std::to_string(lo) + " to " +
                std::to_string(hi) + ", not '" + v + "'");
         return false;
       }
@@ -109,15 +107,15 @@ int TimelineMain(int argc, char** argv) {
       std::printf("%s\n", kVersion);
       return 0;
     } else if (name == "-o" || name == "--output") {
-      if (!value(&opt.output) || opt.output.empty()) return BadArg(name + " needs a file name");
+      if (!value(&opt.output) || opt.output.empty()) return BadArg(kCommand, name + " needs a file name");
     } else if (name == "--job") {
-      if (!value(&job) || job.empty()) return BadArg("--job needs a job name");
+      if (!value(&job) || job.empty()) return BadArg(kCommand, "--job needs a job name");
     } else if (name == "--groups") {
-      if (!value(&opt.groups)) return BadArg("--groups needs a layout such as tp2-pp2-dp2");
+      if (!value(&opt.groups)) return BadArg(kCommand, "--groups needs a layout such as tp2-pp2-dp2");
       timeline::GroupLayout layout;
       std::string error;
       if (!timeline::ParseGroupLayout(opt.groups, &layout, &error))
-        return BadArg("--groups: " + error);
+        return BadArg(kCommand, "--groups: " + error);
     } else if (name == "-j" || name == "--jobs") {
       if (!number(name, 1, 1024, &opt.jobs)) return 2;
     } else if (name == "--compression-level") {
@@ -135,17 +133,17 @@ int TimelineMain(int argc, char** argv) {
     } else if (a == "--no-align") {
       opt.align_clocks = false;
     } else if (!a.empty() && a[0] == '-') {
-      return BadArg("unknown option '" + a + "'");
+      return BadArg(kCommand, "unknown option '" + a + "'");
     } else {
       opt.inputs.push_back(a);
     }
   }
-  if (opt.inputs.empty()) return BadArg("no input directory");
-  if (opt.output.empty()) return BadArg("no output file: give -o TRACE.pftrace");
+  if (opt.inputs.empty()) return BadArg(kCommand, "no input directory");
+  if (opt.output.empty()) return BadArg(kCommand, "no output file: give -o TRACE.pftrace");
   opt.progress = !opt.quiet && isatty(STDERR_FILENO);
   JobFiles files;
   std::string error;
-  if (!SelectJobFiles(opt.inputs, job, opt.jobs, &files, &error)) return BadArg(error);
+  if (!SelectJobFiles(opt.inputs, job, opt.jobs, &files, &error)) return BadArg(kCommand, error);
   for (const std::string& n : files.notes) {
     if (!opt.quiet) std::fprintf(stderr, "note: %s\n", n.c_str());
   }
