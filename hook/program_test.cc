@@ -29,6 +29,7 @@
 #include "gtest/gtest.h"
 #include "hook/comm_registry.h"
 #include "hook/testing/fake_daemon.h"
+#include "hook/testing/preloaded_exec.h"
 
 namespace xtimer {
 namespace hook {
@@ -123,10 +124,7 @@ std::string SocketPath(const char* tag) {
 
 std::string g_self;
 
-// The preload is appended inside gpusim-run, after the sanitizer runtimes that gpusim-run puts
-// first for sanitizer builds (the bash script itself must not load an instrumented hook), by this
-// binary re-executed as "--exec-preloaded PROGRAM ARGS..." (a shell would do, but dash does not
-// start with libtsan preloaded).
+// The program under gpusim-run with the hook preloaded (hook/testing/preloaded_exec.h).
 std::vector<std::string> Hooked(std::vector<std::string> program_and_args) {
   std::vector<std::string> argv = {g_run, g_self, "--exec-preloaded"};
   argv.insert(argv.end(), program_and_args.begin(), program_and_args.end());
@@ -1087,16 +1085,8 @@ TEST(ProgramTest, ForkedChildPassesThroughAndParentKeepsTiming) {
 }  // namespace xtimer
 
 int main(int argc, char** argv) {
-  if (argc >= 3 && strcmp(argv[1], "--exec-preloaded") == 0) {
-    const char* pre = getenv("LD_PRELOAD");
-    const char* lib = getenv("XT_HOOK_LIB");
-    std::string value = (pre != nullptr && *pre != '\0' ? std::string(pre) + ":" : "") +
-                        (lib != nullptr ? lib : "");
-    setenv("LD_PRELOAD", value.c_str(), 1);
-    execv(argv[2], argv + 2);
-    perror("execv");
-    return 127;
-  }
+  const int exec_status = xtimer::hook::testing::ExecPreloadedIfAsked(argc, argv);
+  if (exec_status >= 0) return exec_status;
   ::testing::InitGoogleTest(&argc, argv);
   if (argc != 11) {
     fprintf(stderr,
@@ -1104,16 +1094,9 @@ int main(int argc, char** argv) {
             "LOCAL_SCOPE LOCAL_COMM_MODULE LOCAL_GEMM_MODULE FIRST_CALLS\n");
     return 2;
   }
-  auto abs = [](const char* p) {
-    char buf[4096];
-    return std::string(realpath(p, buf) != nullptr ? buf : p);
-  };
+  auto abs = [](const char* p) { return xtimer::hook::testing::AbsolutePath(p); };
   // gpusim-run must stay where it is (its libraries sit beside it); the others may resolve.
-  xtimer::hook::g_run = std::string(argv[1]);
-  if (xtimer::hook::g_run[0] != '/') {
-    char cwd[4096];
-    xtimer::hook::g_run = std::string(getcwd(cwd, sizeof(cwd))) + "/" + xtimer::hook::g_run;
-  }
+  xtimer::hook::g_run = xtimer::hook::testing::AbsolutePath(argv[1], false);
   xtimer::hook::g_self = abs("/proc/self/exe");
   xtimer::hook::g_lib = abs(argv[2]);
   xtimer::hook::g_workload = abs(argv[3]);

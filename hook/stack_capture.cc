@@ -33,6 +33,7 @@ struct Slot {
   std::atomic<int> tid{0};
   uint64_t pthread_id = 0;
   int count = 0;
+  int64_t handler_ns = 0;  // how long the thread ran the handler (CLOCK_MONOTONIC)
   uint64_t pcs[kMaxCaptureFrames];
 };
 static_assert(sizeof(std::atomic<int>) == sizeof(int), "futex word");
@@ -58,6 +59,13 @@ void Chain(int sig, siginfo_t* info, void* context) {
 }
 
 // Async-signal-safe: atomics, syscalls and the local unwinder only.
+// clock_gettime is async-signal-safe (POSIX), a vDSO call here.
+int64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 void Handler(int sig, siginfo_t* info, void* context) {
   const int saved_errno = errno;
   Slot* s = g_armed.load(std::memory_order_acquire);
@@ -66,20 +74,16 @@ void Handler(int sig, siginfo_t* info, void* context) {
                     info->si_pid == getpid() && s->tid.load(std::memory_order_acquire) == self;
   int expected = kArmed;
   if (ours && s->state.compare_exchange_strong(expected, kBusy, std::memory_order_acq_rel)) {
+    const int64_t entered = MonotonicNs();
     s->pthread_id = static_cast<uint64_t>(pthread_self());
     s->count = UnwindFromSignal(context, s->pcs, kMaxCaptureFrames);
+    s->handler_ns = MonotonicNs() - entered;
     s->state.store(kDone, std::memory_order_release);
     Futex(&s->state, FUTEX_WAKE_PRIVATE, 1, nullptr);
   } else if (!ours) {
     Chain(sig, info, context);
   }
   errno = saved_errno;
-}
-
-int64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 // Up to 4 KiB of a /proc file; "" when unreadable.
@@ -148,6 +152,7 @@ void SignalOne(int signo, ThreadStack* t) {
   }
   s->tid.store(t->tid, std::memory_order_relaxed);
   s->count = 0;
+  s->handler_ns = 0;
   s->state.store(kArmed, std::memory_order_release);
   g_armed.store(s, std::memory_order_release);
   if (syscall(SYS_tgkill, getpid(), t->tid, signo) != 0) {
@@ -169,6 +174,7 @@ void SignalOne(int signo, ThreadStack* t) {
     return;
   }
   t->pthread_id = s->pthread_id;
+  t->handler_ns = s->handler_ns;
   t->pcs.assign(s->pcs, s->pcs + std::min(s->count, kMaxCaptureFrames));
   if (s->count == 0) t->error = "unwinding failed";
   s->state.store(kFree, std::memory_order_release);

@@ -23,6 +23,7 @@ struct ThreadStack {
   std::string name;            // /proc/self/task/TID/comm
   std::vector<uint64_t> pcs;   // innermost first; pcs[0] is the interrupted pc
   uint64_t pthread_id = 0;     // pthread_self() of the thread, 0 when it did not answer
+  int64_t handler_ns = 0;      // how long it ran the capture handler (its pause), 0 unanswered
   std::string error;           // why the stack is missing or short; empty when complete
 };
 

@@ -61,6 +61,7 @@ void AppendThreads(const std::vector<ThreadStack>& threads, size_t max_frames, s
       j->append(pc, static_cast<size_t>(len));
     }
     *j += "]";
+    if (t.handler_ns > 0) *j += ", \"handler_ns\": " + std::to_string(t.handler_ns);
     std::string error = t.error;
     if (n < t.pcs.size()) error += (error.empty() ? "" : "; ") + Cut(n, t.pcs.size());
     if (!error.empty()) *j += ", \"error\": " + Quote(error);
