@@ -304,7 +304,9 @@ void CheckPython(const std::string& python) {
   EXPECT_TRUE(HasPythonFrame(v, "hold_gil_in_native", gil)) << "the thread holding the GIL";
   EXPECT_TRUE(HasPythonFrame(v, "stuck_in_python", stuck)) << "the spinning thread";
   for (const JsonValue& t : Items(v, "threads").items) {
-    if (Int(t, "tid") == child.pid()) EXPECT_FALSE(Pcs(t).empty()) << "the main thread's native stack";
+    if (Int(t, "tid") == child.pid()) {
+      EXPECT_FALSE(Pcs(t).empty()) << "the main thread's native stack";
+    }
   }
   EXPECT_EQ(child.Finish(), 0);
 }
