@@ -8,17 +8,12 @@ XT=cli/xtimer
 W=cli/write_test_job
 TMP=${TEST_TMPDIR:-$(mktemp -d)}
 fail() { echo "FAIL: $*"; exit 1; }
-BROWSER=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$BROWSER" ]; then
-  echo "SKIP: no chromium installed (apt-get install chromium, or tools/install-deps.sh)"
-  exit 0
-fi
+. test/browser/chromium.sh
+chromium_or_skip
 $W "$TMP/slow" --slow-rank 3 --steps 40 --job '<script>alert(1)</script>' >/dev/null || fail "write job"
 $XT report "$TMP/slow" -o "$TMP/report.html" -q || fail "xtimer report exited $?"
-timeout 120 "$BROWSER" --headless --no-sandbox --disable-gpu --disable-background-networking \
-  --no-first-run --user-data-dir="$TMP/profile" --window-size=1200,1600 \
-  --screenshot="$TMP/shot.png" --dump-dom "file://$TMP/report.html" \
-  >"$TMP/dom" 2>"$TMP/browser.err" || fail "chromium: $(tail -5 "$TMP/browser.err")"
+chromium_headless "$TMP" --window-size=1200,1600 --screenshot="$TMP/shot.png" \
+  --dump-dom "file://$TMP/report.html" >"$TMP/dom" || fail "chromium: $(tail -5 "$TMP/browser.err")"
 grep -q "Rank 3 on communicator" "$TMP/dom" || fail "the DOM lacks the straggler: $(head -c 800 "$TMP/dom")"
 grep -q "cause compute" "$TMP/dom" || fail "the DOM lacks the cause"
 grep -q "<svg" "$TMP/dom" || fail "the DOM lacks the charts"

@@ -7,16 +7,12 @@ XT=cli/xtimer
 GEN=stacktrace/gen_stacks
 TMP=${TEST_TMPDIR:-$(mktemp -d)}
 fail() { echo "FAIL: $*"; exit 1; }
-BROWSER=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$BROWSER" ]; then
-  echo "SKIP: no chromium installed (apt-get install chromium to run this test)"
-  exit 0
-fi
+. test/browser/chromium.sh
+chromium_or_skip
 $GEN "$TMP/job" --ranks 8 --nodes 2 --outlier 3 || fail "gen_stacks"
 $XT stacks "$TMP/job" -o "$TMP/out" -q || fail "xtimer stacks"
-timeout 120 "$BROWSER" --headless --no-sandbox --disable-gpu --disable-background-networking \
-  --no-first-run --user-data-dir="$TMP/profile" --dump-dom "file://$TMP/out/stacks.svg" \
-  >"$TMP/dom" 2>"$TMP/browser.err" || fail "chromium: $(tail -5 "$TMP/browser.err")"
+chromium_headless "$TMP" --dump-dom "file://$TMP/out/stacks.svg" >"$TMP/dom" \
+  || fail "chromium: $(tail -5 "$TMP/browser.err")"
 grep -q "7 ranks: 0-2,4-7" "$TMP/dom" || fail "the DOM lacks the majority's ranks: $(head -c 500 "$TMP/dom")"
 grep -q "1 rank: 3" "$TMP/dom" || fail "the DOM lacks the outlier rank"
 grep -q "<script" "$TMP/dom" || fail "the DOM lacks the script"
