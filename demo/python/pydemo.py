@@ -84,7 +84,16 @@ def parse_args(argv):
     p.add_argument("--linger", type=float, default=0, metavar="S",
                    help="stay alive S seconds after the last step, communicator open, so that "
                         "monitors can read the final state (default 0)")
+    p.add_argument("--stall", action="append", default=[], metavar="R:S:WHERE",
+                   help="rank R stops before step S's work, forever (a hang to take stacks "
+                        "of): WHERE is 'python' (spins in the Python function stall_in_python) "
+                        "or 'native' (sleeps in libc's sleep called through ctypes.PyDLL, which "
+                        "holds the GIL, from stall_in_native); repeatable")
     args = p.parse_args(argv)
+    try:
+        args.stall = dict(parse_stall(s) for s in args.stall)
+    except ValueError as e:
+        p.error("--stall %s" % e)
     if args.steps < 1 or args.late_step < 0 or args.elements < 1 or args.gemm_dim < 1:
         p.error("--steps, --elements and --gemm-dim must be >= 1 and --late-step >= 0")
     if args.ext and sys.version_info[:2] != (3, 11):
@@ -94,6 +103,37 @@ def parse_args(argv):
         p.error("--rendezvous-timeout must be positive and --linger not negative")
     args.lib_dir = args.lib_dir or os.path.dirname(os.path.abspath(__file__))
     return args
+
+
+def parse_stall(text):
+    """'R:S:WHERE' -> (R, (S, WHERE)); ValueError says what is wrong."""
+    parts = text.split(":")
+    if len(parts) != 3 or not parts[0].isdigit() or not parts[1].isdigit() or \
+            parts[2] not in STALLS:
+        raise ValueError("%r: expected RANK:STEP:WHERE, WHERE one of %s" %
+                         (text, ", ".join(sorted(STALLS))))
+    if int(parts[1]) < 1:
+        raise ValueError("%r: steps count from 1" % text)
+    return int(parts[0]), (int(parts[1]), parts[2])
+
+
+def stall_in_python():
+    """Spins in Python code forever: the interpreter is busy, the GIL is taken and released as
+    usual. The line below is what a stack capture must name."""
+    n = 0
+    while True:
+        n += 1
+
+
+def stall_in_native():
+    """Calls libc's sleep through ctypes.PyDLL, which keeps the GIL for the whole call: no other
+    Python thread of this process runs until it returns."""
+    libc = ctypes.PyDLL(None)
+    while True:
+        libc.sleep(3600)
+
+
+STALLS = {"python": stall_in_python, "native": stall_in_native}
 
 
 def env_int(name, default):
@@ -266,6 +306,10 @@ def run(args):
             gemm.check(gemm.open(core.stream(handle), args.gemm_dim, ctypes.byref(gemm_handle)),
                        "open")
             say("loaded %s before step %d: cuBLAS is used from now on" % (gemm.name, step))
+        if args.stall.get(rank, (0, ""))[0] == step:
+            where = args.stall[rank][1]
+            say("stalling in %s before step %d" % (STALLS[where].__name__, step))
+            STALLS[where]()
         root, ins, want = inputs(rank, world, step, n, m, b)
         core.check(core.step(handle, *[pointer(a) for a in ins], root, *[pointer(a) for a in outs]),
                    "step %d" % step)
