@@ -103,6 +103,8 @@ TEST(MergeTest, GroupsRanksBiggestFirst) {
   EXPECT_EQ(RankCount(groups[1].ranks), "rank 3 (1)");
   EXPECT_EQ(TopFrames(tree, groups[1], 2), "load_batch (data.py:42) <- train_step (train.py:88)");
   EXPECT_EQ(TopFrames(tree, groups[2], 3), "no stack (signals blocked)");
+  // Native frames only within the top: the innermost Python frame is named after them.
+  EXPECT_EQ(TopFrames(tree, groups[0], 1), "ncclAllReduce <- ... <- train_step (train.py:88)");
   SummaryInput in;
   in.tree = &tree;
   in.world_size = 9;

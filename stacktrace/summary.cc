@@ -14,12 +14,21 @@ std::string TopFrames(const StackTree& tree, const RankGroup& group, int top) {
   if (group.frames.empty()) return "no stack (" + group.error + ")";
   std::string out;
   int named = 0;
-  for (size_t i = 0; i < group.frames.size() && named < top; ++i) {
+  bool python = false;
+  size_t i = 0;
+  for (; i < group.frames.size() && named < top; ++i) {
     const Frame& f = tree.frames()[group.frames[i]];
     if (OriginOf(f) == Origin::kInterpreter) continue;  // says nothing about where the rank is
     out += (named++ ? " <- " : "") + FrameLabel(f);
+    python = python || f.kind == Frame::kPython;
   }
-  return named ? out : FrameLabel(tree.frames()[group.frames[0]]);
+  if (!named) return FrameLabel(tree.frames()[group.frames[0]]);
+  // A rank in a native call made from Python: its innermost Python frame says which call.
+  for (; !python && i < group.frames.size(); ++i) {
+    const Frame& f = tree.frames()[group.frames[i]];
+    if (f.kind == Frame::kPython) return out + " <- ... <- " + FrameLabel(f);
+  }
+  return out;
 }
 
 std::string SummaryText(const SummaryInput& in) {

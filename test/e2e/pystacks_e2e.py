@@ -27,6 +27,7 @@ import itertools
 import json
 import os
 import pwd
+import re
 import subprocess
 import sys
 import time
@@ -114,6 +115,16 @@ def wait_waiting(label, metrics_port, ranks, timeout=120):
         time.sleep(0.2)
 
 
+def check_text(label, text):
+    """summary.txt, what a user reads, names both stalled functions with pydemo.py's lines."""
+    for rank, function in ((0, "stall_in_python"), (1, "stall_in_native")):
+        if not re.search(r"(?m)^rank %d \(1\) in .*\b%s \(pydemo\.py:\d+\)" % (rank, function),
+                         text):
+            fail("%s: summary.txt does not name rank %d in %s (pydemo.py:LINE):\n%s" %
+                 (label, rank, function, text))
+    log("%s: summary.txt:\n%s" % (label, text.rstrip()))
+
+
 def take_stacks(p, xtimer, label, control_port, out, attempt):
     reply = control(control_port, "DumpStack",
                     {"dump_path": "stacks%d" % attempt, "timeout_s": 10}, timeout=60)
@@ -122,12 +133,14 @@ def take_stacks(p, xtimer, label, control_port, out, attempt):
     if len(files) != RANKS or bad:
         fail("%s: DumpStack wrote %d files, expected %d, every one without error:\n%s" %
              (label, len(files), RANKS, json.dumps(reply, indent=1)))
-    merged = subprocess.run([xtimer, "stacks", "--json", "--top", "8", "-o", out,
+    merged = subprocess.run([xtimer, "stacks", "--json", "-o", out,
                              reply["dump_dir"]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             universal_newlines=True, timeout=60)
     if merged.returncode != 0:
         fail("%s: xtimer stacks exited %d:\n%s" % (label, merged.returncode, merged.stderr))
-    return json.loads(merged.stdout)
+    with open(os.path.join(out, "summary.txt")) as f:
+        text = f.read()
+    return json.loads(merged.stdout), text
 
 
 def run_python(p, pydemo, lib_dir, xtimer, python):
@@ -151,13 +164,14 @@ def run_python(p, pydemo, lib_dir, xtimer, python):
         # step's later work): take stacks until they are grouped, 30 s at most.
         deadline = time.monotonic() + 30
         for attempt in itertools.count():
-            summary = take_stacks(p, xtimer, label, control_port,
+            summary, text = take_stacks(p, xtimer, label, control_port,
                                   os.path.join(p.tmp, "stacks-%s-%d" % (label, attempt)), attempt)
             ranks = sorted(tuple(g["ranks"]) for g in summary["groups"])
             if ranks == [(0,), (1,), (2, 3)] or time.monotonic() > deadline:
                 break
             log("%s: groups %s, taking stacks again" % (label, ranks))
         check_summary(label, summary, pydemo)
+        check_text(label, text)
     finally:
         job.kill()
         stop_daemon(run_dir)
