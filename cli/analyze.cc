@@ -17,6 +17,7 @@
 #include "analysis/report_json.h"
 #include "analysis/report_text.h"
 #include "cli/args.h"
+#include "cli/groups_arg.h"
 #include "cli/commands.h"
 #include "cli/control_client.h"
 #include "cli/dump_reader.h"
@@ -126,9 +127,8 @@ int ParseArgs(int argc, char** argv, Args* a) {
     } else if (!value()) {
       return BadArg(kCommand, arg + " needs a value");
     } else if (arg == "--groups") {
-      std::string error;
-      if (!analysis::ParseGroups(v, &a->options.groups, &error))
-        return BadArg(kCommand, "--groups " + v + ": " + error);
+      int rc = ParseGroupsArg(kCommand, v, &a->options.groups);
+      if (rc >= 0) return rc;
       a->options.has_groups = true;
       a->groups_text = v;
     } else if (arg == "--out") {
@@ -302,10 +302,9 @@ int AnalyzeMain(int argc, char** argv) {
   }
   int world = o.world;
   for (const analysis::RankInput& r : o.ranks) world = std::max(world, r.rank + 1);
-  if (opt.has_groups && opt.groups.world() != world) {
-    return BadArg(kCommand, "--groups " + a.groups_text + " describes " +
-                  std::to_string(opt.groups.world()) + " ranks; the job has " +
-                  std::to_string(world));
+  if (opt.has_groups) {
+    const int bad = CheckGroupsWorld(kCommand, a.groups_text, opt.groups, world);
+    if (bad >= 0) return bad;
   }
   for (const analysis::RankInput& r : o.ranks) o.context.inputs.ranks.push_back(r.rank);
   o.context.inputs.warnings = o.problems;

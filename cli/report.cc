@@ -16,6 +16,7 @@
 
 #include "analysis/analysis.h"
 #include "cli/args.h"
+#include "cli/groups_arg.h"
 #include "cli/commands.h"
 #include "cli/dump_reader.h"
 #include "cli/op_diff.h"
@@ -78,9 +79,8 @@ int TakeValue(const std::string& arg, const std::string& v, Args* a) {
     if (v.empty()) return BadArg(kCommand, arg + " needs a file name");
     a->out = v;
   } else if (arg == "--groups") {
-    std::string error;
-    if (!analysis::ParseGroups(v, &a->options.groups, &error))
-      return BadArg(kCommand, "--groups " + v + ": " + error);
+    int rc = ParseGroupsArg(kCommand, v, &a->options.groups);
+    if (rc >= 0) return rc;
     a->options.has_groups = true;
     a->groups_text = v;
   } else if (arg == "--job") {
@@ -370,10 +370,9 @@ int ReportMain(int argc, char** argv) {
   opt.now_ns = in.dump.now_ns;
   int world = in.dump.world;
   for (const analysis::RankInput& r : in.dump.ranks) world = std::max(world, r.rank + 1);
-  if (opt.has_groups && opt.groups.world() != world) {
-    return BadArg(kCommand, "--groups " + a.groups_text + " describes " +
-                  std::to_string(opt.groups.world()) + " ranks; the job has " +
-                  std::to_string(world));
+  if (opt.has_groups) {
+    const int bad = CheckGroupsWorld(kCommand, a.groups_text, opt.groups, world);
+    if (bad >= 0) return bad;
   }
   Note(a, "analysing " + std::to_string(in.dump.ranks.size()) + " rank(s)");
   report::ReportPage page;

@@ -17,6 +17,7 @@
 
 #include "analysis/analysis.h"
 #include "cli/args.h"
+#include "cli/groups_arg.h"
 #include "cli/commands.h"
 #include "cli/control_client.h"
 #include "cli/job_inputs.h"
@@ -427,13 +428,10 @@ int StacksMain(int argc, char** argv) {
     return 1;
   }
   analysis::Groups groups;
-  std::string error;
-  if (!opt.groups.empty() && !analysis::ParseGroups(opt.groups, &groups, &error)) {
-    return BadArg(kCommand, "--groups: " + error);
-  }
-  if (!opt.groups.empty() && groups.world() != in.world) {
-    return BadArg(kCommand, "--groups " + opt.groups + " has " + std::to_string(groups.world()) +
-                  " ranks, but the world size is " + std::to_string(in.world));
+  if (!opt.groups.empty()) {
+    int rc = ParseGroupsArg(kCommand, opt.groups, &groups);
+    if (rc < 0) rc = CheckGroupsWorld(kCommand, opt.groups, groups, in.world);
+    if (rc >= 0) return rc;
   }
   st::StackTree tree;
   for (const st::StacksFile& f : in.ranks) tree.AddRank(f);

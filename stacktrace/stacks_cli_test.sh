@@ -66,7 +66,7 @@ expect_rc 0 $XT stacks "$TMP/pair" -o "$TMP/out3" --groups tp2-pp2-dp2
 grep -q "^ranks 2-3 (2) in load_batch.*the ranks form one tp group\]$" "$TMP/out" \
   || fail "group naming: $(cat "$TMP/out")"
 expect_rc 2 $XT stacks "$TMP/pair" -o "$TMP/out3" --groups tp2-pp2
-grep -q "has 4 ranks, but the world size is 8" "$TMP/err" || fail "groups size message"
+grep -q "describes 4 ranks; the job has 8" "$TMP/err" || fail "groups size message"
 
 # A file of another job among the job's (issue 20): never merged; the job with the most files is
 # read, the other named with the --job hint, exit 3; --job chooses.

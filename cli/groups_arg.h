@@ -1,0 +1,25 @@
+// `--groups LAYOUT` (e.g. tp2-pp2-dp2) of `xtimer analyze`, `report` and `stacks`: read and held
+// to the job's world size in one place, so every command says the same thing about a bad layout.
+#ifndef XTIMER_CLI_GROUPS_ARG_H_
+#define XTIMER_CLI_GROUPS_ARG_H_
+
+#include <string>
+
+#include "analysis/analysis.h"
+
+namespace xtimer {
+namespace cli {
+
+// Parses `value` (analysis::ParseGroups) into *groups. Returns -1 when it is a layout, else
+// reports "--groups VALUE: why" (BadArg) and returns its exit status, 2.
+int ParseGroupsArg(const char* command, const std::string& value, analysis::Groups* groups);
+
+// Returns -1 when `groups` (parsed from `text`) describes `world` ranks, else reports
+// "--groups TEXT describes N ranks; the job has WORLD" and returns 2.
+int CheckGroupsWorld(const char* command, const std::string& text,
+                     const analysis::Groups& groups, int world);
+
+}  // namespace cli
+}  // namespace xtimer
+
+#endif  // XTIMER_CLI_GROUPS_ARG_H_
