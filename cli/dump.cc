@@ -93,35 +93,114 @@ struct Node {
   bool waited = false;
 };
 
-}  // namespace
+// --kinds: matmul,nccl,host (or a mask 0-7) into the request's kernel-type mask; -1 when good.
+int ParseKinds(const std::string& s, DumpKernelTraceRequest* req) {
+  int64_t n = 0;
+  int mask = 0;
+  if (ParseInteger(s, 0, 7, &n)) {
+    mask = static_cast<int>(n);
+  } else {
+    for (const std::string& k : Split(s, ',')) {
+      if (k == "matmul")
+        mask |= 1;
+      else if (k == "nccl" || k == "collective" || k == "comm")
+        mask |= 2;
+      else if (k == "host" || k == "memory" || k == "mem")
+        mask |= 4;
+      else if (k == "all")
+        mask |= 7;
+      else
+        return BadArg(kCommand, "--kinds: unknown kind '" + k + "' (matmul, nccl, host)");
+    }
+  }
+  req->set_dump_kernel_type(mask);
+  return -1;
+}
 
-int DumpMain(int argc, char** argv) {
+// --ranks 0,1,4-7 into the request; -1 when good.
+int ParseRanks(const std::string& s, DumpKernelTraceRequest* req) {
+  for (const std::string& r : Split(s, ',')) {
+    const size_t dash = r.find('-');
+    int64_t lo = 0, hi = 0;
+    if (dash == std::string::npos
+            ? !ParseInteger(r, 0, 16777215, &lo)
+            : (!ParseInteger(r.substr(0, dash), 0, 16777215, &lo) ||
+               !ParseInteger(r.substr(dash + 1), 0, 16777215, &hi) || hi < lo || hi - lo > 65535)) {
+      return BadArg(kCommand, "--ranks: expected a list like 0,1,4-7, got '" + r + "'");
+    }
+    if (dash == std::string::npos) hi = lo;
+    for (int64_t x = lo; x <= hi; ++x) req->add_ranks(static_cast<int>(x));
+  }
+  return -1;
+}
+
+// A decimal number of seconds in [lo, hi] (lo excluded when `open_lo`); false otherwise.
+bool ParseSeconds(const std::string& s, double lo, double hi, bool open_lo, double* out) {
+  char* end = nullptr;
+  const double d = strtod(s.c_str(), &end);
+  if (end == s.c_str() || *end || !(open_lo ? d > lo : d >= lo) || d > hi) return false;
+  *out = d;
+  return true;
+}
+
+struct DumpArgs {
   DumpKernelTraceRequest req;
   std::vector<std::string> hosts;
   std::string hosts_file;
   double delay = 3, timeout = 60;
   int64_t at = -1;
   bool wait = true, have_path = false;
+};
+
+// One option that takes a value; -1 when good, else the exit status.
+int TakeValue(const std::string& a, const std::string& s, DumpArgs* d) {
+  DumpKernelTraceRequest& req = d->req;
+  int64_t n = 0;
+  double x = 0;
+  if (a == "--path") {
+    req.set_dump_path(s);
+    d->have_path = true;
+  } else if (a == "--count") {
+    if (!ParseInteger(s, 1, 1000000, &n)) return BadArg(kCommand, "--count: expected 1..1000000");
+    req.set_dump_count(n);
+  } else if (a == "--history") {
+    if (!ParseInteger(s, 1, 10000000, &n)) return BadArg(kCommand, "--history: expected 1..10000000");
+    req.set_history(n);
+  } else if (a == "--duration") {
+    if (!ParseSeconds(s, 0, 3600, true, &x)) return BadArg(kCommand, "--duration: expected (0, 3600] s");
+    req.set_duration_s(x);
+  } else if (a == "--kinds") {
+    return ParseKinds(s, &req);
+  } else if (a == "--ranks") {
+    return ParseRanks(s, &req);
+  } else if (a == "--job" || a == "--jobs") {
+    for (const std::string& j : Split(s, ',')) req.add_jobs(j);
+  } else if (a == "--hosts") {
+    for (const std::string& h : Split(s, ',')) d->hosts.push_back(h);
+  } else if (a == "--hosts-file") {
+    d->hosts_file = s;
+  } else if (a == "--delay") {
+    if (!ParseSeconds(s, 0, 3600, false, &d->delay)) return BadArg(kCommand, "--delay: expected 0..3600 s");
+  } else if (a == "--at") {
+    if (!ParseInteger(s, 0, int64_t{1} << 40, &d->at)) return BadArg(kCommand, "--at: expected Unix seconds");
+  } else if (a == "--timeout") {
+    if (!ParseSeconds(s, 0, 1e9, true, &d->timeout)) return BadArg(kCommand, "--timeout: expected seconds > 0");
+  } else {
+    return BadArg(kCommand, "unknown option " + a);
+  }
+  return -1;
+}
+
+// The command line into *d; -1 when the command should run, else the exit status.
+int ParseDumpArgs(int argc, char** argv, DumpArgs* d) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i], v;
     const size_t eq = a.find('=');
-    bool has_v = false;
-    if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
+    const bool has_v = a.rfind("--", 0) == 0 && eq != std::string::npos;
+    if (has_v) {
       v = a.substr(eq + 1);
       a = a.substr(0, eq);
-      has_v = true;
     }
-    auto value = [&](std::string* out) {
-      if (has_v) {
-        *out = v;
-        return true;
-      }
-      if (i + 1 >= argc) return false;
-      *out = argv[++i];
-      return true;
-    };
-    std::string s;
-    int64_t n = 0;
     if (a == "-h" || a == "--help") {
       fputs(kUsage, stdout);
       return 0;
@@ -129,183 +208,141 @@ int DumpMain(int argc, char** argv) {
       printf("%s\n", kVersion);
       return 0;
     } else if (a == "--reset") {
-      req.set_reset(true);
+      d->req.set_reset(true);
     } else if (a == "--no-wait") {
-      wait = false;
-    } else if (!value(&s)) {
+      d->wait = false;
+    } else if (!has_v && i + 1 >= argc) {
       return BadArg(kCommand, a.rfind("--", 0) == 0 ? a + " needs a value (or is unknown)"
-                                              : "unexpected argument '" + a + "'");
-    } else if (a == "--path") {
-      req.set_dump_path(s);
-      have_path = true;
-    } else if (a == "--count") {
-      if (!ParseInteger(s, 1, 1000000, &n)) return BadArg(kCommand, "--count: expected 1..1000000");
-      req.set_dump_count(n);
-    } else if (a == "--history") {
-      if (!ParseInteger(s, 1, 10000000, &n)) return BadArg(kCommand, "--history: expected 1..10000000");
-      req.set_history(n);
-    } else if (a == "--duration") {
-      char* end = nullptr;
-      double d = strtod(s.c_str(), &end);
-      if (*end || !(d > 0) || d > 3600) return BadArg(kCommand, "--duration: expected (0, 3600] s");
-      req.set_duration_s(d);
-    } else if (a == "--kinds") {
-      int mask = 0;
-      if (ParseInteger(s, 0, 7, &n)) {
-        mask = static_cast<int>(n);
-      } else {
-        for (const std::string& k : Split(s, ',')) {
-          if (k == "matmul")
-            mask |= 1;
-          else if (k == "nccl" || k == "collective" || k == "comm")
-            mask |= 2;
-          else if (k == "host" || k == "memory" || k == "mem")
-            mask |= 4;
-          else if (k == "all")
-            mask |= 7;
-          else
-            return BadArg(kCommand, "--kinds: unknown kind '" + k + "' (matmul, nccl, host)");
-        }
-      }
-      req.set_dump_kernel_type(mask);
-    } else if (a == "--ranks") {
-      for (const std::string& r : Split(s, ',')) {
-        const size_t dash = r.find('-');
-        int64_t lo = 0, hi = 0;
-        if (dash == std::string::npos
-                ? !ParseInteger(r, 0, 16777215, &lo)
-                : (!ParseInteger(r.substr(0, dash), 0, 16777215, &lo) ||
-                   !ParseInteger(r.substr(dash + 1), 0, 16777215, &hi) || hi < lo || hi - lo > 65535)) {
-          return BadArg(kCommand, "--ranks: expected a list like 0,1,4-7, got '" + r + "'");
-        }
-        if (dash == std::string::npos) hi = lo;
-        for (int64_t x = lo; x <= hi; ++x) req.add_ranks(static_cast<int>(x));
-      }
-    } else if (a == "--job" || a == "--jobs") {
-      for (const std::string& j : Split(s, ',')) req.add_jobs(j);
-    } else if (a == "--hosts") {
-      for (const std::string& h : Split(s, ',')) hosts.push_back(h);
-    } else if (a == "--hosts-file") {
-      hosts_file = s;
-    } else if (a == "--delay") {
-      char* end = nullptr;
-      delay = strtod(s.c_str(), &end);
-      if (*end || !(delay >= 0) || delay > 3600) return BadArg(kCommand, "--delay: expected 0..3600 s");
-    } else if (a == "--at") {
-      if (!ParseInteger(s, 0, int64_t{1} << 40, &at)) return BadArg(kCommand, "--at: expected Unix seconds");
-    } else if (a == "--timeout") {
-      char* end = nullptr;
-      timeout = strtod(s.c_str(), &end);
-      if (*end || !(timeout > 0)) return BadArg(kCommand, "--timeout: expected seconds > 0");
+                                                    : "unexpected argument '" + a + "'");
     } else {
-      return BadArg(kCommand, "unknown option " + a);
+      const int rc = TakeValue(a, has_v ? v : std::string(argv[++i]), d);
+      if (rc >= 0) return rc;
     }
   }
-  if (!have_path) return BadArg(kCommand, "--path is required");
-  if (req.dump_count() == 0 && req.duration_s() == 0 && req.history() == 0) {
+  if (!d->have_path) return BadArg(kCommand, "--path is required");
+  if (d->req.dump_count() == 0 && d->req.duration_s() == 0 && d->req.history() == 0) {
     return BadArg(kCommand, "say what to dump: --count, --duration and/or --history");
   }
-  {
-    std::vector<std::string> targets;
-    std::string error;
-    if (!ControlTargets(hosts, hosts_file, &targets, &error)) return BadArg(kCommand, error);
-    hosts.swap(targets);
-  }
-  const bool capture = req.dump_count() > 0 || req.duration_s() > 0;
-  if (req.dump_count() > 0 && req.duration_s() == 0) req.set_timeout_s(std::min(timeout, 600.0));
-  const double start = NowS();
-  req.set_dump_time(at >= 0 ? at : static_cast<int64_t>(std::ceil(start + delay)));
-  if (capture) {
-    printf("dump_time %lld (in %.1f s) on %zu node(s)\n", static_cast<long long>(req.dump_time()),
-           req.dump_time() - start, hosts.size());
-    fflush(stdout);
-  }
+  std::vector<std::string> targets;
+  std::string error;
+  if (!ControlTargets(d->hosts, d->hosts_file, &targets, &error)) return BadArg(kCommand, error);
+  d->hosts.swap(targets);
+  return -1;
+}
 
-  std::vector<Node> nodes(hosts.size());
-  for (size_t i = 0; i < hosts.size(); ++i) nodes[i].target = hosts[i];
-  OnEveryNode(hosts.size(), [&](size_t i) {
-    Node& n = nodes[i];
-    auto stub = HostingService::NewStub(ControlChannel(n.target));
-    grpc::ClientContext ctx;
-    ctx.set_deadline(DeadlineIn(timeout));
-    grpc::Status st = stub->DumpKernelTrace(&ctx, req, &n.response);
-    if (!st.ok()) {
-      n.error = ExplainRpcError(st, n.target);
+// Polls the node's Status until its dump `n->response` is written (or replaced, or late).
+void WaitForDump(HostingService::Stub* stub, double timeout, Node* n) {
+  const double give_up = n->response.deadline() + std::min(timeout, 60.0);
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    grpc::ClientContext sctx;
+    sctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    StatusResponse sr;
+    grpc::Status ss = stub->Status(&sctx, StatusRequest(), &sr);
+    if (ss.ok() && sr.last_dump().dump_id() != n->response.dump_id()) {
+      n->ok = false;
+      n->error = "the dump was replaced by " + sr.last_dump().dump_id() + " (reset)";
       return;
     }
-    if (n.response.files().empty() && (req.jobs_size() > 0 || req.ranks_size() > 0)) {
-      n.error = "no file: " + n.response.message();  // a daemon from before NOT_FOUND
+    if (ss.ok() && sr.last_dump().state() != "capturing") {
+      n->final_state = sr.last_dump();
+      n->waited = true;
       return;
     }
-    n.ok = true;
-    if (!wait || n.response.state() != "capturing") return;
-    // Poll Status until this dump is written.
-    const double give_up = n.response.deadline() + std::min(timeout, 60.0);
-    for (;;) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
-      grpc::ClientContext sctx;
-      sctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-      StatusResponse sr;
-      grpc::Status ss = stub->Status(&sctx, StatusRequest(), &sr);
-      if (ss.ok() && sr.last_dump().dump_id() != n.response.dump_id()) {
-        n.ok = false;
-        n.error = "the dump was replaced by " + sr.last_dump().dump_id() + " (reset)";
-        return;
-      }
-      if (ss.ok() && sr.last_dump().state() != "capturing") {
-        n.final_state = sr.last_dump();
-        n.waited = true;
-        return;
-      }
-      if (NowS() > give_up) {
-        n.ok = false;
-        n.error = "capture not finished by its deadline";
-        return;
+    if (NowS() > give_up) {
+      n->ok = false;
+      n->error = "capture not finished by its deadline";
+      return;
+    }
+  }
+}
+
+// The request to one node, and (with --wait) the wait for its files.
+void DumpOnNode(const DumpArgs& d, Node* n) {
+  auto stub = HostingService::NewStub(ControlChannel(n->target));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(DeadlineIn(d.timeout));
+  grpc::Status st = stub->DumpKernelTrace(&ctx, d.req, &n->response);
+  if (!st.ok()) {
+    n->error = ExplainRpcError(st, n->target);
+    return;
+  }
+  if (n->response.files().empty() && (d.req.jobs_size() > 0 || d.req.ranks_size() > 0)) {
+    n->error = "no file: " + n->response.message();  // a daemon from before NOT_FOUND
+    return;
+  }
+  n->ok = true;
+  if (d.wait && n->response.state() == "capturing") WaitForDump(stub.get(), d.timeout, n);
+}
+
+// Prints what one node wrote; counts its failures and collects its ranks that fell short.
+void ReportNode(const Node& n, int* failed, std::vector<std::string>* short_ranks) {
+  if (!n.ok) {
+    ++*failed;
+    printf("%s: FAILED: %s\n", n.target.c_str(), n.error.c_str());
+    return;
+  }
+  const auto& files = n.waited ? n.final_state.files() : n.response.files();
+  const std::string state = n.waited ? n.final_state.state() : n.response.state();
+  printf("%s (%s): %s, %d file(s) in %s\n", n.target.c_str(), n.response.node().c_str(),
+         state.c_str(), files.size(), n.response.dump_dir().c_str());
+  for (const DumpFile& f : files) {
+    if (!f.error().empty()) {
+      ++*failed;
+      printf("  %s: FAILED: %s\n", f.path().c_str(), f.error().c_str());
+    } else if (state == "capturing") {
+      printf("  %s (rank %d, job %s)\n", f.path().c_str(), f.rank(), f.job().c_str());
+    } else {
+      const std::string ended = f.ended().empty() ? "" : ", capture ended: " + f.ended();
+      printf("  %s (rank %d, job %s): %llu events%s\n", f.path().c_str(), f.rank(),
+             f.job().c_str(), static_cast<unsigned long long>(f.events()), ended.c_str());
+      if (f.fell_short()) {
+        short_ranks->push_back("rank " + std::to_string(f.rank()) + " of job " + f.job() +
+                               " on " + n.target + ": " + std::to_string(f.captured()) + " of " +
+                               std::to_string(f.requested()) + " events (" + f.ended() + ")");
       }
     }
-  });
+  }
+}
 
+// The summary and the exit status over every node.
+int ReportNodes(const std::vector<Node>& nodes, int64_t count) {
   int failed = 0;
   std::vector<std::string> short_ranks;
-  for (const Node& n : nodes) {
-    if (!n.ok) {
-      ++failed;
-      printf("%s: FAILED: %s\n", n.target.c_str(), n.error.c_str());
-      continue;
-    }
-    const auto& files = n.waited ? n.final_state.files() : n.response.files();
-    const std::string state = n.waited ? n.final_state.state() : n.response.state();
-    printf("%s (%s): %s, %d file(s) in %s\n", n.target.c_str(), n.response.node().c_str(),
-           state.c_str(), files.size(), n.response.dump_dir().c_str());
-    for (const DumpFile& f : files) {
-      if (!f.error().empty()) {
-        ++failed;
-        printf("  %s: FAILED: %s\n", f.path().c_str(), f.error().c_str());
-      } else if (state == "capturing") {
-        printf("  %s (rank %d, job %s)\n", f.path().c_str(), f.rank(), f.job().c_str());
-      } else {
-        const std::string ended = f.ended().empty() ? "" : ", capture ended: " + f.ended();
-        printf("  %s (rank %d, job %s): %llu events%s\n", f.path().c_str(), f.rank(),
-               f.job().c_str(), static_cast<unsigned long long>(f.events()), ended.c_str());
-        if (f.fell_short()) {
-          short_ranks.push_back("rank " + std::to_string(f.rank()) + " of job " + f.job() + " on " +
-                                n.target + ": " + std::to_string(f.captured()) + " of " +
-                                std::to_string(f.requested()) + " events (" + f.ended() + ")");
-        }
-      }
-    }
-  }
+  for (const Node& n : nodes) ReportNode(n, &failed, &short_ranks);
   if (failed) printf("%d failure(s)\n", failed);
   if (!short_ranks.empty()) {
     fprintf(stderr,
             "xtimer dump: partial: %zu rank(s) got fewer than half of --count %lld events:\n",
-            short_ranks.size(), static_cast<long long>(req.dump_count()));
+            short_ranks.size(), static_cast<long long>(count));
     for (const std::string& r : short_ranks) fprintf(stderr, "  %s\n", r.c_str());
     fprintf(stderr, "(exited: the process ended; idle: no op for 30 s, e.g. a hang; deadline: "
                     "--timeout passed. For ops that already ran use --history N.)\n");
   }
   if (failed) return 1;
   return short_ranks.empty() ? 0 : 3;
+}
+
+}  // namespace
+
+int DumpMain(int argc, char** argv) {
+  DumpArgs d;
+  const int rc = ParseDumpArgs(argc, argv, &d);
+  if (rc >= 0) return rc;
+  DumpKernelTraceRequest& req = d.req;
+  const bool capture = req.dump_count() > 0 || req.duration_s() > 0;
+  if (req.dump_count() > 0 && req.duration_s() == 0) req.set_timeout_s(std::min(d.timeout, 600.0));
+  const double start = NowS();
+  req.set_dump_time(d.at >= 0 ? d.at : static_cast<int64_t>(std::ceil(start + d.delay)));
+  if (capture) {
+    printf("dump_time %lld (in %.1f s) on %zu node(s)\n", static_cast<long long>(req.dump_time()),
+           req.dump_time() - start, d.hosts.size());
+    fflush(stdout);
+  }
+  std::vector<Node> nodes(d.hosts.size());
+  for (size_t i = 0; i < d.hosts.size(); ++i) nodes[i].target = d.hosts[i];
+  OnEveryNode(d.hosts.size(), [&](size_t i) { DumpOnNode(d, &nodes[i]); });
+  return ReportNodes(nodes, req.dump_count());
 }
 
 }  // namespace cli
