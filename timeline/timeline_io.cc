@@ -279,153 +279,153 @@ BlockCallbacks EachEvent(const std::function<void(const EventRecord&)>& on_event
   return cb;
 }
 
-ReadResult ReadFrom(Source* src, const BlockCallbacks& cb) {
-  ReadResult r;
-  FileHeader h;
-  size_t got = src->Read(&h, sizeof(h));
-  if (got < sizeof(h)) {
-    r.error = "truncated file header at offset 0: " + std::to_string(got) + " of " +
-              std::to_string(sizeof(h)) + " bytes";
-    return r;
+// The file header, and the header bytes this reader does not know; "" or why not. *offset: where
+// the metadata starts.
+std::string ReadFileHeader(Source* src, FileHeader* h, uint64_t* offset) {
+  const size_t got = src->Read(h, sizeof(*h));
+  if (got < sizeof(*h)) {
+    return "truncated file header at offset 0: " + std::to_string(got) + " of " +
+           std::to_string(sizeof(*h)) + " bytes";
   }
-  if (std::memcmp(h.magic, kFileMagic, sizeof(kFileMagic)) != 0) {
-    r.error = "bad magic at offset 0: not a timeline file";
-    return r;
+  if (std::memcmp(h->magic, kFileMagic, sizeof(kFileMagic)) != 0) {
+    return "bad magic at offset 0: not a timeline file";
   }
-  if (h.version != kTimelineVersion) {
-    r.error = "unsupported version " + std::to_string(h.version) +
-              " at offset 8 (this reader: " + std::to_string(kTimelineVersion) + ")";
-    return r;
+  if (h->version != kTimelineVersion) {
+    return "unsupported version " + std::to_string(h->version) + " at offset 8 (this reader: " +
+           std::to_string(kTimelineVersion) + ")";
   }
-  if (h.header_size < sizeof(FileHeader) || h.header_size > 4096) {
-    r.error = "bad header_size " + std::to_string(h.header_size) + " at offset 12";
-    return r;
+  if (h->header_size < sizeof(FileHeader) || h->header_size > 4096) {
+    return "bad header_size " + std::to_string(h->header_size) + " at offset 12";
   }
-  if (h.event_size != sizeof(EventRecord)) {
-    r.error = "bad event_size " + std::to_string(h.event_size) + " at offset 16 (expected " +
-              std::to_string(sizeof(EventRecord)) + ")";
-    return r;
+  if (h->event_size != sizeof(EventRecord)) {
+    return "bad event_size " + std::to_string(h->event_size) + " at offset 16 (expected " +
+           std::to_string(sizeof(EventRecord)) + ")";
   }
-  uint64_t offset = sizeof(h);
-  if (h.header_size > sizeof(h)) {
-    std::string skip(h.header_size - sizeof(h), '\0');
+  *offset = sizeof(*h);
+  if (h->header_size > sizeof(*h)) {
+    std::string skip(h->header_size - sizeof(*h), '\0');
     if (src->Read(&skip[0], skip.size()) < skip.size()) {
-      r.error = "truncated file header at offset " + std::to_string(offset);
-      return r;
+      return "truncated file header at offset " + std::to_string(*offset);
     }
-    offset = h.header_size;
+    *offset = h->header_size;
   }
+  return "";
+}
 
+// The metadata section at *offset, checked (CRC, limits); "" or why not. *offset: past it.
+std::string ReadMetadata(Source* src, uint64_t* offset, Metadata* metadata) {
   MetadataHeader mh;
-  got = src->Read(&mh, sizeof(mh));
-  if (got < sizeof(mh)) {
-    r.error = "truncated metadata header at offset " + std::to_string(offset);
-    return r;
-  }
-  if (mh.magic != kMetadataMagic) {
-    r.error = "bad metadata magic at offset " + std::to_string(offset);
-    return r;
-  }
+  const std::string at = std::to_string(*offset);
+  if (src->Read(&mh, sizeof(mh)) < sizeof(mh)) return "truncated metadata header at offset " + at;
+  if (mh.magic != kMetadataMagic) return "bad metadata magic at offset " + at;
+  const std::string body_at = std::to_string(*offset + sizeof(mh));
   if (mh.payload_bytes > kMaxMetadataBytes) {
-    r.error = "metadata size " + std::to_string(mh.payload_bytes) + " at offset " +
-              std::to_string(offset + 8) + " exceeds the limit of " +
-              std::to_string(kMaxMetadataBytes);
-    return r;
+    return "metadata size " + std::to_string(mh.payload_bytes) + " at offset " +
+           std::to_string(*offset + 8) + " exceeds the limit of " +
+           std::to_string(kMaxMetadataBytes);
   }
   if (mh.payload_bytes > src->Remaining()) {
-    r.error = "truncated metadata at offset " + std::to_string(offset + sizeof(mh)) + ": " +
-              std::to_string(src->Remaining()) + " of " + std::to_string(mh.payload_bytes) +
-              " bytes";
-    return r;
+    return "truncated metadata at offset " + body_at + ": " + std::to_string(src->Remaining()) +
+           " of " + std::to_string(mh.payload_bytes) + " bytes";
   }
   std::string payload(static_cast<size_t>(mh.payload_bytes), '\0');
   if (src->Read(&payload[0], payload.size()) < payload.size()) {
-    r.error = "truncated metadata at offset " + std::to_string(offset + sizeof(mh));
-    return r;
+    return "truncated metadata at offset " + body_at;
   }
-  offset += sizeof(mh);
+  *offset += sizeof(mh);
   const uint8_t* pp = reinterpret_cast<const uint8_t*>(payload.data());
   if (Crc32(pp, payload.size()) != mh.crc32) {
-    r.error = "metadata CRC mismatch at offset " + std::to_string(offset);
-    return r;
+    return "metadata CRC mismatch at offset " + std::to_string(*offset);
   }
-  std::string err = ParseMetadata(pp, payload.size(), offset, &r.metadata);
+  std::string err = ParseMetadata(pp, payload.size(), *offset, metadata);
   if (err.empty()) {
-    err = MetadataOutOfRange(r.metadata);
-    if (!err.empty()) err = "metadata at offset " + std::to_string(offset) + ": " + err;
+    err = MetadataOutOfRange(*metadata);
+    if (!err.empty()) err = "metadata at offset " + std::to_string(*offset) + ": " + err;
   }
-  if (!err.empty()) {
-    r.error = err;
-    return r;
-  }
-  offset += payload.size();
-  r.ok = true;
-  if (cb.on_metadata) cb.on_metadata(r.metadata);
+  *offset += payload.size();
+  return err;
+}
 
-  std::vector<EventRecord> block;  // grown to the largest block read: a header-only read allocates nothing
+// Event block `index` at *offset into *block (grown to the largest block read, so a header-only
+// read allocates nothing); its event count, 0 at the end of the file. *stop: why reading must
+// stop (a damaged or truncated block).
+uint32_t ReadBlock(Source* src, uint32_t index, uint64_t offset, std::vector<EventRecord>* block,
+                   std::string* stop) {
+  BlockHeader bh;
+  const size_t got = src->Read(&bh, sizeof(bh));
+  if (got == 0) return 0;
+  const std::string where =
+      "block " + std::to_string(index) + " at offset " + std::to_string(offset);
+  if (got < sizeof(bh)) {
+    *stop = "truncated header of " + where;
+  } else if (bh.magic != kBlockMagic) {
+    *stop = "bad magic of " + where;
+  } else if (bh.count == 0 || bh.count > kEventsPerBlock) {
+    *stop = "bad event count " + std::to_string(bh.count) + " in " + where;
+  } else if (bh.index != index) {
+    *stop = where + " says it is block " + std::to_string(bh.index);
+  }
+  if (!stop->empty()) return 0;
+  const size_t bytes = static_cast<size_t>(bh.count) * sizeof(EventRecord);
+  if (bytes > src->Remaining()) {
+    *stop = "truncated " + where + ": " + std::to_string(src->Remaining()) + " of " +
+            std::to_string(bytes) + " event bytes";
+    return 0;
+  }
+  if (block->size() < bh.count) block->resize(bh.count);
+  const size_t read = src->Read(block->data(), bytes);
+  if (read < bytes) {
+    *stop = "truncated " + where + ": " + std::to_string(read) + " of " + std::to_string(bytes) +
+            " event bytes";
+    return 0;
+  }
+  if (Crc32(block->data(), bytes) != bh.crc32) {
+    *stop = "CRC mismatch in " + where;
+    return 0;
+  }
+  return bh.count;
+}
+
+// Every event block after the metadata, to cb.on_block; what was read and why it stopped in *r.
+void ReadBlocks(Source* src, const BlockCallbacks& cb, const FileHeader& h, uint64_t offset,
+                ReadResult* r) {
+  std::vector<EventRecord> block;
   uint32_t index = 0;
   std::string stop, rejected_why;
   for (;; ++index) {
-    BlockHeader bh;
-    got = src->Read(&bh, sizeof(bh));
-    if (got == 0) break;
-    if (got < sizeof(bh)) {
-      stop = "truncated header of block " + std::to_string(index) + " at offset " +
-             std::to_string(offset);
-      break;
-    }
-    if (bh.magic != kBlockMagic) {
-      stop = "bad magic of block " + std::to_string(index) + " at offset " + std::to_string(offset);
-      break;
-    }
-    if (bh.count == 0 || bh.count > kEventsPerBlock) {
-      stop = "bad event count " + std::to_string(bh.count) + " in block " + std::to_string(index) +
-             " at offset " + std::to_string(offset);
-      break;
-    }
-    if (bh.index != index) {
-      stop = "block " + std::to_string(index) + " at offset " + std::to_string(offset) +
-             " says it is block " + std::to_string(bh.index);
-      break;
-    }
-    size_t bytes = static_cast<size_t>(bh.count) * sizeof(EventRecord);
-    if (bytes > src->Remaining()) {
-      stop = "truncated block " + std::to_string(index) + " at offset " + std::to_string(offset) +
-             ": " + std::to_string(src->Remaining()) + " of " + std::to_string(bytes) +
-             " event bytes";
-      break;
-    }
-    if (block.size() < bh.count) block.resize(bh.count);
-    got = src->Read(block.data(), bytes);
-    if (got < bytes) {
-      stop = "truncated block " + std::to_string(index) + " at offset " + std::to_string(offset) +
-             ": " + std::to_string(got) + " of " + std::to_string(bytes) + " event bytes";
-      break;
-    }
-    if (Crc32(block.data(), bytes) != bh.crc32) {
-      stop =
-          "CRC mismatch in block " + std::to_string(index) + " at offset " + std::to_string(offset);
-      break;
-    }
-    const uint32_t kept = KeepInRange(block.data(), bh.count, index, &r.rejected, &rejected_why);
+    const uint32_t count = ReadBlock(src, index, offset, &block, &stop);
+    if (count == 0) break;
+    const uint32_t kept = KeepInRange(block.data(), count, index, &r->rejected, &rejected_why);
     if (kept > 0) cb.on_block(block.data(), kept);
-    r.events += kept;
-    offset += sizeof(bh) + bytes;
+    r->events += kept;
+    offset += sizeof(BlockHeader) + static_cast<uint64_t>(count) * sizeof(EventRecord);
   }
-  if (stop.empty() && h.event_count != r.events + r.rejected) {
+  if (stop.empty() && h.event_count != r->events + r->rejected) {
     stop = h.event_count == 0 ? "the header's event count is 0: the writer did not finish"
                               : "the header says " + std::to_string(h.event_count) +
                                     " events, the blocks hold " +
-                                    std::to_string(r.events + r.rejected);
+                                    std::to_string(r->events + r->rejected);
   }
   if (!stop.empty()) {
-    r.error = "recovered " + std::to_string(r.events) + " events in " + std::to_string(index) +
-              " intact blocks; stopped: " + stop;
+    r->error = "recovered " + std::to_string(r->events) + " events in " + std::to_string(index) +
+               " intact blocks; stopped: " + stop;
   }
-  if (r.rejected > 0) {
-    r.error += std::string(r.error.empty() ? "" : "; ") + std::to_string(r.rejected) +
-               " events out of range left out (first: " + rejected_why + ")";
+  if (r->rejected > 0) {
+    r->error += std::string(r->error.empty() ? "" : "; ") + std::to_string(r->rejected) +
+                " events out of range left out (first: " + rejected_why + ")";
   }
+}
+
+ReadResult ReadFrom(Source* src, const BlockCallbacks& cb) {
+  ReadResult r;
+  FileHeader h;
+  uint64_t offset = 0;
+  r.error = ReadFileHeader(src, &h, &offset);
+  if (r.error.empty()) r.error = ReadMetadata(src, &offset, &r.metadata);
+  if (!r.error.empty()) return r;
+  r.ok = true;
+  if (cb.on_metadata) cb.on_metadata(r.metadata);
+  ReadBlocks(src, cb, h, offset, &r);
   r.complete = r.error.empty();
   return r;
 }
