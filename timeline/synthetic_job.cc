@@ -88,6 +88,139 @@ Metadata SyntheticRankMetadata(const std::string& job, int r, int ranks, int per
   return m;
 }
 
+namespace {
+
+// Rank r's work of one step from true time t: a host-to-device copy on its own stream, 3 GEMMs
+// (rank-dependent length) and a kernel. Returns when the rank is ready for the collectives.
+int64_t AddCompute(int r, int per_node, int step, int64_t t, std::mt19937_64* rng,
+                   std::vector<RankState>* st) {
+  int local = r % per_node;
+  uint64_t compute = 0x7f0000001000ull + local * 0x100;
+  int64_t c = t + static_cast<int64_t>((*rng)() % 20000);
+  EventRecord cp = Base(OpKind::kMemcpy, Operation::kMemcpyHtoD, 0x7f0000003000ull + local * 0x100);
+  cp.cpu_launch_ns = c - 5000;
+  cp.gpu_start_ns = c;
+  cp.duration_ns = 8000 + static_cast<int64_t>((*rng)() % 4000);
+  cp.bytes = 4u << 20;
+  (*st)[r].events.push_back(cp);
+  c += cp.duration_ns + 1000;
+  for (int g = 0; g < 3; ++g) {
+    EventRecord e =
+        Base(OpKind::kMatmul, g == 2 ? Operation::kLtMatmul : Operation::kGemmEx, compute);
+    e.dtype = static_cast<uint8_t>(DType::kBF16);
+    e.m = 4096;
+    e.n = g == 1 ? 11008 : 4096;
+    e.k = 4096;
+    e.flags = g == 0 ? format::kFlagTransB : 0;
+    e.cpu_launch_ns = c - 20000 - static_cast<int64_t>((*rng)() % 10000);
+    e.gpu_start_ns = c;
+    e.duration_ns = 150000 + static_cast<int64_t>((*rng)() % 50000) + r * 1000;
+    (*st)[r].events.push_back(e);
+    c += e.duration_ns + 2000;
+  }
+  EventRecord k = Base(OpKind::kKernel, Operation::kKernelLaunch, compute);
+  k.name = 1 + (step % 2);
+  k.cpu_launch_ns = c - 10000;
+  k.gpu_start_ns = c;
+  k.duration_ns = 20000 + static_cast<int64_t>((*rng)() % 5000);
+  (*st)[r].events.push_back(k);
+  return c + k.duration_ns;
+}
+
+// One step's tp AllGather per group, each ending at the same true time on its members (+ < 300
+// ns jitter). Fills ag_end per rank; returns the latest end.
+int64_t AddAllGathers(const SyntheticJob& job, int per_node, int step,
+                      const std::vector<int64_t>& ready, std::mt19937_64* rng,
+                      std::vector<RankState>* st, std::vector<int64_t>* ag_end) {
+  int64_t ag_end_max = 0;
+  for (int p = 0; p < job.ranks; p += job.tp) {
+    int64_t start = 0;
+    for (int r = p; r < std::min(p + job.tp, job.ranks); ++r) start = std::max(start, ready[r]);
+    int64_t end = start + 60000 + static_cast<int64_t>((*rng)() % 10000);
+    for (int r = p; r < std::min(p + job.tp, job.ranks); ++r) {
+      int local = r % per_node;
+      EventRecord e =
+          Base(OpKind::kCollective, Operation::kAllGather, 0x7f0000002000ull + local * 0x100);
+      e.dtype = static_cast<uint8_t>(DType::kBF16);
+      e.comm_id = kTpCommBase + p / job.tp;
+      e.seq = step;
+      e.bytes = 8u << 20;
+      e.cpu_launch_ns = ready[r] - 30000;
+      e.gpu_start_ns = ready[r] - static_cast<int64_t>((*rng)() % 3000);
+      int64_t my_end = end + static_cast<int64_t>((*rng)() % 300);
+      e.duration_ns = my_end - e.gpu_start_ns;
+      (*st)[r].events.push_back(e);
+      (*ag_end)[r] = my_end;
+      ag_end_max = std::max(ag_end_max, my_end);
+    }
+  }
+  return ag_end_max;
+}
+
+// One step's world AllReduce after the AllGathers, and the host's wait for it. Returns its end.
+int64_t AddAllReduce(const SyntheticJob& job, int per_node, int step, int64_t ag_end_max,
+                     const std::vector<int64_t>& ag_end, std::mt19937_64* rng,
+                     std::vector<RankState>* st) {
+  int64_t ar_end = ag_end_max + 400000 + static_cast<int64_t>((*rng)() % 50000);
+  for (int r = 0; r < job.ranks; ++r) {
+    int local = r % per_node;
+    EventRecord e =
+        Base(OpKind::kCollective, Operation::kAllReduce, 0x7f0000002000ull + local * 0x100);
+    e.dtype = static_cast<uint8_t>(DType::kF32);
+    e.comm_id = kWorldComm;
+    e.seq = step;
+    e.bytes = 64u << 20;
+    e.cpu_launch_ns = ag_end[r] - 20000;
+    e.gpu_start_ns = ag_end[r] + 1000;
+    e.duration_ns = ar_end + static_cast<int64_t>((*rng)() % 300) - e.gpu_start_ns;
+    (*st)[r].events.push_back(e);
+    EventRecord s =
+        Base(OpKind::kHostSync, Operation::kStreamSynchronize, 0x7f0000002000ull + local * 0x100);
+    s.cpu_launch_ns = ag_end[r];
+    s.gpu_start_ns = ag_end[r];
+    s.duration_ns = e.gpu_start_ns + e.duration_ns - ag_end[r] + 2000;
+    (*st)[r].events.push_back(s);
+  }
+  return ar_end;
+}
+
+// Rank r's timeline file in its node's folder, with the node's clock skew; false on error.
+bool WriteRank(const SyntheticJob& job, int r, int per_node, int64_t end,
+               const std::vector<std::string>& dirs, RankState* state, std::string* error) {
+  int node = r / per_node;
+  int64_t skew = node < static_cast<int>(job.node_skew_ns.size()) ? job.node_skew_ns[node] : 0;
+  Metadata m = SyntheticRankMetadata(job.job, r, job.ranks, per_node, kWorldComm);
+  m.clock_realtime_ns = end + skew;
+  m.strings = {"", "vectorized_elementwise_kernel<float>", "reduce_kernel<bf16>"};
+  CommInfo tp;
+  tp.id = kTpCommBase + r / job.tp;
+  tp.size = job.tp;
+  tp.rank = r % job.tp;
+  tp.global_rank = r;
+  for (int i = r - r % job.tp; i < r - r % job.tp + job.tp; ++i) tp.members.push_back(i);
+  m.comms.push_back(tp);
+  m.dump_time_ns = job.start_ns;  // the request's dump_time: the same on every node
+  m.window_begin_ns = job.start_ns + skew;
+  m.window_end_ns = end + skew;
+  std::string path = dirs[node] + "/" + TimelineFileName(r, job.ranks, m.pid);
+  auto w = TimelineWriter::Create(path, m, error);
+  if (!w) return false;
+  // Completion order per stream: sort by end time (stable), as the daemon would see them.
+  std::vector<EventRecord>& ev = state->events;
+  std::stable_sort(ev.begin(), ev.end(), [](const EventRecord& a, const EventRecord& b) {
+    return a.gpu_start_ns + a.duration_ns < b.gpu_start_ns + b.duration_ns;
+  });
+  for (EventRecord e : ev) {
+    e.device = static_cast<int16_t>(m.device);
+    e.cpu_launch_ns += skew;
+    e.gpu_start_ns += skew;
+    w->Append(e);
+  }
+  return w->Finish(error);
+}
+
+}  // namespace
+
 std::vector<std::string> WriteSyntheticJob(const SyntheticJob& job, const std::string& root,
                                            std::string* error) {
   std::vector<std::string> dirs;
@@ -97,128 +230,21 @@ std::vector<std::string> WriteSyntheticJob(const SyntheticJob& job, const std::s
     dirs.push_back(root + "/node" + std::to_string(n));
     mkdir(dirs.back().c_str(), 0755);
   }
-  // True-time schedule shared by all ranks: every step, each rank runs GEMMs (rank-dependent
-  // length), then an AllGather in its tp pair and an AllReduce over the world; a collective ends
-  // at the same true time on all its members (+ < 300 ns jitter).
+  // True-time schedule shared by all ranks: every step, each rank computes, then an AllGather in
+  // its tp group and an AllReduce over the world.
   std::mt19937_64 rng(job.seed);
   std::vector<RankState> st(job.ranks);
   int64_t t = job.start_ns;
   for (int step = 0; step < job.steps; ++step) {
-    std::vector<int64_t> ready(job.ranks);
-    for (int r = 0; r < job.ranks; ++r) {
-      int local = r % per_node;
-      uint64_t compute = 0x7f0000001000ull + local * 0x100;
-      int64_t c = t + static_cast<int64_t>(rng() % 20000);
-      // A host-to-device copy on its own stream.
-      EventRecord cp =
-          Base(OpKind::kMemcpy, Operation::kMemcpyHtoD, 0x7f0000003000ull + local * 0x100);
-      cp.cpu_launch_ns = c - 5000;
-      cp.gpu_start_ns = c;
-      cp.duration_ns = 8000 + static_cast<int64_t>(rng() % 4000);
-      cp.bytes = 4u << 20;
-      st[r].events.push_back(cp);
-      c += cp.duration_ns + 1000;
-      for (int g = 0; g < 3; ++g) {
-        EventRecord e =
-            Base(OpKind::kMatmul, g == 2 ? Operation::kLtMatmul : Operation::kGemmEx, compute);
-        e.dtype = static_cast<uint8_t>(DType::kBF16);
-        e.m = 4096;
-        e.n = g == 1 ? 11008 : 4096;
-        e.k = 4096;
-        e.flags = g == 0 ? format::kFlagTransB : 0;
-        e.cpu_launch_ns = c - 20000 - static_cast<int64_t>(rng() % 10000);
-        e.gpu_start_ns = c;
-        e.duration_ns = 150000 + static_cast<int64_t>(rng() % 50000) + r * 1000;
-        st[r].events.push_back(e);
-        c += e.duration_ns + 2000;
-      }
-      EventRecord k = Base(OpKind::kKernel, Operation::kKernelLaunch, compute);
-      k.name = 1 + (step % 2);
-      k.cpu_launch_ns = c - 10000;
-      k.gpu_start_ns = c;
-      k.duration_ns = 20000 + static_cast<int64_t>(rng() % 5000);
-      st[r].events.push_back(k);
-      c += k.duration_ns;
-      ready[r] = c;
-    }
-    // tp AllGather per pair, then world AllReduce.
-    int64_t ag_end_max = 0;
-    std::vector<int64_t> ag_end(job.ranks);
-    for (int p = 0; p < job.ranks; p += job.tp) {
-      int64_t start = 0;
-      for (int r = p; r < std::min(p + job.tp, job.ranks); ++r) start = std::max(start, ready[r]);
-      int64_t end = start + 60000 + static_cast<int64_t>(rng() % 10000);
-      for (int r = p; r < std::min(p + job.tp, job.ranks); ++r) {
-        int local = r % per_node;
-        EventRecord e =
-            Base(OpKind::kCollective, Operation::kAllGather, 0x7f0000002000ull + local * 0x100);
-        e.dtype = static_cast<uint8_t>(DType::kBF16);
-        e.comm_id = kTpCommBase + p / job.tp;
-        e.seq = step;
-        e.bytes = 8u << 20;
-        e.cpu_launch_ns = ready[r] - 30000;
-        e.gpu_start_ns = ready[r] - static_cast<int64_t>(rng() % 3000);
-        int64_t my_end = end + static_cast<int64_t>(rng() % 300);
-        e.duration_ns = my_end - e.gpu_start_ns;
-        st[r].events.push_back(e);
-        ag_end[r] = my_end;
-        ag_end_max = std::max(ag_end_max, my_end);
-      }
-    }
-    int64_t ar_end = ag_end_max + 400000 + static_cast<int64_t>(rng() % 50000);
-    for (int r = 0; r < job.ranks; ++r) {
-      int local = r % per_node;
-      EventRecord e =
-          Base(OpKind::kCollective, Operation::kAllReduce, 0x7f0000002000ull + local * 0x100);
-      e.dtype = static_cast<uint8_t>(DType::kF32);
-      e.comm_id = kWorldComm;
-      e.seq = step;
-      e.bytes = 64u << 20;
-      e.cpu_launch_ns = ag_end[r] - 20000;
-      e.gpu_start_ns = ag_end[r] + 1000;
-      e.duration_ns = ar_end + static_cast<int64_t>(rng() % 300) - e.gpu_start_ns;
-      st[r].events.push_back(e);
-      EventRecord s =
-          Base(OpKind::kHostSync, Operation::kStreamSynchronize, 0x7f0000002000ull + local * 0x100);
-      s.cpu_launch_ns = ag_end[r];
-      s.gpu_start_ns = ag_end[r];
-      s.duration_ns = e.gpu_start_ns + e.duration_ns - ag_end[r] + 2000;
-      st[r].events.push_back(s);
-    }
+    std::vector<int64_t> ready(job.ranks), ag_end(job.ranks);
+    for (int r = 0; r < job.ranks; ++r) ready[r] = AddCompute(r, per_node, step, t, &rng, &st);
+    const int64_t ag_end_max = AddAllGathers(job, per_node, step, ready, &rng, &st, &ag_end);
+    const int64_t ar_end = AddAllReduce(job, per_node, step, ag_end_max, ag_end, &rng, &st);
     if (job.p2p) AddPipelineSends(step, per_node, ar_end, &rng, &st);
     t = ar_end + 100000;
   }
   for (int r = 0; r < job.ranks; ++r) {
-    int node = r / per_node;
-    int64_t skew = node < static_cast<int>(job.node_skew_ns.size()) ? job.node_skew_ns[node] : 0;
-    Metadata m = SyntheticRankMetadata(job.job, r, job.ranks, per_node, kWorldComm);
-    m.clock_realtime_ns = t + skew;
-    m.strings = {"", "vectorized_elementwise_kernel<float>", "reduce_kernel<bf16>"};
-    CommInfo tp;
-    tp.id = kTpCommBase + r / job.tp;
-    tp.size = job.tp;
-    tp.rank = r % job.tp;
-    tp.global_rank = r;
-    for (int i = r - r % job.tp; i < r - r % job.tp + job.tp; ++i) tp.members.push_back(i);
-    m.comms.push_back(tp);
-    m.dump_time_ns = job.start_ns;  // the request's dump_time: the same on every node
-    m.window_begin_ns = job.start_ns + skew;
-    m.window_end_ns = t + skew;
-    std::string path = dirs[node] + "/" + TimelineFileName(r, job.ranks, m.pid);
-    auto w = TimelineWriter::Create(path, m, error);
-    if (!w) return {};
-    // Completion order per stream: sort by end time (stable), as the daemon would see them.
-    std::vector<EventRecord>& ev = st[r].events;
-    std::stable_sort(ev.begin(), ev.end(), [](const EventRecord& a, const EventRecord& b) {
-      return a.gpu_start_ns + a.duration_ns < b.gpu_start_ns + b.duration_ns;
-    });
-    for (EventRecord e : ev) {
-      e.device = static_cast<int16_t>(m.device);
-      e.cpu_launch_ns += skew;
-      e.gpu_start_ns += skew;
-      w->Append(e);
-    }
-    if (!w->Finish(error)) return {};
+    if (!WriteRank(job, r, per_node, t, dirs, &st[r], error)) return {};
   }
   return dirs;
 }
