@@ -161,6 +161,97 @@ bool DumpManager::WaitIdle(int64_t timeout_ms) {
   return cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [this] { return !running_; });
 }
 
+std::unique_ptr<DumpManager::Capture> DumpManager::CaptureOf(const ProcessSnapshot& p,
+                                                             const DumpRequest& request,
+                                                             const CommMembers& members,
+                                                             std::set<std::string>* used_paths) {
+  auto c = std::make_unique<Capture>();
+  c->id = p.id;
+  c->device = p.device;
+  c->process = p;
+  c->process.series.clear();
+  DumpFileInfo& f = c->file;
+  f.job = p.job;
+  f.host = p.host;
+  f.pid = p.pid;
+  f.rank = p.rank;
+  f.local_rank = p.local_rank;
+  f.world_size = p.world_size;
+  f.requested = request.count;
+  const std::string dir = request.dir + "/" + JobDirName(p.job);
+  f.path = dir + "/" + tl::TimelineFileName(p.rank, p.world_size, p.pid);
+  if (!used_paths->insert(f.path).second) {  // two live processes claim the same rank
+    f.path = dir + "/" + tl::TimelineFileName(-1, p.world_size, p.pid);
+    used_paths->insert(f.path);
+  }
+  for (const CommSnapshot& cs : p.comms) {
+    if (cs.comm_id == 0) continue;
+    tl::CommInfo ci;
+    ci.id = cs.comm_id;
+    ci.size = cs.comm_size;
+    ci.rank = cs.comm_rank;
+    ci.parent_id = cs.parent_id;
+    ci.global_rank = p.rank;
+    auto m = members.find({p.job, cs.comm_id});
+    if (m != members.end()) ci.members = m->second;
+    c->comms.push_back(std::move(ci));
+  }
+  return c;
+}
+
+std::shared_ptr<DumpManager::Job> DumpManager::PlanJob(const DumpRequest& request, int64_t now) {
+  auto job = std::make_shared<Job>();
+  job->request = request;
+  DumpStatus& st = job->status;
+  st.id = std::to_string(now / 1000000000) + "-" + std::to_string(next_id_++);
+  st.dir = request.dir;
+  st.dump_time_ns = request.dump_time_ns;
+  if (request.duration_s > 0) {
+    job->window_end_ns = request.dump_time_ns + static_cast<int64_t>(request.duration_s * 1e9);
+    st.deadline_ns = job->window_end_ns + kCaptureGraceNs;
+  } else if (request.capture()) {
+    st.deadline_ns = request.dump_time_ns + static_cast<int64_t>(request.timeout_s * 1e9);
+  } else {
+    st.deadline_ns = now;
+  }
+  // Who is dumped, and the communicator tables (members' global ranks from every process of the
+  // same job on this node; other nodes' members stay -1).
+  const Snapshot snap = aggregator_->TakeSnapshot(now, /*with_series=*/false);
+  const CommMembers members = CommMembersOf(snap);
+  std::set<std::string> used_paths;
+  for (const ProcessSnapshot& p : snap.processes) {
+    if (!request.ranks.empty() && request.ranks.count(p.rank) == 0) continue;
+    if (!request.jobs.empty() && request.jobs.count(p.job) == 0) continue;
+    std::unique_ptr<Capture> c = CaptureOf(p, request, members, &used_paths);
+    job->by_rank[{p.id, p.device}] = c.get();
+    job->captures.push_back(std::move(c));
+  }
+  for (const auto& c : job->captures) st.files.push_back(c->file);
+  return job;
+}
+
+void DumpManager::TakeHistory(Job* job) {
+  const DumpRequest& request = job->request;
+  if (request.history == 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& c : job->captures) c->history_end = 0;
+    return;
+  }
+  for (auto& c : job->captures) {
+    uint64_t end = 0;
+    std::vector<OpRecord> all = aggregator_->History(
+        c->id, &end, c->device >= 0 ? c->device : Aggregator::kAllDevices);
+    std::vector<OpRecord> kept;
+    for (const OpRecord& r : all) {
+      if (KindSelected(request.kinds, r.kind)) kept.push_back(r);
+    }
+    const size_t n = std::min<size_t>(kept.size(), static_cast<size_t>(request.history));
+    c->history.assign(kept.end() - static_cast<std::ptrdiff_t>(n), kept.end());
+    std::lock_guard<std::mutex> lock(mu_);
+    c->history_end = end;
+  }
+}
+
 DumpError DumpManager::Start(const DumpRequest& request, DumpStatus* out, std::string* error) {
   std::lock_guard<std::mutex> start(start_mu_);
   {
@@ -176,94 +267,18 @@ DumpError DumpManager::Start(const DumpRequest& request, DumpStatus* out, std::s
   }
   CancelAndJoin();  // reset: the running capture writes what it has
 
-  const int64_t now = now_();
-  auto job = std::make_shared<Job>();
-  job->request = request;
-  DumpStatus& st = job->status;
-  st.id = std::to_string(now / 1000000000) + "-" + std::to_string(next_id_++);
-  st.dir = request.dir;
-  st.dump_time_ns = request.dump_time_ns;
-  if (request.duration_s > 0) {
-    job->window_end_ns = request.dump_time_ns + static_cast<int64_t>(request.duration_s * 1e9);
-    st.deadline_ns = job->window_end_ns + kCaptureGraceNs;
-  } else if (request.capture()) {
-    st.deadline_ns = request.dump_time_ns + static_cast<int64_t>(request.timeout_s * 1e9);
-  } else {
-    st.deadline_ns = now;
-  }
-
-  // Who is dumped, and the communicator tables (members' global ranks from every process of the
-  // same job on this node; other nodes' members stay -1).
-  const Snapshot snap = aggregator_->TakeSnapshot(now, /*with_series=*/false);
-  const CommMembers members = CommMembersOf(snap);
-  std::set<std::string> used_paths;
-  for (const ProcessSnapshot& p : snap.processes) {
-    if (!request.ranks.empty() && request.ranks.count(p.rank) == 0) continue;
-    if (!request.jobs.empty() && request.jobs.count(p.job) == 0) continue;
-    auto c = std::make_unique<Capture>();
-    c->id = p.id;
-    c->device = p.device;
-    c->process = p;
-    c->process.series.clear();
-    DumpFileInfo& f = c->file;
-    f.job = p.job;
-    f.host = p.host;
-    f.pid = p.pid;
-    f.rank = p.rank;
-    f.local_rank = p.local_rank;
-    f.world_size = p.world_size;
-    f.requested = request.count;
-    const std::string dir = request.dir + "/" + JobDirName(p.job);
-    f.path = dir + "/" + tl::TimelineFileName(p.rank, p.world_size, p.pid);
-    if (!used_paths.insert(f.path).second) {  // two live processes claim the same rank
-      f.path = dir + "/" + tl::TimelineFileName(-1, p.world_size, p.pid);
-      used_paths.insert(f.path);
-    }
-    for (const CommSnapshot& cs : p.comms) {
-      if (cs.comm_id == 0) continue;
-      tl::CommInfo ci;
-      ci.id = cs.comm_id;
-      ci.size = cs.comm_size;
-      ci.rank = cs.comm_rank;
-      ci.parent_id = cs.parent_id;
-      ci.global_rank = p.rank;
-      auto m = members.find({p.job, cs.comm_id});
-      if (m != members.end()) ci.members = m->second;
-      c->comms.push_back(std::move(ci));
-    }
-    job->by_rank[{p.id, p.device}] = c.get();
-    job->captures.push_back(std::move(c));
-  }
-
-  for (const auto& c : job->captures) st.files.push_back(c->file);
+  std::shared_ptr<Job> job = PlanJob(request, now_());
   // A capture of ranks that have all exited already (a job that ended) is written at once.
   const bool capture = request.capture() && !job->captures.empty() &&
                        !EndRanks(job.get(), MonotonicNowNs());
-  st.state = capture ? "capturing" : "written";
+  job->status.state = capture ? "capturing" : "written";
   {
     std::lock_guard<std::mutex> lock(mu_);
     job_ = job;
     running_ = capture;
   }
   // The history after the tap is live: the capture drops records the history already holds.
-  if (request.history > 0) {
-    for (auto& c : job->captures) {
-      uint64_t end = 0;
-      std::vector<OpRecord> all = aggregator_->History(
-          c->id, &end, c->device >= 0 ? c->device : Aggregator::kAllDevices);
-      std::vector<OpRecord> kept;
-      for (const OpRecord& r : all) {
-        if (KindSelected(request.kinds, r.kind)) kept.push_back(r);
-      }
-      const size_t n = std::min<size_t>(kept.size(), static_cast<size_t>(request.history));
-      c->history.assign(kept.end() - static_cast<std::ptrdiff_t>(n), kept.end());
-      std::lock_guard<std::mutex> lock(mu_);
-      c->history_end = end;
-    }
-  } else {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (auto& c : job->captures) c->history_end = 0;
-  }
+  TakeHistory(job.get());
   if (capture) {
     thread_ = std::thread([this, job] { Run(job); });
     std::lock_guard<std::mutex> lock(mu_);
@@ -351,113 +366,125 @@ void DumpManager::Run(std::shared_ptr<Job> job) {
   cv_.notify_all();
 }
 
+// The timeline event of an op record; `names`: name_id -> string table index.
+static tl::EventRecord EventOf(const OpRecord& r, const std::unordered_map<uint32_t, uint32_t>& names) {
+  tl::EventRecord e;
+  std::memset(&e, 0, sizeof(e));
+  e.op = r.op;
+  e.kind = r.kind;
+  e.dtype = r.dtype;
+  e.flags = r.flags;
+  e.device = static_cast<int16_t>(std::max(-32768, std::min(32767, r.device)));
+  auto n = names.find(r.name_id);
+  e.name = n == names.end() ? 0 : n->second;
+  e.peer = r.peer;
+  e.stream = r.stream;
+  e.cpu_launch_ns = r.cpu_launch_ns;
+  e.gpu_start_ns = r.gpu_start_ns;
+  e.duration_ns = r.duration_ns;
+  e.bytes = r.bytes;
+  e.m = r.m;
+  e.n = r.n;
+  e.k = r.k;
+  e.comm_id = r.comm_id;
+  e.seq = r.seq;
+  e.root = r.root;
+  e.group_id = r.group_id;
+  e.batch = r.batch;
+  return e;
+}
+
+std::vector<OpRecord> DumpManager::TakeRecords(Capture* c, const DumpRequest& q, bool cancelled,
+                                               bool window_over, DumpFileInfo* f) {
+  std::vector<OpRecord> records = std::move(c->history);
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& e : c->captured) {
+    if (e.first >= c->history_end || c->history_end == UINT64_MAX) {
+      records.push_back(e.second);
+      ++f->captured;
+    }
+  }
+  c->captured.clear();
+  c->captured.shrink_to_fit();
+  if (q.capture()) {
+    if (c->ended.empty()) c->ended = cancelled ? "cancelled" : window_over ? "duration" : "deadline";
+    f->ended = c->ended;
+    f->fell_short = q.count > 0 && f->ended != "duration" && f->ended != "count" &&
+                    static_cast<double>(f->captured) < kShortFraction * static_cast<double>(q.count);
+  }
+  return records;
+}
+
+tl::Metadata DumpManager::MetadataOf(const Capture& c, const DumpRequest& q,
+                                     const std::vector<OpRecord>& records,
+                                     std::unordered_map<uint32_t, uint32_t>* names) {
+  tl::Metadata md;
+  const ProcessSnapshot& p = c.process;
+  md.job = p.job;
+  md.host = p.host;
+  md.node = node_;
+  md.pod = p.pod;
+  md.pid = p.pid;
+  md.rank = p.rank;
+  md.local_rank = p.local_rank;
+  md.world_size = p.world_size;
+  md.device = p.device >= 0 ? p.device : records.empty() ? -1 : records.front().device;
+  md.clock_realtime_ns = now_();
+  md.clock_monotonic_ns = MonotonicNowNs();
+  md.comms = c.comms;
+  md.dump_time_ns = q.dump_time_ns;
+  md.kinds = q.kinds;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (const OpRecord& r : records) {
+    lo = std::min(lo, r.cpu_launch_ns);
+    hi = std::max(hi, r.cpu_launch_ns);
+  }
+  md.window_begin_ns = records.empty() ? q.dump_time_ns : lo;
+  md.window_end_ns = records.empty() ? q.dump_time_ns : hi;
+  for (const OpRecord& r : records) {
+    if (r.name_id == 0 || names->count(r.name_id) != 0) continue;
+    auto n = c.names.find(r.name_id);
+    std::string name = n != c.names.end() ? n->second : aggregator_->KernelName(c.id, r.name_id);
+    if (name.empty()) continue;
+    (*names)[r.name_id] = static_cast<uint32_t>(md.strings.size());
+    md.strings.push_back(std::move(name));
+  }
+  return md;
+}
+
+std::string DumpManager::WriteFile(const Capture& c, const DumpRequest& q,
+                                   const std::vector<OpRecord>& records, DumpFileInfo* f) {
+  std::unordered_map<uint32_t, uint32_t> names;  // name_id -> string table index
+  const tl::Metadata md = MetadataOf(c, q, records, &names);
+  std::string error;
+  const size_t slash = f->path.rfind('/');
+  int dir_fd = OpenDirUnderRoot(root_, f->path.substr(0, slash), &error);
+  if (dir_fd >= 0 && !GiveJobDirTo(dir_fd, f->path.substr(0, slash), c.process.uid, &error)) {
+    close(dir_fd);
+    return error;
+  }
+  if (dir_fd < 0) return error;
+  auto w = tl::TimelineWriter::CreateAt(dir_fd, f->path.substr(slash + 1), md, &error);
+  close(dir_fd);
+  if (!w) return error;
+  for (const OpRecord& r : records) w->Append(EventOf(r, names));
+  if (!w->Finish(&error)) return error;
+  f->events = w->events();
+  return "";
+}
+
 void DumpManager::Finish(Job* job, bool cancelled) {
   const DumpRequest& q = job->request;
   const bool window_over = q.duration_s > 0 && now_() >= job->window_end_ns;
   std::vector<DumpFileInfo> files;
   for (auto& cptr : job->captures) {
     Capture* c = cptr.get();
-    std::vector<OpRecord> records = std::move(c->history);
     DumpFileInfo f = c->file;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      for (const auto& e : c->captured) {
-        if (e.first >= c->history_end || c->history_end == UINT64_MAX) {
-          records.push_back(e.second);
-          ++f.captured;
-        }
-      }
-      c->captured.clear();
-      c->captured.shrink_to_fit();
-      if (q.capture()) {
-        if (c->ended.empty()) c->ended = cancelled ? "cancelled" : window_over ? "duration" : "deadline";
-        f.ended = c->ended;
-        f.fell_short = q.count > 0 && f.ended != "duration" && f.ended != "count" &&
-                       static_cast<double>(f.captured) < kShortFraction * static_cast<double>(q.count);
-      }
+    const std::vector<OpRecord> records = TakeRecords(c, q, cancelled, window_over, &f);
+    f.error = WriteFile(*c, q, records, &f);
+    if (!f.error.empty()) {
+      Logf("dump %s: %s: %s", job->status.id.c_str(), f.path.c_str(), f.error.c_str());
     }
-    tl::Metadata md;
-    const ProcessSnapshot& p = c->process;
-    md.job = p.job;
-    md.host = p.host;
-    md.node = node_;
-    md.pod = p.pod;
-    md.pid = p.pid;
-    md.rank = p.rank;
-    md.local_rank = p.local_rank;
-    md.world_size = p.world_size;
-    md.device = p.device >= 0 ? p.device : records.empty() ? -1 : records.front().device;
-    md.clock_realtime_ns = now_();
-    {
-      timespec ts;
-      clock_gettime(CLOCK_MONOTONIC, &ts);
-      md.clock_monotonic_ns = int64_t{ts.tv_sec} * 1000000000 + ts.tv_nsec;
-    }
-    md.comms = c->comms;
-    md.dump_time_ns = q.dump_time_ns;
-    md.kinds = q.kinds;
-    int64_t lo = INT64_MAX, hi = INT64_MIN;
-    for (const OpRecord& r : records) {
-      lo = std::min(lo, r.cpu_launch_ns);
-      hi = std::max(hi, r.cpu_launch_ns);
-    }
-    md.window_begin_ns = records.empty() ? q.dump_time_ns : lo;
-    md.window_end_ns = records.empty() ? q.dump_time_ns : hi;
-    std::unordered_map<uint32_t, uint32_t> index;  // name_id -> string table index
-    for (const OpRecord& r : records) {
-      if (r.name_id == 0 || index.count(r.name_id) != 0) continue;
-      auto n = c->names.find(r.name_id);
-      std::string name =
-          n != c->names.end() ? n->second : aggregator_->KernelName(c->id, r.name_id);
-      if (name.empty()) continue;
-      index[r.name_id] = static_cast<uint32_t>(md.strings.size());
-      md.strings.push_back(std::move(name));
-    }
-    std::string error;
-    const size_t slash = f.path.rfind('/');
-    int dir_fd = OpenDirUnderRoot(root_, f.path.substr(0, slash), &error);
-    if (dir_fd >= 0 && !GiveJobDirTo(dir_fd, f.path.substr(0, slash), p.uid, &error)) {
-      close(dir_fd);
-      dir_fd = -1;
-    }
-    if (dir_fd >= 0) {
-      auto w = tl::TimelineWriter::CreateAt(dir_fd, f.path.substr(slash + 1), md, &error);
-      close(dir_fd);
-      if (w) {
-        for (const OpRecord& r : records) {
-          tl::EventRecord e;
-          std::memset(&e, 0, sizeof(e));
-          e.op = r.op;
-          e.kind = r.kind;
-          e.dtype = r.dtype;
-          e.flags = r.flags;
-          e.device = static_cast<int16_t>(std::max(-32768, std::min(32767, r.device)));
-          auto n = index.find(r.name_id);
-          e.name = n == index.end() ? 0 : n->second;
-          e.peer = r.peer;
-          e.stream = r.stream;
-          e.cpu_launch_ns = r.cpu_launch_ns;
-          e.gpu_start_ns = r.gpu_start_ns;
-          e.duration_ns = r.duration_ns;
-          e.bytes = r.bytes;
-          e.m = r.m;
-          e.n = r.n;
-          e.k = r.k;
-          e.comm_id = r.comm_id;
-          e.seq = r.seq;
-          e.root = r.root;
-          e.group_id = r.group_id;
-          e.batch = r.batch;
-          w->Append(e);
-        }
-        if (w->Finish(&error)) {
-          f.events = w->events();
-          error.clear();
-        }
-      }
-    }
-    f.error = error;
-    if (!error.empty()) Logf("dump %s: %s: %s", job->status.id.c_str(), f.path.c_str(), error.c_str());
     files.push_back(std::move(f));
   }
   std::lock_guard<std::mutex> lock(mu_);

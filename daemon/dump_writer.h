@@ -20,9 +20,11 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "daemon/aggregator.h"
+#include "timeline/timeline_io.h"
 
 namespace xtimer {
 namespace daemon {
@@ -125,9 +127,29 @@ class DumpManager {
   struct Capture;
   struct Job;
   void Run(std::shared_ptr<Job> job);
+  // One process's capture: its file's identity and path (a second claimant of a path gets the
+  // rank -1 name), its communicator table.
+  static std::unique_ptr<Capture> CaptureOf(const ProcessSnapshot& p, const DumpRequest& request,
+                                            const CommMembers& members,
+                                            std::set<std::string>* used_paths);
+  // A new dump of `request` at `now`: its id, deadline and captures (not yet published).
+  std::shared_ptr<Job> PlanJob(const DumpRequest& request, int64_t now);
+  // Copies each capture's requested history (after the tap is live).
+  void TakeHistory(Job* job);
   // Marks the ranks whose capture is over (count, exited, idle); true when all are.
   bool EndRanks(Job* job, int64_t mono_ns);
   void Finish(Job* job, bool cancelled);
+  // The capture's records (history, then what the tap caught after it); fills f's counts and
+  // how its capture ended.
+  std::vector<format::OpRecord> TakeRecords(Capture* c, const DumpRequest& q, bool cancelled,
+                                            bool window_over, DumpFileInfo* f);
+  // The file's metadata; `names` gets name_id -> index of its string table.
+  timeline::Metadata MetadataOf(const Capture& c, const DumpRequest& q,
+                                const std::vector<format::OpRecord>& records,
+                                std::unordered_map<uint32_t, uint32_t>* names);
+  // Writes the capture's file (given to the job's user); "" or the error. Sets f->events.
+  std::string WriteFile(const Capture& c, const DumpRequest& q,
+                        const std::vector<format::OpRecord>& records, DumpFileInfo* f);
   void CancelAndJoin();
   void Tap(Aggregator::ProcessId id, int rank_device, uint64_t seq, const format::OpRecord& r);
 
