@@ -120,6 +120,22 @@ class ScoreTest(unittest.TestCase):
         rules.observe(wor, 11)
         self.assertIsNone(rules.right_s)
 
+    def test_first_failure_over_every_nodes_ranks(self):
+        # 2922/6: node 1 sees rank 5's SIGSEGV at 100.0; node 0 sees ranks 1 and 3 exit 1 on
+        # the remote error (one of them a moment before rank 5's daemon noticed its crash).
+        node0 = {"now": 110.0, "ranks": [
+            {"rank": 1, "exited": True, "exit_cause": "exit", "exit_code": 1, "exited_age_s": 10.3},
+            {"rank": 3, "exited": True, "exit_cause": "exit", "exit_code": 1, "exited_age_s": 9.5},
+            {"rank": 0, "exited": False}]}
+        node1 = {"now": 111.0, "ranks": [
+            {"rank": 5, "exited": True, "exit_cause": "signal", "exit_code": 11,
+             "exited_age_s": 11.0},
+            {"rank": 4, "exited": True, "exit_cause": "exit", "exit_code": 0, "exited_age_s": 1}]}
+        self.assertEqual(fc.first_failure([node0, node1]), 5)
+        node1["ranks"][0]["exited_age_s"] = 9.0  # 2.3 s after rank 1: too late to head
+        self.assertEqual(fc.first_failure([node0, node1]), 1)
+        self.assertIsNone(fc.first_failure([{"now": 1.0, "ranks": [node1["ranks"][1]]}]))
+
     def test_sigkill_may_read_as_a_lost_connection(self):
         s = fc.Surface("rules", fc.expected({"kind": "crash_kill", "rank": 0}), True)
         s.observe({"kind": "exited", "culprits": [0], "cause": "connection lost"}, 3)
