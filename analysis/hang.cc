@@ -695,6 +695,42 @@ void DropBlockedCulprits(std::vector<HangVerdict>* verdicts) {
   *verdicts = std::move(kept);
 }
 
+// The job's first failure among the inputs (the rank; -1 when no input exited abnormally): the
+// earliest abnormal exit, unless a fault signal came within kSameFailureNs of it (as ExitOrder).
+int32_t JobFirstFailure(const std::vector<RankInput>& ranks) {
+  std::vector<const RankInput*> failed;
+  for (const RankInput& r : ranks) {
+    if (AbnormalExit(r.exit)) failed.push_back(&r);
+  }
+  if (failed.empty()) return -1;
+  std::sort(failed.begin(), failed.end(), [](const RankInput* a, const RankInput* b) {
+    return std::make_pair(a->exit.at_ns, a->rank) < std::make_pair(b->exit.at_ns, b->rank);
+  });
+  for (const RankInput* r : failed) {
+    if (r->exit.at_ns - failed.front()->exit.at_ns > kSameFailureNs) break;
+    if (FaultSignal(r->exit)) return r->rank;
+  }
+  return failed.front()->rank;
+}
+
+// An exited verdict whose first failure exited after the job's first failure is its
+// consequence (a rank that exits on NCCL's remote error heads the verdict of its own
+// communicators, which the first failure is not in): dropped when a verdict names the job's
+// first failure.
+void DropLaterFailures(const std::vector<RankInput>& ranks, std::vector<HangVerdict>* verdicts) {
+  const int32_t first = JobFirstFailure(ranks);
+  auto names = [first](const HangVerdict& v) {
+    return v.kind == HangKind::kExited && !v.culprit_ranks.empty() &&
+           v.culprit_ranks.front() == first;
+  };
+  if (first < 0 || std::none_of(verdicts->begin(), verdicts->end(), names)) return;
+  verdicts->erase(std::remove_if(verdicts->begin(), verdicts->end(),
+                                 [&names](const HangVerdict& v) {
+                                   return v.kind == HangKind::kExited && !names(v);
+                                 }),
+                  verdicts->end());
+}
+
 // Verdicts that follow from another stall and blame no rank are dropped when a verdict that does
 // not follow from another remains (that one names the cause), and when the communicator they
 // wait behind is among the inputs: its own verdict will name the cause once its threshold
@@ -742,6 +778,7 @@ std::vector<HangVerdict> FindHangs(const std::vector<RankInput>& ranks,
     CompletedMismatch(ranks, comm, &out);
   }
   DropBlockedCulprits(&out);
+  DropLaterFailures(ranks, &out);
   DropDownstream(comms, &out);
   std::stable_sort(out.begin(), out.end(), HeadsBefore);
   return out;

@@ -509,6 +509,34 @@ TEST(Hang, TheFirstFailureHeadsAndAFaultSignalBeatsATeardown) {
   EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({2}));
 }
 
+// Campaign 2922/6: rank 3 raises SIGSEGV; rank 5, on a communicator rank 3 is not in, exits 1
+// on NCCL's remote error 0.4 s later, and its peers there wait. Rank 5 heads its own
+// communicator's exits, but it is the job's first failure's victim: one verdict, rank 3 (before:
+// exited [3] and exited [5], and every surface's culprits were both).
+TEST(Hang, AVictimThatExitsOnAnotherCommunicatorIsNotAFirstFailure) {
+  std::vector<RankInput> ranks = Stalled();
+  std::vector<RankInput> b = Stalled();
+  for (RankInput& r : b) {
+    r.rank += 4;
+    for (Arrival& x : r.arrivals) x.comm_id = kComm + 1;
+    r.progress[0].comm_id = kComm + 1;
+    r.progress[0].inflight.comm_id = kComm + 1;
+    r.comms[0].id = kComm + 1;
+    ranks.push_back(r);
+  }
+  ranks[3].exit = {true, "signal", 11, kT0 + 20 * kS};
+  ranks[5].exit = {true, "exit", 1, kT0 + 20 * kS + 4 * kS / 10};
+  Report report = Analyze(ranks, At(12));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].kind, HangKind::kExited);
+  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({3}));
+  // Without the first failure among the inputs (another node's view), rank 5 is its own.
+  ranks.erase(ranks.begin(), ranks.begin() + 4);
+  report = Analyze(ranks, At(12));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({5}));
+}
+
 TEST(Hang, OrderIsStableWhenStallsDifferByLessThanASecond) {
   // Two communicators of different ranks, each with a rank that never issued; which stalled a
   // little longer must not change the headline.

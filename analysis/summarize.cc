@@ -106,6 +106,14 @@ bool RankSummarizer::Add(const TimedOp& op, Arrival* arrival) {
     arrival->busy_before_ns = state_->BusyWithin(state_->last_collective_end, op.start_ns);
     arrival->idle_before_ns = window - arrival->busy_before_ns;
   }
+  // A collective without peers (tp 1's tensor-parallel all-reduce) waits on nobody: it is the
+  // rank's own work, and the next collective's window starts at the previous one with peers
+  // (else the GEMMs before it would not count for the data-parallel arrival a straggler is late
+  // for, and the straggler would pass for a relay of someone else's delay).
+  if (arrival->comm_size == 1 && state_->has_collective) {
+    state_->AddWork(op.start_ns, end);
+    return true;
+  }
   if (!state_->has_collective || end > state_->last_collective_end) {
     state_->last_collective_end = end;
   }

@@ -65,6 +65,27 @@ TEST(SummarizeRank, BusyAndIdleBetweenCollectives) {
   EXPECT_EQ(a[1].idle_before_ns, (40 - 24 - 6) * kMs);
 }
 
+// Campaign 7/4 (tp 1): the tensor-parallel all-reduce has one member and sits between the GEMMs
+// and the data-parallel all-reduce. It waits on nobody: it is the rank's own work, and the
+// window of the data-parallel arrival starts at the previous collective with peers, so the GEMMs
+// count as busy before it (before: 0 busy, and a 1.95x slower rank passed for a relay).
+TEST(SummarizeRank, ACollectiveWithoutPeersIsWorkNotAWindowStart) {
+  TimedOp solo = Coll(9, 1, 11 * kMs, 20 * kMs, 1 * kMs);
+  solo.comm_size = 1;
+  std::vector<Arrival> a = SummarizeRank({
+      Coll(7, 1, 1 * kMs, 2 * kMs, 1 * kMs),              // 2..3, with peers
+      Work(format::Operation::kGemmEx, 4 * kMs, 16 * kMs),  // 4..20
+      solo,                                                 // 20..21, alone
+      Coll(7, 2, 21 * kMs, 22 * kMs, 3 * kMs),             // 22..25, with peers
+  });
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_EQ(a[1].comm_size, 1);
+  EXPECT_EQ(a[1].busy_before_ns, 16 * kMs);  // its own window, as before
+  EXPECT_EQ(a[2].comm_id, 7u);
+  EXPECT_EQ(a[2].busy_before_ns, 17 * kMs);  // the GEMM and the solo all-reduce
+  EXPECT_EQ(a[2].idle_before_ns, 2 * kMs);   // 3..4 and 21..22
+}
+
 TEST(SummarizeRank, OverlappingWorkCountsOnce) {
   std::vector<TimedOp> ops = {
       Coll(7, 1, 0, 1 * kMs, kMs),

@@ -56,6 +56,9 @@ std::vector<std::string> List(const std::string& dir) {
 
 class DiagnosisTest : public ::testing::Test {
  protected:
+  // The ranks this node's daemon holds (all four here; CulpritNodeTest holds rank 2 alone).
+  virtual bool Local(int rank) const { return true; }
+
   void SetUp() override {
     tmp_ = testing::MakeTempDir("diagnosis_test");
     std::string error;
@@ -88,6 +91,7 @@ class DiagnosisTest : public ::testing::Test {
     co.diagnosis = diagnosis_.get();
     handler_ = std::make_unique<ControlHandler>(aggregator_.get(), dumps_.get(), co);
     for (int r = 0; r < kRanks; ++r) {
+      if (!Local(r)) continue;
       format::Identity id;
       id.job = "train";
       id.host = "node";
@@ -120,6 +124,7 @@ class DiagnosisTest : public ::testing::Test {
     const int64_t t = kT0 + static_cast<int64_t>(seq) * kSec;
     const int64_t last = t + 400000000 + 50000000;
     for (int r = 0; r < kRanks; ++r) {
+      if (!Local(r)) continue;
       const int64_t gemm_ns = r == 2 ? 450000000 : 400000000;
       format::RecordSlot ops[2];
       ops[0] = MakeOp(Operation::kGemmEx, DType::kF32, gemm_ns);
@@ -147,6 +152,7 @@ class DiagnosisTest : public ::testing::Test {
   // Ranks other than `absent` issued `seq` at `t` and wait in it; `absent` issued up to seq - 1.
   void Stall(uint64_t seq, int64_t t, int absent) {
     for (int r = 0; r < kRanks; ++r) {
+      if (!Local(r)) continue;
       ProcessStatus st;
       st.identity = identity_[r];
       st.heartbeat_ns = t;
@@ -323,6 +329,51 @@ TEST_F(DiagnosisTest, RankThatNeverIssuesIsTheCulpritWithinTheAdaptiveThreshold)
   EXPECT_EQ(diagnosis_->Latest()->jobs[0].report.hangs[0].kind,
             analysis::HangKind::kStuckInCollective);
   EXPECT_EQ(List(root_).size(), 2u);
+}
+
+// The culprit's node of a job on 4 one-rank nodes (campaign 201/1): rank 2 never issues seq 21
+// and its peers wait on their own nodes. This daemon sees no waiter, so no verdict; it still
+// writes the automatic dump, into the folder the peers' daemons name alike, once rank 2 has been
+// idle past its threshold (10 s), so that `xtimer analyze` over every node's dump sees rank 2's
+// progress and names it (before: no dump here, and the 3 others could not name the absent rank).
+class CulpritNodeTest : public DiagnosisTest {
+ protected:
+  bool Local(int rank) const override { return rank == 2; }
+};
+
+TEST_F(CulpritNodeTest, IdleRankWithRemotePeersIsDumpedWithoutAVerdict) {
+  for (uint64_t s = 1; s <= kSteps; ++s) {
+    Step(s);
+    if (s % 5 == 0) {
+      now_ = kT0 + static_cast<int64_t>(s) * kSec + kSec / 2;
+      diagnosis_->RunOnce();
+    }
+  }
+  const int64_t stall_t = kT0 + (kSteps + 1) * kSec;
+  Stall(kSteps + 1, stall_t, /*absent=*/2);
+  now_ = stall_t + 5 * kSec;  // idle 5.5 s: within the threshold
+  diagnosis_->RunOnce();
+  EXPECT_TRUE(List(root_).empty());
+  now_ = stall_t + 15 * kSec;
+  diagnosis_->RunOnce();
+  auto state = diagnosis_->Latest();
+  ASSERT_EQ(state->jobs.size(), 1u);
+  EXPECT_TRUE(state->jobs[0].report.hangs.empty()) << "one member cannot be judged alone";
+  const std::string hang_dir = "hang-0x0000000000000abc-21";  // as the waiting nodes name it
+  ASSERT_EQ(List(root_), std::vector<std::string>({hang_dir}));
+  const std::string summary =
+      testing::ReadFile(root_ + "/" + hang_dir + "/train/hang-summary-node.json");
+  EXPECT_NE(summary.find("\"last_issued_seq\":\"20\""), std::string::npos) << summary;
+  EXPECT_NE(summary.find("\"verdicts\":[]"), std::string::npos) << summary;
+  EXPECT_EQ(state->jobs[0].dump_dir, root_ + "/" + hang_dir + "/train");
+  // Progress again: the next idle stall is a new hang.
+  JobLive busy = state->jobs[0];
+  busy.ranks[0].input.last_activity_ns = now_;
+  EXPECT_FALSE(IdleWithRemotePeers(busy, now_));
+  busy = state->jobs[0];
+  busy.ranks[0].input.comms[0].size = 1;  // every member local: the local analysis judges
+  EXPECT_FALSE(IdleWithRemotePeers(busy, now_));
+  EXPECT_TRUE(IdleWithRemotePeers(state->jobs[0], now_));
 }
 
 TEST_F(DiagnosisTest, HangCheckWithoutDiagnosisAndTheThreadPublishes) {

@@ -84,6 +84,44 @@ HangId HangIdOf(const JobLive& job) {
   return id;
 }
 
+namespace {
+
+// The threshold a local rank's idleness is measured against (IdleWithRemotePeers), in ns.
+double IdleThresholdNs(const RankLive& r) {
+  double with_cadence = 0, any = 0;
+  for (const CommLive& c : r.comms) {
+    any = std::max(any, c.threshold_s);
+    if (c.cadence_samples > 0 && c.threshold_s > 0 &&
+        (with_cadence == 0 || c.threshold_s < with_cadence)) {
+      with_cadence = c.threshold_s;
+    }
+  }
+  return (with_cadence > 0 ? with_cadence : any) * 1e9;
+}
+
+bool IdleRank(const RankLive& r, int64_t now_ns) {
+  const analysis::RankInput& in = r.input;
+  if (in.exit.exited || in.last_activity_ns <= 0) return false;
+  for (const analysis::Progress& p : in.progress) {
+    if (p.has_inflight || p.oldest_issue_ns > 0) return false;
+  }
+  const double threshold_ns = IdleThresholdNs(r);
+  return threshold_ns > 0 && static_cast<double>(now_ns - in.last_activity_ns) > threshold_ns;
+}
+
+}  // namespace
+
+bool IdleWithRemotePeers(const JobLive& job, int64_t now_ns) {
+  bool remote = false;
+  for (const RankLive& r : job.ranks) {
+    if (!IdleRank(r, now_ns)) return false;
+    for (const analysis::Communicator& c : r.input.comms) {
+      remote |= c.size > static_cast<int32_t>(job.ranks.size());
+    }
+  }
+  return remote;
+}
+
 std::string HangDirName(const HangId& id, int repeat) {
   char comm[format::kCommIdTextSize];
   std::string name = std::string("hang-") + format::CommIdText(id.comm_id, comm) + "-" +
@@ -114,7 +152,9 @@ HangDumper::~HangDumper() {
 void HangDumper::Update(LiveState* state) {
   std::map<std::string, Hang> still;
   for (JobLive& job : state->jobs) {
-    if (job.report.hangs.empty()) continue;  // progress resumed (or never stalled): reset
+    // Progress resumed (or never stalled): reset. A node whose ranks are idle while peers
+    // elsewhere may wait in them dumps too (IdleWithRemotePeers).
+    if (job.report.hangs.empty() && !IdleWithRemotePeers(job, state->now_ns)) continue;
     Hang hang = hangs_[job.job];
     if (hang.folder.empty()) {  // the first pass of this hang names it
       const HangId id = HangIdOf(job);
@@ -156,7 +196,6 @@ bool HangDumper::Dump(const LiveState& state, const JobLive& job, Hang* hang) {
   std::string error;
   const DumpError result = dumps_->Start(request, &status, &error);
   if (result == DumpError::kBusy) return false;
-  const analysis::HangVerdict& v = job.report.hangs.front();
   const std::string job_dir = request.dir + "/" + JobDirName(job.job);
   if (result == DumpError::kNone) {
     HangCheckResponse summary;
@@ -174,6 +213,13 @@ bool HangDumper::Dump(const LiveState& state, const JobLive& job, Hang* hang) {
     }
   }
   if (!hang->dir.empty()) CaptureStacks(job, request.dir);
+  if (job.report.hangs.empty()) {
+    Logf("job %s: every local rank idle past its hang threshold, with peers on other nodes (no "
+         "local verdict): %s %s", job.job.c_str(), hang->dir.empty() ? "automatic dump failed:"
+         : "dumped to", hang->dir.empty() ? error.c_str() : hang->dir.c_str());
+    return true;
+  }
+  const analysis::HangVerdict& v = job.report.hangs.front();
   char comm[format::kCommIdTextSize];
   if (hang->dir.empty()) {
     Logf("hang verdict %s in job %s (comm %s seq %llu): automatic dump failed: %s",

@@ -46,6 +46,15 @@ struct HangId {
 };
 HangId HangIdOf(const JobLive& job);
 
+// True when the job's ranks on this node can hold the culprit of a hang that no local rank
+// waits in (docs/daemon.md "Automatic dump"): some communicator has members on other nodes, and
+// every local rank is live, has nothing in flight and has done nothing (no op issued or
+// completed) for longer than its hang threshold (the smallest in force among its communicators
+// that have a cadence; without one, the largest: --hang-timeout). Its peers elsewhere wait and
+// their daemons dump; this node's dump holds the idle rank's progress, which the combined
+// analysis needs to name it. Not a verdict: the analysis alone judges.
+bool IdleWithRemotePeers(const JobLive& job, int64_t now_ns);
+
 // "hang-0x00000000000000ab-57" (format::CommIdText and the seq); `repeat` > 1 appends "-2", ...
 // for a later hang of the job with the same id (the world communicator did not progress).
 std::string HangDirName(const HangId& id, int repeat = 1);

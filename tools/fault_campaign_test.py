@@ -88,6 +88,54 @@ class ScoreTest(unittest.TestCase):
                          (10, 13.0, True, True))
         self.assertEqual(r["first"]["kind"], "stuck_in_collective")
 
+    def test_live_accepts_waiting_on_remote_only_where_no_node_can_judge(self):
+        def spec(kind, tp, pp, dp, nodes, rank):
+            return {"kind": kind, "tp": tp, "pp": pp, "dp": dp, "world": tp * pp * dp,
+                    "nodes": nodes, "rank": rank}
+        # 2922/0: the loss group [0 1 2 3] on 4 nodes; 2922/7: [0 1] on 2 of 4 nodes; 201/1: the
+        # hung rank 1 alone on its node with every peer elsewhere.
+        apart = [spec("mismatch_op", 2, 1, 2, 4, 1), spec("stuck", 1, 2, 2, 4, 0),
+                 spec("hang_collective", 1, 4, 1, 4, 1)]
+        # 2922/1: one node; 2922/2: rank 1's tensor peer 0 on its node; a crash: the daemon
+        # names an exit with nobody waiting.
+        together = [spec("mismatch_root", 2, 4, 2, 1, 15), spec("hang_send", 2, 2, 1, 2, 1),
+                    spec("crash_segv", 1, 4, 1, 4, 1)]
+        for sp in apart:
+            self.assertFalse(fc.judged_on_one_node(sp), sp)
+            self.assertEqual(fc.accepted(sp, "live"), [fc.expected(sp), fc.WAITING_ON_REMOTE])
+            self.assertEqual(fc.accepted(sp, "rules"), [fc.expected(sp)])
+        for sp in together:
+            self.assertTrue(fc.judged_on_one_node(sp), sp)
+            self.assertEqual(fc.accepted(sp, "live"), [fc.expected(sp)])
+        sp = apart[0]
+        wor = {"kind": "waiting_on_remote", "culprits": [], "cause": None, "metric_culprits": []}
+        live = fc.Surface("live", fc.expected(sp), True, fc.accepted(sp, "live")[1:])
+        live.observe(wor, 11)
+        self.assertEqual((live.right_s, live.record()["kind_right"]), (11, True))
+        live.observe({"kind": "mismatch", "culprits": [1], "cause": "op"}, 12)
+        self.assertTrue(live.record()["culprit_right"])  # the full verdict is right too
+        live.observe({"kind": "stuck_in_collective", "culprits": [], "cause": None}, 13)
+        self.assertFalse(live.record()["kind_right"])  # a guess from part of the group is not
+        rules = fc.Surface("rules", fc.expected(sp), True, fc.accepted(sp, "rules")[1:])
+        rules.observe(wor, 11)
+        self.assertIsNone(rules.right_s)
+
+    def test_first_failure_over_every_nodes_ranks(self):
+        # 2922/6: node 1 sees rank 5's SIGSEGV at 100.0; node 0 sees ranks 1 and 3 exit 1 on
+        # the remote error (one of them a moment before rank 5's daemon noticed its crash).
+        node0 = {"now": 110.0, "ranks": [
+            {"rank": 1, "exited": True, "exit_cause": "exit", "exit_code": 1, "exited_age_s": 10.3},
+            {"rank": 3, "exited": True, "exit_cause": "exit", "exit_code": 1, "exited_age_s": 9.5},
+            {"rank": 0, "exited": False}]}
+        node1 = {"now": 111.0, "ranks": [
+            {"rank": 5, "exited": True, "exit_cause": "signal", "exit_code": 11,
+             "exited_age_s": 11.0},
+            {"rank": 4, "exited": True, "exit_cause": "exit", "exit_code": 0, "exited_age_s": 1}]}
+        self.assertEqual(fc.first_failure([node0, node1]), 5)
+        node1["ranks"][0]["exited_age_s"] = 9.0  # 2.3 s after rank 1: too late to head
+        self.assertEqual(fc.first_failure([node0, node1]), 1)
+        self.assertIsNone(fc.first_failure([{"now": 1.0, "ranks": [node1["ranks"][1]]}]))
+
     def test_sigkill_may_read_as_a_lost_connection(self):
         s = fc.Surface("rules", fc.expected({"kind": "crash_kill", "rank": 0}), True)
         s.observe({"kind": "exited", "culprits": [0], "cause": "connection lost"}, 3)
