@@ -22,22 +22,28 @@ const Thread* MainThread(const StacksFile& file) {
   return file.threads.empty() ? nullptr : &file.threads[0];
 }
 
+bool SameFrame(const Frame& a, const Frame& b) {
+  return a.kind == b.kind && a.line == b.line && a.function == b.function && a.module == b.module;
+}
+
 }  // namespace
 
 StackTree::StackTree() { nodes_.emplace_back(); }
 
 uint32_t StackTree::Intern(const Frame& frame) {
-  std::string key;
-  key.reserve(frame.function.size() + frame.module.size() + 16);
+  std::string& key = key_;  // reused: a known frame costs no allocation
+  key.clear();
   key += static_cast<char>('0' + frame.kind);
-  key += std::to_string(frame.line);
+  key.append(reinterpret_cast<const char*>(&frame.line), sizeof frame.line);
   key += '\0';
   key += frame.function;
   key += '\0';
   key += frame.module;
-  auto it = frame_ids_.emplace(std::move(key), static_cast<uint32_t>(frames_.size()));
-  if (it.second) frames_.push_back(frame);
-  return it.first->second;
+  auto it = frame_ids_.find(key);
+  if (it != frame_ids_.end()) return it->second;
+  frame_ids_.emplace(key, static_cast<uint32_t>(frames_.size()));
+  frames_.push_back(frame);
+  return static_cast<uint32_t>(frames_.size() - 1);
 }
 
 uint32_t StackTree::Child(uint32_t parent, uint32_t frame) {
@@ -59,24 +65,51 @@ void StackTree::Visit(uint32_t node, int32_t rank) {
   if (r.empty() || r.back() != rank) r.push_back(rank);
 }
 
-void StackTree::AddPath(int32_t rank, const std::string& thread,
-                        const std::vector<uint32_t>& frames, const std::string& error) {
-  uint32_t node = Child(0, Intern(Frame{Frame::kThread, thread, "", 0}));
-  Visit(node, rank);
+std::vector<uint32_t> StackTree::WalkPath(const std::string& thread,
+                                          const std::vector<uint32_t>& frames,
+                                          const std::string& error) {
+  std::vector<uint32_t> path{Child(0, Intern(Frame{Frame::kThread, thread, "", 0}))};
   for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
-    node = Child(node, *it);
-    Visit(node, rank);
+    path.push_back(Child(path.back(), *it));
   }
   if (frames.empty() || !error.empty()) {
-    node = Child(node, Intern(Frame{Frame::kError, error.empty() ? "no frames" : error, "", 0}));
-    Visit(node, rank);
+    path.push_back(Child(path.back(),
+                         Intern(Frame{Frame::kError, error.empty() ? "no frames" : error, "", 0})));
   }
-  nodes_[node].self_ranks.push_back(rank);
+  return path;
+}
+
+void StackTree::AddPath(int32_t rank, const std::string& thread,
+                        const std::vector<uint32_t>& frames, const std::string& error) {
+  // The key: thread name and error with their lengths (names may hold any byte), then the ids.
+  std::string& key = key_;
+  const uint32_t sizes[2] = {static_cast<uint32_t>(thread.size()),
+                             static_cast<uint32_t>(error.size())};
+  key.assign(reinterpret_cast<const char*>(sizes), sizeof sizes).append(thread).append(error);
+  key.append(reinterpret_cast<const char*>(frames.data()), frames.size() * sizeof(uint32_t));
+  auto it = paths_.find(key);
+  if (it == paths_.end()) {
+    std::string new_key = key;  // WalkPath's Intern reuses key_
+    it = paths_.emplace(std::move(new_key), WalkPath(thread, frames, error)).first;
+  }
+  for (uint32_t node : it->second) Visit(node, rank);
+  nodes_[it->second.back()].self_ranks.push_back(rank);
 }
 
 bool StackTree::AddRank(const StacksFile& file) {
   if (!root_ranks().empty() && root_ranks().back() >= file.rank) return false;
   nodes_[0].ranks.push_back(file.rank);
+  // The file's frames are interned once each, on first use (so ids come in the order of use);
+  // one equal to the frame the previous file had at its index takes that id without a lookup
+  // (files of one job mostly share their table; an equal frame's Intern gives the same id).
+  std::vector<uint32_t> local(file.frames.size(), UINT32_MAX);
+  auto id = [&](uint32_t f) {
+    if (local[f] != UINT32_MAX) return local[f];
+    const Frame& frame = file.frames[f];
+    const uint32_t last = f < last_ids_.size() ? last_ids_[f] : UINT32_MAX;
+    local[f] = last != UINT32_MAX && SameFrame(frames_[last], frame) ? last : Intern(frame);
+    return local[f];
+  };
   std::map<std::string, int> seen;  // thread name -> how many so far
   std::vector<const Thread*> threads;
   for (const Thread& t : file.threads) threads.push_back(&t);
@@ -87,7 +120,7 @@ bool StackTree::AddRank(const StacksFile& file) {
     int n = ++seen[t->name];
     std::string name = n == 1 ? t->name : t->name + " #" + std::to_string(n);
     ids.clear();
-    for (uint32_t f : t->frames) ids.push_back(Intern(file.frames[f]));
+    for (uint32_t f : t->frames) ids.push_back(id(f));
     AddPath(file.rank, name, ids, t->error);
   }
   if (threads.empty()) {
@@ -96,11 +129,12 @@ bool StackTree::AddRank(const StacksFile& file) {
   RankStack main{file.rank, "", {}, file.error};
   if (const Thread* t = MainThread(file)) {
     main.thread = t->name;
-    for (uint32_t f : t->frames) main.frames.push_back(Intern(file.frames[f]));
+    for (uint32_t f : t->frames) main.frames.push_back(id(f));
     if (main.error.empty()) main.error = t->error;
   }
   if (main.frames.empty() && main.error.empty()) main.error = "no frames";
   main_stacks_.push_back(std::move(main));
+  last_ids_ = std::move(local);
   return true;
 }
 

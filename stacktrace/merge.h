@@ -56,12 +56,20 @@ class StackTree {
   uint32_t Intern(const Frame& frame);
   uint32_t Child(uint32_t parent, uint32_t frame);
   void Visit(uint32_t node, int32_t rank);
+  // The nodes of a thread's path (thread node first), created where missing.
+  std::vector<uint32_t> WalkPath(const std::string& thread, const std::vector<uint32_t>& frames,
+                                 const std::string& error);
+  // Adds the rank to every node of the path; a path seen before is not walked again.
   void AddPath(int32_t rank, const std::string& thread, const std::vector<uint32_t>& frames,
                const std::string& error);
 
   std::vector<Node> nodes_;
   std::vector<Frame> frames_;
   std::unordered_map<std::string, uint32_t> frame_ids_;
+  // Every path added so far (thread name, error, frame ids) -> its nodes, from WalkPath.
+  std::unordered_map<std::string, std::vector<uint32_t>> paths_;
+  std::string key_;  // the lookup key of Intern and AddPath, kept to reuse its memory
+  std::vector<uint32_t> last_ids_;  // the previous file's frame index -> id (UINT32_MAX: unused)
   struct RankStack {
     int32_t rank;
     std::string thread;

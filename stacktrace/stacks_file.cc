@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "stacktrace/json_reader.h"
+#include "stacktrace/stacks_stream.h"
 #include "util/json.h"
 
 namespace xtimer {
@@ -84,6 +85,10 @@ bool ParseIdentity(const JsonValue& doc, StacksFile* out, std::string* error) {
 }  // namespace
 
 bool ParseStacksJson(const std::string& text, StacksFile* out, std::string* error) {
+  return ParseStacksStream(text, out) || ParseStacksDom(text, out, error);
+}
+
+bool ParseStacksDom(const std::string& text, StacksFile* out, std::string* error) {
   *out = StacksFile();
   if (text.size() > kMaxFileBytes) {
     *error = "file is " + std::to_string(text.size()) + " bytes, over " +

@@ -58,7 +58,9 @@ struct StacksFile {
 };
 
 // Parses and checks one file's text. On failure returns false with *error saying which field
-// is wrong and why (the caller prefixes the path).
+// is wrong and why (the caller prefixes the path). A one-pass reader reads the files of the
+// usual shape; anything else goes to the JSON DOM reader, which decides and words the refusal
+// (stacks_stream.h).
 bool ParseStacksJson(const std::string& text, StacksFile* out, std::string* error);
 
 // The file's JSON text (one line per thread and per frame, so that a file reads in a pager).
