@@ -60,6 +60,17 @@ TEST(StacksFileTest, RoundTrips) {
   EXPECT_EQ(StacksFileName(3, 8), "00003-00008.stacks");
 }
 
+// UTF-8 names and paths (a user's home, a Python file, a thread name) read back byte for byte.
+TEST(StacksFileTest, RoundTripsUtf8) {
+  StacksFile in = Sample(), out;
+  in.frames[1].module = "/home/r\xc3\xa9mi/\xe8\xae\xad\xe7\xbb\x83.py";
+  in.threads[1].name = "w\xf0\x9f\x98\x80";
+  std::string error;
+  ASSERT_TRUE(ParseStacksJson(WriteStacksJson(in), &out, &error)) << error;
+  EXPECT_EQ(out.frames[1].module, in.frames[1].module);
+  EXPECT_EQ(out.threads[1].name, in.threads[1].name);
+}
+
 TEST(StacksFileTest, RefusesOutOfRangeFields) {
   std::string good = WriteStacksJson(Sample());
   EXPECT_EQ(ErrorOf(Replace(good, "\"world_size\": 8", "\"world_size\": 2000000")),

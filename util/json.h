@@ -7,8 +7,10 @@
 namespace xtimer {
 
 // `s` as a JSON string literal, quotes included. The output is ASCII: '"' and '\' are escaped,
-// and control characters and bytes >= 0x7f become \u00XX (so any byte string, even invalid UTF-8,
-// gives valid JSON; non-ASCII text reads back as its Latin-1 bytes).
+// control characters and DEL become \u00XX, and each well-formed UTF-8 character becomes its
+// \uXXXX escape (a surrogate pair above U+FFFF), so UTF-8 text reads back byte for byte. A byte
+// that does not start a well-formed UTF-8 character becomes \ufffd (the replacement character):
+// any byte string gives valid JSON.
 std::string JsonQuote(const std::string& s);
 
 }  // namespace xtimer
