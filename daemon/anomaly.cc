@@ -63,8 +63,10 @@ void AnomalyDetector::Bound(Member* m, const format::OpRecord& r, Held* h,
 
 void AnomalyDetector::Add(uint64_t member, const format::OpRecord& r, int64_t now_ns,
                           std::vector<AnomalyDecision>* decided) {
-  if (r.kind == static_cast<uint8_t>(OpKind::kHostSync)) {  // host time, not stream work
-    decided->push_back({r, member, Judge(r, r.duration_ns, true)});
+  if (r.kind == static_cast<uint8_t>(OpKind::kHostSync)) {
+    // The host's wait for the GPU's backlog: how early the host was, not work. Not judged (the
+    // GPU ops it waited for are).
+    decided->push_back({r, member, AnomalyVerdict{}});
     return;
   }
   Member& m = members_[member];

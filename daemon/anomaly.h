@@ -18,7 +18,8 @@
 // a lower bound, is compared with it. An op is held until the member's next op on the same stream
 // has arrived (every op issued before that one is seen by then, or completes on another stream)
 // and, a collective, until every member seen on its communicator has sent the instance, or for
-// `hold_ns` (then an op with no N is judged from its gpu_start_ns, not exact).
+// `hold_ns` (then an op with no N is judged from its gpu_start_ns, not exact). Host syncs
+// (kHostSync: the host's wait for the GPU's backlog) are not judged.
 //
 // Bounded: at most `max_signatures` signatures (ops of further ones are counted, not judged), each
 // with `window` durations; at most `max_held` ops held (beyond, the oldest is decided at once).

@@ -244,6 +244,20 @@ TEST(AnomalyTest, HeldOpsAreBoundedInTimeAndNumber) {
   EXPECT_EQ(decided.size(), 4u + 12u);
 }
 
+// A host sync's duration is how far the host was ahead of its stream: never an anomaly.
+TEST(AnomalyTest, HostSyncsAreNotJudged) {
+  AnomalyDetector d(AnomalyOptions{});
+  std::vector<AnomalyDecision> decided;
+  format::OpRecord s = MakeOp(Operation::kEventSynchronize, DType::kUnknown, 0).op;
+  for (int i = 0; i < 100; ++i) {
+    s.duration_ns = i == 90 ? 10000000 : 1000000;
+    d.Add(1, s, 0, &decided);
+  }
+  ASSERT_EQ(decided.size(), 100u);
+  EXPECT_FALSE(decided[90].verdict.anomalous);
+  EXPECT_EQ(d.signatures(), 0u);
+}
+
 TEST(AnomalyTest, NoJudgmentBeforeMinSamplesAndSignaturesBounded) {
   AnomalyOptions o;
   o.max_signatures = 2;
