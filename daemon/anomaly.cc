@@ -83,12 +83,12 @@ void AnomalyDetector::Add(uint64_t member, const format::OpRecord& r, int64_t no
     instances_[{r.comm_id, r.seq}].push_back(id);
     auto c = comm_members_.find(r.comm_id);
     if (c == comm_members_.end() && comm_members_.size() < options_.max_comms) {
-      c = comm_members_.emplace(r.comm_id, std::vector<uint64_t>{}).first;
+      c = comm_members_.emplace(r.comm_id, CommMembers{}).first;
     }
     if (c != comm_members_.end() &&
-        std::find(c->second.begin(), c->second.end(), member) == c->second.end() &&
-        c->second.size() < static_cast<size_t>(std::max(r.comm_size, 1))) {
-      c->second.push_back(member);
+        std::find(c->second.seen.begin(), c->second.seen.end(), member) == c->second.seen.end() &&
+        c->second.seen.size() < static_cast<size_t>(std::max(r.comm_size, 1))) {
+      c->second.seen.push_back(member);
     }
   }
   for (uint64_t b : bounded) TryDecide(b, false, decided);
@@ -116,22 +116,26 @@ void AnomalyDetector::TryDecide(uint64_t id, bool force, std::vector<AnomalyDeci
   if (!force) {
     const std::vector<uint64_t>& ids = instances_[instance];
     auto c = comm_members_.find(h.r.comm_id);
-    const size_t members = c == comm_members_.end() ? 1 : c->second.size();
+    const size_t members = c == comm_members_.end() ? 1
+                           : c->second.learned      ? c->second.seen.size()
+                                                    : static_cast<size_t>(h.r.comm_size);
     if (ids.size() < members) return;
     for (uint64_t m : ids) {
       if (!held_.at(m).bounded) return;
     }
   }
-  DecideInstance(instance, decided);
+  DecideInstance(instance, force, decided);
 }
 
 // Every member's transfer began at the latest L of the instance's members: the judged time of
 // each is its end minus that; exact when that latest L is a start event's (the member arrived
 // with its launch already queued).
-void AnomalyDetector::DecideInstance(const PairKey& instance,
+void AnomalyDetector::DecideInstance(const PairKey& instance, bool forced,
                                      std::vector<AnomalyDecision>* decided) {
   auto in = instances_.find(instance);
   if (in == instances_.end()) return;
+  auto c = comm_members_.find(instance.first);
+  if (forced && c != comm_members_.end()) c->second.learned = true;
   const std::vector<uint64_t> ids = std::move(in->second);
   instances_.erase(in);
   int64_t latest = INT64_MIN;

@@ -17,8 +17,9 @@
 // before its stream reached it); only exact times join the median, and any judged time, exact or
 // a lower bound, is compared with it. An op is held until the member's next op on the same stream
 // has arrived (every op issued before that one is seen by then, or completes on another stream)
-// and, a collective, until every member seen on its communicator has sent the instance, or for
-// `hold_ns` (then an op with no N is judged from its gpu_start_ns, not exact). Host syncs
+// and, a collective, until every member of its communicator on this node has sent the instance
+// (all comm_size members, until an instance decided by the hold time showed which are local), or
+// for `hold_ns` (then an op with no N is judged from its gpu_start_ns, not exact). Host syncs
 // (kHostSync: the host's wait for the GPU's backlog) are not judged.
 //
 // Bounded: at most `max_signatures` signatures (ops of further ones are counted, not judged), each
@@ -115,7 +116,8 @@ class AnomalyDetector {
   static bool IsInstance(const format::OpRecord& r);
   // Decides the held op `id` (alone, or its whole instance) if nothing it waits for is missing.
   void TryDecide(uint64_t id, bool force, std::vector<AnomalyDecision>* decided);
-  void DecideInstance(const PairKey& instance, std::vector<AnomalyDecision>* decided);
+  // `forced`: by the hold time or the bound, perhaps without every member.
+  void DecideInstance(const PairKey& instance, bool forced, std::vector<AnomalyDecision>* decided);
   // Sets N of the new op and of the member's held ops; the ids its arrival bounds.
   void Bound(Member* m, const format::OpRecord& r, Held* h, std::vector<uint64_t>* bounded);
   void Decide(const Held& h, int64_t latest_start_ns, bool exact,
@@ -133,7 +135,13 @@ class AnomalyDetector {
   std::map<uint64_t, Held> held_;                                // by arrival: oldest first
   std::unordered_map<uint64_t, Member> members_;
   std::unordered_map<PairKey, std::vector<uint64_t>, PairHash> instances_;  // (comm, seq) -> ids
-  std::unordered_map<uint64_t, std::vector<uint64_t>> comm_members_;  // comm -> members seen
+  // A communicator's members on this node: until an instance of it was decided by the hold time
+  // (it spans nodes, or a member is gone), all comm_size of them are waited for; then those seen.
+  struct CommMembers {
+    std::vector<uint64_t> seen;
+    bool learned = false;
+  };
+  std::unordered_map<uint64_t, CommMembers> comm_members_;
 };
 
 }  // namespace daemon

@@ -214,6 +214,43 @@ TEST(AnomalyTest, SlowLinkIsNamedOnEveryMember) {
   EXPECT_NE(x[0].member, x[1].member);
 }
 
+// The first instance of a communicator waits for all comm_size members (here B starts 400 ms
+// late, A waits for it): A's wait is not named, though the signature's median is known.
+TEST(AnomalyTest, FirstInstanceWaitsForEveryMember) {
+  AnomalyDetector d(AnomalyOptions{});
+  Rank a, b;
+  b.member = 2;
+  Named named;
+  for (uint64_t seq = 1; seq <= 100; ++seq) {  // another communicator of the signature
+    CollectiveStep(seq, false, false, &a, &b, &d, &named);
+  }
+  format::OpRecord first = AllGather(1);
+  first.comm_id = 0xc1;
+  first.stream = 0x5000;
+  first.cpu_launch_ns = first.gpu_start_ns = a.host_ns;
+  first.duration_ns = 400000000;  // B arrives 400 ms later
+  d.Add(a.member, first, 0, &named.all);
+  d.Add(a.member, a.Issue(Gemm(1024), 100000), 0, &named.all);  // bounds A's all-gather
+  const auto of_c1 = [&named] {
+    std::vector<AnomalyDecision> out;
+    for (const AnomalyDecision& x : named.all) {
+      if (x.record.comm_id == 0xc1) out.push_back(x);
+    }
+    return out;
+  };
+  EXPECT_TRUE(of_c1().empty());  // A's waits for B
+  format::OpRecord late = first;
+  late.cpu_launch_ns = late.gpu_start_ns = a.host_ns + 399800000;
+  late.duration_ns = 200000;
+  d.Add(b.member, late, 0, &named.all);
+  d.Add(b.member, b.Issue(Gemm(1024), 100000), 0, &named.all);
+  const std::vector<AnomalyDecision> c1 = of_c1();
+  ASSERT_EQ(c1.size(), 2u);  // both decided once B's arrived
+  for (const AnomalyDecision& x : c1) EXPECT_LE(x.verdict.judged_ns, 200000);
+  EXPECT_GT(c1[0].verdict.median_ns, 0);
+  EXPECT_TRUE(named.anomalous().empty());
+}
+
 // A collective waits for every member seen on its communicator, at most hold_ns; the held ops
 // never pass max_held.
 TEST(AnomalyTest, HeldOpsAreBoundedInTimeAndNumber) {
