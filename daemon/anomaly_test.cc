@@ -159,7 +159,8 @@ void CollectiveStep(uint64_t seq, bool late, bool slow_link, Rank* a, Rank* b, A
   for (Rank* r : {a, b}) d->Add(r->member, r->Issue(Gemm(1024), 100000), 0, &named->all);
   if (late) b->host_ns = b->tail_ns + 5000000;
   // The transfer begins when both have arrived: at the later of the two streams' positions.
-  const int64_t arrive = std::max(std::max(a->tail_ns, a->host_ns), std::max(b->tail_ns, b->host_ns));
+  const int64_t arrive =
+      std::max(std::max(a->tail_ns, a->host_ns), std::max(b->tail_ns, b->host_ns));
   const int64_t transfer = slow_link ? 1000000 : 200000;
   for (Rank* r : {a, b}) {
     format::OpRecord c = AllGather(seq);

@@ -189,7 +189,10 @@ void OpLogWriter::Handle(const Queued& q) {
     std::unique_ptr<AnomalyDetector>& d = detectors_[info.job];
     if (d == nullptr) d = std::make_unique<AnomalyDetector>(options_.anomaly);
     const uint64_t member = RankKey(q.process, q.rank_device);
-    anomaly_ranks_[member] = info;
+    auto known = anomaly_ranks_.try_emplace(member, info).first;  // for its decided ops' lines
+    if (known->second.rank != info.rank || known->second.format != info.format) {
+      known->second = info;
+    }
     d->Add(member, q.record, drain_ns_, &decided_);
     WriteDecisions(info.job);
   }
