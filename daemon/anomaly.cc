@@ -43,15 +43,20 @@ void AnomalyDetector::Bound(Member* m, const format::OpRecord& r, Held* h,
   for (int64_t launch : m->recent) {  // issued later, completed first (another stream)
     if (launch > r.cpu_launch_ns) h->next_launch_ns = std::min(h->next_launch_ns, launch);
   }
-  for (uint64_t id : m->held) {
-    Held& p = held_.at(id);
+  // The member's open ops (the last held one of each stream): their N tightens until their
+  // stream's next op arrives, which closes them.
+  for (auto it = m->open.begin(); it != m->open.end();) {
+    Held& p = held_.at(*it);
     if (r.cpu_launch_ns > p.r.cpu_launch_ns) {
       p.next_launch_ns = std::min(p.next_launch_ns, r.cpu_launch_ns);
     }
-    if (p.r.stream == r.stream && !p.bounded) {
-      p.bounded = true;
-      bounded->push_back(id);
+    if (p.r.stream != r.stream) {
+      ++it;
+      continue;
     }
+    p.bounded = true;
+    bounded->push_back(*it);
+    it = m->open.erase(it);
   }
   if (m->recent.size() < kRecent) {
     m->recent.push_back(r.cpu_launch_ns);
@@ -78,7 +83,7 @@ void AnomalyDetector::Add(uint64_t member, const format::OpRecord& r, int64_t no
   Bound(&m, r, &h, &bounded);
   const uint64_t id = next_id_++;
   held_.emplace(id, h);
-  m.held.push_back(id);
+  m.open.push_back(id);
   if (IsInstance(r)) {
     instances_[{r.comm_id, r.seq}].push_back(id);
     auto c = comm_members_.find(r.comm_id);
@@ -165,7 +170,7 @@ void AnomalyDetector::Forget(uint64_t id) {
   if (it == held_.end()) return;
   auto m = members_.find(it->second.member);
   if (m != members_.end()) {
-    std::vector<uint64_t>& ids = m->second.held;
+    std::vector<uint64_t>& ids = m->second.open;
     ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
   }
   held_.erase(it);

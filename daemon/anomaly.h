@@ -8,8 +8,8 @@
 // host had let go idle, the start event runs at once and the op's work only when the host
 // launches it, so the duration can hold host time; a collective's holds the wait for its peers.
 // What the fields prove, a rank's ops being issued by one host thread: the host launched the op
-// before it called any op issued after it (the earliest such cpu_launch_ns is N), so the op's
-// work cannot have begun after
+// before it called any op issued after it (N: the earliest cpu_launch_ns of those that arrived
+// by the time its stream's next op did), so the op's work cannot have begun after
 //     L = max(gpu_start_ns, N),
 // and a collective's transfer cannot have begun after the latest L of its instance's (comm_id,
 // seq) members on this node. The judged time is the end minus that latest L (never below 0). It
@@ -105,7 +105,7 @@ class AnomalyDetector {
   struct Member {
     std::vector<int64_t> recent;  // cpu_launch_ns of its last kRecent ops, a ring
     size_t pos = 0;
-    std::vector<uint64_t> held;  // ids
+    std::vector<uint64_t> open;  // held ops whose stream's next op has not arrived (ids)
   };
   static constexpr size_t kRecent = 64;
   using PairKey = std::pair<uint64_t, uint64_t>;
