@@ -48,7 +48,7 @@ constexpr const char* kColumns[] = {
     "start_ns", "rank",  "device",   "kind",  "op",          "comm",
     "seq",      "comm_size", "bytes", "m",    "n",           "k",
     "batch",    "dtype", "duration_ns", "bus_bytes_per_second", "flop_per_second"};
-constexpr const char* kAnomalyColumns[] = {"median_ns", "ratio", "samples"};
+constexpr const char* kAnomalyColumns[] = {"judged_ns", "median_ns", "ratio", "samples"};
 
 }  // namespace
 
@@ -180,11 +180,12 @@ void AppendOpLogLine(OpLogFormat f, bool anomaly, const OpLogLine& line, std::st
   out->append(buf, static_cast<size_t>(n));
   if (anomaly) {
     const double ratio =
-        line.median_ns > 0 ? static_cast<double>(r.duration_ns) / line.median_ns : 0;
+        line.median_ns > 0 ? static_cast<double>(line.judged_ns) / line.median_ns : 0;
     n = snprintf(buf, sizeof buf,
-                 json ? ",\"median_ns\":%" PRId64 ",\"ratio\":%.4g,\"samples\":%" PRIu64
-                      : ",%" PRId64 ",%.4g,%" PRIu64,
-                 line.median_ns, ratio, line.samples);
+                 json ? ",\"judged_ns\":%" PRId64 ",\"median_ns\":%" PRId64
+                        ",\"ratio\":%.4g,\"samples\":%" PRIu64
+                      : ",%" PRId64 ",%" PRId64 ",%.4g,%" PRIu64,
+                 line.judged_ns, line.median_ns, ratio, line.samples);
     out->append(buf, static_cast<size_t>(n));
   }
   out->append(json ? "}\n" : "\n");

@@ -48,13 +48,15 @@ bool Sampled(double rate, uint64_t seed, uint64_t rank_key, uint64_t op_seq);
 struct OpLogLine {
   const format::OpRecord* record = nullptr;
   int rank = -1;
+  int64_t judged_ns = 0;  // anomaly lines only: the part of the duration judged (anomaly.h)
   int64_t median_ns = 0;  // anomaly lines only
   uint64_t samples = 0;   // anomaly lines only: durations the median was taken over
 };
 
 // The CSV header line (with '\n') of the op log, or (`anomaly`) of the anomaly log; "" for JSONL.
 std::string OpLogHeader(OpLogFormat f, bool anomaly);
-// Appends one line (with '\n') to *out. `anomaly`: with median_ns, ratio and samples.
+// Appends one line (with '\n') to *out. `anomaly`: with judged_ns, median_ns, ratio (judged_ns /
+// median_ns) and samples.
 void AppendOpLogLine(OpLogFormat f, bool anomaly, const OpLogLine& line, std::string* out);
 
 }  // namespace daemon

@@ -132,6 +132,7 @@ TEST(OpLogLineTest, MatmulFlopsAndAnomalyColumns) {
   OpLogLine line;
   line.record = &g;
   line.rank = 0;
+  line.judged_ns = 1000000;
   line.median_ns = 200000;
   line.samples = 63;
   std::string csv, json;
@@ -140,9 +141,10 @@ TEST(OpLogLineTest, MatmulFlopsAndAnomalyColumns) {
   EXPECT_EQ(Columns(OpLogHeader(OpLogFormat::kCsv, true)), Columns(csv));
   char flops[32];
   snprintf(flops, sizeof flops, "%.6g", FlopOf(g) / 1e-3);
-  EXPECT_NE(csv.find(",0," + std::string(flops) + ",200000,5,63\n"), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",0," + std::string(flops) + ",1000000,200000,5,63\n"), std::string::npos) << csv;
   EXPECT_NE(json.find("\"comm\":\"\""), std::string::npos) << json;
-  EXPECT_NE(json.find("\"median_ns\":200000,\"ratio\":5,\"samples\":63}"), std::string::npos);
+  EXPECT_NE(json.find("\"judged_ns\":1000000,\"median_ns\":200000,\"ratio\":5,\"samples\":63}"),
+            std::string::npos);
 }
 
 }  // namespace

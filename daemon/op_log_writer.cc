@@ -1,6 +1,7 @@
 #include "daemon/op_log_writer.h"
 
 #include <cstdio>
+#include <algorithm>
 #include <cstdlib>
 #include <utility>
 
@@ -184,20 +185,20 @@ void OpLogWriter::Handle(const Queued& q) {
   auto it = ranks_.find(RankKey(q.process, q.rank_device));
   if (it == ranks_.end() || !it->second.logged) return;
   const RankInfo& info = it->second;
-  OpLogLine line;
-  line.record = &q.record;
-  line.rank = info.rank;
   if (options_.anomaly_log) {
     std::unique_ptr<AnomalyDetector>& d = detectors_[info.job];
     if (d == nullptr) d = std::make_unique<AnomalyDetector>(options_.anomaly);
-    const AnomalyVerdict v = d->Observe(q.record);
-    if (v.anomalous) {
-      ++local_.anomalies;
-      line.median_ns = v.median_ns;
-      line.samples = v.samples;
-      Queue({info.job, anomaly_stream_}, info, true, line);
+    const uint64_t member = RankKey(q.process, q.rank_device);
+    auto known = anomaly_ranks_.try_emplace(member, info).first;  // for its decided ops' lines
+    if (known->second.rank != info.rank || known->second.format != info.format) {
+      known->second = info;
     }
+    d->Add(member, q.record, drain_ns_, &decided_);
+    WriteDecisions(info.job);
   }
+  OpLogLine line;
+  line.record = &q.record;
+  line.rank = info.rank;
   if (!PassesFilter(options_.filter, q.record, info.rank)) {
     ++local_.filtered_out;
     return;
@@ -210,12 +211,30 @@ void OpLogWriter::Handle(const Queued& q) {
   ++local_.written;
 }
 
-void OpLogWriter::Drain() {
+void OpLogWriter::WriteDecisions(const std::string& job) {
+  for (const AnomalyDecision& d : decided_) {
+    if (!d.verdict.anomalous) continue;
+    auto it = anomaly_ranks_.find(d.member);
+    if (it == anomaly_ranks_.end()) continue;
+    OpLogLine line;
+    line.record = &d.record;
+    line.rank = it->second.rank;
+    line.median_ns = d.verdict.median_ns;
+    line.samples = d.verdict.samples;
+    line.judged_ns = d.verdict.judged_ns;
+    Queue({job, anomaly_stream_}, it->second, true, line);
+    ++local_.anomalies;
+  }
+  decided_.clear();
+}
+
+void OpLogWriter::Drain(bool final) {
   batch_.clear();
   {
     std::lock_guard<std::mutex> lock(mu_);
     batch_.swap(queue_);
   }
+  drain_ns_ = now_ns_();
   bool refreshed = false;
   for (const Queued& q : batch_) {
     if (!refreshed && ranks_.count(RankKey(q.process, q.rank_device)) == 0) {
@@ -223,6 +242,12 @@ void OpLogWriter::Drain() {
       refreshed = true;
     }
     Handle(q);
+  }
+  for (auto& [job, d] : detectors_) {  // ops held past the hold time, every one of a gone job
+    const bool all = final || std::find(gone_jobs_.begin(), gone_jobs_.end(), job) !=
+                                  gone_jobs_.end();
+    d->Expire(drain_ns_, all, &decided_);
+    WriteDecisions(job);
   }
   for (auto& [key, p] : pending_) {
     if (p.text.empty()) continue;
@@ -234,6 +259,9 @@ void OpLogWriter::Drain() {
     detectors_.erase(job);
     for (auto it = pending_.begin(); it != pending_.end();) {
       it = it->first.first == job ? pending_.erase(it) : std::next(it);
+    }
+    for (auto it = anomaly_ranks_.begin(); it != anomaly_ranks_.end();) {
+      it = it->second.job == job ? anomaly_ranks_.erase(it) : std::next(it);
     }
   }
   gone_jobs_.clear();
@@ -280,7 +308,7 @@ void OpLogWriter::Run() {
       }
     }
   }
-  Drain();
+  Drain(/*final=*/true);
   FlushFiles();
 }
 

@@ -84,8 +84,8 @@ class OpLogWriter {
   // Removes the tap, writes what is queued and stops the thread.
   void Stop();
   // One pass of the thread: drains the queue into the files (tests call it without Start, with
-  // the tap added by AddTap).
-  void Drain();
+  // the tap added by AddTap). `final`: also decides every op the anomaly judgment still holds.
+  void Drain(bool final = false);
   void AddTap();
   void FlushFiles();
   OpLogCounters counters() const;
@@ -110,6 +110,8 @@ class OpLogWriter {
   // Re-reads every rank's identity and log request from an aggregator snapshot.
   void Refresh();
   void Handle(const Queued& q);
+  // Queues the anomaly lines of decided_ (the job's ops the detector decided) and clears it.
+  void WriteDecisions(const std::string& job);
   void Run();
 
   Aggregator* const aggregator_;
@@ -134,6 +136,9 @@ class OpLogWriter {
   std::vector<Queued> batch_;
   std::unordered_map<uint64_t, RankInfo> ranks_;  // RankKey -> what the last snapshot said
   std::map<std::string, std::unique_ptr<AnomalyDetector>> detectors_;  // by job
+  std::unordered_map<uint64_t, RankInfo> anomaly_ranks_;  // RankKey -> its info when last seen
+  std::vector<AnomalyDecision> decided_;
+  int64_t drain_ns_ = 0;  // now_ns_ at the start of the drain
   struct Pending {
     std::string text;
     OpLogFormat format = OpLogFormat::kNone;

@@ -8,9 +8,11 @@ once with XTIMER_LOG=jsonl. For each run:
   - every rank's op log holds exactly the operations the daemon's xtimer_ops_total counted for
     it, with the documented columns, its rank, and bus bandwidth / FLOP/s where they apply;
   - the anomaly log names rank 1's GEMMs (with a median and a ratio above the factor), and no
-    GEMM of another rank.
-A third job, healthy (no slow rank, XTIMER_LOG=jsonl), writes its op logs and no anomaly log
-names a GEMM.
+    op of another rank: rank 0 waits for the slow rank 1 in every TP collective, and those waits
+    are not anomalies (docs/oplog.md "Anomaly log"); no collective is named at all.
+A third job, healthy (no slow rank, XTIMER_LOG=jsonl), runs 300 steps and its anomaly log is
+absent or empty. Each job runs one layer and one micro-batch a step (about 33 ops per rank and
+step) so that 300 steps fit the test's time.
 
 Usage: op_log_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH
 """
@@ -31,9 +33,13 @@ except ImportError:
 
 COLUMNS = ["start_ns", "rank", "device", "kind", "op", "comm", "seq", "comm_size", "bytes", "m",
            "n", "k", "batch", "dtype", "duration_ns", "bus_bytes_per_second", "flop_per_second"]
-ANOMALY_COLUMNS = COLUMNS + ["median_ns", "ratio", "samples"]
+ANOMALY_COLUMNS = COLUMNS + ["judged_ns", "median_ns", "ratio", "samples"]
 FACTOR = 3
-STEPS = 40
+FAULTY_STEPS = 40
+HEALTHY_STEPS = 300
+# The daemon holds an op until what bounds its judged time arrives, at most 5 s (AnomalyOptions::
+# hold_ns): a healthy job's anomaly log is watched that long, and a flush more, after the job.
+HOLD_S = 5
 
 
 def load(path):
@@ -57,13 +63,13 @@ def ops_counted(port, job):
     return out
 
 
-def run_job(p, run_dir, ports, job, env_extra):
+def run_job(p, run_dir, ports, job, env_extra, steps):
     env = dict(os.environ, XTIMER_SIM_TFLOPS_BF16="0.1", **env_extra)
     argv = p.launch_argv(run_dir, ports[0], ports[1], job) + [
         sys.executable, p.demo_launch, "--nnodes", "1", "--nproc-per-node", "4",
         "--rdzv-dir", os.path.join(p.tmp, "rdzv-" + job), "--timeout", "300", "--",
-        p.gpusim_run, p.train_step, "--tp", "2", "--dp", "2", "--steps", str(STEPS),
-        "--hidden", "512", "--seq", "512"]
+        p.gpusim_run, p.train_step, "--tp", "2", "--dp", "2", "--steps", str(steps),
+        "--layers", "1", "--micro-batches", "1", "--hidden", "512", "--seq", "512"]
     node = Background(job, argv, env, p.tmp)
     rc = node.wait(300)
     if rc != 0:
@@ -125,20 +131,31 @@ def check_job(root, port, job, ext, slow_rank):
     log("%s: anomaly log: %d GEMMs named (by rank %s) of %d, %d other ops named" %
         (job, len(mm), dict(mm["rank"].value_counts()) if len(mm) else {}, len(gemms), other))
     if slow_rank is None:
-        # A healthy job: at most 1% of its GEMMs named (on this loaded 2-core machine a GEMM's
-        # GPU time can include a host launch gap, as on real GPUs that wait for their host).
-        if len(mm) > 0.01 * len(gemms):
-            fail("%s (healthy): %d of %d GEMMs named anomalous:\n%s" %
-                 (job, len(mm), len(gemms), mm.to_string()))
+        # A healthy job: nothing named, also on this loaded 2-core machine, where a host launch
+        # gap or a peer's lateness lengthens durations (they are not GPU work: not judged). The
+        # last ops are decided up to HOLD_S after they arrived: watch until then.
+        deadline = time.monotonic() + HOLD_S + 1
+        while True:
+            anomalies = frames(folder, "anomalies-")
+            if anomalies is not None and len(anomalies):
+                fail("%s (healthy): %d ops named anomalous:\n%s" %
+                     (job, len(anomalies), anomalies.head(40).to_string()))
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        log("%s (healthy): the anomaly log names nothing" % job)
         return
     if mm.empty:
         fail("%s: the anomaly log names no GEMM" % job)
     if not (mm["ratio"] > FACTOR).all() or not (mm["median_ns"] > 0).all():
         fail("%s: anomaly rows without median or with ratio <= %d" % (job, FACTOR))
     slow = mm[mm["rank"] == slow_rank]
-    if len(slow) < 0.9 * len(mm):
-        fail("%s: of %d GEMMs named only %d are rank %d's:\n%s" %
-             (job, len(mm), len(slow), slow_rank, mm.to_string()))
+    others = anomalies[(anomalies["rank"] != slow_rank) |
+                       anomalies["kind"].isin(["collective", "p2p", "memcpy", "memset"])]
+    if len(others):
+        fail("%s: besides rank %d's compute, %d ops named (the fault did not slow them; a peer's "
+             "wait is not an anomaly):\n%s" % (job, slow_rank, len(others),
+                                               others.head(40).to_string()))
     mine = gemms[gemms["rank"] == slow_rank]
     shapes = set(map(tuple, mine[["m", "n", "k"]].values))
     named = set(map(tuple, slow[["m", "n", "k"]].values))
@@ -174,7 +191,9 @@ def main(argv):
             env = {"XTIMER_LOG": ext}
             if slow is not None:
                 env["XTIMER_SIM_SLOW_RANKS"] = "%d:5" % slow
-            run_job(p, run_dir, ports, job, env)
+            started = time.monotonic()
+            run_job(p, run_dir, ports, job, env, FAULTY_STEPS if slow else HEALTHY_STEPS)
+            log("%s: ran in %.0f s" % (job, time.monotonic() - started))
             check_job(root, ports[0], job, ext, slow)
     finally:
         daemon.kill()
