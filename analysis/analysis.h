@@ -175,7 +175,11 @@ struct Exit {
   std::string cause;  // "exit", "signal", "connection_lost" (daemon::ExitCauseName)
   int32_t code = 0;   // exit status or signal number; -1 for connection_lost
   int64_t at_ns = 0;
+  std::string crash_frame;  // the crash report's innermost frame (docs/crash.md); "" unknown
 };
+
+// "SIGSEGV" for 11 and the other common signals by name; nullptr for others.
+const char* SignalName(int sig);
 
 struct RankInput {
   int32_t rank = -1;   // global rank

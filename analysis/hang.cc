@@ -86,22 +86,6 @@ size_t FillMismatch(const SigGroups& groups, const char* verb, const std::string
   return major;
 }
 
-const char* SignalName(int sig) {
-  static const struct {
-    int sig;
-    const char* name;
-  } kSignals[] = {{SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},
-                  {SIGILL, "SIGILL"},   {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},
-                  {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
-                  {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
-                  {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
-                  {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGSYS, "SIGSYS"}};
-  for (const auto& s : kSignals) {
-    if (s.sig == sig) return s.name;
-  }
-  return nullptr;
-}
-
 std::string AgoText(int64_t at_ns, int64_t now_ns) {
   if (at_ns <= 0 || now_ns < at_ns) return "";
   return " " + DurationText((now_ns - at_ns) / kNsPerS) + " ago";
@@ -119,6 +103,7 @@ std::string ExitEvidence(const RankInput& in, int64_t now_ns) {
   } else {
     how = in.exit.cause.empty() ? "cause unknown" : in.exit.cause;
   }
+  if (!in.exit.crash_frame.empty()) how += " in " + in.exit.crash_frame;
   return "rank " + std::to_string(in.rank) + " exited: " + how + AgoText(in.exit.at_ns, now_ns);
 }
 
@@ -607,6 +592,23 @@ int Severity(HangKind k) {
 }
 
 }  // namespace
+
+const char* SignalName(int sig) {
+  static const struct {
+    int sig;
+    const char* name;
+  } kSignals[] = {{SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"},
+                  {SIGILL, "SIGILL"},   {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"},
+                  {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},   {SIGKILL, "SIGKILL"},
+                  {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+                  {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"},
+                  {SIGXCPU, "SIGXCPU"}, {SIGXFSZ, "SIGXFSZ"}, {SIGSYS, "SIGSYS"}};
+  for (const auto& s : kSignals) {
+    if (s.sig == sig) return s.name;
+  }
+  return nullptr;
+}
+
 
 int64_t HangThresholdNs(std::vector<int64_t> completion_ns, const Options& options) {
   const int64_t hi = options.hang_timeout_ns;

@@ -219,6 +219,13 @@ TEST(Hang, ExitedWinsAndSaysHow) {
   EXPECT_EQ(v.waiting_ranks, std::vector<int32_t>({0, 1, 2}));
   ASSERT_EQ(v.evidence.size(), 1u);
   EXPECT_EQ(v.evidence[0], "rank 3 exited: signal 11 (SIGSEGV) 12.0 s ago");
+  // With a crash report (docs/crash.md) the crashing frame joins the evidence.
+  ranks[3].exit.crash_frame = "FaultHere (crash_program)";
+  report = Analyze(ranks, At(40));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  ASSERT_EQ(report.hangs[0].evidence.size(), 1u);
+  EXPECT_EQ(report.hangs[0].evidence[0],
+            "rank 3 exited: signal 11 (SIGSEGV) in FaultHere (crash_program) 12.0 s ago");
 }
 
 TEST(Hang, ExitStatusAndLostConnectionAreNamed) {

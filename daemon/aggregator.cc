@@ -130,6 +130,7 @@ struct Aggregator::Process {
   bool connected = true;
   ExitCause exit_cause;
   int64_t exited_ns = 0;
+  std::string crash_frame;  // SetCrashFrame (docs/crash.md)
   // The estimated memory it holds (docs/daemon.md "Memory budget"), kept up to date by Charge.
   size_t bytes = 0;
 };
@@ -468,6 +469,12 @@ void Aggregator::MarkExited(ProcessId id, const ExitCause& cause, int64_t now_ns
     }
   }
   MaybeTrimMalloc();
+}
+
+void Aggregator::SetCrashFrame(ProcessId id, const std::string& frame) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = processes_.find(id);
+  if (it != processes_.end()) it->second->crash_frame = frame.substr(0, kMaxCrashFrameBytes);
 }
 
 void Aggregator::EnforceExitedBounds() {
@@ -920,6 +927,7 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns, bool with_series) const {
     ps.exited = !p.connected;
     ps.exit_cause = p.exit_cause;
     ps.exited_ns = p.exited_ns;
+    ps.crash_frame = p.crash_frame;
     if (p.connected) {
       ++snap.connected;
     } else {

@@ -64,6 +64,7 @@ struct AggregatorOptions {
 using ExitCause = format::ExitState;
 // "exit", "signal", "connection_lost": the metrics' cause label and Status's exit_cause.
 const char* ExitCauseName(const ExitCause& cause);
+constexpr size_t kMaxCrashFrameBytes = 512;  // Aggregator::SetCrashFrame keeps at most this
 
 // What the transport reads from a process's ring header (and its own read counters).
 struct ProcessStatus {
@@ -131,6 +132,8 @@ struct ProcessSnapshot {
   bool exited = false;  // the connection closed; kept for the exited grace period
   ExitCause exit_cause;
   int64_t exited_ns = 0;  // CLOCK_REALTIME at which the connection closed
+  // The innermost frame of its crash report, "function (module)" (docs/crash.md); "" without one.
+  std::string crash_frame;
   bool hang = false;
   bool hidden = false;  // another live process has the same labels (see identity conflicts)
   format::OpLogRequest op_log = format::OpLogRequest::kNone;  // its XTIMER_LOG (docs/oplog.md)
@@ -189,6 +192,8 @@ class Aggregator {
   // The process's connection closed (`now_ns` CLOCK_REALTIME): it is kept, frozen, for the
   // exited grace period (or removed at once when the grace is 0); bounds are applied.
   void MarkExited(ProcessId id, const ExitCause& cause, int64_t now_ns);
+  // Records the crashing frame of the process's crash report (shown in the exited verdict).
+  void SetCrashFrame(ProcessId id, const std::string& frame);
   // Removes exited processes past their grace period. Returns how many. Called periodically:
   // also returns freed memory to the system (see MaybeTrimMalloc).
   size_t ExpireExited(int64_t now_ns);

@@ -118,6 +118,7 @@ RankInput InputOf(const ProcessSnapshot& p, const ProcessOps* ops, const CommMem
     in.exit.cause = ExitCauseName(p.exit_cause);
     in.exit.code = p.exit_cause.kind == format::ExitKind::kNone ? -1 : p.exit_cause.value;
     in.exit.at_ns = p.exited_ns;
+    in.exit.crash_frame = p.crash_frame;
   }
   return in;
 }

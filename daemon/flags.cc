@@ -81,6 +81,11 @@ const std::vector<FlagSpec>& Specs() {
       {"hang-dump", "XTIMER_HANG_DUMP", Type::kBool, 0, 0,
        "write an automatic history dump to DUMP_ROOT/hang-<comm>-<seq>/<job>/ on each hang "
        "verdict (default true; --hang-dump=false turns it off)"},
+      {"exit-hook", "XTIMER_EXIT_HOOK", Type::kString, 0, 0,
+       "a command run on each crash report with the report as JSON on stdin (docs/crash.md): "
+       "split on spaces, no shell, 10 s at most, as the crashed job's user when the daemon is "
+       "root; read only from the daemon's flags or environment, never from a job's (default: "
+       "none)"},
       {"window", "XTIMER_METRICS_WINDOW", Type::kInt, 1, 86400,
        "sliding window of the latency, FLOP/s and bandwidth gauges, seconds (default 60)"},
       {"window-samples", "XTIMER_WINDOW_SAMPLES", Type::kInt, 1, 1 << 20,
@@ -238,6 +243,7 @@ bool Apply(const FlagSpec& spec, const std::string& value, Flags* f, std::string
   else if (name == "hang-early-seconds") f->hang_early_s = i;
   else if (name == "hang-cadence-factor") f->hang_cadence_factor = i;
   else if (name == "hang-dump") f->hang_dump = b;
+  else if (name == "exit-hook") f->exit_hook = value;
   else if (name == "window") f->window_s = i;
   else if (name == "window-samples") f->window_samples = i;
   else if (name == "history") f->history = i;

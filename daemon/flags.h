@@ -39,6 +39,7 @@ struct Flags {
   int64_t hang_early_s = 30;            // --hang-early-seconds, XTIMER_HANG_EARLY_SECONDS
   int64_t hang_cadence_factor = 10;     // --hang-cadence-factor, XTIMER_HANG_CADENCE_FACTOR
   bool hang_dump = true;                // --hang-dump, XTIMER_HANG_DUMP
+  std::string exit_hook;                // --exit-hook, XTIMER_EXIT_HOOK (docs/crash.md)
   int64_t window_s = 60;                // --window, XTIMER_METRICS_WINDOW
   int64_t window_samples = 4096;        // --window-samples, XTIMER_WINDOW_SAMPLES
   int64_t history = 100000;             // --history, XTIMER_HISTORY

@@ -22,6 +22,7 @@
 #include "daemon/dump_writer.h"
 #include "daemon/flags.h"
 #include "daemon/op_log_writer.h"
+#include "daemon/crash_report.h"
 #include "daemon/hang_dumper.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
@@ -193,10 +194,17 @@ int Main(int argc, char** argv) {
         ring->AskStacks(id, timeout_ms, std::move(sink));
       },
       dump_root, hostname, RealtimeNs);
+  // Crash reports: taken from the ring thread, symbolized on the reporter's own thread.
+  auto crashes = std::make_unique<CrashReporter>(&aggregator, &stacks, flags.exit_hook, RealtimeNs);
+  CrashReporter* reporter = crashes.get();
+  server->SetCrashSink([reporter](uint64_t id, int memfd, uint64_t size) {
+    reporter->Submit(id, memfd, size);
+  });
   auto metrics = std::make_unique<MetricsServer>(mo);
   metrics->RegisterCollectable(std::make_shared<MetricsCollector>(&aggregator, RealtimeNs));
   metrics->RegisterCollectable(std::make_shared<DiagnosisCollector>(diagnosis.get()));
   metrics->RegisterCollectable(std::make_shared<StackCaptureCollector>(&stacks));
+  metrics->RegisterCollectable(std::make_shared<CrashCollector>(crashes.get()));
   // Every collectable is registered before the server starts; the control port's refusals join
   // this family once that port exists.
   auto refused = std::make_shared<RefusalCollector>(
@@ -279,6 +287,7 @@ int Main(int argc, char** argv) {
   op_log.reset();  // writes what is queued
   server.reset();  // closes connections, removes the socket
   metrics.reset();
+  crashes.reset();  // after the ring thread (nothing submits) and the metrics (nothing reads)
   unlinkat(run_fd, kPidName, 0);
   close(run_fd);
   close(lock_fd);  // releases the lock

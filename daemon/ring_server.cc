@@ -58,6 +58,7 @@ struct RingServer::Connection {
   };
   std::vector<PendingStacks> pending;  // at most kMaxPendingStackRequests
   bool bad_reply_logged = false;
+  bool crash_reported = false;  // one crash report per connection is taken
 };
 
 namespace {
@@ -354,6 +355,16 @@ bool RingServer::ReceiveStackReplies(Connection* c) {
     const int memfd = format::ReceiveStackReply(c->fd, &reply, &error);
     if (memfd < 0 && error == "would block") return true;
     if (memfd < 0 && (error == "connection closed" || error.rfind("recvmsg", 0) == 0)) return false;
+    if (memfd >= 0 && reply.request_id == format::kCrashReportId) {
+      // Unasked: the process is crashing and waits for the report to be taken (docs/crash.md).
+      if (crash_sink_ && !c->crash_reported) {
+        c->crash_reported = true;
+        crash_sink_(c->id, memfd, reply.size);
+      } else {
+        close(memfd);
+      }
+      continue;
+    }
     auto it = std::find_if(c->pending.begin(), c->pending.end(),
                            [&](const Connection::PendingStacks& p) {
                              return memfd >= 0 && p.request_id == reply.request_id;
@@ -382,6 +393,8 @@ bool RingServer::ReceiveStackReplies(Connection* c) {
   }
   return true;
 }
+
+void RingServer::SetCrashSink(CrashSink sink) { crash_sink_ = std::move(sink); }
 
 void RingServer::AskStacks(Aggregator::ProcessId id, int timeout_ms, StackSink sink) {
   std::lock_guard<std::mutex> lock(asks_mu_);

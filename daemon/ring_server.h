@@ -67,6 +67,9 @@ constexpr size_t kMaxPendingStackRequests = 4;  // per connection
 // "no answer in 2 s": a stack request's error past its deadline.
 std::string NoAnswerText(int timeout_ms);
 
+// A crash report a process sent unasked (docs/crash.md): its memfd (the sink owns it) and size.
+using CrashSink = std::function<void(uint64_t process_id, int memfd, uint64_t size)>;
+
 class RingServer {
  public:
   RingServer(const RingServerOptions& options, Aggregator* aggregator);
@@ -86,6 +89,10 @@ class RingServer {
   // kMaxPendingStackRequests requests unanswered already, sends a malformed reply, closes its
   // connection, or does not answer within `timeout_ms`. Never blocks the ring thread.
   void AskStacks(Aggregator::ProcessId id, int timeout_ms, StackSink sink);
+
+  // Where crash reports go (called on the ring thread: it must not block). Set before Run; without
+  // a sink reports are dropped. One report per connection is taken.
+  void SetCrashSink(CrashSink sink);
 
   // Processes registered now (safe from any thread).
   size_t registered() const { return registered_.load(std::memory_order_relaxed); }
@@ -145,7 +152,8 @@ class RingServer {
   };
   std::mutex asks_mu_;
   std::vector<StackAsk> asks_;  // posted by AskStacks, taken by the ring thread
-  uint64_t next_stack_request_ = 1;
+  uint64_t next_stack_request_ = 1;  // 1 on: format::kCrashReportId (0) is never asked
+  CrashSink crash_sink_;
   std::atomic<size_t> registered_{0};
   std::atomic<int64_t> last_active_ns_{0};
 };

@@ -42,9 +42,9 @@ std::string ReadProcFile(const std::string& path, size_t max) {
   return out;
 }
 
-// The raw capture in the reply's memfd; false with *error. Only memory-backed files are read
-// (a memfd, or tmpfs): a file on a slow file system could hold the capture.
-bool ReadAnswer(const StackAnswer& a, std::string* text, std::string* error) {
+}  // namespace
+
+bool ReadStackAnswer(const StackAnswer& a, std::string* text, std::string* error) {
   struct stat s;
   if (fstat(a.memfd, &s) != 0 || !S_ISREG(s.st_mode) || fcntl(a.memfd, F_GET_SEALS) < 0) {
     *error = "bad reply: its file descriptor is not a memfd";
@@ -57,8 +57,6 @@ bool ReadAnswer(const StackAnswer& a, std::string* text, std::string* error) {
   return true;
 }
 
-// Writes `text` as `name` in `dir` under `root` through a temporary renamed into place, the
-// folder given to `uid` (as dump folders are).
 bool WriteFileUnderRoot(const std::string& root, const std::string& dir, const std::string& name,
                         const std::string& text, uint32_t uid, std::string* error) {
   const int dir_fd = OpenDirUnderRoot(root, dir, error);
@@ -87,8 +85,6 @@ bool WriteFileUnderRoot(const std::string& root, const std::string& dir, const s
   close(dir_fd);
   return ok;
 }
-
-}  // namespace
 
 std::string ProcessState(const std::string& proc_root, int pid) {
   const std::string stat = ReadProcFile(proc_root + "/" + std::to_string(pid) + "/stat", 4096);
@@ -172,7 +168,8 @@ std::vector<StackFileInfo> StackCapturer::CaptureProcesses(
 }
 
 void StackCapturer::WriteAnswer(const std::vector<ProcessSnapshot>& ranks, const std::string& dir,
-                                StackAnswer answer, std::vector<StackFileInfo>* out) {
+                                StackAnswer answer, std::vector<StackFileInfo>* out,
+                                bool count) {
   const ProcessSnapshot& p = ranks.front();
   st::StacksFile file;
   file.pid = p.pid;
@@ -180,7 +177,7 @@ void StackCapturer::WriteAnswer(const std::vector<ProcessSnapshot>& ranks, const
   file.capture_time_ns = now_();
   std::string outcome = answer.outcome, error = answer.error, text;
   if (answer.memfd >= 0) {
-    const bool read = ReadAnswer(answer, &text, &error);
+    const bool read = ReadStackAnswer(answer, &text, &error);
     close(answer.memfd);
     st::RawCapture raw;
     if (!read) {
@@ -206,7 +203,7 @@ void StackCapturer::WriteAnswer(const std::vector<ProcessSnapshot>& ranks, const
   for (const ProcessSnapshot& r : ranks) {
     StackFileInfo info{"", r.job, r.host.empty() ? node_ : r.host, r.pid, r.rank, r.local_rank,
                        r.world_size, static_cast<int>(file.threads.size()), outcome, file.error};
-    Count(outcome);
+    if (count) Count(outcome);
     if (r.rank < 0 || r.world_size <= r.rank) {
       info.error = "the process has not said its rank and world size: no file";
       out->push_back(std::move(info));

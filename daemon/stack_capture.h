@@ -61,15 +61,17 @@ class StackCapturer {
   std::vector<StackFileInfo> CaptureProcesses(const std::vector<ProcessSnapshot>& processes,
                                               const std::string& dir, int timeout_ms);
 
+  // Builds, symbolizes and writes the files of one process's answer (a reply or a crash report)
+  // into <dir>/<job>/, one per rank; `count`: counts each rank in xtimer_stack_captures_total.
+  void WriteAnswer(const std::vector<ProcessSnapshot>& ranks, const std::string& dir,
+                   StackAnswer answer, std::vector<StackFileInfo>* out, bool count = true);
+
   // Ranks captured since start, by outcome (thread-safe).
   std::map<std::string, uint64_t> Outcomes() const;
   const std::string& root() const { return root_; }
 
  private:
   struct Pending;
-  // Builds, symbolizes and writes the files of one process's answer.
-  void WriteAnswer(const std::vector<ProcessSnapshot>& ranks, const std::string& dir,
-                   StackAnswer answer, std::vector<StackFileInfo>* out);
   void Count(const std::string& outcome);
 
   Aggregator* aggregator_;
@@ -92,6 +94,15 @@ class StackCaptureCollector : public prometheus::Collectable {
  private:
   const StackCapturer* capturer_;
 };
+
+// The raw capture in an answer's memfd; false with *error. Only memory-backed files are read (a
+// memfd): a file on a slow file system could hold the capture.
+bool ReadStackAnswer(const StackAnswer& a, std::string* text, std::string* error);
+
+// Writes `text` as `name` in `dir` (absolute, under `root`) through a temporary renamed into
+// place, the folder given to `uid` as dump folders are. False with *error.
+bool WriteFileUnderRoot(const std::string& root, const std::string& dir, const std::string& name,
+                        const std::string& text, uint32_t uid, std::string* error);
 
 // The state letter of /proc/PID/stat ("S", "R", "D"...), "" when unreadable.
 std::string ProcessState(const std::string& proc_root, int pid);

@@ -8,7 +8,7 @@
 namespace xtimer {
 namespace format {
 
-bool SendWithFd(int socket_fd, const void* data, size_t n, int fd, std::string* error) {
+ssize_t SendWithFdRaw(int socket_fd, const void* data, size_t n, int fd, int flags) {
   iovec iov{const_cast<void*>(data), n};
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr msg{};
@@ -23,8 +23,13 @@ bool SendWithFd(int socket_fd, const void* data, size_t n, int fd, std::string* 
   memcpy(CMSG_DATA(c), &fd, sizeof(int));
   ssize_t sent;
   do {
-    sent = sendmsg(socket_fd, &msg, MSG_NOSIGNAL);
+    sent = sendmsg(socket_fd, &msg, flags | MSG_NOSIGNAL);
   } while (sent < 0 && errno == EINTR);
+  return sent;
+}
+
+bool SendWithFd(int socket_fd, const void* data, size_t n, int fd, std::string* error) {
+  const ssize_t sent = SendWithFdRaw(socket_fd, data, n, fd, 0);
   if (sent != static_cast<ssize_t>(n)) {
     *error = sent < 0 ? std::string("sendmsg: ") + strerror(errno) : "short sendmsg";
     return false;

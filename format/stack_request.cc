@@ -45,6 +45,18 @@ bool SendStackReply(int socket_fd, uint64_t request_id, int memfd, uint64_t size
   return SendWithFd(socket_fd, &reply, sizeof(reply), memfd, error);
 }
 
+bool SendCrashReport(int socket_fd, int memfd, uint64_t size) {
+  const StackReply reply{kStackReplyMagic, kStackProtocolVersion, kCrashReportId, size};
+  return SendWithFdRaw(socket_fd, &reply, sizeof(reply), memfd, MSG_DONTWAIT) ==
+         static_cast<ssize_t>(sizeof(reply));
+}
+
+bool AckCrashReport(int memfd) {
+  const uint32_t ack = kCrashAckMagic;
+  return pwrite(memfd, &ack, sizeof(ack), static_cast<off_t>(kCrashAckOffset)) ==
+         static_cast<ssize_t>(sizeof(ack));
+}
+
 int ReceiveStackReply(int socket_fd, StackReply* reply, std::string* error) {
   *reply = StackReply{};
   int fd = -1;

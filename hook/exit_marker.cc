@@ -5,6 +5,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include "hook/crash_report.h"
+
 namespace xtimer {
 namespace hook {
 namespace {
@@ -21,6 +23,7 @@ void Handler(int sig, siginfo_t* info, void* context) {
   HeaderSource source = g_source.load(std::memory_order_relaxed);
   format::RingHeader* header = source != nullptr ? source() : nullptr;
   const uint64_t before = header != nullptr ? MarkSignal(header, sig) : 0;
+  ReportCrash(sig, info, context);  // the daemon symbolizes it while the process still exists
   const struct sigaction& prev = g_previous[sig];
   if ((prev.sa_flags & SA_SIGINFO) != 0 && prev.sa_sigaction != nullptr) {
     prev.sa_sigaction(sig, info, context);

@@ -12,9 +12,10 @@
 #include <string>
 #include <utility>
 
+#include "hook/crash_report.h"
 #include "hook/cuda_api.h"
-#include "hook/log.h"
 #include "hook/exit_marker.h"
+#include "hook/log.h"
 #include "hook/poller.h"
 #include "hook/stack_capture.h"
 #include "hook/state.h"
@@ -52,6 +53,13 @@ format::RingHeader* RingHeaderNow() {
   // getpid: a forked child inherits the mapping and the handlers but must not mark the parent.
   if (s == nullptr || s->poller == nullptr || getpid() != s->pid) return nullptr;
   return s->poller->header();
+}
+
+// The daemon connection, for a crash report (-1 in a forked child, whose socket_fd is -1).
+int DaemonSocketNow() {
+  State* s = g_state;
+  if (s == nullptr || getpid() != s->pid) return -1;
+  return s->socket_fd.load(std::memory_order_acquire);
 }
 
 // An on_exit handler: it learns the exit status, which it leaves in the ring for the daemon
@@ -230,6 +238,10 @@ bool InitSlow() {
   s->poller->Start();
   pthread_atfork(nullptr, nullptr, &AtForkChild);
   on_exit(&AtExit, nullptr);
+  std::string crash_error;
+  if (!PrepareCrashReports(&DaemonSocketNow, &crash_error)) {
+    Warn(("no crash reports: " + crash_error).c_str());
+  }
   if (!InstallFatalSignalMarkers(&RingHeaderNow)) {
     Warn("cannot install the fatal-signal markers; a crash will read as a lost connection");
   }

@@ -60,6 +60,19 @@ bool ParsePythonThread(const JsonValue& v, size_t index, RawPythonThread* out,
   return true;
 }
 
+bool ParseCrash(const JsonValue& v, RawCrash* out, std::string* error) {
+  if (v.type != JsonValue::kObject) return *error = "\"crash\" is not an object", false;
+  JsonFields f(v, "crash: ", error);
+  out->present = true;
+  if (!f.Int("signal", 1, 64, true, &out->signal) ||
+      !f.Int("si_code", INT32_MIN, INT32_MAX, false, &out->si_code) ||
+      !f.Str("fault_address", 20, false, &out->fault_address) ||
+      !f.Int("tid", 0, INT32_MAX, false, &out->tid)) {
+    return false;
+  }
+  return true;
+}
+
 // Index of `f` in the file's frame table, added when new; -1 when the table is full.
 int64_t Intern(const Frame& f, StacksFile* out,
                std::map<std::tuple<int, std::string, std::string, int32_t>, uint32_t>* index) {
@@ -112,6 +125,9 @@ bool ParseRawCapture(const std::string& text, RawCapture* out, std::string* erro
       !f.Int("capture_time_ns", 0, INT64_MAX, false, &out->capture_time_ns) ||
       !f.Str("python_error", kMaxStringBytes, false, &out->python_error)) {
     return false;
+  }
+  if (const JsonValue* crash = doc.Find("crash")) {
+    if (!ParseCrash(*crash, &out->crash, error)) return false;
   }
   const JsonValue* threads = f.Array("threads", kMaxThreads);
   if (threads == nullptr) return false;

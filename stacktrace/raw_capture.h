@@ -30,12 +30,22 @@ struct RawPythonThread {
   std::vector<Frame> frames;  // kind kPython, innermost first
 };
 
+// A crash report's "crash" object (docs/crash.md): the fatal signal the crashing thread got.
+struct RawCrash {
+  bool present = false;
+  int64_t signal = 0;
+  int64_t si_code = 0;
+  std::string fault_address;  // "0x..." (hex text: kernel addresses do not fit int64)
+  int64_t tid = 0;            // the crashing thread
+};
+
 struct RawCapture {
   int64_t pid = 0;
   int64_t capture_time_ns = 0;
   std::vector<RawThread> threads;
   std::vector<RawPythonThread> python_threads;
   std::string python_error;
+  RawCrash crash;
 };
 
 // Parses and range-checks a raw capture (the .stacks file's limits: threads, frames per thread,

@@ -88,6 +88,10 @@ TEST(ParseRawCapture, RefusesWithTheFieldNamed) {
        "python_threads[0]: frames[0]: \"function\" is missing"},
       {R"({"format": "xtimer-raw-stacks", "version": 1, "threads": [{"tid": 1, "pcs": [1,)",
        "byte"},
+      {R"({"format": "xtimer-raw-stacks", "version": 1, "crash": 11, "threads": []})",
+       "\"crash\" is not an object"},
+      {R"({"format": "xtimer-raw-stacks", "version": 1, "crash": {"signal": 99}, "threads": []})",
+       "crash: \"signal\" is 99"},
   };
   for (const auto& c : cases) {
     RawCapture raw;
@@ -102,6 +106,27 @@ TEST(ParseRawCapture, RefusesWithTheFieldNamed) {
   std::string error;
   EXPECT_FALSE(ParseRawCapture(many, &raw, &error));
   EXPECT_NE(error.find("\"pcs\" has 1025 entries, over 1024"), std::string::npos) << error;
+}
+
+TEST(ParseRawCapture, ReadsACrashReport) {
+  // The shape hook/crash_report.cc writes (docs/crash.md).
+  const std::string text = R"({"format": "xtimer-raw-stacks", "version": 1, "pid": 7,
+    "capture_time_ns": 5, "crash": {"signal": 11, "si_code": 1, "fault_address": "0x10",
+    "tid": 8}, "threads": [{"tid": 8, "name": "main", "pcs": [4096, 8192]}]})";
+  RawCapture raw;
+  std::string error;
+  ASSERT_TRUE(ParseRawCapture(text, &raw, &error)) << error;
+  EXPECT_TRUE(raw.crash.present);
+  EXPECT_EQ(raw.crash.signal, 11);
+  EXPECT_EQ(raw.crash.si_code, 1);
+  EXPECT_EQ(raw.crash.fault_address, "0x10");
+  EXPECT_EQ(raw.crash.tid, 8);
+  ASSERT_EQ(raw.threads.size(), 1u);
+  EXPECT_EQ(raw.threads[0].pcs.size(), 2u);
+  // A stack capture has no crash object.
+  ASSERT_TRUE(ParseRawCapture(R"({"format": "xtimer-raw-stacks", "version": 1, "threads": []})",
+                              &raw, &error));
+  EXPECT_FALSE(raw.crash.present);
 }
 
 TEST(BuildThreads, SharesFramesAndAddsUnmatchedPythonThreads) {

@@ -1,0 +1,56 @@
+// Crash reports (docs/crash.md): on a fatal signal the exit marker's handler (hook/exit_marker.h)
+// calls ReportCrash before it passes the signal on. ReportCrash unwinds the crashing thread into
+// memory reserved at hook start, writes the raw capture JSON of that one thread with a "crash"
+// object (signal, si_code, fault address) into a memfd prepared at hook start, sends the memfd to
+// the daemon over the registration connection (format/stack_request.h, kCrashReportId) and waits
+// a bounded time for the daemon to symbolize it, while the process's memory map still exists.
+#ifndef XTIMER_HOOK_CRASH_REPORT_H_
+#define XTIMER_HOOK_CRASH_REPORT_H_
+
+#include <signal.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace xtimer {
+namespace hook {
+
+constexpr size_t kCrashAltStackBytes = 256 << 10;  // the alternate signal stack (unwinding)
+constexpr int kMaxCrashFrames = 256;                // pcs of the crashing thread
+
+// The registration connection now, -1 when there is none (read from the handler).
+using SocketSource = int (*)();
+
+// What a report says besides the pcs.
+struct CrashFacts {
+  int pid = 0;
+  int tid = 0;
+  char thread_name[17] = {};
+  int signal = 0;
+  int si_code = 0;
+  uint64_t fault_address = 0;
+  int64_t time_ns = 0;  // CLOCK_REALTIME
+};
+
+// Description: reserves what ReportCrash uses (the report memfd, mapped; the pcs; libunwind's
+// one-time initialisation) and gives the calling thread an alternate signal stack when it has
+// none (other threads run the handler on their own stack: a stack overflow there gets no report).
+// Thread safety: call once, at hook start, before InstallFatalSignalMarkers.
+// Return: false with *error (crash reports are then off; the signal is still passed on).
+bool PrepareCrashReports(SocketSource socket, std::string* error);
+
+// Description: reports the crash `sig` (the first one of the process only; a second crashing
+// thread, or a fault inside the report, is passed on without one).
+// Thread safety: async-signal-safe (atomics, syscalls, libunwind's local unwinder).
+void ReportCrash(int sig, const siginfo_t* info, void* context);
+
+// Description: the raw capture JSON of a crash into buf (async-signal-safe, exposed for tests).
+// Return: its length, 0 when it does not fit in `cap`.
+size_t FormatCrashReport(char* buf, size_t cap, const CrashFacts& facts, const uint64_t* pcs,
+                         int n);
+
+}  // namespace hook
+}  // namespace xtimer
+
+#endif  // XTIMER_HOOK_CRASH_REPORT_H_
