@@ -24,6 +24,7 @@
 #include "daemon/op_log_writer.h"
 #include "daemon/hang_dumper.h"
 #include "daemon/log.h"
+#include "daemon/kernel_metrics.h"
 #include "daemon/metrics.h"
 #include "daemon/metrics_server.h"
 #include "daemon/port_owner.h"
@@ -197,6 +198,10 @@ int Main(int argc, char** argv) {
   metrics->RegisterCollectable(std::make_shared<MetricsCollector>(&aggregator, RealtimeNs));
   metrics->RegisterCollectable(std::make_shared<DiagnosisCollector>(diagnosis.get()));
   metrics->RegisterCollectable(std::make_shared<StackCaptureCollector>(&stacks));
+  if (flags.kernel_metrics_top > 0) {
+    metrics->RegisterCollectable(std::make_shared<KernelMetrics>(
+        &aggregator, static_cast<size_t>(flags.kernel_metrics_top), RealtimeNs));
+  }
   // Every collectable is registered before the server starts; the control port's refusals join
   // this family once that port exists.
   auto refused = std::make_shared<RefusalCollector>(
