@@ -92,6 +92,9 @@ const std::vector<FlagSpec>& Specs() {
        "raw durations kept per series for the p99 (default 4096)"},
       {"history", "XTIMER_HISTORY", Type::kInt, 0, 100000000,
        "op records kept in memory per process for dumps (default 100000)"},
+      {"kernel-metrics-top", "XTIMER_KERNEL_METRICS_TOP", Type::kInt, 0, 100,
+       "per-kernel metric families (xtimer_kernel_*) for each rank's N kernels of most total GPU "
+       "time, labelled by kernel name; 0 leaves them out (default 0)"},
       {"stale-timeout", "XTIMER_STALE_TIMEOUT", Type::kInt, 0, 86400 * 7,
        "seconds without a ring heartbeat before rank_up turns 0; 0 never (default 60)"},
       {"exited-grace", "XTIMER_EXITED_GRACE", Type::kInt, 0, 86400 * 7,
@@ -247,6 +250,7 @@ bool Apply(const FlagSpec& spec, const std::string& value, Flags* f, std::string
   else if (name == "window") f->window_s = i;
   else if (name == "window-samples") f->window_samples = i;
   else if (name == "history") f->history = i;
+  else if (name == "kernel-metrics-top") f->kernel_metrics_top = i;
   else if (name == "stale-timeout") f->stale_timeout_s = i;
   else if (name == "exited-grace") f->exited_grace_s = i;
   else if (name == "exited-max") f->exited_max = i;

@@ -43,6 +43,7 @@ struct Flags {
   int64_t window_s = 60;                // --window, XTIMER_METRICS_WINDOW
   int64_t window_samples = 4096;        // --window-samples, XTIMER_WINDOW_SAMPLES
   int64_t history = 100000;             // --history, XTIMER_HISTORY
+  int64_t kernel_metrics_top = 0;       // --kernel-metrics-top, XTIMER_KERNEL_METRICS_TOP (0: off)
   int64_t stale_timeout_s = 60;         // --stale-timeout, XTIMER_STALE_TIMEOUT (0: never)
   int64_t exited_grace_s = 600;         // --exited-grace, XTIMER_EXITED_GRACE (0: drop at once)
   int64_t exited_max = 64;              // --exited-max, XTIMER_EXITED_MAX

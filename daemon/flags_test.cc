@@ -110,6 +110,19 @@ TEST(FlagsTest, EnvironmentThenCommandLine) {
   EXPECT_EQ(f.exit_when_idle_s, 5);
 }
 
+TEST(FlagsTest, KernelMetricsTopIsOffByDefaultAndBounded) {
+  Flags f;
+  std::string error;
+  ASSERT_TRUE(Parse({}, {}, &f, &error)) << error;
+  EXPECT_EQ(f.kernel_metrics_top, 0);
+  Flags g;
+  ASSERT_TRUE(Parse({"--kernel-metrics-top=5"}, {}, &g, &error)) << error;
+  EXPECT_EQ(g.kernel_metrics_top, 5);
+  Flags h;
+  EXPECT_FALSE(Parse({}, {{"XTIMER_KERNEL_METRICS_TOP", "1000"}}, &h, &error));
+  EXPECT_NE(error.find("XTIMER_KERNEL_METRICS_TOP"), std::string::npos) << error;
+}
+
 TEST(FlagsTest, ErrorsNameTheFlagOrVariable) {
   Flags f;
   std::string error;
@@ -188,7 +201,7 @@ TEST(FlagsTest, UsageListsEveryFlagAndVariable) {
         "XTIMER_METRICS_MAX_CONNECTIONS", "--metrics-request-timeout-ms",
         "XTIMER_METRICS_REQUEST_TIMEOUT_MS", "--socket-mode", "XTIMER_SOCKET_MODE",
         "--socket-group", "XTIMER_SOCKET_GROUP", "--control-allow-remote",
-        "XTIMER_CONTROL_ALLOW_REMOTE"}) {
+        "XTIMER_CONTROL_ALLOW_REMOTE", "--kernel-metrics-top", "XTIMER_KERNEL_METRICS_TOP"}) {
     EXPECT_NE(u.find(s), std::string::npos) << s;
   }
 }

@@ -16,17 +16,18 @@
 #include "daemon/clock.h"
 #include "daemon/control_handler.h"
 #include "daemon/control_server.h"
+#include "daemon/crash_report.h"
 #include "daemon/diagnosis.h"
 #include "daemon/diagnosis_metrics.h"
 #include "daemon/dump_root.h"
 #include "daemon/dump_writer.h"
 #include "daemon/flags.h"
-#include "daemon/op_log_writer.h"
-#include "daemon/crash_report.h"
 #include "daemon/hang_dumper.h"
+#include "daemon/kernel_metrics.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
 #include "daemon/metrics_server.h"
+#include "daemon/op_log_writer.h"
 #include "daemon/port_owner.h"
 #include "daemon/refusal_metrics.h"
 #include "daemon/ring_server.h"
@@ -205,6 +206,10 @@ int Main(int argc, char** argv) {
   metrics->RegisterCollectable(std::make_shared<DiagnosisCollector>(diagnosis.get()));
   metrics->RegisterCollectable(std::make_shared<StackCaptureCollector>(&stacks));
   metrics->RegisterCollectable(std::make_shared<CrashCollector>(crashes.get()));
+  if (flags.kernel_metrics_top > 0) {
+    metrics->RegisterCollectable(std::make_shared<KernelMetrics>(
+        &aggregator, static_cast<size_t>(flags.kernel_metrics_top), RealtimeNs));
+  }
   // Every collectable is registered before the server starts; the control port's refusals join
   // this family once that port exists.
   auto refused = std::make_shared<RefusalCollector>(

@@ -116,7 +116,11 @@ Config ReadConfig(GetEnvFn get, WarnFn warn) {
       warn(("ignoring XTIMER_LOG=" + v + ": use jsonl or csv").c_str());
     }
   }
-  if (const char* f = get("XTIMER_KERNEL_FILTER")) c.kernel_filter = f;
+  if (const char* f = get("XTIMER_KERNEL_FILTER")) {
+    const std::string v = f;
+    c.kernels = !v.empty() && v != "off" && v != "0";
+    if (c.kernels) c.kernel_filter = v;
+  }
   c.stack_signal = SIGRTMIN + 3;
   if (const char* s = get("XTIMER_STACK_SIGNAL")) {
     if (ParseInt(s, 0, SIGRTMAX, &v) && (v == 0 || v >= SIGRTMIN)) {

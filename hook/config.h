@@ -21,7 +21,10 @@ struct Config {
   uint32_t sample_rate = 1;         // XTIMER_SAMPLE_RATE: time 1 in N calls per op signature
   // XTIMER_LOG=jsonl|csv: the daemon writes this rank's operation log (docs/oplog.md)
   format::OpLogRequest op_log = format::OpLogRequest::kNone;
-  std::string kernel_filter;        // XTIMER_KERNEL_FILTER (ECMAScript regex); empty: no kernels
+  // XTIMER_KERNEL_FILTER: an ECMAScript regex that narrows the kernels timed (empty: every one);
+  // `off`, `0` or an empty value turn kernel timing off (kernels = false).
+  bool kernels = true;
+  std::string kernel_filter;
   int rank = -1, local_rank = -1, world_size = -1;  // from torchrun / MPI / PMI / Slurm
   int exit_flush_ms = 1000;         // XTIMER_EXIT_FLUSH_MS: wait at exit for ops still in flight
   bool verbose = false;             // XTIMER_VERBOSE=1: log hook decisions to stderr

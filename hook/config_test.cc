@@ -100,6 +100,19 @@ TEST(ConfigTest, KnobsAndMalformedValues) {
   EXPECT_NE(w.find("RANK=x"), std::string::npos);
 }
 
+TEST(ConfigTest, KernelFilter) {
+  Config c = Read({});
+  EXPECT_TRUE(c.kernels);  // every kernel by default
+  EXPECT_EQ(c.kernel_filter, "");
+  for (const char* off : {"off", "0", ""}) {
+    c = Read({{"XTIMER_KERNEL_FILTER", off}});
+    EXPECT_FALSE(c.kernels) << off;
+  }
+  c = Read({{"XTIMER_KERNEL_FILTER", "gemm"}});
+  EXPECT_TRUE(c.kernels);
+  EXPECT_EQ(c.kernel_filter, "gemm");
+}
+
 TEST(ConfigTest, OpLogRequest) {
   std::string w;
   EXPECT_EQ(Read({}, &w).op_log, format::OpLogRequest::kNone);

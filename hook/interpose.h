@@ -67,9 +67,9 @@ inline Ret TimedCall(Call&& call, Describe&& describe) {
   return r;
 }
 
-// A kernel launch: passed through unless XTIMER_KERNEL_FILTER selects the kernel. `key` is the
-// host function, or the cudaKernel_t handle of the nvcc launch path (`is_handle`); the decision is
-// cached per key, so a launch that is not timed costs one lock-free probe.
+// A kernel launch: timed unless XTIMER_KERNEL_FILTER leaves the kernel out (or is off). `key` is
+// the host function, or the cudaKernel_t handle of the nvcc launch path (`is_handle`); the
+// decision is cached per key, so a launch that is not timed costs one lock-free probe.
 template <typename Call>
 inline cudaError_t KernelCall(Call&& call, const void* key, bool is_handle, cudaStream_t stream) {
   if (!Enter()) return call();

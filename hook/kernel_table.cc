@@ -23,7 +23,11 @@ std::string Demangle(const char* mangled) {
 
 bool KernelTable::SetFilter(const std::string& filter) {
   filter_enabled_ = false;
-  if (filter.empty()) return true;
+  filter_.reset();
+  if (filter.empty()) {
+    filter_enabled_ = true;  // every kernel
+    return true;
+  }
   try {
     filter_.reset(new std::regex(filter, std::regex::ECMAScript | std::regex::optimize));
   } catch (const std::regex_error&) {
@@ -33,21 +37,21 @@ bool KernelTable::SetFilter(const std::string& filter) {
   return true;
 }
 
-void KernelTable::Put(Slot* table, const void* key, uintptr_t value) {
+bool KernelTable::Put(Slot* table, const void* key, uintptr_t value) {
   size_t i = SlotOf(key);
   for (size_t n = 0; n < kSlots; ++n, i = (i + 1) & (kSlots - 1)) {
     const void* k = table[i].key.load(std::memory_order_relaxed);
     if (k == key) {
       table[i].value.store(value, std::memory_order_relaxed);
-      return;
+      return true;
     }
     if (k == nullptr) {
       table[i].value.store(value, std::memory_order_relaxed);
       table[i].key.store(key, std::memory_order_release);  // publishes the value
-      return;
+      return true;
     }
   }
-  // Full: the key stays unknown; callers treat it as "not timed".
+  return false;  // full: the key stays unknown; callers treat it as "not timed"
 }
 
 void KernelTable::MapHandle(const void* handle, const void* function) {
@@ -69,7 +73,7 @@ bool KernelTable::Classify(const void* function, const char* mangled, uint32_t* 
     snprintf(buf, sizeof(buf), "kernel@%p", function);
     name = buf;
   }
-  bool timed = filter_enabled_ && std::regex_search(name, *filter_);
+  bool timed = filter_enabled_ && (filter_ == nullptr || std::regex_search(name, *filter_));
   std::lock_guard<std::mutex> lock(mu_);
   uintptr_t v = 0;
   if (Find(functions_.get(), function, &v)) {  // another thread won
@@ -81,9 +85,10 @@ bool KernelTable::Classify(const void* function, const char* mangled, uint32_t* 
     Put(functions_.get(), function, 1);
     return false;
   }
-  names_.push_back(name);
-  *name_id = static_cast<uint32_t>(names_.size());
-  Put(functions_.get(), function, static_cast<uintptr_t>(*name_id) << 1);
+  const bool named = names_.size() < kMaxNames;
+  *name_id = named ? static_cast<uint32_t>(names_.size() + 1) : 0;
+  if (!Put(functions_.get(), function, static_cast<uintptr_t>(*name_id) << 1)) return false;
+  if (named) names_.push_back(name);
   return true;
 }
 

@@ -1,4 +1,5 @@
 // Kernel names and the XTIMER_KERNEL_FILTER decision, cached per function.
+// Every kernel is timed unless a filter narrows the choice or kernels are off (docs/hook.md).
 //
 // nvcc-built programs launch through __cudaLaunchKernel(cudaKernel_t, ...) after
 // __cudaGetKernel(&handle, host_function): MapHandle remembers handle -> host function. A host
@@ -22,18 +23,21 @@ namespace hook {
 class KernelTable {
  public:
   static constexpr size_t kSlots = 8192;
+  // Distinct names per process. A timed kernel beyond them is timed without a name (name id 0),
+  // so the daemon's and the trace's name tables stay bounded.
+  static constexpr size_t kMaxNames = 2048;
 
-  // `filter` is an ECMAScript regex searched in the demangled name; empty: no kernel is timed.
-  // Returns false (and times nothing) when it does not compile.
+  // Turns kernel timing on: `filter` is an ECMAScript regex searched in the demangled name;
+  // empty: every kernel is timed. Returns false (and times nothing) when it does not compile.
+  // Without a call no kernel is timed (XTIMER_KERNEL_FILTER=off).
   bool SetFilter(const std::string& filter);
   bool filter_enabled() const { return filter_enabled_; }
 
   void MapHandle(const void* handle, const void* function);
   const void* FunctionOf(const void* handle) const;  // null if unknown
 
-  // Cached decision for `function`: 0 unknown (call Classify), 1 not timed, else the name id (>=2
-  // is never produced; see below). Lock-free.
-  // Returns true and sets *name_id when the kernel is timed.
+  // The cached decision for `function`, lock-free: *known false means call Classify. Returns
+  // true and sets *name_id when the kernel is timed.
   bool Cached(const void* function, bool* known, uint32_t* name_id) const {
     uintptr_t v = 0;
     *known = Find(functions_.get(), function, &v);
@@ -42,7 +46,8 @@ class KernelTable {
     return true;
   }
   // Cold path: `mangled` is the name the runtime gives (null if unknown). Caches and returns the
-  // decision; a timed kernel gets a name id (1, 2, ...).
+  // decision; a timed kernel gets a name id (1, 2, ..., kMaxNames; then 0, unnamed). A kernel
+  // that finds no free slot is not timed (and not cached).
   bool Classify(const void* function, const char* mangled, uint32_t* name_id);
 
   // Makes `alias` (a cudaKernel_t handle) share the cached decision of `function` (classified).
@@ -75,12 +80,12 @@ class KernelTable {
     }
     return false;
   }
-  static void Put(Slot* table, const void* key, uintptr_t value);
+  static bool Put(Slot* table, const void* key, uintptr_t value);  // false: the table is full
 
   bool filter_enabled_ = false;
   std::unique_ptr<std::regex> filter_;
   std::unique_ptr<Slot[]> handles_{new Slot[kSlots]};
-  // value: 1 = not timed, (name_id << 1) = timed.
+  // value: 1 = not timed, (name_id << 1) = timed (0: timed, unnamed).
   std::unique_ptr<Slot[]> functions_{new Slot[kSlots]};
   std::mutex mu_;
   std::vector<std::string> names_;  // names_[id - 1]

@@ -34,6 +34,41 @@ TEST(KernelTableTest, FilterAndCache) {
   EXPECT_EQ(t.FunctionOf(&f3), nullptr);
 }
 
+TEST(KernelTableTest, OffUntilSetAndEveryKernelByDefault) {
+  static KernelTable off;  // XTIMER_KERNEL_FILTER=off: SetFilter is never called
+  int f;
+  uint32_t id = 7;
+  EXPECT_FALSE(off.filter_enabled());
+  EXPECT_FALSE(off.Classify(&f, "_Z4reluPf", &id));
+  static KernelTable all;
+  ASSERT_TRUE(all.SetFilter(""));  // XTIMER_KERNEL_FILTER unset: every kernel
+  EXPECT_TRUE(all.filter_enabled());
+  EXPECT_TRUE(all.Classify(&f, "_Z4reluPf", &id));
+  EXPECT_EQ(id, 1u);
+  EXPECT_EQ(all.Name(1), "relu(float*)");
+}
+
+TEST(KernelTableTest, NameTableIsBounded) {
+  static KernelTable t;
+  ASSERT_TRUE(t.SetFilter(""));
+  static char functions[KernelTable::kMaxNames + 2];
+  uint32_t id = 0;
+  for (size_t i = 0; i < KernelTable::kMaxNames; ++i) {
+    ASSERT_TRUE(t.Classify(&functions[i], "k", &id));
+    ASSERT_EQ(id, i + 1);
+  }
+  // Beyond the cap: timed, unnamed (id 0), and cached as such.
+  id = 9;
+  EXPECT_TRUE(t.Classify(&functions[KernelTable::kMaxNames], "k", &id));
+  EXPECT_EQ(id, 0u);
+  bool known = false;
+  id = 9;
+  EXPECT_TRUE(t.Cached(&functions[KernelTable::kMaxNames], &known, &id));
+  EXPECT_TRUE(known);
+  EXPECT_EQ(id, 0u);
+  EXPECT_EQ(t.Name(KernelTable::kMaxNames + 1), "");
+}
+
 }  // namespace
 }  // namespace hook
 }  // namespace xtimer

@@ -226,7 +226,7 @@ bool InitSlow() {
     g_mode.store(kOff);
     return false;
   }
-  if (!s->kernels.SetFilter(s->config.kernel_filter)) {
+  if (s->config.kernels && !s->kernels.SetFilter(s->config.kernel_filter)) {
     Warn(("XTIMER_KERNEL_FILTER is not a valid ECMAScript regex; no kernel is timed: " +
           s->config.kernel_filter)
              .c_str());

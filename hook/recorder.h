@@ -127,7 +127,8 @@ void QueueFollower(const OpDesc& d, int device, int64_t cpu_launch_ns, uint32_t 
 void RecordHostSync(format::Operation op, cudaStream_t stream, int64_t begin_ns, int64_t end_ns);
 
 // Kernel launches, cold path: whether the kernel `key` (a host function, or a cudaKernel_t handle
-// when `is_handle`) is timed (XTIMER_KERNEL_FILTER), with its name id; caches the answer for `key`.
+// when `is_handle`) is timed (every kernel, or XTIMER_KERNEL_FILTER's), with its name id; caches
+// the answer for `key`.
 bool KernelTimed(const void* key, bool is_handle, uint32_t* name_id);
 extern KernelTable* g_kernels __attribute__((visibility("hidden")));  // set before timing starts
 inline KernelTable& Kernels() { return *g_kernels; }

@@ -39,6 +39,7 @@ struct StreamInfo {
   int16_t device;
   uint64_t stream;
   uint32_t kinds;  // bit per OpKind
+  uint32_t number;  // the stream's number in its track name (StreamNumbers)
 };
 
 struct FileInfo {
@@ -81,8 +82,29 @@ void DropNodeLocal(const std::vector<CommInfo>& comms, std::vector<CollectiveEnd
               ends->end());
 }
 
+// The legacy default stream: 0, or its handle cudaStreamLegacy.
+bool IsDefaultStream(uint64_t stream) { return stream == 0 || stream == 1; }
+
+// Track names carry a stream number, not the cudaStream_t (a host pointer that means nothing to
+// a reader and differs per run): 0 is the default stream, the others are numbered 1, 2, ... per
+// rank in order of first use (earliest launch, else GPU start; ties by device and handle).
+void StreamNumbers(const std::map<std::pair<int16_t, uint64_t>, int64_t>& first_use,
+                   std::vector<StreamInfo>* streams) {
+  std::vector<std::pair<int64_t, size_t>> order;  // (first use, index in *streams)
+  for (size_t i = 0; i < streams->size(); ++i) {
+    const StreamInfo& s = (*streams)[i];
+    if (IsDefaultStream(s.stream)) continue;
+    order.push_back({first_use.at({s.device, s.stream}), i});
+  }
+  std::sort(order.begin(), order.end());  // streams are sorted by (device, handle): ties too
+  for (size_t n = 0; n < order.size(); ++n) {
+    (*streams)[order[n].second].number = static_cast<uint32_t>(n + 1);
+  }
+}
+
 void Pass1(FileInfo* f) {
   std::map<std::pair<int16_t, uint64_t>, uint32_t> streams;
+  std::map<std::pair<int16_t, uint64_t>, int64_t> first_use;
   bool has_host = false;
   std::vector<EventRecord> p2p;
   ReadResult r = ReadTimeline(f->path, [&](const EventRecord& e) {
@@ -93,6 +115,9 @@ void Pass1(FileInfo* f) {
     }
     if (e.cpu_launch_ns > 0) has_host = true;
     streams[{e.device, e.stream}] |= 1u << (e.kind & 31);
+    const int64_t use = e.cpu_launch_ns > 0 ? e.cpu_launch_ns : e.gpu_start_ns;
+    auto fu = first_use.emplace(std::make_pair(e.device, e.stream), use).first;
+    fu->second = std::min(fu->second, use);
     // Collectives only: a send/recv's seq counts per peer, so equal keys on two ranks need not
     // be the same operation.
     if (e.kind == static_cast<uint8_t>(OpKind::kCollective) && e.comm_id != 0) {
@@ -120,7 +145,8 @@ void Pass1(FileInfo* f) {
     f->comms.push_back(std::move(seen));
   }
   f->meta.comms.clear();
-  for (const auto& s : streams) f->streams.push_back({s.first.first, s.first.second, s.second});
+  for (const auto& s : streams) f->streams.push_back({s.first.first, s.first.second, s.second, 0});
+  StreamNumbers(first_use, &f->streams);
   f->has_host = has_host;
   std::sort(f->ends.begin(), f->ends.end());  // by key, then the earliest end first
   f->ends.erase(std::unique(f->ends.begin(), f->ends.end(),
@@ -129,12 +155,6 @@ void Pass1(FileInfo* f) {
                             }),
                 f->ends.end());
   f->node = !f->meta.host.empty() ? f->meta.host : !f->meta.node.empty() ? f->meta.node : f->dir;
-}
-
-std::string Hex(uint64_t v) {
-  char b[24];
-  std::snprintf(b, sizeof(b), "0x%llx", static_cast<unsigned long long>(v));
-  return b;
 }
 
 std::string KindsLabel(uint32_t kinds) {
@@ -349,10 +369,8 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
       thread_track(uuid, tid, "host (launches, syncs)");
     } else {
       const StreamInfo& si = streams[t - 1];
-      std::string name =
-          "dev " + std::to_string(si.device) + " " +
-          (si.stream == 0 ? std::string("default stream") : "stream " + Hex(si.stream)) + " (" +
-          KindsLabel(si.kinds) + ")";
+      std::string name = "dev " + std::to_string(si.device) + " stream " +
+                         std::to_string(si.number) + " (" + KindsLabel(si.kinds) + ")";
       thread_track(uuid, tid, name);
     }
     int64_t first = tracks[t][0].begin;

@@ -65,13 +65,18 @@ ir() {  # ir PRELOAD N OP -> "total own_app own_poller" (instructions; all threa
   rm -rf "$dir"
 }
 echo "== instructions per call (callgrind, N=$calls)"
-for op in passthrough timed memset; do
+measure() {  # measure OP LABEL
+  local op=$1 p1 p2 h1 h2 a1 a2 o1 o2 plain hooked
   read -r p1 _ _ <<<"$(ir "" "$calls" "$op")"
   read -r p2 _ _ <<<"$(ir "" $((2 * calls)) "$op")"
   read -r h1 a1 o1 <<<"$(ir "$lib" "$calls" "$op")"
   read -r h2 a2 o2 <<<"$(ir "$lib" $((2 * calls)) "$op")"
   plain=$(( (p2 - p1) / calls ))
   hooked=$(( (h2 - h1) / calls ))
-  echo "$op: plain $plain, preloaded $hooked, delta $((hooked - plain)); own code in libxtimer.so:" \
+  echo "$2: plain $plain, preloaded $hooked, delta $((hooked - plain)); own code in libxtimer.so:" \
     "app thread $(( (a2 - a1) / calls )), poller $(( (o2 - o1) / calls )) instructions per call"
-done
+}
+for op in passthrough timed memset; do measure "$op" "$op"; done
+# The default: every kernel is timed (docs/hook.md "Kernels timed by default").
+unset XTIMER_KERNEL_FILTER
+measure timed "timed (XTIMER_KERNEL_FILTER unset)"

@@ -16,7 +16,9 @@
      configured bf16 TFLOPS): none shorter, the shortest of each shape and nearly all of those
      queued behind earlier work equal to it; flows joining
      each collective's ranks and each launch to its slice; Perfetto's own trace processor loads
-     it without errors and agrees with the decoder (timeline/perfetto_tp/check_trace.py).
+     it without errors and agrees with the decoder (timeline/perfetto_tp/check_trace.py);
+     kernel slices are named by the demo's demangled kernel names (kernels are timed by
+     default) and stream tracks 'dev D stream N (kinds)', never by a host pointer.
 2. A 2-rank job hung with the simulator's knob (XTIMER_SIM_HANG=1:3): `xtimer dump --history`
    succeeds at once while the job is hung, and both files hold the collectives completed before
    the hang.
@@ -27,6 +29,7 @@ Usage: dump_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH XT
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -107,6 +110,40 @@ def run(argv, timeout=120):
     return p.returncode, p.stdout + p.stderr
 
 
+# The demo's kernels (demo/train_step.cu), timed by default: a kernel slice is named by its
+# demangled name, e.g. "(anonymous namespace)::LayerNorm(__nv_bfloat16 const*, __nv_bfloat16*,
+# int)" or "void (anonymous namespace)::Heads<false>(...)"; never "KernelLaunch" or "kernel@0x...".
+DEMO_KERNELS = {"InitUniform", "Embedding", "LayerNorm", "Heads", "CausalSoftmax",
+                "SoftmaxBackward", "GeluForward", "GeluBackward", "AddInPlace", "LossGrad",
+                "SgdUpdate"}
+KERNEL_NAME = re.compile(r"^(?:void )?(?:\(anonymous namespace\)::)?(\w+)(?:<[^()]*>)?\(.*\)$")
+STREAM_TRACK = re.compile(r"^dev \d+ stream \d+ \([a-z0-9_, ]+\)$")
+
+
+def check_kernels_and_streams(slices, streams):
+    """Kernel slices carry the demo's demangled kernel names; stream tracks are numbered."""
+    seen = set()
+    for s in slices:
+        if s["cat"] != "kernel":
+            continue
+        m = KERNEL_NAME.match(s["name"])
+        if not m or m.group(1) not in DEMO_KERNELS:
+            fail("kernel slice named %r: not one of the demo's kernels %s by its demangled name"
+                 % (s["name"], sorted(DEMO_KERNELS)))
+        seen.add(m.group(1))
+    if len(seen) < 3:
+        fail("the trace names %d of the demo's kernels (%s): kernels are timed by default"
+             % (len(seen), sorted(seen)))
+    for pid, names in streams.items():
+        for name in names:
+            if not STREAM_TRACK.match(name):
+                fail("rank %d: stream track %r is not named 'dev D stream N (kinds)'"
+                     % (pid - 1, name))
+        if not any(" stream 1 (" in n for n in names):
+            fail("rank %d: no stream numbered 1 among %s" % (pid - 1, names))
+    return seen
+
+
 def check_trace(summary_tool, trace, infos):
     """The converted trace of the dumped files, decoded with the project's Perfetto schema."""
     p = subprocess.run([summary_tool, trace], capture_output=True, text=True, timeout=60)
@@ -131,6 +168,7 @@ def check_trace(summary_tool, trace, infos):
             fail("rank %d: stream threads %s, expected compute and communication streams"
                  % (pid - 1, streams.get(pid)))
     slices = t["slices"]
+    kernels = check_kernels_and_streams(slices, streams)
     want = sum(i["events"] for i in infos)
     if len(slices) != want:
         fail("the trace has %d slices, the files %d events" % (len(slices), want))
@@ -262,6 +300,8 @@ def check_trace(summary_tool, trace, infos):
             linked += 1
     if linked < len(slices) // 2:
         fail("only %d of %d slices are linked to their launch" % (linked, len(slices)))
+    log("trace: kernel slices named by the demo's demangled kernel names (%s), stream tracks "
+        "'dev D stream N (kinds)'" % ", ".join(sorted(kernels)))
     log("trace: 8 rank processes with %d stream threads, %d slices (= dumped events, %d "
         "compressed packets), %d GEMMs none shorter than the model, the shortest of each of %d "
         "shapes and %d of %d queued ones at the modelled duration (largest deviation %.4f%%), "
