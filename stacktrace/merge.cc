@@ -28,13 +28,15 @@ StackTree::StackTree() { nodes_.emplace_back(); }
 
 uint32_t StackTree::Intern(const Frame& frame) {
   std::string key;
-  key.reserve(frame.function.size() + frame.module.size() + 16);
+  key.reserve(frame.function.size() + frame.module.size() + frame.file.size() + 16);
   key += static_cast<char>('0' + frame.kind);
   key += std::to_string(frame.line);
   key += '\0';
   key += frame.function;
   key += '\0';
   key += frame.module;
+  key += '\0';
+  key += frame.file;
   auto it = frame_ids_.emplace(std::move(key), static_cast<uint32_t>(frames_.size()));
   if (it.second) frames_.push_back(frame);
   return it.first->second;
@@ -163,7 +165,10 @@ std::string FrameLabel(const Frame& f) {
       return f.function + " (" + BaseName(f.module) + ":" + std::to_string(f.line) + ")";
     default: {
       std::string name = f.function.empty() ? "??" : f.function;
-      if (f.line > 0) name += " (" + BaseName(f.module) + ":" + std::to_string(f.line) + ")";
+      if (f.line > 0) {
+        name += " (" + BaseName(f.file.empty() ? f.module : f.file) + ":" + std::to_string(f.line) +
+                ")";
+      }
       return name;
     }
   }
