@@ -345,7 +345,7 @@ std::vector<Frame> Symbolizer::Symbolize(int pid, const std::vector<MapEntry>& m
     uint64_t address;
     if (mod.symbols != nullptr && mod.symbols->OffsetToAddress(pc - m->start + m->offset, &address)) {
       f.function = Demangle(mod.symbols->Lookup(address));
-      if (mod.lines != nullptr && !mod.lines->Lookup(address, &f.file, &f.line)) f.file.clear();
+      if (mod.lines != nullptr) mod.lines->Lookup(address, &f.file, &f.line);
     }
     out.push_back(std::move(f));
   }
