@@ -10,8 +10,9 @@
 #   localhost/xtimer-build-base:bookworm     the above + the build packages of
 #                                            `tools/install-deps.sh --list-build` + patchelf
 #
-# An image that exists is kept unless --force. Needs root (debootstrap), debootstrap, podman,
-# runc and Debian's package mirror (XTIMER_DEBIAN_MIRROR, default http://deb.debian.org/debian).
+# An image that exists is kept unless --force, or (the build image) it lacks a listed package.
+# Needs root (debootstrap), debootstrap, podman, runc and Debian's package mirror
+# (XTIMER_DEBIAN_MIRROR, default http://deb.debian.org/debian).
 # The folder is XTIMER_BASE_WORKDIR (default /var/tmp/xtimer-base), removed at the end.
 # See docs/deploy.md#the-container-image.
 set -euo pipefail
@@ -49,9 +50,12 @@ if ! exists "$runtime_image"; then
     "${podman[@]}" import --change 'CMD ["/bin/bash"]' - "$runtime_image"
 fi
 
-if ! exists "$build_image"; then
+packages="$("$repo/tools/install-deps.sh" --list-build | tr '\n' ' ') patchelf"
+# A build image that lacks a package of the list (one added since it was built, such as
+# libdw-dev) is built again.
+has_packages() { "${podman[@]}" run --rm "$1" dpkg-query -W $packages >/dev/null 2>&1; }
+if ! exists "$build_image" || ! has_packages "$build_image"; then
   ctr="xtimer-build-base-$$"
-  packages="$("$repo/tools/install-deps.sh" --list-build | tr '\n' ' ') patchelf"
   echo "build-base.sh: installing into $build_image: $packages" >&2
   "${podman[@]}" run --name "$ctr" "$runtime_image" sh -c \
     "apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \

@@ -38,6 +38,7 @@ std::string Tooltip(const StackTree& tree, uint32_t id) {
                   : f.kind == Frame::kError ? "no stack: " + f.function
                                            : (f.function.empty() ? "??" : f.function);
   if (!f.module.empty()) t += "\nmodule: " + f.module;
+  if (!f.file.empty()) t += "\nfile: " + f.file;
   if (f.line > 0) t += "\nline: " + std::to_string(f.line);
   t += std::string("\norigin: ") + OriginName(OriginOf(f));
   return t + "\n" + std::to_string(width) + (width == 1 ? " rank: " : " ranks: ") +

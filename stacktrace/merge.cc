@@ -23,7 +23,8 @@ const Thread* MainThread(const StacksFile& file) {
 }
 
 bool SameFrame(const Frame& a, const Frame& b) {
-  return a.kind == b.kind && a.line == b.line && a.function == b.function && a.module == b.module;
+  return a.kind == b.kind && a.line == b.line && a.function == b.function && a.module == b.module &&
+         a.file == b.file;
 }
 
 }  // namespace
@@ -39,6 +40,8 @@ uint32_t StackTree::Intern(const Frame& frame) {
   key += frame.function;
   key += '\0';
   key += frame.module;
+  key += '\0';
+  key += frame.file;
   auto it = frame_ids_.find(key);
   if (it != frame_ids_.end()) return it->second;
   frame_ids_.emplace(key, static_cast<uint32_t>(frames_.size()));
@@ -197,7 +200,10 @@ std::string FrameLabel(const Frame& f) {
       return f.function + " (" + BaseName(f.module) + ":" + std::to_string(f.line) + ")";
     default: {
       std::string name = f.function.empty() ? "??" : f.function;
-      if (f.line > 0) name += " (" + BaseName(f.module) + ":" + std::to_string(f.line) + ")";
+      if (f.line > 0) {
+        name += " (" + BaseName(f.file.empty() ? f.module : f.file) + ":" + std::to_string(f.line) +
+                ")";
+      }
       return name;
     }
   }

@@ -157,6 +157,26 @@ TEST(MergeTest, SvgNamesRanksAndOrigins) {
   EXPECT_EQ(svg.find("<&>"), std::string::npos);
 }
 
+// Native frames with a DWARF line are labelled with the source file's base name (the module's
+// when a file carries a line but no source file).
+TEST(MergeTest, NativeFramesShowTheirSourceFileAndLine) {
+  EXPECT_EQ(FrameLabel({Frame::kNative, "train", "/job/bin/trainer", 123, "/src/job/train.cc"}),
+            "train (train.cc:123)");
+  EXPECT_EQ(FrameLabel({Frame::kNative, "f", "/usr/lib/libx.so", 7, ""}), "f (libx.so:7)");
+  EXPECT_EQ(FrameLabel({Frame::kNative, "f", "/usr/lib/libx.so", 0, ""}), "f");
+  StackTree tree;
+  StacksFile f = Rank(0, 1, {});
+  f.frames = {{Frame::kNative, "train", "/job/bin/trainer", 123, "/src/job/train.cc"},
+              {Frame::kNative, "train", "/job/bin/trainer", 123, "/src/job/other.cc"}};
+  f.threads = {{f.pid, "MainThread", {0}, ""}, {f.pid + 1, "worker", {1}, ""}};
+  tree.AddRank(f);
+  EXPECT_EQ(tree.frames().size(), 4u);  // two threads, and the frames differ by file
+  const std::string svg = FlameGraphSvg(tree, "t");
+  EXPECT_NE(svg.find("<title>train\nmodule: /job/bin/trainer\nfile: /src/job/train.cc\nline: 123\n"),
+            std::string::npos);
+  EXPECT_NE(svg.find("train (train.cc:123)"), std::string::npos);
+}
+
 TEST(MergeTest, ClassifiesOrigins) {
   EXPECT_EQ(OriginOf({Frame::kPython, "f", "/a/b.py", 3}), Origin::kPython);
   EXPECT_EQ(OriginOf({Frame::kNative, "x", "/usr/lib/libpython3.11.so.1.0", 0}),

@@ -73,10 +73,13 @@ bool ParseCrash(const JsonValue& v, RawCrash* out, std::string* error) {
   return true;
 }
 
+// A frame's kind, function, module, line and file -> its index in the file's frame table.
+using FrameIndex =
+    std::map<std::tuple<int, std::string, std::string, int32_t, std::string>, uint32_t>;
+
 // Index of `f` in the file's frame table, added when new; -1 when the table is full.
-int64_t Intern(const Frame& f, StacksFile* out,
-               std::map<std::tuple<int, std::string, std::string, int32_t>, uint32_t>* index) {
-  const auto key = std::make_tuple(static_cast<int>(f.kind), f.function, f.module, f.line);
+int64_t Intern(const Frame& f, StacksFile* out, FrameIndex* index) {
+  const auto key = std::make_tuple(static_cast<int>(f.kind), f.function, f.module, f.line, f.file);
   auto it = index->find(key);
   if (it != index->end()) return it->second;
   if (out->frames.size() >= static_cast<size_t>(kMaxFrameTable)) return -1;
@@ -87,8 +90,7 @@ int64_t Intern(const Frame& f, StacksFile* out,
 }
 
 void AddThread(int64_t tid, const std::string& name, std::string error,
-               const std::vector<Frame>& frames, StacksFile* out,
-               std::map<std::tuple<int, std::string, std::string, int32_t>, uint32_t>* index) {
+               const std::vector<Frame>& frames, StacksFile* out, FrameIndex* index) {
   Thread t;
   t.tid = tid;
   t.name = name;
@@ -168,7 +170,7 @@ std::vector<Frame> CombineFrames(const std::vector<Frame>& native,
 }
 
 void BuildThreads(const RawCapture& raw, const SymbolizeFn& symbolize, StacksFile* out) {
-  std::map<std::tuple<int, std::string, std::string, int32_t>, uint32_t> index;
+  FrameIndex index;
   std::map<int64_t, const RawPythonThread*> python_by_tid;
   for (const RawPythonThread& p : raw.python_threads) {
     if (p.tid != 0) python_by_tid.emplace(p.tid, &p);

@@ -20,6 +20,7 @@ bool ParseFrame(const JsonValue& v, size_t index, Frame* out, std::string* error
   int64_t line = 0;
   if (!f.Str("kind", 16, true, &kind) || !f.Str("function", kMaxStringBytes, true, &out->function) ||
       !f.Str("module", kMaxStringBytes, false, &out->module) ||
+      !f.Str("file", kMaxStringBytes, false, &out->file) ||
       !f.Int("line", 0, INT32_MAX, false, &line)) {
     return false;
   }
@@ -146,6 +147,7 @@ std::string WriteStacksJson(const StacksFile& f) {
     s += std::string(i ? ",\n  " : "\n  ") + "{\"kind\": \"" + KindName(fr.kind) +
          "\", \"function\": " + JsonQuote(fr.function) + ", \"module\": " + JsonQuote(fr.module);
     if (fr.line > 0) s += ", \"line\": " + std::to_string(fr.line);
+    if (!fr.file.empty()) s += ", \"file\": " + JsonQuote(fr.file);
     s += "}";
   }
   s += "],\n \"threads\": [";

@@ -34,6 +34,7 @@ struct Frame {
   std::string function;  // may be empty for a native frame with no symbol
   std::string module;    // native: the shared object's path; python: the source file
   int32_t line = 0;      // python: the line; native: the line when known; 0: unknown
+  std::string file;      // native: the source file of `line` (DWARF's name); "" unknown
 };
 
 struct Thread {

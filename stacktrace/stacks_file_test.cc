@@ -71,6 +71,21 @@ TEST(StacksFileTest, RoundTripsUtf8) {
   EXPECT_EQ(out.threads[1].name, in.threads[1].name);
 }
 
+TEST(StacksFileTest, NativeFileAndLineRoundTrip) {
+  StacksFile in = Sample(), out;
+  in.frames[0].line = 120;
+  in.frames[0].file = "/src/nccl/all_reduce.cc";
+  const std::string text = WriteStacksJson(in);
+  EXPECT_NE(text.find("\"line\": 120, \"file\": \"/src/nccl/all_reduce.cc\""), std::string::npos)
+      << text;
+  std::string error;
+  ASSERT_TRUE(ParseStacksJson(text, &out, &error)) << error;
+  EXPECT_EQ(out.frames[0].line, 120);
+  EXPECT_EQ(out.frames[0].file, "/src/nccl/all_reduce.cc");
+  EXPECT_EQ(out.frames[1].file, "");
+  EXPECT_EQ(WriteStacksJson(in).find("\"file\": \"\""), std::string::npos);  // absent when unknown
+}
+
 TEST(StacksFileTest, RefusesOutOfRangeFields) {
   std::string good = WriteStacksJson(Sample());
   EXPECT_EQ(ErrorOf(Replace(good, "\"world_size\": 8", "\"world_size\": 2000000")),

@@ -194,6 +194,7 @@ bool Stream::ReadFrame(Frame* f) {
     if (Is(k, n, "function")) return seen.First(1) && Str(kMaxStringBytes, &f->function);
     if (Is(k, n, "module")) return seen.First(2) && Str(kMaxStringBytes, &f->module);
     if (Is(k, n, "line")) return seen.First(3) && Int(0, INT32_MAX, &f->line);
+    if (Is(k, n, "file")) return seen.First(4) && Str(kMaxStringBytes, &f->file);
     return false;
   });
   if (!ok || !seen.Has(0) || !seen.Has(1)) return false;

@@ -14,7 +14,8 @@ namespace stacktrace {
 namespace {
 
 bool SameFrame(const Frame& a, const Frame& b) {
-  return a.kind == b.kind && a.function == b.function && a.module == b.module && a.line == b.line;
+  return a.kind == b.kind && a.function == b.function && a.module == b.module && a.line == b.line &&
+         a.file == b.file;
 }
 
 bool SameThread(const Thread& a, const Thread& b) {
@@ -68,6 +69,7 @@ StacksFile RandomFile(std::mt19937* rng) {
     f.frames.push_back({pick(2) ? Frame::kNative : Frame::kPython,
                         pick(3) ? "fn" + std::to_string(pick(50)) : RandomString(rng, 20),
                         pick(3) ? "/lib/libx.so" : RandomString(rng, 20), pick(3) ? 0 : pick(500)});
+    if (pick(3) == 0) f.frames.back().file = pick(2) ? "/src/x.cc" : RandomString(rng, 20);
   }
   for (int i = pick(6); i > 0; --i) {
     Thread t{pick(100000), pick(3) ? "worker" : RandomString(rng, 10), {}, ""};

@@ -73,7 +73,8 @@ std::string GroupJson(const SummaryInput& in, const RankGroup& g, bool outlier) 
     const Frame& f = in.tree->frames()[g.frames[i]];
     out += std::string(i ? ", " : "") + "{\"kind\": \"" + KindName(f.kind) +
            "\", \"function\": " + JsonQuote(f.function) + ", \"module\": " + JsonQuote(f.module) +
-           ", \"line\": " + std::to_string(f.line) + "}";
+           ", \"line\": " + std::to_string(f.line) +
+           (f.file.empty() ? "" : ", \"file\": " + JsonQuote(f.file)) + "}";
   }
   return out + "]}";
 }

@@ -264,44 +264,63 @@ int OpenMapped(const std::string& proc_root, int pid, const MapEntry& m, std::st
 
 }  // namespace
 
-std::shared_ptr<const ElfSymbols> Symbolizer::Load(int pid, const MapEntry& m,
-                                                   std::string* error) {
-  const int fd = OpenMapped(proc_root_, pid, m, error);
-  if (fd < 0) return nullptr;
+Symbolizer::Entry Symbolizer::Parse(int fd, uint64_t file_size) {
+  Entry e;
+  std::optional<ElfSymbols> parsed =
+      ElfSymbols::Read(FdReader(fd), file_size, limits_, &e.module.error);
+  ++parsed_;
+  if (!parsed.has_value()) return e;
+  e.module.symbols = std::make_shared<ElfSymbols>(std::move(*parsed));
+  // Lines only where there are symbols: their segments turn a pc into a link-time address.
+  e.module.lines = DwarfLines::Open(fd, limits_.max_debug_bytes, &e.module.lines_error);
+  return e;
+}
+
+uint64_t Symbolizer::DebugBytes(const Entry& e) {
+  return e.module.lines == nullptr ? 0 : e.module.lines->debug_bytes();
+}
+
+void Symbolizer::Evict(uint64_t incoming) {
+  while (!cache_.empty() && (cache_.size() >= max_files_ ||
+                             debug_bytes_ + incoming > limits_.max_cached_debug_bytes)) {
+    auto oldest = std::min_element(cache_.begin(), cache_.end(), [](const auto& a, const auto& b) {
+      return a.second.last_use < b.second.last_use;
+    });
+    debug_bytes_ -= DebugBytes(oldest->second);
+    cache_.erase(oldest);
+  }
+}
+
+Symbolizer::Module Symbolizer::Load(int pid, const MapEntry& m) {
+  Module out;
+  const int fd = OpenMapped(proc_root_, pid, m, &out.error);
+  if (fd < 0) return out;
   struct stat st;
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     close(fd);
-    return *error = "not a regular file", nullptr;
+    out.error = "not a regular file";
+    return out;
   }
   const Key key{st.st_dev, st.st_ino, st.st_mtim.tv_sec, st.st_mtim.tv_nsec};
   std::lock_guard<std::mutex> lock(mu_);  // one parse per file even when ranks ask at once
   auto it = cache_.find(key);
   if (it == cache_.end()) {
-    Entry e;
-    std::optional<ElfSymbols> parsed =
-        ElfSymbols::Read(FdReader(fd), static_cast<uint64_t>(st.st_size), limits_, &e.error);
-    ++parsed_;
-    if (parsed.has_value()) e.symbols = std::make_shared<ElfSymbols>(std::move(*parsed));
-    if (cache_.size() >= max_files_) {
-      auto oldest = std::min_element(cache_.begin(), cache_.end(), [](const auto& a, const auto& b) {
-        return a.second.last_use < b.second.last_use;
-      });
-      cache_.erase(oldest);
-    }
+    Entry e = Parse(fd, static_cast<uint64_t>(st.st_size));
+    Evict(DebugBytes(e));
+    debug_bytes_ += DebugBytes(e);
     it = cache_.emplace(key, std::move(e)).first;
   }
   close(fd);
   it->second.last_use = ++uses_;
-  *error = it->second.error;
-  return it->second.symbols;
+  return it->second.module;
 }
 
 std::vector<Frame> Symbolizer::Symbolize(int pid, const std::vector<MapEntry>& maps,
                                          const std::vector<uint64_t>& pcs,
                                          std::vector<std::string>* problems) {
   std::vector<Frame> out;
-  std::map<const MapEntry*, std::shared_ptr<const ElfSymbols>> loaded;
-  std::set<std::string> reported;
+  std::map<const MapEntry*, Module> loaded;
+  std::set<std::string> reported;  // a file's problem once, though it has several mappings
   for (size_t i = 0; i < pcs.size(); ++i) {
     const uint64_t pc = i == 0 || pcs[i] == 0 ? pcs[i] : pcs[i] - 1;
     Frame f;
@@ -314,15 +333,19 @@ std::vector<Frame> Symbolizer::Symbolize(int pid, const std::vector<MapEntry>& m
     f.module = m->path;
     auto it = loaded.find(m);
     if (it == loaded.end()) {
-      std::string error;
-      it = loaded.emplace(m, Load(pid, *m, &error)).first;
-      if (it->second == nullptr && reported.insert(m->path).second) {
-        problems->push_back(m->path + ": no symbols (" + error + ")");
+      it = loaded.emplace(m, Load(pid, *m)).first;
+      const Module& mod = it->second;
+      if ((mod.symbols == nullptr || !mod.lines_error.empty()) && reported.insert(m->path).second) {
+        problems->push_back(m->path + (mod.symbols == nullptr ? ": no symbols (" + mod.error
+                                                              : ": no file:line (" + mod.lines_error) +
+                            ")");
       }
     }
+    const Module& mod = it->second;
     uint64_t address;
-    if (it->second != nullptr && it->second->OffsetToAddress(pc - m->start + m->offset, &address)) {
-      f.function = Demangle(it->second->Lookup(address));
+    if (mod.symbols != nullptr && mod.symbols->OffsetToAddress(pc - m->start + m->offset, &address)) {
+      f.function = Demangle(mod.symbols->Lookup(address));
+      if (mod.lines != nullptr) mod.lines->Lookup(address, &f.file, &f.line);
     }
     out.push_back(std::move(f));
   }

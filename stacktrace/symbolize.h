@@ -1,7 +1,7 @@
 // Symbolization of raw program counters outside the process they come from (docs/stacks.md
 // "Symbolization"): the module map of /proc/PID/maps, the ELF symbol tables of the mapped files
-// (.symtab, else .dynsym), C++ names demangled. No file:line: that needs DWARF (libdw), which the
-// build does not have; frames carry line 0.
+// (.symtab, else .dynsym), C++ names demangled; file:line from the file's DWARF line table
+// (stacktrace/dwarf_lines.h, libdw) where it has one, else the frame's line is 0.
 //
 // The ELF files are hostile input (a process can map any file it likes): every read is bounded
 // (ElfLimits), every offset and size checked against the file's size before it is used, and a
@@ -21,6 +21,7 @@
 #include <tuple>
 #include <vector>
 
+#include "stacktrace/dwarf_lines.h"
 #include "stacktrace/stacks_file.h"
 
 namespace xtimer {
@@ -48,6 +49,11 @@ struct ElfLimits {
   uint32_t max_sections = 1 << 16;
   uint32_t max_segments = 1 << 12;
   uint64_t max_table_bytes = uint64_t{256} << 20;  // one symbol table or its string table
+  // A file's .debug_* sections (decompressed), which libdw holds while the file is cached; a file
+  // with more gives no lines.
+  uint64_t max_debug_bytes = uint64_t{256} << 20;
+  // The debug sections of all cached files together: older files leave the cache first.
+  uint64_t max_cached_debug_bytes = uint64_t{1} << 30;
 };
 
 // A file's function symbols. Read() is given a bounded reader of the file (pread).
@@ -88,9 +94,9 @@ class ElfSymbols {
 // "ns::f(int)" for "_ZN2ns1fEi"; other names as they are. At most kMaxStringBytes bytes.
 std::string Demangle(const std::string& name);
 
-// Symbolizes pcs of live processes. Parsed files are cached by (device, inode, mtime), so the
-// ranks of one binary parse it once; at most `max_files` are kept (the oldest use goes first).
-// Thread-safe.
+// Symbolizes pcs of live processes. Parsed files (symbols and line tables) are cached by (device,
+// inode, mtime), so the ranks of one binary parse it once; at most `max_files` are kept, holding
+// at most `limits.max_cached_debug_bytes` of DWARF (the oldest use goes first). Thread-safe.
 class Symbolizer {
  public:
   explicit Symbolizer(std::string proc_root = "/proc", size_t max_files = 128,
@@ -99,7 +105,8 @@ class Symbolizer {
   // Frames for `pcs` (innermost first) of process `pid` whose module map is `maps`. The first pc
   // is the interrupted one; the others are return addresses, looked up at pc - 1. A pc outside
   // every file mapping gives a frame with no function and no module; one whose file cannot be
-  // read, its module with no function (the reason is in *problems once per module).
+  // read, its module with no function (the reason is in *problems once per module). A frame whose
+  // module has a DWARF line table covering it gets `file` and `line`.
   std::vector<Frame> Symbolize(int pid, const std::vector<MapEntry>& maps,
                                const std::vector<uint64_t>& pcs,
                                std::vector<std::string>* problems);
@@ -107,14 +114,24 @@ class Symbolizer {
   uint64_t parsed() const;
 
  private:
+  // One parsed file.
+  struct Module {
+    std::shared_ptr<const ElfSymbols> symbols;  // null: unreadable, `error` says why
+    std::shared_ptr<const DwarfLines> lines;    // null: no line table, or `lines_error` says why
+    std::string error, lines_error;
+  };
   struct Entry {
-    std::shared_ptr<const ElfSymbols> symbols;  // null: unreadable
-    std::string error;
+    Module module;
     uint64_t last_use = 0;
   };
   using Key = std::tuple<uint64_t, uint64_t, int64_t, int64_t>;  // dev, inode, mtime s, ns
-  // The mapping's file's symbols (from the cache or parsed), or null with *error.
-  std::shared_ptr<const ElfSymbols> Load(int pid, const MapEntry& m, std::string* error);
+  // The mapping's file, from the cache or parsed.
+  Module Load(int pid, const MapEntry& m);
+  // Parses the file open on `fd` into a new cache entry.
+  Entry Parse(int fd, uint64_t file_size);
+  // Drops the least recently used entries until `incoming` debug bytes and one more file fit.
+  void Evict(uint64_t incoming);
+  static uint64_t DebugBytes(const Entry& e);
 
   const std::string proc_root_;
   const size_t max_files_;
@@ -123,6 +140,7 @@ class Symbolizer {
   std::map<Key, Entry> cache_;
   uint64_t uses_ = 0;
   uint64_t parsed_ = 0;
+  uint64_t debug_bytes_ = 0;  // of the cached entries' line tables
 };
 
 }  // namespace stacktrace

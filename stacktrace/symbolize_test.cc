@@ -1,14 +1,18 @@
 #include "stacktrace/symbolize.h"
 
+#include <dlfcn.h>
+#include <elf.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "gtest/gtest.h"
 
@@ -30,6 +34,12 @@ struct Holder {
 extern "C" __attribute__((noinline)) int xtimer_plain_c_marker(int x) {
   asm volatile("" ::: "memory");
   return x - 1;
+}
+
+// The return address of its call: a pc in the caller, at the line of the call.
+extern "C" __attribute__((noinline)) unsigned long xtimer_return_address() {
+  asm volatile("" ::: "memory");
+  return reinterpret_cast<unsigned long>(__builtin_return_address(0));
 }
 
 namespace xtimer {
@@ -100,6 +110,46 @@ TEST(Symbolizer, NamesThisBinarysFunctionsDemangled) {
   EXPECT_EQ(s.parsed(), parsed);
 }
 
+// testdata/liblined_module.so, built with -g and not stripped: a pc in it, the expected line.
+struct LinedModule {
+  std::string path = "stacktrace/testdata/liblined_module.so";  // in the test's runfiles
+  uint64_t pc = 0;
+  int32_t line = -1;
+};
+
+LinedModule LoadLinedModule() {
+  LinedModule m;
+  void* h = dlopen(m.path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) return m;
+  using Call = unsigned long (*)(unsigned long (*)());
+  auto call = reinterpret_cast<Call>(dlsym(h, "xtimer_lined_call"));
+  auto line = static_cast<const int*>(dlsym(h, "xtimer_lined_call_line"));
+  if (call == nullptr || line == nullptr) return m;
+  m.pc = call(&xtimer_return_address);
+  m.line = *line;
+  return m;
+}
+
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+TEST(Symbolizer, FileAndLineFromDwarf) {
+  const LinedModule lined = LoadLinedModule();
+  ASSERT_NE(lined.pc, 0u) << dlerror();
+  Symbolizer s;
+  const auto maps = ParseMaps(ReadAll("/proc/self/maps"));
+  std::vector<std::string> problems;
+  // The pc is a return address: the second frame (looked up at pc - 1).
+  const std::vector<Frame> frames = s.Symbolize(getpid(), maps, {0x10, lined.pc}, &problems);
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[1].function, "xtimer_lined_call");
+  EXPECT_EQ(frames[1].line, lined.line);
+  EXPECT_TRUE(EndsWith(frames[1].file, "stacktrace/testdata/lined_module.cc")) << frames[1].file;
+  EXPECT_TRUE(EndsWith(frames[1].module, "liblined_module.so")) << frames[1].module;
+  EXPECT_TRUE(problems.empty()) << problems[0];
+}
+
 TEST(Symbolizer, NamesLibcFunctions) {
   Symbolizer s;
   const auto maps = ParseMaps(ReadAll("/proc/self/maps"));
@@ -109,6 +159,9 @@ TEST(Symbolizer, NamesLibcFunctions) {
   ASSERT_EQ(frames.size(), 1u);
   EXPECT_NE(frames[0].function.find("getppid"), std::string::npos) << frames[0].function;
   EXPECT_NE(frames[0].module.find("libc"), std::string::npos) << frames[0].module;
+  // Debian's libc has no debug sections: no line, as before line tables were read.
+  EXPECT_EQ(frames[0].line, 0);
+  EXPECT_EQ(frames[0].file, "");
 }
 
 TEST(Symbolizer, UnreadableFileIsOneProblemAndModuleOnly) {
@@ -138,6 +191,118 @@ TEST(Symbolizer, RefusesAFileThatIsNotTheMappedInode) {
   s.Symbolize(1, {m}, {0x1100}, &problems);
   ASSERT_EQ(problems.size(), 1u);
   EXPECT_NE(problems[0].find("no longer the one mapped"), std::string::npos) << problems[0];
+}
+
+// Where section `name` of the ELF image `elf` lies: {offset, size}, {0, 0} if absent.
+std::pair<uint64_t, uint64_t> FindSection(const std::string& elf, const std::string& name) {
+  Elf64_Ehdr eh;
+  memcpy(&eh, elf.data(), sizeof(eh));
+  Elf64_Shdr names;
+  memcpy(&names, elf.data() + eh.e_shoff + eh.e_shstrndx * sizeof(Elf64_Shdr), sizeof(names));
+  for (int i = 0; i < eh.e_shnum; ++i) {
+    Elf64_Shdr sh;
+    memcpy(&sh, elf.data() + eh.e_shoff + i * sizeof(sh), sizeof(sh));
+    if (name == elf.data() + names.sh_offset + sh.sh_name) return {sh.sh_offset, sh.sh_size};
+  }
+  return {0, 0};
+}
+
+// A copy of liblined_module.so (tests damage its debug sections) and the mapping of its code
+// moved onto the copy.
+class CopyOfLinedModule : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    lined_ = LoadLinedModule();
+    ASSERT_NE(lined_.pc, 0u) << dlerror();
+    pc_ = lined_.pc - 1;  // looked up as the innermost frame: as it is
+    const auto maps = ParseMaps(ReadAll("/proc/self/maps"));
+    const MapEntry* m = FindMapping(maps, pc_);
+    ASSERT_NE(m, nullptr);
+    original_ = *m;
+    bytes_ = ReadAll(m->path);
+    const char* dir = getenv("TEST_TMPDIR");
+    path_ = std::string(dir != nullptr ? dir : "/tmp") + "/lined_module_copy." +
+            std::to_string(getpid());
+    fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ASSERT_GE(fd_, 0) << path_;
+    Overwrite(0, bytes_);
+    struct stat st;
+    ASSERT_EQ(fstat(fd_, &st), 0);
+    mapping_ = *m;
+    mapping_.path = path_;
+    mapping_.inode = st.st_ino;
+  }
+  void TearDown() override {
+    if (fd_ >= 0) close(fd_);
+    unlink(path_.c_str());
+  }
+  // The copy's frame (opened by path: no map_files), parsed afresh.
+  Frame Symbolize(const ElfLimits& limits, std::vector<std::string>* problems) {
+    Symbolizer s("/nonexistent-proc", 4, limits);
+    const auto frames = s.Symbolize(1, {mapping_}, {pc_}, problems);
+    return frames.empty() ? Frame() : frames[0];
+  }
+  void Overwrite(uint64_t offset, const std::string& bytes) {
+    ASSERT_EQ(pwrite(fd_, bytes.data(), bytes.size(), static_cast<off_t>(offset)),
+              static_cast<ssize_t>(bytes.size()));
+  }
+
+  LinedModule lined_;
+  std::string bytes_, path_;
+  int fd_ = -1;
+  uint64_t pc_ = 0;
+  MapEntry original_, mapping_;
+};
+
+TEST_F(CopyOfLinedModule, CorruptLineTableGivesNoLineAndNoCrash) {
+  std::vector<std::string> problems;
+  Frame f = Symbolize(ElfLimits(), &problems);  // intact: the control
+  EXPECT_EQ(f.line, lined_.line);
+  const auto lines = FindSection(bytes_, ".debug_line");
+  ASSERT_GT(lines.second, 16u);
+  Overwrite(lines.first, std::string(lines.second, '\xff'));
+  f = Symbolize(ElfLimits(), &problems);
+  EXPECT_EQ(f.function, "xtimer_lined_call");
+  EXPECT_EQ(f.line, 0);
+  EXPECT_EQ(f.file, "");
+  // Random bytes of the table flipped: any line or none, never a crash (run under ASan too).
+  std::mt19937_64 rng(21);
+  for (int round = 0; round < 200; ++round) {
+    std::string table = bytes_.substr(lines.first, lines.second);
+    for (int i = 1 + static_cast<int>(rng() % 16); i > 0; --i) {
+      table[rng() % table.size()] = static_cast<char>(rng());
+    }
+    Overwrite(lines.first, table);
+    f = Symbolize(ElfLimits(), &problems);
+    EXPECT_EQ(f.function, "xtimer_lined_call") << round;
+  }
+}
+
+TEST_F(CopyOfLinedModule, DebugSectionsOverTheLimitGiveNoLine) {
+  ElfLimits limits;
+  limits.max_debug_bytes = 16;
+  std::vector<std::string> problems;
+  const Frame f = Symbolize(limits, &problems);
+  EXPECT_EQ(f.function, "xtimer_lined_call");
+  EXPECT_EQ(f.line, 0);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("no file:line (debug sections of"), std::string::npos) << problems[0];
+  EXPECT_NE(problems[0].find("over the limit of 16"), std::string::npos) << problems[0];
+}
+
+// Two files whose line tables do not fit the cache's DWARF budget together evict each other.
+TEST_F(CopyOfLinedModule, CachedDebugBytesAreBounded) {
+  for (uint64_t budget : {uint64_t{1} << 30, uint64_t{1}}) {
+    ElfLimits limits;
+    limits.max_cached_debug_bytes = budget;
+    Symbolizer s("/nonexistent-proc", 8, limits);  // both by path
+    std::vector<std::string> problems;
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_GT(s.Symbolize(1, {original_}, {pc_}, &problems)[0].line, 0);
+      EXPECT_GT(s.Symbolize(1, {mapping_}, {pc_}, &problems)[0].line, 0);
+    }
+    EXPECT_EQ(s.parsed(), budget == 1 ? 4u : 2u) << budget;
+  }
 }
 
 // Corrupt and truncated ELF files: every read stays inside the file and no input crashes

@@ -13,6 +13,8 @@ BUILD_PACKAGES=(
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev prometheus-cpp-dev
   libabsl-dev libunwind-dev liblzma-dev libgtest-dev libgmock-dev libbenchmark-dev python3-dev
   libdeflate-dev zlib1g-dev
+  # elfutils' libdw and libelf: file:line of native frames (stacktrace/dwarf_lines.cc)
+  libdw-dev libelf-dev
 )
 
 if [[ "${1:-}" == "--list-build" ]]; then
