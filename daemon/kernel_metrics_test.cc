@@ -31,15 +31,7 @@ format::Identity Id(int rank) {
 }
 
 format::RecordSlot Name(uint32_t id, const std::string& text) {
-  format::RecordSlot s;
-  memset(&s, 0, sizeof(s));
-  s.name.version = format::kRecordVersion;
-  s.name.type = static_cast<uint8_t>(format::RecordType::kName);
-  s.name.flags = format::kNameLast;
-  s.name.name_id = id;
-  s.name.length = static_cast<uint16_t>(text.size());
-  memcpy(s.name.text, text.data(), text.size());
-  return s;
+  return format::NamePart(id, text, 0);  // names of one part
 }
 
 format::RecordSlot Kernel(uint32_t name_id, int64_t ns) {

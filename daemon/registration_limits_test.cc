@@ -104,18 +104,8 @@ void FillHostile(format::RingWriter* w, uint32_t capacity, const std::vector<for
     put(s);
   }
   for (uint32_t name = 1; name <= 300; ++name) {
-    for (uint16_t part = 0; part < 37; ++part) {
-      format::RecordSlot s;
-      memset(&s, 0, sizeof(s));
-      s.name.version = format::kRecordVersion;
-      s.name.type = static_cast<uint8_t>(format::RecordType::kName);
-      s.name.name_id = name;
-      s.name.part = part;
-      s.name.length = format::kNameChunk;
-      s.name.flags = part == 36 ? format::kNameLast : 0;
-      memset(s.name.text, 'a' + name % 26, format::kNameChunk);
-      put(s);
-    }
+    const std::string text(37 * format::kNameChunk, static_cast<char>('a' + name % 26));
+    for (size_t part = 0; part < 37; ++part) put(format::NamePart(name, text, part));
   }
   for (uint64_t comm = 1; comm <= 1000; ++comm) {
     format::RecordSlot s;

@@ -1,5 +1,6 @@
 #include "format/record.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace xtimer {
@@ -12,6 +13,26 @@ const char* CommIdText(uint64_t id, char (&buf)[kCommIdTextSize]) {
   for (int i = 0; i < 16; ++i) buf[2 + i] = kDigits[(id >> (60 - 4 * i)) & 0xf];
   buf[18] = '\0';
   return buf;
+}
+
+size_t NamePartCount(size_t size) {
+  return size == 0 ? 1 : (size + kNameChunk - 1) / kNameChunk;
+}
+
+RecordSlot NamePart(uint32_t name_id, const std::string& name, size_t part) {
+  RecordSlot slot;
+  std::memset(&slot, 0, sizeof(slot));
+  NameRecord& n = slot.name;
+  n.version = kRecordVersion;
+  n.type = static_cast<uint8_t>(RecordType::kName);
+  n.flags = part + 1 == NamePartCount(name.size()) ? kNameLast : 0;
+  n.name_id = name_id;
+  n.part = static_cast<uint16_t>(part);
+  const size_t off = std::min(part * kNameChunk, name.size());
+  const size_t len = std::min(kNameChunk, name.size() - off);
+  n.length = static_cast<uint16_t>(len);
+  if (len > 0) std::memcpy(n.text, name.data() + off, len);
+  return slot;
 }
 
 const char* OpKindName(OpKind k) {

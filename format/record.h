@@ -21,6 +21,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace xtimer {
 namespace format {
@@ -196,6 +197,12 @@ constexpr size_t kCommIdTextSize = 19;  // with the terminating NUL
 const char* CommIdText(uint64_t id, char (&buf)[kCommIdTextSize]);
 // The kind an operation belongs to (kMatmul for kGemmEx, ...), or 0 for an unknown operation.
 uint8_t KindOfOperation(uint16_t op);
+
+// The NameRecords of kernel name `name_id`: how many parts `size` bytes take (at least 1, so an
+// empty name still sends its kNameLast part), and part `part` of `name` as a ring slot (the
+// writer's one encoding of a name; kNameLast on the last part).
+size_t NamePartCount(size_t size);
+RecordSlot NamePart(uint32_t name_id, const std::string& name, size_t part);
 
 // Validates a record read from untrusted memory. Returns nullptr when it is well formed, else a
 // short reason ("bad version", "op 12 is not a collective", ...).

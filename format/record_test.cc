@@ -29,6 +29,22 @@ TEST(RecordNames, DTypeNamesRoundTrip) {
   EXPECT_EQ(DTypeFromName("float32"), DType::kUnknown);
 }
 
+TEST(NamePartTest, SplitsANameIntoChunksTheLastMarked) {
+  const std::string name(kNameChunk + 5, 'k');
+  ASSERT_EQ(NamePartCount(name.size()), 2u);
+  EXPECT_EQ(NamePartCount(0), 1u);
+  EXPECT_EQ(NamePartCount(kNameChunk), 1u);
+  const RecordSlot first = NamePart(9, name, 0), last = NamePart(9, name, 1);
+  EXPECT_EQ(Validate(first), nullptr);
+  EXPECT_EQ(first.name.length, kNameChunk);
+  EXPECT_EQ(first.name.flags, 0);
+  EXPECT_EQ(last.name.part, 1);
+  EXPECT_EQ(last.name.length, 5);
+  EXPECT_EQ(last.name.flags, kNameLast);
+  EXPECT_EQ(last.name.name_id, 9u);
+  EXPECT_EQ(NamePart(3, "", 0).name.flags, kNameLast);  // an empty name is one empty last part
+}
+
 }  // namespace
 }  // namespace format
 }  // namespace xtimer

@@ -282,23 +282,9 @@ void Poller::EmitName(uint32_t name_id) {
   if (name_id < names_sent_.size() && names_sent_[name_id]) return;
   if (names_sent_.size() <= name_id) names_sent_.resize(name_id + 1, false);
   names_sent_[name_id] = true;
-  std::string name = state_->kernels.Name(name_id);
-  size_t parts = std::max<size_t>(1, (name.size() + format::kNameChunk - 1) / format::kNameChunk);
-  for (size_t i = 0; i < parts; ++i) {
-    format::RecordSlot slot;
-    memset(&slot, 0, sizeof(slot));
-    format::NameRecord& n = slot.name;
-    n.version = format::kRecordVersion;
-    n.type = static_cast<uint8_t>(format::RecordType::kName);
-    n.flags = i + 1 == parts ? format::kNameLast : 0;
-    n.name_id = name_id;
-    n.part = static_cast<uint16_t>(i);
-    size_t off = i * format::kNameChunk;
-    size_t len = std::min(format::kNameChunk, name.size() - std::min(off, name.size()));
-    n.length = static_cast<uint16_t>(len);
-    if (len > 0) memcpy(n.text, name.data() + off, len);
-    Write(slot);
-  }
+  const std::string name = state_->kernels.Name(name_id);
+  const size_t parts = format::NamePartCount(name.size());
+  for (size_t i = 0; i < parts; ++i) Write(format::NamePart(name_id, name, i));
 }
 
 void Poller::Emit(Pending* p) {
