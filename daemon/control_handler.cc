@@ -47,7 +47,9 @@ bool InsideRoot(const std::string& root, const std::string& path) {
                           (root == "/" || path[root.size()] == '/'));
 }
 
-void FillFile(const DumpFileInfo& f, DumpFile* out) {
+// The file and rank identity a dump file and a stack file share (DumpFile, StackFile).
+template <typename Info, typename Proto>
+void FillFileIdentity(const Info& f, Proto* out) {
   out->set_path(f.path);
   out->set_job(f.job);
   out->set_host(f.host);
@@ -55,6 +57,10 @@ void FillFile(const DumpFileInfo& f, DumpFile* out) {
   out->set_rank(f.rank);
   out->set_local_rank(f.local_rank);
   out->set_world_size(f.world_size);
+}
+
+void FillFile(const DumpFileInfo& f, DumpFile* out) {
+  FillFileIdentity(f, out);
   out->set_events(f.events);
   out->set_error(f.error);
   out->set_captured(f.captured);
@@ -470,13 +476,7 @@ CallStatus ControlHandler::DumpStack(const DumpStackRequest& q, DumpStackRespons
   std::string missing;
   for (const StackFileInfo& f : options_.stacks->Capture(sr)) {
     StackFile* out = response->add_files();
-    out->set_path(f.path);
-    out->set_job(f.job);
-    out->set_host(f.host);
-    out->set_pid(f.pid);
-    out->set_rank(f.rank);
-    out->set_local_rank(f.local_rank);
-    out->set_world_size(f.world_size);
+    FillFileIdentity(f, out);
     out->set_threads(f.threads);
     out->set_outcome(f.outcome);
     out->set_error(f.error);
