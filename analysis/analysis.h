@@ -41,13 +41,15 @@ struct Arrival {
   int64_t issue_ns = 0;  // host call
   int64_t start_ns = 0;  // GPU start: the rank's arrival; 0 when not started
   int64_t end_ns = 0;    // 0 when not completed
-  // GPU time of the rank's other work (matmuls, kernels, copies) between the end of its previous
-  // collective on any communicator and this arrival.
+  // GPU time of the rank's own other work (matmuls, kernels, copies; not sends and receives,
+  // which wait on peers) between the end of its previous collective on any communicator and this
+  // arrival.
   int64_t busy_before_ns = 0;
   // Time the rank's GPU sat idle between the end of its previous collective and this arrival: the
-  // part of that interval no other work of the rank covered (host gaps: launch latency, data
-  // loading, sleeps, host syncs). busy_before_ns + idle_before_ns = that interval (0 when the
-  // previous collective overlaps this one, or for the rank's first collective).
+  // part of that interval no other op of the rank covered, sends and receives included (host
+  // gaps: launch latency, data loading, sleeps, host syncs). busy + idle = that interval less
+  // its send/receive time outside own work (both 0 when the previous collective overlaps this
+  // one, or for the rank's first collective). docs/analysis.md "Inputs".
   int64_t idle_before_ns = 0;
 };
 

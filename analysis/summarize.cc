@@ -44,42 +44,53 @@ bool CompletesBefore(const TimedOp& a, const TimedOp& b) {
 }  // namespace
 
 struct RankSummarizer::State {
+  // A span of the rank's GPU time that may still precede a later collective (it ended after the
+  // last collective's end). Point-to-point ops (pipeline send/receive) occupy the GPU but are
+  // not the rank's own work: they mostly wait on a peer.
+  struct Span {
+    int64_t start;
+    int64_t end;
+    bool p2p;
+    bool operator<(const Span& o) const { return start != o.start ? start < o.start : end < o.end; }
+  };
   size_t max_pending = kDefaultPendingWork;
-  // GPU work (start, end) that may still precede a later collective: everything that ended after
-  // the last collective's end.
-  std::vector<std::pair<int64_t, int64_t>> work;
+  std::vector<Span> work;
   bool has_collective = false;
   int64_t last_collective_end = 0;
 
-  // Union length of the work intervals clipped to [begin, end]. Sorts `work` in place.
-  int64_t BusyWithin(int64_t begin, int64_t end) {
+  // Within [begin, end]: the union length of the own work (`*busy`) and of all spans, send and
+  // receive included (`*occupied`). Sorts `work` in place.
+  void Within(int64_t begin, int64_t end, int64_t* busy, int64_t* occupied) {
     std::sort(work.begin(), work.end());
-    int64_t busy = 0;
-    int64_t covered = begin;  // everything before `covered` is counted
-    for (const auto& w : work) {
-      int64_t s = std::max(w.first, covered);
-      int64_t e = std::min(w.second, end);
-      if (e > s) {
-        busy += e - s;
-        covered = e;
-      }
+    *busy = *occupied = 0;
+    int64_t busy_to = begin, occupied_to = begin;  // counted up to these times
+    for (const Span& w : work) {
+      const int64_t e = std::min(w.end, end);
+      if (!w.p2p) Cover(w.start, e, &busy_to, busy);
+      Cover(w.start, e, &occupied_to, occupied);
     }
-    return busy;
+  }
+
+  static void Cover(int64_t start, int64_t end, int64_t* covered, int64_t* length) {
+    const int64_t s = std::max(start, *covered);
+    if (end > s) {
+      *length += end - s;
+      *covered = end;
+    }
   }
 
   void DropBefore(int64_t t) {
-    work.erase(std::remove_if(work.begin(), work.end(),
-                              [t](const std::pair<int64_t, int64_t>& w) { return w.second <= t; }),
+    work.erase(std::remove_if(work.begin(), work.end(), [t](const Span& w) { return w.end <= t; }),
                work.end());
   }
 
-  void AddWork(int64_t start, int64_t end) {
+  void AddWork(int64_t start, int64_t end, bool p2p) {
     if (work.size() >= max_pending) {
       // Keep the newer half: the oldest work is the least likely to precede the next collective.
       std::sort(work.begin(), work.end());
       work.erase(work.begin(), work.begin() + work.size() / 2 + 1);
     }
-    work.emplace_back(start, end);
+    work.push_back(Span{start, end, p2p});
   }
 };
 
@@ -97,21 +108,21 @@ bool RankSummarizer::Add(const TimedOp& op, Arrival* arrival) {
   if (op.start_ns <= 0 || op.duration_ns < 0) return false;  // never reached the GPU
   int64_t end = op.start_ns + op.duration_ns;
   if (kind != static_cast<uint8_t>(format::OpKind::kCollective)) {
-    state_->AddWork(op.start_ns, end);
+    state_->AddWork(op.start_ns, end, kind == static_cast<uint8_t>(format::OpKind::kP2P));
     return false;
   }
   *arrival = ArrivalOf(op);
   if (state_->has_collective && op.start_ns > state_->last_collective_end) {
-    int64_t window = op.start_ns - state_->last_collective_end;
-    arrival->busy_before_ns = state_->BusyWithin(state_->last_collective_end, op.start_ns);
-    arrival->idle_before_ns = window - arrival->busy_before_ns;
+    int64_t occupied = 0;
+    state_->Within(state_->last_collective_end, op.start_ns, &arrival->busy_before_ns, &occupied);
+    arrival->idle_before_ns = op.start_ns - state_->last_collective_end - occupied;
   }
   // A collective without peers (tp 1's tensor-parallel all-reduce) waits on nobody: it is the
   // rank's own work, and the next collective's window starts at the previous one with peers
   // (else the GEMMs before it would not count for the data-parallel arrival a straggler is late
   // for, and the straggler would pass for a relay of someone else's delay).
   if (arrival->comm_size == 1 && state_->has_collective) {
-    state_->AddWork(op.start_ns, end);
+    state_->AddWork(op.start_ns, end, /*p2p=*/false);
     return true;
   }
   if (!state_->has_collective || end > state_->last_collective_end) {

@@ -35,7 +35,7 @@ TimedOp Coll(uint64_t comm, uint64_t seq, int64_t issue, int64_t start, int64_t 
 }
 
 // A rank's step: matmul 10..20, AllReduce 22..24 (issued at 11), kernel 30..35 and a send
-// 35..36 (p2p is work), a host sync (ignored), AllReduce 40..42 issued at 38.
+// 35..36 (neither work nor idle), a host sync (ignored), AllReduce 40..42 issued at 38.
 std::vector<TimedOp> Step() {
   return {
       Work(format::Operation::kGemmEx, 10 * kMs, 10 * kMs),
@@ -61,8 +61,23 @@ TEST(SummarizeRank, BusyAndIdleBetweenCollectives) {
   EXPECT_EQ(a[1].bytes, 1024u);
   EXPECT_EQ(a[1].comm_size, 4);
   EXPECT_EQ(a[1].state, OpState::kCompleted);
-  EXPECT_EQ(a[1].busy_before_ns, 6 * kMs);
+  EXPECT_EQ(a[1].busy_before_ns, 5 * kMs);
   EXPECT_EQ(a[1].idle_before_ns, (40 - 24 - 6) * kMs);
+}
+
+// Campaign 7/4 (pp 2): the second stage's receive waits for the first stage, which is slow. The
+// wait is the peer's delay, not this rank's work nor its host's gap: counted as busy, the relay
+// was named a compute straggler beside the real one (as idle it would be named a host one).
+TEST(SummarizeRank, APipelineReceiveIsNeitherWorkNorIdle) {
+  std::vector<Arrival> a = SummarizeRank({
+      Coll(7, 1, 1 * kMs, 2 * kMs, 1 * kMs),                // 2..3
+      Work(format::Operation::kRecv, 4 * kMs, 30 * kMs),      // 4..34, waits for stage 0
+      Work(format::Operation::kGemmEx, 30 * kMs, 10 * kMs),   // 30..40, overlaps the receive
+      Coll(7, 2, 40 * kMs, 41 * kMs, 1 * kMs),               // 41..42
+  });
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[1].busy_before_ns, 10 * kMs);
+  EXPECT_EQ(a[1].idle_before_ns, 2 * kMs);  // 3..4 and 40..41
 }
 
 // Campaign 7/4 (tp 1): the tensor-parallel all-reduce has one member and sits between the GEMMs
