@@ -73,6 +73,14 @@ class ScoreTest(unittest.TestCase):
         self.assertEqual(fc.exit_cause(["rank 2 exited: exit status 1"]), "exit status 1")
         self.assertEqual(fc.exit_cause(["connection to the daemon lost"]), "connection lost")
 
+    def test_exit_cause_is_the_headline_evidence_not_a_victims(self):
+        # Campaign seed 1 run 15: rank 3 SIGKILLed (the daemon knows "connection lost"), its
+        # victims exited 1; the verdict's first evidence is the first failure's.
+        seen = fc.hang_seen([{"kind": "exited", "culprit_ranks": [3], "evidence": [
+            "rank 3 exited: connection to the daemon lost 4.0 s ago",
+            "rank 2 exited: exit status 1 3.5 s ago (after rank 3)"]}])
+        self.assertEqual((seen["culprits"], seen["cause"]), ([3], "connection lost"))
+
     def test_surface_is_right_once_culprit_kind_and_cause_are(self):
         want = fc.expected({"kind": "mismatch_root", "rank": 5})
         s = fc.Surface("live", want, True)
