@@ -173,6 +173,37 @@ TEST(Hang, MismatchTieBlamesTheGroupWithoutTheLowestRank) {
   EXPECT_EQ(report.hangs[0].op, kAllReduce);
 }
 
+// Campaign seed 1 run 66: a node's daemon sees 2 of the communicator's 4 members, and they
+// disagree on the root. The majority is on the other node: naming either is a guess.
+TEST(Hang, ATieAmongSomeMembersIsLeftToTheOthers) {
+  std::vector<RankInput> ranks = Stalled(2, 4);
+  ranks[0].progress[0].inflight.root = 1;
+  ranks[1].progress[0].inflight.root = 0;
+  Report report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  const HangVerdict& v = report.hangs[0];
+  EXPECT_EQ(v.kind, HangKind::kWaitingOnRemote);
+  EXPECT_TRUE(v.culprit_ranks.empty());
+  ASSERT_FALSE(v.evidence.empty());
+  EXPECT_NE(v.evidence[0].find("no side holds a majority"), std::string::npos) << v.evidence[0];
+}
+
+// 3 of 5 members given, 2 against 1: two hold no majority of 5 either. 4 of 5, 3 against 1:
+// three are a majority whatever the fifth issued.
+TEST(Hang, SomeMembersNameACulpritOnlyWithAMajorityOfTheWhole) {
+  std::vector<RankInput> ranks = Stalled(3, 5);
+  ranks[2].progress[0].inflight.op = kAllGather;
+  Report report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].kind, HangKind::kWaitingOnRemote);
+  ranks = Stalled(4, 5);
+  ranks[2].progress[0].inflight.op = kAllGather;
+  report = Analyze(ranks, At(60));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].kind, HangKind::kMismatch);
+  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({2}));
+}
+
 TEST(Hang, NotStartedQuotesWhatBlocksTheStream) {
   std::vector<RankInput> ranks = Stalled();
   ranks[1].progress[0].inflight.state = OpState::kQueued;
