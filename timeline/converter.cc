@@ -19,6 +19,7 @@
 #include "timeline/flows.h"
 #include "timeline/inputs.h"
 #include "timeline/packet_compressor.h"
+#include "timeline/packet_sequence.h"
 #include "timeline/proto_wire.h"
 #include "timeline/rank_encoder.h"
 #include "timeline/slice_args.h"
@@ -365,8 +366,7 @@ void PrintOffsets(const Conversion& c, const std::vector<NodeEnds>& nodes,
     } else if (reference_of[i] < 0) {
       std::fprintf(
           c.info,
-          "clock offset %s: 0 ns (shares no collective with the other nodes: not aligned)\n",
-          node);
+          "clock offset %s: 0 ns (shares no collective with the other nodes: not aligned)\n", node);
     } else {
       std::fprintf(c.info,
                    "clock offset %s: %+lld ns (relative to %s, from %zu shared collectives)\n",
@@ -407,7 +407,7 @@ void AlignNodes(Conversion* c) {
 
 // The trace's first packet: its clock, CLOCK_REALTIME (the files' clock).
 std::string ClockSnapshotPacket(const std::vector<FileInfo*>& ranks) {
-  std::string p, cs, clk;
+  std::string p, cs;
   int64_t t = 0;
   for (FileInfo* f : ranks) {
     if (f->meta.clock_realtime_ns > 0) {
@@ -415,13 +415,8 @@ std::string ClockSnapshotPacket(const std::vector<FileInfo*>& ranks) {
       break;
     }
   }
-  wire::U64(&clk, kClkId, kClockRealtime);
-  wire::U64(&clk, kClkTimestamp, static_cast<uint64_t>(t));
-  wire::Bytes(&cs, kCsClocks, clk);
-  clk.clear();
-  wire::U64(&clk, kClkId, kClockBoottime);
-  wire::U64(&clk, kClkTimestamp, static_cast<uint64_t>(t));
-  wire::Bytes(&cs, kCsClocks, clk);
+  AddClock(&cs, kClockRealtime, t);
+  AddClock(&cs, kClockBoottime, t);
   wire::U64(&cs, kCsPrimary, kClockRealtime);
   wire::Bytes(&p, kPktClockSnapshot, cs);
   std::string pkt;
@@ -441,9 +436,8 @@ std::vector<RankContext> RankContexts(const Conversion& c) {
     seq += static_cast<uint32_t>(ranks[i]->streams.size() + 1);
     x.pid = ranks[i]->meta.rank >= 0 ? ranks[i]->meta.rank + 1 : 1000000 + static_cast<int>(i);
     x.offset = c.offsets[ranks[i]->node_index];
-    x.label = c.layout.dims.empty() || ranks[i]->meta.rank < 0
-                  ? ""
-                  : c.layout.Label(ranks[i]->meta.rank);
+    x.label =
+        c.layout.dims.empty() || ranks[i]->meta.rank < 0 ? "" : c.layout.Label(ranks[i]->meta.rank);
     x.sort_index = static_cast<int>(i);
     x.options = &c.opt;
     x.comms = &c.comms;

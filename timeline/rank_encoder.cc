@@ -13,8 +13,8 @@ namespace xtimer {
 namespace timeline {
 namespace {
 
-using format::OpKind;
 using format::Operation;
+using format::OpKind;
 
 std::string KindsLabel(uint32_t kinds) {
   std::string s;
@@ -204,15 +204,14 @@ void EncodeTrack(RankEncoding* enc, size_t t, std::vector<Item>* items) {
     WriteThreadTrack(*enc, uuid, tid, "host (launches, syncs)");
   } else {
     const StreamInfo& si = ctx.file->streams[t - 1];
-    std::string name = "dev " + std::to_string(si.device) + " stream " +
-                       std::to_string(si.number) + " (" + KindsLabel(si.kinds) + ")";
+    std::string name = "dev " + std::to_string(si.device) + " stream " + std::to_string(si.number) +
+                       " (" + KindsLabel(si.kinds) + ")";
     WriteThreadTrack(*enc, uuid, tid, name);
   }
   int64_t first = (*items)[0].begin;
   for (const Item& it : *items) first = std::min(first, it.begin);
   Sequence seq(enc->out, ctx.first_seq + static_cast<uint32_t>(t), uuid, first);
-  EmitTrack(items, &seq, &enc->res->truncated,
-            [&](const Item& it) { EmitItem(enc, &seq, t, it); });
+  EmitTrack(items, &seq, &enc->res->truncated, [&](const Item& it) { EmitItem(enc, &seq, t, it); });
 }
 
 }  // namespace

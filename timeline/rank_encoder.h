@@ -35,7 +35,7 @@ struct FileInfo {
   std::string error;  // rejected: why; recovered: why it stopped
   Metadata meta;      // strings and comms dropped after pass 1
   uint64_t events = 0;
-  uint64_t rejected = 0;  // events left out for breaking a limit (timeline/format.h)
+  uint64_t rejected = 0;            // events left out for breaking a limit (timeline/format.h)
   std::vector<StreamInfo> streams;  // sorted by (device, stream)
   bool has_host = false;
   std::string node;
