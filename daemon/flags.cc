@@ -24,180 +24,179 @@ struct FlagSpec {
 // Where the daemon lives: its run directory and registration socket.
 std::vector<FlagSpec> SocketSpecs() {
   return {
-    {"run-dir", "XTIMER_RUN_DIR", Type::kString, 0, 0,
-     "directory for xtimerd.sock, .lock, .log and .pid; owned by the daemon's user, never "
-     "group- or world-writable (default /run/xtimer as root, else /tmp/xtimer-UID)"},
-    {"socket", "XTIMER_DAEMON_SOCKET", Type::kString, 0, 0,
-     "registration socket (default RUN_DIR/xtimerd.sock)"},
-    {"socket-mode", "XTIMER_SOCKET_MODE", Type::kString, 0, 0,
-     "permissions of the registration socket, octal (default 0666: every local user's jobs "
-     "register, each bound to its uid; 0660 with --socket-group limits it to a group)"},
-    {"socket-group", "XTIMER_SOCKET_GROUP", Type::kString, 0, 0,
-     "group (name or gid) the registration socket is given (default: the daemon's)"},
+      {"run-dir", "XTIMER_RUN_DIR", Type::kString, 0, 0,
+       "directory for xtimerd.sock, .lock, .log and .pid; owned by the daemon's user, never "
+       "group- or world-writable (default /run/xtimer as root, else /tmp/xtimer-UID)"},
+      {"socket", "XTIMER_DAEMON_SOCKET", Type::kString, 0, 0,
+       "registration socket (default RUN_DIR/xtimerd.sock)"},
+      {"socket-mode", "XTIMER_SOCKET_MODE", Type::kString, 0, 0,
+       "permissions of the registration socket, octal (default 0666: every local user's jobs "
+       "register, each bound to its uid; 0660 with --socket-group limits it to a group)"},
+      {"socket-group", "XTIMER_SOCKET_GROUP", Type::kString, 0, 0,
+       "group (name or gid) the registration socket is given (default: the daemon's)"},
   };
 }
 
 // The metrics and control ports: addresses and connection limits.
 std::vector<FlagSpec> PortSpecs() {
   return {
-    {"metrics-port", "XTIMER_METRICS_PORT", Type::kInt, 0, 65535,
-     "Prometheus /metrics port (default 18889; 0 picks a free port, logged)"},
-    {"metrics-address", "XTIMER_METRICS_ADDRESS", Type::kString, 0, 0,
-     "address /metrics binds (default 127.0.0.1; 0.0.0.0 for every interface)"},
-    {"metrics-max-connections", "XTIMER_METRICS_MAX_CONNECTIONS", Type::kInt, 1, 65536,
-     "connections the metrics port keeps open at most; a new one beyond closes the oldest "
-     "(default 256)"},
-    {"metrics-request-timeout-ms", "XTIMER_METRICS_REQUEST_TIMEOUT_MS", Type::kInt, 100,
-     600000,
-     "a metrics-port client must send its whole request, and read the whole answer, within "
-     "this many milliseconds, or is disconnected (default 5000)"},
-    {"control-port", "XTIMER_CONTROL_PORT", Type::kInt, 0, 65535,
-     "control service port, gRPC and HTTP/JSON (default 18888; 0 picks a free port, logged)"},
-    {"control-address", "XTIMER_CONTROL_ADDRESS", Type::kString, 0, 0,
-     "address the control port binds (default 127.0.0.1)"},
-    {"control-allow-remote", "XTIMER_CONTROL_ALLOW_REMOTE", Type::kBool, 0, 0,
-     "callers not on this host (their user cannot be known) may dump and HangCheck every "
-     "job; without it they see no job, and local callers see only their uid's jobs unless "
-     "root (default false; docs/security.md)"},
-    {"control-idle-timeout", "XTIMER_CONTROL_IDLE_TIMEOUT", Type::kInt, 1, 3600,
-     "control port: seconds a connection may stay silent before its request is complete; "
-     "idle gRPC connections are closed after it too (default 5)"},
-    {"control-request-timeout", "XTIMER_CONTROL_REQUEST_TIMEOUT", Type::kInt, 1, 3600,
-     "control port: seconds a whole HTTP request may take to arrive, from connect (default "
-     "10)"},
-    {"control-max-connections", "XTIMER_CONTROL_MAX_CONNECTIONS", Type::kInt, 1, 100000,
-     "control port: connections open at once; at the cap the oldest one without a complete "
-     "request is closed (default 512)"},
-    {"control-max-connections-per-peer", "XTIMER_CONTROL_MAX_PER_PEER", Type::kInt, 1, 100000,
-     "control port: connections from one address at once, same policy (default 256)"},
+      {"metrics-port", "XTIMER_METRICS_PORT", Type::kInt, 0, 65535,
+       "Prometheus /metrics port (default 18889; 0 picks a free port, logged)"},
+      {"metrics-address", "XTIMER_METRICS_ADDRESS", Type::kString, 0, 0,
+       "address /metrics binds (default 127.0.0.1; 0.0.0.0 for every interface)"},
+      {"metrics-max-connections", "XTIMER_METRICS_MAX_CONNECTIONS", Type::kInt, 1, 65536,
+       "connections the metrics port keeps open at most; a new one beyond closes the oldest "
+       "(default 256)"},
+      {"metrics-request-timeout-ms", "XTIMER_METRICS_REQUEST_TIMEOUT_MS", Type::kInt, 100, 600000,
+       "a metrics-port client must send its whole request, and read the whole answer, within "
+       "this many milliseconds, or is disconnected (default 5000)"},
+      {"control-port", "XTIMER_CONTROL_PORT", Type::kInt, 0, 65535,
+       "control service port, gRPC and HTTP/JSON (default 18888; 0 picks a free port, logged)"},
+      {"control-address", "XTIMER_CONTROL_ADDRESS", Type::kString, 0, 0,
+       "address the control port binds (default 127.0.0.1)"},
+      {"control-allow-remote", "XTIMER_CONTROL_ALLOW_REMOTE", Type::kBool, 0, 0,
+       "callers not on this host (their user cannot be known) may dump and HangCheck every "
+       "job; without it they see no job, and local callers see only their uid's jobs unless "
+       "root (default false; docs/security.md)"},
+      {"control-idle-timeout", "XTIMER_CONTROL_IDLE_TIMEOUT", Type::kInt, 1, 3600,
+       "control port: seconds a connection may stay silent before its request is complete; "
+       "idle gRPC connections are closed after it too (default 5)"},
+      {"control-request-timeout", "XTIMER_CONTROL_REQUEST_TIMEOUT", Type::kInt, 1, 3600,
+       "control port: seconds a whole HTTP request may take to arrive, from connect (default "
+       "10)"},
+      {"control-max-connections", "XTIMER_CONTROL_MAX_CONNECTIONS", Type::kInt, 1, 100000,
+       "control port: connections open at once; at the cap the oldest one without a complete "
+       "request is closed (default 512)"},
+      {"control-max-connections-per-peer", "XTIMER_CONTROL_MAX_PER_PEER", Type::kInt, 1, 100000,
+       "control port: connections from one address at once, same policy (default 256)"},
   };
 }
 
 // Dumps and the hang diagnosis: the dump root, hang thresholds, automatic dumps, crash hooks.
 std::vector<FlagSpec> DiagnosisSpecs() {
   return {
-    {"dump-root", "XTIMER_DUMP_ROOT", Type::kString, 0, 0,
-     "dump paths must resolve inside this directory; owned by the daemon's user, never group- "
-     "or world-writable (default /var/lib/xtimer/dumps as root, else /tmp/xtimer-dumps-UID)"},
-    {"hang-timeout", "XTIMER_HANG_TIMEOUT", Type::kInt, 1, 86400 * 7,
-     "seconds an op may stay in flight before the hang gauges turn 1; also the live "
-     "diagnosis's longest hang threshold (default 300)"},
-    {"hang-min-seconds", "XTIMER_HANG_MIN_SECONDS", Type::kInt, 1, 86400 * 7,
-     "the live diagnosis's shortest hang threshold, seconds (default 10)"},
-    {"hang-early-seconds", "XTIMER_HANG_EARLY_SECONDS", Type::kInt, 1, 86400 * 7,
-     "the hang threshold of a communicator with fewer than 8 completed instances (a job's "
-     "first steps), and of one with none when the stall carries its own evidence (default "
-     "30)"},
-    {"hang-cadence-factor", "XTIMER_HANG_CADENCE_FACTOR", Type::kInt, 1, 1000,
-     "a communicator's hang threshold is this many times its median gap between completed "
-     "collectives, within [--hang-min-seconds, --hang-timeout] (default 10)"},
-    {"hang-dump", "XTIMER_HANG_DUMP", Type::kBool, 0, 0,
-     "write an automatic history dump to DUMP_ROOT/hang-<comm>-<seq>/<job>/ on each hang "
-     "verdict (default true; --hang-dump=false turns it off)"},
-    {"exit-hook", "XTIMER_EXIT_HOOK", Type::kString, 0, 0,
-     "a command run on each crash report with the report as JSON on stdin (docs/crash.md): "
-     "split on spaces, no shell, 10 s at most, as the crashed job's user when the daemon is "
-     "root; read only from the daemon's flags or environment, never from a job's (default: "
-     "none)"},
+      {"dump-root", "XTIMER_DUMP_ROOT", Type::kString, 0, 0,
+       "dump paths must resolve inside this directory; owned by the daemon's user, never group- "
+       "or world-writable (default /var/lib/xtimer/dumps as root, else /tmp/xtimer-dumps-UID)"},
+      {"hang-timeout", "XTIMER_HANG_TIMEOUT", Type::kInt, 1, 86400 * 7,
+       "seconds an op may stay in flight before the hang gauges turn 1; also the live "
+       "diagnosis's longest hang threshold (default 300)"},
+      {"hang-min-seconds", "XTIMER_HANG_MIN_SECONDS", Type::kInt, 1, 86400 * 7,
+       "the live diagnosis's shortest hang threshold, seconds (default 10)"},
+      {"hang-early-seconds", "XTIMER_HANG_EARLY_SECONDS", Type::kInt, 1, 86400 * 7,
+       "the hang threshold of a communicator with fewer than 8 completed instances (a job's "
+       "first steps), and of one with none when the stall carries its own evidence (default "
+       "30)"},
+      {"hang-cadence-factor", "XTIMER_HANG_CADENCE_FACTOR", Type::kInt, 1, 1000,
+       "a communicator's hang threshold is this many times its median gap between completed "
+       "collectives, within [--hang-min-seconds, --hang-timeout] (default 10)"},
+      {"hang-dump", "XTIMER_HANG_DUMP", Type::kBool, 0, 0,
+       "write an automatic history dump to DUMP_ROOT/hang-<comm>-<seq>/<job>/ on each hang "
+       "verdict (default true; --hang-dump=false turns it off)"},
+      {"exit-hook", "XTIMER_EXIT_HOOK", Type::kString, 0, 0,
+       "a command run on each crash report with the report as JSON on stdin (docs/crash.md): "
+       "split on spaces, no shell, 10 s at most, as the crashed job's user when the daemon is "
+       "root; read only from the daemon's flags or environment, never from a job's (default: "
+       "none)"},
   };
 }
 
 // What the daemon keeps per process: metric windows, history, exited processes, memory.
 std::vector<FlagSpec> MemorySpecs() {
   return {
-    {"window", "XTIMER_METRICS_WINDOW", Type::kInt, 1, 86400,
-     "sliding window of the latency, FLOP/s and bandwidth gauges, seconds (default 60)"},
-    {"window-samples", "XTIMER_WINDOW_SAMPLES", Type::kInt, 1, 1 << 20,
-     "raw durations kept per series for the p99 (default 4096)"},
-    {"history", "XTIMER_HISTORY", Type::kInt, 0, 100000000,
-     "op records kept in memory per process for dumps (default 100000)"},
-    {"kernel-metrics-top", "XTIMER_KERNEL_METRICS_TOP", Type::kInt, 0, 100,
-     "per-kernel metric families (xtimer_kernel_*) for each rank's N kernels of most total GPU "
-     "time, labelled by kernel name; 0 leaves them out (default 0)"},
-    {"stale-timeout", "XTIMER_STALE_TIMEOUT", Type::kInt, 0, 86400 * 7,
-     "seconds without a ring heartbeat before rank_up turns 0; 0 never (default 60)"},
-    {"exited-grace", "XTIMER_EXITED_GRACE", Type::kInt, 0, 86400 * 7,
-     "seconds an exited process's series (rank_up 0, exit cause) and history are kept; 0 "
-     "drops them at once (default 600)"},
-    {"exited-max", "XTIMER_EXITED_MAX", Type::kInt, 0, 100000,
-     "exited processes kept at most; the oldest go first (default 64)"},
-    {"exited-memory-mb", "XTIMER_EXITED_MEMORY_MB", Type::kInt, 1, 1 << 20,
-     "memory (estimated, MiB) the kept exited processes may hold; the oldest go first "
-     "(default 1024)"},
-    {"memory-budget-mb", "XTIMER_MEMORY_BUDGET_MB", Type::kInt, 16, 1 << 20,
-     "estimated memory (MiB) all processes' series, names and histories may hold; over it "
-     "exited processes go first, then the oldest history records (default 512)"},
-    {"process-memory-mb", "XTIMER_PROCESS_MEMORY_MB", Type::kInt, 1, 1 << 20,
-     "estimated memory (MiB) one process's state may hold (default 64)"},
+      {"window", "XTIMER_METRICS_WINDOW", Type::kInt, 1, 86400,
+       "sliding window of the latency, FLOP/s and bandwidth gauges, seconds (default 60)"},
+      {"window-samples", "XTIMER_WINDOW_SAMPLES", Type::kInt, 1, 1 << 20,
+       "raw durations kept per series for the p99 (default 4096)"},
+      {"history", "XTIMER_HISTORY", Type::kInt, 0, 100000000,
+       "op records kept in memory per process for dumps (default 100000)"},
+      {"kernel-metrics-top", "XTIMER_KERNEL_METRICS_TOP", Type::kInt, 0, 100,
+       "per-kernel metric families (xtimer_kernel_*) for each rank's N kernels of most total GPU "
+       "time, labelled by kernel name; 0 leaves them out (default 0)"},
+      {"stale-timeout", "XTIMER_STALE_TIMEOUT", Type::kInt, 0, 86400 * 7,
+       "seconds without a ring heartbeat before rank_up turns 0; 0 never (default 60)"},
+      {"exited-grace", "XTIMER_EXITED_GRACE", Type::kInt, 0, 86400 * 7,
+       "seconds an exited process's series (rank_up 0, exit cause) and history are kept; 0 "
+       "drops them at once (default 600)"},
+      {"exited-max", "XTIMER_EXITED_MAX", Type::kInt, 0, 100000,
+       "exited processes kept at most; the oldest go first (default 64)"},
+      {"exited-memory-mb", "XTIMER_EXITED_MEMORY_MB", Type::kInt, 1, 1 << 20,
+       "memory (estimated, MiB) the kept exited processes may hold; the oldest go first "
+       "(default 1024)"},
+      {"memory-budget-mb", "XTIMER_MEMORY_BUDGET_MB", Type::kInt, 16, 1 << 20,
+       "estimated memory (MiB) all processes' series, names and histories may hold; over it "
+       "exited processes go first, then the oldest history records (default 512)"},
+      {"process-memory-mb", "XTIMER_PROCESS_MEMORY_MB", Type::kInt, 1, 1 << 20,
+       "estimated memory (MiB) one process's state may hold (default 64)"},
   };
 }
 
 // Who may register and how rings are read.
 std::vector<FlagSpec> RegistrationSpecs() {
   return {
-    {"max-registrations", "XTIMER_MAX_REGISTRATIONS", Type::kInt, 1, 65536,
-     "registration connections open at once, all processes (default 1024)"},
-    {"max-registrations-per-uid", "XTIMER_MAX_REGISTRATIONS_PER_UID", Type::kInt, 1, 65536,
-     "registration connections open at once from one user id (default 256)"},
-    {"max-registrations-per-pid", "XTIMER_MAX_REGISTRATIONS_PER_PID", Type::kInt, 1, 65536,
-     "registration connections open at once from one process (default 4)"},
-    {"registration-reserve", "XTIMER_REGISTRATION_RESERVE", Type::kInt, 0, 65536,
-     "the last N registration slots go only to user ids holding fewer than max(1, N/4) "
-     "(default 64)"},
-    {"register-timeout-ms", "XTIMER_REGISTER_TIMEOUT_MS", Type::kInt, 100, 60000,
-     "a registration connection that sends no ring by then is closed (default 2000)"},
-    {"max-ring-mb", "XTIMER_MAX_RING_MB", Type::kInt, 1, 512,
-     "largest ring accepted, MiB of records (default 64: XTIMER_RING_CAPACITY up to 524288)"},
-    {"poll-interval-ms", "XTIMER_POLL_INTERVAL_MS", Type::kInt, 1, 10,
-     "ring read cycle, milliseconds (default 5)"},
+      {"max-registrations", "XTIMER_MAX_REGISTRATIONS", Type::kInt, 1, 65536,
+       "registration connections open at once, all processes (default 1024)"},
+      {"max-registrations-per-uid", "XTIMER_MAX_REGISTRATIONS_PER_UID", Type::kInt, 1, 65536,
+       "registration connections open at once from one user id (default 256)"},
+      {"max-registrations-per-pid", "XTIMER_MAX_REGISTRATIONS_PER_PID", Type::kInt, 1, 65536,
+       "registration connections open at once from one process (default 4)"},
+      {"registration-reserve", "XTIMER_REGISTRATION_RESERVE", Type::kInt, 0, 65536,
+       "the last N registration slots go only to user ids holding fewer than max(1, N/4) "
+       "(default 64)"},
+      {"register-timeout-ms", "XTIMER_REGISTER_TIMEOUT_MS", Type::kInt, 100, 60000,
+       "a registration connection that sends no ring by then is closed (default 2000)"},
+      {"max-ring-mb", "XTIMER_MAX_RING_MB", Type::kInt, 1, 512,
+       "largest ring accepted, MiB of records (default 64: XTIMER_RING_CAPACITY up to 524288)"},
+      {"poll-interval-ms", "XTIMER_POLL_INTERVAL_MS", Type::kInt, 1, 10,
+       "ring read cycle, milliseconds (default 5)"},
   };
 }
 
 // How the daemon runs: detached, its log, when it exits by itself.
 std::vector<FlagSpec> ProcessSpecs() {
   return {
-    {"daemonize", "XTIMER_DAEMONIZE", Type::kBool, 0, 0,
-     "detach (double fork, setsid, output to the log file); the caller returns once the "
-     "daemon serves"},
-    {"log-file", "XTIMER_LOG_FILE", Type::kString, 0, 0,
-     "log file (default RUN_DIR/xtimerd.log when daemonized, else stderr)"},
-    {"exit-when-idle", "XTIMER_EXIT_WHEN_IDLE", Type::kInt, 0, 86400 * 365,
-     "exit after SECONDS with no registered process (default: never); alias --once"},
+      {"daemonize", "XTIMER_DAEMONIZE", Type::kBool, 0, 0,
+       "detach (double fork, setsid, output to the log file); the caller returns once the "
+       "daemon serves"},
+      {"log-file", "XTIMER_LOG_FILE", Type::kString, 0, 0,
+       "log file (default RUN_DIR/xtimerd.log when daemonized, else stderr)"},
+      {"exit-when-idle", "XTIMER_EXIT_WHEN_IDLE", Type::kInt, 0, 86400 * 365,
+       "exit after SECONDS with no registered process (default: never); alias --once"},
   };
 }
 
 // The operation log (docs/oplog.md).
 std::vector<FlagSpec> OpLogSpecs() {
   return {
-    {"op-log", "XTIMER_OP_LOG", Type::kString, 0, 0,
-     "per-rank operation logs under DUMP_ROOT/oplog/JOB (docs/oplog.md): job (for the "
-     "processes whose XTIMER_LOG is jsonl or csv), off, or jsonl / csv (every process) "
-     "(default job)"},
-    {"op-log-sample", "XTIMER_OP_LOG_SAMPLE", Type::kString, 0, 0,
-     "fraction of operations the op log keeps, in (0, 1] (default 1; the anomaly log sees "
-     "every operation)"},
-    {"op-log-seed", "XTIMER_OP_LOG_SEED", Type::kInt, 0, INT64_MAX,
-     "seed of the sampling: the same seed keeps the same operations (default 0)"},
-    {"op-log-kinds", "XTIMER_OP_LOG_KINDS", Type::kString, 0, 0,
-     "op log keeps only these kinds, comma-separated (matmul,collective,...; default all)"},
-    {"op-log-ops", "XTIMER_OP_LOG_OPS", Type::kString, 0, 0,
-     "op log keeps only these operations, comma-separated (AllReduce,GemmEx,...; default all)"},
-    {"op-log-ranks", "XTIMER_OP_LOG_RANKS", Type::kString, 0, 0,
-     "op log keeps only these ranks, e.g. 0,4-7 (default all)"},
-    {"op-log-min-bytes", "XTIMER_OP_LOG_MIN_BYTES", Type::kInt, 0, INT64_MAX,
-     "op log drops collectives, p2p, copies and sets smaller than this (default 0)"},
-    {"op-log-max-bytes", "XTIMER_OP_LOG_MAX_BYTES", Type::kInt, 0, INT64_MAX,
-     "op log drops collectives, p2p, copies and sets larger than this (default no limit)"},
-    {"op-log-rotate-mb", "XTIMER_OP_LOG_ROTATE_MB", Type::kInt, 1, 1 << 20,
-     "an op log file is closed and the next segment begun at this size, MiB (default 64)"},
-    {"op-log-max-mb", "XTIMER_OP_LOG_MAX_MB", Type::kInt, 1, 1 << 30,
-     "all op and anomaly log files together, MiB; the oldest closed segments are deleted "
-     "first (default 1024)"},
-    {"op-log-flush-ms", "XTIMER_OP_LOG_FLUSH_MS", Type::kInt, 10, 600000,
-     "op log lines reach their files at least this often, milliseconds (default 1000)"},
-    {"op-log-anomaly-factor", "XTIMER_OP_LOG_ANOMALY_FACTOR", Type::kString, 0, 0,
-     "the anomaly log names operations slower than this many times the median of their "
-     "signature (default 3)"},
+      {"op-log", "XTIMER_OP_LOG", Type::kString, 0, 0,
+       "per-rank operation logs under DUMP_ROOT/oplog/JOB (docs/oplog.md): job (for the "
+       "processes whose XTIMER_LOG is jsonl or csv), off, or jsonl / csv (every process) "
+       "(default job)"},
+      {"op-log-sample", "XTIMER_OP_LOG_SAMPLE", Type::kString, 0, 0,
+       "fraction of operations the op log keeps, in (0, 1] (default 1; the anomaly log sees "
+       "every operation)"},
+      {"op-log-seed", "XTIMER_OP_LOG_SEED", Type::kInt, 0, INT64_MAX,
+       "seed of the sampling: the same seed keeps the same operations (default 0)"},
+      {"op-log-kinds", "XTIMER_OP_LOG_KINDS", Type::kString, 0, 0,
+       "op log keeps only these kinds, comma-separated (matmul,collective,...; default all)"},
+      {"op-log-ops", "XTIMER_OP_LOG_OPS", Type::kString, 0, 0,
+       "op log keeps only these operations, comma-separated (AllReduce,GemmEx,...; default all)"},
+      {"op-log-ranks", "XTIMER_OP_LOG_RANKS", Type::kString, 0, 0,
+       "op log keeps only these ranks, e.g. 0,4-7 (default all)"},
+      {"op-log-min-bytes", "XTIMER_OP_LOG_MIN_BYTES", Type::kInt, 0, INT64_MAX,
+       "op log drops collectives, p2p, copies and sets smaller than this (default 0)"},
+      {"op-log-max-bytes", "XTIMER_OP_LOG_MAX_BYTES", Type::kInt, 0, INT64_MAX,
+       "op log drops collectives, p2p, copies and sets larger than this (default no limit)"},
+      {"op-log-rotate-mb", "XTIMER_OP_LOG_ROTATE_MB", Type::kInt, 1, 1 << 20,
+       "an op log file is closed and the next segment begun at this size, MiB (default 64)"},
+      {"op-log-max-mb", "XTIMER_OP_LOG_MAX_MB", Type::kInt, 1, 1 << 30,
+       "all op and anomaly log files together, MiB; the oldest closed segments are deleted "
+       "first (default 1024)"},
+      {"op-log-flush-ms", "XTIMER_OP_LOG_FLUSH_MS", Type::kInt, 10, 600000,
+       "op log lines reach their files at least this often, milliseconds (default 1000)"},
+      {"op-log-anomaly-factor", "XTIMER_OP_LOG_ANOMALY_FACTOR", Type::kString, 0, 0,
+       "the anomaly log names operations slower than this many times the median of their "
+       "signature (default 3)"},
   };
 }
 

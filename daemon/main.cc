@@ -65,8 +65,8 @@ constexpr int kGoOn = -1;
 struct Process {
   Flags flags;
   int run_fd = -1;
-  int lock_fd = -1;   // holds the run directory's lock
-  int ready_fd = -1;  // a --daemonize caller waits on it (SignalReady)
+  int lock_fd = -1;       // holds the run directory's lock
+  int ready_fd = -1;      // a --daemonize caller waits on it (SignalReady)
   std::string dump_root;  // resolved
   std::string hostname;
 };
@@ -272,12 +272,11 @@ void StartDiagnosis(const Process& p, Daemon* d) {
       },
       p.dump_root, p.hostname, RealtimeNs);
   // Crash reports: taken from the ring thread, symbolized on the reporter's own thread.
-  d->crashes = std::make_unique<CrashReporter>(&d->aggregator, d->stacks.get(),
-                                               p.flags.exit_hook, RealtimeNs);
+  d->crashes = std::make_unique<CrashReporter>(&d->aggregator, d->stacks.get(), p.flags.exit_hook,
+                                               RealtimeNs);
   CrashReporter* reporter = d->crashes.get();
-  d->server->SetCrashSink([reporter](uint64_t id, int memfd, uint64_t size) {
-    reporter->Submit(id, memfd, size);
-  });
+  d->server->SetCrashSink(
+      [reporter](uint64_t id, int memfd, uint64_t size) { reporter->Submit(id, memfd, size); });
 }
 
 // The metrics port; every collectable is registered before it starts, and the control port's
