@@ -2,7 +2,6 @@
 // daemons (see --help and docs/analyze-cli.md).
 #include <grpcpp/grpcpp.h>
 #include <malloc.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -79,12 +78,10 @@ left out (their world size disagrees with the job's, or they are another job's),
 not answer (each is named on stderr).
 )HELP";
 
-struct Args {
-  std::vector<std::string> inputs;
+struct Args : DumpArgs {
   std::vector<std::string> hosts;
-  std::string hosts_file, job, groups_text, out;
-  bool json = false, quiet = false, align = true, live = false;
-  int jobs = 0;
+  std::string hosts_file, groups_text, out;
+  bool json = false, live = false;
   double hang_timeout_s = 0, timeout_s = 10;
   analysis::Options options;
 };
@@ -176,15 +173,9 @@ struct Outcome {
 };
 
 int FromDumps(const Args& a, Outcome* o) {
-  DumpReadOptions ro;
-  ro.inputs = a.inputs;
-  ro.job = a.job;
-  ro.jobs = a.jobs;
-  ro.align_clocks = a.align;
-  ro.progress = !a.quiet && isatty(STDERR_FILENO) ? stderr : nullptr;
   DumpInput in;
   std::string error;
-  if (!ReadDump(ro, &in, &error)) {
+  if (!ReadDump(ReadOptionsOf(a), &in, &error)) {
     if (in.wrong_job) return BadArg(kCommand, error);
     std::fprintf(stderr, "xtimer analyze: %s\n", error.c_str());
     return 1;

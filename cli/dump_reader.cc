@@ -1,6 +1,7 @@
 #include "cli/dump_reader.h"
 
 #include <dirent.h>
+#include <unistd.h>
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
@@ -348,6 +349,16 @@ analysis::TimedOp TimedOpOf(const EventRecord& e, int32_t comm_size) {
   op.start_ns = e.gpu_start_ns;
   op.duration_ns = e.duration_ns;
   return op;
+}
+
+DumpReadOptions ReadOptionsOf(const DumpArgs& args) {
+  DumpReadOptions ro;
+  ro.inputs = args.inputs;
+  ro.job = args.job;
+  ro.jobs = args.jobs;
+  ro.align_clocks = args.align;
+  ro.progress = !args.quiet && isatty(STDERR_FILENO) ? stderr : nullptr;
+  return ro;
 }
 
 bool ReadDump(const DumpReadOptions& opt, DumpInput* out, std::string* error) {

@@ -57,6 +57,20 @@ struct DumpInput {
   bool wrong_job = false;
 };
 
+// The arguments of a command that reads one dump (`xtimer analyze`, `xtimer report`): the dump's
+// inputs, --job, --jobs, --no-align, --quiet.
+struct DumpArgs {
+  std::vector<std::string> inputs;
+  std::string job;
+  int jobs = 0;
+  bool align = true;
+  bool quiet = false;
+};
+
+// How such a command reads its dump: progress drawn on stderr when it is a terminal and the
+// command is not --quiet.
+DumpReadOptions ReadOptionsOf(const DumpArgs& args);
+
 // Returns false with *error when nothing could be read, or when the job is not chosen (above).
 bool ReadDump(const DumpReadOptions& options, DumpInput* out, std::string* error);
 

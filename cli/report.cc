@@ -63,11 +63,8 @@ partial: ranks of the world have no data, files are (partly) unreadable or were 
 (another job's, among others; each is named on stderr and in the report).
 )HELP";
 
-struct Args {
-  std::vector<std::string> inputs;
-  std::string out, job, groups_text;
-  bool quiet = false, align = true;
-  int jobs = 0;
+struct Args : DumpArgs {
+  std::string out, groups_text;
   size_t top = 25;
   analysis::Options options;
 };
@@ -164,15 +161,9 @@ struct Inputs {
 
 // Returns -1 when something was read, else the exit status.
 int Read(const Args& a, Inputs* in) {
-  DumpReadOptions ro;
-  ro.inputs = a.inputs;
-  ro.job = a.job;
-  ro.jobs = a.jobs;
-  ro.align_clocks = a.align;
-  ro.progress = !a.quiet && isatty(STDERR_FILENO) ? stderr : nullptr;
   std::string error;
   Note(a, "reading the dump for the diagnosis");
-  if (!ReadDump(ro, &in->dump, &error)) {
+  if (!ReadDump(ReadOptionsOf(a), &in->dump, &error)) {
     if (in->dump.wrong_job) return BadArg(kCommand, error);
     std::fprintf(stderr, "xtimer report: %s\n", error.c_str());
     return 1;

@@ -21,8 +21,9 @@ struct FlagSpec {
   const char* help;
 };
 
-const std::vector<FlagSpec>& Specs() {
-  static const std::vector<FlagSpec>* specs = new std::vector<FlagSpec>{
+// Where the daemon lives: its run directory and registration socket.
+std::vector<FlagSpec> SocketSpecs() {
+  return {
       {"run-dir", "XTIMER_RUN_DIR", Type::kString, 0, 0,
        "directory for xtimerd.sock, .lock, .log and .pid; owned by the daemon's user, never "
        "group- or world-writable (default /run/xtimer as root, else /tmp/xtimer-UID)"},
@@ -33,6 +34,12 @@ const std::vector<FlagSpec>& Specs() {
        "register, each bound to its uid; 0660 with --socket-group limits it to a group)"},
       {"socket-group", "XTIMER_SOCKET_GROUP", Type::kString, 0, 0,
        "group (name or gid) the registration socket is given (default: the daemon's)"},
+  };
+}
+
+// The metrics and control ports: addresses and connection limits.
+std::vector<FlagSpec> PortSpecs() {
+  return {
       {"metrics-port", "XTIMER_METRICS_PORT", Type::kInt, 0, 65535,
        "Prometheus /metrics port (default 18889; 0 picks a free port, logged)"},
       {"metrics-address", "XTIMER_METRICS_ADDRESS", Type::kString, 0, 0,
@@ -40,8 +47,7 @@ const std::vector<FlagSpec>& Specs() {
       {"metrics-max-connections", "XTIMER_METRICS_MAX_CONNECTIONS", Type::kInt, 1, 65536,
        "connections the metrics port keeps open at most; a new one beyond closes the oldest "
        "(default 256)"},
-      {"metrics-request-timeout-ms", "XTIMER_METRICS_REQUEST_TIMEOUT_MS", Type::kInt, 100,
-       600000,
+      {"metrics-request-timeout-ms", "XTIMER_METRICS_REQUEST_TIMEOUT_MS", Type::kInt, 100, 600000,
        "a metrics-port client must send its whole request, and read the whole answer, within "
        "this many milliseconds, or is disconnected (default 5000)"},
       {"control-port", "XTIMER_CONTROL_PORT", Type::kInt, 0, 65535,
@@ -63,6 +69,12 @@ const std::vector<FlagSpec>& Specs() {
        "request is closed (default 512)"},
       {"control-max-connections-per-peer", "XTIMER_CONTROL_MAX_PER_PEER", Type::kInt, 1, 100000,
        "control port: connections from one address at once, same policy (default 256)"},
+  };
+}
+
+// Dumps and the hang diagnosis: the dump root, hang thresholds, automatic dumps, crash hooks.
+std::vector<FlagSpec> DiagnosisSpecs() {
+  return {
       {"dump-root", "XTIMER_DUMP_ROOT", Type::kString, 0, 0,
        "dump paths must resolve inside this directory; owned by the daemon's user, never group- "
        "or world-writable (default /var/lib/xtimer/dumps as root, else /tmp/xtimer-dumps-UID)"},
@@ -86,6 +98,12 @@ const std::vector<FlagSpec>& Specs() {
        "split on spaces, no shell, 10 s at most, as the crashed job's user when the daemon is "
        "root; read only from the daemon's flags or environment, never from a job's (default: "
        "none)"},
+  };
+}
+
+// What the daemon keeps per process: metric windows, history, exited processes, memory.
+std::vector<FlagSpec> MemorySpecs() {
+  return {
       {"window", "XTIMER_METRICS_WINDOW", Type::kInt, 1, 86400,
        "sliding window of the latency, FLOP/s and bandwidth gauges, seconds (default 60)"},
       {"window-samples", "XTIMER_WINDOW_SAMPLES", Type::kInt, 1, 1 << 20,
@@ -110,6 +128,12 @@ const std::vector<FlagSpec>& Specs() {
        "exited processes go first, then the oldest history records (default 512)"},
       {"process-memory-mb", "XTIMER_PROCESS_MEMORY_MB", Type::kInt, 1, 1 << 20,
        "estimated memory (MiB) one process's state may hold (default 64)"},
+  };
+}
+
+// Who may register and how rings are read.
+std::vector<FlagSpec> RegistrationSpecs() {
+  return {
       {"max-registrations", "XTIMER_MAX_REGISTRATIONS", Type::kInt, 1, 65536,
        "registration connections open at once, all processes (default 1024)"},
       {"max-registrations-per-uid", "XTIMER_MAX_REGISTRATIONS_PER_UID", Type::kInt, 1, 65536,
@@ -125,6 +149,12 @@ const std::vector<FlagSpec>& Specs() {
        "largest ring accepted, MiB of records (default 64: XTIMER_RING_CAPACITY up to 524288)"},
       {"poll-interval-ms", "XTIMER_POLL_INTERVAL_MS", Type::kInt, 1, 10,
        "ring read cycle, milliseconds (default 5)"},
+  };
+}
+
+// How the daemon runs: detached, its log, when it exits by itself.
+std::vector<FlagSpec> ProcessSpecs() {
+  return {
       {"daemonize", "XTIMER_DAEMONIZE", Type::kBool, 0, 0,
        "detach (double fork, setsid, output to the log file); the caller returns once the "
        "daemon serves"},
@@ -132,6 +162,12 @@ const std::vector<FlagSpec>& Specs() {
        "log file (default RUN_DIR/xtimerd.log when daemonized, else stderr)"},
       {"exit-when-idle", "XTIMER_EXIT_WHEN_IDLE", Type::kInt, 0, 86400 * 365,
        "exit after SECONDS with no registered process (default: never); alias --once"},
+  };
+}
+
+// The operation log (docs/oplog.md).
+std::vector<FlagSpec> OpLogSpecs() {
+  return {
       {"op-log", "XTIMER_OP_LOG", Type::kString, 0, 0,
        "per-rank operation logs under DUMP_ROOT/oplog/JOB (docs/oplog.md): job (for the "
        "processes whose XTIMER_LOG is jsonl or csv), off, or jsonl / csv (every process) "
@@ -162,6 +198,19 @@ const std::vector<FlagSpec>& Specs() {
        "the anomaly log names operations slower than this many times the median of their "
        "signature (default 3)"},
   };
+}
+
+// Every flag, in the order --help lists them.
+const std::vector<FlagSpec>& Specs() {
+  static const std::vector<FlagSpec>* specs = [] {
+    auto* all = new std::vector<FlagSpec>;
+    for (auto part : {SocketSpecs, PortSpecs, DiagnosisSpecs, MemorySpecs, RegistrationSpecs,
+                      ProcessSpecs, OpLogSpecs}) {
+      const std::vector<FlagSpec> some = part();
+      all->insert(all->end(), some.begin(), some.end());
+    }
+    return all;
+  }();
   return *specs;
 }
 

@@ -5,16 +5,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <condition_variable>
 #include <cstring>
-#include <limits>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <thread>
-#include <unordered_map>
 
 #include "format/record.h"
 #include "timeline/clock_align.h"
@@ -23,6 +21,7 @@
 #include "timeline/packet_compressor.h"
 #include "timeline/packet_sequence.h"
 #include "timeline/proto_wire.h"
+#include "timeline/rank_encoder.h"
 #include "timeline/slice_args.h"
 #include "timeline/timeline_io.h"
 
@@ -31,39 +30,6 @@ namespace timeline {
 namespace {
 
 using format::OpKind;
-using format::Operation;
-
-
-// ---------------- inputs ----------------
-struct StreamInfo {
-  int16_t device;
-  uint64_t stream;
-  uint32_t kinds;  // bit per OpKind
-  uint32_t number;  // the stream's number in its track name (StreamNumbers)
-};
-
-struct FileInfo {
-  std::string path;
-  std::string dir;
-  bool ok = false;
-  std::string error;  // rejected: why; recovered: why it stopped
-  Metadata meta;      // strings and comms dropped after pass 1
-  uint64_t events = 0;
-  uint64_t rejected = 0;  // events left out for breaking a limit (timeline/format.h)
-  std::vector<StreamInfo> streams;  // sorted by (device, stream)
-  bool has_host = false;
-  std::string node;
-  int node_index = -1;
-  std::vector<CollectiveEnd> ends;  // pass 1 only: sorted, one per collective
-  // Communicators as this file knows them (pass 1 only): id, size, (comm rank, global rank).
-  struct CommSeen {
-    uint64_t id;
-    int32_t size;
-    std::vector<std::pair<int32_t, int32_t>> members;
-  };
-  std::vector<CommSeen> comms;
-  std::vector<P2POp> p2p;  // pass 1 only: its sends and receives, sorted
-};
 
 // Collectives of communicators whose members all run on this node (the daemon names the global
 // ranks of its own node's members only, so a complete member list means a node-local one) cannot
@@ -157,47 +123,6 @@ void Pass1(FileInfo* f) {
   f->node = !f->meta.host.empty() ? f->meta.host : !f->meta.node.empty() ? f->meta.node : f->dir;
 }
 
-std::string KindsLabel(uint32_t kinds) {
-  std::string s;
-  for (int k = 1; k <= format::kOpKindMax; ++k) {
-    if (kinds & (1u << k)) {
-      if (!s.empty()) s += ", ";
-      s += format::OpKindName(static_cast<OpKind>(k));
-    }
-  }
-  return s;
-}
-
-// What a track item draws: an event's slice, its launch instant (host track), or the instant
-// at a receive's end where the send's flow arrives.
-enum class Mark : uint8_t { kSlice, kLaunch, kArrival };
-
-struct Item {
-  int64_t begin;
-  int64_t end;     // == begin for instants
-  uint32_t index;  // event index in the rank
-  Mark mark;
-};
-
-// How receives pair with sends across files (flows.h), and each send's start, on the aligned
-// clock: a receive that reads as ending up to kP2PNoiseNs before its send began (timer noise,
-// clock alignment error) gets its arrival just after the send's start, so that the flow still
-// runs forward; one that ends longer before is not its send's receive, and gets no arrival.
-constexpr int64_t kP2PNoiseNs = 100000;
-
-struct P2PMatch {
-  P2PShifts shifts;
-  std::vector<std::pair<uint64_t, int64_t>> send_start;  // flow id -> start, sorted
-
-  // Where flow `id` arrives for a receive ending at recv_end; -1: nowhere.
-  int64_t Arrival(uint64_t id, int64_t recv_end) const {
-    auto it = std::lower_bound(send_start.begin(), send_start.end(),
-                               std::make_pair(id, std::numeric_limits<int64_t>::min()));
-    if (it == send_start.end() || it->first != id || it->second < recv_end) return recv_end;
-    return it->second - recv_end <= kP2PNoiseNs ? it->second + 1 : -1;
-  }
-};
-
 // Frees pass 1's lists.
 P2PMatch MatchFilesP2P(const std::vector<FileInfo*>& ranks,
                        const std::vector<int64_t>& offsets) {
@@ -219,202 +144,6 @@ P2PMatch MatchFilesP2P(const std::vector<FileInfo*>& ranks,
   }
   std::sort(match.send_start.begin(), match.send_start.end());
   return match;
-}
-
-struct RankContext {
-  const FileInfo* file;
-  int ordinal;         // position in the output order
-  uint32_t first_seq;  // first sequence id of this rank
-  int pid;
-  int64_t offset;     // ns added to this node's times
-  std::string label;  // group label
-  int sort_index;
-  const ConvertOptions* options;
-  const CommTable* comms;
-  const P2PMatch* p2p;
-};
-
-struct RankResult {
-  std::string bytes;
-  uint64_t events = 0;
-  uint64_t truncated = 0;  // overlaps longer than kOverlapNoiseNs
-  std::string warning;
-};
-
-std::string EventName(const EventRecord& e, const Metadata& m) {
-  if (e.name != 0 && e.name < m.strings.size() && !m.strings[e.name].empty()) {
-    return m.strings[e.name];
-  }
-  return format::OperationName(static_cast<format::Operation>(e.op));
-}
-
-// Operations on one stream run one after another, but their measured times can overlap by a few
-// nanoseconds (timer resolution; a real GPU's events resolve about 0.5 us). Overlaps up to this
-// much are corrected silently; longer ones are corrected too and counted in a warning.
-constexpr int64_t kOverlapNoiseNs = 1000;
-
-// Emits the items of one track. A slice inside another nests; a slice that starts inside open
-// slices but ends after them ends them where it begins (Perfetto slices on a track must nest).
-template <typename EmitFn>
-void EmitTrack(std::vector<Item>* items, Sequence* s, uint64_t* truncated, EmitFn emit) {
-  std::sort(items->begin(), items->end(), [](const Item& a, const Item& b) {
-    if (a.begin != b.begin) return a.begin < b.begin;
-    if (a.end != b.end) return a.end > b.end;
-    return a.index < b.index;
-  });
-  std::vector<int64_t> open;  // ends of the open slices
-  auto end = [&](int64_t ts) {
-    s->End(ts);
-    open.pop_back();
-  };
-  for (const Item& it : *items) {
-    while (!open.empty() && open.back() <= it.begin) end(open.back());
-    while (!open.empty() && it.end > open.back()) {
-      if (open.back() - it.begin > kOverlapNoiseNs) ++*truncated;
-      end(it.begin);
-    }
-    emit(it);
-    if (it.mark == Mark::kSlice) open.push_back(it.end);
-  }
-  while (!open.empty()) end(open.back());
-}
-
-RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
-  RankResult res;
-  std::string packets;
-  std::vector<EventRecord> events;
-  events.reserve(ctx.file->events);
-  ReadResult r = ReadTimeline(ctx.file->path, [&](const EventRecord& e) { events.push_back(e); });
-  const Metadata& m = r.metadata;
-  const ConvertOptions& opt = *ctx.options;
-  std::string* out = compressor ? &packets : &res.bytes;
-  out->reserve(events.size() * 96);  // about what a slice with arguments and a launch takes
-
-  uint64_t base_uuid = static_cast<uint64_t>(ctx.ordinal + 1) << 20;
-  int rank = ctx.file->meta.rank;
-  // Process track.
-  {
-    std::string td, pd;
-    wire::U64(&pd, kPdPid, ctx.pid);
-    wire::U64(&pd, kPdSortIndex, ctx.sort_index);
-    std::string name = (rank >= 0 ? "rank " + std::to_string(rank)
-                                  : "unknown rank pid " + std::to_string(ctx.file->meta.pid)) +
-                       " (" + ctx.file->node + ")";
-    wire::Bytes(&pd, kPdName, name);
-    if (!ctx.label.empty()) wire::Bytes(&pd, kPdLabels, ctx.label);
-    if (!m.job.empty()) wire::Bytes(&pd, kPdLabels, "job " + m.job);
-    wire::U64(&td, kTdUuid, base_uuid);
-    wire::Bytes(&td, kTdProcess, pd);
-    std::string p;
-    wire::Bytes(&p, kPktTrackDescriptor, td);
-    wire::Bytes(out, kTracePacket, p);
-  }
-  auto thread_track = [&](uint64_t uuid, int tid, const std::string& name) {
-    std::string td, th, p;
-    wire::U64(&th, kThPid, ctx.pid);
-    wire::U64(&th, kThTid, tid);
-    wire::Bytes(&th, kThName, name);
-    wire::U64(&td, kTdUuid, uuid);
-    wire::U64(&td, kTdParent, base_uuid);
-    wire::Bytes(&td, kTdThread, th);
-    wire::Bytes(&p, kPktTrackDescriptor, td);
-    wire::Bytes(out, kTracePacket, p);
-  };
-
-  // Split events into tracks: index 0 = host track, 1.. = streams (pass-1 order).
-  const std::vector<StreamInfo>& streams = ctx.file->streams;
-  size_t ntracks = streams.size() + 1;
-  std::vector<std::vector<Item>> tracks(ntracks);
-  const int64_t off = ctx.offset;
-  // A send's slice starts the flow to its receive; the flow ends on an instant at the receive's
-  // end (when the data has arrived), on the receiver's stream. Perfetto draws a flow from the
-  // slice that begins first, so ending it on the receive's own slice would draw a receive posted
-  // before its send as receive -> send.
-  const std::unordered_map<uint32_t, uint64_t> p2p_flows =
-      P2PFlowIds(events, m.comms, ctx.p2p->shifts);
-  for (uint32_t i = 0; i < events.size(); ++i) {
-    const EventRecord& e = events[i];
-    int64_t b = e.gpu_start_ns + off;
-    int64_t en = b + std::max<int64_t>(e.duration_ns, 0);
-    if (e.kind == static_cast<uint8_t>(OpKind::kHostSync)) {
-      tracks[0].push_back({b, en, i, Mark::kSlice});
-      continue;
-    }
-    auto it = std::lower_bound(
-        streams.begin(), streams.end(), e, [](const StreamInfo& s, const EventRecord& ev) {
-          return s.device != ev.device ? s.device < ev.device : s.stream < ev.stream;
-        });
-    size_t t = 1 + static_cast<size_t>(it - streams.begin());
-    if (it == streams.end() || it->device != e.device || it->stream != e.stream) continue;
-    auto p2p = opt.flows ? p2p_flows.find(i) : p2p_flows.end();
-    tracks[t].push_back({b, en, i, Mark::kSlice});
-    if (p2p != p2p_flows.end() && e.op == static_cast<uint16_t>(Operation::kRecv)) {
-      const int64_t arrival = ctx.p2p->Arrival(p2p->second, en);
-      if (arrival >= 0) tracks[t].push_back({arrival, arrival, i, Mark::kArrival});
-    }
-    if (opt.launches && e.cpu_launch_ns > 0) {
-      // A launch cannot follow its GPU start; where the two clocks say so (by the GPU-to-host
-      // alignment error, about a microsecond) the instant is put at the start, so that the
-      // launch flow runs forward in time (Perfetto drops flows that run backwards).
-      int64_t c = std::min(e.cpu_launch_ns, e.gpu_start_ns) + off;
-      tracks[0].push_back({c, c, i, Mark::kLaunch});
-    }
-  }
-  const uint64_t launch_base = (1ull << 62) | (static_cast<uint64_t>(ctx.ordinal) << 36);
-  for (size_t t = 0; t < ntracks; ++t) {
-    if (tracks[t].empty()) continue;
-    uint64_t uuid = base_uuid + 1 + t;
-    int tid = ctx.pid * 1000 + static_cast<int>(t);
-    if (t == 0) {
-      thread_track(uuid, tid, "host (launches, syncs)");
-    } else {
-      const StreamInfo& si = streams[t - 1];
-      std::string name = "dev " + std::to_string(si.device) + " stream " +
-                         std::to_string(si.number) + " (" + KindsLabel(si.kinds) + ")";
-      thread_track(uuid, tid, name);
-    }
-    int64_t first = tracks[t][0].begin;
-    for (const Item& it : tracks[t]) first = std::min(first, it.begin);
-    Sequence seq(out, ctx.first_seq + static_cast<uint32_t>(t), uuid, first);
-    EmitTrack(&tracks[t], &seq, &res.truncated, [&](const Item& it) {
-      const EventRecord& e = events[it.index];
-      const bool arrival = it.mark == Mark::kArrival;
-      uint64_t name = seq.CachedName(
-          (static_cast<uint64_t>(arrival) << 63) | (static_cast<uint64_t>(e.name) << 16) | e.op,
-          [&] { return EventName(e, m) + (arrival ? " done" : ""); });
-      uint64_t cat = seq.CachedCategory(e.kind);
-      if (it.mark == Mark::kLaunch) {
-        seq.Flow(launch_base | it.index);
-        seq.Instant(it.begin, name, cat);
-        return;
-      }
-      if (arrival) {
-        seq.TerminatingFlow(p2p_flows.at(it.index));
-        seq.Instant(it.begin, name, cat);
-        return;
-      }
-      if (opt.args) AddArgs(&seq, e, *ctx.comms);
-      if (opt.flows && e.kind == static_cast<uint8_t>(OpKind::kCollective) && e.comm_id != 0) {
-        seq.Flow(CollectiveFlowId(e.comm_id, e.seq));
-      }
-      if (e.op == static_cast<uint16_t>(Operation::kSend)) {
-        auto p2p = p2p_flows.find(it.index);
-        if (opt.flows && p2p != p2p_flows.end()) seq.Flow(p2p->second);
-      }
-      if (opt.launches && t != 0 && e.cpu_launch_ns > 0)
-        seq.TerminatingFlow(launch_base | it.index);
-      seq.Begin(it.begin, name, cat);
-      ++res.events;
-    });
-  }
-  if (compressor) compressor->Compress(packets, &res.bytes);
-  if (res.truncated) {
-    res.warning =
-        ctx.file->path + ": " + std::to_string(res.truncated) +
-        " slices started more than 1 us before the previous one on their stream ended; the "
-        "previous one was cut short there";
-  }
-  return res;
 }
 
 // Ranks of the world that no file holds, and files from different dumps (job, dump_time).
@@ -466,73 +195,92 @@ std::string HumanCount(uint64_t n) {
   return b;
 }
 
-}  // namespace
-
-bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::string* error,
-                      FILE* log) {
-  auto t0 = std::chrono::steady_clock::now();
-  FILE* info = opt.quiet ? nullptr : log;
-  int jobs =
-      opt.jobs > 0 ? opt.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-
+// One conversion's state, from phase to phase.
+struct Conversion {
+  Conversion(const ConvertOptions& o, ConvertStats* s, FILE* l)
+      : opt(o), stats(s), log(l), info(o.quiet ? nullptr : l) {}
+  const ConvertOptions& opt;
+  ConvertStats* stats;
+  FILE* log;   // progress
+  FILE* info;  // notes, warnings, offsets, the summary; null when quiet
+  int jobs = 1;
   GroupLayout layout;
-  if (!opt.groups.empty() && !ParseGroupLayout(opt.groups, &layout, error)) return false;
+  std::vector<FileInfo> files;
+  std::map<std::string, std::vector<CollectiveEnd>> node_ends;  // sorted, one per collective
+  std::vector<FileInfo*> ranks;  // the files converted, in output order
+  CommTable comms;
+  std::vector<int64_t> offsets;  // ns added to each node's times, by FileInfo::node_index
+  P2PMatch p2p;
+};
+
+bool CheckOptions(Conversion* c, std::string* error) {
+  const ConvertOptions& opt = c->opt;
+  c->jobs =
+      opt.jobs > 0 ? opt.jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (!opt.groups.empty() && !ParseGroupLayout(opt.groups, &c->layout, error)) return false;
   if (opt.compression_level < 0 || opt.compression_level > PacketCompressor::kMaxLevel) {
     *error = "compression level " + std::to_string(opt.compression_level) + " is not in 0.." +
              std::to_string(PacketCompressor::kMaxLevel);
     return false;
   }
+  return true;
+}
 
-  std::vector<FileInfo> files;
-  {
-    InputList inputs = ListTimelineInputs(opt.inputs);
-    for (InputFile& in : inputs.files) {
-      FileInfo f;
-      f.path = std::move(in.path);
-      f.dir = std::move(in.dir);
-      files.push_back(std::move(f));
-    }
-    stats->skipped = std::move(inputs.skipped);
-    stats->notes = std::move(inputs.notes);
+void ListFiles(Conversion* c) {
+  InputList inputs = ListTimelineInputs(c->opt.inputs);
+  for (InputFile& in : inputs.files) {
+    FileInfo f;
+    f.path = std::move(in.path);
+    f.dir = std::move(in.dir);
+    c->files.push_back(std::move(f));
   }
-  stats->files = static_cast<int>(files.size());
+  c->stats->skipped = std::move(inputs.skipped);
+  c->stats->notes = std::move(inputs.notes);
+  c->stats->files = static_cast<int>(c->files.size());
+}
 
-  // Pass 1: metadata, streams, collective end times.
-  auto parallel = [&](size_t count, const std::function<void(size_t)>& fn) {
-    std::atomic<size_t> next{0};
-    std::vector<std::thread> threads;
-    int nt = static_cast<int>(std::min<size_t>(jobs, std::max<size_t>(count, 1)));
-    for (int t = 0; t < nt; ++t) {
-      threads.emplace_back([&] {
-        for (size_t i; (i = next.fetch_add(1)) < count;) fn(i);
-      });
-    }
-    for (auto& t : threads) t.join();
-  };
+// Runs fn(0), ..., fn(count - 1) on up to `jobs` threads.
+void ParallelFor(size_t count, int jobs, const std::function<void(size_t)>& fn) {
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> threads;
+  int nt = static_cast<int>(std::min<size_t>(jobs, std::max<size_t>(count, 1)));
+  for (int t = 0; t < nt; ++t) {
+    threads.emplace_back([&] {
+      for (size_t i; (i = next.fetch_add(1)) < count;) fn(i);
+    });
+  }
+  for (auto& t : threads) t.join();
+}
+
+// Pass 1: metadata, streams, collective end times (merged per node for the clock alignment).
+void ReadPass1(Conversion* c) {
+  const ConvertOptions& opt = c->opt;
   std::mutex mu;
   std::atomic<size_t> pass1_done{0};
-  std::map<std::string, std::vector<CollectiveEnd>> node_ends;  // sorted, one per collective
-  parallel(files.size(), [&](size_t i) {
-    FileInfo& f = files[i];
+  ParallelFor(c->files.size(), c->jobs, [&](size_t i) {
+    FileInfo& f = c->files[i];
     Pass1(&f);
     if (f.ok && opt.align_clocks) {
       std::lock_guard<std::mutex> lock(mu);
-      MergeEnds(&node_ends[f.node], f.ends);
+      MergeEnds(&c->node_ends[f.node], f.ends);
     }
     f.ends.clear();
     f.ends.shrink_to_fit();
     size_t done = ++pass1_done;
-    if (opt.progress && log) {
+    if (opt.progress && c->log) {
       std::lock_guard<std::mutex> lock(mu);
-      std::fprintf(log, "\rreading %zu/%zu files", done, files.size());
-      std::fflush(log);
+      std::fprintf(c->log, "\rreading %zu/%zu files", done, c->files.size());
+      std::fflush(c->log);
     }
   });
-  if (opt.progress && log) std::fprintf(log, "\n");
+  if (opt.progress && c->log) std::fprintf(c->log, "\n");
+}
 
-  // Select the ranks: good files, one per rank.
+// The ranks: good files, one per rank, by rank.
+void SelectRanks(Conversion* c) {
+  ConvertStats* stats = c->stats;
   std::vector<FileInfo*> ranks;
-  for (FileInfo& f : files) {
+  for (FileInfo& f : c->files) {
     if (!f.ok) {
       stats->skipped.push_back(f.path + ": " + f.error);
       continue;
@@ -545,237 +293,302 @@ bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::strin
     if (a->meta.rank != b->meta.rank) return a->meta.rank < b->meta.rank;
     return a->path < b->path;
   });
-  {
-    std::vector<FileInfo*> unique;
-    for (FileInfo* f : ranks) {
-      if (f->meta.rank >= 0 && !unique.empty() && unique.back()->meta.rank == f->meta.rank) {
-        stats->skipped.push_back(f->path + ": duplicate rank " + std::to_string(f->meta.rank) +
-                                 " (already read from " + unique.back()->path + ")");
-        continue;
-      }
-      unique.push_back(f);
-    }
-    ranks.swap(unique);
-  }
-  WarnAboutInputs(ranks, &stats->warnings, &stats->missing_ranks);
-  CommTable comms;
   for (FileInfo* f : ranks) {
+    if (f->meta.rank >= 0 && !c->ranks.empty() && c->ranks.back()->meta.rank == f->meta.rank) {
+      stats->skipped.push_back(f->path + ": duplicate rank " + std::to_string(f->meta.rank) +
+                               " (already read from " + c->ranks.back()->path + ")");
+      continue;
+    }
+    c->ranks.push_back(f);
+  }
+}
+
+// The communicators' members as the files together know them; frees pass 1's lists.
+void MergeComms(Conversion* c) {
+  for (FileInfo* f : c->ranks) {
     for (const FileInfo::CommSeen& seen : f->comms) {
-      CommMembers& c = comms[seen.id];
-      if (c.size == 0) c.size = seen.size;
-      if (c.size != seen.size) {
-        stats->warnings.push_back(f->path + ": communicator " + CommHex(seen.id) + " has " +
-                                  std::to_string(seen.size) + " ranks here, " +
-                                  std::to_string(c.size) + " in an earlier file");
+      CommMembers& m = c->comms[seen.id];
+      if (m.size == 0) m.size = seen.size;
+      if (m.size != seen.size) {
+        c->stats->warnings.push_back(f->path + ": communicator " + CommHex(seen.id) + " has " +
+                                     std::to_string(seen.size) + " ranks here, " +
+                                     std::to_string(m.size) + " in an earlier file");
         continue;
       }
-      for (const auto& m : seen.members) c.global[m.first] = m.second;  // ranks < size (pass 1)
+      for (const auto& g : seen.members) m.global[g.first] = g.second;  // ranks < size (pass 1)
     }
     f->comms.clear();
     f->comms.shrink_to_fit();
   }
-  if (!layout.dims.empty()) {
-    int world = 0;
-    for (FileInfo* f : ranks) world = std::max(world, f->meta.world_size);
-    if (world > 0 && layout.world() != world) {
-      *error = "--groups " + opt.groups + " describes " + std::to_string(layout.world()) +
-               " ranks, the files say world size " + std::to_string(world);
-      return false;
-    }
-    std::stable_sort(ranks.begin(), ranks.end(), [&](const FileInfo* a, const FileInfo* b) {
-      bool ua = a->meta.rank < 0, ub = b->meta.rank < 0;
-      if (ua != ub) return ub;
-      if (ua) return false;
-      return layout.OrderKey(a->meta.rank) < layout.OrderKey(b->meta.rank);
-    });
-  } else {
-    // Unknown ranks last.
+}
+
+// The output order: by the --groups layout when given, else by rank; unknown ranks last.
+bool OrderRanks(Conversion* c, std::string* error) {
+  std::vector<FileInfo*>& ranks = c->ranks;
+  const GroupLayout& layout = c->layout;
+  if (layout.dims.empty()) {
     std::stable_partition(ranks.begin(), ranks.end(),
                           [](const FileInfo* f) { return f->meta.rank >= 0; });
+    return true;
   }
-  for (const std::string& s : stats->notes) {
-    if (info) std::fprintf(info, "note: %s\n", s.c_str());
-  }
-  for (const std::string& s : stats->skipped) {
-    if (info) std::fprintf(info, "skipped %s\n", s.c_str());
-  }
-  for (const std::string& s : stats->warnings) {
-    if (info) std::fprintf(info, "warning: %s\n", s.c_str());
-  }
-  if (ranks.empty()) {
-    *error = "no readable timeline files";
+  int world = 0;
+  for (FileInfo* f : ranks) world = std::max(world, f->meta.world_size);
+  if (world > 0 && layout.world() != world) {
+    *error = "--groups " + c->opt.groups + " describes " + std::to_string(layout.world()) +
+             " ranks, the files say world size " + std::to_string(world);
     return false;
   }
+  std::stable_sort(ranks.begin(), ranks.end(), [&](const FileInfo* a, const FileInfo* b) {
+    bool ua = a->meta.rank < 0, ub = b->meta.rank < 0;
+    if (ua != ub) return ub;
+    if (ua) return false;
+    return layout.OrderKey(a->meta.rank) < layout.OrderKey(b->meta.rank);
+  });
+  return true;
+}
 
-  // Clock alignment per node.
+void PrintInputs(const Conversion& c) {
+  if (!c.info) return;
+  for (const std::string& s : c.stats->notes) std::fprintf(c.info, "note: %s\n", s.c_str());
+  for (const std::string& s : c.stats->skipped) std::fprintf(c.info, "skipped %s\n", s.c_str());
+  for (const std::string& s : c.stats->warnings) std::fprintf(c.info, "warning: %s\n", s.c_str());
+}
+
+void PrintOffsets(const Conversion& c, const std::vector<NodeEnds>& nodes,
+                  const ClockAlignment& alignment) {
+  const std::vector<int>& reference_of = alignment.reference_of;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const char* node = nodes[i].node.c_str();
+    if (!c.opt.align_clocks) {
+      std::fprintf(c.info, "clock offset %s: 0 ns (alignment off)\n", node);
+    } else if (reference_of[i] == static_cast<int>(i)) {
+      std::fprintf(c.info, "clock offset %s: 0 ns (reference)\n", node);
+    } else if (reference_of[i] < 0) {
+      std::fprintf(
+          c.info,
+          "clock offset %s: 0 ns (shares no collective with the other nodes: not aligned)\n", node);
+    } else {
+      std::fprintf(c.info,
+                   "clock offset %s: %+lld ns (relative to %s, from %zu shared collectives)\n",
+                   node, static_cast<long long>(alignment.offset[i]),
+                   nodes[reference_of[i]].node.c_str(), alignment.shared[i]);
+    }
+  }
+}
+
+// Clock alignment per node, then the sends' and receives' match on the aligned clock.
+void AlignNodes(Conversion* c) {
   std::vector<NodeEnds> nodes;
   std::map<std::string, int> node_index;
-  for (FileInfo* f : ranks) node_index.emplace(f->node, 0);
+  for (FileInfo* f : c->ranks) node_index.emplace(f->node, 0);
   for (auto& kv : node_index) {
     kv.second = static_cast<int>(nodes.size());
     NodeEnds ne;
     ne.node = kv.first;
-    auto it = node_ends.find(kv.first);
-    if (it != node_ends.end()) ne.ends.swap(it->second);
+    auto it = c->node_ends.find(kv.first);
+    if (it != c->node_ends.end()) ne.ends.swap(it->second);
     nodes.push_back(std::move(ne));
   }
-  node_ends.clear();
-  for (const NodeEnds& ne : nodes) stats->align_entries += ne.ends.size();
+  c->node_ends.clear();
+  for (const NodeEnds& ne : nodes) c->stats->align_entries += ne.ends.size();
   ClockAlignment alignment = AlignClocks(nodes);
-  const std::vector<int64_t>& offsets = alignment.offset;
-  const std::vector<int>& reference_of = alignment.reference_of;
+  c->offsets = alignment.offset;
   for (size_t i = 0; i < nodes.size(); ++i) {
-    stats->offsets.push_back({nodes[i].node, offsets[i]});
-    if (!info) continue;
-    if (!opt.align_clocks) {
-      std::fprintf(info, "clock offset %s: 0 ns (alignment off)\n", nodes[i].node.c_str());
-    } else if (reference_of[i] == static_cast<int>(i)) {
-      std::fprintf(info, "clock offset %s: 0 ns (reference)\n", nodes[i].node.c_str());
-    } else if (reference_of[i] < 0) {
-      std::fprintf(
-          info, "clock offset %s: 0 ns (shares no collective with the other nodes: not aligned)\n",
-          nodes[i].node.c_str());
-    } else {
-      std::fprintf(info,
-                   "clock offset %s: %+lld ns (relative to %s, from %zu shared collectives)\n",
-                   nodes[i].node.c_str(), static_cast<long long>(offsets[i]),
-                   nodes[reference_of[i]].node.c_str(), alignment.shared[i]);
-    }
+    c->stats->offsets.push_back({nodes[i].node, c->offsets[i]});
   }
+  if (c->info) PrintOffsets(*c, nodes, alignment);
   for (NodeEnds& ne : nodes) {
     ne.ends.clear();
     ne.ends.shrink_to_fit();
   }
-  for (FileInfo* f : ranks) f->node_index = node_index[f->node];
-  const P2PMatch p2p = MatchFilesP2P(ranks, offsets);
+  for (FileInfo* f : c->ranks) f->node_index = node_index[f->node];
+  c->p2p = MatchFilesP2P(c->ranks, c->offsets);
+}
 
-  // Pass 2: encode ranks in parallel, write in order.
-  std::string tmp = opt.output + ".tmp";
-  FILE* out = std::fopen(tmp.c_str(), "wb");
-  if (out == nullptr) {
-    *error = "cannot create " + tmp + ": " + std::strerror(errno);
-    return false;
-  }
-  bool write_ok = true;
-  auto write = [&](const std::string& s) {
-    if (write_ok && std::fwrite(s.data(), 1, s.size(), out) != s.size()) write_ok = false;
-    stats->trace_bytes += s.size();
-  };
-  {
-    // Trace clock: CLOCK_REALTIME (the files' clock).
-    std::string p, cs, clk;
-    int64_t t = 0;
-    for (FileInfo* f : ranks) {
-      if (f->meta.clock_realtime_ns > 0) {
-        t = f->meta.clock_realtime_ns;
-        break;
-      }
+// The trace's first packet: its clock, CLOCK_REALTIME (the files' clock).
+std::string ClockSnapshotPacket(const std::vector<FileInfo*>& ranks) {
+  std::string p, cs;
+  int64_t t = 0;
+  for (FileInfo* f : ranks) {
+    if (f->meta.clock_realtime_ns > 0) {
+      t = f->meta.clock_realtime_ns;
+      break;
     }
-    wire::U64(&clk, kClkId, kClockRealtime);
-    wire::U64(&clk, kClkTimestamp, static_cast<uint64_t>(t));
-    wire::Bytes(&cs, kCsClocks, clk);
-    clk.clear();
-    wire::U64(&clk, kClkId, kClockBoottime);
-    wire::U64(&clk, kClkTimestamp, static_cast<uint64_t>(t));
-    wire::Bytes(&cs, kCsClocks, clk);
-    wire::U64(&cs, kCsPrimary, kClockRealtime);
-    wire::Bytes(&p, kPktClockSnapshot, cs);
-    std::string pkt;
-    wire::Bytes(&pkt, kTracePacket, p);
-    write(pkt);
   }
+  AddClock(&cs, kClockRealtime, t);
+  AddClock(&cs, kClockBoottime, t);
+  wire::U64(&cs, kCsPrimary, kClockRealtime);
+  wire::Bytes(&p, kPktClockSnapshot, cs);
+  std::string pkt;
+  wire::Bytes(&pkt, kTracePacket, p);
+  return pkt;
+}
+
+std::vector<RankContext> RankContexts(const Conversion& c) {
+  const std::vector<FileInfo*>& ranks = c.ranks;
   std::vector<RankContext> ctxs(ranks.size());
   uint32_t seq = 1;
-  uint64_t total_events = 0;
   for (size_t i = 0; i < ranks.size(); ++i) {
-    RankContext& c = ctxs[i];
-    c.file = ranks[i];
-    c.ordinal = static_cast<int>(i);
-    c.first_seq = seq;
+    RankContext& x = ctxs[i];
+    x.file = ranks[i];
+    x.ordinal = static_cast<int>(i);
+    x.first_seq = seq;
     seq += static_cast<uint32_t>(ranks[i]->streams.size() + 1);
-    c.pid = ranks[i]->meta.rank >= 0 ? ranks[i]->meta.rank + 1 : 1000000 + static_cast<int>(i);
-    c.offset = offsets[ranks[i]->node_index];
-    c.label =
-        layout.dims.empty() || ranks[i]->meta.rank < 0 ? "" : layout.Label(ranks[i]->meta.rank);
-    c.sort_index = static_cast<int>(i);
-    c.options = &opt;
-    c.comms = &comms;
-    c.p2p = &p2p;
-    total_events += ranks[i]->events;
+    x.pid = ranks[i]->meta.rank >= 0 ? ranks[i]->meta.rank + 1 : 1000000 + static_cast<int>(i);
+    x.offset = c.offsets[ranks[i]->node_index];
+    x.label =
+        c.layout.dims.empty() || ranks[i]->meta.rank < 0 ? "" : c.layout.Label(ranks[i]->meta.rank);
+    x.sort_index = static_cast<int>(i);
+    x.options = &c.opt;
+    x.comms = &c.comms;
+    x.p2p = &c.p2p;
   }
-  std::vector<RankResult> results(ranks.size());
-  std::vector<bool> ready(ranks.size(), false);
-  std::mutex rmu;
-  std::condition_variable cv;
-  size_t written = 0;
-  const size_t window = static_cast<size_t>(jobs) * 2;
+  return ctxs;
+}
+
+// Ranks encoded on worker threads, handed to the writer in order; a worker waits while it is
+// `window` ranks ahead of the writer, which bounds memory.
+class OrderedResults {
+ public:
+  OrderedResults(size_t count, size_t window)
+      : results_(count), ready_(count, false), window_(window) {}
+
+  void WaitForSlot(size_t i) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return i < written_ + window_; });
+  }
+  void Put(size_t i, RankResult r) {
+    std::lock_guard<std::mutex> lock(mu_);
+    results_[i] = std::move(r);
+    ready_[i] = true;
+    cv_.notify_all();
+  }
+  RankResult Take(size_t i) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return ready_[i]; });
+    RankResult r = std::move(results_[i]);
+    written_ = i + 1;
+    cv_.notify_all();
+    return r;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<RankResult> results_;
+  std::vector<bool> ready_;
+  size_t written_ = 0;
+  const size_t window_;
+};
+
+// The trace file, written as a temporary renamed into place once complete.
+struct TraceOutput {
+  std::string tmp;
+  FILE* file = nullptr;
+  bool ok = true;
+  uint64_t* bytes = nullptr;  // counts what was written
+
+  void Write(const std::string& s) {
+    if (ok && std::fwrite(s.data(), 1, s.size(), file) != s.size()) ok = false;
+    *bytes += s.size();
+  }
+};
+
+// Pass 2: encodes the ranks in parallel and writes them in order.
+void EncodeRanks(const Conversion& c, TraceOutput* out) {
+  const ConvertOptions& opt = c.opt;
+  const std::vector<RankContext> ctxs = RankContexts(c);
+  uint64_t total_events = 0, done_events = 0;
+  for (const FileInfo* f : c.ranks) total_events += f->events;
+  OrderedResults results(ctxs.size(), static_cast<size_t>(c.jobs) * 2);
   std::atomic<size_t> next{0};
   std::vector<std::thread> workers;
-  for (int t = 0; t < std::min<int>(jobs, static_cast<int>(ranks.size())); ++t) {
+  for (int t = 0; t < std::min<int>(c.jobs, static_cast<int>(ctxs.size())); ++t) {
     workers.emplace_back([&] {
       std::unique_ptr<PacketCompressor> compressor;
       if (opt.compression_level > 0)
         compressor = std::make_unique<PacketCompressor>(opt.compression_level);
-      for (;;) {
-        size_t i = next.fetch_add(1);
-        if (i >= ranks.size()) return;
-        {
-          std::unique_lock<std::mutex> lock(rmu);
-          cv.wait(lock, [&] { return i < written + window; });  // bound memory
-        }
-        RankResult r = EncodeRank(ctxs[i], compressor.get());
-        std::lock_guard<std::mutex> lock(rmu);
-        results[i] = std::move(r);
-        ready[i] = true;
-        cv.notify_all();
+      for (size_t i; (i = next.fetch_add(1)) < ctxs.size();) {
+        results.WaitForSlot(i);
+        results.Put(i, EncodeRank(ctxs[i], compressor.get()));
       }
     });
   }
-  uint64_t done_events = 0;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    RankResult r;
-    {
-      std::unique_lock<std::mutex> lock(rmu);
-      cv.wait(lock, [&] { return ready[i]; });
-      r = std::move(results[i]);
-      written = i + 1;
-      cv.notify_all();
-    }
-    write(r.bytes);
-    stats->events += r.events;
-    done_events += ranks[i]->events;
+  for (size_t i = 0; i < ctxs.size(); ++i) {
+    RankResult r = results.Take(i);
+    out->Write(r.bytes);
+    c.stats->events += r.events;
+    done_events += ctxs[i].file->events;
     if (!r.warning.empty()) {
-      stats->warnings.push_back(r.warning);
-      if (info) std::fprintf(info, "warning: %s\n", r.warning.c_str());
+      c.stats->warnings.push_back(r.warning);
+      if (c.info) std::fprintf(c.info, "warning: %s\n", r.warning.c_str());
     }
-    if (opt.progress && log) {
-      std::fprintf(log, "\rconverting %zu/%zu ranks, %s/%s events", i + 1, ranks.size(),
+    if (opt.progress && c.log) {
+      std::fprintf(c.log, "\rconverting %zu/%zu ranks, %s/%s events", i + 1, ctxs.size(),
                    HumanCount(done_events).c_str(), HumanCount(total_events).c_str());
-      std::fflush(log);
+      std::fflush(c.log);
     }
   }
   for (auto& w : workers) w.join();
-  if (opt.progress && log) std::fprintf(log, "\n");
-  if (std::fclose(out) != 0) write_ok = false;
-  if (!write_ok) {
-    unlink(tmp.c_str());
-    *error = "write " + tmp + " failed: " + std::strerror(errno);
+  if (opt.progress && c.log) std::fprintf(c.log, "\n");
+}
+
+bool WriteTrace(const Conversion& c, std::string* error) {
+  TraceOutput out;
+  out.tmp = c.opt.output + ".tmp";
+  out.bytes = &c.stats->trace_bytes;
+  out.file = std::fopen(out.tmp.c_str(), "wb");
+  if (out.file == nullptr) {
+    *error = "cannot create " + out.tmp + ": " + std::strerror(errno);
     return false;
   }
-  if (std::rename(tmp.c_str(), opt.output.c_str()) != 0) {
-    *error = "rename " + tmp + " to " + opt.output + ": " + std::strerror(errno);
-    unlink(tmp.c_str());
+  out.Write(ClockSnapshotPacket(c.ranks));
+  EncodeRanks(c, &out);
+  if (std::fclose(out.file) != 0) out.ok = false;
+  if (!out.ok) {
+    unlink(out.tmp.c_str());
+    *error = "write " + out.tmp + " failed: " + std::strerror(errno);
     return false;
   }
-  stats->ranks = static_cast<int>(ranks.size());
+  if (std::rename(out.tmp.c_str(), c.opt.output.c_str()) != 0) {
+    *error = "rename " + out.tmp + " to " + c.opt.output + ": " + std::strerror(errno);
+    unlink(out.tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+void PrintSummary(const Conversion& c) {
+  const ConvertStats& s = *c.stats;
+  std::fprintf(c.info, "wrote %s: %d ranks, %llu slices, %llu bytes (%.1f bytes/slice) in %.2f s\n",
+               c.opt.output.c_str(), s.ranks, static_cast<unsigned long long>(s.events),
+               static_cast<unsigned long long>(s.trace_bytes),
+               s.events ? static_cast<double>(s.trace_bytes) / s.events : 0.0, s.seconds);
+}
+
+}  // namespace
+
+bool ConvertTimelines(const ConvertOptions& opt, ConvertStats* stats, std::string* error,
+                      FILE* log) {
+  auto t0 = std::chrono::steady_clock::now();
+  Conversion c(opt, stats, log);
+  if (!CheckOptions(&c, error)) return false;
+  ListFiles(&c);
+  ReadPass1(&c);
+  SelectRanks(&c);
+  WarnAboutInputs(c.ranks, &stats->warnings, &stats->missing_ranks);
+  MergeComms(&c);
+  if (!OrderRanks(&c, error)) return false;
+  PrintInputs(c);
+  if (c.ranks.empty()) {
+    *error = "no readable timeline files";
+    return false;
+  }
+  AlignNodes(&c);
+  if (!WriteTrace(c, error)) return false;
+  stats->ranks = static_cast<int>(c.ranks.size());
   stats->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (info) {
-    std::fprintf(info, "wrote %s: %d ranks, %llu slices, %llu bytes (%.1f bytes/slice) in %.2f s\n",
-                 opt.output.c_str(), stats->ranks, static_cast<unsigned long long>(stats->events),
-                 static_cast<unsigned long long>(stats->trace_bytes),
-                 stats->events ? static_cast<double>(stats->trace_bytes) / stats->events : 0.0,
-                 stats->seconds);
-  }
+  if (c.info) PrintSummary(c);
   return true;
 }
 

@@ -82,25 +82,28 @@ inline double RoundSignificant(double v, int digits) {
   return std::round(v * scale) / scale;
 }
 
+// Adds to a ClockSnapshot one clock, `id`, that reads `ts` at the snapshot.
+inline void AddClock(std::string* snapshot, uint32_t id, int64_t ts, bool incremental = false) {
+  std::string clk;
+  wire::U64(&clk, kClkId, id);
+  wire::U64(&clk, kClkTimestamp, static_cast<uint64_t>(ts));
+  if (incremental) wire::U64(&clk, kClkIncremental, 1);
+  wire::Bytes(snapshot, kCsClocks, clk);
+}
+
 class Sequence {
  public:
   Sequence(std::string* out, uint32_t seq_id, uint64_t track_uuid, int64_t first_ts)
       : out_(out), seq_id_(seq_id), last_ts_(first_ts) {
-    std::string p, d, ted, cs, clk;
+    std::string p, d, ted, cs;
     wire::U64(&p, kPktSeqId, seq_id);
     wire::U64(&p, kPktSeqFlags, kSeqIncrementalStateCleared);
     wire::U64(&ted, kTedTrackUuid, track_uuid);
     wire::U64(&d, kDefClockId, kClockSeq);
     wire::Bytes(&d, kDefTrackEvent, ted);
     wire::Bytes(&p, kPktDefaults, d);
-    wire::U64(&clk, kClkId, kClockRealtime);
-    wire::U64(&clk, kClkTimestamp, static_cast<uint64_t>(first_ts));
-    wire::Bytes(&cs, kCsClocks, clk);
-    clk.clear();
-    wire::U64(&clk, kClkId, kClockSeq);
-    wire::U64(&clk, kClkTimestamp, static_cast<uint64_t>(first_ts));
-    wire::U64(&clk, kClkIncremental, 1);
-    wire::Bytes(&cs, kCsClocks, clk);
+    AddClock(&cs, kClockRealtime, first_ts);
+    AddClock(&cs, kClockSeq, first_ts, /*incremental=*/true);
     wire::Bytes(&p, kPktClockSnapshot, cs);
     wire::Bytes(out_, kTracePacket, p);
   }

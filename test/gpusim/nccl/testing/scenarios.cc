@@ -1,265 +1,24 @@
 #include "test/gpusim/nccl/testing/scenarios.h"
 
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_fp8.h>
 #include <cuda_runtime_api.h>
 #include <unistd.h>
 
 #include <cmath>
-#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
-#include <mutex>
 
+#include "test/gpusim/nccl/testing/scenario_ctx.h"
 #include "test/gpusim/sim_api_client.h"
 
 namespace xtsim {
 namespace nccl {
 namespace testing {
 namespace {
-
-std::mutex g_progress_mu;
-std::function<void(int, const std::string&)>* g_progress = nullptr;
-
-// ---- element access, written independently of the library's datatypes.cc -----------------------
-
-size_t ElemSize(ncclDataType_t t) {
-  switch (t) {
-    case ncclInt8:
-    case ncclUint8:
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-      return 1;
-    case ncclFloat16:
-    case ncclBfloat16:
-      return 2;
-    case ncclInt32:
-    case ncclUint32:
-    case ncclFloat32:
-      return 4;
-    default:
-      return 8;
-  }
-}
-
-bool IsInteger(ncclDataType_t t) { return t <= ncclUint64; }
-
-double Get(ncclDataType_t t, const void* p, size_t i) {
-  switch (t) {
-    case ncclInt8:
-      return static_cast<const int8_t*>(p)[i];
-    case ncclUint8:
-      return static_cast<const uint8_t*>(p)[i];
-    case ncclInt32:
-      return static_cast<const int32_t*>(p)[i];
-    case ncclUint32:
-      return static_cast<const uint32_t*>(p)[i];
-    case ncclInt64:
-      return static_cast<double>(static_cast<const int64_t*>(p)[i]);
-    case ncclUint64:
-      return static_cast<double>(static_cast<const uint64_t*>(p)[i]);
-    case ncclFloat16:
-      return __half2float(static_cast<const __half*>(p)[i]);
-    case ncclFloat32:
-      return static_cast<const float*>(p)[i];
-    case ncclFloat64:
-      return static_cast<const double*>(p)[i];
-    case ncclBfloat16:
-      return __bfloat162float(static_cast<const __nv_bfloat16*>(p)[i]);
-    case ncclFloat8e4m3:
-      return __half2float(
-          __half(__nv_cvt_fp8_to_halfraw(static_cast<const uint8_t*>(p)[i], __NV_E4M3)));
-    case ncclFloat8e5m2:
-      return __half2float(
-          __half(__nv_cvt_fp8_to_halfraw(static_cast<const uint8_t*>(p)[i], __NV_E5M2)));
-    default:
-      return NAN;
-  }
-}
-
-void Set(ncclDataType_t t, void* p, size_t i, double v) {
-  switch (t) {
-    case ncclInt8:
-      static_cast<int8_t*>(p)[i] = static_cast<int8_t>(v);
-      break;
-    case ncclUint8:
-      static_cast<uint8_t*>(p)[i] = static_cast<uint8_t>(v);
-      break;
-    case ncclInt32:
-      static_cast<int32_t*>(p)[i] = static_cast<int32_t>(v);
-      break;
-    case ncclUint32:
-      static_cast<uint32_t*>(p)[i] = static_cast<uint32_t>(v);
-      break;
-    case ncclInt64:
-      static_cast<int64_t*>(p)[i] = static_cast<int64_t>(v);
-      break;
-    case ncclUint64:
-      static_cast<uint64_t*>(p)[i] = static_cast<uint64_t>(v);
-      break;
-    case ncclFloat16:
-      static_cast<__half*>(p)[i] = __float2half_rn(static_cast<float>(v));
-      break;
-    case ncclFloat32:
-      static_cast<float*>(p)[i] = static_cast<float>(v);
-      break;
-    case ncclFloat64:
-      static_cast<double*>(p)[i] = v;
-      break;
-    case ncclBfloat16:
-      static_cast<__nv_bfloat16*>(p)[i] = __float2bfloat16_rn(static_cast<float>(v));
-      break;
-    case ncclFloat8e4m3:
-      static_cast<uint8_t*>(p)[i] =
-          __nv_cvt_float_to_fp8(static_cast<float>(v), __NV_SATFINITE, __NV_E4M3);
-      break;
-    case ncclFloat8e5m2:
-      static_cast<uint8_t*>(p)[i] =
-          __nv_cvt_float_to_fp8(static_cast<float>(v), __NV_SATFINITE, __NV_E5M2);
-      break;
-    default:
-      break;
-  }
-}
-
-// Relative tolerance: inputs are small integers, so most results are exact; averages over a
-// non-power-of-two number of ranks are not.
-double Tolerance(ncclDataType_t t) {
-  switch (t) {
-    case ncclFloat8e4m3:
-    case ncclFloat8e5m2:
-      return 0.15;
-    case ncclBfloat16:
-      return 1e-2;
-    case ncclFloat16:
-      return 2e-3;
-    case ncclFloat32:
-      return 1e-5;
-    case ncclFloat64:
-      return 1e-12;
-    default:
-      return 0;
-  }
-}
-
-// Element k of rank r's send buffer. fp8 gets 0/1 so that sums of up to 8 ranks stay exact.
-double Input(int r, size_t k, ncclDataType_t t) {
-  if (t == ncclFloat8e4m3 || t == ncclFloat8e5m2) {
-    return static_cast<double>((static_cast<size_t>(r) + k) % 2);
-  }
-  return static_cast<double>((static_cast<size_t>(r) * 7 + k * 3) % 5 + 1);
-}
-
-// ---- a rank's context
-// ------------------------------------------------------------------------------
-
-class Ctx {
- public:
-  Ctx(int rank, int nranks, const ncclUniqueId& id, ScenarioResult* out)
-      : rank(rank), nranks(nranks), id(id), out_(out) {}
-  ~Ctx() {
-    for (void* p : allocations_) cudaFree(p);
-    for (cudaStream_t s : streams_) cudaStreamDestroy(s);
-  }
-
-  void Fail(const char* fmt, ...) __attribute__((format(printf, 2, 3))) {
-    char buf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(buf, sizeof(buf), fmt, ap);
-    va_end(ap);
-    out_->failures.push_back("rank " + std::to_string(rank) + ": " + buf);
-  }
-  bool failed() const { return !out_->failures.empty(); }
-  void Value(const std::string& key, double v) { out_->values[key] = v; }
-  void Progress(const std::string& step) {
-    std::lock_guard<std::mutex> lock(g_progress_mu);
-    if (g_progress != nullptr) (*g_progress)(rank, step);
-  }
-
-  void* Alloc(size_t bytes) {
-    void* p = nullptr;
-    if (cudaMalloc(&p, bytes == 0 ? 1 : bytes) != cudaSuccess) {
-      Fail("cudaMalloc(%zu) failed", bytes);
-      return nullptr;
-    }
-    allocations_.push_back(p);
-    return p;
-  }
-  cudaStream_t NewStream() {
-    cudaStream_t s = nullptr;
-    if (cudaStreamCreate(&s) != cudaSuccess) Fail("cudaStreamCreate failed");
-    streams_.push_back(s);
-    return s;
-  }
-  cudaStream_t stream() {
-    if (streams_.empty()) NewStream();
-    return streams_.front();
-  }
-
-  const int rank;
-  const int nranks;
-  const ncclUniqueId id;
-
- private:
-  ScenarioResult* out_;
-  std::vector<void*> allocations_;
-  std::vector<cudaStream_t> streams_;
-};
-
-#define NCCL_OK(ctx, call)                                                              \
-  do {                                                                                  \
-    ncclResult_t r_ = (call);                                                           \
-    if (r_ != ncclSuccess) {                                                            \
-      (ctx).Fail("line %d: %s returned %d (%s)", __LINE__, #call, static_cast<int>(r_), \
-                 ncclGetLastError(nullptr));                                            \
-      return;                                                                           \
-    }                                                                                   \
-  } while (0)
-
-#define CUDA_OK(ctx, call)                                                                     \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    if (e_ != cudaSuccess) {                                                                   \
-      (ctx).Fail("line %d: %s returned CUDA error %d", __LINE__, #call, static_cast<int>(e_)); \
-      return;                                                                                  \
-    }                                                                                          \
-  } while (0)
-
-#define EXPECT_THAT(ctx, cond, ...)       \
-  do {                                    \
-    if (!(cond)) (ctx).Fail(__VA_ARGS__); \
-  } while (0)
-
-struct CommDeleter {
-  void operator()(ncclComm* c) const {
-    if (c != nullptr) ncclCommDestroy(c);
-  }
-};
-using CommPtr = std::unique_ptr<ncclComm, CommDeleter>;
-
-// Fills `count` elements with rank r's inputs starting at input index `first`.
-void FillInputs(void* p, ncclDataType_t t, int r, size_t count, size_t first = 0) {
-  for (size_t i = 0; i < count; ++i) Set(t, p, i, Input(r, first + i, t));
-}
-
-// Compares `count` elements of `got` with expected(i); reports the first mismatch.
-template <typename F>
-void ExpectElements(Ctx& ctx, const char* what, ncclDataType_t t, const void* got, size_t count,
-                    F expected) {
-  size_t bad = 0;
-  for (size_t i = 0; i < count; ++i) {
-    double want = expected(i), have = Get(t, got, i);
-    if (std::fabs(have - want) <= Tolerance(t) * std::max(1.0, std::fabs(want))) continue;
-    if (bad++ == 0) ctx.Fail("%s: element %zu is %g, expected %g", what, i, have, want);
-  }
-  if (bad > 1) ctx.Fail("%s: %zu of %zu elements wrong", what, bad, count);
-}
 
 // ---- collectives
 // ---------------------------------------------------------------------------------
@@ -328,48 +87,63 @@ bool RecvsAllBlocks(Coll c) {
   return c == Coll::kAllGather || c == Coll::kAlltoAll || c == Coll::kGather;
 }
 
-void RunCase(Ctx& ctx, ncclComm_t comm, const Case& c) {
+// A case's buffers; in place, send and receive share one allocation laid out as nccl.h describes.
+struct CaseBuffers {
+  uint8_t* recv = nullptr;  // where the rank's result is checked
+  const void* sendbuff = nullptr;  // what the call gets: NULL where the API allows it
+  void* recvbuff = nullptr;
+};
+
+// False when an allocation failed (reported).
+bool PrepareBuffers(Ctx& ctx, const Case& c, CaseBuffers* b) {
   const int n = ctx.nranks, me = ctx.rank, root = n - 1;
   const size_t es = ElemSize(c.type);
   const size_t send_elems = SendsAllBlocks(c.coll) ? n * c.count : c.count;
   const size_t recv_elems = RecvsAllBlocks(c.coll) ? n * c.count : c.count;
-  char what[160];
-  snprintf(what, sizeof(what), "%s type %d op %d count %zu%s", CollName(c.coll), c.type, c.op,
-           c.count, c.in_place ? " in place" : "");
-
-  // Buffers; in place, send and receive share one allocation laid out as nccl.h describes.
-  auto* recv = static_cast<uint8_t*>(ctx.Alloc(std::max(send_elems, recv_elems) * es));
+  uint8_t* recv = static_cast<uint8_t*>(ctx.Alloc(std::max(send_elems, recv_elems) * es));
   uint8_t* send = recv;
   if (!c.in_place) {
     send = static_cast<uint8_t*>(ctx.Alloc(send_elems * es));
   } else if (c.coll == Coll::kAllGather) {
     send = recv + me * c.count * es;
   }
-  if (recv == nullptr || send == nullptr) return;
+  if (recv == nullptr || send == nullptr) return false;
   if (!c.in_place) memset(recv, 0, recv_elems * es);
   FillInputs(send, c.type, me, send_elems);
   if (c.in_place && c.coll == Coll::kReduceScatter) recv = send + me * c.count * es;
   if (c.coll == Coll::kBcast) FillInputs(recv, c.type, me, recv_elems);  // in place by definition
   bool root_only_send = c.coll == Coll::kBroadcast || c.coll == Coll::kScatter;
   bool root_only_recv = c.coll == Coll::kReduce || c.coll == Coll::kGather;
-  const void* sendbuff = root_only_send && me != root ? nullptr : send;  // NULL is allowed there
-  void* recvbuff = root_only_recv && me != root ? nullptr : recv;
-  if (c.count == 0) sendbuff = recvbuff = nullptr;
+  b->recv = recv;
+  b->sendbuff = root_only_send && me != root ? nullptr : send;  // NULL is allowed there
+  b->recvbuff = root_only_recv && me != root ? nullptr : recv;
+  if (c.count == 0) b->sendbuff = b->recvbuff = nullptr;
+  return true;
+}
 
-  ncclRedOp_t op = static_cast<ncclRedOp_t>(c.op);
-  if (c.op == kPreMulHost || c.op == kPreMulDevice) {
-    uint8_t scalar[8];
-    Set(c.type, scalar, 0, me + 1);
-    void* where = scalar;
-    if (c.op == kPreMulDevice) {
-      where = ctx.Alloc(es);
-      if (where == nullptr) return;
-      memcpy(where, scalar, es);
-    }
-    NCCL_OK(ctx, ncclRedOpCreatePreMulSum(
-                     &op, where, c.type,
-                     c.op == kPreMulDevice ? ncclScalarDevice : ncclScalarHostImmediate, comm));
+// The case's operator: a PreMulSum made for it (with the rank's scalar), or a built-in one.
+void MakeOp(Ctx& ctx, ncclComm_t comm, const Case& c, ncclRedOp_t* op) {
+  *op = static_cast<ncclRedOp_t>(c.op);
+  if (c.op != kPreMulHost && c.op != kPreMulDevice) return;
+  const size_t es = ElemSize(c.type);
+  uint8_t scalar[8];
+  Set(c.type, scalar, 0, ctx.rank + 1);
+  void* where = scalar;
+  if (c.op == kPreMulDevice) {
+    where = ctx.Alloc(es);
+    if (where == nullptr) return;
+    memcpy(where, scalar, es);
   }
+  NCCL_OK(ctx, ncclRedOpCreatePreMulSum(
+                   op, where, c.type,
+                   c.op == kPreMulDevice ? ncclScalarDevice : ncclScalarHostImmediate, comm));
+}
+
+// Issues the case's collective on the rank's stream and waits for it.
+void Launch(Ctx& ctx, ncclComm_t comm, const Case& c, const CaseBuffers& b, ncclRedOp_t op) {
+  const int root = ctx.nranks - 1;
+  const void* sendbuff = b.sendbuff;
+  void* recvbuff = b.recvbuff;
   cudaStream_t s = ctx.stream();
   switch (c.coll) {
     case Coll::kAllReduce:
@@ -402,7 +176,11 @@ void RunCase(Ctx& ctx, ncclComm_t comm, const Case& c) {
   }
   CUDA_OK(ctx, cudaStreamSynchronize(s));
   if (c.op == kPreMulHost || c.op == kPreMulDevice) NCCL_OK(ctx, ncclRedOpDestroy(op, comm));
+}
 
+// Compares what the rank received with what the test expects of the case.
+void CheckCase(Ctx& ctx, const Case& c, const uint8_t* recv, const char* what) {
+  const int n = ctx.nranks, me = ctx.rank, root = n - 1;
   const size_t cnt = c.count;
   switch (c.coll) {
     case Coll::kAllReduce:
@@ -447,6 +225,21 @@ void RunCase(Ctx& ctx, ncclComm_t comm, const Case& c) {
                      [&](size_t i) { return Input(root, me * cnt + i, c.type); });
       break;
   }
+}
+
+void RunCase(Ctx& ctx, ncclComm_t comm, const Case& c) {
+  char what[160];
+  snprintf(what, sizeof(what), "%s type %d op %d count %zu%s", CollName(c.coll), c.type, c.op,
+           c.count, c.in_place ? " in place" : "");
+  CaseBuffers b;
+  if (!PrepareBuffers(ctx, c, &b)) return;
+  const size_t failures = ctx.failure_count();
+  ncclRedOp_t op;
+  MakeOp(ctx, comm, c, &op);
+  if (ctx.failure_count() != failures) return;
+  Launch(ctx, comm, c, b, op);
+  if (ctx.failure_count() != failures) return;
+  CheckCase(ctx, c, b.recv, what);
 }
 
 std::vector<Case> CollectiveCases() {
@@ -873,13 +666,6 @@ const std::map<std::string, ScenarioFn>& Scenarios() {
 }
 
 }  // namespace
-
-void SetProgressCallback(std::function<void(int, const std::string&)> callback) {
-  std::lock_guard<std::mutex> lock(g_progress_mu);
-  delete g_progress;
-  g_progress =
-      callback ? new std::function<void(int, const std::string&)>(std::move(callback)) : nullptr;
-}
 
 ScenarioResult RunScenario(const std::string& name, int rank, int nranks, const ncclUniqueId& id) {
   ScenarioResult result;
