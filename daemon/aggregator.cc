@@ -1,18 +1,20 @@
 #include "daemon/aggregator.h"
 
-#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cinttypes>
 #include <cstring>
-#include <deque>
 #include <set>
 #include <utility>
 
 #include "daemon/blocked_by.h"
 #include "daemon/clock.h"
+#include "daemon/comm_progress.h"
+#include "daemon/kernel_names.h"
 #include "daemon/log.h"
+#include "daemon/memory_return.h"
+#include "daemon/op_history.h"
 #include "daemon/op_stats.h"
 
 namespace xtimer {
@@ -22,17 +24,6 @@ namespace {
 using format::OpKind;
 using format::RecordType;
 
-constexpr size_t kMaxNameLength = 4096;
-constexpr size_t kHistoryChunk = 4096;
-constexpr size_t kHistoryChunkBytes = kHistoryChunk * sizeof(format::OpRecord);
-constexpr size_t kHashNodeBytes = 64;  // a hash-map node and its share of the bucket array
-// After this much estimated memory was freed, malloc_trim(0) hands glibc's free pages back.
-constexpr size_t kTrimAfterBytes = size_t{8} << 20;
-constexpr int64_t kTrimIntervalNs = 1000000000;
-// After a trim for memory really freed, trims go on once a second for this long: buffers that
-// other threads size to the load (the live diagnosis's snapshot, a scrape's exposition) shrink
-// at their next pass and are handed back too.
-constexpr int64_t kTrimSettleNs = int64_t{10} * 1000000000;
 // The share of a process above the high-water mark is budget / (4 * max(live, this)): with up to
 // this many processes the last quarter of the budget covers every share.
 constexpr size_t kShareProcesses = 64;
@@ -49,10 +40,6 @@ double AgeSeconds(int64_t now_ns, int64_t then_ns) {
 }
 
 }  // namespace
-
-void SetMallocPolicy() {
-  mallopt(M_MMAP_THRESHOLD, 64 << 10);
-}
 
 std::string SanitizeLabel(const std::string& s) {
   std::string out = s;
@@ -81,28 +68,18 @@ struct Series {
   LatencyWindow window;
 };
 
-struct Comm {
-  uint64_t completed_seq = 0;  // from completed records
-  int64_t last_completed_ns = 0;
-  int64_t last_activity_ns = 0;
-  bool has_row = false;  // listed in the ring's in-flight table now
-  format::InflightRow row;
-  int comm_rank = -1;
-  int comm_size = 0;
-  uint64_t parent_id = 0;
-};
-
 // A rank of a process: the whole process, or one of the devices it drives.
 struct Aggregator::Rank {
   int device = -1;  // -1 while the process has one rank
   std::unordered_map<uint64_t, std::unique_ptr<Series>> series;
   uint64_t last_key = ~uint64_t{0};
   Series* last_series = nullptr;
-  std::unordered_map<uint64_t, Comm> comms;
+  CommTable comms;
   uint64_t unaggregated = 0;
 };
 
 struct Aggregator::Process {
+  explicit Process(size_t history_capacity) : history(history_capacity) {}
   int pid = 0;
   uint32_t uid = 0;     // SO_PEERCRED of its connection
   std::string token;    // its job token
@@ -113,19 +90,9 @@ struct Aggregator::Process {
   std::vector<std::unique_ptr<Rank>> ranks;
   int comm_device = -1;     // the device of the first communicator seen (one-rank process)
   size_t series_count = 0;  // over every rank (max_series_per_process)
-  // The newest (at most options_.history) records in lazily allocated chunks: chunk number c
-  // holds records [c * kHistoryChunk, (c + 1) * kHistoryChunk) of the process. No
-  // reallocation, an idle process costs nothing, and the oldest chunks go first under memory
-  // pressure.
-  std::deque<std::unique_ptr<format::OpRecord[]>> history_chunks;
-  uint64_t history_front_chunk = 0;  // the chunk number of history_chunks.front()
-  uint64_t history_first = 0;        // the oldest record kept
-  uint64_t history_total = 0;        // records ever appended
+  OpHistory history;  // the newest (at most options_.history) op records
   uint64_t ops_seen = 0;       // op records ever ingested (the tap's sequence number)
-  std::unordered_map<uint32_t, std::string> names;  // each charged size() + kHashNodeBytes
-  uint32_t pending_name = 0;
-  uint16_t pending_part = 0;
-  std::string pending_text;
+  KernelNames names;
   mutable bool conflict_logged = false;
   bool connected = true;
   ExitCause exit_cause;
@@ -139,13 +106,13 @@ namespace {
 
 // What a rank costs before any series: its bounded communicator table.
 size_t RankBytes(const AggregatorOptions& o) {
-  return 256 + (o.max_comms_per_process + 1) * (sizeof(Comm) + kHashNodeBytes);
+  return 256 + (o.max_comms_per_process + 1) * (sizeof(CommState) + kHashNodeBytes);
 }
 
 // What a process costs before any series, name or history chunk: the struct, its first rank and
 // the name being assembled.
 size_t BaseBytes(const AggregatorOptions& o) {
-  return sizeof(Aggregator::ProcessId) + 1024 + RankBytes(o) + kMaxNameLength;
+  return sizeof(Aggregator::ProcessId) + 1024 + RankBytes(o) + KernelNames::kMaxLength;
 }
 
 size_t SeriesBytes(const AggregatorOptions& o) {
@@ -274,7 +241,7 @@ Aggregator::ProcessId Aggregator::AddProcess(const Registrant& who,
     Erase(it);
     if (evicted != nullptr) evicted->push_back(gone);
   }
-  auto p = std::make_unique<Process>();
+  auto p = std::make_unique<Process>(options_.history);
   p->pid = who.pid;
   p->uid = who.uid;
   p->token = who.token;
@@ -302,7 +269,7 @@ void Aggregator::RemoveProcess(ProcessId id) {
 void Aggregator::Charge(Process* p, int64_t delta) {
   p->bytes = static_cast<size_t>(static_cast<int64_t>(p->bytes) + delta);
   total_bytes_ = static_cast<size_t>(static_cast<int64_t>(total_bytes_) + delta);
-  if (delta < 0) freed_since_trim_ += static_cast<size_t>(-delta);
+  if (delta < 0) returner_.NoteFreed(static_cast<size_t>(-delta));
 }
 
 std::map<Aggregator::ProcessId, std::unique_ptr<Aggregator::Process>>::iterator Aggregator::Erase(
@@ -313,29 +280,9 @@ std::map<Aggregator::ProcessId, std::unique_ptr<Aggregator::Process>>::iterator 
   return processes_.erase(it);
 }
 
-void Aggregator::NoteFreed(size_t bytes) {
-  std::lock_guard<std::mutex> lock(mu_);
-  freed_since_trim_ += bytes;
-}
+void Aggregator::NoteFreed(size_t bytes) { returner_.NoteFreed(bytes); }
 
-void Aggregator::MaybeTrimMalloc() {
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    // Large frees at once; smaller ones (the last processes of a job leaving) within a second.
-    const int64_t now = MonotonicNs();
-    const bool settling = now < settle_until_ns_;
-    if ((freed_since_trim_ == 0 && !settling) ||
-        (freed_since_trim_ < kTrimAfterBytes && now - last_trim_ns_ < kTrimIntervalNs)) {
-      return;
-    }
-    if (freed_since_trim_ > 0) settle_until_ns_ = now + kTrimSettleNs;
-    freed_since_trim_ = 0;
-    last_trim_ns_ = now;
-    ++memory_returns_;
-  }
-  malloc_trim(0);
-}
-
+void Aggregator::MaybeTrimMalloc() { returner_.MaybeReturn(MonotonicNs()); }
 bool Aggregator::MayGrow(const Process& p, size_t bytes) const {
   if (p.bytes + bytes > options_.max_process_bytes) return false;
   if (total_bytes_ + bytes > options_.memory_budget_bytes) return false;
@@ -378,76 +325,29 @@ void Aggregator::EnforceBudget() {
     Process* longest = nullptr;
     for (auto& entry : processes_) {
       Process* p = entry.second.get();
-      if (p->history_chunks.size() > 1 &&
-          (longest == nullptr || p->history_chunks.size() > longest->history_chunks.size())) {
+      if (p->history.chunks() > 1 &&
+          (longest == nullptr || p->history.chunks() > longest->history.chunks())) {
         longest = p;
       }
     }
     if (longest == nullptr) return;
-    const size_t drop = longest->history_chunks.size() / 2;
-    history_shrinks_ += drop;
-    longest->history_first = std::max(longest->history_first,
-                                      (longest->history_front_chunk + drop) * kHistoryChunk);
-    TrimHistory(longest, /*keep_spare=*/false);
+    ChargeHistory(longest, longest->history.HalveForBudget());
   }
 }
 
-void Aggregator::TrimHistory(Process* p, bool keep_spare) {
-  const uint64_t keep = std::min<uint64_t>(p->history_total, options_.history);
-  p->history_first = std::max(p->history_first, p->history_total - keep);
-  // With keep_spare the newest chunk wholly before history_first stays, for AppendHistory to
-  // reuse as the next chunk.
-  const uint64_t spare = keep_spare ? 1 : 0;
-  while (!p->history_chunks.empty() &&
-         (p->history_front_chunk + 1 + spare) * kHistoryChunk <= p->history_first) {
-    p->history_chunks.pop_front();
-    ++p->history_front_chunk;
-    Charge(p, -static_cast<int64_t>(kHistoryChunkBytes));
+void Aggregator::ChargeHistory(Process* p, const OpHistory::Change& change) {
+  history_chunks_allocated_ += change.allocated;
+  history_shrinks_ += change.shrunk;
+  if (change.allocated > 0) {
+    Charge(p, static_cast<int64_t>(change.allocated * OpHistory::kChunkBytes));
   }
-}
-
-void Aggregator::RotateHistory(Process* p, uint64_t chunk) {
-  std::unique_ptr<format::OpRecord[]> reused = std::move(p->history_chunks.front());
-  p->history_chunks.pop_front();
-  ++p->history_front_chunk;
-  p->history_chunks.push_back(std::move(reused));
-  if (p->history_chunks.size() == 1) p->history_front_chunk = chunk;
-  p->history_first = std::max(p->history_first, p->history_front_chunk * kHistoryChunk);
+  if (change.freed > 0) Charge(p, -static_cast<int64_t>(change.freed * OpHistory::kChunkBytes));
 }
 
 void Aggregator::AppendHistory(Process* p, const format::OpRecord& r) {
-  const uint64_t i = p->history_total;
-  if (p->history_chunks.empty()) {
-    p->history_front_chunk = i / kHistoryChunk;
-    p->history_first = i;
-  }
-  const uint64_t chunk = i / kHistoryChunk;
-  if (chunk >= p->history_front_chunk + p->history_chunks.size()) {
-    // The oldest kept record once record i is in: a front chunk wholly before it (the spare that
-    // TrimHistory keeps) is recycled: a full history rotates through its own chunks, nothing is
-    // freed or faulted in again.
-    const uint64_t first_after = i + 1 - std::min<uint64_t>(i + 1, options_.history);
-    if (!p->history_chunks.empty() &&
-        (p->history_front_chunk + 1) * kHistoryChunk <= first_after) {
-      RotateHistory(p, chunk);
-    } else if (Reserve(*p, kHistoryChunkBytes)) {
-      p->history_chunks.emplace_back(new format::OpRecord[kHistoryChunk]);
-      ++history_chunks_allocated_;
-      Charge(p, static_cast<int64_t>(kHistoryChunkBytes));
-    } else if (!p->history_chunks.empty()) {
-      // Over the budget: reuse the oldest chunk rather than grow (oldest records go first).
-      RotateHistory(p, chunk);
-      ++history_shrinks_;
-    } else {
-      ++history_shrinks_;  // no room even for one chunk: the record is not kept
-      p->history_total = i + 1;
-      p->history_first = i + 1;
-      return;
-    }
-  }
-  p->history_chunks[chunk - p->history_front_chunk][i % kHistoryChunk] = r;
-  p->history_total = i + 1;
-  TrimHistory(p);
+  const OpHistory::Change change =
+      p->history.Append(r, [this, p] { return Reserve(*p, OpHistory::kChunkBytes); });
+  if (change.allocated != 0 || change.freed != 0 || change.shrunk != 0) ChargeHistory(p, change);
 }
 
 void Aggregator::MarkExited(ProcessId id, const ExitCause& cause, int64_t now_ns) {
@@ -535,61 +435,12 @@ uint64_t Aggregator::history_chunks_allocated() const {
   return history_chunks_allocated_;
 }
 
-uint64_t Aggregator::memory_returns() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return memory_returns_;
-}
+uint64_t Aggregator::memory_returns() const { return returner_.returns(); }
 
 size_t Aggregator::process_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return processes_.size();
 }
-
-namespace {
-
-// A second row of the same communicator id: another device of the process (one process driving
-// several GPUs). Row 0 counts ops, so its counts add up; a communicator's row keeps the lagging
-// device's progress and the oldest op in flight, with that op's detail.
-void MergeRow(const format::InflightRow& row, format::InflightRow* into) {
-  if (row.comm_id == 0) {
-    into->last_issued_seq += row.last_issued_seq;
-    into->last_completed_seq += row.last_completed_seq;
-  } else {
-    into->last_issued_seq = std::max(into->last_issued_seq, row.last_issued_seq);
-    into->last_completed_seq = std::min(into->last_completed_seq, row.last_completed_seq);
-  }
-  const bool older = row.oldest_launch_ns > 0 &&
-                     (into->oldest_launch_ns == 0 || row.oldest_launch_ns < into->oldest_launch_ns);
-  const bool older_collective =
-      row.oldest.state != format::InflightState::kNone &&
-      (into->oldest.state == format::InflightState::kNone ||
-       row.oldest.launch_ns < into->oldest.launch_ns);
-  if (older) into->oldest_launch_ns = row.oldest_launch_ns;
-  if (older_collective) {
-    into->oldest = row.oldest;
-    into->device = row.device;
-  }
-}
-
-Comm* FindOrAddComm(std::unordered_map<uint64_t, Comm>* comms, uint64_t comm_id, size_t max) {
-  auto it = comms->find(comm_id);
-  if (it != comms->end()) return &it->second;
-  if (comms->size() >= max) {
-    // Evict the least recently active communicator that the in-flight table no longer lists.
-    auto victim = comms->end();
-    for (auto c = comms->begin(); c != comms->end(); ++c) {
-      if (c->second.has_row) continue;
-      if (victim == comms->end() || c->second.last_activity_ns < victim->second.last_activity_ns) {
-        victim = c;
-      }
-    }
-    if (victim == comms->end()) return nullptr;
-    comms->erase(victim);
-  }
-  return &comms->emplace(comm_id, Comm()).first->second;
-}
-
-}  // namespace
 
 void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t n,
                         int64_t now_ns) {
@@ -598,7 +449,7 @@ void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t 
   if (p == nullptr || !p->connected) return;
   IngestLocked(p, id, records, n, now_ns);
   if (total_bytes_ > HighWater()) EnforceBudget();
-  const bool trim = freed_since_trim_ >= kTrimAfterBytes;
+  const bool trim = returner_.Pressing();
   lock.unlock();
   if (trim) MaybeTrimMalloc();
 }
@@ -650,7 +501,7 @@ void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot
           if (epoch < 0) epoch = s->window.EpochOf(now_ns);
           s->window.Add(epoch, dur, flop, bus, algo);
           if (comm_op && r.comm_id != 0) {
-            Comm* c = FindOrAddComm(&rank->comms, r.comm_id, options_.max_comms_per_process);
+            CommState* c = FindOrAddComm(&rank->comms, r.comm_id, options_.max_comms_per_process);
             if (c != nullptr) {
               if (r.kind == static_cast<uint8_t>(OpKind::kCollective)) {
                 c->completed_seq = std::max(c->completed_seq, r.seq);
@@ -667,36 +518,14 @@ void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot
         break;
       }
       case RecordType::kName: {
-        const format::NameRecord& r = slot.name;
-        if (r.part == 0) {
-          p->pending_name = r.name_id;
-          p->pending_text.clear();
-        } else if (r.name_id != p->pending_name || r.part != p->pending_part) {
-          p->pending_name = 0;  // out of order: drop the name
-          break;
-        }
-        if (p->pending_name == 0) break;
-        const size_t len = std::min<size_t>(r.length, format::kNameChunk);
-        const size_t room = kMaxNameLength - std::min(kMaxNameLength, p->pending_text.size());
-        p->pending_text.append(r.text, std::min(len, room));
-        p->pending_part = static_cast<uint16_t>(r.part + 1);
-        if (r.flags & format::kNameLast) {
-          auto old = p->names.find(r.name_id);
-          const size_t old_bytes = old == p->names.end() ? 0 : old->second.size() + kHashNodeBytes;
-          const size_t new_bytes = p->pending_text.size() + kHashNodeBytes;
-          if ((old != p->names.end() || p->names.size() < options_.max_names_per_process) &&
-              (new_bytes <= old_bytes || Reserve(*p, new_bytes - old_bytes))) {
-            p->names[r.name_id] = std::move(p->pending_text);
-            Charge(p, static_cast<int64_t>(new_bytes) - static_cast<int64_t>(old_bytes));
-          }
-          p->pending_text.clear();
-          p->pending_name = 0;
-        }
+        const int64_t delta = p->names.Add(slot.name, options_.max_names_per_process,
+                                           [this, p](size_t bytes) { return Reserve(*p, bytes); });
+        if (delta != 0) Charge(p, delta);
         break;
       }
       case RecordType::kComm: {
         const format::CommRecord& r = slot.comm;
-        Comm* c = FindOrAddComm(&RankForComm(p, r.device)->comms, r.comm_id,
+        CommState* c = FindOrAddComm(&RankForComm(p, r.device)->comms, r.comm_id,
                                 options_.max_comms_per_process);
         if (c != nullptr) {
           c->comm_rank = r.rank;
@@ -747,7 +576,7 @@ bool Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {
   const size_t rows = std::min<size_t>(status.inflight.size(), format::kMaxInflight);
   for (size_t i = 0; i < rows; ++i) {
     const format::InflightRow& row = status.inflight[i];
-    Comm* c = FindOrAddComm(&RankOfRow(*p, row)->comms, row.comm_id,
+    CommState* c = FindOrAddComm(&RankOfRow(*p, row)->comms, row.comm_id,
                             options_.max_comms_per_process + 1);
     if (c == nullptr) continue;
     if (c->has_row) {
@@ -784,29 +613,6 @@ void Aggregator::MarkHidden(Snapshot* snap) const {
   }
 }
 
-namespace {
-
-// The communicator that names a device rank: the largest, then one made by an init call (no
-// parent), then the lowest id. Null when the rank knows no communicator's size.
-const Comm* NamingComm(const std::unordered_map<uint64_t, Comm>& comms, uint64_t* id) {
-  const Comm* best = nullptr;
-  for (const auto& entry : comms) {
-    const Comm& c = entry.second;
-    if (c.comm_size <= 0 || c.comm_rank < 0) continue;
-    const bool better =
-        best == nullptr || c.comm_size > best->comm_size ||
-        (c.comm_size == best->comm_size &&
-         ((c.parent_id == 0) != (best->parent_id == 0) ? c.parent_id == 0 : entry.first < *id));
-    if (better) {
-      best = &c;
-      *id = entry.first;
-    }
-  }
-  return best;
-}
-
-}  // namespace
-
 void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, int64_t now_ns,
                                bool with_series, std::vector<int64_t>* scratch,
                                std::vector<ProcessSnapshot>* out) const {
@@ -821,7 +627,7 @@ void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, in
       ps.device = rank.device;
       ps.local_rank = rank.device;
       uint64_t naming_id = 0;
-      if (const Comm* c = NamingComm(rank.comms, &naming_id)) {
+      if (const CommState* c = NamingComm(rank.comms, &naming_id)) {
         ps.rank = c->comm_rank;
         ps.world_size = c->comm_size;
       }
@@ -851,7 +657,7 @@ void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, in
     for (const auto& c : rank.comms) comm_ids.push_back(c.first);
     std::sort(comm_ids.begin(), comm_ids.end());
     for (uint64_t cid : comm_ids) {
-      const Comm& c = rank.comms.at(cid);
+      const CommState& c = rank.comms.at(cid);
       CommSnapshot cs;
       cs.comm_id = cid;
       cs.last_completed_seq = c.completed_seq;
@@ -870,8 +676,7 @@ void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, in
           const format::InflightBlocker& b = cs.inflight.blocker;
           std::string name;
           if (b.name_id != 0) {
-            auto n = p.names.find(b.name_id);
-            if (n != p.names.end()) name = SanitizeLabel(n->second);
+            if (const std::string* n = p.names.Find(b.name_id)) name = SanitizeLabel(*n);
           }
           cs.blocked_by = DescribeBlocker(b, name, at_ns);
         }
@@ -943,7 +748,7 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns, bool with_series) const {
     ps.up = p.connected &&
             (options_.stale_heartbeat_ns <= 0 ||
              ps.heartbeat_age_s * 1e9 < static_cast<double>(options_.stale_heartbeat_ns));
-    ps.history = p.history_total - p.history_first;
+    ps.history = p.history.size();
     SnapshotRanks(p, ps, now_ns, with_series, &scratch, &snap.processes);
   }
   MarkHidden(&snap);
@@ -971,12 +776,10 @@ std::vector<format::OpRecord> Aggregator::History(ProcessId id, uint64_t* end_se
   if (end_seq != nullptr) *end_seq = p == nullptr ? 0 : p->ops_seen;
   if (p == nullptr) return out;
   const bool all = device == kAllDevices || p->ranks.size() == 1;
-  out.reserve(p->history_total - p->history_first);
-  for (uint64_t i = p->history_first; i < p->history_total; ++i) {
-    const format::OpRecord& r =
-        p->history_chunks[i / kHistoryChunk - p->history_front_chunk][i % kHistoryChunk];
+  out.reserve(p->history.size());
+  p->history.ForEach([&](const format::OpRecord& r) {
     if (all || RankOf(*p, r.device)->device == device) out.push_back(r);
-  }
+  });
   return out;
 }
 
@@ -984,8 +787,8 @@ std::string Aggregator::KernelName(ProcessId id, uint32_t name_id) const {
   std::lock_guard<std::mutex> lock(mu_);
   Process* p = Find(id);
   if (p == nullptr) return "";
-  auto it = p->names.find(name_id);
-  return it == p->names.end() ? "" : it->second;
+  const std::string* name = p->names.Find(name_id);
+  return name == nullptr ? "" : *name;
 }
 
 }  // namespace daemon

@@ -10,6 +10,10 @@
 // records and ring-header status, exporters read Snapshot()s. Tests drive it with synthetic
 // records and clocks.
 //
+// Its parts, each with its own unit tests: a process's history (daemon/op_history.h), kernel
+// names (daemon/kernel_names.h), communicator progress (daemon/comm_progress.h), and returning
+// freed memory (daemon/memory_return.h). Identity claims are decided by daemon/identity_claims.h.
+//
 // Thread safety: every public method takes one internal mutex, so the ingest thread and
 // scrapes can call it concurrently.
 #ifndef XTIMER_DAEMON_AGGREGATOR_H_
@@ -27,6 +31,8 @@
 #include <vector>
 
 #include "daemon/identity_claims.h"
+#include "daemon/memory_return.h"
+#include "daemon/op_history.h"
 #include "daemon/refusal_log.h"
 #include "daemon/window.h"
 #include "format/record.h"
@@ -302,19 +308,9 @@ class Aggregator {
   // Appends one record to p's history, shrinking it oldest first rather than growing past the
   // budget. Needs mu_.
   void AppendHistory(Process* p, const format::OpRecord& r);
-  // Frees p's history chunks that lie wholly before its newest options_.history records, but
-  // with `keep_spare` the newest of them, which the next chunk reuses. Needs mu_.
-  void TrimHistory(Process* p, bool keep_spare = true);
-  // Moves p's oldest history chunk to the end to hold chunk number `chunk` (its records are
-  // dropped). Needs mu_.
-  void RotateHistory(Process* p, uint64_t chunk);
-  // Returns freed memory to the system (malloc_trim) at once after large frees, else at most
-  // once a second while anything was freed (glibc keeps it otherwise), and then once a second
-  // for 10 s more (buffers sized to the load shrink at their next use). Only memory that is
-  // really freed counts (processes removed, histories shrunk for the budget, what NoteFreed
-  // reports); a full history reuses its chunks and a scrape's buffers are reused by the next,
-  // so steady ingest and scrapes never trim (each trim makes the next allocations fault their
-  // pages in again). Call without mu_.
+  // Charges what p's history allocated and freed, and counts its shrinks. Needs mu_.
+  void ChargeHistory(Process* p, const OpHistory::Change& change);
+  // Returns freed memory to the system (daemon/memory_return.h). Call without mu_.
   void MaybeTrimMalloc();
 
   const AggregatorOptions options_;
@@ -325,11 +321,7 @@ class Aggregator {
   std::map<ProcessId, std::unique_ptr<Process>> processes_;
   uint64_t registrations_ = 0;
   size_t total_bytes_ = 0;
-  // Estimated bytes freed since the last malloc_trim.
-  size_t freed_since_trim_ = 0;
-  int64_t last_trim_ns_ = 0;  // monotonic
-  int64_t settle_until_ns_ = 0;  // monotonic: trims go on once a second until then
-  uint64_t memory_returns_ = 0;            // malloc_trim calls
+  MemoryReturner returner_;  // its own lock
   uint64_t history_chunks_allocated_ = 0;  // history chunks ever allocated
   uint64_t history_shrinks_ = 0;
   size_t live_ = 0;  // connected processes
@@ -337,14 +329,6 @@ class Aggregator {
   std::vector<std::pair<int, OpTap>> taps_;
   int next_tap_ = 1;
 };
-
-// The allocator settings xtimerd runs with (main, and daemon_bench to measure the same thing):
-// blocks of 64 KiB and more (history chunks, latency samples, expositions) get their own
-// mappings, returned to the system when freed; fixing the threshold also stops glibc from
-// raising it after such frees, which left freed memory in the heaps. With a 1 MiB threshold
-// scrapes stopped faulting, but 2-5 MiB stayed resident after ranks left (docs/daemon.md
-// "Memory").
-void SetMallocPolicy();
 
 // Label-safe copy of an untrusted string: bytes outside printable ASCII become '_'.
 std::string SanitizeLabel(const std::string& s);

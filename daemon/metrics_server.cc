@@ -17,9 +17,9 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 #include <prometheus/summary.h>
-#include <prometheus/text_serializer.h>
 
 #include "daemon/clock.h"
+#include "daemon/exposition.h"
 #include "daemon/http_request.h"
 
 namespace xtimer {
@@ -30,6 +30,15 @@ constexpr int64_t kMs = 1000000;
 constexpr int64_t kDrainNs = 1000 * kMs;  // after the answer, how long unread input is drained
 constexpr int64_t kAcceptPauseNs = 100 * kMs;  // after EMFILE/ENFILE
 constexpr size_t kReadChunk = 4096;
+// Room left before a /metrics body for its response head, which is written once the body's length
+// is known: the body is rendered in place, never copied.
+constexpr size_t kHeadRoom = 192;
+// A spare answer buffer is kept for the next scrape unless it is this much larger than the last
+// answer needed (ranks left): then it is freed, and the memory goes back to the system.
+constexpr size_t kSpareSlackBytes = 64 << 10;
+// ... and it is freed when no scrape came for this long (Prometheus scrapes every 15 s at its
+// usual setting), so an idle daemon holds no answer.
+constexpr int64_t kSpareIdleNs = 20000 * kMs;
 
 std::string PeerName(const sockaddr_storage& sa) {
   char host[INET6_ADDRSTRLEN] = "?";
@@ -46,11 +55,16 @@ std::string PeerName(const sockaddr_storage& sa) {
   return "[" + std::string(host) + "]:" + std::to_string(port);
 }
 
+std::string ResponseHead(int status, const char* reason, const char* content_type,
+                         size_t length) {
+  return "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\nContent-Type: " +
+         content_type + "\r\nContent-Length: " + std::to_string(length) +
+         "\r\nConnection: close\r\n\r\n";
+}
+
 std::string Response(int status, const char* reason, const char* content_type,
                      const std::string& body) {
-  return "HTTP/1.1 " + std::to_string(status) + " " + reason + "\r\nContent-Type: " +
-         content_type + "\r\nContent-Length: " + std::to_string(body.size()) +
-         "\r\nConnection: close\r\n\r\n" + body;
+  return ResponseHead(status, reason, content_type, body.size()) + body;
 }
 
 int Listen(const std::string& address, int port, std::string* error) {
@@ -161,6 +175,7 @@ void MetricsServer::Loop() {
   for (;;) {
     const int64_t now = MonotonicNs();
     ExpireDeadlines(now);
+    if (spare_.capacity() > 0 && now - last_answer_ns_ > kSpareIdleNs) std::string().swap(spare_);
     int64_t next = now + 1000 * kMs;
     for (const auto& c : conns_) next = std::min(next, c->deadline_ns);
     const bool accepting = now >= accept_paused_until_ns_;
@@ -268,7 +283,7 @@ bool MetricsServer::OnWritable(Conn* c, int64_t now) {
   }
   // All sent: half-close, then read and drop what the client still sends until it closes, so
   // that closing with unread input (a reset) cannot destroy the answer in flight.
-  std::string().swap(c->out);
+  KeepSpare(&c->out);
   shutdown(c->fd, SHUT_WR);
   c->state = Conn::State::kDraining;
   c->deadline_ns = now + kDrainNs;
@@ -289,22 +304,43 @@ void MetricsServer::Answer(Conn* c, int64_t now) {
     c->out = Response(405, HttpReason(405), "text/plain", "/metrics takes GET\n");
   } else {
     const int64_t start = MonotonicNs();
-    const std::string body = Exposition();
-    c->out = Response(200, HttpReason(200), "text/plain; version=0.0.4; charset=utf-8", body);
+    // The body is rendered after kHeadRoom bytes of a reused buffer; the head goes right before
+    // it, and sending starts there.
+    c->out.swap(spare_);
+    c->out.reserve(kHeadRoom + last_answer_bytes_ + last_answer_bytes_ / 8);
+    c->out.assign(kHeadRoom, ' ');
+    AppendExposition(Collect(), &c->out);
+    const size_t body = c->out.size() - kHeadRoom;
+    const std::string head =
+        ResponseHead(200, HttpReason(200), "text/plain; version=0.0.4; charset=utf-8", body);
+    c->sent = kHeadRoom - head.size();
+    c->out.replace(c->sent, head.size(), head);
+    last_answer_bytes_ = c->out.size();
+    last_answer_ns_ = now;
     scrapes_->Increment();
-    bytes_->Increment(static_cast<double>(body.size()));
+    bytes_->Increment(static_cast<double>(body));
     latency_->Observe(static_cast<double>(MonotonicNs() - start) / 1000.0);
   }
 }
 
-std::string MetricsServer::Exposition() {
+std::vector<prometheus::MetricFamily> MetricsServer::Collect() {
   std::vector<prometheus::MetricFamily> families;
   for (const auto& c : collectables_) {
     std::vector<prometheus::MetricFamily> f = c->Collect();
     families.insert(families.end(), std::make_move_iterator(f.begin()),
                     std::make_move_iterator(f.end()));
   }
-  return prometheus::TextSerializer().Serialize(families);
+  return families;
+}
+
+void MetricsServer::KeepSpare(std::string* out) {
+  out->clear();
+  if (out->capacity() > spare_.capacity() &&
+      out->capacity() <= 2 * last_answer_bytes_ + kSpareSlackBytes) {
+    out->swap(spare_);
+  }
+  std::string().swap(*out);
+  if (spare_.capacity() > 2 * last_answer_bytes_ + kSpareSlackBytes) std::string().swap(spare_);
 }
 
 }  // namespace daemon

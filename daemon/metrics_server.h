@@ -17,6 +17,7 @@
 #define XTIMER_DAEMON_METRICS_SERVER_H_
 
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <thread>
@@ -77,7 +78,11 @@ class MetricsServer {
   bool OnReadable(Conn* c, int64_t now);
   bool OnWritable(Conn* c, int64_t now);
   void Answer(Conn* c, int64_t now);
-  std::string Exposition();
+  // Every collectable's families, in registration order.
+  std::vector<prometheus::MetricFamily> Collect();
+  // Keeps *out's buffer as the next scrape's answer buffer when it fits (see kSpareSlackBytes);
+  // empties *out.
+  void KeepSpare(std::string* out);
   void ExpireDeadlines(int64_t now);
 
   const MetricsServerOptions options_;
@@ -91,6 +96,11 @@ class MetricsServer {
   int wake_[2] = {-1, -1};  // Stop() writes to wake_[1]
   int64_t accept_paused_until_ns_ = 0;
   std::vector<std::unique_ptr<Conn>> conns_;  // the loop thread's only
+  // The loop thread's only: a finished answer's buffer, reused by the next scrape (no page
+  // faults for the exposition), and the size and time of the last /metrics answer.
+  std::string spare_;
+  size_t last_answer_bytes_ = 0;
+  int64_t last_answer_ns_ = 0;  // CLOCK_MONOTONIC
   std::atomic<int> open_{0};
   std::thread thread_;
 };

@@ -37,7 +37,7 @@ void LatencyWindow::Add(int64_t epoch, int64_t duration_ns, double flop, double 
     samples_.push_back({epoch, duration_ns});
   } else {
     samples_[next_] = {epoch, duration_ns};
-    next_ = (next_ + 1) % max_samples_;
+    next_ = next_ + 1 == max_samples_ ? 0 : next_ + 1;
   }
 }
 
