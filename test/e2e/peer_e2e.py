@@ -222,7 +222,7 @@ def impostor(p, bins):
                            p.tmp)
         wait_until("the later impostor registers as its own %s@u65534" % JOB,
                    lambda: later.proc.pid in {pid for _, pid in victim_pids(cp, JOB + "@u65534")},
-                   30)
+                   120)
         for imp in (first, later):
             if imp.proc.poll() is not None:
                 fail("a refused process must run on; it exited:\n" + imp.output())
@@ -240,7 +240,8 @@ def impostor(p, bins):
                 control(cp, "HangCheck", {"job": JOB})), 10)
         if hc.get("verdicts"):
             fail("HangCheck shows a verdict: %s" % json.dumps(hc)[:2000])
-        d = control(cp, "DumpKernelTrace", {"dump_path": "peer", "history": 100}, timeout=30)
+        d = control(cp, "DumpKernelTrace", {"dump_path": "peer", "history": 100, "jobs": [JOB]},
+                    timeout=60)
         files = sorted(os.listdir(os.path.join(env["XTIMER_DUMP_ROOT"], "peer", JOB)))
         timelines = [f for f in files if f.endswith(".timeline")]
         if timelines != ["00000-00002.timeline", "00001-00002.timeline"]:
@@ -250,7 +251,11 @@ def impostor(p, bins):
                  refused(mp, "identity_owner"))
         log("impostors kept apart as %s@u65534; Status, metrics, HangCheck and the dump of %s "
             "show root's ranks %s only" % (JOB, JOB, sorted(pids)))
+        # Fewer busy processes for the parts that follow (the machine may be loaded).
+        for imp in (first, later):
+            imp.stop(grace=5)
         control_access(p, bins, run_dir, cp, env["XTIMER_DUMP_ROOT"])
+        real.stop(grace=5)
         two_users(p, bins, run_dir, mp, cp, env["XTIMER_DUMP_ROOT"])
     finally:
         for b in (later, real, first, daemon):
@@ -276,7 +281,7 @@ def control_access(p, bins, run_dir, cp, dump_root):
                      env, p.tmp)
     try:
         wait_until("nobody's own job registers", lambda: any(
-            q["job"] == OWN_JOB for q in status(cp)["processes"]), 60)
+            q["job"] == OWN_JOB for q in status(cp)["processes"]), 120)
         for method, body in (("HangCheck", {"job": JOB}),
                              ("DumpKernelTrace", {"dump_path": "theft", "history": 10,
                                                   "jobs": [JOB]})):
@@ -285,15 +290,16 @@ def control_access(p, bins, run_dir, cp, dump_root):
                 fail("%s of root's job as nobody: %d %s" % (method, code, text))
         code, text = as_nobody(bins, cp, "Status", {})
         jobs = {q["job"] for q in json.loads(text)["processes"]} if code == 200 else None
-        # The impostors of part 2 run on as nobody's own job.
+        # The impostors of part 2 were nobody's own job (exited now, kept for the grace period).
         nobodys = {OWN_JOB, JOB + "@u65534"}
-        if jobs != nobodys:
+        if jobs is None or OWN_JOB not in jobs or not jobs <= nobodys:
             fail("Status as nobody lists jobs %s (status %d), want only %s" % (jobs, code, nobodys))
         code, text = as_nobody(bins, cp, "HangCheck", {"job": OWN_JOB})
         if code != 200:
             fail("HangCheck of its own job as nobody: %d %s" % (code, text))
         code, text = as_nobody(bins, cp, "DumpKernelTrace", {"dump_path": "own", "history": 10})
-        if code != 200 or set(os.listdir(os.path.join(dump_root, "own"))) != nobodys:
+        got = set(os.listdir(os.path.join(dump_root, "own"))) if code == 200 else set()
+        if OWN_JOB not in got or not got <= nobodys:
             fail("nobody's dump of its own jobs: %d %s" % (code, text))
         # Each job's dump folder is its user's alone (mode 0700).
         for folder, uid in ((os.path.join(dump_root, "own", OWN_JOB), 65534),
@@ -320,11 +326,11 @@ def two_users(p, bins, run_dir, mp, cp, dump_root):
     mine, theirs = SHARED + "@u%d" % USER, SHARED + "@u65534"
     try:
         wait_until("nobody's %s registers first" % SHARED,
-                   lambda: squatter.proc.pid in {pid for _, pid in victim_pids(cp, theirs)}, 60)
+                   lambda: squatter.proc.pid in {pid for _, pid in victim_pids(cp, theirs)}, 120)
         real = Background("shared_real", as_uid(USER) + [bins["gpusim-run"], bins["train_step"]] +
                           TRAIN, env, p.tmp)
         wait_until("uid %d's rank 0 registers as %s" % (USER, mine),
-                   lambda: victim_pids(cp, mine) == {(0, real.proc.pid)}, 60)
+                   lambda: victim_pids(cp, mine) == {(0, real.proc.pid)}, 120)
         if victim_pids(cp, theirs) != {(0, squatter.proc.pid)}:
             fail("the squatter's job %s: %s" % (theirs, victim_pids(cp, theirs)))
         for job, pid in ((mine, real.proc.pid), (theirs, squatter.proc.pid)):
