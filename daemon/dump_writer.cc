@@ -14,10 +14,10 @@
 #include <utility>
 
 #include "daemon/dump_root.h"
+#include "daemon/job_scope.h"
 #include "daemon/log.h"
 #include "timeline/format.h"
 #include "timeline/timeline_io.h"
-#include "util/job_identity.h"
 
 namespace xtimer {
 namespace daemon {
@@ -75,7 +75,7 @@ CommMembers CommMembersOf(const Snapshot& snap) {
 }
 
 std::string JobDirName(const std::string& job) {
-  const std::string out = SanitizeJobId(job);
+  const std::string out = JobFolderName(job);
   return out.empty() ? "_nojob" : out;
 }
 

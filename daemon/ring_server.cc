@@ -17,8 +17,10 @@
 
 #include "daemon/log.h"
 #include "daemon/clock.h"
+#include "daemon/job_scope.h"
 #include "format/registration.h"
 #include "format/stack_request.h"
+#include "util/job_identity.h"
 
 namespace xtimer {
 namespace daemon {
@@ -292,7 +294,12 @@ void RingServer::Register(Connection* c) {
     return;
   }
   c->pid = c->peer.pid > 0 ? c->peer.pid : reader->pid();
-  const format::Identity id = reader->identity();
+  format::Identity id = reader->identity();
+  // Whose job the label names: the connection's uid and the kernel's cgroup of its pid, never
+  // the ring's word (daemon/job_scope.h).
+  const bool privileged = c->peer.uid == 0 || c->peer.uid == geteuid();
+  id.job = JobIdFor(SanitizeJobId(id.job), c->peer.uid, privileged,
+                    ReadKernelJob(options_.kernel_roots, c->pid));
   std::vector<Aggregator::ProcessId> evicted;
   // The owner is the connection's uid (SO_PEERCRED), never what the ring or the Hello says.
   const Registrant who{c->pid, c->peer.uid, format::HelloToken(hello)};

@@ -23,6 +23,7 @@
 
 #include "daemon/aggregator.h"
 #include "daemon/clock.h"
+#include "daemon/job_scope.h"
 #include "format/record.h"
 #include "format/ring.h"
 
@@ -52,6 +53,8 @@ struct RingServerOptions {
   // had read are handed back (MADV_DONTNEED) every 256 KiB read, bounding what hostile rings add
   // to the daemon's RSS (docs/daemon.md "Memory").
   size_t mapped_ring_bytes = size_t{64} << 20;
+  // Where a registrant's cgroup is read (daemon/job_scope.h); tests point it at a fake tree.
+  KernelRoots kernel_roots;
 };
 
 // The answer to one stack request (docs/stacks.md "Capture"): the reply's memfd (the receiver

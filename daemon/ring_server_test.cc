@@ -1,17 +1,23 @@
 #include "daemon/ring_server.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <signal.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <random>
+#include <fstream>
+#include <map>
 #include <string>
 
 #include "daemon/aggregator.h"
@@ -267,6 +273,126 @@ TEST_F(RingServerTest, ARankHeldWithAnotherTokenIsRefusedAndItsConnectionClosed)
   close(a);
   close(b);
   close(c);
+}
+
+// A child process of `uid` that registers a ring naming `job` as rank 0 and stays connected
+// until Stop() kills it (the daemon takes its uid and pid from the connection, SO_PEERCRED).
+class ForeignRank {
+ public:
+  // Forks; the child waits for Go() before it drops to `uid` and registers.
+  ForeignRank(const std::string& socket_path, const std::string& job) {
+    format::Identity id = Id(0);
+    id.job = job;
+    std::string error;
+    writer_ = format::RingWriter::Create(256, id, &error);
+    if (pipe(go_) != 0 || pipe(said_) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) RunChild(socket_path);
+  }
+  ~ForeignRank() { Stop(); }
+  pid_t pid() const { return pid_; }
+  // Lets the child register as `uid`: "" once its ring is sent, else why not ("setresuid: ..."
+  // when this machine cannot switch users).
+  std::string Go(uint32_t uid) {
+    if (pid_ <= 0 || !writer_.has_value()) return "fork or ring failed";
+    if (write(go_[1], &uid, sizeof(uid)) != static_cast<ssize_t>(sizeof(uid))) return "go";
+    char buf[256] = {};
+    const ssize_t n = read(said_[0], buf, sizeof(buf) - 1);
+    return n <= 0 ? "the child said nothing" : std::string(buf, n) == "ok" ? "" : buf;
+  }
+  void Stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    for (int fd : {go_[0], go_[1], said_[0], said_[1]}) close(fd);
+    pid_ = 0;
+  }
+
+ private:
+  [[noreturn]] void RunChild(const std::string& socket_path) {
+    uint32_t uid = 0;
+    std::string said = "ok";
+    std::string error;
+    if (read(go_[0], &uid, sizeof(uid)) != static_cast<ssize_t>(sizeof(uid))) _exit(1);
+    if (setgroups(0, nullptr) != 0 || setresgid(uid, uid, uid) != 0 ||
+        setresuid(uid, uid, uid) != 0) {
+      said = std::string("setresuid: ") + strerror(errno);
+    } else {
+      const int fd = format::ConnectToDaemon(socket_path, &error);
+      if (fd < 0 || !format::SendRing(fd, writer_->fd(), &error)) said = "register: " + error;
+    }
+    if (write(said_[1], said.data(), said.size()) < 0) _exit(1);
+    for (;;) pause();  // connected until Stop() kills it
+  }
+
+  std::optional<format::RingWriter> writer_;
+  pid_t pid_ = -1;
+  int go_[2] = {-1, -1}, said_[2] = {-1, -1};
+};
+
+// Issue 20, "Job labels and their owners" (docs/security.md): between two unprivileged users a
+// label taken first never blocks the other's job, and a label that names a Slurm job belongs to
+// the processes in that job's cgroup, in whatever order they come.
+TEST_F(RingServerTest, LabelsOfUnprivilegedUsersAreScopedUnlessTheirCgroupBindsThem) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root: the ranks register as uids 65534 and 1000";
+  ASSERT_EQ(chmod(dir_.c_str(), 0755), 0);  // the other users reach the socket
+  // A fake kernel view: the cgroup of each child as the test writes it.
+  RingServerOptions so = Options();
+  so.kernel_roots.proc = dir_ + "/proc";
+  so.kernel_roots.cgroup = dir_ + "/cgroup";
+  const std::string job_dir = "system.slice/slurmstepd.scope/job_1234";
+  ASSERT_EQ(std::system(("mkdir -p " + so.kernel_roots.cgroup + "/" + job_dir + "/step_0 " +
+                         so.kernel_roots.cgroup + "/system.slice/slurmstepd.scope/job_99")
+                            .c_str()),
+            0);
+  StartServer(so);
+  const std::string sock = so.socket_path;
+  auto in_cgroup = [&](pid_t pid, const std::string& path) {
+    ASSERT_EQ(mkdir((so.kernel_roots.proc + "/" + std::to_string(pid)).c_str(), 0755) == 0 ||
+                  errno == EEXIST,
+              true);
+    std::ofstream(so.kernel_roots.proc + "/" + std::to_string(pid) + "/cgroup")
+        << "0::/" << path << "\n";
+  };
+  mkdir(so.kernel_roots.proc.c_str(), 0755);
+  // Squatters first: uid 65534 takes "victim" and "slurm-1234" (from outside the Slurm job, and
+  // from another Slurm job's cgroup); then uid 1000's real ranks come.
+  ForeignRank squat_victim(sock, "victim"), squat_slurm(sock, "slurm-1234"),
+      squat_other_job(sock, "slurm-1234"), real_victim(sock, "victim"),
+      real_slurm(sock, "slurm-1234");
+  in_cgroup(squat_other_job.pid(), "system.slice/slurmstepd.scope/job_99");
+  in_cgroup(real_slurm.pid(), job_dir + "/step_0");
+  const std::string why = squat_victim.Go(65534);
+  if (why.rfind("setresuid", 0) == 0) GTEST_SKIP() << why << " (a sandbox maps root only)";
+  ASSERT_EQ(why, "");
+  ASSERT_EQ(squat_slurm.Go(65534), "");
+  ASSERT_EQ(squat_other_job.Go(65534), "");
+  Cycle();
+  ASSERT_EQ(real_victim.Go(1000), "");
+  ASSERT_EQ(real_slurm.Go(1000), "");
+  Cycle();
+  std::map<pid_t, std::string> job_of;
+  for (const ProcessSnapshot& p : aggregator_->TakeSnapshot(RealtimeNs()).processes) {
+    EXPECT_FALSE(p.exited) << p.pid;
+    job_of[p.pid] = p.job;
+  }
+  EXPECT_EQ(job_of[squat_victim.pid()], "victim@u65534");
+  EXPECT_EQ(job_of[squat_slurm.pid()], "slurm-1234@u65534");
+  EXPECT_EQ(job_of[squat_other_job.pid()], "slurm-1234@u65534");
+  EXPECT_EQ(job_of[real_victim.pid()], "victim@u1000");
+  EXPECT_EQ(job_of[real_slurm.pid()], "slurm-1234");  // bound to Slurm job 1234 by its cgroup
+  EXPECT_EQ(job_of.size(), 5u);
+  EXPECT_EQ(aggregator_->refused("identity_owner"), 0u);
+  // The test's own process (root) keeps its label as given.
+  format::RingWriter own = NewWriter(0);
+  const int fd = Register(&own);
+  Cycle();
+  bool plain = false;
+  for (const ProcessSnapshot& p : aggregator_->TakeSnapshot(RealtimeNs()).processes) {
+    plain |= p.pid == getpid() && p.job == "job";
+  }
+  EXPECT_TRUE(plain);
+  close(fd);
 }
 
 TEST_F(RingServerTest, RejectsBadRegistrations) {

@@ -10,10 +10,15 @@ passes without checking.
    get the ring (the check, not a broken fake, made the difference).
 3. Over the local control port nobody gets 403 for HangCheck and dumps of root's job, sees only
    its own job in Status, and may HangCheck and dump its own job.
-2. An impostor run as nobody that registers as rank 0 of job "victim" before the real job starts
-   is evicted when root's ranks register, and one that comes later is refused: Status, /metrics,
-   HangCheck and a history dump show the real ranks only; xtimer_refused_registrations_total
-   {cause="identity_owner"} counts both.
+2. An impostor run as nobody that registers as rank 0 of job "victim" before the real job starts,
+   and one that comes later, are kept out of root's job: an unprivileged user's label is scoped
+   by its uid ("victim@u65534", docs/security.md "Job labels and their owners"). Status,
+   /metrics, HangCheck and a history dump of "victim" show the real ranks only, and no
+   registration is refused.
+4. Two unprivileged users, the squatter first: nobody runs job "shared", then uid 1000 runs its
+   own "shared". Both run as their own job ("shared@u65534", "shared@u1000") in Status and
+   /metrics; uid 1000 sees only its job in Status, HangChecks and dumps it (a folder
+   "shared@u1000" of its own, mode 0700); nobody gets 403 for uid 1000's job; no refusal.
 
 Usage: peer_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH
 """
@@ -30,8 +35,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_lib import (Background, Paths, control, fail, free_ports, log, parse, scrape,  # noqa: E402
                      select, status)
 
-NOBODY = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups"]
-OWN_JOB = "nobodys"  # a job of uid 65534
+
+
+def as_uid(uid):
+    return ["setpriv", "--reuid", str(uid), "--regid", str(uid), "--clear-groups"]
+
+
+NOBODY = as_uid(65534)
+USER = 1000  # the second unprivileged user (part 4); setpriv needs no passwd entry
+OWN_LABEL = "nobodys"  # a job of uid 65534, as its ranks name it
+OWN_JOB = OWN_LABEL + "@u65534"  # and as the daemon keeps it (scoped by the owner's uid)
+SHARED = "shared"  # the label both unprivileged users give their job in part 4
 
 # Run as nobody: one control call over the local TCP port; prints the HTTP status and the body.
 AS_CLIENT = r'''
@@ -168,12 +182,12 @@ def fake_daemon(p, bins):
         fake.kill()
 
 
-def victim_pids(cp):
+def victim_pids(cp, job=JOB):
     try:
         processes = status(cp)["processes"]
     except OSError:  # the daemon is starting
         return set()
-    return {(p["rank"], p["pid"]) for p in processes if p["job"] == JOB and not p["exited"]}
+    return {(p["rank"], p["pid"]) for p in processes if p["job"] == job and not p["exited"]}
 
 
 def refused(mp, cause):
@@ -182,7 +196,7 @@ def refused(mp, cause):
 
 
 def impostor(p, bins):
-    """Part 2: nobody cannot take or hide rank 0 of root's job."""
+    """Part 2: nobody cannot take or hide rank 0 of root's job: its label is its own job."""
     run_dir = p.run_dir("node")
     mp, cp = free_ports(2)
     env = dict(os.environ)
@@ -195,21 +209,20 @@ def impostor(p, bins):
                        fake_env, p.tmp)
     real = later = None
     try:
-        wait_until("the impostor registers as rank 0 of %s" % JOB,
-                   lambda: (0, first.proc.pid) in victim_pids(cp), 60)
+        wait_until("the impostor registers as rank 0 of its own %s@u65534" % JOB,
+                   lambda: (0, first.proc.pid) in victim_pids(cp, JOB + "@u65534"), 60)
         real = Background("real_job", [
             p.launch, "--no-daemon", "--run-dir", run_dir, "--lib", p.lib, "--job", JOB, "--",
             sys.executable, p.demo_launch, "--nproc", "2", "--timeout", "300", "--",
             p.gpusim_run, p.train_step, "--tp", "2"] + TRAIN, env, p.tmp)
-        wait_until("root's ranks 0 and 1 replace the impostor",
-                   lambda: sorted(r for r, _ in victim_pids(cp)) == [0, 1] and
-                   first.proc.pid not in {pid for _, pid in victim_pids(cp)}, 60)
+        wait_until("root's ranks 0 and 1 register as %s" % JOB,
+                   lambda: sorted(r for r, _ in victim_pids(cp)) == [0, 1], 60)
         later = Background("impostor_later",
                            NOBODY + [bins["gpusim-run"], bins["train_step"]] + TRAIN, fake_env,
                            p.tmp)
-        wait_until("both impostors counted as identity_owner refusals",
-                   lambda: refused(mp, "identity_owner") >= 2 and
-                   later.proc.pid not in {pid for _, pid in victim_pids(cp)}, 30)
+        wait_until("the later impostor registers as its own %s@u65534" % JOB,
+                   lambda: later.proc.pid in {pid for _, pid in victim_pids(cp, JOB + "@u65534")},
+                   120)
         for imp in (first, later):
             if imp.proc.poll() is not None:
                 fail("a refused process must run on; it exited:\n" + imp.output())
@@ -227,39 +240,48 @@ def impostor(p, bins):
                 control(cp, "HangCheck", {"job": JOB})), 10)
         if hc.get("verdicts"):
             fail("HangCheck shows a verdict: %s" % json.dumps(hc)[:2000])
-        d = control(cp, "DumpKernelTrace", {"dump_path": "peer", "history": 100}, timeout=30)
+        d = control(cp, "DumpKernelTrace", {"dump_path": "peer", "history": 100, "jobs": [JOB]},
+                    timeout=60)
         files = sorted(os.listdir(os.path.join(env["XTIMER_DUMP_ROOT"], "peer", JOB)))
         timelines = [f for f in files if f.endswith(".timeline")]
         if timelines != ["00000-00002.timeline", "00001-00002.timeline"]:
             fail("dump of %s: %s (%s)" % (JOB, files, d))
-        log("impostors evicted and refused (%d identity_owner refusals); Status, metrics, "
-            "HangCheck and the dump show root's ranks %s only" %
-            (refused(mp, "identity_owner"), sorted(pids)))
+        if refused(mp, "identity_owner") != 0:
+            fail("no registration should be refused: %d identity_owner" %
+                 refused(mp, "identity_owner"))
+        log("impostors kept apart as %s@u65534; Status, metrics, HangCheck and the dump of %s "
+            "show root's ranks %s only" % (JOB, JOB, sorted(pids)))
+        # Fewer busy processes for the parts that follow (the machine may be loaded).
+        for imp in (first, later):
+            imp.stop(grace=5)
         control_access(p, bins, run_dir, cp, env["XTIMER_DUMP_ROOT"])
+        real.stop(grace=5)
+        two_users(p, bins, run_dir, mp, cp, env["XTIMER_DUMP_ROOT"])
     finally:
         for b in (later, real, first, daemon):
             if b is not None:
                 b.stop(grace=5)
 
 
-def as_nobody(bins, cp, method, body):
-    r = subprocess.run(NOBODY + [sys.executable, bins["as_client.py"], str(cp), method,
-                                 json.dumps(body)], capture_output=True, text=True, timeout=60)
+def as_nobody(bins, cp, method, body, uid=65534):
+    r = subprocess.run(as_uid(uid) + [sys.executable, bins["as_client.py"], str(cp), method,
+                                      json.dumps(body)], capture_output=True, text=True,
+                       timeout=60)
     code, _, text = r.stdout.partition(" ")
     if not code.isdigit():
-        fail("control call as nobody failed: %s %s" % (r.stdout, r.stderr))
+        fail("control call as uid %d failed: %s %s" % (uid, r.stdout, r.stderr))
     return int(code), text
 
 
 def control_access(p, bins, run_dir, cp, dump_root):
     """Part 3: over the local control port nobody may not dump or HangCheck root's job; it may
     its own."""
-    env = rank_env(run_dir, bins["libxtimer.so"], {"XTIMER_JOB": OWN_JOB})
+    env = rank_env(run_dir, bins["libxtimer.so"], {"XTIMER_JOB": OWN_LABEL})
     own = Background("nobodys_job", NOBODY + [bins["gpusim-run"], bins["train_step"]] + TRAIN,
                      env, p.tmp)
     try:
         wait_until("nobody's own job registers", lambda: any(
-            q["job"] == OWN_JOB for q in status(cp)["processes"]), 60)
+            q["job"] == OWN_JOB for q in status(cp)["processes"]), 120)
         for method, body in (("HangCheck", {"job": JOB}),
                              ("DumpKernelTrace", {"dump_path": "theft", "history": 10,
                                                   "jobs": [JOB]})):
@@ -268,13 +290,16 @@ def control_access(p, bins, run_dir, cp, dump_root):
                 fail("%s of root's job as nobody: %d %s" % (method, code, text))
         code, text = as_nobody(bins, cp, "Status", {})
         jobs = {q["job"] for q in json.loads(text)["processes"]} if code == 200 else None
-        if jobs != {OWN_JOB}:
-            fail("Status as nobody lists jobs %s (status %d), want only %s" % (jobs, code, OWN_JOB))
+        # The impostors of part 2 were nobody's own job (exited now, kept for the grace period).
+        nobodys = {OWN_JOB, JOB + "@u65534"}
+        if jobs is None or OWN_JOB not in jobs or not jobs <= nobodys:
+            fail("Status as nobody lists jobs %s (status %d), want only %s" % (jobs, code, nobodys))
         code, text = as_nobody(bins, cp, "HangCheck", {"job": OWN_JOB})
         if code != 200:
             fail("HangCheck of its own job as nobody: %d %s" % (code, text))
         code, text = as_nobody(bins, cp, "DumpKernelTrace", {"dump_path": "own", "history": 10})
-        if code != 200 or os.listdir(os.path.join(dump_root, "own")) != [OWN_JOB]:
+        got = set(os.listdir(os.path.join(dump_root, "own"))) if code == 200 else set()
+        if OWN_JOB not in got or not got <= nobodys:
             fail("nobody's dump of its own jobs: %d %s" % (code, text))
         # Each job's dump folder is its user's alone (mode 0700).
         for folder, uid in ((os.path.join(dump_root, "own", OWN_JOB), 65534),
@@ -290,6 +315,60 @@ def control_access(p, bins, run_dir, cp, dump_root):
             "owned by its job's user")
     finally:
         own.stop(grace=5)
+
+
+def two_users(p, bins, run_dir, mp, cp, dump_root):
+    """Part 4: a label that nobody took first does not block uid 1000's job of that label."""
+    env = rank_env(run_dir, bins["libxtimer.so"], {"XTIMER_JOB": SHARED})
+    squatter = Background("shared_squatter", NOBODY + [bins["gpusim-run"], bins["train_step"]] +
+                          TRAIN, env, p.tmp)
+    real = None
+    mine, theirs = SHARED + "@u%d" % USER, SHARED + "@u65534"
+    try:
+        wait_until("nobody's %s registers first" % SHARED,
+                   lambda: squatter.proc.pid in {pid for _, pid in victim_pids(cp, theirs)}, 120)
+        real = Background("shared_real", as_uid(USER) + [bins["gpusim-run"], bins["train_step"]] +
+                          TRAIN, env, p.tmp)
+        wait_until("uid %d's rank 0 registers as %s" % (USER, mine),
+                   lambda: victim_pids(cp, mine) == {(0, real.proc.pid)}, 120)
+        if victim_pids(cp, theirs) != {(0, squatter.proc.pid)}:
+            fail("the squatter's job %s: %s" % (theirs, victim_pids(cp, theirs)))
+        for job, pid in ((mine, real.proc.pid), (theirs, squatter.proc.pid)):
+            ups = select(parse(scrape(mp)), "xtimer_rank_up", job=job)
+            if [(l["rank"], v) for l, v in ups] != [("0", 1.0)]:
+                fail("xtimer_rank_up of %s: %s" % (job, ups))
+        code, text = as_nobody(bins, cp, "Status", {}, uid=USER)
+        jobs = {q["job"] for q in json.loads(text)["processes"]} if code == 200 else None
+        if jobs != {mine}:
+            fail("Status as uid %d lists jobs %s (status %d), want only %s" %
+                 (USER, jobs, code, mine))
+        code, text = as_nobody(bins, cp, "HangCheck", {"job": mine}, uid=USER)
+        ranks = [r["pid"] for r in json.loads(text).get("ranks", [])] if code == 200 else None
+        if ranks != [real.proc.pid] or json.loads(text).get("verdicts"):
+            fail("HangCheck of %s as uid %d: %d %s" % (mine, USER, code, text[:2000]))
+        code, text = as_nobody(bins, cp, "HangCheck", {"job": mine})
+        if code != 403:
+            fail("HangCheck of uid %d's %s as nobody: %d %s" % (USER, mine, code, text))
+        code, text = as_nobody(bins, cp, "DumpKernelTrace", {"dump_path": "shared",
+                                                             "history": 10}, uid=USER)
+        folder = os.path.join(dump_root, "shared", mine)
+        if code != 200 or os.listdir(os.path.join(dump_root, "shared")) != [mine] or \
+                os.listdir(folder) != ["00000-00001.timeline"]:
+            fail("uid %d's dump: %d %s" % (USER, code, text))
+        st = os.stat(folder)
+        if st.st_uid != USER or st.st_mode & 0o777 != 0o700:
+            fail("%s: uid %d mode %o, want uid %d mode 700" %
+                 (folder, st.st_uid, st.st_mode & 0o777, USER))
+        if refused(mp, "identity_owner") != 0:
+            fail("no registration should be refused: %d identity_owner" %
+                 refused(mp, "identity_owner"))
+        log("two unprivileged users with one label, the squatter first: %s and %s run apart; "
+            "uid %d sees, HangChecks and dumps its own (folder %s, 0700); nothing refused" %
+            (theirs, mine, USER, mine))
+    finally:
+        for b in (real, squatter):
+            if b is not None:
+                b.stop(grace=5)
 
 
 def main(argv):
