@@ -100,14 +100,8 @@ std::string FrameText(const st::Frame& f) {
 }
 
 std::string CrashFrameText(const CrashReport& r) {
-  std::string text = r.frames.empty() ? "" : FrameText(r.frames.front());
-  if (!r.python_exception) return text;
-  std::string message = r.exception_message.substr(0, kMaxVerdictMessageBytes);
-  for (char& c : message) {
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  }
-  std::string what = "uncaught " + r.exception_type + (message.empty() ? "" : ": " + message);
-  return text.empty() ? "[" + what + "]" : text + " [" + what + "]";
+  return analysis::CrashFrameText(r.frames.empty() ? "" : FrameText(r.frames.front()),
+                                  r.python_exception, r.exception_type, r.exception_message);
 }
 
 namespace {

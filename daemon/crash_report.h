@@ -31,7 +31,6 @@ namespace daemon {
 constexpr size_t kMaxQueuedCrashReports = 64;
 // The `signal` label and signal_name of an uncaught Python exception's report (docs/crash.md).
 constexpr char kPythonExceptionSignal[] = "python_exception";
-constexpr size_t kMaxVerdictMessageBytes = 200;  // of the exception's message, in CrashFrameText
 constexpr int kExitHookTimeoutMs = 10000;
 
 // The report's facts; crash.json is their JSON (CrashJson).
@@ -56,8 +55,7 @@ std::string CrashJson(const CrashReport& r);
 // "function (file base name:line)".
 std::string FrameText(const stacktrace::Frame& f);
 
-// What the exited verdict says after "in": the innermost frame, and for a Python exception
-// " [uncaught Type: message]" (the message cut to kMaxVerdictMessageBytes).
+// What the exited verdict says after "in" (analysis::CrashFrameText of the innermost frame).
 std::string CrashFrameText(const CrashReport& r);
 
 // Runs `command` (split on spaces, no shell) with `input` on stdin, for at most `timeout_ms`

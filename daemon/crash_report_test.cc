@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "analysis/analysis.h"
 #include "gtest/gtest.h"
 
 namespace xtimer {
@@ -35,9 +36,9 @@ TEST(CrashFrameText, AddsAPythonExceptionOnOneLine) {
   r.exception_type = "ValueError";
   r.exception_message = "bad\nbatch";
   EXPECT_EQ(CrashFrameText(r), "load_batch (data.py:42) [uncaught ValueError: bad batch]");
-  r.exception_message = std::string(kMaxVerdictMessageBytes + 50, 'm');
+  r.exception_message = std::string(analysis::kMaxVerdictMessageBytes + 50, 'm');
   EXPECT_EQ(CrashFrameText(r), "load_batch (data.py:42) [uncaught ValueError: " +
-                                   std::string(kMaxVerdictMessageBytes, 'm') + "]");
+                                   std::string(analysis::kMaxVerdictMessageBytes, 'm') + "]");
   r.frames.clear();
   r.exception_message.clear();
   EXPECT_EQ(CrashFrameText(r), "[uncaught ValueError]");
