@@ -183,6 +183,16 @@ struct Exit {
 // "SIGSEGV" for 11 and the other common signals by name; nullptr for others.
 const char* SignalName(int sig);
 
+// The bytes of a Python exception's message that an exited verdict quotes.
+constexpr size_t kMaxVerdictMessageBytes = 200;
+
+// Exit::crash_frame of a crash report (docs/crash.md): its innermost frame `frame`, and for an
+// uncaught Python exception " [uncaught TYPE: MESSAGE]" (the message on one line, cut to
+// kMaxVerdictMessageBytes). The daemon and `xtimer analyze` both say it this way.
+std::string CrashFrameText(const std::string& frame, bool python_exception,
+                           const std::string& exception_type,
+                           const std::string& exception_message);
+
 struct RankInput {
   int32_t rank = -1;   // global rank
   std::string node;

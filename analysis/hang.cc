@@ -620,6 +620,19 @@ int Severity(HangKind k) {
 
 }  // namespace
 
+std::string CrashFrameText(const std::string& frame, bool python_exception,
+                           const std::string& exception_type,
+                           const std::string& exception_message) {
+  if (!python_exception) return frame;
+  std::string message = exception_message.substr(0, kMaxVerdictMessageBytes);
+  for (char& c : message) {
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  }
+  const std::string what =
+      "uncaught " + exception_type + (message.empty() ? "" : ": " + message);
+  return frame.empty() ? "[" + what + "]" : frame + " [" + what + "]";
+}
+
 const char* SignalName(int sig) {
   static const struct {
     int sig;

@@ -21,6 +21,7 @@
 #include "cli/control_client.h"
 #include "cli/dump_reader.h"
 #include "cli/rank_progress.h"
+#include "cli/crash_input.h"
 #include "cli/stacks_input.h"
 #include "proto/hosting.grpc.pb.h"
 #include "util/version.h"
@@ -197,6 +198,7 @@ int FromDumps(const Args& a, Outcome* o) {
                 in.ranks.size(), in.world, in.offsets.size());
   o->summary = line;
   o->ranks = std::move(in.ranks);
+  AddCrashFrames(a.inputs, &o->ranks, &o->problems);  // crash reports beside the dump
   return -1;
 }
 

@@ -19,8 +19,8 @@ namespace {
 
 namespace st = stacktrace;
 
-bool HasSuffix(const std::string& s, const char* suffix) {
-  size_t n = std::strlen(suffix);
+bool HasSuffix(const std::string& s, const std::string& suffix) {
+  const size_t n = suffix.size();
   return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
 }
 
@@ -33,7 +33,8 @@ constexpr size_t kCulpritsShown = 4;
 
 }  // namespace
 
-void FindStacks(const std::string& dir, int depth, std::vector<std::string>* out) {
+void FindFiles(const std::string& dir, int depth, const std::string& suffix,
+               std::vector<std::string>* out) {
   DIR* d = opendir(dir.c_str());
   if (d == nullptr || depth > 16) {
     if (d) closedir(d);
@@ -49,31 +50,43 @@ void FindStacks(const std::string& dir, int depth, std::vector<std::string>* out
     std::string path = dir + "/" + n;
     struct stat s;
     if (lstat(path.c_str(), &s) != 0) continue;
-    if (S_ISDIR(s.st_mode)) FindStacks(path, depth + 1, out);
-    if (S_ISREG(s.st_mode) && HasSuffix(n, st::kStacksSuffix)) out->push_back(path);
+    if (S_ISDIR(s.st_mode)) FindFiles(path, depth + 1, suffix, out);
+    if (S_ISREG(s.st_mode) && HasSuffix(n, suffix)) out->push_back(path);
   }
 }
 
-bool ReadStacks(const std::string& path, st::StacksFile* out, std::string* error) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+void FindStacks(const std::string& dir, int depth, std::vector<std::string>* out) {
+  FindFiles(dir, depth, st::kStacksSuffix, out);
+}
+
+bool ReadBoundedFile(const std::string& path, uint64_t max_bytes, std::string* text,
+                     std::string* error) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) return *error = std::strerror(errno), false;
   struct stat s;
-  if (fstat(fd, &s) != 0 || static_cast<uint64_t>(s.st_size) > st::kMaxFileBytes) {
+  if (fstat(fd, &s) != 0 || !S_ISREG(s.st_mode) || static_cast<uint64_t>(s.st_size) > max_bytes) {
     close(fd);
-    *error = "larger than " + std::to_string(st::kMaxFileBytes >> 20) + " MiB";
+    *error = S_ISREG(s.st_mode) ? "larger than " + std::to_string(max_bytes >> 20) + " MiB"
+                                : "not a regular file";
     return false;
   }
-  std::string text(static_cast<size_t>(s.st_size), '\0');
+  text->assign(static_cast<size_t>(s.st_size), '\0');
   size_t got = 0;
-  while (got < text.size()) {
-    ssize_t n = read(fd, &text[got], text.size() - got);
+  while (got < text->size()) {
+    ssize_t n = read(fd, &(*text)[got], text->size() - got);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     got += static_cast<size_t>(n);
   }
   close(fd);
-  text.resize(got);
-  return st::ParseStacksJson(text, out, error);
+  text->resize(got);
+  return true;
+}
+
+bool ReadStacks(const std::string& path, st::StacksFile* out, std::string* error) {
+  std::string text;
+  return ReadBoundedFile(path, st::kMaxFileBytes, &text, error) &&
+         st::ParseStacksJson(text, out, error);
 }
 
 void AddCulpritStacks(const std::vector<std::string>& dirs, const std::string& job, int world,

@@ -3,6 +3,7 @@
 #ifndef XTIMER_CLI_STACKS_INPUT_H_
 #define XTIMER_CLI_STACKS_INPUT_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,15 @@
 
 namespace xtimer {
 namespace cli {
+
+// Regular files whose name ends in `suffix` under `dir`, recursively (symbolic links are not
+// followed; 16 levels at most), sorted per directory, appended to *out.
+void FindFiles(const std::string& dir, int depth, const std::string& suffix,
+               std::vector<std::string>* out);
+
+// Reads a regular file (not through a symbolic link) of at most `max_bytes`; false with *error.
+bool ReadBoundedFile(const std::string& path, uint64_t max_bytes, std::string* text,
+                     std::string* error);
 
 // *.stacks under `dir`, recursively (symbolic links are not followed; 16 levels at most), sorted
 // per directory, appended to *out.

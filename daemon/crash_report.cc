@@ -93,8 +93,29 @@ std::string Reap(pid_t pid, int timeout_ms) {
 
 std::string FrameText(const st::Frame& f) {
   const std::string name = f.function.empty() ? "??" : f.function;
+  if (f.kind == st::Frame::kPython && !f.module.empty() && f.line > 0) {
+    return name + " (" + BaseName(f.module) + ":" + std::to_string(f.line) + ")";
+  }
   return f.module.empty() ? name : name + " (" + BaseName(f.module) + ")";
 }
+
+std::string CrashFrameText(const CrashReport& r) {
+  return analysis::CrashFrameText(r.frames.empty() ? "" : FrameText(r.frames.front()),
+                                  r.python_exception, r.exception_type, r.exception_message);
+}
+
+namespace {
+
+// A crash.json frame: native {"function", "module"}; Python {"function", "file", "line"}.
+std::string FrameJson(const st::Frame& f) {
+  if (f.kind == st::Frame::kPython) {
+    return "{\"function\": " + JsonQuote(f.function) + ", \"file\": " + JsonQuote(f.module) +
+           ", \"line\": " + std::to_string(f.line) + "}";
+  }
+  return "{\"function\": " + JsonQuote(f.function) + ", \"module\": " + JsonQuote(f.module) + "}";
+}
+
+}  // namespace
 
 std::string CrashJson(const CrashReport& r) {
   std::string j = "{\"format\": \"xtimer-crash\", \"version\": 1, \"job\": " + JsonQuote(r.job) +
@@ -108,11 +129,13 @@ std::string CrashJson(const CrashReport& r) {
        ", \"fault_address\": " + JsonQuote(r.fault_address) + ", \"tid\": " +
        std::to_string(r.tid) + ", \"thread\": " + JsonQuote(r.thread) +
        ", \"frame\": " + JsonQuote(r.frame) + ", \"frames\": [";
-  for (size_t i = 0; i < r.frames.size(); ++i) {
-    j += std::string(i ? ", " : "") + "{\"function\": " + JsonQuote(r.frames[i].function) +
-         ", \"module\": " + JsonQuote(r.frames[i].module) + "}";
+  for (size_t i = 0; i < r.frames.size(); ++i) j += (i ? ", " : "") + FrameJson(r.frames[i]);
+  j += "]";
+  if (r.python_exception) {
+    j += ", \"exception\": {\"type\": " + JsonQuote(r.exception_type) +
+         ", \"message\": " + JsonQuote(r.exception_message) + "}";
   }
-  j += "], \"dir\": " + JsonQuote(r.dir) + ", \"stacks_files\": [";
+  j += ", \"dir\": " + JsonQuote(r.dir) + ", \"stacks_files\": [";
   for (size_t i = 0; i < r.files.size(); ++i) j += (i ? ", " : "") + JsonQuote(r.files[i]);
   j += "]";
   if (!r.error.empty()) j += ", \"error\": " + JsonQuote(r.error);
@@ -244,7 +267,12 @@ void CrashReporter::Handle(const Job& job) {
   r.time_ns = raw.capture_time_ns > 0 ? raw.capture_time_ns : now_();
   r.signal = static_cast<int>(raw.crash.signal);
   const char* name = analysis::SignalName(r.signal);
-  r.signal_name = name != nullptr ? name : "signal " + std::to_string(r.signal);
+  r.signal_name = raw.crash.python_exception ? kPythonExceptionSignal
+                  : name != nullptr          ? name
+                                             : "signal " + std::to_string(r.signal);
+  r.python_exception = raw.crash.python_exception;
+  r.exception_type = raw.crash.exception_type;
+  r.exception_message = raw.crash.exception_message;
   r.si_code = static_cast<int>(raw.crash.si_code);
   r.fault_address = raw.crash.fault_address;
   r.tid = static_cast<int>(raw.crash.tid);
@@ -255,7 +283,7 @@ void CrashReporter::Handle(const Job& job) {
           std::to_string(r.pid);
   WriteFiles(ranks, job, &r);
   r.frame = r.frames.empty() ? "" : FrameText(r.frames.front());
-  aggregator_->SetCrashFrame(job.id, r.frame);
+  aggregator_->SetCrashFrame(job.id, CrashFrameText(r));
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (int rank : r.ranks) ++counts_[std::make_tuple(r.job, rank, r.signal_name)];

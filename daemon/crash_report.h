@@ -29,6 +29,8 @@ namespace xtimer {
 namespace daemon {
 
 constexpr size_t kMaxQueuedCrashReports = 64;
+// The `signal` label and signal_name of an uncaught Python exception's report (docs/crash.md).
+constexpr char kPythonExceptionSignal[] = "python_exception";
 constexpr int kExitHookTimeoutMs = 10000;
 
 // The report's facts; crash.json is their JSON (CrashJson).
@@ -42,13 +44,19 @@ struct CrashReport {
   std::vector<stacktrace::Frame> frames;  // the crashing thread's, innermost first
   std::vector<std::string> files;         // the .stacks files written
   std::string error;                      // why frames are missing, when they are
+  bool python_exception = false;          // an uncaught Python exception (signal 0)
+  std::string exception_type, exception_message;
 };
 
 // crash.json ("xtimer-crash" version 1, docs/crash.md).
 std::string CrashJson(const CrashReport& r);
 
-// "function (module base name)", "??" for a frame without a function.
+// "function (module base name)", "??" for a frame without a function; a Python frame
+// "function (file base name:line)".
 std::string FrameText(const stacktrace::Frame& f);
+
+// What the exited verdict says after "in" (analysis::CrashFrameText of the innermost frame).
+std::string CrashFrameText(const CrashReport& r);
 
 // Runs `command` (split on spaces, no shell) with `input` on stdin, for at most `timeout_ms`
 // (then killed), as `uid` when the daemon is root and uid is not. Returns "" or why it failed

@@ -42,6 +42,33 @@ class Out {
     Put('"');
     return *this;
   }
+  // A JSON string escaped in full (the Python report: messages may hold anything), cut to
+  // `max` bytes at a UTF-8 character boundary.
+  Out& Text(const char* s, size_t max) {
+    static const char kHex[] = "0123456789abcdef";
+    if (s == nullptr) s = "";
+    size_t len = 0;
+    while (s[len] != '\0' && len < max) ++len;
+    if (s[len] != '\0') {
+      while (len > 0 && (static_cast<unsigned char>(s[len]) & 0xc0) == 0x80) --len;
+    }
+    Put('"');
+    for (size_t i = 0; i < len; ++i) {
+      const unsigned char c = static_cast<unsigned char>(s[i]);
+      if (c == '"' || c == '\\') {
+        Put('\\');
+        Put(static_cast<char>(c));
+      } else if (c < 0x20 || c == 0x7f) {
+        Raw("\\u00");
+        Put(kHex[c >> 4]);
+        Put(kHex[c & 15]);
+      } else {
+        Put(static_cast<char>(c));
+      }
+    }
+    Put('"');
+    return *this;
+  }
   Out& U64(uint64_t v) {
     char digits[24];
     int n = 0;
@@ -87,8 +114,8 @@ int64_t ClockNs(clockid_t clock) {
   return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-// Waits until the daemon acknowledged the report, at most kCrashAckWaitMs.
-void WaitForAck() {
+// Waits until the daemon acknowledged the report, at most kCrashAckWaitMs. True when it did.
+bool WaitForAck() {
   const auto* ack = reinterpret_cast<std::atomic<uint32_t>*>(g_map + format::kCrashAckOffset);
   const int64_t deadline = ClockNs(CLOCK_MONOTONIC) + format::kCrashAckWaitMs * 1000000LL;
   while (ack->load(std::memory_order_acquire) != format::kCrashAckMagic &&
@@ -96,6 +123,17 @@ void WaitForAck() {
     const timespec pause = {0, 1000000};  // 1 ms; nanosleep is async-signal-safe
     nanosleep(&pause, nullptr);
   }
+  return ack->load(std::memory_order_acquire) == format::kCrashAckMagic;
+}
+
+// The facts every report has: the calling thread, now.
+CrashFacts FactsNow() {
+  CrashFacts f;
+  f.pid = static_cast<int>(getpid());
+  f.tid = static_cast<int>(syscall(SYS_gettid));
+  prctl(PR_GET_NAME, f.thread_name, 0, 0, 0);
+  f.time_ns = ClockNs(CLOCK_REALTIME);
+  return f;
 }
 
 bool GiveAltStack(std::string* error) {
@@ -168,22 +206,59 @@ bool PrepareCrashReports(SocketSource socket, std::string* error) {
 
 void ReportCrash(int sig, const siginfo_t* info, void* context) {
   if (!g_prepared.load(std::memory_order_acquire) || g_crashing.exchange(true)) return;
-  CrashFacts f;
-  f.pid = static_cast<int>(getpid());
-  f.tid = static_cast<int>(syscall(SYS_gettid));
-  prctl(PR_GET_NAME, f.thread_name, 0, 0, 0);
+  CrashFacts f = FactsNow();
   f.signal = sig;
   if (info != nullptr) {
     f.si_code = info->si_code;
     f.fault_address = reinterpret_cast<uintptr_t>(info->si_addr);
   }
-  f.time_ns = ClockNs(CLOCK_REALTIME);
   const int n = UnwindFromSignal(context, g_pcs, kMaxCrashFrames);
   const size_t size = FormatCrashReport(g_map, format::kMaxCrashReportBytes, f, g_pcs, n);
   SocketSource source = g_socket.load();
   const int socket = source != nullptr ? source() : -1;
   if (size == 0 || socket < 0) return;  // no daemon: nobody to wait for
   if (format::SendCrashReport(socket, g_memfd, size)) WaitForAck();
+}
+
+size_t FormatPythonExceptionReport(char* buf, size_t cap, const CrashFacts& f, const char* type,
+                                   const char* message, const PythonExceptionFrame* frames,
+                                   int n) {
+  const size_t max = kMaxPythonExceptionText;
+  Out o(buf, cap);
+  o.Raw("{\"format\": \"xtimer-raw-stacks\", \"version\": 1, \"pid\": ").I64(f.pid);
+  o.Raw(", \"capture_time_ns\": ").I64(f.time_ns);
+  o.Raw(",\n\"crash\": {\"python_exception\": {\"type\": ").Text(type, max);
+  o.Raw(", \"message\": ").Text(message, max).Raw("}, \"tid\": ").I64(f.tid).Raw("},\n");
+  o.Raw("\"threads\": [\n  {\"tid\": ").I64(f.tid).Raw(", \"name\": ").Str(f.thread_name);
+  o.Raw(", \"pcs\": []}],\n\"python_threads\": [\n  {\"tid\": ").I64(f.tid);
+  o.Raw(", \"frames\": [");
+  for (int i = 0; i < n; ++i) {
+    o.Raw(i > 0 ? ",\n    " : "\n    ").Raw("{\"function\": ").Text(frames[i].function, max);
+    o.Raw(", \"file\": ").Text(frames[i].file, max);
+    o.Raw(", \"line\": ").I64(frames[i].line > 0 ? frames[i].line : 0).Raw("}");
+  }
+  o.Raw("]}]}\n");
+  return o.Length();
+}
+
+int ReportPythonException(const char* type, const char* message,
+                          const PythonExceptionFrame* frames, int n) {
+  SocketSource source = g_socket.load();
+  const int socket = source != nullptr ? source() : -1;
+  if (!g_prepared.load(std::memory_order_acquire) || socket < 0 || g_crashing.exchange(true)) {
+    return 1;
+  }
+  const CrashFacts f = FactsNow();
+  n = n < 0 ? 0 : n > kMaxPythonExceptionFrames ? kMaxPythonExceptionFrames : n;
+  size_t size = 0;
+  for (;;) {  // the innermost frames matter: drop outer ones until the report fits
+    size = FormatPythonExceptionReport(g_map, format::kMaxCrashReportBytes, f, type, message,
+                                       frames, n);
+    if (size > 0 || n == 0) break;
+    n /= 2;
+  }
+  if (size == 0 || !format::SendCrashReport(socket, g_memfd, size)) return 1;
+  return WaitForAck() ? 0 : -1;
 }
 
 }  // namespace hook

@@ -50,6 +50,34 @@ void ReportCrash(int sig, const siginfo_t* info, void* context);
 size_t FormatCrashReport(char* buf, size_t cap, const CrashFacts& facts, const uint64_t* pcs,
                          int n);
 
+// One frame of an uncaught Python exception's traceback (UTF-8 strings).
+struct PythonExceptionFrame {
+  const char* function;
+  const char* file;
+  int line;  // 0: unknown
+};
+
+constexpr int kMaxPythonExceptionFrames = 256;     // innermost kept
+constexpr size_t kMaxPythonExceptionText = 1024;   // bytes of the type, the message, each name
+
+// Description: reports an uncaught Python exception (docs/crash.md "Uncaught Python
+// exceptions") through the crash report's memfd and connection: the raw capture JSON with a
+// "crash" object holding "python_exception" (no signal), the reporting thread with no pcs and
+// its Python frames (`frames`, innermost first; outer ones dropped to fit). Waits for the
+// daemon's acknowledgement like ReportCrash. Counts as the process's one crash report.
+// Thread safety: any thread; not from a signal handler.
+// Return: 0 reported and acknowledged; 1 nothing sent (crash reports off, no daemon, a crash
+// already reported); -1 sent but not acknowledged in time.
+int ReportPythonException(const char* type, const char* message,
+                          const PythonExceptionFrame* frames, int n);
+
+// Description: the raw capture JSON of an uncaught Python exception (exposed for tests); strings
+// are JSON-escaped and cut to kMaxPythonExceptionText bytes.
+// Return: its length, 0 when it does not fit in `cap`.
+size_t FormatPythonExceptionReport(char* buf, size_t cap, const CrashFacts& facts,
+                                   const char* type, const char* message,
+                                   const PythonExceptionFrame* frames, int n);
+
 }  // namespace hook
 }  // namespace xtimer
 

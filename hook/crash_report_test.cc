@@ -42,6 +42,42 @@ TEST(FormatCrashReport, WritesTheRawCaptureWithACrashObject) {
             std::string::npos);
 }
 
+TEST(FormatPythonExceptionReport, EscapesAndCutsTheTraceback) {
+  CrashFacts f;
+  f.pid = 42;
+  f.tid = 43;
+  strcpy(f.thread_name, "python3");
+  f.time_ns = 5;
+  const std::string long_message(kMaxPythonExceptionText + 10, 'm');
+  const PythonExceptionFrame frames[] = {{"load", "/j/d\"a\\.py", 4}, {"<module>", "/j/t.py", 0}};
+  char buf[8192];
+  size_t n = FormatPythonExceptionReport(buf, sizeof(buf), f, "ValueError", "bad\n\x01", frames, 2);
+  ASSERT_GT(n, 0u);
+  EXPECT_EQ(std::string(buf, n),
+            "{\"format\": \"xtimer-raw-stacks\", \"version\": 1, \"pid\": 42, "
+            "\"capture_time_ns\": 5,\n\"crash\": {\"python_exception\": {\"type\": \"ValueError\", "
+            "\"message\": \"bad\\u000a\\u0001\"}, \"tid\": 43},\n\"threads\": [\n  {\"tid\": 43, "
+            "\"name\": \"python3\", \"pcs\": []}],\n\"python_threads\": [\n  {\"tid\": 43, "
+            "\"frames\": [\n    {\"function\": \"load\", \"file\": \"/j/d\\\"a\\\\.py\", \"line\": 4},\n"
+            "    {\"function\": \"<module>\", \"file\": \"/j/t.py\", \"line\": 0}]}]}\n");
+  // Strings are cut at kMaxPythonExceptionText bytes, never inside a UTF-8 character.
+  n = FormatPythonExceptionReport(buf, sizeof(buf), f, "E", long_message.c_str(), frames, 0);
+  EXPECT_NE(std::string(buf, n).find("\"" + std::string(kMaxPythonExceptionText, 'm') + "\""),
+            std::string::npos);
+  std::string accents;
+  while (accents.size() < kMaxPythonExceptionText + 1) accents += "\xc3\xa9";  // e-acute
+  n = FormatPythonExceptionReport(buf, sizeof(buf), f, "E", accents.substr(1).c_str(), frames, 0);
+  const std::string out(buf, n);
+  const size_t at = out.find("\"message\": \"") + 12;
+  EXPECT_EQ(out.substr(at, out.find('"', at) - at).size() % 2, 1u);  // the stray byte, then pairs
+  EXPECT_EQ(FormatPythonExceptionReport(buf, 40, f, "E", "m", frames, 2), 0u);  // does not fit
+}
+
+TEST(ReportPythonException, SendsNothingWithoutADaemon) {
+  const PythonExceptionFrame frame = {"f", "f.py", 1};
+  EXPECT_EQ(ReportPythonException("E", "m", &frame, 1), 1);  // not prepared in this process
+}
+
 int g_socket = -1;
 int SocketNow() { return g_socket; }
 

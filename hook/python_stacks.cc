@@ -41,13 +41,6 @@ int VisitObject(dl_phdr_info* info, size_t, void* data) {
   return f->found != nullptr ? 1 : 0;
 }
 
-void* FindPythonSymbol(const char* symbol) {
-  if (void* p = dlsym(RTLD_DEFAULT, symbol)) return p;
-  Finder f{symbol};
-  dl_iterate_phdr(&VisitObject, &f);
-  return f.found;
-}
-
 // "3.13" from the exported Py_Version (3.11 and later), else "".
 std::string VersionOf() {
   auto* v = static_cast<const unsigned long*>(FindPythonSymbol("Py_Version"));
@@ -91,6 +84,13 @@ bool ParseFrame(const std::string& line, PythonFrame* frame) {
 }
 
 }  // namespace
+
+void* FindPythonSymbol(const char* symbol) {
+  if (void* p = dlsym(RTLD_DEFAULT, symbol)) return p;
+  Finder f{symbol};
+  dl_iterate_phdr(&VisitObject, &f);
+  return f.found;
+}
 
 bool ParsePythonTracebacks(const std::string& text, std::vector<PythonThread>* threads,
                            std::string* error) {

@@ -31,6 +31,10 @@ struct PythonCapture {
   std::string error;    // why frames are missing (only when `python`)
 };
 
+// A CPython symbol: in the global scope, else in a libpython* loaded RTLD_LOCAL (embedding hosts,
+// a Python extension loaded by a non-Python host); nullptr when there is none.
+void* FindPythonSymbol(const char* symbol);
+
 // Python stacks, read without the GIL. Slow and cold: call from the capture thread.
 PythonCapture CapturePythonStacks();
 

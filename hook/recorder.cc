@@ -17,6 +17,7 @@
 #include "hook/exit_marker.h"
 #include "hook/log.h"
 #include "hook/poller.h"
+#include "hook/python_exception.h"
 #include "hook/stack_capture.h"
 #include "hook/state.h"
 
@@ -244,6 +245,10 @@ bool InitSlow() {
   }
   if (!InstallFatalSignalMarkers(&RingHeaderNow)) {
     Warn("cannot install the fatal-signal markers; a crash will read as a lost connection");
+  }
+  std::string python_error;
+  if (!InstallPythonExceptionReports(&python_error)) {
+    Warn(("no reports of uncaught Python exceptions: " + python_error).c_str());
   }
   std::string stack_error;
   if (s->config.stack_signal > 0 && !InstallStackSignal(s->config.stack_signal, &stack_error)) {

@@ -60,11 +60,26 @@ bool ParsePythonThread(const JsonValue& v, size_t index, RawPythonThread* out,
   return true;
 }
 
+// "python_exception": {"type": ..., "message": ...} of an uncaught Python exception.
+bool ParsePythonException(const JsonValue& v, RawCrash* out, std::string* error) {
+  if (v.type != JsonValue::kObject) {
+    return *error = "crash: \"python_exception\" is not an object", false;
+  }
+  JsonFields f(v, "crash: python_exception: ", error);
+  out->python_exception = true;
+  return f.Str("type", kMaxStringBytes, true, &out->exception_type) &&
+         f.Str("message", kMaxStringBytes, false, &out->exception_message);
+}
+
 bool ParseCrash(const JsonValue& v, RawCrash* out, std::string* error) {
   if (v.type != JsonValue::kObject) return *error = "\"crash\" is not an object", false;
   JsonFields f(v, "crash: ", error);
   out->present = true;
-  if (!f.Int("signal", 1, 64, true, &out->signal) ||
+  if (const JsonValue* e = v.Find("python_exception")) {
+    if (!ParsePythonException(*e, out, error)) return false;
+  }
+  // A signal, or an uncaught Python exception (no signal): one of the two.
+  if (!f.Int("signal", 1, 64, !out->python_exception, &out->signal) ||
       !f.Int("si_code", INT32_MIN, INT32_MAX, false, &out->si_code) ||
       !f.Str("fault_address", 20, false, &out->fault_address) ||
       !f.Int("tid", 0, INT32_MAX, false, &out->tid)) {

@@ -30,10 +30,14 @@ struct RawPythonThread {
   std::vector<Frame> frames;  // kind kPython, innermost first
 };
 
-// A crash report's "crash" object (docs/crash.md): the fatal signal the crashing thread got.
+// A crash report's "crash" object (docs/crash.md): the fatal signal the crashing thread got, or
+// the uncaught Python exception it reports (signal 0, "python_exception").
 struct RawCrash {
   bool present = false;
-  int64_t signal = 0;
+  int64_t signal = 0;  // 0 for a Python exception
+  bool python_exception = false;
+  std::string exception_type;     // "ValueError", "pkg.mod.MyError"
+  std::string exception_message;  // str() of the exception, cut
   int64_t si_code = 0;
   std::string fault_address;  // "0x..." (hex text: kernel addresses do not fit int64)
   int64_t tid = 0;            // the crashing thread

@@ -92,6 +92,14 @@ TEST(ParseRawCapture, RefusesWithTheFieldNamed) {
        "\"crash\" is not an object"},
       {R"({"format": "xtimer-raw-stacks", "version": 1, "crash": {"signal": 99}, "threads": []})",
        "crash: \"signal\" is 99"},
+      {R"({"format": "xtimer-raw-stacks", "version": 1, "crash": {"tid": 1}, "threads": []})",
+       "crash: \"signal\" is missing"},
+      {R"({"format": "xtimer-raw-stacks", "version": 1, "crash": {"python_exception": 1},
+           "threads": []})",
+       "crash: \"python_exception\" is not an object"},
+      {R"({"format": "xtimer-raw-stacks", "version": 1,
+           "crash": {"python_exception": {"message": "m"}}, "threads": []})",
+       "crash: python_exception: \"type\" is missing"},
   };
   for (const auto& c : cases) {
     RawCapture raw;
@@ -127,6 +135,27 @@ TEST(ParseRawCapture, ReadsACrashReport) {
   ASSERT_TRUE(ParseRawCapture(R"({"format": "xtimer-raw-stacks", "version": 1, "threads": []})",
                               &raw, &error));
   EXPECT_FALSE(raw.crash.present);
+}
+
+TEST(ParseRawCapture, ReadsAPythonExceptionReport) {
+  // The shape hook/crash_report.cc writes for an uncaught Python exception (docs/crash.md).
+  const std::string text = R"({"format": "xtimer-raw-stacks", "version": 1, "pid": 7,
+    "capture_time_ns": 5, "crash": {"python_exception": {"type": "ValueError",
+    "message": "bad \"batch\"\n"}, "tid": 8}, "threads": [{"tid": 8, "name": "main", "pcs": []}],
+    "python_threads": [{"tid": 8, "frames": [{"function": "load", "file": "/j/d.py", "line": 4},
+    {"function": "<module>", "file": "/j/t.py", "line": 9}]}]})";
+  RawCapture raw;
+  std::string error;
+  ASSERT_TRUE(ParseRawCapture(text, &raw, &error)) << error;
+  EXPECT_TRUE(raw.crash.present);
+  EXPECT_TRUE(raw.crash.python_exception);
+  EXPECT_EQ(raw.crash.signal, 0);
+  EXPECT_EQ(raw.crash.exception_type, "ValueError");
+  EXPECT_EQ(raw.crash.exception_message, "bad \"batch\"\n");
+  ASSERT_EQ(raw.python_threads.size(), 1u);
+  ASSERT_EQ(raw.python_threads[0].frames.size(), 2u);
+  EXPECT_EQ(raw.python_threads[0].frames[0].function, "load");
+  EXPECT_EQ(raw.python_threads[0].frames[0].line, 4);
 }
 
 TEST(BuildThreads, SharesFramesAndAddsUnmatchedPythonThreads) {

@@ -11,22 +11,32 @@ through XTIMER_EXIT_HOOK in the daemon's environment), each time under `sh -c`:
           (the hook chains to it), the crash is reported, status 139.
   after   its own handler installed after the hook started: the handler is called (the hook does
           not install over it), status 139; the hook's report is not expected.
+Then a 2-rank simulator job (demo/train_step, launch.py --crash-step 1:2) whose rank 1 dies of
+SIGSEGV in the simulated NCCL's Crash: HangCheck's exited verdict, the automatic hang dump's
+summary and `xtimer analyze` of that dump (text and JSON) name Crash as the crashing frame.
 
 Usage: crash_report_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH CRASH_PROGRAM
+       XTIMER
 """
 
 import glob
 import json
 import os
+import re
 import stat
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_lib import (Background, Paths, fail, free_ports, log, parse, scrape,  # noqa: E402
-                     select, status, stop_daemon)
+from e2e_lib import (Background, Paths, control, fail, free_ports, log, parse,  # noqa: E402
+                     scrape, select, status, stop_daemon)
 
 JOB = "crashrep"
+JOB_MULTI = "crashjob"
+# The exited verdict's evidence with the simulated NCCL's faulting function (docs/crash.md).
+EXITED_IN_CRASH = re.compile(
+    r"rank 1 exited: signal 11 \(SIGSEGV\) in \S+::Crash\(int, long\) \(libnccl\.so\.2\)")
 
 
 def wait_for(what, ok, timeout):
@@ -97,10 +107,56 @@ def check_report(dump_root, hook_out):
     return len(reports)
 
 
+def job_crash(p, xtimer, ports, dump_root, env):
+    """Rank 1 of a 2-rank simulator job dies of SIGSEGV in the simulated NCCL's Crash: HangCheck
+    (HTTP JSON), the automatic hang dump's summary and `xtimer analyze` of that dump (text and
+    JSON, the crash report read from the crash folder beside the dump) show the crashing frame in
+    the exited verdict."""
+    metrics, control_port = ports
+    env = {k: v for k, v in env.items() if k not in ("RANK", "WORLD_SIZE")}
+    job = Background("crashjob", p.launch_argv(p.run_dir("node"), metrics, control_port,
+                                               JOB_MULTI) +
+                     [sys.executable, p.demo_launch, "--nproc", "2", "--crash-step", "1:2",
+                      "--grace", "60", "--timeout", "120", "--", p.gpusim_run, p.train_step,
+                      "--tp", "2", "--steps", "4", "--hidden", "64", "--seq", "64", "--layers",
+                      "1"], env, p.tmp)
+    try:
+        job.wait_for_line(r"XTIMER_SIM_CRASH: rank 1 crashes", 90)
+
+        def hang_check():
+            for v in control(control_port, "HangCheck", {"job": JOB_MULTI}).get("verdicts", []):
+                found = [e for e in v.get("evidence", []) if EXITED_IN_CRASH.search(e)]
+                if v.get("kind") == "exited" and found:
+                    return found[0]
+            return None
+        evidence = wait_for("HangCheck's exited verdict naming Crash", hang_check, 30)
+        log("HangCheck: %s" % evidence)
+
+        def summary():
+            for path in glob.glob(os.path.join(dump_root, "hang-*", JOB_MULTI, "hang-summary*")):
+                with open(path) as f:
+                    text = f.read()
+                if EXITED_IN_CRASH.search(text):
+                    return os.path.dirname(path)
+            return None
+        dump = wait_for("the automatic hang dump's summary naming Crash", summary, 30)
+        log("hang dump: %s" % dump)
+        for flags in ([], ["--json"]):
+            done = subprocess.run([xtimer, "analyze", dump] + flags, stdout=subprocess.PIPE,
+                                  stderr=subprocess.STDOUT, universal_newlines=True, timeout=60)
+            if done.returncode not in (0, 3) or not EXITED_IN_CRASH.search(done.stdout):
+                fail("xtimer analyze %s %s (exit %d) does not name Crash in the exited "
+                     "verdict:\n%s" % (dump, " ".join(flags), done.returncode, done.stdout))
+        log("xtimer analyze (text and JSON): the exited verdict names Crash")
+    finally:
+        job.kill()
+
+
 def main(argv):
-    if len(argv) != 8:
+    if len(argv) != 9:
         fail(__doc__)
     program = os.path.abspath(argv[7])
+    xtimer = os.path.abspath(argv[8])
     p = Paths(argv[:7], __doc__)
     run_dir = p.run_dir("node")
     metrics, control = free_ports(2)
@@ -124,6 +180,7 @@ def main(argv):
         log("xtimer_rank_crashes_total: %s (%d report folders)" % (crashes, reports))
         if crashes != [({"job": JOB, "rank": "0", "signal": "SIGSEGV"}, 2.0)]:
             fail("want 2 crashes counted (no handler, handler before the hook): %s" % crashes)
+        job_crash(p, xtimer, (metrics, control), dump_root, env)
     finally:
         stop_daemon(run_dir)
         p.cleanup()

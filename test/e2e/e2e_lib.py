@@ -1,8 +1,10 @@
 """Helpers shared by the end-to-end tests: free ports, processes, Prometheus text parsing."""
 
+import glob
 import json
 import math
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -162,6 +164,23 @@ def descendants(pid):
             out.append(child)
             todo.append(child)
     return out
+
+
+def pythons():
+    """The CPythons the Python tests run on: Debian's python3, then pyenv's 3.8, 3.12 and 3.13
+    where installed."""
+    found = ["/usr/bin/python3"]
+    roots = [os.environ.get("PYENV_ROOT", ""),
+             os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".pyenv")]
+    for version in ("3.8", "3.12", "3.13"):
+        paths = sorted(p for root in filter(None, roots)
+                       for p in glob.glob(os.path.join(root, "versions", version + ".*", "bin",
+                                                       "python" + version)))
+        if paths:
+            found.append(paths[-1])
+        else:
+            log("SKIP CPython %s: not installed under %s" % (version, " or ".join(roots)))
+    return found
 
 
 class Background:

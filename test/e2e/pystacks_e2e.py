@@ -22,11 +22,9 @@ Usage: pystacks_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNC
        LIBPYDEMO_CORE XTIMER
 """
 
-import glob
 import itertools
 import json
 import os
-import pwd
 import re
 import subprocess
 import sys
@@ -34,27 +32,11 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_lib import (Background, Paths, control, fail, free_ports, log, parse,  # noqa: E402
-                     scrape, select, stop_daemon, wait_ranks)
+                     pythons, scrape, select, stop_daemon, wait_ranks)
 
 RANKS = 4
 STALL_STEP = 2
 JOB = "pystacks"
-
-
-def pythons():
-    """Debian's python3, then pyenv's 3.8, 3.12 and 3.13 where installed."""
-    found = ["/usr/bin/python3"]
-    roots = [os.environ.get("PYENV_ROOT", ""),
-             os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".pyenv")]
-    for version in ("3.8", "3.12", "3.13"):
-        paths = sorted(p for root in filter(None, roots)
-                       for p in glob.glob(os.path.join(root, "versions", version + ".*", "bin",
-                                                       "python" + version)))
-        if paths:
-            found.append(paths[-1])
-        else:
-            log("SKIP CPython %s: not installed under %s" % (version, " or ".join(roots)))
-    return found
 
 
 def function_lines(path, name):

@@ -78,8 +78,10 @@ int64_t CountCall(int global_rank) {
   Warn("XTIMER_SIM_CRASH: rank %d crashes (SIGSEGV) at its collective call %lld", global_rank,
        static_cast<long long>(call));
   // A real invalid write, so that signal handlers (a crash reporter's, the sanitizers') see a
-  // genuine SIGSEGV. The volatile pointer keeps the compiler from proving it null.
-  int* volatile target = nullptr;
+  // genuine SIGSEGV in this function. The volatile pointer keeps the compiler from proving it
+  // null; the volatile store keeps it from deleting the write before __builtin_unreachable (it
+  // did: the process then ran off the function's end and faulted somewhere on the heap).
+  volatile int* volatile target = nullptr;
   *target = 1;
   __builtin_unreachable();
 }
