@@ -55,6 +55,12 @@ void FindStacks(const std::string& dir, int depth, std::vector<std::string>* out
 }
 
 bool ReadStacks(const std::string& path, st::StacksFile* out, std::string* error) {
+  std::string text;
+  return ReadStacks(path, &text, out, error);
+}
+
+bool ReadStacks(const std::string& path, std::string* buffer, st::StacksFile* out,
+                std::string* error) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return *error = std::strerror(errno), false;
   struct stat s;
@@ -63,7 +69,8 @@ bool ReadStacks(const std::string& path, st::StacksFile* out, std::string* error
     *error = "larger than " + std::to_string(st::kMaxFileBytes >> 20) + " MiB";
     return false;
   }
-  std::string text(static_cast<size_t>(s.st_size), '\0');
+  std::string& text = *buffer;
+  text.resize(static_cast<size_t>(s.st_size));
   size_t got = 0;
   while (got < text.size()) {
     ssize_t n = read(fd, &text[got], text.size() - got);

@@ -14,34 +14,56 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// The thread whose stack stands for the rank in the summary.
-const Thread* MainThread(const StacksFile& file) {
+}  // namespace
+
+StackTree::StackTree() { nodes_.emplace_back(); }
+
+const Thread* StackTree::MainThread(const StacksFile& file) {
   for (const Thread& t : file.threads) {
     if (t.tid == file.pid) return &t;
   }
   return file.threads.empty() ? nullptr : &file.threads[0];
 }
 
-bool SameFrame(const Frame& a, const Frame& b) {
+bool StackTree::SameFrame(const Frame& a, const Frame& b) {
   return a.kind == b.kind && a.line == b.line && a.function == b.function && a.module == b.module &&
          a.file == b.file;
 }
 
-}  // namespace
+void StackTree::NamedThreads::Of(const StacksFile& file) {
+  threads.clear();
+  for (const Thread& t : file.threads) threads.push_back(&t);
+  std::stable_sort(threads.begin(), threads.end(),
+                   [](const Thread* a, const Thread* b) { return a->tid < b->tid; });
+  // The n-th thread of a name (in tid order) is "NAME #n": runs of one name, by position.
+  order.resize(threads.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return threads[a]->name < threads[b]->name; });
+  names.resize(threads.size());
+  for (size_t i = 0, n = 1; i < order.size(); ++i) {
+    n = i > 0 && threads[order[i]]->name == threads[order[i - 1]]->name ? n + 1 : 1;
+    std::string& name = names[order[i]];
+    name = threads[order[i]]->name;
+    if (n > 1) name += " #" + std::to_string(n);
+  }
+}
 
-StackTree::StackTree() { nodes_.emplace_back(); }
+void StackTree::FrameKey(const Frame& frame, std::string* key) {
+  key->clear();
+  *key += static_cast<char>('0' + frame.kind);
+  key->append(reinterpret_cast<const char*>(&frame.line), sizeof frame.line);
+  *key += '\0';
+  *key += frame.function;
+  *key += '\0';
+  *key += frame.module;
+  *key += '\0';
+  *key += frame.file;
+}
 
 uint32_t StackTree::Intern(const Frame& frame) {
   std::string& key = key_;  // reused: a known frame costs no allocation
-  key.clear();
-  key += static_cast<char>('0' + frame.kind);
-  key.append(reinterpret_cast<const char*>(&frame.line), sizeof frame.line);
-  key += '\0';
-  key += frame.function;
-  key += '\0';
-  key += frame.module;
-  key += '\0';
-  key += frame.file;
+  FrameKey(frame, &key);
   auto it = frame_ids_.find(key);
   if (it != frame_ids_.end()) return it->second;
   frame_ids_.emplace(key, static_cast<uint32_t>(frames_.size()));
@@ -113,20 +135,16 @@ bool StackTree::AddRank(const StacksFile& file) {
     local[f] = last != UINT32_MAX && SameFrame(frames_[last], frame) ? last : Intern(frame);
     return local[f];
   };
-  std::map<std::string, int> seen;  // thread name -> how many so far
-  std::vector<const Thread*> threads;
-  for (const Thread& t : file.threads) threads.push_back(&t);
-  std::stable_sort(threads.begin(), threads.end(),
-                   [](const Thread* a, const Thread* b) { return a->tid < b->tid; });
+  NamedThreads named;
+  named.Of(file);
   std::vector<uint32_t> ids;
-  for (const Thread* t : threads) {
-    int n = ++seen[t->name];
-    std::string name = n == 1 ? t->name : t->name + " #" + std::to_string(n);
+  for (size_t i = 0; i < named.threads.size(); ++i) {
+    const Thread* t = named.threads[i];
     ids.clear();
     for (uint32_t f : t->frames) ids.push_back(id(f));
-    AddPath(file.rank, name, ids, t->error);
+    AddPath(file.rank, named.names[i], ids, t->error);
   }
-  if (threads.empty()) {
+  if (file.threads.empty()) {
     AddPath(file.rank, "(no threads)", {}, file.error.empty() ? "no threads" : file.error);
   }
   RankStack main{file.rank, "", {}, file.error};

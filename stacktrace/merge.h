@@ -36,6 +36,8 @@ struct RankGroup {
 
 class StackTree {
  public:
+  friend class StackMerger;  // stack_merger.h: the same tree from files read on many threads
+
   StackTree();
 
   // Adds one rank's stacks. Ranks must come in ascending order, each once (a repeated or
@@ -53,6 +55,19 @@ class StackTree {
 
  private:
   const std::vector<int32_t>& root_ranks() const { return nodes_[0].ranks; }
+  // *key = the identity of a frame (kind, line, function, module, file) as Intern looks it up.
+  static void FrameKey(const Frame& frame, std::string* key);
+  static bool SameFrame(const Frame& a, const Frame& b);
+  // The thread whose stack stands for the rank in the summary (tid == pid, else the first).
+  static const Thread* MainThread(const StacksFile& file);
+  // A file's threads in the order they are merged (by tid, stable) with their names in the
+  // tree ("NAME", then "NAME #2", ...); kept between files to reuse its memory.
+  struct NamedThreads {
+    std::vector<const Thread*> threads;
+    std::vector<std::string> names;
+    std::vector<uint32_t> order;  // scratch
+    void Of(const StacksFile& file);
+  };
   uint32_t Intern(const Frame& frame);
   uint32_t Child(uint32_t parent, uint32_t frame);
   void Visit(uint32_t node, int32_t rank);
