@@ -85,10 +85,7 @@ uint32_t StackTree::Child(uint32_t parent, uint32_t frame) {
   return id;
 }
 
-void StackTree::Visit(uint32_t node, int32_t rank) {
-  std::vector<int32_t>& r = nodes_[node].ranks;
-  if (r.empty() || r.back() != rank) r.push_back(rank);
-}
+void StackTree::Visit(uint32_t node, int32_t rank) { nodes_[node].ranks.Append(rank); }
 
 std::vector<uint32_t> StackTree::WalkPath(const std::string& thread,
                                           const std::vector<uint32_t>& frames,
@@ -122,8 +119,9 @@ void StackTree::AddPath(int32_t rank, const std::string& thread,
 }
 
 bool StackTree::AddRank(const StacksFile& file) {
-  if (!root_ranks().empty() && root_ranks().back() >= file.rank) return false;
-  nodes_[0].ranks.push_back(file.rank);
+  if (!root_ranks_.empty() && root_ranks_.back() >= file.rank) return false;
+  root_ranks_.push_back(file.rank);
+  nodes_[0].ranks.Append(file.rank);
   // The file's frames are interned once each, on first use (so ids come in the order of use);
   // one equal to the frame the previous file had at its index takes that id without a lookup
   // (files of one job mostly share their table; an equal frame's Intern gives the same id).
@@ -179,6 +177,49 @@ std::vector<RankGroup> StackTree::GroupRanks() const {
     return a.ranks.size() > b.ranks.size();
   });
   return groups;
+}
+
+void RankSet::Append(int32_t rank) {
+  if (!runs_.empty() && rank <= runs_.back().second + 1) {
+    if (rank <= runs_.back().second) return;
+    runs_.back().second = rank;
+  } else {
+    runs_.emplace_back(rank, rank);
+  }
+  ++count_;
+}
+
+void RankSet::Merge(const std::vector<int32_t>& ascending) {
+  if (ascending.empty()) return;
+  if (!runs_.empty() && ascending.front() <= runs_.back().second) {  // interleaved: rebuild
+    std::vector<int32_t> all = ToVector();
+    std::vector<int32_t> merged(all.size() + ascending.size());
+    std::merge(all.begin(), all.end(), ascending.begin(), ascending.end(), merged.begin());
+    runs_.clear();
+    count_ = 0;
+    for (int32_t r : merged) Append(r);
+    return;
+  }
+  for (int32_t r : ascending) Append(r);
+}
+
+std::vector<int32_t> RankSet::ToVector() const {
+  std::vector<int32_t> out;
+  out.reserve(count_);
+  for (const auto& run : runs_) {
+    for (int64_t r = run.first; r <= run.second; ++r) out.push_back(static_cast<int32_t>(r));
+  }
+  return out;
+}
+
+std::string RankSetRanges(const RankSet& ranks) {
+  std::string out;
+  for (const auto& run : ranks.runs()) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(run.first);
+    if (run.second > run.first) out += '-' + std::to_string(run.second);
+  }
+  return out;
 }
 
 std::string RankRanges(const std::vector<int32_t>& ranks) {

@@ -6,12 +6,6 @@ namespace xtimer {
 namespace stacktrace {
 namespace {
 
-// Sorts a list made of sorted runs (one per path); each rank once when `unique`.
-void SortRanks(bool unique, std::vector<int32_t>* ranks) {
-  if (!std::is_sorted(ranks->begin(), ranks->end())) std::sort(ranks->begin(), ranks->end());
-  if (unique) ranks->erase(std::unique(ranks->begin(), ranks->end()), ranks->end());
-}
-
 // The lookup key of a path: thread name and error with their lengths (names may hold any
 // byte), then the frame ids (as StackTree::AddPath builds it).
 void PathKey(const std::string& thread, const std::string& error,
@@ -25,6 +19,19 @@ void PathKey(const std::string& thread, const std::string& error,
 constexpr char kNoThreads[] = "(no threads)";
 
 }  // namespace
+
+// *ranks = the ranks of the paths `ids`, ascending (a rank twice when two paths have it).
+void StackMerger::UnionOf(const std::vector<Merged>& paths, const std::vector<uint32_t>& ids,
+                          std::vector<int32_t>* ranks) {
+  ranks->clear();
+  bool sorted = true;
+  for (uint32_t id : ids) {
+    const std::vector<int32_t>& add = paths[id].ranks;
+    sorted = sorted && (ranks->empty() || add.empty() || ranks->back() <= add.front());
+    ranks->insert(ranks->end(), add.begin(), add.end());
+  }
+  if (!sorted) std::sort(ranks->begin(), ranks->end());
+}
 
 StackMerger::StackMerger(size_t files, int parts)
     : parts_(static_cast<size_t>(std::max(parts, 1))), files_(files) {}
@@ -159,25 +166,32 @@ StackTree StackMerger::Build(const std::vector<size_t>& kept) const {
     if (!files.empty() && files_[files.back()].rank >= rank) continue;
     rank_of[file] = rank;
     files.push_back(file);
-    tree.nodes_[0].ranks.push_back(rank);
+    tree.root_ranks_.push_back(rank);
+    tree.nodes_[0].ranks.Append(rank);
   }
   std::vector<std::vector<uint32_t>> index;
   std::vector<Merged> paths = MergePaths(rank_of, &index);
-  for (Merged& m : paths) {
+  std::vector<std::vector<uint32_t>> through, ending;  // node -> the paths through it, ending
+  for (uint32_t i = 0; i < paths.size(); ++i) {
+    Merged& m = paths[i];
     const Part& p = parts_[static_cast<size_t>(m.part)];
     const Path& path = p.paths[m.path];
     for (uint32_t f : path.frames) m.frames.push_back(tree.Intern(p.frames[f]));
     const std::vector<uint32_t> nodes = tree.WalkPath(path.thread, m.frames, path.error);
-    for (uint32_t node : nodes) {
-      std::vector<int32_t>& ranks = tree.nodes_[node].ranks;
-      ranks.insert(ranks.end(), m.ranks.begin(), m.ranks.end());
-    }
-    std::vector<int32_t>& self = tree.nodes_[nodes.back()].self_ranks;
-    self.insert(self.end(), m.ranks.begin(), m.ranks.end());
+    through.resize(tree.nodes_.size());
+    ending.resize(tree.nodes_.size());
+    for (uint32_t node : nodes) through[node].push_back(i);
+    ending[nodes.back()].push_back(i);
   }
-  for (size_t i = 1; i < tree.nodes_.size(); ++i) {
-    SortRanks(true, &tree.nodes_[i].ranks);  // a rank passes a node once (Visit)
-    SortRanks(false, &tree.nodes_[i].self_ranks);
+  std::vector<int32_t> ranks;
+  for (size_t node = 1; node < through.size(); ++node) {
+    if (through[node].size() == 1) {
+      tree.nodes_[node].ranks.Merge(paths[through[node][0]].ranks);
+    } else {
+      UnionOf(paths, through[node], &ranks);
+      for (int32_t r : ranks) tree.nodes_[node].ranks.Append(r);  // each once
+    }
+    UnionOf(paths, ending[node], &tree.nodes_[node].self_ranks);
   }
   for (size_t file : files) {
     const FileStacks& f = files_[file];

@@ -69,6 +69,8 @@ class StackMerger {
     std::vector<uint32_t> frames;  // the tree's frame ids (filled by Build)
   };
 
+  static void UnionOf(const std::vector<Merged>& paths, const std::vector<uint32_t>& ids,
+                      std::vector<int32_t>* ranks);
   static uint32_t FrameId(Part* p, const StacksFile& f, uint32_t index);
   static uint32_t PathId(Part* p, size_t position, const std::string& thread,
                          const std::string& error);

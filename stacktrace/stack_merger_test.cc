@@ -74,7 +74,7 @@ void ExpectSameTree(const StackTree& want, const StackTree& got) {
 
 TEST(StackMergerTest, BuildsTheTreeOfAddRank) {
   std::mt19937 rng(20261125);
-  for (int round = 0; round < 300; ++round) {
+  for (int round = 0; round < 150; ++round) {
     const int count = 1 + static_cast<int>(rng() % 40), parts = 1 + static_cast<int>(rng() % 3);
     std::vector<StacksFile> files;
     for (int i = 0; i < count; ++i) files.push_back(RandomRank(&rng, static_cast<int32_t>(rng() % 48)));
