@@ -5,14 +5,17 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "analysis/analysis.h"
@@ -26,6 +29,7 @@
 #include "proto/hosting.grpc.pb.h"
 #include "stacktrace/flamegraph_svg.h"
 #include "stacktrace/merge.h"
+#include "stacktrace/stack_merger.h"
 #include "stacktrace/stacks_file.h"
 #include "stacktrace/summary.h"
 #include "util/version.h"
@@ -116,7 +120,10 @@ std::vector<std::string> ListInputs(const std::vector<std::string>& inputs,
 }
 
 struct Inputs {
-  std::vector<st::StacksFile> ranks;  // the chosen job's, ascending by rank, one per rank
+  // The chosen job's files, ascending by rank, one per rank: their identity (no frames or
+  // threads: those are in the merger) and their numbers in the merger.
+  std::vector<st::StacksFile> ranks;
+  std::vector<size_t> files;
   int world = 0;
   std::vector<std::string> problems;  // "path: why"
 };
@@ -173,6 +180,7 @@ bool SelectRanks(std::vector<st::StacksFile>* parsed, const std::vector<std::str
       continue;
     }
     in->ranks.push_back(std::move((*parsed)[i]));
+    in->files.push_back(i);
   }
   return true;
 }
@@ -290,13 +298,41 @@ int ParseArgs(int argc, char** argv, Options* opt) {
   return -1;
 }
 
-// Reads every input file on opt.jobs threads and selects the job's ranks.
-int ReadInputs(const Options& opt, Inputs* in) {
+// A parsed file's identity, without its frames and threads.
+st::StacksFile Identity(const st::StacksFile& f) {
+  st::StacksFile id;
+  id.job = f.job;
+  id.rank = f.rank;
+  id.world_size = f.world_size;
+  id.local_rank = f.local_rank;
+  id.host = f.host;
+  id.pid = f.pid;
+  id.capture_time_ns = f.capture_time_ns;
+  id.process_state = f.process_state;
+  id.error = f.error;
+  return id;
+}
+
+// Reads every input file on opt.jobs threads into *merger (each thread reuses one buffer and
+// one StacksFile; files are taken one at a time, so both threads stay busy) and selects the
+// job's ranks.
+int ReadInputs(const Options& opt, std::unique_ptr<st::StackMerger>* merger, Inputs* in) {
   std::vector<std::string> paths = ListInputs(opt.inputs, &in->problems);
-  std::vector<st::StacksFile> parsed(paths.size());
+  std::vector<st::StacksFile> parsed(paths.size());  // identities; world_size 0: unreadable
   std::vector<std::string> errors(paths.size());
-  ParallelFor(paths.size(), opt.jobs, [&](size_t i) {
-    if (!ReadStacks(paths[i], &parsed[i], &errors[i])) parsed[i] = st::StacksFile();
+  const int threads = static_cast<int>(std::min<size_t>(
+      opt.jobs > 0 ? opt.jobs : std::max(1u, std::thread::hardware_concurrency()),
+      std::max<size_t>(paths.size(), 1)));
+  *merger = std::make_unique<st::StackMerger>(paths.size(), threads);
+  std::atomic<size_t> next{0};
+  ParallelFor(threads, threads, [&](size_t part) {
+    std::string buffer;
+    st::StacksFile file;
+    for (size_t i; (i = next.fetch_add(1)) < paths.size();) {
+      if (!ReadStacks(paths[i], &buffer, &file, &errors[i])) continue;
+      (*merger)->Add(static_cast<int>(part), i, file);
+      parsed[i] = Identity(file);
+    }
   });
   for (size_t i = 0; i < paths.size(); ++i) {
     if (!errors[i].empty()) in->problems.push_back(paths[i] + ": " + errors[i] + ": skipped");
@@ -420,7 +456,8 @@ int StacksMain(int argc, char** argv) {
     return rc;
   }
   Inputs in;
-  if ((rc = ReadInputs(opt, &in)) >= 0) return rc;
+  std::unique_ptr<st::StackMerger> merger;
+  if ((rc = ReadInputs(opt, &merger, &in)) >= 0) return rc;
   in.problems.insert(in.problems.begin(), node_problems.begin(), node_problems.end());
   for (const std::string& p : in.problems) std::fprintf(stderr, "skipped %s\n", p.c_str());
   if (in.ranks.empty()) {
@@ -433,8 +470,8 @@ int StacksMain(int argc, char** argv) {
     if (rc < 0) rc = CheckGroupsWorld(kCommand, opt.groups, groups, in.world);
     if (rc >= 0) return rc;
   }
-  st::StackTree tree;
-  for (const st::StacksFile& f : in.ranks) tree.AddRank(f);
+  const st::StackTree tree = merger->Build(in.files);
+  merger.reset();
   st::SummaryInput summary;
   summary.tree = &tree;
   summary.world_size = in.world;

@@ -70,7 +70,7 @@ bool ReadBoundedFile(const std::string& path, uint64_t max_bytes, std::string* t
                                 : "not a regular file";
     return false;
   }
-  text->assign(static_cast<size_t>(s.st_size), '\0');
+  text->resize(static_cast<size_t>(s.st_size));  // a reused buffer keeps its capacity
   size_t got = 0;
   while (got < text->size()) {
     ssize_t n = read(fd, &(*text)[got], text->size() - got);
@@ -85,8 +85,13 @@ bool ReadBoundedFile(const std::string& path, uint64_t max_bytes, std::string* t
 
 bool ReadStacks(const std::string& path, st::StacksFile* out, std::string* error) {
   std::string text;
-  return ReadBoundedFile(path, st::kMaxFileBytes, &text, error) &&
-         st::ParseStacksJson(text, out, error);
+  return ReadStacks(path, &text, out, error);
+}
+
+bool ReadStacks(const std::string& path, std::string* buffer, st::StacksFile* out,
+                std::string* error) {
+  return ReadBoundedFile(path, st::kMaxFileBytes, buffer, error) &&
+         st::ParseStacksJson(*buffer, out, error);
 }
 
 void AddCulpritStacks(const std::vector<std::string>& dirs, const std::string& job, int world,

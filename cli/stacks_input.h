@@ -29,6 +29,10 @@ void FindStacks(const std::string& dir, int depth, std::vector<std::string>* out
 // Reads and parses one file; false with *error ("why") on failure. A file over
 // stacktrace::kMaxFileBytes is refused before it is read.
 bool ReadStacks(const std::string& path, stacktrace::StacksFile* out, std::string* error);
+// The same, reading into *buffer and parsing into *out, both kept from the previous file (no
+// allocation per file once they are large enough: for readers of many files).
+bool ReadStacks(const std::string& path, std::string* buffer, stacktrace::StacksFile* out,
+                std::string* error);
 
 // For each hang verdict of `report` with culprits, adds to its evidence the top frames of each
 // culprit rank (at most 4 per verdict) whose {rank}-{world}.stacks file is under `dirs` (of job

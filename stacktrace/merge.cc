@@ -14,34 +14,56 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// The thread whose stack stands for the rank in the summary.
-const Thread* MainThread(const StacksFile& file) {
+}  // namespace
+
+StackTree::StackTree() { nodes_.emplace_back(); }
+
+const Thread* StackTree::MainThread(const StacksFile& file) {
   for (const Thread& t : file.threads) {
     if (t.tid == file.pid) return &t;
   }
   return file.threads.empty() ? nullptr : &file.threads[0];
 }
 
-bool SameFrame(const Frame& a, const Frame& b) {
+bool StackTree::SameFrame(const Frame& a, const Frame& b) {
   return a.kind == b.kind && a.line == b.line && a.function == b.function && a.module == b.module &&
          a.file == b.file;
 }
 
-}  // namespace
+void StackTree::NamedThreads::Of(const StacksFile& file) {
+  threads.clear();
+  for (const Thread& t : file.threads) threads.push_back(&t);
+  std::stable_sort(threads.begin(), threads.end(),
+                   [](const Thread* a, const Thread* b) { return a->tid < b->tid; });
+  // The n-th thread of a name (in tid order) is "NAME #n": runs of one name, by position.
+  order.resize(threads.size());
+  for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return threads[a]->name < threads[b]->name; });
+  names.resize(threads.size());
+  for (size_t i = 0, n = 1; i < order.size(); ++i) {
+    n = i > 0 && threads[order[i]]->name == threads[order[i - 1]]->name ? n + 1 : 1;
+    std::string& name = names[order[i]];
+    name = threads[order[i]]->name;
+    if (n > 1) name += " #" + std::to_string(n);
+  }
+}
 
-StackTree::StackTree() { nodes_.emplace_back(); }
+void StackTree::FrameKey(const Frame& frame, std::string* key) {
+  key->clear();
+  *key += static_cast<char>('0' + frame.kind);
+  key->append(reinterpret_cast<const char*>(&frame.line), sizeof frame.line);
+  *key += '\0';
+  *key += frame.function;
+  *key += '\0';
+  *key += frame.module;
+  *key += '\0';
+  *key += frame.file;
+}
 
 uint32_t StackTree::Intern(const Frame& frame) {
   std::string& key = key_;  // reused: a known frame costs no allocation
-  key.clear();
-  key += static_cast<char>('0' + frame.kind);
-  key.append(reinterpret_cast<const char*>(&frame.line), sizeof frame.line);
-  key += '\0';
-  key += frame.function;
-  key += '\0';
-  key += frame.module;
-  key += '\0';
-  key += frame.file;
+  FrameKey(frame, &key);
   auto it = frame_ids_.find(key);
   if (it != frame_ids_.end()) return it->second;
   frame_ids_.emplace(key, static_cast<uint32_t>(frames_.size()));
@@ -63,10 +85,7 @@ uint32_t StackTree::Child(uint32_t parent, uint32_t frame) {
   return id;
 }
 
-void StackTree::Visit(uint32_t node, int32_t rank) {
-  std::vector<int32_t>& r = nodes_[node].ranks;
-  if (r.empty() || r.back() != rank) r.push_back(rank);
-}
+void StackTree::Visit(uint32_t node, int32_t rank) { nodes_[node].ranks.Append(rank); }
 
 std::vector<uint32_t> StackTree::WalkPath(const std::string& thread,
                                           const std::vector<uint32_t>& frames,
@@ -100,8 +119,9 @@ void StackTree::AddPath(int32_t rank, const std::string& thread,
 }
 
 bool StackTree::AddRank(const StacksFile& file) {
-  if (!root_ranks().empty() && root_ranks().back() >= file.rank) return false;
-  nodes_[0].ranks.push_back(file.rank);
+  if (!root_ranks_.empty() && root_ranks_.back() >= file.rank) return false;
+  root_ranks_.push_back(file.rank);
+  nodes_[0].ranks.Append(file.rank);
   // The file's frames are interned once each, on first use (so ids come in the order of use);
   // one equal to the frame the previous file had at its index takes that id without a lookup
   // (files of one job mostly share their table; an equal frame's Intern gives the same id).
@@ -113,20 +133,16 @@ bool StackTree::AddRank(const StacksFile& file) {
     local[f] = last != UINT32_MAX && SameFrame(frames_[last], frame) ? last : Intern(frame);
     return local[f];
   };
-  std::map<std::string, int> seen;  // thread name -> how many so far
-  std::vector<const Thread*> threads;
-  for (const Thread& t : file.threads) threads.push_back(&t);
-  std::stable_sort(threads.begin(), threads.end(),
-                   [](const Thread* a, const Thread* b) { return a->tid < b->tid; });
+  NamedThreads named;
+  named.Of(file);
   std::vector<uint32_t> ids;
-  for (const Thread* t : threads) {
-    int n = ++seen[t->name];
-    std::string name = n == 1 ? t->name : t->name + " #" + std::to_string(n);
+  for (size_t i = 0; i < named.threads.size(); ++i) {
+    const Thread* t = named.threads[i];
     ids.clear();
     for (uint32_t f : t->frames) ids.push_back(id(f));
-    AddPath(file.rank, name, ids, t->error);
+    AddPath(file.rank, named.names[i], ids, t->error);
   }
-  if (threads.empty()) {
+  if (file.threads.empty()) {
     AddPath(file.rank, "(no threads)", {}, file.error.empty() ? "no threads" : file.error);
   }
   RankStack main{file.rank, "", {}, file.error};
@@ -161,6 +177,49 @@ std::vector<RankGroup> StackTree::GroupRanks() const {
     return a.ranks.size() > b.ranks.size();
   });
   return groups;
+}
+
+void RankSet::Append(int32_t rank) {
+  if (!runs_.empty() && rank <= runs_.back().second + 1) {
+    if (rank <= runs_.back().second) return;
+    runs_.back().second = rank;
+  } else {
+    runs_.emplace_back(rank, rank);
+  }
+  ++count_;
+}
+
+void RankSet::Merge(const std::vector<int32_t>& ascending) {
+  if (ascending.empty()) return;
+  if (!runs_.empty() && ascending.front() <= runs_.back().second) {  // interleaved: rebuild
+    std::vector<int32_t> all = ToVector();
+    std::vector<int32_t> merged(all.size() + ascending.size());
+    std::merge(all.begin(), all.end(), ascending.begin(), ascending.end(), merged.begin());
+    runs_.clear();
+    count_ = 0;
+    for (int32_t r : merged) Append(r);
+    return;
+  }
+  for (int32_t r : ascending) Append(r);
+}
+
+std::vector<int32_t> RankSet::ToVector() const {
+  std::vector<int32_t> out;
+  out.reserve(count_);
+  for (const auto& run : runs_) {
+    for (int64_t r = run.first; r <= run.second; ++r) out.push_back(static_cast<int32_t>(r));
+  }
+  return out;
+}
+
+std::string RankSetRanges(const RankSet& ranks) {
+  std::string out;
+  for (const auto& run : ranks.runs()) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(run.first);
+    if (run.second > run.first) out += '-' + std::to_string(run.second);
+  }
+  return out;
 }
 
 std::string RankRanges(const std::vector<int32_t>& ranks) {

@@ -9,7 +9,9 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "stacktrace/stacks_file.h"
@@ -17,12 +19,33 @@
 namespace xtimer {
 namespace stacktrace {
 
+// A set of ranks kept as ascending runs of consecutive ranks: {0,1,2,4,5,6,7} is the two runs
+// 0-2 and 4-7. The ranks of a node are mostly a few runs (all ranks but the outliers), so a
+// node of 8,192 ranks holds a few pairs instead of 8,192 numbers.
+class RankSet {
+ public:
+  size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  // Adds a rank not below the largest so far (a repeat of the largest is ignored).
+  void Append(int32_t rank);
+  // Adds ascending, possibly repeated ranks (any order against those already in).
+  void Merge(const std::vector<int32_t>& ascending);
+  // The runs (first, last), ascending, apart by more than one.
+  const std::vector<std::pair<int32_t, int32_t>>& runs() const { return runs_; }
+  std::vector<int32_t> ToVector() const;
+  bool operator==(const RankSet& o) const { return runs_ == o.runs_; }
+
+ private:
+  std::vector<std::pair<int32_t, int32_t>> runs_;
+  size_t count_ = 0;
+};
+
 struct Node {
   uint32_t frame = 0;               // index into StackTree::frames() (unused at the root)
   int32_t parent = -1;
   int32_t depth = 0;                // 0: the root, 1: thread names, 2: outermost frames
   std::vector<uint32_t> children;   // node indices
-  std::vector<int32_t> ranks;       // ranks passing through, ascending, each once
+  RankSet ranks;                    // ranks passing through
   std::vector<int32_t> self_ranks;  // ranks whose stack ends here (a leaf of theirs)
 };
 
@@ -36,6 +59,8 @@ struct RankGroup {
 
 class StackTree {
  public:
+  friend class StackMerger;  // stack_merger.h: the same tree from files read on many threads
+
   StackTree();
 
   // Adds one rank's stacks. Ranks must come in ascending order, each once (a repeated or
@@ -44,7 +69,7 @@ class StackTree {
 
   const std::vector<Node>& nodes() const { return nodes_; }  // nodes()[0] is the root
   const std::vector<Frame>& frames() const { return frames_; }
-  const std::vector<int32_t>& ranks() const { return root_ranks(); }
+  const std::vector<int32_t>& ranks() const { return root_ranks_; }  // every rank, ascending
   // The width of a node in the flame graph: its rank count; the root's is the sum of its
   // children's (one rank counts once per thread name).
   int64_t Width(uint32_t node) const;
@@ -52,7 +77,19 @@ class StackTree {
   std::vector<RankGroup> GroupRanks() const;
 
  private:
-  const std::vector<int32_t>& root_ranks() const { return nodes_[0].ranks; }
+  // *key = the identity of a frame (kind, line, function, module, file) as Intern looks it up.
+  static void FrameKey(const Frame& frame, std::string* key);
+  static bool SameFrame(const Frame& a, const Frame& b);
+  // The thread whose stack stands for the rank in the summary (tid == pid, else the first).
+  static const Thread* MainThread(const StacksFile& file);
+  // A file's threads in the order they are merged (by tid, stable) with their names in the
+  // tree ("NAME", then "NAME #2", ...); kept between files to reuse its memory.
+  struct NamedThreads {
+    std::vector<const Thread*> threads;
+    std::vector<std::string> names;
+    std::vector<uint32_t> order;  // scratch
+    void Of(const StacksFile& file);
+  };
   uint32_t Intern(const Frame& frame);
   uint32_t Child(uint32_t parent, uint32_t frame);
   void Visit(uint32_t node, int32_t rank);
@@ -64,6 +101,7 @@ class StackTree {
                const std::string& error);
 
   std::vector<Node> nodes_;
+  std::vector<int32_t> root_ranks_;  // the root's ranks (nodes_[0].ranks) as a list
   std::vector<Frame> frames_;
   std::unordered_map<std::string, uint32_t> frame_ids_;
   // Every path added so far (thread name, error, frame ids) -> its nodes, from WalkPath.
@@ -87,6 +125,12 @@ Origin OriginOf(const Frame& frame);
 
 // "0-2,4-7" for {0,1,2,4,5,6,7}; `ranks` ascending.
 std::string RankRanges(const std::vector<int32_t>& ranks);
+// The same for a RankSet (a template, so that RankRanges({0, 1}) still means the list).
+std::string RankSetRanges(const RankSet& ranks);
+template <class Set, class = std::enable_if_t<std::is_same<Set, RankSet>::value>>
+std::string RankRanges(const Set& ranks) {
+  return RankSetRanges(ranks);
+}
 
 // A frame's label: python "function (file.py:88)" (the file's base name), native "function"
 // ("??" when unnamed, " (file:line)" when the line is known), thread "thread NAME",

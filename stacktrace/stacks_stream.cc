@@ -65,6 +65,8 @@ class Stream {
     Space();
     const bool required = seen.Has(kFormat) && seen.Has(kVersion) && seen.Has(kWorld) &&
                           seen.Has(kRank) && seen.Has(kFrames) && seen.Has(kThreads);
+    out->frames.resize(frames_used_);
+    out->threads.resize(threads_used_);
     return p_ == end_ && required && Is(format_, format_n_, kStacksFormat) &&
            version_ == kStacksVersion && out->rank < out->world_size &&
            max_index_ < static_cast<int64_t>(out->frames.size());
@@ -138,6 +140,10 @@ class Stream {
   }
 
   bool TopMember(const char* k, size_t n, Seen* seen, StacksFile* out);
+  // The next element of *items, reused when the vector already has one from an earlier file
+  // (its strings and vectors keep their memory), else appended; false past `max`.
+  template <class T>
+  static T* Next(std::vector<T>* items, size_t* used, size_t max);
   bool ReadFrame(Frame* f);
   bool ReadThread(Thread* t);
   bool ReadIndices(std::vector<uint32_t>* out);
@@ -148,7 +154,45 @@ class Stream {
   size_t format_n_ = 0;
   int64_t version_ = 0;
   int64_t max_index_ = -1;  // the largest frame index of any thread
+  size_t frames_used_ = 0, threads_used_ = 0;  // elements of out->frames/threads read
 };
+
+void Clear(Frame* f) {
+  f->kind = Frame::kNative;
+  f->function.clear();
+  f->module.clear();
+  f->line = 0;
+  f->file.clear();
+}
+
+void Clear(Thread* t) {
+  t->tid = 0;
+  t->name.clear();
+  t->frames.clear();
+  t->error.clear();
+}
+
+template <class T>
+T* Stream::Next(std::vector<T>* items, size_t* used, size_t max) {
+  if (*used == max) return nullptr;
+  if (*used == items->size()) items->emplace_back();
+  T* item = &(*items)[(*used)++];
+  Clear(item);
+  return item;
+}
+
+// Empties *f but keeps the memory of its strings, frames and threads for the next file.
+void Reset(StacksFile* f) {
+  f->job.clear();
+  f->rank = 0;
+  f->world_size = 0;
+  f->local_rank = -1;
+  f->host.clear();
+  f->pid = 0;
+  f->capture_time_ns = 0;
+  f->process_state.clear();
+  f->error.clear();
+}
 
 bool Stream::TopMember(const char* k, size_t n, Seen* seen, StacksFile* out) {
   if (Is(k, n, "format")) return seen->First(kFormat) && Str(&format_, &format_n_);
@@ -170,16 +214,14 @@ bool Stream::TopMember(const char* k, size_t n, Seen* seen, StacksFile* out) {
   if (Is(k, n, "error")) return seen->First(kError) && Str(kMaxStringBytes, &out->error);
   if (Is(k, n, "frames")) {
     return seen->First(kFrames) && Array([&] {
-             if (out->frames.size() == static_cast<size_t>(kMaxFrameTable)) return false;
-             out->frames.emplace_back();
-             return ReadFrame(&out->frames.back());
+             Frame* f = Next(&out->frames, &frames_used_, kMaxFrameTable);
+             return f != nullptr && ReadFrame(f);
            });
   }
   if (Is(k, n, "threads")) {
     return seen->First(kThreads) && Array([&] {
-             if (out->threads.size() == static_cast<size_t>(kMaxThreads)) return false;
-             out->threads.emplace_back();
-             return ReadThread(&out->threads.back());
+             Thread* t = Next(&out->threads, &threads_used_, kMaxThreads);
+             return t != nullptr && ReadThread(t);
            });
   }
   return false;  // a member the reference ignores: let it read the file
@@ -240,7 +282,7 @@ bool Stream::ReadIndices(std::vector<uint32_t>* out) {
 }  // namespace
 
 bool ParseStacksStream(const std::string& text, StacksFile* out) {
-  *out = StacksFile();
+  Reset(out);
   if (text.size() > kMaxFileBytes) return false;
   return Stream(text).Document(out);
 }
