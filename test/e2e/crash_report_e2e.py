@@ -36,7 +36,7 @@ JOB = "crashrep"
 JOB_MULTI = "crashjob"
 # The exited verdict's evidence with the simulated NCCL's faulting function (docs/crash.md).
 EXITED_IN_CRASH = re.compile(
-    r"rank 1 exited: signal 11 \(SIGSEGV\) in \S+::Crash\(int, long\) \(libnccl\.so\.2\)")
+    r"rank 1 exited: signal 11 \(SIGSEGV\) in [^\n]*::Crash\(int, long\) \(libnccl\.so\.2\)")
 
 
 def wait_for(what, ok, timeout):
