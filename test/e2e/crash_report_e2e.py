@@ -30,23 +30,13 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_lib import (Background, Paths, control, fail, free_ports, log, parse,  # noqa: E402
-                     scrape, select, status, stop_daemon)
+                     scrape, select, status, stop_daemon, wait_for)
 
 JOB = "crashrep"
 JOB_MULTI = "crashjob"
 # The exited verdict's evidence with the simulated NCCL's faulting function (docs/crash.md).
 EXITED_IN_CRASH = re.compile(
     r"rank 1 exited: signal 11 \(SIGSEGV\) in [^\n]*::Crash\(int, long\) \(libnccl\.so\.2\)")
-
-
-def wait_for(what, ok, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = ok()
-        if got:
-            return got
-        time.sleep(0.1)
-    fail("%s: not within %d s" % (what, timeout))
 
 
 def registered(control):

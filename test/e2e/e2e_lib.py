@@ -106,6 +106,17 @@ def status(port):
     return control(port, "Status", {})
 
 
+def wait_for(what, ok, timeout):
+    """ok()'s first true value, polled every 0.1 s; fails the test after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = ok()
+        if got:
+            return got
+        time.sleep(0.1)
+    fail("%s: not within %d s" % (what, timeout))
+
+
 def wait_ranks(port, want, timeout):
     """Waits until the daemon on `port` has the ranks `want` registered with records flowing."""
     deadline = time.monotonic() + timeout

@@ -26,20 +26,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_lib import (Background, Paths, fail, free_ports, log, parse,  # noqa: E402
-                     pythons, scrape, select, status, stop_daemon)
+                     pythons, scrape, select, status, stop_daemon, wait_for)
 
 JOB = "pyexc"
 MESSAGE = 'bad batch 7: "quoted"\nsecond line'
-
-
-def wait_for(what, ok, timeout):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = ok()
-        if got:
-            return got
-        time.sleep(0.1)
-    fail("%s: not within %d s" % (what, timeout))
 
 
 def live_pid(control_port):
