@@ -23,14 +23,13 @@ import glob
 import json
 import os
 import re
-import stat
 import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_lib import (Background, Paths, control, fail, free_ports, log, parse,  # noqa: E402
-                     scrape, select, status, stop_daemon, wait_for)
+                     scrape, select, status, stop_daemon, wait_for, exit_hook)
 
 JOB = "crashrep"
 JOB_MULTI = "crashjob"
@@ -151,12 +150,7 @@ def main(argv):
     run_dir = p.run_dir("node")
     metrics, control = free_ports(2)
     dump_root = os.path.join(p.tmp, "dumps")
-    hook = os.path.join(p.tmp, "exit_hook.sh")
-    hook_out = os.path.join(p.tmp, "hook-out")
-    with open(hook, "w") as f:
-        # Renamed into place: the test never reads a half-written file.
-        f.write('#!/bin/sh\ncat > "$1.tmp$$" && mv "$1.tmp$$" "$1.$$"\n')
-    os.chmod(hook, stat.S_IRWXU)
+    hook, hook_out = exit_hook(p.tmp)
     env = dict(os.environ)
     env.update({"XTIMER_CONTROL_PORT": str(control), "XTIMER_DUMP_ROOT": dump_root,
                 "XTIMER_EXIT_HOOK": hook + " " + hook_out, "RANK": "0", "WORLD_SIZE": "1"})

@@ -106,6 +106,16 @@ def status(port):
     return control(port, "Status", {})
 
 
+def exit_hook(tmp):
+    """(command, output prefix): an XTIMER_EXIT_HOOK script in `tmp` that writes each report it
+    gets on stdin to OUTPUT.PID, renamed into place so that a test never reads half a file."""
+    hook = os.path.join(tmp, "exit_hook.sh")
+    with open(hook, "w") as f:
+        f.write('#!/bin/sh\ncat > "$1.tmp$$" && mv "$1.tmp$$" "$1.$$"\n')
+    os.chmod(hook, 0o700)
+    return hook, os.path.join(tmp, "hook-out")
+
+
 def wait_for(what, ok, timeout):
     """ok()'s first true value, polled every 0.1 s; fails the test after `timeout` seconds."""
     deadline = time.monotonic() + timeout

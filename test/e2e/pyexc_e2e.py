@@ -20,13 +20,13 @@ Usage: pyexc_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH P
 import glob
 import json
 import os
-import stat
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_lib import (Background, Paths, fail, free_ports, log, parse,  # noqa: E402
-                     pythons, scrape, select, status, stop_daemon, wait_for)
+                     pythons, scrape, select, status, stop_daemon, wait_for,
+                     exit_hook)
 
 JOB = "pyexc"
 MESSAGE = 'bad batch 7: "quoted"\nsecond line'
@@ -116,12 +116,7 @@ def main(argv):
     p = Paths(argv[:7], __doc__)
     ports = free_ports(2)
     dump_root = os.path.join(p.tmp, "dumps")
-    hook = os.path.join(p.tmp, "exit_hook.sh")
-    hook_out = os.path.join(p.tmp, "hook-out")
-    with open(hook, "w") as f:
-        # Renamed into place: the test never reads a half-written file.
-        f.write('#!/bin/sh\ncat > "$1.tmp$$" && mv "$1.tmp$$" "$1.$$"\n')
-    os.chmod(hook, stat.S_IRWXU)
+    hook, hook_out = exit_hook(p.tmp)
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)
     env.update({"XTIMER_CONTROL_PORT": str(ports[1]), "XTIMER_DUMP_ROOT": dump_root,
