@@ -301,15 +301,7 @@ int ParseArgs(int argc, char** argv, Options* opt) {
 // A parsed file's identity, without its frames and threads.
 st::StacksFile Identity(const st::StacksFile& f) {
   st::StacksFile id;
-  id.job = f.job;
-  id.rank = f.rank;
-  id.world_size = f.world_size;
-  id.local_rank = f.local_rank;
-  id.host = f.host;
-  id.pid = f.pid;
-  id.capture_time_ns = f.capture_time_ns;
-  id.process_state = f.process_state;
-  id.error = f.error;
+  static_cast<st::StacksIdentity&>(id) = f;
   return id;
 }
 

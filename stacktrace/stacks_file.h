@@ -44,7 +44,8 @@ struct Thread {
   std::string error;             // why the stack is missing or short; "" if none
 };
 
-struct StacksFile {
+// Whose stacks a file holds and when they were taken: everything but the frames and threads.
+struct StacksIdentity {
   std::string job;
   int32_t rank = 0;
   int32_t world_size = 0;
@@ -54,6 +55,9 @@ struct StacksFile {
   int64_t capture_time_ns = 0;  // Unix time
   std::string process_state;    // from /proc/PID/stat, e.g. "S"; "" if unknown
   std::string error;            // why stacks are missing for the whole rank; "" if none
+};
+
+struct StacksFile : StacksIdentity {
   std::vector<Frame> frames;
   std::vector<Thread> threads;
 };
