@@ -4,7 +4,7 @@
 The ranks' rings are small (XTIMER_RING_CAPACITY=1024), so they are full by the time a restarted
 xtimerd takes them back: the communicator records the hook re-sends on re-registration must not
 be dropped behind the op records. Within 5 s of re-registration every rank's every communicator
-has its rank and size again (Status), and the rings did overflow meanwhile (records_dropped grew),
+has its rank and size again (Status), the same as before the restart, and the rings did overflow meanwhile (records_dropped grew),
 so the test fails when re-sent communicators wait behind ops or are dropped.
 
 Usage: daemon_restart_comms_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH
@@ -39,6 +39,23 @@ def unknown_comms(procs):
             if c["comm_id"] != NO_COMM and (c["comm_rank"] < 0 or c["comm_size"] <= 0)]
 
 
+def comm_places(procs):
+    """{rank: {comm: (comm_rank, comm_size)}} of the communicators (not the no-comm row)."""
+    return {r: {c["comm_id"]: (c["comm_rank"], c["comm_size"]) for c in q.get("comms", [])
+                if c["comm_id"] != NO_COMM} for r, q in procs.items()}
+
+
+def same_places(procs, want):
+    """procs when each rank of `want` is back with every communicator it had, at the same rank
+    and size (a rank whose re-sent communicator records were dropped shows them as -1 / 0, or
+    not at all until its next op on them), else None."""
+    got = comm_places(procs)
+    if sorted(got) != sorted(want):
+        return None
+    return procs if all(got[r].get(c) == place for r, comms in want.items()
+                        for c, place in comms.items()) else None
+
+
 def wait(what, cond, timeout):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -66,6 +83,7 @@ def main(argv):
         if before is None:
             fail("4 ranks with every communicator known: %s" % ranks(cp))
         dropped = {r: int(q["records_dropped"]) for r, q in before.items()}
+        want = comm_places(before)
         pid = daemon_pid(run_dir)
         os.kill(pid, signal.SIGKILL)
         log("killed xtimerd (pid %d) while 4 ranks run at full rate" % pid)
@@ -79,12 +97,12 @@ def main(argv):
         if back is None:
             fail("the ranks did not re-register within 30 s: %s" % ranks(cp))
         t0 = time.monotonic()
-        known = wait("communicators known", lambda: (lambda rs: rs if sorted(rs) == [0, 1, 2, 3]
-                                                     and not unknown_comms(rs) else None)(
-                                                         ranks(cp)), 5)
+        known = wait("communicators known", lambda: same_places(ranks(cp), want), 5)
         if known is None:
-            fail("5 s after re-registration these communicators have no rank/size: %s" %
-                 unknown_comms(ranks(cp)))
+            now = ranks(cp)
+            fail("5 s after re-registration the ranks' communicators are not those they had "
+                 "(rank, size) before the restart: before %s, now %s (no rank/size: %s)" %
+                 (want, comm_places(now), unknown_comms(now)))
         grew = {r: int(q["records_dropped"]) - dropped[r] for r, q in known.items()}
         if any(g <= 0 for g in grew.values()):
             fail("a ring did not overflow while the daemon was away (dropped %s): the test "
