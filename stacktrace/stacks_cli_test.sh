@@ -95,6 +95,23 @@ grep -q "^missing: ranks 1,5 (2) have no readable stack file$" "$TMP/out" \
   || fail "missing ranks: $(cat "$TMP/out")"
 python3 $CHECK "$TMP/out4/stacks.svg" "6 ranks: 0,2-4,6-7" "5 ranks: 0,2,4,6-7" || fail "partial svg"
 
+# The crafted headers of issue 20 (world 2^31-1, a rank far outside it, a negative rank, a line
+# of 2^62, a frame index outside the table), each in one file among good ones: every run ends
+# within 5 s (timeout exits 124), exit 3, the file named with its reason.
+crafted() {  # crafted NAME SED: node1's rank-5 file edited by SED, the rest as generated
+  rm -rf "$TMP/c-$1" && cp -r "$TMP/job" "$TMP/c-$1"
+  sed "$2" "$TMP/job/node1/00005-00008.stacks" >"$TMP/c-$1/node1/00005-00008.stacks"
+  expect_rc 3 timeout 5 $XT stacks "$TMP/c-$1" -o "$TMP/c-$1-out"
+  grep -q "00005-00008.stacks: .*skipped" "$TMP/err" || fail "crafted $1: $(cat "$TMP/err")"
+}
+crafted world 's/"world_size": 8/"world_size": 2147483647/'
+grep -q '"world_size" is 2147483647, outside \[1, 1048576\]' "$TMP/err" || fail "world 2^31-1: $(cat "$TMP/err")"
+crafted rank 's/"rank": 5,/"rank": 2147483646,/'
+grep -q '"rank" is 2147483646, outside \[0, 7\]' "$TMP/err" || fail "rank 2^31-2: $(cat "$TMP/err")"
+crafted negative 's/"rank": 5,/"rank": -5,/'
+crafted line 's/"line": 42/"line": 4611686018427387904/; s/"line": 88/"line": 4611686018427387904/'
+crafted index 's/"frames": \[0, /"frames": [2147483647, /'
+
 # Nothing readable: 1. A missing input: named, 1.
 echo '{"format": "xtimer-stacks"' >"$TMP/only.stacks"
 expect_rc 1 $XT stacks "$TMP/only.stacks" -o "$TMP/out5"
