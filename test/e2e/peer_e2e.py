@@ -14,7 +14,8 @@ passes without checking.
    and one that comes later, are kept out of root's job: an unprivileged user's label is scoped
    by its uid ("victim@u65534", docs/security.md "Job labels and their owners"). Status,
    /metrics, HangCheck and a history dump of "victim" show the real ranks only, and no
-   registration is refused.
+   registration is refused. An impostor job of 2 ranks labelled "victim" whose rank 1 really
+   hangs gets its verdict and automatic dump as "victim@u65534"; root's "victim" gets neither.
 4. Two unprivileged users, the squatter first: nobody runs job "shared", then uid 1000 runs its
    own "shared". Both run as their own job ("shared@u65534", "shared@u1000") in Status and
    /metrics; uid 1000 sees only its job in Status, HangChecks and dumps it (a folder
@@ -104,7 +105,8 @@ def stage(p, dest):
     """Copies the programs where nobody may run them (the build tree lies under /root)."""
     os.makedirs(dest)
     libdir = os.path.dirname(p.gpusim_run)
-    for src in [p.gpusim_run, p.train_step, p.lib] + glob.glob(os.path.join(libdir, "lib*.so*")):
+    for src in [p.gpusim_run, p.train_step, p.lib, p.demo_launch] + glob.glob(
+            os.path.join(libdir, "lib*.so*")):
         shutil.copy(src, dest)
     os.chmod(dest, 0o755)
     for name in os.listdir(dest):
@@ -254,6 +256,7 @@ def impostor(p, bins):
         # Fewer busy processes for the parts that follow (the machine may be loaded).
         for imp in (first, later):
             imp.stop(grace=5)
+        stalling_impostor(p, bins, run_dir, mp, cp, env["XTIMER_DUMP_ROOT"])
         control_access(p, bins, run_dir, cp, env["XTIMER_DUMP_ROOT"])
         real.stop(grace=5)
         two_users(p, bins, run_dir, mp, cp, env["XTIMER_DUMP_ROOT"])
@@ -261,6 +264,51 @@ def impostor(p, bins):
         for b in (later, real, first, daemon):
             if b is not None:
                 b.stop(grace=5)
+
+
+def hang_job_dirs(dump_root):
+    """The job folders of the automatic hang dumps: {folder name: [hang-* folders]}."""
+    out = {}
+    for hang in glob.glob(os.path.join(dump_root, "hang-*")):
+        for job in os.listdir(hang):
+            if os.path.isdir(os.path.join(hang, job)):
+                out.setdefault(job, []).append(os.path.basename(hang))
+    return out
+
+
+def stalling_impostor(p, bins, run_dir, mp, cp, dump_root):
+    """Part 2b: the attack as it was first done: nobody runs a 2-rank job labelled "victim" whose
+    rank 1 hangs in a collective (XTIMER_SIM_HANG), beside root's running "victim". The hang is
+    real, so the daemon gives a verdict and writes an automatic dump, in nobody's own job
+    ("victim@u65534"); root's "victim" gets no verdict (HangCheck, xtimer_hang_verdict and
+    xtimer_hang_culprit) and no hang folder."""
+    scoped = JOB + "@u65534"
+    env = rank_env(run_dir, bins["libxtimer.so"], {"XTIMER_SIM_HANG": "1:30", "TMPDIR": "/tmp"})
+    for k in ("RANK", "LOCAL_RANK", "WORLD_SIZE"):
+        env.pop(k)
+    imp = Background("impostor_hang", NOBODY + [
+        sys.executable, bins["launch.py"], "--nproc", "2", "--timeout", "300", "--",
+        bins["gpusim-run"], bins["train_step"], "--tp", "2"] + TRAIN, env, p.tmp)
+    try:
+        wait_until("a verdict in nobody's job %s" % scoped, lambda: control(
+            cp, "HangCheck", {"job": scoped}).get("verdicts"), 120)
+        wait_until("the automatic dump of %s" % scoped,
+                   lambda: scoped in hang_job_dirs(dump_root), 30)
+        hc = control(cp, "HangCheck", {"job": JOB})
+        if hc.get("verdicts"):
+            fail("root's %s has a verdict caused by nobody's hang: %s" % (
+                JOB, json.dumps(hc)[:2000]))
+        samples = parse(scrape(mp))
+        for name in ("xtimer_hang_verdict", "xtimer_hang_culprit"):
+            mine = [l for l, v in select(samples, name, job=JOB) if v]
+            if mine:
+                fail("%s names root's %s: %s" % (name, JOB, mine))
+        if JOB in hang_job_dirs(dump_root):
+            fail("a hang folder holds root's %s: %s" % (JOB, hang_job_dirs(dump_root)))
+        log("nobody's stalling %s: verdict and dump %s in %s only; root's %s none" % (
+            JOB, hang_job_dirs(dump_root)[scoped], scoped, JOB))
+    finally:
+        imp.stop(grace=5)
 
 
 def as_nobody(bins, cp, method, body, uid=65534):
