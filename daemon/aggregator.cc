@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "daemon/aggregator_state.h"
 #include "daemon/blocked_by.h"
 #include "daemon/clock.h"
 #include "daemon/comm_progress.h"
@@ -21,18 +22,9 @@ namespace xtimer {
 namespace daemon {
 namespace {
 
-using format::OpKind;
-using format::RecordType;
-
 // The share of a process above the high-water mark is budget / (4 * max(live, this)): with up to
 // this many processes the last quarter of the budget covers every share.
 constexpr size_t kShareProcesses = 64;
-
-int64_t SaturatingAdd(int64_t a, int64_t b) {
-  int64_t out;
-  if (__builtin_add_overflow(a, b, &out)) return b > 0 ? INT64_MAX : INT64_MIN;
-  return out;
-}
 
 double AgeSeconds(int64_t now_ns, int64_t then_ns) {
   if (then_ns <= 0 || then_ns >= now_ns) return 0;
@@ -49,79 +41,6 @@ std::string SanitizeLabel(const std::string& s) {
   return out;
 }
 
-struct Series {
-  Series(uint8_t kind, uint16_t op, uint8_t dtype, uint8_t size_class,
-         const AggregatorOptions& o)
-      : kind(kind),
-        op(op),
-        dtype(dtype),
-        size_class(size_class),
-        window(o.window_ns, o.window_buckets, o.window_samples) {}
-  uint8_t kind;
-  uint16_t op;
-  uint8_t dtype;
-  uint8_t size_class;
-  uint64_t count = 0;
-  uint64_t sum_ns = 0;
-  double bytes = 0;
-  double flop = 0;
-  LatencyWindow window;
-};
-
-// A rank of a process: the whole process, or one of the devices it drives.
-struct Aggregator::Rank {
-  int device = -1;  // -1 while the process has one rank
-  std::unordered_map<uint64_t, std::unique_ptr<Series>> series;
-  uint64_t last_key = ~uint64_t{0};
-  Series* last_series = nullptr;
-  CommTable comms;
-  uint64_t unaggregated = 0;
-};
-
-struct Aggregator::Process {
-  explicit Process(size_t history_capacity) : history(history_capacity) {}
-  int pid = 0;
-  uint32_t uid = 0;     // SO_PEERCRED of its connection
-  std::string token;    // its job token
-  format::Identity identity;
-  ProcessStatus status;  // inflight rows are moved into comms
-  int64_t registered_ns = 0;
-  // At least one; more once communicators live on several devices, by ascending device.
-  std::vector<std::unique_ptr<Rank>> ranks;
-  int comm_device = -1;     // the device of the first communicator seen (one-rank process)
-  size_t series_count = 0;  // over every rank (max_series_per_process)
-  OpHistory history;  // the newest (at most options_.history) op records
-  uint64_t ops_seen = 0;       // op records ever ingested (the tap's sequence number)
-  KernelNames names;
-  mutable bool conflict_logged = false;
-  bool connected = true;
-  ExitCause exit_cause;
-  int64_t exited_ns = 0;
-  std::string crash_frame;  // SetCrashFrame (docs/crash.md)
-  // The estimated memory it holds (docs/daemon.md "Memory budget"), kept up to date by Charge.
-  size_t bytes = 0;
-};
-
-namespace {
-
-// What a rank costs before any series: its bounded communicator table.
-size_t RankBytes(const AggregatorOptions& o) {
-  return 256 + (o.max_comms_per_process + 1) * (sizeof(CommState) + kHashNodeBytes);
-}
-
-// What a process costs before any series, name or history chunk: the struct, its first rank and
-// the name being assembled.
-size_t BaseBytes(const AggregatorOptions& o) {
-  return sizeof(Aggregator::ProcessId) + 1024 + RankBytes(o) + KernelNames::kMaxLength;
-}
-
-size_t SeriesBytes(const AggregatorOptions& o) {
-  return sizeof(Series) + kHashNodeBytes +
-         LatencyWindow::MaxBytes(o.window_buckets, o.window_samples);
-}
-
-}  // namespace
-
 const char* ExitCauseName(const ExitCause& cause) {
   switch (cause.kind) {
     case format::ExitKind::kExited: return "exit";
@@ -132,7 +51,9 @@ const char* ExitCauseName(const ExitCause& cause) {
 }
 
 Aggregator::Aggregator(const AggregatorOptions& options, int64_t start_ns)
-    : options_(options), start_ns_(start_ns) {}
+    : options_(options), start_ns_(start_ns) {
+  RegisterBuiltinKinds();
+}
 
 Aggregator::~Aggregator() = default;
 
@@ -440,103 +361,6 @@ uint64_t Aggregator::memory_returns() const { return returner_.returns(); }
 size_t Aggregator::process_count() const {
   std::lock_guard<std::mutex> lock(mu_);
   return processes_.size();
-}
-
-void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t n,
-                        int64_t now_ns) {
-  std::unique_lock<std::mutex> lock(mu_);
-  Process* p = Find(id);
-  if (p == nullptr || !p->connected) return;
-  IngestLocked(p, id, records, n, now_ns);
-  if (total_bytes_ > HighWater()) EnforceBudget();
-  const bool trim = returner_.Pressing();
-  lock.unlock();
-  if (trim) MaybeTrimMalloc();
-}
-
-void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot* records,
-                              size_t n, int64_t now_ns) {
-  int64_t epoch = -1;
-  for (size_t i = 0; i < n; ++i) {
-    const format::RecordSlot& slot = records[i];
-    switch (static_cast<RecordType>(slot.header.type)) {
-      case RecordType::kOp: {
-        const format::OpRecord& r = slot.op;
-        Rank* rank = RankOf(*p, r.device);
-        const uint8_t sc = SizeClassOf(r);
-        const uint64_t key = (uint64_t{r.kind} << 40) | (uint64_t{r.op} << 16) |
-                             (uint64_t{r.dtype} << 8) | sc;
-        Series* s = rank->last_series;
-        if (key != rank->last_key || s == nullptr) {
-          auto it = rank->series.find(key);
-          if (it != rank->series.end()) {
-            s = it->second.get();
-          } else if (p->series_count < options_.max_series_per_process &&
-                     Reserve(*p, SeriesBytes(options_))) {
-            s = rank->series
-                    .emplace(key, std::make_unique<Series>(r.kind, r.op, r.dtype, sc, options_))
-                    .first->second.get();
-            ++p->series_count;
-            Charge(p, static_cast<int64_t>(SeriesBytes(options_)));
-          } else {
-            s = nullptr;
-          }
-          rank->last_key = key;
-          rank->last_series = s;
-        }
-        if (s == nullptr) {
-          ++rank->unaggregated;
-        } else {
-          const int64_t dur = r.duration_ns;  // Validate bounds it to [0, 1 day]
-          const double flop = FlopOf(r);
-          const bool comm_op = r.kind == static_cast<uint8_t>(OpKind::kCollective) ||
-                               r.kind == static_cast<uint8_t>(OpKind::kP2P);
-          const double algo = comm_op ? AlgoBytesOf(r) : 0;
-          const double bus = comm_op ? BusBytesOf(r) : 0;
-          ++s->count;
-          s->sum_ns += static_cast<uint64_t>(dur);
-          s->bytes += static_cast<double>(r.bytes);
-          s->flop += flop;
-          // Every series shares the window geometry, so the step is computed once per batch.
-          if (epoch < 0) epoch = s->window.EpochOf(now_ns);
-          s->window.Add(epoch, dur, flop, bus, algo);
-          if (comm_op && r.comm_id != 0) {
-            CommState* c = FindOrAddComm(&rank->comms, r.comm_id, options_.max_comms_per_process);
-            if (c != nullptr) {
-              if (r.kind == static_cast<uint8_t>(OpKind::kCollective)) {
-                c->completed_seq = std::max(c->completed_seq, r.seq);
-              }
-              c->last_completed_ns =
-                  std::max(c->last_completed_ns, SaturatingAdd(r.gpu_start_ns, dur));
-              c->last_activity_ns = now_ns;
-            }
-          }
-        }
-        for (const auto& tap : taps_) tap.second(id, rank->device, p->ops_seen, r);
-        ++p->ops_seen;
-        if (options_.history > 0) AppendHistory(p, r);
-        break;
-      }
-      case RecordType::kName: {
-        const int64_t delta = p->names.Add(slot.name, options_.max_names_per_process,
-                                           [this, p](size_t bytes) { return Reserve(*p, bytes); });
-        if (delta != 0) Charge(p, delta);
-        break;
-      }
-      case RecordType::kComm: {
-        const format::CommRecord& r = slot.comm;
-        CommState* c = FindOrAddComm(&RankForComm(p, r.device)->comms, r.comm_id,
-                                options_.max_comms_per_process);
-        if (c != nullptr) {
-          c->comm_rank = r.rank;
-          c->comm_size = r.size;
-          c->parent_id = r.parent_id;
-          c->last_activity_ns = now_ns;
-        }
-        break;
-      }
-    }
-  }
 }
 
 bool Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {

@@ -10,7 +10,9 @@
 // records and ring-header status, exporters read Snapshot()s. Tests drive it with synthetic
 // records and clocks.
 //
-// Its parts, each with its own unit tests: a process's history (daemon/op_history.h), kernel
+// Records reach it through one table of record kinds indexed by the type byte (ingest in
+// daemon/aggregator_ingest.cc; AddRecordKind adds a kind in one registration, no switch). Its
+// parts, each with its own unit tests: a process's history (daemon/op_history.h), kernel
 // names (daemon/kernel_names.h), communicator progress (daemon/comm_progress.h), and returning
 // freed memory (daemon/memory_return.h). Identity claims are decided by daemon/identity_claims.h.
 //
@@ -19,6 +21,7 @@
 #ifndef XTIMER_DAEMON_AGGREGATOR_H_
 #define XTIMER_DAEMON_AGGREGATOR_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -36,6 +39,7 @@
 #include "daemon/refusal_log.h"
 #include "daemon/window.h"
 #include "format/record.h"
+#include "format/record_kinds.h"
 #include "format/ring.h"
 
 namespace xtimer {
@@ -176,6 +180,8 @@ struct Registrant {
   std::string token;  // XTIMER_JOB_TOKEN, "" for none
 };
 
+struct Series;  // one op series of a rank (aggregator.cc)
+
 class Aggregator {
  public:
   using ProcessId = uint64_t;
@@ -221,8 +227,17 @@ class Aggregator {
   // The estimated bytes held by every process's state (the memory budget's unit).
   size_t memory_bytes() const;
 
-  // `records` passed Validate already. `now_ns` is the daemon's CLOCK_REALTIME at ingest.
+  // `records` passed kinds().Validate already. `now_ns` is the daemon's CLOCK_REALTIME at ingest.
+  // Each record goes to the handler its kind registered (op, name and comm are built in).
   void Ingest(ProcessId id, const format::RecordSlot* records, size_t n, int64_t now_ns);
+  // A record kind beyond the built-in ones, in one registration: `kind` tells the ring readers
+  // how to validate it (kinds()), and `handler` gets each valid record of the type, with its
+  // process, under the aggregator's lock (so it must be quick and must not call the aggregator).
+  // Register before any ingest; replaces an earlier registration of `type`.
+  using RecordHandler = std::function<void(ProcessId, const format::RecordSlot&)>;
+  void AddRecordKind(uint8_t type, format::RecordKind kind, RecordHandler handler);
+  // The kinds this aggregator ingests: what its ring readers must accept (RingReader::set_kinds).
+  const format::RecordKinds& kinds() const { return kinds_; }
   // The job, host and pod stay as registered; a new rank is checked as a registration is. False
   // when the process was removed for claiming another owner's rank (counted as a refusal): its
   // connection must be closed.
@@ -281,6 +296,25 @@ class Aggregator {
   std::vector<Claim> ClaimsLocked(ProcessId except) const;
   void IngestLocked(Process* p, ProcessId id, const format::RecordSlot* records, size_t n,
                     int64_t now_ns);
+  // One Ingest call's records of one process: what every kind's handler is given.
+  struct IngestBatch {
+    Process* p;
+    ProcessId id;
+    int64_t now_ns;
+    int64_t epoch = -1;  // the windows' step at now_ns, computed by the batch's first op
+  };
+  using KindHandler = void (Aggregator::*)(IngestBatch& batch, const format::RecordSlot& slot);
+  void RegisterBuiltinKinds();
+  // The built-in kinds' handlers, and the one that calls an AddRecordKind handler. Need mu_.
+  void IngestOp(IngestBatch& b, const format::RecordSlot& slot);
+  void IngestName(IngestBatch& b, const format::RecordSlot& slot);
+  void IngestComm(IngestBatch& b, const format::RecordSlot& slot);
+  void IngestExtra(IngestBatch& b, const format::RecordSlot& slot);
+  // The series an op counts in on `rank`, made when there is room; nullptr when there is none
+  // (the op is counted as unaggregated). Needs mu_.
+  Series* SeriesFor(Process* p, Rank* rank, const format::OpRecord& r);
+  // A completed op of one of rank's communicators: its progress. Needs mu_.
+  void NoteCompleted(Rank* rank, const format::OpRecord& r, int64_t dur, int64_t now_ns);
   // Marks the ranks whose labels a rank of an earlier live process (or any live one, for an
   // exited process) already has; counts live conflicts in snap->identity_conflicts. Needs mu_.
   void MarkHidden(Snapshot* snap) const;
@@ -327,6 +361,10 @@ class Aggregator {
   size_t live_ = 0;  // connected processes
   RefusalLog refusals_{"registration"};
   std::vector<std::pair<int, OpTap>> taps_;
+  // The record kinds, indexed by type byte: how readers validate them, and who ingests them.
+  format::RecordKinds kinds_;
+  std::array<KindHandler, 256> handlers_{};
+  std::array<RecordHandler, 256> extra_handlers_;
   int next_tap_ = 1;
 };
 

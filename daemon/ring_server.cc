@@ -293,6 +293,7 @@ void RingServer::Register(Connection* c) {
     Close(c->fd, nullptr);
     return;
   }
+  reader->set_kinds(&aggregator_->kinds());  // the record kinds the aggregator ingests
   c->pid = c->peer.pid > 0 ? c->peer.pid : reader->pid();
   format::Identity id = reader->identity();
   // Whose job the label names: the connection's uid and the kernel's cgroup of its pid, never

@@ -204,8 +204,9 @@ uint8_t KindOfOperation(uint16_t op);
 size_t NamePartCount(size_t size);
 RecordSlot NamePart(uint32_t name_id, const std::string& name, size_t part);
 
-// Validates a record read from untrusted memory. Returns nullptr when it is well formed, else a
-// short reason ("bad version", "op 12 is not a collective", ...).
+// Validates a record read from untrusted memory against the built-in kinds
+// (RecordKinds::Builtin(), format/record_kinds.h). Returns nullptr when it is well formed, else a
+// short reason ("unknown record version", "unknown operation", ...).
 const char* Validate(const RecordSlot& slot);
 
 }  // namespace format

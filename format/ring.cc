@@ -368,6 +368,7 @@ RingReader& RingReader::operator=(RingReader&& o) noexcept {
     version_ = o.version_;
     pid_ = o.pid_;
     start_ns_ = o.start_ns_;
+    kinds_ = o.kinds_;
   }
   return *this;
 }
@@ -393,7 +394,7 @@ size_t RingReader::Read(RecordSlot* out, size_t max, ReadStats* stats) {
   while (r < w && n < max) {
     out[n] = slots_[r & mask];  // copy first: the writer may change the slot under us
     ++r;
-    if (Validate(out[n]) != nullptr) {
+    if (kinds_->Validate(out[n]) != nullptr) {
       ++stats->invalid;
       continue;
     }

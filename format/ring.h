@@ -36,6 +36,7 @@
 #include <string>
 
 #include "format/record.h"
+#include "format/record_kinds.h"
 
 namespace xtimer {
 namespace format {
@@ -296,8 +297,11 @@ class RingReader {
   RingReader& operator=(const RingReader&) = delete;
   ~RingReader();
 
-  // Copies up to `max` valid records into `out`; returns how many. Never blocks.
+  // Copies up to `max` valid records into `out`; returns how many. Never blocks. A record is
+  // valid when the reader's kinds (RecordKinds::Builtin() unless set_kinds) accept it.
   size_t Read(RecordSlot* out, size_t max, ReadStats* stats);
+  // The kinds Read accepts (format/record_kinds.h); `kinds` must outlive the reader.
+  void set_kinds(const RecordKinds* kinds) { kinds_ = kinds; }
 
   // Identity as the header says now (strings are cut at their NUL or at 63 bytes).
   Identity identity() const;
@@ -328,6 +332,7 @@ class RingReader {
   void* base_ = nullptr;
   size_t size_ = 0;
   RingHeader* header_ = nullptr;
+  const RecordKinds* kinds_ = &RecordKinds::Builtin();
   const RecordSlot* slots_ = nullptr;
   uint32_t capacity_ = 0;
   uint32_t version_ = 0;

@@ -1,0 +1,69 @@
+#include "format/record_kinds.h"
+
+namespace xtimer {
+namespace format {
+namespace {
+
+const char* ValidateOp(const RecordSlot& slot) {
+  const OpRecord& r = slot.op;
+  uint8_t kind = KindOfOperation(r.op);
+  if (kind == 0) return "unknown operation";
+  if (kind != r.kind) return "operation does not match its kind";
+  if (r.dtype > kDTypeMax) return "unknown dtype";
+  if (r.duration_ns < 0 || r.duration_ns > int64_t{86400} * 1000000000) {
+    return "duration out of range";
+  }
+  if (r.m < 0 || r.n < 0 || r.k < 0 || r.batch < 0) return "negative GEMM dimension";
+  if (r.comm_size < 0 || r.comm_size > (1 << 24)) return "communicator size out of range";
+  // A host sync issued while the application had a CUDA error pending, on a thread whose
+  // device the hook never learned, carries device -1 (unknown).
+  int min_device = r.kind == static_cast<uint8_t>(OpKind::kHostSync) ? -1 : 0;
+  if (r.device < min_device || r.device > 4096) return "device out of range";
+  return nullptr;
+}
+
+const char* ValidateName(const RecordSlot& slot) {
+  if (slot.name.length > kNameChunk) return "name chunk too long";
+  if (slot.name.name_id == 0) return "name id 0";
+  return nullptr;
+}
+
+const char* ValidateComm(const RecordSlot& slot) {
+  if (slot.comm.size <= 0 || slot.comm.size > (1 << 24)) return "communicator size out of range";
+  if (slot.comm.rank < 0 || slot.comm.rank >= slot.comm.size) return "rank out of range";
+  return nullptr;
+}
+
+RecordKinds MakeBuiltin() {
+  RecordKinds kinds;
+  kinds.Register(static_cast<uint8_t>(RecordType::kOp), {"op", ValidateOp});
+  kinds.Register(static_cast<uint8_t>(RecordType::kName), {"name", ValidateName});
+  kinds.Register(static_cast<uint8_t>(RecordType::kComm), {"comm", ValidateComm});
+  return kinds;
+}
+
+}  // namespace
+
+const RecordKinds& RecordKinds::Builtin() {
+  static const RecordKinds builtin = MakeBuiltin();
+  return builtin;
+}
+
+void RecordKinds::Register(uint8_t type, RecordKind kind) { kinds_[type] = kind; }
+
+const RecordKind* RecordKinds::Find(uint8_t type) const {
+  const RecordKind& k = kinds_[type];
+  return k.validate != nullptr ? &k : nullptr;
+}
+
+const char* RecordKinds::Validate(const RecordSlot& slot) const {
+  if (slot.header.version != kRecordVersion) return "unknown record version";
+  const RecordKind* kind = Find(slot.header.type);
+  if (kind == nullptr) return "unknown record type";
+  return kind->validate(slot);
+}
+
+const char* Validate(const RecordSlot& slot) { return RecordKinds::Builtin().Validate(slot); }
+
+}  // namespace format
+}  // namespace xtimer
