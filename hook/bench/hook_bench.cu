@@ -1,12 +1,16 @@
 // The hook's own host cost per call (libxtimer.so preloaded vs not, on the GPU simulator).
 //   hook_bench [Google Benchmark flags]      wall time per call
 //   hook_bench --calls=N OP                  N calls of OP, for callgrind (OP: passthrough,
-//                                            timed, memset)
+//                                            timed, memset, allreduce)
 // Kernels are zero-length (XTIMER_SIM_KERNEL_TIME_US=0), the stream non-blocking: a GPU that
 // keeps up with the host. Every 256 calls the stream is synchronised so the event pool (1024
-// timed ops in flight per device) never runs dry. See hook_cost.sh.
+// timed ops in flight per device) never runs dry. The all-reduce is a 256-byte ncclAllReduce on a
+// one-rank communicator (ncclCommInitAll over device 0): the hook's whole collective path
+// (describe, sequence, in-flight table, two events, the record) with no peer to wait for. See
+// hook_cost.sh.
 #include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
+#include <nccl.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -17,12 +21,14 @@ __global__ void timed_bench_kernel() {}
 
 static cudaStream_t g_stream;
 static void* g_buf;
+static ncclComm_t g_comm;
 
 static inline void Call(int op) {
   switch (op) {
     case 0: bench_kernel<<<1, 1, 0, g_stream>>>(); break;
     case 1: timed_bench_kernel<<<1, 1, 0, g_stream>>>(); break;
-    default: cudaMemsetAsync(g_buf, 0, 256, g_stream); break;
+    case 2: cudaMemsetAsync(g_buf, 0, 256, g_stream); break;
+    default: ncclAllReduce(g_buf, g_buf, 64, ncclFloat, ncclSum, g_comm, g_stream); break;
   }
 }
 
@@ -42,9 +48,11 @@ static void Run(benchmark::State& state, int op) {
 static void BM_LaunchPassThrough(benchmark::State& s) { Run(s, 0); }
 static void BM_LaunchTimed(benchmark::State& s) { Run(s, 1); }
 static void BM_MemsetAsyncTimed(benchmark::State& s) { Run(s, 2); }
+static void BM_AllReduceTimed(benchmark::State& s) { Run(s, 3); }
 BENCHMARK(BM_LaunchPassThrough);
 BENCHMARK(BM_LaunchTimed);
 BENCHMARK(BM_MemsetAsyncTimed);
+BENCHMARK(BM_AllReduceTimed);
 
 int main(int argc, char** argv) {
   if (cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking) != cudaSuccess ||
@@ -52,9 +60,22 @@ int main(int argc, char** argv) {
     fprintf(stderr, "hook_bench: no device\n");
     return 1;
   }
+  const int devices[] = {0};
+  if (ncclCommInitAll(&g_comm, 1, devices) != ncclSuccess) {
+    fprintf(stderr, "hook_bench: ncclCommInitAll failed\n");
+    return 1;
+  }
   if (argc == 3 && strncmp(argv[1], "--calls=", 8) == 0) {
     long n = atol(argv[1] + 8);
-    int op = strcmp(argv[2], "passthrough") == 0 ? 0 : strcmp(argv[2], "timed") == 0 ? 1 : 2;
+    const char* const kOps[] = {"passthrough", "timed", "memset", "allreduce"};
+    int op = -1;
+    for (int i = 0; i < 4; ++i) {
+      if (strcmp(argv[2], kOps[i]) == 0) op = i;
+    }
+    if (op < 0) {
+      fprintf(stderr, "hook_bench: unknown op %s\n", argv[2]);
+      return 2;
+    }
     for (long i = 0; i < n; ++i) {
       Call(op);
       if (i % 256 == 255) cudaStreamSynchronize(g_stream);

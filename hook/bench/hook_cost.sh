@@ -76,7 +76,7 @@ measure() {  # measure OP LABEL
   echo "$2: plain $plain, preloaded $hooked, delta $((hooked - plain)); own code in libxtimer.so:" \
     "app thread $(( (a2 - a1) / calls )), poller $(( (o2 - o1) / calls )) instructions per call"
 }
-for op in passthrough timed memset; do measure "$op" "$op"; done
+for op in passthrough timed memset allreduce; do measure "$op" "$op"; done
 # The default: every kernel is timed (docs/hook.md "Kernels timed by default").
 unset XTIMER_KERNEL_FILTER
 measure timed "timed (XTIMER_KERNEL_FILTER unset)"
