@@ -115,6 +115,9 @@ def main(argv):
         fail(__doc__)
     xtimerd, xtimer = [os.path.abspath(a) for a in argv[1:]]
     tmp = tempfile.mkdtemp(prefix="xt-err-", dir="/tmp")
+    # A dump root of the test's own: root's default (/var/lib/xtimer/dumps) may not exist, and the
+    # sandbox cannot create it, which would stop xtimerd before the port checks under test.
+    os.environ["XTIMER_DUMP_ROOT"] = os.path.join(tmp, "dumps")
     taken_port(xtimerd, tmp, "metrics")
     taken_port(xtimerd, tmp, "control")
 
