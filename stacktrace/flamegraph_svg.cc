@@ -89,7 +89,9 @@ struct Layout {
 };
 
 // Click a frame to zoom to it (its ancestors stay full width), "Reset zoom" to undo; "Search"
-// asks for a substring and paints matching frames purple, printing the matched rank-threads.
+// asks for a substring, or the URL's fragment #search=TEXT gives one (on load and when it
+// changes; it needs no prompt, so headless browsers and links use it), and one search() paints
+// the matching frames purple and writes how many matched; the prompt puts its text in the URL.
 constexpr char kScript[] = R"JS(<script type="text/ecmascript"><![CDATA[
 var W = 1200, PAD = 10, frames = document.querySelectorAll("g.f");
 function num(g, k) { return parseFloat(g.getAttribute("data-" + k)); }
@@ -115,9 +117,8 @@ function zoom(target) {
   document.getElementById("unzoom").style.opacity = 1;
 }
 function unzoom() { zoom(frames[0]); document.getElementById("unzoom").style.opacity = 0.3; }
-function search() {
-  var term = prompt("Search frames (substring of the label; empty clears):", "");
-  if (term === null) return;
+// The one search: the "Search" prompt and the URL fragment #search=TEXT both call it.
+function search(term) {
   var hits = 0;
   for (var i = 0; i < frames.length; i++) {
     var g = frames[i], r = g.querySelector("rect");
@@ -127,10 +128,27 @@ function search() {
     if (hit) hits++;
   }
   document.getElementById("matched").textContent = term === "" ? "" :
-      "matched " + hits + " frames for \"" + term + "\"";
+      "matched " + hits + (hits === 1 ? " frame" : " frames") + " for \"" + term + "\"";
+}
+function ask() {
+  var term = prompt("Search frames (substring of the label; empty clears):", "");
+  if (term === null) return;
+  search(term);
+  var url = location.href.split("#")[0];
+  try { history.replaceState(null, "", term === "" ? url : url + "#search=" +
+                            encodeURIComponent(term)); } catch (e) {}
+}
+function searchFromUrl(clear) {
+  var m = /^#search=(.*)$/.exec(location.hash);
+  if (!m) { if (clear) search(""); return; }
+  var term = m[1];
+  try { term = decodeURIComponent(term); } catch (e) {}
+  search(term);
 }
 for (var i = 0; i < frames.length; i++)
   frames[i].addEventListener("click", function(e) { zoom(e.currentTarget); });
+window.addEventListener("hashchange", function() { searchFromUrl(true); });
+searchFromUrl(false);
 ]]></script>
 )JS";
 
@@ -161,7 +179,7 @@ std::string FlameGraphSvg(const StackTree& tree, const std::string& title) {
          XmlEscape(title) + "</text>\n";
   out += "<text id=\"unzoom\" class=\"ui\" x=\"10\" y=\"40\" style=\"opacity:0.3\" "
          "onclick=\"unzoom()\">Reset zoom</text>\n"
-         "<text id=\"search\" class=\"ui\" x=\"1110\" y=\"40\" onclick=\"search()\">Search</text>\n"
+         "<text id=\"search\" class=\"ui\" x=\"1110\" y=\"40\" onclick=\"ask()\">Search</text>\n"
          "<text id=\"matched\" class=\"ui\" x=\"700\" y=\"40\"></text>\n";
   Layout layout{tree, (kWidth - 2 * kPad) / static_cast<double>(total), depth, &out};
   layout.Draw(0, 0);

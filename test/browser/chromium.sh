@@ -4,6 +4,8 @@
 #   chromium_or_skip          sets BROWSER, or prints SKIP and exits 0 when none is installed
 #   chromium_headless TMP ARGS...   runs it headless with the project's flags, its profile in
 #                                   TMP/profile, stderr in TMP/browser.err, at most 120 s
+#
+# Screenshots (--screenshot=PNG) are read with test/browser/pngread.py (PYTHONPATH=test/browser).
 
 chromium_or_skip() {
   BROWSER=$(command -v chromium || command -v chromium-browser || true)
