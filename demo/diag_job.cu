@@ -109,6 +109,9 @@ const char kUsage[] =
     "Faults (RANK is a global rank, STEP is 1-based; each flag may be repeated):\n"
     "  --stop-before-collective RANK:STEP  the rank stops in host code (sleeps forever) just\n"
     "                      before the first TP all-reduce of that step\n"
+    "  --stop-before-dp-allreduce RANK:STEP  the rank stops in host code (in StopInHostCode,\n"
+    "                      called by DpAllReduce) just before the DP all-reduce of that step,\n"
+    "                      after the step's TP all-reduces and pipeline sends\n"
     "  --stop-before-send RANK:STEP  the rank stops in host code just before its first pipeline\n"
     "                      send of that step (send_forward; send_backward on the last stage);\n"
     "                      needs --pp >= 2\n"
@@ -150,7 +153,7 @@ struct Options {
   long queue_steps = 2;
   long linger_s = 0, rendezvous_timeout_s = 120;
   bool verbose = false;
-  std::vector<Fault> stop, stop_send, mismatch_op, mismatch_count, mismatch_dtype, mismatch_root,
+  std::vector<Fault> stop, stop_dp, stop_send, mismatch_op, mismatch_count, mismatch_dtype, mismatch_root,
       crash, compute_factor, host_gap;
 };
 
@@ -219,6 +222,7 @@ Options ParseFlags(int argc, char** argv) {
   };
   const FaultFlag faults[] = {
       {"--stop-before-collective", &o.stop, 1, 1e9, true, nullptr},
+      {"--stop-before-dp-allreduce", &o.stop_dp, 1, 1e9, true, nullptr},
       {"--stop-before-send", &o.stop_send, 1, 1e9, true, nullptr},
       {"--mismatch-op", &o.mismatch_op, 1, 1e9, true, nullptr},
       {"--mismatch-count", &o.mismatch_count, 1, 1e9, true, nullptr},
@@ -396,8 +400,9 @@ void Gemms(Rank& r, long n) {
   }
 }
 
-// Stops this rank in host code for good, after saying so on stderr.
-[[noreturn]] void StopInHostCode(const Rank& r, const char* where, long step) {
+// Stops this rank in host code for good, after saying so on stderr. Never inlined: a stopped
+// rank's stack names it (xtimer stacks; test/e2e/hang_agreement_e2e.py looks for it).
+[[noreturn]] __attribute__((noinline)) void StopInHostCode(const Rank& r, const char* where, long step) {
   fprintf(stderr, "diag_job: rank %d stops in host code before its %s of step %ld\n", r.rank,
           where, step);
   fflush(stderr);
@@ -422,6 +427,16 @@ void FirstTpAllReduce(Rank& r, long step) {
   if (const Fault* crash = Find(o.crash, r.rank, step)) Crash(r, *crash, step);
   NCCL_CHECK(ncclAllReduce(r.tp_buf, r.tp_buf, static_cast<size_t>(o.tp_count), ncclBfloat16,
                            ncclSum, r.tp_comm, r.stream));
+}
+
+// The DP all-reduce of the gradients, where a rank named by --stop-before-dp-allreduce stops in
+// host code. Never inlined, so that the stopped rank's stack shows which collective it stopped
+// before.
+__attribute__((noinline)) void DpAllReduce(Rank& r, long step) {
+  const Options& o = r.opt;
+  if (Names(o.stop_dp, r.rank, step)) StopInHostCode(r, "DP all-reduce", step);
+  NCCL_CHECK(ncclAllReduce(r.dp_buf, r.dp_buf, static_cast<size_t>(o.dp_count), ncclFloat32,
+                           ncclSum, r.dp_comm, r.stream));
 }
 
 // The loss all-reduce over the stage's tp * dp ranks, where a rank calls the wrong collective,
@@ -507,8 +522,7 @@ double Step(Rank& r, long step) {
   NCCL_CHECK(ncclAllReduce(r.tp_buf, r.tp_buf, static_cast<size_t>(o.tp_count), ncclBfloat16,
                            ncclSum, r.tp_comm, r.stream));
   PipelineP2p(r, r.grad_in, prev, true, step);  // send_backward
-  NCCL_CHECK(ncclAllReduce(r.dp_buf, r.dp_buf, static_cast<size_t>(o.dp_count), ncclFloat32,
-                           ncclSum, r.dp_comm, r.stream));
+  DpAllReduce(r, step);
   if (o.pp > 1) {
     NCCL_CHECK(ncclAllReduce(r.emb, r.emb, static_cast<size_t>(o.pp_count), ncclBfloat16, ncclSum,
                              r.pp_comm, r.stream));

@@ -2,7 +2,10 @@
 """One hang, one truth (issue 18): every second of a hang, every surface says the same thing.
 
 The diagnosis job on 2 emulated nodes (8 ranks, tp2-pp2-dp2, each node its own xtimerd, one
-real Prometheus with the shipped rules); rank 5 stops in host code before a collective. From
+real Prometheus with the shipped rules); rank 5 stops in host code, in a function of its own,
+before the DP all-reduce of step 40 (--stop-before-dp-allreduce): its DP peer (7) waits in that
+all-reduce, its pipeline peer (1) in the embedding all-reduce, its TP peer (4) and 6 in the loss
+all-reduce, the others behind them, every host in cudaEventSynchronize of step 40's event. From
 the moment the fault is printed, once a second, the test reads every surface:
 
   metric     the daemons' xtimer_hang_culprit / xtimer_hang_verdict series
@@ -22,7 +25,9 @@ HangCheck's progress are one set, which holds every verdict's waiting ranks (the
 downstream, e.g. a pipeline stage whose senders are themselves waiting). And the stacks
 (issue 21): within the verdict time plus 5 s both daemons have written every local rank's
 .stacks file into their hang folder, and `xtimer stacks` over both folders names rank 5 alone as
-the outlier, in the function it stopped in (StopInHostCode), and groups every other rank apart.
+the outlier, in the function it stopped in (StopInHostCode, called by DpAllReduce), and every other
+rank's group waits in the (simulated) NCCL/CUDA runtime: a frame of libnccl*/libcuda* (or named
+nccl*/cuda*) inside the job's innermost frame.
 
 Usage: hang_agreement_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH XTIMER
        DIAG_JOB RULES
@@ -153,7 +158,30 @@ def stacks_files(cluster):
                   glob.glob(os.path.join(cluster.roots[1], "hang-*", JOB, "*.stacks")))
 
 
-def check_stacks(cluster, xtimer, samples, first, tmp):
+def nccl_or_cuda(frame):
+    """Whether a frame is NCCL or CUDA, as xtimer stacks colours them (stacktrace/merge.cc,
+    OriginOf): module libnccl* / libcuda* (the simulator's libraries have the real sonames,
+    libnccl.so.2 and libcudart.so.13) or function nccl* / cuda*."""
+    module = os.path.basename(frame.get("module", ""))
+    function = frame.get("function", "")
+    return frame.get("kind") == "native" and (module.startswith(("libnccl", "libcuda")) or
+                                              function.startswith(("nccl", "cuda")))
+
+
+def waits_in_runtime(frames, job_module):
+    """Whether a stack (innermost first) waits in NCCL/CUDA: a NCCL/CUDA frame comes before the
+    innermost frame of the job's own binary (`job_module`, a base name). A stack stopped in a
+    function of the job's (StopInHostCode, a sleep) or anywhere else outside the runtime fails,
+    whatever NCCL/CUDA calls lie further out."""
+    for f in frames:
+        if os.path.basename(f.get("module", "")) == job_module:
+            return False
+        if nccl_or_cuda(f):
+            return True
+    return False
+
+
+def check_stacks(cluster, xtimer, job_module, samples, first, tmp):
     """Issue 21: within the verdict time plus 5 s both daemons wrote every local rank's stacks
     into their hang folder; `xtimer stacks` over both names rank 5 alone, in the function it
     stopped in, and every other rank waiting in the simulated NCCL/CUDA runtime."""
@@ -172,11 +200,19 @@ def check_stacks(cluster, xtimer, samples, first, tmp):
     if len(outliers) != 1 or outliers[0]["ranks"] != [5]:
         fail("xtimer stacks: outlier groups %s, want rank 5 alone:\n%s" % (outliers, text))
     names = [f["function"] for f in outliers[0]["frames"]]
-    if not any("StopInHostCode" in n for n in names):
-        fail("rank 5's stack does not name StopInHostCode: %s" % names)
+    for want in ("StopInHostCode", "DpAllReduce"):
+        if not any(want in n for n in names):
+            fail("rank 5's stack does not name %s: %s" % (want, names))
+    if waits_in_runtime(outliers[0]["frames"], job_module):
+        fail("rank 5's stack counts as waiting in NCCL/CUDA: %s" % outliers[0]["frames"])
     others = sorted(r for g in groups if not g.get("outlier") for r in g["ranks"])
     if others != [0, 1, 2, 3, 4, 6, 7]:
         fail("the other ranks' groups: %s" % groups)
+    for g in groups:
+        if not g.get("outlier") and not waits_in_runtime(g["frames"], job_module):
+            fail("ranks %s do not wait in NCCL/CUDA (no libnccl/libcuda or nccl*/cuda* frame "
+                 "inside their innermost %s frame): %s" % (g["ranks"], job_module, [
+                     (f["function"], f["module"]) for f in g["frames"]]))
     log("stacks: 8 files %.1f s after the fault (verdict at %.1f s); xtimer stacks names rank 5 "
         "alone in %s; the others: %s" % (when[0], verdict, names[:3], [
             (g["ranks"], [f["function"] for f in g["frames"]][:3]) for g in groups
@@ -191,7 +227,7 @@ def main(argv):
     cluster = Cluster(p, xtimer, diag_job, rules, hang_timeout=HANG_TIMEOUT_S)
     nodes = []
     try:
-        nodes = cluster.start_job(JOB, ["--stop-before-collective", "5:40"], 100000)
+        nodes = cluster.start_job(JOB, ["--stop-before-dp-allreduce", "5:40"], 100000)
         cluster.wait_running(nodes, JOB)
         nodes[1].wait_for_line(r"rank 5 stops in host code", 120)
         t0 = time.monotonic()
@@ -211,7 +247,7 @@ def main(argv):
                 break
             time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
         check(samples, first)
-        check_stacks(cluster, xtimer, samples, first, p.tmp)
+        check_stacks(cluster, xtimer, os.path.basename(diag_job), samples, first, p.tmp)
         log("%d samples over %.0f s: metric, gauges, Status and HangCheck agreed from %.1f s, "
             "the rules from %.1f s, the dump from %.1f s; last: %s" % (
                 len(samples), samples[-1][0], first,
