@@ -4,8 +4,9 @@
 #   tools/dev.sh demo    build everything and run the demo jobs end to end on the GPU simulator,
 #                        observed by xtimer: the C++ job (two emulated nodes, each with its own
 #                        xtimerd), then the Python job (CUDA loaded through ctypes, RTLD_LOCAL)
-#   tools/dev.sh test    run the whole test suite: plain, ASan+UBSan, and TSan on the concurrent parts;
-#                        ends with the line "N passed, N failed"
+#   tools/dev.sh test    run the whole test suite: plain, ASan+UBSan, and TSan on the concurrent parts,
+#                        the fuzz run and the code size limits (tools/code_size.sh); ends with the
+#                        line "N passed, N failed"
 #   tools/dev.sh build   build everything
 #   tools/dev.sh fuzz    build the libFuzzer targets with clang and run each for its budget
 #                        (part of `test`; XTIMER_FUZZ_SECONDS, when set, replaces every budget)
@@ -14,7 +15,7 @@
 set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 
-usage() { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # Targets that run threads against each other: also run under ThreadSanitizer.
 TSAN_TARGETS=(//test/gpusim/... //format/... //daemon/... //hook/... //timeline/... //cli/...)
@@ -66,6 +67,12 @@ test_all() {
   run_tests --config=asan --test_tag_filters=-plain_only -- //... "${SANITIZER_EXCLUDE[@]}"
   run_tests --config=tsan --test_tag_filters=-plain_only -- "${TSAN_TARGETS[@]}"
   fuzz || true
+  # Production code's size limits (issue 19): no file over 800 lines, no function over 110.
+  if tools/code_size.sh; then
+    echo "[size] tools/code_size.sh PASSED" >> "$RESULTS"
+  else
+    echo "[size] tools/code_size.sh FAILED" >> "$RESULTS"
+  fi
   # The sanitizer runs moved the bazel-bin link into their trees (--platform_suffix): point it
   # back at the plain build the README's bazel-bin/... commands use (already built, so cached).
   bazel build --config=default $(bazel_flags) "${README_TARGETS[@]}" || true

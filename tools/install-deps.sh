@@ -33,6 +33,8 @@ PACKAGES=(
   chromium
   # loads the operation logs as users do (//test/e2e:op_log_e2e_test, docs/oplog.md)
   python3-pandas
+  # finds functions and their ends for the code size limits (tools/code_size.sh)
+  universal-ctags
 )
 
 # The container test (//docker:image_test) skips without podman: XTIMER_CONTAINER_TESTS=1 installs
