@@ -62,15 +62,6 @@ Aggregator::Process* Aggregator::Find(ProcessId id) const {
   return it == processes_.end() ? nullptr : it->second.get();
 }
 
-Aggregator::Rank* Aggregator::RankOf(const Process& p, int device) {
-  if (p.ranks.size() > 1) {
-    for (const auto& r : p.ranks) {
-      if (r->device == device) return r.get();
-    }
-  }
-  return p.ranks.front().get();
-}
-
 Aggregator::Rank* Aggregator::RankOfRow(const Process& p, const format::InflightRow& row) {
   if (row.device >= 0 || p.ranks.size() == 1) return RankOf(p, row.device);
   for (const auto& r : p.ranks) {  // a row without a device (ring version 1)

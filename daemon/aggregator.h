@@ -310,9 +310,9 @@ class Aggregator {
   void IngestName(IngestBatch& b, const format::RecordSlot& slot);
   void IngestComm(IngestBatch& b, const format::RecordSlot& slot);
   void IngestExtra(IngestBatch& b, const format::RecordSlot& slot);
-  // The series an op counts in on `rank`, made when there is room; nullptr when there is none
-  // (the op is counted as unaggregated). Needs mu_.
-  Series* SeriesFor(Process* p, Rank* rank, const format::OpRecord& r);
+  // A new series of `key` (kind, op, dtype, size class) on `rank` for op `r`, when there is room;
+  // nullptr when there is none (the op is counted as unaggregated). Needs mu_.
+  Series* AddSeries(Process* p, Rank* rank, const format::OpRecord& r, uint64_t key);
   // A completed op of one of rank's communicators: its progress. Needs mu_.
   void NoteCompleted(Rank* rank, const format::OpRecord& r, int64_t dur, int64_t now_ns);
   // Marks the ranks whose labels a rank of an earlier live process (or any live one, for an

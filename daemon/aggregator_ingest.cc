@@ -48,24 +48,17 @@ void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot
   }
 }
 
-Series* Aggregator::SeriesFor(Process* p, Rank* rank, const format::OpRecord& r) {
-  const uint8_t sc = SizeClassOf(r);
-  const uint64_t key = (uint64_t{r.kind} << 40) | (uint64_t{r.op} << 16) |
-                       (uint64_t{r.dtype} << 8) | sc;
-  if (key == rank->last_key && rank->last_series != nullptr) return rank->last_series;
-  Series* s = nullptr;
-  auto it = rank->series.find(key);
-  if (it != rank->series.end()) {
-    s = it->second.get();
-  } else if (p->series_count < options_.max_series_per_process &&
-             Reserve(*p, SeriesBytes(options_))) {
-    s = rank->series.emplace(key, std::make_unique<Series>(r.kind, r.op, r.dtype, sc, options_))
-            .first->second.get();
-    ++p->series_count;
-    Charge(p, static_cast<int64_t>(SeriesBytes(options_)));
+Series* Aggregator::AddSeries(Process* p, Rank* rank, const format::OpRecord& r, uint64_t key) {
+  if (p->series_count >= options_.max_series_per_process || !Reserve(*p, SeriesBytes(options_))) {
+    return nullptr;
   }
-  rank->last_key = key;
-  rank->last_series = s;
+  const uint8_t size_class = static_cast<uint8_t>(key & 0xff);
+  Series* s = rank->series
+                  .emplace(key, std::make_unique<Series>(r.kind, r.op, r.dtype, size_class,
+                                                         options_))
+                  .first->second.get();
+  ++p->series_count;
+  Charge(p, static_cast<int64_t>(SeriesBytes(options_)));
   return s;
 }
 
@@ -73,7 +66,16 @@ void Aggregator::IngestOp(IngestBatch& b, const format::RecordSlot& slot) {
   const format::OpRecord& r = slot.op;
   Process* p = b.p;
   Rank* rank = RankOf(*p, r.device);
-  Series* s = SeriesFor(p, rank, r);
+  // Consecutive ops of a rank mostly fall in the same series: one comparison, no lookup.
+  const uint64_t key = (uint64_t{r.kind} << 40) | (uint64_t{r.op} << 16) |
+                       (uint64_t{r.dtype} << 8) | SizeClassOf(r);
+  Series* s = rank->last_series;
+  if (key != rank->last_key || s == nullptr) {
+    auto it = rank->series.find(key);
+    s = it != rank->series.end() ? it->second.get() : AddSeries(p, rank, r, key);
+    rank->last_key = key;
+    rank->last_series = s;
+  }
   if (s == nullptr) {
     ++rank->unaggregated;
   } else {
@@ -97,7 +99,7 @@ void Aggregator::IngestOp(IngestBatch& b, const format::RecordSlot& slot) {
   if (options_.history > 0) AppendHistory(p, r);
 }
 
-void Aggregator::NoteCompleted(Rank* rank, const format::OpRecord& r, int64_t dur,
+inline void Aggregator::NoteCompleted(Rank* rank, const format::OpRecord& r, int64_t dur,
                                int64_t now_ns) {
   CommState* c = FindOrAddComm(&rank->comms, r.comm_id, options_.max_comms_per_process);
   if (c == nullptr) return;

@@ -90,6 +90,16 @@ inline size_t SeriesBytes(const AggregatorOptions& o) {
          LatencyWindow::MaxBytes(o.window_buckets, o.window_samples);
 }
 
+// Inline: ingest calls it for every op record.
+inline Aggregator::Rank* Aggregator::RankOf(const Process& p, int device) {
+  if (p.ranks.size() > 1) {
+    for (const auto& r : p.ranks) {
+      if (r->device == device) return r.get();
+    }
+  }
+  return p.ranks.front().get();
+}
+
 // a + b, clamped to int64_t's range.
 inline int64_t SaturatingAdd(int64_t a, int64_t b) {
   int64_t out;

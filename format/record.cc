@@ -91,11 +91,38 @@ constexpr OperationInfo kOperations[] = {
     {Operation::kEventSynchronize, "EventSynchronize", OpKind::kHostSync},
 };
 
-const OperationInfo* Find(uint16_t op) {
+// Every Operation value is below this: Find is one table load (the daemon validates every op
+// record read from a ring with it, so a scan of kOperations cost ~85 instructions a record).
+constexpr size_t kOperationSlots = 128;
+constexpr size_t kOperationCount = sizeof(kOperations) / sizeof(kOperations[0]);
+
+struct OperationIndex {
+  int8_t at[kOperationSlots];  // the index in kOperations of each value, -1 for none
+};
+
+constexpr bool AllOperationsBelowSlots() {
   for (const OperationInfo& info : kOperations) {
-    if (static_cast<uint16_t>(info.op) == op) return &info;
+    if (static_cast<size_t>(info.op) >= kOperationSlots) return false;
   }
-  return nullptr;
+  return true;
+}
+static_assert(AllOperationsBelowSlots(), "raise kOperationSlots");
+static_assert(kOperationCount < 128, "kOperations indexes must fit in int8_t");
+
+constexpr OperationIndex MakeOperationIndex() {
+  OperationIndex index{};
+  for (int8_t& at : index.at) at = -1;
+  for (size_t i = 0; i < kOperationCount; ++i) {
+    index.at[static_cast<size_t>(kOperations[i].op)] = static_cast<int8_t>(i);
+  }
+  return index;
+}
+constexpr OperationIndex kOperationIndex = MakeOperationIndex();
+
+const OperationInfo* Find(uint16_t op) {
+  if (op >= kOperationSlots) return nullptr;
+  const int8_t at = kOperationIndex.at[op];
+  return at < 0 ? nullptr : &kOperations[at];
 }
 
 }  // namespace
