@@ -62,6 +62,12 @@ const char* ValidateInflightRow(const InflightRow& row) {
   if (c.state != InflightState::kStarted && c.gpu_start_ns != 0) {
     return "a GPU start time for a collective that did not start";
   }
+  // A communicator's collectives run one after another, so one at or below the row's completed
+  // sequence number cannot be in flight: a stale detail (once seen under load, a collective shown
+  // started for 11 s while 1,000 later ones had completed) must not make a hang verdict.
+  if (row.comm_id != 0 && c.seq != 0 && c.seq <= row.last_completed_seq) {
+    return "a collective in flight at or below the completed sequence number";
+  }
   const InflightBlocker& b = c.blocker;
   if (b.op == 0) return nullptr;
   if (c.state != InflightState::kQueued) return "a blocker for a collective that started";

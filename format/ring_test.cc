@@ -266,6 +266,11 @@ TEST(RingTest, InflightDetailValidation) {
   EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.launch_ns = -1; }), "negative time");
   EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.gpu_start_ns = 5; }),
                "a GPU start time for a collective that did not start");
+  EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.seq = 15; }),
+               "a collective in flight at or below the completed sequence number");
+  EXPECT_STREQ(bad([](InflightRow* r) { r->last_completed_seq = 1000; }),
+               "a collective in flight at or below the completed sequence number");
+  EXPECT_EQ(bad([](InflightRow* r) { r->oldest.seq = 0; }), nullptr);  // no sequence number known
   EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.blocker.kind = 1; }),
                "blocker op and kind disagree");
   EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.blocker.m = -1; }), "negative blocker field");

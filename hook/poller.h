@@ -100,6 +100,8 @@ class Poller {
   void EmitName(uint32_t name_id);
   void Issue(const Pending& p, const Fifo* fifo);
   void Finish(const Pending& p);
+  // Drops f's collectives listed before sequence number `seq`, which just completed.
+  void DropPassed(Flight* f, uint64_t seq);
   void Write(const format::RecordSlot& r);
   void PublishInflight(int64_t now);
   // The row's oldest collective: started (its start event fired) or queued, and for a queued
