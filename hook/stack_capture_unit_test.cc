@@ -161,7 +161,9 @@ TEST(RawStacksJsonTest, CutsStacksToTheSizeLimit) {
   EXPECT_EQ(static_cast<int>(std::count(first_pcs.begin(), first_pcs.end(), ',')), kept - 1);
 }
 
-extern "C" __attribute__((noinline)) void UnitTestSpin(std::atomic<bool>* stop) {
+extern "C" __attribute__((noinline)) void UnitTestSpin(std::atomic<bool>* running,
+                                                      std::atomic<bool>* stop) {
+  running->store(true);
   while (!stop->load(std::memory_order_relaxed)) {
   }
 }
@@ -171,10 +173,13 @@ TEST(CaptureNativeStacksTest, ThisProcess) {
   std::string error;
   ASSERT_TRUE(InstallStackSignal(SIGRTMIN + 3, &error)) << error;
   EXPECT_EQ(StackSignal(), SIGRTMIN + 3);
-  std::atomic<bool> stop{false};
-  std::thread spinner(&UnitTestSpin, &stop);
+  std::atomic<bool> running{false}, stop{false};
+  std::thread spinner(&UnitTestSpin, &running, &stop);
   const pthread_t spinner_id = spinner.native_handle();
   pthread_setname_np(spinner_id, "unit-spinner");
+  // A thread starts with every signal blocked until glibc's start routine sets its mask: a
+  // capture before the spinner runs its function would rightly say "signals blocked".
+  while (!running.load()) std::this_thread::yield();
   std::vector<ThreadStack> threads;
   std::thread capturer([&threads] {
     sigset_t all;
