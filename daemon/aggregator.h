@@ -180,7 +180,7 @@ struct Registrant {
   std::string token;  // XTIMER_JOB_TOKEN, "" for none
 };
 
-struct Series;  // one op series of a rank (aggregator.cc)
+struct Series;  // one op series of a rank (daemon/aggregator_state.h)
 
 class Aggregator {
  public:

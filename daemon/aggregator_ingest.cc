@@ -14,8 +14,7 @@ namespace daemon {
 using format::OpKind;
 using format::RecordType;
 
-void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t n,
-                        int64_t now_ns) {
+void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t n, int64_t now_ns) {
   std::unique_lock<std::mutex> lock(mu_);
   Process* p = Find(id);
   if (p == nullptr || !p->connected) return;
@@ -39,8 +38,8 @@ void Aggregator::AddRecordKind(uint8_t type, format::RecordKind kind, RecordHand
   handlers_[type] = &Aggregator::IngestExtra;
 }
 
-void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot* records,
-                              size_t n, int64_t now_ns) {
+void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot* records, size_t n,
+                              int64_t now_ns) {
   IngestBatch batch{p, id, now_ns};
   for (size_t i = 0; i < n; ++i) {
     const KindHandler handler = handlers_[records[i].header.type];
@@ -53,10 +52,10 @@ Series* Aggregator::AddSeries(Process* p, Rank* rank, const format::OpRecord& r,
     return nullptr;
   }
   const uint8_t size_class = static_cast<uint8_t>(key & 0xff);
-  Series* s = rank->series
-                  .emplace(key, std::make_unique<Series>(r.kind, r.op, r.dtype, size_class,
-                                                         options_))
-                  .first->second.get();
+  Series* s =
+      rank->series
+          .emplace(key, std::make_unique<Series>(r.kind, r.op, r.dtype, size_class, options_))
+          .first->second.get();
   ++p->series_count;
   Charge(p, static_cast<int64_t>(SeriesBytes(options_)));
   return s;
@@ -67,8 +66,8 @@ void Aggregator::IngestOp(IngestBatch& b, const format::RecordSlot& slot) {
   Process* p = b.p;
   Rank* rank = RankOf(*p, r.device);
   // Consecutive ops of a rank mostly fall in the same series: one comparison, no lookup.
-  const uint64_t key = (uint64_t{r.kind} << 40) | (uint64_t{r.op} << 16) |
-                       (uint64_t{r.dtype} << 8) | SizeClassOf(r);
+  const uint64_t key =
+      (uint64_t{r.kind} << 40) | (uint64_t{r.op} << 16) | (uint64_t{r.dtype} << 8) | SizeClassOf(r);
   Series* s = rank->last_series;
   if (key != rank->last_key || s == nullptr) {
     auto it = rank->series.find(key);
@@ -100,7 +99,7 @@ void Aggregator::IngestOp(IngestBatch& b, const format::RecordSlot& slot) {
 }
 
 inline void Aggregator::NoteCompleted(Rank* rank, const format::OpRecord& r, int64_t dur,
-                               int64_t now_ns) {
+                                      int64_t now_ns) {
   CommState* c = FindOrAddComm(&rank->comms, r.comm_id, options_.max_comms_per_process);
   if (c == nullptr) return;
   if (r.kind == static_cast<uint8_t>(OpKind::kCollective)) {
@@ -119,8 +118,8 @@ void Aggregator::IngestName(IngestBatch& b, const format::RecordSlot& slot) {
 
 void Aggregator::IngestComm(IngestBatch& b, const format::RecordSlot& slot) {
   const format::CommRecord& r = slot.comm;
-  CommState* c = FindOrAddComm(&RankForComm(b.p, r.device)->comms, r.comm_id,
-                               options_.max_comms_per_process);
+  CommState* c =
+      FindOrAddComm(&RankForComm(b.p, r.device)->comms, r.comm_id, options_.max_comms_per_process);
   if (c == nullptr) return;
   c->comm_rank = r.rank;
   c->comm_size = r.size;

@@ -22,8 +22,7 @@ namespace daemon {
 
 // One op series of a rank: (kind, op, dtype, size class) with its counters and window.
 struct Series {
-  Series(uint8_t kind, uint16_t op, uint8_t dtype, uint8_t size_class,
-         const AggregatorOptions& o)
+  Series(uint8_t kind, uint16_t op, uint8_t dtype, uint8_t size_class, const AggregatorOptions& o)
       : kind(kind),
         op(op),
         dtype(dtype),
@@ -53,8 +52,8 @@ struct Aggregator::Rank {
 struct Aggregator::Process {
   explicit Process(size_t history_capacity) : history(history_capacity) {}
   int pid = 0;
-  uint32_t uid = 0;     // SO_PEERCRED of its connection
-  std::string token;    // its job token
+  uint32_t uid = 0;   // SO_PEERCRED of its connection
+  std::string token;  // its job token
   format::Identity identity;
   ProcessStatus status;  // inflight rows are moved into comms
   int64_t registered_ns = 0;
@@ -62,8 +61,8 @@ struct Aggregator::Process {
   std::vector<std::unique_ptr<Rank>> ranks;
   int comm_device = -1;     // the device of the first communicator seen (one-rank process)
   size_t series_count = 0;  // over every rank (max_series_per_process)
-  OpHistory history;  // the newest (at most options_.history) op records
-  uint64_t ops_seen = 0;       // op records ever ingested (the tap's sequence number)
+  OpHistory history;        // the newest (at most options_.history) op records
+  uint64_t ops_seen = 0;    // op records ever ingested (the tap's sequence number)
   KernelNames names;
   mutable bool conflict_logged = false;
   bool connected = true;

@@ -1,6 +1,8 @@
 // A new record kind is one registration (issue 19): AddRecordKind tells the ring readers how to
 // validate it and routes its records to a handler, with no switch to edit. Driven through a real
 // ring (format::RingWriter -> RingReader -> Aggregator::Ingest), as the RingServer drives it.
+#include "format/record_kinds.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,7 +13,6 @@
 #include "daemon/aggregator.h"
 #include "daemon/test_util.h"
 #include "format/record.h"
-#include "format/record_kinds.h"
 #include "format/ring.h"
 
 namespace xtimer {
