@@ -55,13 +55,14 @@ struct RankSummarizer::State {
   };
   size_t max_pending = kDefaultPendingWork;
   std::vector<Span> work;
+  bool sorted = true;  // `work` in Span order (ops mostly arrive so: no sort per collective)
   bool has_collective = false;
   int64_t last_collective_end = 0;
 
   // Within [begin, end]: the union length of the own work (`*busy`) and of all spans, send and
-  // receive included (`*occupied`). Sorts `work` in place.
+  // receive included (`*occupied`). Sorts `work` in place when it is not sorted yet.
   void Within(int64_t begin, int64_t end, int64_t* busy, int64_t* occupied) {
-    std::sort(work.begin(), work.end());
+    Sort();
     *busy = *occupied = 0;
     int64_t busy_to = begin, occupied_to = begin;  // counted up to these times
     for (const Span& w : work) {
@@ -79,7 +80,12 @@ struct RankSummarizer::State {
     }
   }
 
-  void DropBefore(int64_t t) {
+  void Sort() {
+    if (!sorted) std::sort(work.begin(), work.end());
+    sorted = true;
+  }
+
+  void DropBefore(int64_t t) {  // keeps the order
     work.erase(std::remove_if(work.begin(), work.end(), [t](const Span& w) { return w.end <= t; }),
                work.end());
   }
@@ -87,10 +93,12 @@ struct RankSummarizer::State {
   void AddWork(int64_t start, int64_t end, bool p2p) {
     if (work.size() >= max_pending) {
       // Keep the newer half: the oldest work is the least likely to precede the next collective.
-      std::sort(work.begin(), work.end());
+      Sort();
       work.erase(work.begin(), work.begin() + work.size() / 2 + 1);
     }
-    work.push_back(Span{start, end, p2p});
+    const Span s{start, end, p2p};
+    if (!work.empty() && s < work.back()) sorted = false;
+    work.push_back(s);
   }
 };
 
@@ -112,16 +120,19 @@ bool RankSummarizer::Add(const TimedOp& op, Arrival* arrival) {
     return false;
   }
   *arrival = ArrivalOf(op);
-  if (state_->has_collective && op.start_ns > state_->last_collective_end) {
+  // A collective without peers (tp 1's tensor-parallel all-reduce) waits on nobody: it is
+  // the rank's own work, and the next collective's window starts at the previous one with peers
+  // (else the GEMMs before it would not count for the data-parallel arrival a straggler is late
+  // for, and the straggler would pass for a relay of someone else's delay). It has no arrival to
+  // compare, so no busy or idle time of its own: measuring it scanned every op since the last
+  // collective with peers (all of a world-1 job's ops) for each such collective.
+  const bool alone = arrival->comm_size == 1;
+  if (!alone && state_->has_collective && op.start_ns > state_->last_collective_end) {
     int64_t occupied = 0;
     state_->Within(state_->last_collective_end, op.start_ns, &arrival->busy_before_ns, &occupied);
     arrival->idle_before_ns = op.start_ns - state_->last_collective_end - occupied;
   }
-  // A collective without peers (tp 1's tensor-parallel all-reduce) waits on nobody: it is the
-  // rank's own work, and the next collective's window starts at the previous one with peers
-  // (else the GEMMs before it would not count for the data-parallel arrival a straggler is late
-  // for, and the straggler would pass for a relay of someone else's delay).
-  if (arrival->comm_size == 1 && state_->has_collective) {
+  if (alone && state_->has_collective) {
     state_->AddWork(op.start_ns, end, /*p2p=*/false);
     return true;
   }

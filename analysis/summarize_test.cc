@@ -95,10 +95,40 @@ TEST(SummarizeRank, ACollectiveWithoutPeersIsWorkNotAWindowStart) {
   });
   ASSERT_EQ(a.size(), 3u);
   EXPECT_EQ(a[1].comm_size, 1);
-  EXPECT_EQ(a[1].busy_before_ns, 16 * kMs);  // its own window, as before
+  // Nothing to compare it with: no busy or idle time of its own (measuring it cost the daemon
+  // a scan of every op since the last collective with peers, per such collective).
+  EXPECT_EQ(a[1].busy_before_ns, 0);
+  EXPECT_EQ(a[1].idle_before_ns, 0);
   EXPECT_EQ(a[2].comm_id, 7u);
   EXPECT_EQ(a[2].busy_before_ns, 17 * kMs);  // the GEMM and the solo all-reduce
   EXPECT_EQ(a[2].idle_before_ns, 2 * kMs);   // 3..4 and 21..22
+}
+
+// A world-1 rank: every collective is alone, the first one opens the only window, and each
+// later one adds to the work before a collective with peers that never comes. Work out of order
+// (another stream) is still counted once when a collective with peers finally arrives.
+TEST(SummarizeRank, AWorldOfOneRankAddsWorkWithoutArrivalsToCompare) {
+  std::vector<TimedOp> ops;
+  for (int i = 0; i < 100; ++i) {
+    TimedOp solo = Coll(9, i + 1, i * 10 * kMs, i * 10 * kMs + 5 * kMs, kMs);
+    solo.comm_size = 1;
+    ops.push_back(Work(format::Operation::kGemmEx, i * 10 * kMs, 5 * kMs));
+    ops.push_back(solo);
+  }
+  ops.push_back(Work(format::Operation::kMemcpyDtoD, 7 * kMs, 2 * kMs));  // 7..9, added late
+  ops.push_back(Coll(7, 1, 1000 * kMs, 1001 * kMs, kMs));
+  RankSummarizer summarizer;
+  std::vector<Arrival> a;
+  for (const TimedOp& op : ops) {
+    Arrival one;
+    if (summarizer.Add(op, &one)) a.push_back(one);
+  }
+  ASSERT_EQ(a.size(), 101u);
+  for (size_t i = 0; i < 100; ++i) EXPECT_EQ(a[i].busy_before_ns, 0) << i;
+  // The window opens at the first solo all-reduce's end (6 ms): 99 GEMMs and solos of 6 ms each
+  // and the copy are busy; the rest of 6..1001 is idle.
+  EXPECT_EQ(a[100].busy_before_ns, 99 * 6 * kMs + 2 * kMs);
+  EXPECT_EQ(a[100].idle_before_ns, (1001 - 6) * kMs - 99 * 6 * kMs - 2 * kMs);
 }
 
 TEST(SummarizeRank, OverlappingWorkCountsOnce) {

@@ -276,6 +276,15 @@ def hang_job_dirs(dump_root):
     return out
 
 
+def hang_summaries(dump_root, job):
+    """The hang summaries of `job`'s automatic dumps, for a failure message."""
+    out = []
+    for path in sorted(glob.glob(os.path.join(dump_root, "hang-*", job, "hang-summary*.json"))):
+        with open(path) as f:
+            out.append("%s:\n%s" % (path, f.read()[:6000]))
+    return "\n".join(out)
+
+
 def stalling_impostor(p, bins, run_dir, mp, cp, dump_root):
     """Part 2b: the attack as it was first done: nobody runs a 2-rank job labelled "victim" whose
     rank 1 hangs in a collective (XTIMER_SIM_HANG), beside root's running "victim". The hang is
@@ -304,7 +313,8 @@ def stalling_impostor(p, bins, run_dir, mp, cp, dump_root):
             if mine:
                 fail("%s names root's %s: %s" % (name, JOB, mine))
         if JOB in hang_job_dirs(dump_root):
-            fail("a hang folder holds root's %s: %s" % (JOB, hang_job_dirs(dump_root)))
+            fail("a hang folder holds root's %s: %s\n%s" % (
+                JOB, hang_job_dirs(dump_root), hang_summaries(dump_root, JOB)))
         log("nobody's stalling %s: verdict and dump %s in %s only; root's %s none" % (
             JOB, hang_job_dirs(dump_root)[scoped], scoped, JOB))
     finally:
