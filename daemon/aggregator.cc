@@ -31,6 +31,15 @@ double AgeSeconds(int64_t now_ns, int64_t then_ns) {
   return (static_cast<double>(now_ns) - static_cast<double>(then_ns)) * 1e-9;
 }
 
+// The time a valid in-flight table is known to hold: when it was read, or the hook's last
+// heartbeat if older (its poller publishes the table, then beats, every cycle). A heartbeat in
+// the future (a clock step, a forged ring) is ignored.
+int64_t ObservedNs(const ProcessStatus& s) {
+  if (s.read_ns <= 0) return 0;
+  if (s.heartbeat_ns <= 0 || s.heartbeat_ns > s.read_ns) return s.read_ns;
+  return s.heartbeat_ns;
+}
+
 }  // namespace
 
 std::string SanitizeLabel(const std::string& s) {
@@ -385,6 +394,7 @@ bool Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {
   p->status.fill = std::min(1.0, std::max(0.0, status.fill));
   p->status.heartbeat_ns = status.heartbeat_ns;
   if (!status.inflight_valid) return true;
+  p->status.observed_ns = ObservedNs(status);
   for (auto& rank : p->ranks) {
     for (auto& c : rank->comms) c.second.has_row = false;
   }
@@ -431,8 +441,10 @@ void Aggregator::MarkHidden(Snapshot* snap) const {
 void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, int64_t now_ns,
                                bool with_series, std::vector<int64_t>* scratch,
                                std::vector<ProcessSnapshot>* out) const {
-  // An exited process is frozen at its exit: in-flight ages and hang as they were then.
-  const int64_t at_ns = p.connected ? now_ns : std::min(now_ns, p.exited_ns);
+  // An exited process is frozen at its exit: in-flight ages and hang as they were then. Ages run
+  // up to the last time its table was seen (a reader or poller that stalls makes no hang).
+  int64_t at_ns = p.connected ? now_ns : std::min(now_ns, p.exited_ns);
+  if (p.status.observed_ns > 0) at_ns = std::min(at_ns, p.status.observed_ns);
   for (size_t i = 0; i < p.ranks.size(); ++i) {
     const Rank& rank = *p.ranks[i];
     ProcessSnapshot ps = base;
@@ -560,6 +572,7 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns, bool with_series) const {
     ps.lost = p.status.lost;
     ps.fill = p.status.fill;
     ps.heartbeat_age_s = AgeSeconds(now_ns, p.status.heartbeat_ns);
+    ps.observed_age_s = AgeSeconds(now_ns, p.status.observed_ns);
     ps.up = p.connected &&
             (options_.stale_heartbeat_ns <= 0 ||
              ps.heartbeat_age_s * 1e9 < static_cast<double>(options_.stale_heartbeat_ns));

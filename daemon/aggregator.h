@@ -86,6 +86,10 @@ struct ProcessStatus {
   uint64_t lost = 0;     // records skipped over impossible positions (reader's running total)
   double fill = 0;       // backlog / capacity seen before the last drain, 0..1
   int64_t heartbeat_ns = 0;
+  // CLOCK_REALTIME at which the daemon read this status (and had drained the ring just before):
+  // with heartbeat_ns, the time its in-flight table is known to hold (observed_ns).
+  int64_t read_ns = 0;
+  int64_t observed_ns = 0;  // set by the aggregator: min(read_ns, heartbeat_ns) of a valid table
   bool inflight_valid = false;  // false: the writer kept the table busy; keep the previous one
   std::vector<format::InflightRow> inflight;
 };
@@ -152,6 +156,10 @@ struct ProcessSnapshot {
   uint64_t untimed[format::kUntimedSlots] = {};
   double fill = 0;
   double heartbeat_age_s = 0;
+  // How long ago the daemon last saw the process's state (its in-flight table, read after a
+  // drain of its ring, no later than the hook's heartbeat): in-flight ages are measured up to
+  // then, never across a stall of the daemon's reader or of the hook's poller.
+  double observed_age_s = 0;
   uint64_t history = 0;
   std::vector<SeriesSnapshot> series;
   std::vector<CommSnapshot> comms;

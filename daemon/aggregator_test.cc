@@ -477,6 +477,49 @@ TEST(AggregatorTest, InflightDetailsNameTheOldestCollectiveAndWhatBlocksIt) {
   EXPECT_EQ(snap.processes[0].comms[1].blocked_by, "");
 }
 
+// CI, peer_e2e: the daemon's ring reader fell 20 s behind (a slow tap), its last in-flight
+// tables aged meanwhile, and a healthy job got hang verdicts. Ages now run up to the time the
+// table was read, or the hook's last heartbeat when that is older (a poller that stopped).
+TEST(AggregatorTest, InflightAgesStopAtTheLastTimeTheTableWasSeen) {
+  Aggregator agg(Options());
+  auto id = agg.AddProcess(100, Id(1));
+  ProcessStatus st;
+  st.identity = Id(1);
+  st.inflight_valid = true;
+  st.read_ns = kT0;
+  st.heartbeat_ns = kT0 - kSec / 100;
+  st.inflight = {{0, 0, 0, 0}, CollectiveRow(0x1234, format::InflightState::kStarted,
+                                             Operation::kAllReduce, 10, kT0 - 2 * kSec)};
+  agg.UpdateStatus(id, st);
+  // 400 s later, nothing read since: the op was 1.99 s old at the last heartbeat: no hang.
+  Snapshot snap = agg.TakeSnapshot(kT0 + 400 * kSec);
+  const CommSnapshot& c = snap.processes[0].comms[1];
+  EXPECT_NEAR(c.oldest_inflight_age_s, 1.99, 1e-6);
+  EXPECT_NEAR(c.inflight_age_s, 1.99, 1e-6);
+  EXPECT_FALSE(c.hang);
+  EXPECT_NEAR(snap.processes[0].observed_age_s, 400.01, 1e-6);
+
+  // Read again with a fresh heartbeat: the same op, still in flight, is 302 s old and a hang.
+  st.read_ns = kT0 + 300 * kSec;
+  st.heartbeat_ns = st.read_ns;
+  agg.UpdateStatus(id, st);
+  snap = agg.TakeSnapshot(kT0 + 300 * kSec);
+  EXPECT_NEAR(snap.processes[0].comms[1].oldest_inflight_age_s, 302, 1e-6);
+  EXPECT_TRUE(snap.processes[0].comms[1].hang);
+
+  // A poller that stopped beating 290 s before the read: its table holds as of its heartbeat.
+  st.heartbeat_ns = kT0 + 10 * kSec;
+  st.read_ns = kT0 + 300 * kSec;
+  agg.UpdateStatus(id, st);
+  snap = agg.TakeSnapshot(kT0 + 300 * kSec);
+  EXPECT_NEAR(snap.processes[0].comms[1].oldest_inflight_age_s, 12, 1e-6);
+  // A heartbeat from the future (a forged ring, a clock step) counts as the read time.
+  st.heartbeat_ns = kT0 + 900 * kSec;
+  agg.UpdateStatus(id, st);
+  EXPECT_NEAR(agg.TakeSnapshot(kT0 + 300 * kSec).processes[0].comms[1].oldest_inflight_age_s,
+              302, 1e-6);
+}
+
 TEST(AggregatorTest, RowsOfOneCommunicatorOnSeveralDevicesMerge) {
   Aggregator agg(Options());
   auto id = agg.AddProcess(100, Id(0));

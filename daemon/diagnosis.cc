@@ -109,7 +109,10 @@ RankInput InputOf(const ProcessSnapshot& p, const ProcessOps* ops, const CommMem
     std::sort(in.arrivals.begin(), in.arrivals.end(),
               [](const Arrival& a, const Arrival& b) { return a.start_ns < b.start_ns; });
     in.last_activity = ActivityText(ops->last, now_ns);
-    in.last_activity_ns = ops->last.valid ? ops->last.end_ns : 0;
+    // Idleness, like in-flight ages, is measured up to the last time the daemon saw the process:
+    // a reader that fell behind shifts its last activity by that lag.
+    const int64_t lag_ns = p.exited ? 0 : static_cast<int64_t>(p.observed_age_s * 1e9);
+    in.last_activity_ns = ops->last.valid ? ops->last.end_ns + lag_ns : 0;
   } else {
     in.last_activity = ActivityText(LastOp(), now_ns);
   }

@@ -499,6 +499,7 @@ void RingServer::PublishStatus(Connection* c) {
   st.fill = c->max_fill;
   c->max_fill = static_cast<double>(r.backlog()) / r.capacity();
   st.heartbeat_ns = r.heartbeat_ns();
+  st.read_ns = RealtimeNs();
   int count = 0;
   st.inflight_valid = r.Inflight(inflight_.data(), &count, &c->invalid_rows);
   if (st.inflight_valid) st.inflight.assign(inflight_.begin(), inflight_.begin() + count);
