@@ -400,8 +400,17 @@ def two_users(p, bins, run_dir, mp, cp, dump_root):
         if jobs != {mine}:
             fail("Status as uid %d lists jobs %s (status %d), want only %s" %
                  (USER, jobs, code, mine))
-        code, text = as_nobody(bins, cp, "HangCheck", {"job": mine}, uid=USER)
-        ranks = [r["pid"] for r in json.loads(text).get("ranks", [])] if code == 200 else None
+        # HangCheck answers from the live diagnosis's latest pass (one a second): the rank that
+        # just registered shows from the next pass on.
+        def hang_check_as_user():
+            code, text = as_nobody(bins, cp, "HangCheck", {"job": mine}, uid=USER)
+            ranks = [r["pid"] for r in json.loads(text).get("ranks", [])] if code == 200 else None
+            return code, text, ranks
+        deadline = time.monotonic() + 10
+        code, text, ranks = hang_check_as_user()
+        while code == 200 and not ranks and time.monotonic() < deadline:
+            time.sleep(0.2)
+            code, text, ranks = hang_check_as_user()
         if ranks != [real.proc.pid] or json.loads(text).get("verdicts"):
             fail("HangCheck of %s as uid %d: %d %s" % (mine, USER, code, text[:2000]))
         code, text = as_nobody(bins, cp, "HangCheck", {"job": mine})
