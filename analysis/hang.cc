@@ -131,10 +131,12 @@ class CommHang {
     return true;
   }
 
-  // Evidence that needs no cadence history: an exit, calls that differ, or culprits that never
-  // issued the op and have done nothing at all since early_hang_ns.
+  // Evidence that needs no cadence history: an exit, calls that differ (also when the members
+  // given hold no majority and leave the culprit to the others: waiting_on_remote), or culprits
+  // that never issued the op and have done nothing at all since early_hang_ns.
   bool Conclusive(const HangVerdict& v) const {
     if (v.kind == HangKind::kExited || v.kind == HangKind::kMismatch) return true;
+    if (v.kind == HangKind::kWaitingOnRemote && disagree_) return true;
     if (v.kind != HangKind::kNeverIssued) return false;
     for (int32_t r : v.culprit_ranks) {
       const Member* m = MemberOf(r);
@@ -348,13 +350,14 @@ class CommHang {
     return true;
   }
 
-  bool Mismatch(HangVerdict* v) const {
+  bool Mismatch(HangVerdict* v) {
     SigGroups groups;
     for (const Member& m : members_) {
       Signature sig;
       if (SignatureAtStall(m, &sig)) AddToGroups(sig, m.input->rank, &groups);
     }
     if (groups.size() < 2) return false;
+    disagree_ = true;
     if (!MajorityCertain(groups, Known(), comm_.size)) {
       v->evidence.push_back("the members given disagree at " + Where() +
                             ", but no side holds a majority of the communicator's " +
@@ -480,6 +483,7 @@ class CommHang {
   int64_t threshold_ns_ = 0;
   int history_ = 0;  // completions the base threshold was derived from
   bool early_ = false;  // the verdict was judged at early_hang_ns
+  bool disagree_ = false;  // the members given issued different calls at the stall (Mismatch)
   uint64_t stall_ = 0;
   bool p2p_ = false;
   std::vector<Member> members_;

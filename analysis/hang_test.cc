@@ -513,6 +513,37 @@ TEST(Hang, EarlyHangWithoutHistoryNeedsItsOwnEvidence) {
   EXPECT_EQ(Analyze(inside, At(301)).hangs.size(), 1u);
 }
 
+// Campaign seed 1 run 50: rank 1 passes another count to the first loss all-reduce (step 1) of
+// 8 ranks on 2 nodes. The node with ranks 0-3 sees 3 against 1, no majority of 8: it leaves the
+// culprit to the others (waiting_on_remote), but the calls that differ are evidence that needs no
+// history, so it says so at the early threshold, not at --hang-timeout (it said nothing for 300 s,
+// and no automatic dump was written for offline analysis).
+TEST(Hang, EarlyDisagreementWithoutAMajorityIsWaitingOnRemoteAtTheEarlyThreshold) {
+  std::vector<RankInput> ranks = Stalled(4, 8);
+  for (RankInput& r : ranks) {
+    r.arrivals.clear();
+    r.progress[0].last_completed_seq = 0;
+    r.progress[0].last_issued_seq = 1;
+    r.progress[0].inflight.seq = 1;
+  }
+  ranks[1].progress[0].inflight.count = 512;
+  EXPECT_TRUE(Analyze(ranks, At(29)).hangs.empty());
+  Report report = Analyze(ranks, At(31));
+  ASSERT_EQ(report.hangs.size(), 1u);
+  EXPECT_EQ(report.hangs[0].kind, HangKind::kWaitingOnRemote);
+  EXPECT_TRUE(report.hangs[0].culprit_ranks.empty());
+  EXPECT_EQ(report.hangs[0].threshold_s, 30);
+  // Members that all agree, some missing: no evidence of their own before --hang-timeout.
+  std::vector<RankInput> agree = Stalled(4, 8);
+  for (RankInput& r : agree) {
+    r.arrivals.clear();
+    r.progress[0].last_completed_seq = 0;
+    r.progress[0].last_issued_seq = 1;
+    r.progress[0].inflight.seq = 1;
+  }
+  EXPECT_TRUE(Analyze(agree, At(60)).hangs.empty());
+}
+
 TEST(Hang, FewCompletionsUseTheEarlyThreshold) {
   std::vector<RankInput> ranks = Stalled();
   for (RankInput& r : ranks) r.arrivals.resize(3);  // seqs 1..3 completed
