@@ -26,6 +26,10 @@ from e2e_lib import (Background, Paths, fail, free_ports, log, parse,  # noqa: E
 
 TFLOPS_BF16 = 0.1  # XTIMER_SIM_TFLOPS_BF16 for the job
 TOLERANCE = 0.05   # the measured rate vs the model (as demo_metrics_e2e)
+# One rank's weighted rate vs the model: a loaded machine stretches one rank's simulated GEMMs
+# by several % (rank 1 read 0.0945 of 0.10 once in the suite, rank 0 0.1000), while a unit slip
+# is off by 1e3 and a sum that forgets to divide by the rank's GEMM time by far more than 20%.
+TOLERANCE_RANK = 0.2
 JOB = "promql-docs"
 CULPRIT = "1"
 BLOCK = re.compile(r"^```promql[ \t]*\n(.*?)^```[ \t]*$", re.M | re.S)
@@ -102,7 +106,7 @@ def tflops_per_rank(result, ctx):
     want = {(JOB, "0"), (JOB, "1")}
     if set(got) != want:
         return "want one series per rank %s, got %s" % (sorted(want), got)
-    off = {k: v for k, v in got.items() if abs(v - TFLOPS_BF16) > TOLERANCE * TFLOPS_BF16}
+    off = {k: v for k, v in got.items() if abs(v - TFLOPS_BF16) > TOLERANCE_RANK * TFLOPS_BF16}
     return "want %.2f TFLOPS per rank (the model), got %s" % (TFLOPS_BF16, got) if off else None
 
 
