@@ -483,16 +483,22 @@ TEST(Hang, SendReceiveBothWaitingIsStuckWithoutCulprit) {
   EXPECT_EQ(report.hangs[0].waiting_ranks, std::vector<int32_t>({0, 1}));
 }
 
-TEST(Hang, EarlyHangWithoutHistoryNeedsItsOwnEvidence) {
-  // The first instance of a communicator: nothing completed yet; rank 2 never issued it.
-  std::vector<RankInput> ranks = Stalled();
+// Stalled()'s ranks at the communicator's first instance: nothing completed, seq 1 in flight.
+std::vector<RankInput> StalledAtTheFirstInstance(int n = 4, int size = 4) {
+  std::vector<RankInput> ranks = Stalled(n, size);
   for (RankInput& r : ranks) {
     r.arrivals.clear();
     r.progress[0].last_completed_seq = 0;
     r.progress[0].last_issued_seq = 1;
     r.progress[0].inflight.seq = 1;
-    r.last_activity_ns = kT0 + 20 * kS;
   }
+  return ranks;
+}
+
+TEST(Hang, EarlyHangWithoutHistoryNeedsItsOwnEvidence) {
+  // The first instance of a communicator: nothing completed yet; rank 2 never issued it.
+  std::vector<RankInput> ranks = StalledAtTheFirstInstance();
+  for (RankInput& r : ranks) r.last_activity_ns = kT0 + 20 * kS;
   NeverIssue(&ranks[2]);
   ranks[2].progress[0].last_issued_seq = 0;
   EXPECT_TRUE(Analyze(ranks, At(29)).hangs.empty());
@@ -519,13 +525,7 @@ TEST(Hang, EarlyHangWithoutHistoryNeedsItsOwnEvidence) {
 // history, so it says so at the early threshold, not at --hang-timeout (it said nothing for 300 s,
 // and no automatic dump was written for offline analysis).
 TEST(Hang, EarlyDisagreementWithoutAMajorityIsWaitingOnRemoteAtTheEarlyThreshold) {
-  std::vector<RankInput> ranks = Stalled(4, 8);
-  for (RankInput& r : ranks) {
-    r.arrivals.clear();
-    r.progress[0].last_completed_seq = 0;
-    r.progress[0].last_issued_seq = 1;
-    r.progress[0].inflight.seq = 1;
-  }
+  std::vector<RankInput> ranks = StalledAtTheFirstInstance(4, 8);
   ranks[1].progress[0].inflight.count = 512;
   EXPECT_TRUE(Analyze(ranks, At(29)).hangs.empty());
   Report report = Analyze(ranks, At(31));
@@ -534,14 +534,7 @@ TEST(Hang, EarlyDisagreementWithoutAMajorityIsWaitingOnRemoteAtTheEarlyThreshold
   EXPECT_TRUE(report.hangs[0].culprit_ranks.empty());
   EXPECT_EQ(report.hangs[0].threshold_s, 30);
   // Members that all agree, some missing: no evidence of their own before --hang-timeout.
-  std::vector<RankInput> agree = Stalled(4, 8);
-  for (RankInput& r : agree) {
-    r.arrivals.clear();
-    r.progress[0].last_completed_seq = 0;
-    r.progress[0].last_issued_seq = 1;
-    r.progress[0].inflight.seq = 1;
-  }
-  EXPECT_TRUE(Analyze(agree, At(60)).hangs.empty());
+  EXPECT_TRUE(Analyze(StalledAtTheFirstInstance(4, 8), At(60)).hangs.empty());
 }
 
 TEST(Hang, FewCompletionsUseTheEarlyThreshold) {
