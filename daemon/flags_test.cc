@@ -167,7 +167,7 @@ TEST(FlagsTest, SocketModeAndGroup) {
   ASSERT_TRUE(Parse({}, {{"XTIMER_SOCKET_MODE", "600"}}, &f, &error)) << error;
   EXPECT_EQ(f.socket_mode, 0600);
   EXPECT_FALSE(Parse({"--socket-mode=0999"}, {}, &f, &error));
-  EXPECT_NE(error.find("--socket-mode: expected an octal mode"), std::string::npos) << error;
+  EXPECT_NE(error.find("--socket-mode must be an octal mode"), std::string::npos) << error;
   EXPECT_FALSE(Parse({"--socket-mode=01777"}, {}, &f, &error));
 }
 
@@ -185,7 +185,7 @@ TEST(FlagsTest, OpLogFlagsAndVariables) {
   EXPECT_EQ(f.op_log_anomaly_factor, "4");
   EXPECT_EQ(f.op_log_flush_ms, 1000);
   EXPECT_FALSE(Parse({"--op-log-flush-ms=5"}, {}, &f, &error));
-  EXPECT_NE(error.find("--op-log-flush-ms: expected an integer in [10, 600000]"),
+  EXPECT_NE(error.find("--op-log-flush-ms must be a number from 10 to 600000"),
             std::string::npos)
       << error;
   EXPECT_NE(Usage().find("XTIMER_OP_LOG_ROTATE_MB"), std::string::npos);
