@@ -88,71 +88,20 @@ struct Args : DumpArgs {
 };
 
 // Returns -1 when the arguments are good, else the exit status.
-int ParseArgs(int argc, char** argv, Args* a) {
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i], v;
-    const size_t eq = arg.find('=');
-    bool has_v = false;
-    if (arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      v = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      has_v = true;
-    }
-    auto value = [&]() {
-      if (has_v) return true;
-      if (i + 1 >= argc) return false;
-      v = argv[++i];
-      return true;
-    };
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kHelp, stdout);
-      return 0;
-    } else if (arg == "--version") {
-      std::printf("%s\n", kVersion);
-      return 0;
-    } else if (arg == "--json") {
-      a->json = true;
-    } else if (arg == "-q" || arg == "--quiet") {
-      a->quiet = true;
-    } else if (arg == "--no-align") {
-      a->align = false;
-    } else if (arg.empty() || arg[0] != '-') {
-      a->inputs.push_back(arg);
-    } else if (arg != "--groups" && arg != "--out" && arg != "--hang-timeout" && arg != "-j" &&
-               arg != "--jobs" && arg != "--hosts" && arg != "--hosts-file" && arg != "--job" &&
-               arg != "--timeout") {
-      return BadArg(kCommand, "unknown option '" + arg + "'");
-    } else if (!value()) {
-      return BadArg(kCommand, arg + " needs a value");
-    } else if (arg == "--groups") {
-      int rc = ParseGroupsArg(kCommand, v, &a->options.groups);
-      if (rc >= 0) return rc;
-      a->options.has_groups = true;
-      a->groups_text = v;
-    } else if (arg == "--out") {
-      if (v.empty()) return BadArg(kCommand, "--out needs a file name");
-      a->out = v;
-    } else if (arg == "--hang-timeout") {
-      if (!ParseNumber(v, 1, 86400, &a->hang_timeout_s))
-        return BadArg(kCommand, "--hang-timeout must be 1 to 86400 seconds, not '" + v + "'");
-    } else if (arg == "--timeout") {
-      if (!ParseNumber(v, 0.1, 3600, &a->timeout_s))
-        return BadArg(kCommand, "--timeout must be 0.1 to 3600 seconds, not '" + v + "'");
-    } else if (arg == "-j" || arg == "--jobs") {
-      double n = 0;
-      if (!ParseNumber(v, 1, 1024, &n) || n != std::floor(n))
-        return BadArg(kCommand, arg + " must be a number from 1 to 1024, not '" + v + "'");
-      a->jobs = static_cast<int>(n);
-    } else if (arg == "--hosts") {
-      a->hosts.push_back(v);
-      a->live = true;
-    } else if (arg == "--hosts-file") {
-      a->hosts_file = v;
-      a->live = true;
-    } else if (arg == "--job") {
-      a->job = v;
-    }
-  }
+int ParseAnalyzeArgs(int argc, char** argv, Args* a) {
+  CommandLine cl;
+  AddDumpArgs(a, &cl);
+  cl.Switch("--json", &a->json);
+  AddGroupsFlag(&a->options.groups, &a->groups_text, &cl);
+  cl.Text("--out", &a->out);
+  cl.Number("--hang-timeout", 1, 86400, &a->hang_timeout_s);
+  cl.Number("--timeout", 0.1, 3600, &a->timeout_s);
+  cl.List("--hosts", &a->hosts);
+  cl.Text("--hosts-file", &a->hosts_file);
+  const int rc = ParseArgs(kCommand, kHelp, cl, argc, argv);
+  if (rc >= 0) return rc;
+  a->options.has_groups = !a->groups_text.empty();
+  a->live = !a->hosts.empty() || !a->hosts_file.empty();
   if (a->live && !a->inputs.empty())
     return BadArg(kCommand, "give either dump directories or --hosts, not both");
   if (!a->live && a->inputs.empty()) return BadArg(kCommand, "no dump directory (or --hosts)");
@@ -280,7 +229,7 @@ void KeepFreedMemory() {
 int AnalyzeMain(int argc, char** argv) {
   KeepFreedMemory();
   Args a;
-  const int rc = ParseArgs(argc, argv, &a);
+  const int rc = ParseAnalyzeArgs(argc, argv, &a);
   if (rc >= 0) return rc;
   Outcome o;
   const int read = a.live ? FromHosts(a, &o) : FromDumps(a, &o);

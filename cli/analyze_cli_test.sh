@@ -76,7 +76,7 @@ expect_rc 1 $XT analyze "$TMP/no-such-dir"
 grep -q "no readable timeline files" "$TMP/err" || fail "nothing-readable message"
 # Bad --groups -> 2, with the reason.
 expect_rc 2 $XT analyze "$TMP/slow" --groups tp2-xx4
-grep -q -- "--groups tp2-xx4" "$TMP/err" || fail "groups parse message: $(cat "$TMP/err")"
+grep -q -- "--groups must be a layout such as tp2-pp2-dp2 (bad group 'xx4'" "$TMP/err" || fail "groups parse message: $(cat "$TMP/err")"
 expect_rc 2 $XT analyze "$TMP/slow" --groups tp2-pp2
 grep -q "describes 4 ranks; the job has 8" "$TMP/err" || fail "groups size message: $(cat "$TMP/err")"
 expect_rc 2 $XT analyze "$TMP/slow" --hosts 127.0.0.1:1

@@ -1,8 +1,8 @@
 #include "cli/args.h"
 
-#include <cerrno>
 #include <cstdio>
-#include <cstdlib>
+
+#include "util/version.h"
 
 namespace xtimer {
 namespace cli {
@@ -13,22 +13,22 @@ int BadArg(const char* command, const std::string& message) {
   return 2;
 }
 
-bool ParseNumber(const std::string& s, double lo, double hi, double* out) {
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (s.empty() || *end != '\0' || !(v >= lo && v <= hi)) return false;
-  *out = v;
-  return true;
-}
-
-bool ParseInteger(const std::string& s, int64_t lo, int64_t hi, int64_t* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  const long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
-  *out = v;
-  return true;
+int ParseArgs(const char* command, const char* help, const CommandLine& cl, int argc,
+              char** argv) {
+  std::string error;
+  switch (cl.Parse(argc, argv, &error)) {
+    case CommandLine::Outcome::kHelp:
+      std::fputs(help, stdout);
+      return 0;
+    case CommandLine::Outcome::kVersion:
+      std::printf("%s\n", kVersion);
+      return 0;
+    case CommandLine::Outcome::kBad:
+      return BadArg(command, error);
+    case CommandLine::Outcome::kRun:
+      break;
+  }
+  return -1;
 }
 
 }  // namespace cli

@@ -1,11 +1,13 @@
-// The one front of `xtimer` commands' argument errors and numbers: each command reports a bad
-// argument the same way ("xtimer CMD: what (see xtimer CMD --help)", exit status 2) and reads
-// numbers with the same range checks.
+// The one front of `xtimer` commands' command lines: each command lists its flags in a
+// util/command_line.h table and parses them here, so that every command answers --help and
+// --version the same way and reports a bad argument the same way ("xtimer CMD: what (see xtimer
+// CMD --help)", exit status 2).
 #ifndef XTIMER_CLI_ARGS_H_
 #define XTIMER_CLI_ARGS_H_
 
-#include <cstdint>
 #include <string>
+
+#include "util/command_line.h"
 
 namespace xtimer {
 namespace cli {
@@ -14,11 +16,10 @@ namespace cli {
 // status of bad arguments.
 int BadArg(const char* command, const std::string& message);
 
-// A whole decimal number in [lo, hi] (no trailing text, not NaN). False otherwise.
-bool ParseNumber(const std::string& s, double lo, double hi, double* out);
-
-// A whole integer in [lo, hi] (base 10, no trailing text). False otherwise.
-bool ParseInteger(const std::string& s, int64_t lo, int64_t hi, int64_t* out);
+// Parses argv through `cl`. Returns -1 when the command should run; else the exit status: 0 after
+// printing `help` (-h, --help) or the version (--version), 2 after BadArg.
+int ParseArgs(const char* command, const char* help, const CommandLine& cl, int argc,
+              char** argv);
 
 }  // namespace cli
 }  // namespace xtimer

@@ -75,41 +75,20 @@ int DiffMain(int argc, char** argv) {
   std::string job[2];
   bool json = false;
   int jobs = 0;
-  size_t top = static_cast<size_t>(-1);
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto number = [&](const std::string& name, long lo, long hi, long* out) {
-      if (i + 1 >= argc) return false;
-      char* end = nullptr;
-      *out = std::strtol(argv[++i], &end, 10);
-      return *argv[i] && !*end && *out >= lo && *out <= hi;
-    };
-    long n = 0;
-    if (a == "-h" || a == "--help") {
-      std::fputs(kHelp, stdout);
-      return 0;
-    } else if (a == "--version") {
-      std::printf("%s\n", kVersion);
-      return 0;
-    } else if (a == "--json") {
-      json = true;
-    } else if (a == "--top") {
-      if (!number(a, 1, 1000000, &n)) return BadArg(kCommand, "--top needs a number from 1 to 1000000");
-      top = static_cast<size_t>(n);
-    } else if (a == "--job" || a == "--job-a" || a == "--job-b") {
-      if (i + 1 >= argc || !*argv[i + 1]) return BadArg(kCommand, a + " needs a job name");
-      ++i;
-      if (a != "--job-b") job[0] = argv[i];
-      if (a != "--job-a") job[1] = argv[i];
-    } else if (a == "-j" || a == "--jobs") {
-      if (!number(a, 1, 1024, &n)) return BadArg(kCommand, a + " needs a number from 1 to 1024");
-      jobs = static_cast<int>(n);
-    } else if (!a.empty() && a[0] == '-') {
-      return BadArg(kCommand, "unknown option '" + a + "'");
-    } else {
-      dumps.push_back(a);
-    }
-  }
+  int64_t top = -1;
+  CommandLine cl;
+  cl.Switch("--json", &json);
+  cl.Integer("--top", 1, 1000000, &top);
+  cl.Custom("--job", "JOB", [&job](const std::string& t, std::string*) {
+    job[0] = job[1] = t;
+    return true;
+  });
+  cl.Text("--job-a", &job[0]);
+  cl.Text("--job-b", &job[1]);
+  cl.Integer("-j,--jobs", 1, 1024, &jobs);
+  cl.Positionals(&dumps);
+  const int rc = ParseArgs(kCommand, kHelp, cl, argc, argv);
+  if (rc >= 0) return rc;
   if (dumps.size() != 2) return BadArg(kCommand, "give two dumps, A and B");
   OpTable tables[2];
   for (int d = 0; d < 2; ++d) {
@@ -132,7 +111,7 @@ int DiffMain(int argc, char** argv) {
   report.b = &tables[1];
   report.rows = DiffTables(tables[0], tables[1]);
   report.ranks = DiffRanks(tables[0], tables[1]);
-  report.top = top;
+  report.top = top < 0 ? static_cast<size_t>(-1) : static_cast<size_t>(top);
   std::fputs((json ? DiffJson(report) : DiffText(report)).c_str(), stdout);
   bool partial = false;
   for (int d = 0; d < 2; ++d) {

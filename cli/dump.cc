@@ -93,54 +93,66 @@ struct Node {
   bool waited = false;
 };
 
-// --kinds: matmul,nccl,host (or a mask 0-7) into the request's kernel-type mask; -1 when good.
-int ParseKinds(const std::string& s, DumpKernelTraceRequest* req) {
-  int64_t n = 0;
-  int mask = 0;
-  if (ParseInteger(s, 0, 7, &n)) {
-    mask = static_cast<int>(n);
-  } else {
-    for (const std::string& k : Split(s, ',')) {
-      if (k == "matmul")
-        mask |= 1;
-      else if (k == "nccl" || k == "collective" || k == "comm")
-        mask |= 2;
-      else if (k == "host" || k == "memory" || k == "mem")
-        mask |= 4;
-      else if (k == "all")
-        mask |= 7;
-      else
-        return BadArg(kCommand, "--kinds: unknown kind '" + k + "' (matmul, nccl, host)");
+// --kinds: matmul,nccl,host (or a mask 0-7) into the request's kernel-type mask.
+CommandLine::Setter Kinds(DumpKernelTraceRequest* req) {
+  return [req](const std::string& s, std::string* expected) {
+    *expected = "kinds from matmul, nccl, host, all (or a mask 0-7)";
+    int64_t n = 0;
+    int mask = 0;
+    if (ParseInteger(s, 0, 7, &n)) {
+      mask = static_cast<int>(n);
+    } else {
+      for (const std::string& k : Split(s, ',')) {
+        if (k == "matmul") {
+          mask |= 1;
+        } else if (k == "nccl" || k == "collective" || k == "comm") {
+          mask |= 2;
+        } else if (k == "host" || k == "memory" || k == "mem") {
+          mask |= 4;
+        } else if (k == "all") {
+          mask |= 7;
+        } else {
+          return false;
+        }
+      }
     }
-  }
-  req->set_dump_kernel_type(mask);
-  return -1;
+    req->set_dump_kernel_type(mask);
+    return true;
+  };
 }
 
-// --ranks 0,1,4-7 into the request; -1 when good.
-int ParseRanks(const std::string& s, DumpKernelTraceRequest* req) {
-  for (const std::string& r : Split(s, ',')) {
-    const size_t dash = r.find('-');
-    int64_t lo = 0, hi = 0;
-    if (dash == std::string::npos
-            ? !ParseInteger(r, 0, 16777215, &lo)
-            : (!ParseInteger(r.substr(0, dash), 0, 16777215, &lo) ||
-               !ParseInteger(r.substr(dash + 1), 0, 16777215, &hi) || hi < lo || hi - lo > 65535)) {
-      return BadArg(kCommand, "--ranks: expected a list like 0,1,4-7, got '" + r + "'");
+// --ranks 0,1,4-7 into the request.
+CommandLine::Setter Ranks(DumpKernelTraceRequest* req) {
+  return [req](const std::string& s, std::string* expected) {
+    *expected = "a list like 0,1,4-7";
+    for (const std::string& r : Split(s, ',')) {
+      const size_t dash = r.find('-');
+      int64_t lo = 0, hi = 0;
+      if (dash == std::string::npos) {
+        if (!ParseInteger(r, 0, 16777215, &lo)) return false;
+        hi = lo;
+      } else if (!ParseInteger(r.substr(0, dash), 0, 16777215, &lo) ||
+                 !ParseInteger(r.substr(dash + 1), 0, 16777215, &hi) || hi < lo ||
+                 hi - lo > 65535) {
+        return false;
+      }
+      for (int64_t x = lo; x <= hi; ++x) req->add_ranks(static_cast<int>(x));
     }
-    if (dash == std::string::npos) hi = lo;
-    for (int64_t x = lo; x <= hi; ++x) req->add_ranks(static_cast<int>(x));
-  }
-  return -1;
+    return true;
+  };
 }
 
-// A decimal number of seconds in [lo, hi] (lo excluded when `open_lo`); false otherwise.
-bool ParseSeconds(const std::string& s, double lo, double hi, bool open_lo, double* out) {
-  char* end = nullptr;
-  const double d = strtod(s.c_str(), &end);
-  if (end == s.c_str() || *end || !(open_lo ? d > lo : d >= lo) || d > hi) return false;
-  *out = d;
-  return true;
+// Seconds in (lo, hi] when `open_lo`, else [lo, hi].
+CommandLine::Setter Seconds(double lo, double hi, bool open_lo, double* out) {
+  return [=](const std::string& s, std::string* expected) {
+    char range[64];
+    std::snprintf(range, sizeof range, "seconds in %s%g, %g]", open_lo ? "(" : "[", lo, hi);
+    *expected = range;
+    double d = 0;
+    if (!ParseNumber(s, lo, hi, &d) || (open_lo && d == lo)) return false;
+    *out = d;
+    return true;
+  };
 }
 
 struct DumpArgs {
@@ -152,72 +164,40 @@ struct DumpArgs {
   bool wait = true, have_path = false;
 };
 
-// One option that takes a value; -1 when good, else the exit status.
-int TakeValue(const std::string& a, const std::string& s, DumpArgs* d) {
-  DumpKernelTraceRequest& req = d->req;
-  int64_t n = 0;
-  double x = 0;
-  if (a == "--path") {
-    req.set_dump_path(s);
-    d->have_path = true;
-  } else if (a == "--count") {
-    if (!ParseInteger(s, 1, 1000000, &n)) return BadArg(kCommand, "--count: expected 1..1000000");
-    req.set_dump_count(n);
-  } else if (a == "--history") {
-    if (!ParseInteger(s, 1, 10000000, &n)) return BadArg(kCommand, "--history: expected 1..10000000");
-    req.set_history(n);
-  } else if (a == "--duration") {
-    if (!ParseSeconds(s, 0, 3600, true, &x)) return BadArg(kCommand, "--duration: expected (0, 3600] s");
-    req.set_duration_s(x);
-  } else if (a == "--kinds") {
-    return ParseKinds(s, &req);
-  } else if (a == "--ranks") {
-    return ParseRanks(s, &req);
-  } else if (a == "--job" || a == "--jobs") {
-    for (const std::string& j : Split(s, ',')) req.add_jobs(j);
-  } else if (a == "--hosts") {
-    for (const std::string& h : Split(s, ',')) d->hosts.push_back(h);
-  } else if (a == "--hosts-file") {
-    d->hosts_file = s;
-  } else if (a == "--delay") {
-    if (!ParseSeconds(s, 0, 3600, false, &d->delay)) return BadArg(kCommand, "--delay: expected 0..3600 s");
-  } else if (a == "--at") {
-    if (!ParseInteger(s, 0, int64_t{1} << 40, &d->at)) return BadArg(kCommand, "--at: expected Unix seconds");
-  } else if (a == "--timeout") {
-    if (!ParseSeconds(s, 0, 1e9, true, &d->timeout)) return BadArg(kCommand, "--timeout: expected seconds > 0");
-  } else {
-    return BadArg(kCommand, "unknown option " + a);
-  }
-  return -1;
-}
-
 // The command line into *d; -1 when the command should run, else the exit status.
 int ParseDumpArgs(int argc, char** argv, DumpArgs* d) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i], v;
-    const size_t eq = a.find('=');
-    const bool has_v = a.rfind("--", 0) == 0 && eq != std::string::npos;
-    if (has_v) {
-      v = a.substr(eq + 1);
-      a = a.substr(0, eq);
-    }
-    if (a == "-h" || a == "--help") {
-      fputs(kUsage, stdout);
-      return 0;
-    } else if (a == "--version") {
-      printf("%s\n", kVersion);
-      return 0;
-    } else if (a == "--reset") {
-      d->req.set_reset(true);
-    } else if (a == "--no-wait") {
-      d->wait = false;
-    } else if (!has_v && i + 1 >= argc) {
-      return BadArg(kCommand, a.rfind("--", 0) == 0 ? a + " needs a value (or is unknown)"
-                                                    : "unexpected argument '" + a + "'");
-    } else {
-      const int rc = TakeValue(a, has_v ? v : std::string(argv[++i]), d);
-      if (rc >= 0) return rc;
-    }
+  DumpKernelTraceRequest& req = d->req;
+  std::string path;
+  int64_t count = 0, history = 0;
+  double duration = 0;
+  bool reset = false, no_wait = false;
+  std::vector<std::string> jobs;
+  CommandLine cl;
+  cl.Text("--path", &path);
+  cl.Integer("--count", 1, 1000000, &count);
+  cl.Integer("--history", 1, 10000000, &history);
+  cl.Custom("--duration", "SECONDS", Seconds(0, 3600, true, &duration));
+  cl.Custom("--kinds", "LIST", Kinds(&req));
+  cl.Custom("--ranks", "LIST", Ranks(&req));
+  cl.List("--job,--jobs", &jobs);
+  cl.List("--hosts", &d->hosts);
+  cl.Text("--hosts-file", &d->hosts_file);
+  cl.Custom("--delay", "SECONDS", Seconds(0, 3600, false, &d->delay));
+  cl.Integer("--at", 0, int64_t{1} << 40, &d->at);
+  cl.Custom("--timeout", "SECONDS", Seconds(0, 1e9, true, &d->timeout));
+  cl.Switch("--reset", &reset);
+  cl.Switch("--no-wait", &no_wait);
+  const int rc = ParseArgs(kCommand, kUsage, cl, argc, argv);
+  if (rc >= 0) return rc;
+  d->have_path = !path.empty();
+  req.set_dump_path(path);
+  req.set_dump_count(count);
+  req.set_history(history);
+  req.set_duration_s(duration);
+  req.set_reset(reset);
+  d->wait = !no_wait;
+  for (const std::string& list : jobs) {
+    for (const std::string& j : Split(list, ',')) req.add_jobs(j);
   }
   if (!d->have_path) return BadArg(kCommand, "--path is required");
   if (d->req.dump_count() == 0 && d->req.duration_s() == 0 && d->req.history() == 0) {

@@ -351,6 +351,14 @@ analysis::TimedOp TimedOpOf(const EventRecord& e, int32_t comm_size) {
   return op;
 }
 
+void AddDumpArgs(DumpArgs* args, CommandLine* cl) {
+  cl->Text("--job", &args->job);
+  cl->Integer("-j,--jobs", 1, 1024, &args->jobs);
+  cl->SwitchOff("--no-align", &args->align);
+  cl->Switch("-q,--quiet", &args->quiet);
+  cl->Positionals(&args->inputs);
+}
+
 DumpReadOptions ReadOptionsOf(const DumpArgs& args) {
   DumpReadOptions ro;
   ro.inputs = args.inputs;

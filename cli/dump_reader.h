@@ -13,6 +13,7 @@
 
 #include "analysis/analysis.h"
 #include "timeline/format.h"
+#include "util/command_line.h"
 
 namespace xtimer {
 namespace cli {
@@ -66,6 +67,9 @@ struct DumpArgs {
   bool align = true;
   bool quiet = false;
 };
+
+// Adds those arguments to `cl`: positional inputs, --job, -j/--jobs, --no-align, -q/--quiet.
+void AddDumpArgs(DumpArgs* args, CommandLine* cl);
 
 // How such a command reads its dump: progress drawn on stderr when it is a terminal and the
 // command is not --quiet.

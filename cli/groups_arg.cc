@@ -5,13 +5,16 @@
 namespace xtimer {
 namespace cli {
 
-int ParseGroupsArg(const char* command, const std::string& value, analysis::Groups* groups) {
-  std::string error;
-  if (value.empty()) return BadArg(command, "--groups needs a layout such as tp2-pp2-dp2");
-  if (!analysis::ParseGroups(value, groups, &error)) {
-    return BadArg(command, "--groups " + value + ": " + error);
-  }
-  return -1;
+void AddGroupsFlag(analysis::Groups* groups, std::string* text, CommandLine* cl) {
+  cl->Custom("--groups", "LAYOUT", [groups, text](const std::string& t, std::string* expected) {
+    std::string error;
+    if (!analysis::ParseGroups(t, groups, &error)) {
+      *expected = "a layout such as tp2-pp2-dp2 (" + error + ")";
+      return false;
+    }
+    *text = t;
+    return true;
+  });
 }
 
 int CheckGroupsWorld(const char* command, const std::string& text,

@@ -6,13 +6,15 @@
 #include <string>
 
 #include "analysis/analysis.h"
+#include "util/command_line.h"
 
 namespace xtimer {
 namespace cli {
 
-// Parses `value` (analysis::ParseGroups) into *groups. Returns -1 when it is a layout, else
-// reports "--groups VALUE: why" (BadArg) and returns its exit status, 2.
-int ParseGroupsArg(const char* command, const std::string& value, analysis::Groups* groups);
+// Adds `--groups LAYOUT` to `cl`: parsed (analysis::ParseGroups) into *groups, its text kept in
+// *text (empty when not given). A bad layout reads "--groups must be a layout such as
+// tp2-pp2-dp2 (why), not 'VALUE'".
+void AddGroupsFlag(analysis::Groups* groups, std::string* text, CommandLine* cl);
 
 // Returns -1 when `groups` (parsed from `text`) describes `world` ranks, else reports
 // "--groups TEXT describes N ranks; the job has WORLD" and returns 2.

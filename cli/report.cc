@@ -65,72 +65,25 @@ partial: ranks of the world have no data, files are (partly) unreadable or were 
 
 struct Args : DumpArgs {
   std::string out, groups_text;
-  size_t top = 25;
+  int64_t top = 25;
   analysis::Options options;
 };
 
-// Options that take a value; returns -1 when `v` is good, else the exit status.
-int TakeValue(const std::string& arg, const std::string& v, Args* a) {
-  double n = 0;
-  if (arg == "-o" || arg == "--out") {
-    if (v.empty()) return BadArg(kCommand, arg + " needs a file name");
-    a->out = v;
-  } else if (arg == "--groups") {
-    int rc = ParseGroupsArg(kCommand, v, &a->options.groups);
-    if (rc >= 0) return rc;
-    a->options.has_groups = true;
-    a->groups_text = v;
-  } else if (arg == "--job") {
-    a->job = v;
-  } else if (arg == "--top") {
-    if (!ParseNumber(v, 1, 1000000, &n) || n != std::floor(n))
-      return BadArg(kCommand, "--top must be a number from 1 to 1000000, not '" + v + "'");
-    a->top = static_cast<size_t>(n);
-  } else if (arg == "--hang-timeout") {
-    if (!ParseNumber(v, 1, 86400, &n))
-      return BadArg(kCommand, "--hang-timeout must be 1 to 86400 seconds, not '" + v + "'");
-    a->options.hang_timeout_ns = static_cast<int64_t>(n * 1e9);
-    a->options.min_hang_ns = std::min(a->options.min_hang_ns, a->options.hang_timeout_ns);
-  } else {  // -j, --jobs
-    if (!ParseNumber(v, 1, 1024, &n) || n != std::floor(n))
-      return BadArg(kCommand, arg + " must be a number from 1 to 1024, not '" + v + "'");
-    a->jobs = static_cast<int>(n);
-  }
-  return -1;
-}
-
 // Returns -1 when the arguments are good, else the exit status.
-int ParseArgs(int argc, char** argv, Args* a) {
-  static const std::set<std::string> kWithValue = {"-o",  "--out", "--groups", "--job",
-                                                   "--top", "-j", "--jobs", "--hang-timeout"};
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i], v;
-    const size_t eq = arg.find('=');
-    const bool has_v = arg.rfind("--", 0) == 0 && eq != std::string::npos;
-    if (has_v) {
-      v = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-    }
-    if (arg == "-h" || arg == "--help") {
-      std::fputs(kHelp, stdout);
-      return 0;
-    } else if (arg == "--version") {
-      std::printf("%s\n", kVersion);
-      return 0;
-    } else if (arg == "-q" || arg == "--quiet") {
-      a->quiet = true;
-    } else if (arg == "--no-align") {
-      a->align = false;
-    } else if (arg.empty() || arg[0] != '-') {
-      a->inputs.push_back(arg);
-    } else if (!kWithValue.count(arg)) {
-      return BadArg(kCommand, "unknown option '" + arg + "'");
-    } else if (!has_v && i + 1 >= argc) {
-      return BadArg(kCommand, arg + " needs a value");
-    } else {
-      const int rc = TakeValue(arg, has_v ? v : argv[++i], a);
-      if (rc >= 0) return rc;
-    }
+int ParseReportArgs(int argc, char** argv, Args* a) {
+  CommandLine cl;
+  AddDumpArgs(a, &cl);
+  cl.Text("-o,--out", &a->out);
+  AddGroupsFlag(&a->options.groups, &a->groups_text, &cl);
+  cl.Integer("--top", 1, 1000000, &a->top);
+  double hang_timeout_s = 0;
+  cl.Number("--hang-timeout", 1, 86400, &hang_timeout_s);
+  const int rc = ParseArgs(kCommand, kHelp, cl, argc, argv);
+  if (rc >= 0) return rc;
+  a->options.has_groups = !a->groups_text.empty();
+  if (hang_timeout_s > 0) {
+    a->options.hang_timeout_ns = static_cast<int64_t>(hang_timeout_s * 1e9);
+    a->options.min_hang_ns = std::min(a->options.min_hang_ns, a->options.hang_timeout_ns);
   }
   if (a->inputs.empty()) return BadArg(kCommand, "no dump directory");
   if (a->out.empty()) return BadArg(kCommand, "no output file: give -o report.html");
@@ -352,7 +305,7 @@ std::string Summary(const Inputs& in) {
 
 int ReportMain(int argc, char** argv) {
   Args a;
-  int rc = ParseArgs(argc, argv, &a);
+  int rc = ParseReportArgs(argc, argv, &a);
   if (rc >= 0) return rc;
   Inputs in;
   rc = Read(a, &in);
@@ -373,7 +326,7 @@ int ReportMain(int argc, char** argv) {
   page.summary = Summary(in);
   page.problems = in.problems;
   page.ranks = RankRows(in);
-  page.ops = OpRows(in.table, a.top);
+  page.ops = OpRows(in.table, static_cast<size_t>(a.top));
   page.ops_total = in.table.durations.size();
   page.links = FindLinks(a, in.dump);
   if (!WriteFile(a.out, report::ReportHtml(page))) return 1;

@@ -90,7 +90,8 @@ in the summary).
 
 struct Options {
   std::vector<std::string> inputs;
-  std::string output, job, groups;
+  std::string output, job, groups;  // groups: --groups as given, parsed into group_layout
+  analysis::Groups group_layout;
   bool json = false, quiet = false;
   int top = 3, jobs = 0;
   std::vector<std::string> hosts;  // --hosts: ask the daemons instead of reading DIRs
@@ -210,87 +211,49 @@ bool WriteFile(const std::string& path, const std::string& text) {
   return ok;
 }
 
-bool IsHostsOption(const std::string& name) {
-  return name == "--hosts" || name == "--hosts-file" || name == "--path" || name == "--ranks" ||
-         name == "--timeout";
-}
-
-// The options of --hosts; returns an exit status for a bad value, else -1.
-int ParseHostsOption(const std::string& name, const std::string& v, Options* opt) {
-  if (name == "--hosts") {
-    for (const std::string& h : Split(v, ',')) opt->hosts.push_back(h);
-  } else if (name == "--hosts-file") {
-    opt->hosts_file = v;
-  } else if (name == "--path") {
-    opt->path = v;
-  } else if (name == "--ranks") {
-    for (const std::string& r : Split(v, ',')) {
-      char* end = nullptr;
-      const long n = std::strtol(r.c_str(), &end, 10);
-      if (*end != '\0' || n < 0 || n >= (1 << 24)) return BadArg(kCommand, "--ranks: '" + r + "' is no rank");
-      opt->ranks.push_back(static_cast<int>(n));
-    }
-  } else {  // --timeout
-    char* end = nullptr;
-    opt->timeout_s = std::strtod(v.c_str(), &end);
-    if (*end != '\0' || !(opt->timeout_s > 0 && opt->timeout_s <= 30)) {
-      return BadArg(kCommand, "--timeout needs seconds in (0, 30]");
-    }
-  }
-  return -1;
-}
-
-int ParseArgs(int argc, char** argv, Options* opt) {
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    std::string name = a.rfind("--", 0) == 0 ? a.substr(0, a.find('=')) : a;
-    auto value = [&](std::string* out) {
-      if (name.size() < a.size()) return *out = a.substr(name.size() + 1), true;
-      if (i + 1 >= argc) return false;
-      *out = argv[++i];
-      return true;
-    };
-    auto number = [&](long lo, long hi, int* out) {
-      std::string v;
-      char* end = nullptr;
-      long n = value(&v) ? std::strtol(v.c_str(), &end, 10) : lo - 1;
-      if (v.empty() || *end != '\0' || n < lo || n > hi) {
-        return BadArg(kCommand, name + " needs a number from " + std::to_string(lo) + " to " +
-                      std::to_string(hi)), false;
+// --ranks 0,3,5: each a rank; appended to *ranks.
+CommandLine::Setter RankList(std::vector<int>* ranks) {
+  return [ranks](const std::string& t, std::string* expected) {
+    for (const std::string& r : Split(t, ',')) {
+      int64_t n = 0;
+      if (!ParseInteger(r, 0, (1 << 24) - 1, &n)) {
+        *expected = "a list of ranks like 0,3,5 ('" + r + "' is no rank)";
+        return false;
       }
-      return *out = static_cast<int>(n), true;
-    };
-    if (a == "-h" || a == "--help") {
-      std::fputs(kHelp, stdout);
-      return 0;
-    } else if (a == "--version") {
-      std::printf("%s\n", kVersion);
-      return 0;
-    } else if (name == "-o" || name == "--output") {
-      if (!value(&opt->output) || opt->output.empty()) return BadArg(kCommand, name + " needs a directory");
-    } else if (name == "--job") {
-      if (!value(&opt->job) || opt->job.empty()) return BadArg(kCommand, "--job needs a job name");
-    } else if (name == "--groups") {
-      if (!value(&opt->groups)) return BadArg(kCommand, "--groups needs a layout such as tp2-pp2-dp2");
-    } else if (name == "--top") {
-      if (!number(1, 1024, &opt->top)) return 2;
-    } else if (name == "-j" || name == "--jobs") {
-      if (!number(1, 1024, &opt->jobs)) return 2;
-    } else if (IsHostsOption(name)) {
-      std::string v;
-      if (!value(&v) || v.empty()) return BadArg(kCommand, name + " needs a value");
-      const int rc = ParseHostsOption(name, v, opt);
-      if (rc >= 0) return rc;
-    } else if (a == "--json") {
-      opt->json = true;
-    } else if (a == "-q" || a == "--quiet") {
-      opt->quiet = true;
-    } else if (!a.empty() && a[0] == '-') {
-      return BadArg(kCommand, "unknown option '" + a + "'");
-    } else {
-      opt->inputs.push_back(a);
+      ranks->push_back(static_cast<int>(n));
     }
-  }
+    return true;
+  };
+}
+
+// --timeout: seconds in (0, 30].
+CommandLine::Setter CaptureTimeout(double* out) {
+  return [out](const std::string& t, std::string* expected) {
+    *expected = "seconds in (0, 30]";
+    double v = 0;
+    if (!ParseNumber(t, 0, 30, &v) || v == 0) return false;
+    *out = v;
+    return true;
+  };
+}
+
+int ParseStacksArgs(int argc, char** argv, Options* opt) {
+  CommandLine cl;
+  cl.Text("-o,--output", &opt->output);
+  cl.Text("--job", &opt->job);
+  AddGroupsFlag(&opt->group_layout, &opt->groups, &cl);
+  cl.Integer("--top", 1, 1024, &opt->top);
+  cl.Integer("-j,--jobs", 1, 1024, &opt->jobs);
+  cl.List("--hosts", &opt->hosts);
+  cl.Text("--hosts-file", &opt->hosts_file);
+  cl.Text("--path", &opt->path);
+  cl.Custom("--ranks", "LIST", RankList(&opt->ranks));
+  cl.Custom("--timeout", "SECONDS", CaptureTimeout(&opt->timeout_s));
+  cl.Switch("--json", &opt->json);
+  cl.Switch("-q,--quiet", &opt->quiet);
+  cl.Positionals(&opt->inputs);
+  const int rc = ParseArgs(kCommand, kHelp, cl, argc, argv);
+  if (rc >= 0) return rc;
   const bool live = !opt->hosts.empty() || !opt->hosts_file.empty();
   if (live && !opt->inputs.empty()) return BadArg(kCommand, "give either directories or --hosts, not both");
   if (!live && opt->inputs.empty()) return BadArg(kCommand, "no input directory (or --hosts)");
@@ -440,7 +403,7 @@ int FetchFromHosts(Options* opt, std::vector<std::string>* problems) {
 
 int StacksMain(int argc, char** argv) {
   Options opt;
-  int rc = ParseArgs(argc, argv, &opt);
+  int rc = ParseStacksArgs(argc, argv, &opt);
   if (rc >= 0) return rc;
   std::vector<std::string> node_problems;
   if ((!opt.hosts.empty() || !opt.hosts_file.empty()) &&
@@ -456,11 +419,9 @@ int StacksMain(int argc, char** argv) {
     std::fprintf(stderr, "xtimer stacks: no readable stack file in the inputs\n");
     return 1;
   }
-  analysis::Groups groups;
-  if (!opt.groups.empty()) {
-    int rc = ParseGroupsArg(kCommand, opt.groups, &groups);
-    if (rc < 0) rc = CheckGroupsWorld(kCommand, opt.groups, groups, in.world);
-    if (rc >= 0) return rc;
+  const analysis::Groups& groups = opt.group_layout;
+  if (!opt.groups.empty() && (rc = CheckGroupsWorld(kCommand, opt.groups, groups, in.world)) >= 0) {
+    return rc;
   }
   const st::StackTree tree = merger->Build(in.files);
   merger.reset();

@@ -70,74 +70,36 @@ events were left out for breaking them (docs/timeline-format.md, "Limits").
 int TimelineMain(int argc, char** argv) {
   timeline::ConvertOptions opt;
   std::string job;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](std::string* out) {
-      size_t eq = a.find('=');
-      if (a.rfind("--", 0) == 0 && eq != std::string::npos) {
-        *out = a.substr(eq + 1);
-        return true;
-      }
-      if (i + 1 >= argc) return false;
-      *out = argv[++i];
+  CommandLine cl;
+  cl.Text("-o,--output", &opt.output);
+  cl.Text("--job", &job);
+  cl.Custom("--groups", "LAYOUT", [&opt](const std::string& t, std::string* expected) {
+    timeline::GroupLayout layout;
+    std::string error;
+    if (timeline::ParseGroupLayout(t, &layout, &error)) {
+      opt.groups = t;
       return true;
-    };
-    std::string name = a.substr(0, a.find('='));
-    // Parses the option's value as a number in [lo, hi]; prints the error and returns false.
-    auto number = [&](const std::string& option, long lo, long hi, int* out) {
-      std::string v;
-      if (!value(&v)) {
-        BadArg(kCommand, option + " needs a number");
-        return false;
-      }
-      char* end = nullptr;
-      long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end != '\0' || n < lo || n > hi) {
-        BadArg(kCommand, option + " must be a number from " + std::to_string(lo) + " to " +
-               std::to_string(hi) + ", not '" + v + "'");
-        return false;
-      }
-      *out = static_cast<int>(n);
-      return true;
-    };
-    if (a == "-h" || a == "--help") {
-      std::fputs(kHelp, stdout);
-      return 0;
-    } else if (a == "--version") {
-      std::printf("%s\n", kVersion);
-      return 0;
-    } else if (name == "-o" || name == "--output") {
-      if (!value(&opt.output) || opt.output.empty()) return BadArg(kCommand, name + " needs a file name");
-    } else if (name == "--job") {
-      if (!value(&job) || job.empty()) return BadArg(kCommand, "--job needs a job name");
-    } else if (name == "--groups") {
-      if (!value(&opt.groups)) return BadArg(kCommand, "--groups needs a layout such as tp2-pp2-dp2");
-      timeline::GroupLayout layout;
-      std::string error;
-      if (!timeline::ParseGroupLayout(opt.groups, &layout, &error))
-        return BadArg(kCommand, "--groups: " + error);
-    } else if (name == "-j" || name == "--jobs") {
-      if (!number(name, 1, 1024, &opt.jobs)) return 2;
-    } else if (name == "--compression-level") {
-      if (!number(name, 0, 12, &opt.compression_level)) return 2;
-    } else if (a == "--no-compress") {
-      opt.compression_level = 0;
-    } else if (a == "-q" || a == "--quiet") {
-      opt.quiet = true;
-    } else if (a == "--no-args") {
-      opt.args = false;
-    } else if (a == "--no-launches") {
-      opt.launches = false;
-    } else if (a == "--no-flows") {
-      opt.flows = false;
-    } else if (a == "--no-align") {
-      opt.align_clocks = false;
-    } else if (!a.empty() && a[0] == '-') {
-      return BadArg(kCommand, "unknown option '" + a + "'");
-    } else {
-      opt.inputs.push_back(a);
     }
-  }
+    *expected = "a layout such as tp2-pp2-dp2 (" + error + ")";
+    return false;
+  });
+  cl.Integer("-j,--jobs", 1, 1024, &opt.jobs);
+  cl.Integer("--compression-level", 0, 12, &opt.compression_level);
+  cl.Custom("--no-compress", "", [&opt](const std::string& t, std::string* expected) {
+    *expected = "true or false";
+    bool on = false;
+    if (!ParseSwitch(t, &on)) return false;
+    if (on) opt.compression_level = 0;
+    return true;
+  });
+  cl.Switch("-q,--quiet", &opt.quiet);
+  cl.SwitchOff("--no-args", &opt.args);
+  cl.SwitchOff("--no-launches", &opt.launches);
+  cl.SwitchOff("--no-flows", &opt.flows);
+  cl.SwitchOff("--no-align", &opt.align_clocks);
+  cl.Positionals(&opt.inputs);
+  const int rc = ParseArgs(kCommand, kHelp, cl, argc, argv);
+  if (rc >= 0) return rc;
   if (opt.inputs.empty()) return BadArg(kCommand, "no input directory");
   if (opt.output.empty()) return BadArg(kCommand, "no output file: give -o TRACE.pftrace");
   opt.progress = !opt.quiet && isatty(STDERR_FILENO);

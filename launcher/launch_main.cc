@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "format/registration.h"
+#include "util/command_line.h"
 #include "util/default_paths.h"
 #include "util/default_ports.h"
 #include "util/job_identity.h"
@@ -71,69 +72,49 @@ std::string Env(const char* name, const char* def) {
   return (v != nullptr && *v != '\0') ? v : def;
 }
 
-bool IsPort(const std::string& s) {
-  if (s.empty() || s.size() > 5) return false;
-  for (char c : s) {
-    if (c < '0' || c > '9') return false;
-  }
-  long v = strtol(s.c_str(), nullptr, 10);
-  return v > 0 && v < 65536;
+// --job: a label of [A-Za-z0-9._-] (util/job_identity.h), not empty once sanitized.
+xtimer::CommandLine::Setter JobLabel(std::string* out) {
+  return [out](const std::string& t, std::string* expected) {
+    *expected = "a name with some of [A-Za-z0-9._-] (this one leaves no label)";
+    *out = xtimer::SanitizeJobId(t);
+    return !out->empty();
+  };
 }
 
 Options Parse(int argc, char** argv) {
   Options o;
-  o.run_dir = Env("XTIMER_RUN_DIR", xtimer::ClientRunDir(geteuid()).c_str());
-  o.metrics_port = Env("XTIMER_METRICS_PORT", std::to_string(xtimer::kDefaultMetricsPort).c_str());
-  o.control_port = Env("XTIMER_CONTROL_PORT", std::to_string(xtimer::kDefaultControlPort).c_str());
-  o.lib = Env("XTIMER_LIB", "");
-  o.daemon = Env("XTIMER_DAEMON_BIN", "");
-  int i = 1;
-  auto value = [&](const char* flag) -> std::string {
-    if (i + 1 >= argc) Usage("%s needs a value", flag);
-    return argv[++i];
-  };
-  for (; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "--") {
-      ++i;
-      break;
-    } else if (a == "-h" || a == "--help") {
+  o.run_dir = xtimer::ClientRunDir(geteuid());
+  int metrics_port = xtimer::kDefaultMetricsPort, control_port = xtimer::kDefaultControlPort;
+  bool no_daemon = false;
+  xtimer::CommandLine cl;
+  cl.Text("--run-dir", &o.run_dir).Env("XTIMER_RUN_DIR");
+  cl.Integer("--metrics-port", 1, 65535, &metrics_port).Env("XTIMER_METRICS_PORT");
+  cl.Integer("--control-port", 1, 65535, &control_port).Env("XTIMER_CONTROL_PORT");
+  cl.Custom("--job", "NAME", JobLabel(&o.job));
+  cl.Text("--lib", &o.lib).Env("XTIMER_LIB");
+  cl.Text("--daemon", &o.daemon).Env("XTIMER_DAEMON_BIN");
+  cl.Switch("--no-daemon", &no_daemon);
+  cl.Number("--daemon-timeout", 0, 86400, &o.daemon_timeout_s);
+  cl.StopAtPositional();
+  std::string error;
+  int i = argc;
+  if (!cl.ApplyEnvironment(getenv, &error)) Usage("%s", error.c_str());
+  switch (cl.Parse(argc, argv, &error, &i)) {
+    case xtimer::CommandLine::Outcome::kHelp:
       fputs(kUsage, stdout);
       exit(0);
-    } else if (a == "--version") {
+    case xtimer::CommandLine::Outcome::kVersion:
       printf("%s\n", xtimer::kVersion);
       exit(0);
-    } else if (a == "--run-dir") {
-      o.run_dir = value("--run-dir");
-    } else if (a == "--metrics-port") {
-      o.metrics_port = value("--metrics-port");
-    } else if (a == "--control-port") {
-      o.control_port = value("--control-port");
-    } else if (a == "--job") {
-      o.job = xtimer::SanitizeJobId(value("--job"));
-      if (o.job.empty()) Usage("--job: '%s' leaves no label (use [A-Za-z0-9._-])", argv[i]);
-    } else if (a == "--lib") {
-      o.lib = value("--lib");
-    } else if (a == "--daemon") {
-      o.daemon = value("--daemon");
-    } else if (a == "--no-daemon") {
-      o.start_daemon = false;
-    } else if (a == "--daemon-timeout") {
-      std::string v = value("--daemon-timeout");
-      char* end = nullptr;
-      o.daemon_timeout_s = strtod(v.c_str(), &end);
-      if (end == v.c_str() || *end != '\0' || o.daemon_timeout_s < 0) {
-        Usage("--daemon-timeout: '%s' is not a number of seconds", v.c_str());
-      }
-    } else if (a.size() > 1 && a[0] == '-') {
-      Usage("unknown option %s", a.c_str());
-    } else {
+    case xtimer::CommandLine::Outcome::kBad:
+      Usage("%s", error.c_str());
+    case xtimer::CommandLine::Outcome::kRun:
       break;
-    }
   }
+  o.start_daemon = !no_daemon;
+  o.metrics_port = std::to_string(metrics_port);
+  o.control_port = std::to_string(control_port);
   if (i >= argc) Usage("%s", "no command given");
-  if (!IsPort(o.metrics_port)) Usage("metrics port '%s' is not a port number", o.metrics_port.c_str());
-  if (!IsPort(o.control_port)) Usage("control port '%s' is not a port number", o.control_port.c_str());
   if (o.run_dir.empty() || o.run_dir[0] != '/') Usage("run dir '%s' must be absolute", o.run_dir.c_str());
   for (; i < argc; ++i) o.command.push_back(argv[i]);
   o.command.push_back(nullptr);

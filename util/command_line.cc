@@ -88,6 +88,14 @@ CommandLine& CommandLine::Text(const char* names, std::string* out, const char* 
   }, help);
 }
 
+CommandLine& CommandLine::List(const char* names, std::vector<std::string>* out,
+                               const char* help) {
+  return Add(names, "S", [out](const std::string& t, std::string*) {
+    out->push_back(t);
+    return true;
+  }, help);
+}
+
 CommandLine& CommandLine::Integer(const char* names, int64_t lo, int64_t hi, int64_t* out,
                                   const char* help) {
   return Add(names, "N", [lo, hi, out](const std::string& t, std::string* expected) {

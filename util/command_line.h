@@ -40,6 +40,8 @@ class CommandLine {
   // A switch that stores false when given (--no-align into `align`).
   CommandLine& SwitchOff(const char* names, bool* out, const char* help = "");
   CommandLine& Text(const char* names, std::string* out, const char* help = "");
+  // A flag that may be given more than once: each value is appended to *out.
+  CommandLine& List(const char* names, std::vector<std::string>* out, const char* help = "");
   CommandLine& Integer(const char* names, int64_t lo, int64_t hi, int64_t* out,
                        const char* help = "");
   CommandLine& Integer(const char* names, int lo, int hi, int* out, const char* help = "");
