@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include "cli/parallel_for.h"
 #include "util/default_ports.h"
 
 namespace xtimer {
@@ -115,10 +116,7 @@ std::chrono::system_clock::time_point DeadlineIn(double seconds) {
 }
 
 void OnEveryNode(size_t n, const std::function<void(size_t)>& call) {
-  std::vector<std::thread> threads;
-  threads.reserve(n);
-  for (size_t i = 0; i < n; ++i) threads.emplace_back(call, i);
-  for (std::thread& t : threads) t.join();
+  if (n > 0) ParallelFor(n, static_cast<int>(n), call);  // one thread a node: calls mostly wait
 }
 
 }  // namespace cli
