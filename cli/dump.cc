@@ -23,6 +23,7 @@
 #include "cli/commands.h"
 #include "cli/control_client.h"
 #include "proto/hosting.grpc.pb.h"
+#include "util/clock.h"
 #include "util/version.h"
 
 namespace xtimer {
@@ -78,11 +79,7 @@ const char kUsage[] =
     "  xtimer dump --hosts node0:18888,node1:18888 --path /mnt/shared/dumps/run1 --count 10000\n"
     "  xtimer dump --history 5000 --path hang1 --kinds nccl\n";
 
-double NowS() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
-}
+double NowS() { return RealtimeNs() * 1e-9; }
 
 struct Node {
   std::string target;

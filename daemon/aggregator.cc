@@ -10,7 +10,7 @@
 
 #include "daemon/aggregator_state.h"
 #include "daemon/blocked_by.h"
-#include "daemon/clock.h"
+#include "util/clock.h"
 #include "daemon/comm_progress.h"
 #include "daemon/kernel_names.h"
 #include "daemon/log.h"

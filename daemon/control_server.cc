@@ -20,7 +20,7 @@
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/server_builder.h>
 
-#include "daemon/clock.h"
+#include "util/clock.h"
 #include "daemon/control_caller.h"
 #include "daemon/http_request.h"
 #include "daemon/log.h"

@@ -21,7 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "daemon/aggregator.h"
-#include "daemon/clock.h"
+#include "util/clock.h"
 #include "daemon/control_handler.h"
 #include "daemon/control_server.h"
 #include "daemon/diagnosis.h"

@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "daemon/aggregator.h"
-#include "daemon/clock.h"
+#include "util/clock.h"
 #include "daemon/exposition.h"
 #include "daemon/metrics.h"
 #include "daemon/metrics_server.h"

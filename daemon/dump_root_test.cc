@@ -19,7 +19,7 @@
 #include <gtest/gtest.h>
 
 #include "daemon/aggregator.h"
-#include "daemon/clock.h"
+#include "util/clock.h"
 #include "daemon/dump_writer.h"
 #include "daemon/test_util.h"
 

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "daemon/aggregator.h"
-#include "daemon/clock.h"
+#include "util/clock.h"
 #include "daemon/control_handler.h"
 #include "daemon/control_server.h"
 #include "daemon/crash_report.h"

@@ -15,7 +15,7 @@
 #include <prometheus/metric_family.h>
 
 #include "daemon/aggregator.h"
-#include "daemon/clock.h"
+#include "util/clock.h"
 
 namespace xtimer {
 namespace daemon {

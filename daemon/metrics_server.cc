@@ -18,7 +18,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/summary.h>
 
-#include "daemon/clock.h"
+#include "util/clock.h"
 #include "daemon/exposition.h"
 #include "daemon/http_request.h"
 

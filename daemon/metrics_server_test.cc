@@ -15,7 +15,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
-#include "daemon/clock.h"
+#include "util/clock.h"
 
 namespace xtimer {
 namespace daemon {

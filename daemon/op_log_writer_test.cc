@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "daemon/clock.h"
+#include "util/clock.h"
 #include "daemon/test_util.h"
 #include "gtest/gtest.h"
 

@@ -16,7 +16,7 @@
 #include <utility>
 
 #include "daemon/log.h"
-#include "daemon/clock.h"
+#include "util/clock.h"
 #include "daemon/job_scope.h"
 #include "format/registration.h"
 #include "format/stack_request.h"

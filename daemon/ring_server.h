@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "daemon/aggregator.h"
-#include "daemon/clock.h"
+#include "util/clock.h"
 #include "daemon/job_scope.h"
 #include "format/record.h"
 #include "format/ring.h"

@@ -17,7 +17,7 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "daemon/clock.h"
+#include "util/clock.h"
 #include "daemon/control_handler.h"
 #include "daemon/control_server.h"
 #include "daemon/dump_root.h"

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <utility>
 
+#include "util/clock.h"
+
 namespace xtimer {
 namespace format {
 namespace {
@@ -33,12 +35,6 @@ std::string ReadField(const char (&src)[64]) {
 }
 
 std::string Errno(const char* what) { return std::string(what) + ": " + strerror(errno); }
-
-int64_t RealtimeNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 }  // namespace
 

@@ -12,6 +12,8 @@
 
 #include <libdeflate.h>
 
+#include "util/clock.h"
+
 namespace xtimer {
 namespace timeline {
 namespace {
@@ -533,9 +535,7 @@ std::unique_ptr<TimelineWriter> TimelineWriter::CreateAt(int dir_fd, const std::
   h.version = kTimelineVersion;
   h.header_size = sizeof(FileHeader);
   h.event_size = sizeof(EventRecord);
-  struct timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  h.created_ns = static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+  h.created_ns = RealtimeNs();
   MetadataHeader mh{};
   mh.magic = kMetadataMagic;
   mh.crc32 = Crc32(payload.data(), payload.size());
