@@ -19,7 +19,8 @@ namespace xtimer {
 namespace cli {
 
 // The files xtimerd writes beside an automatic dump's timeline files: hang-summary-<host>.json
-// (daemon/hang_dumper.h), or hang-summary.json from older daemons and nodes without a label. A
+// (daemon/diagnosis/hang_dumper.h), or hang-summary.json from older daemons and nodes without a
+// label. A
 // folder may hold several (daemons sharing a dump root); every one is read.
 constexpr char kHangSummaryPrefix[] = "hang-summary";
 constexpr char kHangSummarySuffix[] = ".json";

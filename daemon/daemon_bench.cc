@@ -31,14 +31,14 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/aggregator.h"
+#include "daemon/model/aggregator.h"
 #include "util/clock.h"
-#include "daemon/exposition.h"
-#include "daemon/metrics.h"
-#include "daemon/metrics_server.h"
-#include "daemon/op_log_writer.h"
-#include "daemon/ring_server.h"
-#include "daemon/test_util.h"
+#include "daemon/export/exposition.h"
+#include "daemon/export/metrics.h"
+#include "daemon/export/metrics_server.h"
+#include "daemon/dumps/op_log_writer.h"
+#include "daemon/ingest/ring_server.h"
+#include "daemon/base/test_util.h"
 #include "format/registration.h"
 #include "format/ring.h"
 

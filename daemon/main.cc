@@ -12,27 +12,27 @@
 #include <string>
 #include <thread>
 
-#include "daemon/aggregator.h"
+#include "daemon/model/aggregator.h"
 #include "util/clock.h"
-#include "daemon/control_handler.h"
-#include "daemon/control_server.h"
-#include "daemon/crash_report.h"
-#include "daemon/diagnosis.h"
-#include "daemon/diagnosis_metrics.h"
-#include "daemon/dump_root.h"
-#include "daemon/dump_writer.h"
-#include "daemon/flags.h"
-#include "daemon/hang_dumper.h"
-#include "daemon/kernel_metrics.h"
-#include "daemon/log.h"
-#include "daemon/metrics.h"
-#include "daemon/metrics_server.h"
-#include "daemon/op_log_writer.h"
+#include "daemon/control/control_handler.h"
+#include "daemon/control/control_server.h"
+#include "daemon/dumps/crash_report.h"
+#include "daemon/diagnosis/diagnosis.h"
+#include "daemon/diagnosis/diagnosis_metrics.h"
+#include "daemon/dumps/dump_root.h"
+#include "daemon/dumps/dump_writer.h"
+#include "daemon/base/flags.h"
+#include "daemon/diagnosis/hang_dumper.h"
+#include "daemon/export/kernel_metrics.h"
+#include "daemon/base/log.h"
+#include "daemon/export/metrics.h"
+#include "daemon/export/metrics_server.h"
+#include "daemon/dumps/op_log_writer.h"
 #include "daemon/port_owner.h"
-#include "daemon/refusal_metrics.h"
-#include "daemon/ring_server.h"
+#include "daemon/export/refusal_metrics.h"
+#include "daemon/ingest/ring_server.h"
 #include "daemon/run_dir.h"
-#include "daemon/stack_capture.h"
+#include "daemon/dumps/stack_capture.h"
 #include "util/version.h"
 
 namespace xtimer {
@@ -46,7 +46,7 @@ std::string Absolute(const std::string& path) {
   return std::string(cwd) + "/" + path;
 }
 
-// Checks the dump root (daemon/dump_root.h) and removes what interrupted dumps left in it.
+// Checks the dump root (daemon/dumps/dump_root.h) and removes what interrupted dumps left in it.
 bool PrepareDumps(const std::string& root, std::string* resolved, std::string* error) {
   if (!PrepareDumpRoot(root, resolved, error)) return false;
   const Leftovers left = RemoveDumpLeftovers(*resolved);

@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "daemon/test_util.h"
+#include "daemon/base/test_util.h"
 #include "format/registration.h"
 #include "format/ring.h"
 

@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "daemon/owned_dir.h"
+#include "daemon/base/owned_dir.h"
 
 namespace xtimer {
 namespace daemon {

@@ -1,5 +1,6 @@
 // The daemon's run directory: one daemon per directory (flock on xtimerd.lock), its pid file,
-// its log, and detaching from the caller. The directory is checked (daemon/owned_dir.h) and every
+// its log, and detaching from the caller. The directory is checked (daemon/base/owned_dir.h) and
+// every
 // file in it is opened relative to its descriptor, never through a symlink (docs/security.md).
 #ifndef XTIMER_DAEMON_RUN_DIR_H_
 #define XTIMER_DAEMON_RUN_DIR_H_
@@ -16,7 +17,7 @@ inline constexpr char kLockName[] = "xtimerd.lock";
 inline constexpr char kPidName[] = "xtimerd.pid";
 inline constexpr char kLogName[] = "xtimerd.log";
 
-// Creates and checks the run directory `path` (daemon/owned_dir.h) for effective user `euid`.
+// Creates and checks the run directory `path` (daemon/base/owned_dir.h) for effective user `euid`.
 // Returns its descriptor, or -1 with *error naming the path and the fix.
 int OpenRunDir(const std::string& path, uid_t euid, std::string* error);
 

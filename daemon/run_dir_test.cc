@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "daemon/test_util.h"
+#include "daemon/base/test_util.h"
 
 namespace xtimer {
 namespace daemon {

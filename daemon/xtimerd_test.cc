@@ -12,7 +12,7 @@
 #include <random>
 #include <string>
 
-#include "daemon/test_util.h"
+#include "daemon/base/test_util.h"
 #include "format/registration.h"
 #include "format/ring.h"
 

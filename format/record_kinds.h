@@ -1,7 +1,7 @@
 // The record kinds a reader accepts, as a table indexed by the record's type byte: one entry per
 // kind, with its name and its validator. Readers look a record's kind up in the table, never in a
 // switch, so a new kind (stacks, NVTX ranges, ...) is one Register call here and one ingest
-// registration in the daemon (daemon/aggregator.h AddRecordKind), plus its writer.
+// registration in the daemon (daemon/model/aggregator.h AddRecordKind), plus its writer.
 #ifndef XTIMER_FORMAT_RECORD_KINDS_H_
 #define XTIMER_FORMAT_RECORD_KINDS_H_
 

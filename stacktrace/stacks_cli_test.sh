@@ -20,7 +20,7 @@ grep -q "give -o OUT/" "$TMP/err" || fail "no-output message"
 expect_rc 2 $XT stacks "$TMP" -o "$TMP/x" --bogus
 expect_rc 0 $XT help
 grep -q "stacks" "$TMP/out" || fail "xtimer help does not list stacks"
-# --hosts (the live capture itself: //daemon:stack_capture_test): its argument errors, and no
+# --hosts (the live capture itself: //daemon/dumps:stack_capture_test): its argument errors, and no
 # node answering (a port nothing listens on) is exit 1.
 expect_rc 2 $XT stacks "$TMP" --hosts 127.0.0.1:1 -o "$TMP/x"
 grep -q "either directories or --hosts" "$TMP/err" || fail "both message: $(cat "$TMP/err")"

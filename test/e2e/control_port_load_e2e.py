@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_lib import (LOG_DIRS, dump_grpc, dump_http, fail, free_ports, log, parse,  # noqa: E402
                      rss_mb, scrape, select, status)
 
-IDLE_TIMEOUT_S = 5  # the daemon's defaults (daemon/flags.h)
+IDLE_TIMEOUT_S = 5  # the daemon's defaults (daemon/base/flags.h)
 REQUEST_TIMEOUT_S = 10
 SLACK_S = 4  # the 100 ms deadline tick, plus a busy 2-core machine
 TRICKLE = b"POST /HostingService/Status HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"

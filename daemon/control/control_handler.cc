@@ -1,0 +1,622 @@
+#include "daemon/control/control_handler.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "daemon/diagnosis/hang_check.h"
+#include "format/record.h"
+#include "format/ring.h"
+#include "timeline/format.h"
+#include "util/json.h"
+
+namespace xtimer {
+namespace daemon {
+namespace {
+
+const char* CodeName(Code c) {
+  switch (c) {
+    case Code::kOk: return "OK";
+    case Code::kInvalidArgument: return "INVALID_ARGUMENT";
+    case Code::kNotFound: return "NOT_FOUND";
+    case Code::kPermissionDenied: return "PERMISSION_DENIED";
+    case Code::kFailedPrecondition: return "FAILED_PRECONDITION";
+    case Code::kResourceExhausted: return "RESOURCE_EXHAUSTED";
+    case Code::kUnimplemented: return "UNIMPLEMENTED";
+    case Code::kInternal: return "INTERNAL";
+  }
+  return "UNKNOWN";
+}
+
+CallStatus Invalid(const std::string& m) { return CallStatus{Code::kInvalidArgument, m}; }
+
+bool InsideRoot(const std::string& root, const std::string& path) {
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          (root == "/" || path[root.size()] == '/'));
+}
+
+// The file and rank identity a dump file and a stack file share (DumpFile, StackFile).
+template <typename Info, typename Proto>
+void FillFileIdentity(const Info& f, Proto* out) {
+  out->set_path(f.path);
+  out->set_job(f.job);
+  out->set_host(f.host);
+  out->set_pid(f.pid);
+  out->set_rank(f.rank);
+  out->set_local_rank(f.local_rank);
+  out->set_world_size(f.world_size);
+}
+
+void FillFile(const DumpFileInfo& f, DumpFile* out) {
+  FillFileIdentity(f, out);
+  out->set_events(f.events);
+  out->set_error(f.error);
+  out->set_captured(f.captured);
+  out->set_requested(f.requested);
+  out->set_ended(f.ended);
+  out->set_fell_short(f.fell_short);
+}
+
+// The oldest collective in flight on a communicator, for Status.
+void FillInflight(const CommSnapshot& c, int64_t now, InflightComm* out) {
+  out->set_device(c.device);
+  out->set_last_completed_age_s(
+      c.last_completed_ns > 0 ? std::max(0.0, static_cast<double>(now - c.last_completed_ns) * 1e-9)
+                              : -1);
+  const format::InflightCollective& f = c.inflight;
+  if (f.state == format::InflightState::kNone) return;
+  out->set_state(f.state == format::InflightState::kStarted ? "started" : "queued");
+  out->set_inflight_seq(f.seq);
+  out->set_op(format::OperationName(static_cast<format::Operation>(f.op)));
+  out->set_dtype(format::DTypeName(static_cast<format::DType>(f.dtype)));
+  out->set_count(f.count);
+  out->set_root(f.root);
+  out->set_inflight_age_s(c.inflight_age_s);
+  out->set_blocked_by(c.blocked_by);
+}
+
+// One table entry per method: parse JSON into the request type, call, print the response.
+using JsonCall = std::function<CallStatus(ControlHandler*, const std::string&, std::string*,
+                                          const Caller&)>;
+
+template <typename Req, typename Resp>
+JsonCall MakeJsonCall(CallStatus (ControlHandler::*method)(const Req&, Resp*, const Caller&)) {
+  return [method](ControlHandler* h, const std::string& body, std::string* json,
+                  const Caller& caller) {
+    namespace pbu = google::protobuf::util;
+    Req req;
+    pbu::JsonParseOptions po;
+    po.ignore_unknown_fields = false;
+    const std::string text = body.find_first_not_of(" \t\r\n") == std::string::npos ? "{}" : body;
+    auto st = pbu::JsonStringToMessage(text, &req, po);
+    if (!st.ok()) {
+      std::string why(st.message());
+      for (char& c : why) {
+        if (c == '\n' || c == '\r') c = ' ';
+      }
+      return Invalid("bad request body: " + why +
+                     " (expected a JSON object with the fields of " + Req::descriptor()->name() +
+                     ", see docs/control.md)");
+    }
+    Resp resp;
+    CallStatus cs = (h->*method)(req, &resp, caller);
+    if (!cs.ok()) return cs;
+    std::string error;
+    if (!MessageToJson(resp, json, &error)) return CallStatus{Code::kInternal, error};
+    return cs;
+  };
+}
+
+// The method table (transport-independent): one line per rpc of proto/hosting.proto.
+const std::map<std::string, JsonCall>& Methods() {
+  static const auto* m = new std::map<std::string, JsonCall>{
+      {"DumpKernelTrace", MakeJsonCall(&ControlHandler::DumpKernelTrace)},
+      {"DumpStack", MakeJsonCall(&ControlHandler::DumpStack)},
+      {"HangCheck", MakeJsonCall(&ControlHandler::HangCheck)},
+      {"Status", MakeJsonCall(&ControlHandler::Status)},
+  };
+  return *m;
+}
+
+// "0-3 5" for {0, 1, 2, 3, 5}; "?" for ranks that are unknown (-1).
+std::string RankRanges(const std::set<int>& ranks) {
+  std::string s;
+  for (auto it = ranks.begin(); it != ranks.end();) {
+    const int first = *it;
+    int last = first;
+    for (++it; it != ranks.end() && first >= 0 && *it == last + 1; ++it) last = *it;
+    s += (s.empty() ? "" : " ") + (first < 0 ? std::string("?") : std::to_string(first));
+    if (last != first) s += "-" + std::to_string(last);
+  }
+  return s;
+}
+
+// Why the `jobs` and `ranks` of `r` select no registered process, or "" when one matches (or
+// there are none: a daemon with no process answers a dump of everything with no file, a state
+// rather than a mistake): the jobs and ranks this daemon has, so that a typo in a job name or a
+// rank list is seen at once.
+std::string NoMatchReason(const Snapshot& snap, const DumpRequest& r) {
+  if (r.jobs.empty() && r.ranks.empty()) return "";
+  std::map<std::string, std::set<int>> jobs;
+  for (const ProcessSnapshot& p : snap.processes) {
+    if ((r.jobs.empty() || r.jobs.count(p.job)) && (r.ranks.empty() || r.ranks.count(p.rank))) {
+      return "";
+    }
+    jobs[p.job].insert(p.rank);
+  }
+  if (jobs.empty()) return "no process is registered with this daemon: nothing matches";
+  std::string asked;
+  for (const std::string& j : r.jobs) asked += (asked.empty() ? "jobs '" : ", '") + j + "'";
+  if (!r.ranks.empty()) asked += (asked.empty() ? "ranks " : " and ranks ") + RankRanges(r.ranks);
+  std::string has;
+  for (const auto& j : jobs) {
+    has += (has.empty() ? "'" : ", '") + j.first + "' (ranks " + RankRanges(j.second) + ")";
+  }
+  return "no registered process matches " + asked + "; this daemon has job(s) " + has +
+         ": check --job and --ranks (xtimer dump), jobs and ranks (DumpKernelTrace)";
+}
+
+// The ranks and jobs of a request (DumpKernelTrace, DumpStack) into r->ranks and r->jobs.
+template <typename Ranks, typename Jobs>
+CallStatus ParseSelection(const Ranks& ranks, const Jobs& jobs, DumpRequest* r) {
+  if (static_cast<size_t>(ranks.size()) > kMaxFilterEntries) {
+    return Invalid("ranks: at most " + std::to_string(kMaxFilterEntries) + " entries");
+  }
+  if (static_cast<size_t>(jobs.size()) > kMaxFilterEntries) {
+    return Invalid("jobs: at most " + std::to_string(kMaxFilterEntries) + " entries");
+  }
+  for (int rank : ranks) {
+    if (rank < 0 || rank >= (1 << 24)) {
+      return Invalid("ranks: " + std::to_string(rank) + " is not a global rank (0 .. 16777215)");
+    }
+    r->ranks.insert(rank);
+  }
+  for (const std::string& job : jobs) {
+    if (job.empty() || job.size() > 256) return Invalid("jobs: each entry must be 1-256 bytes");
+    r->jobs.insert(job);
+  }
+  return CallStatus();
+}
+
+}  // namespace
+
+int HttpStatus(Code code) {
+  switch (code) {
+    case Code::kOk: return 200;
+    case Code::kInvalidArgument: return 400;
+    case Code::kNotFound: return 404;
+    case Code::kPermissionDenied: return 403;
+    case Code::kFailedPrecondition: return 409;
+    case Code::kResourceExhausted: return 413;
+    case Code::kUnimplemented: return 405;
+    case Code::kInternal: return 500;
+  }
+  return 500;
+}
+
+std::string ErrorJson(Code code, const std::string& message) {
+  return std::string("{\"code\":\"") + CodeName(code) + "\",\"error\":" + JsonQuote(message) +
+         "}\n";
+}
+
+bool ResolveDumpPath(const std::string& root, const std::string& path, std::string* resolved,
+                     std::string* error) {
+  if (path.empty()) {
+    *error = "dump_path: required (a directory inside the dump root " + root + ")";
+    return false;
+  }
+  if (path.size() > kMaxPathBytes) {
+    *error = "dump_path: longer than " + std::to_string(kMaxPathBytes) + " bytes";
+    return false;
+  }
+  if (path.find('\0') != std::string::npos) {
+    *error = "dump_path: contains a NUL byte";
+    return false;
+  }
+  const std::string abs = path[0] == '/' ? path : root + "/" + path;
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < abs.size()) {
+    size_t j = abs.find('/', i);
+    if (j == std::string::npos) j = abs.size();
+    std::string part = abs.substr(i, j - i);
+    if (part == "..") {
+      *error = "dump_path: '..' components are not allowed (" + path + ")";
+      return false;
+    }
+    if (!part.empty() && part != ".") parts.push_back(part);
+    i = j + 1;
+  }
+  // The deepest existing ancestor, resolved; the rest appended.
+  for (size_t keep = parts.size() + 1; keep-- > 0;) {
+    std::string prefix = "/";
+    for (size_t k = 0; k < keep; ++k) prefix += (k ? "/" : "") + parts[k];
+    struct stat st;
+    if (stat(prefix.c_str(), &st) != 0) {
+      if (errno == ENOENT || errno == ENOTDIR) continue;
+      *error = "dump_path: cannot examine " + prefix + ": " + strerror(errno);
+      return false;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      *error = "dump_path: " + prefix + " exists and is not a directory";
+      return false;
+    }
+    char real[PATH_MAX];
+    if (realpath(prefix.c_str(), real) == nullptr) {
+      *error = "dump_path: cannot resolve " + prefix + ": " + strerror(errno);
+      return false;
+    }
+    std::string out = real;
+    for (size_t k = keep; k < parts.size(); ++k) out += (out == "/" ? "" : "/") + parts[k];
+    if (!InsideRoot(root, out)) {
+      *error = "dump_path: " + path + " resolves to " + out + ", outside the dump root " + root +
+               " (xtimerd --dump-root / XTIMER_DUMP_ROOT)";
+      return false;
+    }
+    *resolved = out;
+    return true;
+  }
+  *error = "dump_path: cannot resolve " + path;
+  return false;
+}
+
+ControlHandler::ControlHandler(Aggregator* aggregator, DumpManager* dumps, ControlOptions options)
+    : aggregator_(aggregator), dumps_(dumps), options_(std::move(options)) {}
+
+CallStatus ControlHandler::Validate(const DumpKernelTraceRequest& q, DumpRequest* out) const {
+  const int64_t now = options_.now_ns();
+  if (q.dump_count() < 0 || q.dump_count() > kMaxDumpCount) {
+    return Invalid("dump_count: must be in [0, " + std::to_string(kMaxDumpCount) + "], got " +
+                   std::to_string(q.dump_count()));
+  }
+  if (q.history() < 0 || q.history() > kMaxDumpHistory) {
+    return Invalid("history: must be in [0, " + std::to_string(kMaxDumpHistory) + "], got " +
+                   std::to_string(q.history()));
+  }
+  if (!std::isfinite(q.duration_s()) || q.duration_s() < 0 ||
+      q.duration_s() > kMaxDumpDurationS) {
+    return Invalid("duration_s: must be in [0, " + std::to_string(int(kMaxDumpDurationS)) +
+                   "] seconds");
+  }
+  if (q.dump_count() == 0 && q.duration_s() == 0 && q.history() == 0) {
+    return Invalid("dump_count: one of dump_count, duration_s or history must be > 0");
+  }
+  if (q.dump_kernel_type() < 0 || q.dump_kernel_type() > 7) {
+    return Invalid("dump_kernel_type: a mask of bits 0 (matmul), 1 (NCCL), 2 (host and memory "
+                   "ops); must be in [0, 7] (0 = all), got " +
+                   std::to_string(q.dump_kernel_type()));
+  }
+  const int64_t now_s = now / 1000000000;
+  if (q.dump_time() < 0 || q.dump_time() > now_s + kMaxDumpTimeAheadS) {
+    return Invalid("dump_time: Unix seconds, at most " + std::to_string(kMaxDumpTimeAheadS) +
+                   " s ahead (now " + std::to_string(now_s) + "), got " +
+                   std::to_string(q.dump_time()));
+  }
+  const bool capture = q.dump_count() > 0 || q.duration_s() > 0;
+  if (capture && q.dump_time() != 0 && q.dump_time() < now_s - kMaxDumpTimeBehindS) {
+    return Invalid("dump_time: " + std::to_string(q.dump_time()) + " is " +
+                   std::to_string(now_s - q.dump_time()) +
+                   " s in the past; a capture (dump_count, duration_s) takes ops as they arrive "
+                   "from dump_time on. For ops that already ran, ask for the records the daemon "
+                   "keeps: history: N (e.g. {\"history\": 10000}; xtimer dump --history N)");
+  }
+  CallStatus cs;
+  if (!std::isfinite(q.timeout_s()) || q.timeout_s() < 0 || q.timeout_s() > kMaxCaptureWaitS) {
+    return Invalid("timeout_s: must be in [0, " + std::to_string(kMaxCaptureWaitS) +
+                   "] seconds (0: " + std::to_string(kMaxCaptureWaitS) + ")");
+  }
+  if (!std::isfinite(q.idle_timeout_s()) || q.idle_timeout_s() < 0 ||
+      q.idle_timeout_s() > kMaxCaptureWaitS) {
+    return Invalid("idle_timeout_s: must be in [0, " + std::to_string(kMaxCaptureWaitS) +
+                   "] seconds (0: " + std::to_string(static_cast<int>(kDefaultCaptureIdleS)) +
+                   ")");
+  }
+  DumpRequest r;
+  cs = ParseSelection(q.ranks(), q.jobs(), &r);
+  if (!cs.ok()) return cs;
+  std::string error;
+  if (!ResolveDumpPath(dumps_->root(), q.dump_path(), &r.dir, &error)) return Invalid(error);
+  r.dump_time_ns = q.dump_time() == 0 ? now : q.dump_time() * 1000000000;
+  r.count = q.dump_count();
+  r.duration_s = q.duration_s();
+  if (q.timeout_s() > 0) r.timeout_s = q.timeout_s();
+  if (q.idle_timeout_s() > 0) r.idle_s = q.idle_timeout_s();
+  r.history = q.history();
+  r.kinds = static_cast<uint32_t>(q.dump_kernel_type());
+  r.reset = q.reset();
+  *out = std::move(r);
+  return CallStatus();
+}
+
+namespace {
+
+// Access (docs/security.md "Peers and identity"): the jobs a caller that is not privileged may
+// see are those with a process its uid registered (a job label belongs to one uid).
+std::set<std::string> JobsOf(const Caller& caller, const Snapshot& snap) {
+  std::set<std::string> jobs;
+  if (caller.remote) return jobs;
+  for (const ProcessSnapshot& p : snap.processes) {
+    if (p.uid == caller.uid) jobs.insert(p.job);
+  }
+  return jobs;
+}
+
+std::string WhoIs(const Caller& caller) {
+  return caller.remote ? std::string("a remote caller") : "uid " + std::to_string(caller.uid);
+}
+
+CallStatus Denied(const Caller& caller, const std::string& what) {
+  if (caller.remote) {
+    return CallStatus{Code::kPermissionDenied,
+                      what + " over the network needs xtimerd --control-allow-remote (the "
+                             "caller's user cannot be known; docs/security.md)"};
+  }
+  return CallStatus{Code::kPermissionDenied,
+                    what + ": " + WhoIs(caller) + " may use only the jobs its own processes "
+                           "registered on this node (root may use any; docs/security.md)"};
+}
+
+// Narrows r.jobs to the caller's own, or says why it may not dump.
+CallStatus RestrictDump(const Caller& caller, const Snapshot& snap, DumpRequest* r) {
+  if (caller.privileged) return CallStatus();
+  if (caller.remote) return Denied(caller, "a dump");
+  if (r->reset) return Denied(caller, "reset (it cancels another caller's dump)");
+  const std::set<std::string> own = JobsOf(caller, snap);
+  for (const std::string& job : r->jobs) {
+    if (own.count(job) == 0) return Denied(caller, "a dump of job '" + job + "'");
+  }
+  if (r->jobs.empty()) {
+    if (own.empty()) return Denied(caller, "a dump (no job of " + WhoIs(caller) + " runs here)");
+    r->jobs = own;
+  }
+  return CallStatus();
+}
+
+// Drops the processes of jobs the caller may not see.
+void RestrictSnapshot(const Caller& caller, Snapshot* snap) {
+  if (caller.privileged) return;
+  const std::set<std::string> own = JobsOf(caller, *snap);
+  auto& ps = snap->processes;
+  ps.erase(std::remove_if(ps.begin(), ps.end(),
+                          [&](const ProcessSnapshot& p) { return own.count(p.job) == 0; }),
+           ps.end());
+}
+
+}  // namespace
+
+CallStatus ControlHandler::DumpKernelTrace(const DumpKernelTraceRequest& request,
+                                           DumpKernelTraceResponse* response,
+                                           const Caller& caller) {
+  DumpRequest r;
+  CallStatus cs = Validate(request, &r);
+  if (!cs.ok()) return cs;
+  const Snapshot snap = aggregator_->TakeSnapshot(options_.now_ns(), /*with_series=*/false);
+  cs = RestrictDump(caller, snap, &r);
+  if (!cs.ok()) return cs;
+  const std::string no_match = NoMatchReason(snap, r);
+  if (!no_match.empty()) return CallStatus{Code::kNotFound, no_match};
+  DumpStatus st;
+  std::string error;
+  switch (dumps_->Start(r, &st, &error)) {
+    case DumpError::kBusy:
+      return CallStatus{Code::kFailedPrecondition, error};
+    case DumpError::kIo:
+      return CallStatus{Code::kInternal, "dump failed: " + error};
+    case DumpError::kNone:
+      break;
+  }
+  response->set_state(st.state);
+  response->set_dump_id(st.id);
+  response->set_dump_dir(st.dir);
+  response->set_dump_time(st.dump_time_ns / 1000000000);
+  response->set_deadline(static_cast<double>(st.deadline_ns) * 1e-9);
+  response->set_node(options_.node);
+  for (const DumpFileInfo& f : st.files) FillFile(f, response->add_files());
+  std::string msg;
+  if (st.files.empty()) {
+    msg = "no registered process matches: nothing to dump";
+  } else if (st.state == "capturing") {
+    msg = std::to_string(st.files.size()) + " files will be written in " + st.dir +
+          "/<job>/ when the capture ends (from dump_time " +
+          std::to_string(st.dump_time_ns / 1000000000) + ", by " +
+          std::to_string(st.deadline_ns / 1000000000) + " at the latest)";
+  } else {
+    uint64_t events = 0;
+    for (const DumpFileInfo& f : st.files) events += f.events;
+    msg = std::to_string(st.files.size()) + " files written in " + st.dir + "/<job>/ (" +
+          std::to_string(events) + " events)";
+    const std::string fell_short = DescribeShortRanks(st.files);
+    if (!fell_short.empty()) {
+      msg += "; fewer than " + std::to_string(static_cast<int>(kShortFraction * 100)) +
+             "% of dump_count: " + fell_short;
+    }
+  }
+  response->set_message(msg);
+  return cs;
+}
+
+CallStatus ControlHandler::DumpStack(const DumpStackRequest& q, DumpStackResponse* response,
+                                     const Caller& caller) {
+  if (options_.stacks == nullptr) {
+    return CallStatus{Code::kFailedPrecondition, "stack capture is not running in this daemon"};
+  }
+  if (!std::isfinite(q.timeout_s()) || q.timeout_s() < 0 ||
+      q.timeout_s() * 1000 > kMaxStackTimeoutMs) {
+    return Invalid("timeout_s: must be in [0, " + std::to_string(kMaxStackTimeoutMs / 1000) +
+                   "] seconds (0: " + std::to_string(kDefaultStackTimeoutMs / 1000) + ")");
+  }
+  DumpRequest r;
+  CallStatus cs = ParseSelection(q.ranks(), q.jobs(), &r);
+  if (!cs.ok()) return cs;
+  std::string error;
+  if (!ResolveDumpPath(dumps_->root(), q.dump_path(), &r.dir, &error)) return Invalid(error);
+  const Snapshot snap = aggregator_->TakeSnapshot(options_.now_ns(), /*with_series=*/false);
+  cs = RestrictDump(caller, snap, &r);
+  if (!cs.ok()) return cs;
+  const std::string no_match = NoMatchReason(snap, r);
+  if (!no_match.empty()) return CallStatus{Code::kNotFound, no_match};
+  StackDumpRequest sr;
+  sr.dir = r.dir;
+  sr.ranks = r.ranks;
+  sr.jobs = r.jobs;
+  if (q.timeout_s() > 0) sr.timeout_ms = static_cast<int>(q.timeout_s() * 1000);
+  int written = 0;
+  std::string missing;
+  for (const StackFileInfo& f : options_.stacks->Capture(sr)) {
+    StackFile* out = response->add_files();
+    FillFileIdentity(f, out);
+    out->set_threads(f.threads);
+    out->set_outcome(f.outcome);
+    out->set_error(f.error);
+    if (q.with_content()) out->set_content(f.content);
+    if (f.outcome == "written" && !f.path.empty()) {
+      ++written;
+    } else {
+      missing += (missing.empty() ? "" : "; ") + ("rank " + std::to_string(f.rank)) + ": " +
+                 (f.error.empty() ? f.outcome : f.error);
+    }
+  }
+  response->set_dump_dir(r.dir);
+  response->set_node(options_.node);
+  std::string msg = std::to_string(written) + " of " + std::to_string(response->files_size()) +
+                    " ranks' stacks written in " + r.dir + "/<job>/";
+  if (!missing.empty()) msg += " (without stacks: " + missing.substr(0, 2000) + ")";
+  response->set_message(msg);
+  return CallStatus();
+}
+
+CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out,
+                                  const Caller& caller) {
+  const int64_t now = options_.now_ns();
+  Snapshot snap = aggregator_->TakeSnapshot(now);
+  RestrictSnapshot(caller, &snap);
+  out->set_version(options_.version);
+  out->set_record_version(format::kRecordVersion);
+  out->set_ring_version(format::kRingVersion);
+  out->set_timeline_version(timeline::kTimelineVersion);
+  out->set_node(options_.node);
+  out->set_uptime_s(static_cast<double>(now - options_.start_ns) * 1e-9);
+  out->set_dump_root(dumps_->root());
+  out->set_registrations(snap.registrations);
+  out->set_registrations_rejected(snap.registrations_rejected);
+  std::set<std::string> jobs;
+  std::set<int> ranks;
+  for (const ProcessSnapshot& p : snap.processes) {
+    ProcessInfo* pi = out->add_processes();
+    pi->set_pid(p.pid);
+    pi->set_job(p.job);
+    pi->set_host(p.host);
+    pi->set_pod(p.pod);
+    pi->set_rank(p.rank);
+    pi->set_local_rank(p.local_rank);
+    pi->set_world_size(p.world_size);
+    pi->set_device(p.device);
+    pi->set_up(p.up);
+    pi->set_hang(p.hang);
+    pi->set_records_written(p.written);
+    pi->set_records_dropped(p.dropped);
+    pi->set_records_invalid(p.invalid);
+    pi->set_records_lost(p.lost);
+    pi->set_ring_fill(p.fill);
+    pi->set_heartbeat_age_s(p.heartbeat_age_s);
+    pi->set_history(p.history);
+    pi->set_exited(p.exited);
+    if (p.exited) {
+      pi->set_exit_cause(ExitCauseName(p.exit_cause));
+      pi->set_exit_code(p.exit_cause.kind == format::ExitKind::kNone ? -1 : p.exit_cause.value);
+      pi->set_exited_age_s(std::max(0.0, static_cast<double>(now - p.exited_ns) * 1e-9));
+    }
+    for (const CommSnapshot& c : p.comms) {
+      if (c.comm_id == 0) continue;
+      InflightComm* ic = pi->add_comms();
+      ic->set_comm_id(CommIdField(c.comm_id));
+      ic->set_comm_rank(c.comm_rank);
+      ic->set_comm_size(c.comm_size);
+      ic->set_last_issued_seq(c.last_issued_seq);
+      ic->set_last_completed_seq(c.last_completed_seq);
+      ic->set_oldest_inflight_age_s(c.oldest_inflight_age_s);
+      ic->set_hang(c.hang);
+      FillInflight(c, now, ic);
+    }
+    jobs.insert(p.job);
+    if (p.rank >= 0) ranks.insert(p.rank);
+  }
+  for (const auto& j : jobs) out->add_jobs(j);
+  for (int r : ranks) out->add_ranks(r);
+  const DumpStatus d = dumps_->Current();
+  DumpState* ds = out->mutable_last_dump();
+  ds->set_state(d.state);
+  ds->set_dump_id(d.id);
+  ds->set_dump_dir(d.dir);
+  ds->set_dump_time(d.dump_time_ns / 1000000000);
+  ds->set_deadline(static_cast<double>(d.deadline_ns) * 1e-9);
+  for (const DumpFileInfo& f : d.files) FillFile(f, ds->add_files());
+  return CallStatus();
+}
+
+CallStatus ControlHandler::HangCheck(const HangCheckRequest& request,
+                                     HangCheckResponse* response, const Caller& caller) {
+  if (options_.diagnosis == nullptr) {
+    return CallStatus{Code::kFailedPrecondition, "the live diagnosis is not running"};
+  }
+  if (request.job().size() > 256) return Invalid("job: at most 256 bytes");
+  if (caller.remote && !caller.privileged) return Denied(caller, "HangCheck");
+  std::set<std::string> own;
+  if (!caller.privileged) {
+    own = JobsOf(caller, aggregator_->TakeSnapshot(options_.now_ns(), /*with_series=*/false));
+    if (!request.job().empty() && own.count(request.job()) == 0) {
+      return Denied(caller, "HangCheck of job '" + request.job() + "'");
+    }
+  }
+  FillHangCheck(*options_.diagnosis->Latest(), request, options_.node, response);
+  if (caller.privileged) return CallStatus();
+  auto* verdicts = response->mutable_verdicts();
+  for (int i = verdicts->size() - 1; i >= 0; --i) {
+    if (own.count(verdicts->Get(i).job()) == 0) verdicts->DeleteSubrange(i, 1);
+  }
+  auto* ranks = response->mutable_ranks();
+  for (int i = ranks->size() - 1; i >= 0; --i) {
+    if (own.count(ranks->Get(i).job()) == 0) ranks->DeleteSubrange(i, 1);
+  }
+  return CallStatus();
+}
+
+int ControlHandler::HandleJson(const std::string& method, const std::string& body,
+                               std::string* json, const Caller& caller) {
+  if (body.size() > kMaxRequestBytes) {
+    *json = ErrorJson(Code::kResourceExhausted,
+                      "request body larger than " + std::to_string(kMaxRequestBytes) + " bytes");
+    return HttpStatus(Code::kResourceExhausted);
+  }
+  auto it = Methods().find(method);
+  if (it == Methods().end()) {
+    std::string names;
+    for (const auto& m : Methods()) names += (names.empty() ? "" : ", ") + m.first;
+    *json = ErrorJson(Code::kNotFound,
+                      "no method '" + method + "' in HostingService (methods: " + names + ")");
+    return HttpStatus(Code::kNotFound);
+  }
+  std::string out;
+  CallStatus cs = it->second(this, body, &out, caller);
+  if (!cs.ok()) {
+    *json = ErrorJson(cs.code, cs.message);
+    return HttpStatus(cs.code);
+  }
+  *json = std::move(out);
+  return 200;
+}
+
+}  // namespace daemon
+}  // namespace xtimer

@@ -1,0 +1,633 @@
+#include "daemon/control/control_server.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+#include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
+#include <grpcpp/server_builder.h>
+
+#include "util/clock.h"
+#include "daemon/control/control_caller.h"
+#include "daemon/export/http_request.h"
+#include "daemon/base/log.h"
+#include "proto/hosting.grpc.pb.h"
+
+namespace xtimer {
+namespace daemon {
+namespace {
+
+// Accepts per loop wake-up at most (then the other connections' events get their turn).
+constexpr int kAcceptBatch = 64;
+// How often deadlines are checked.
+constexpr int kTickMs = 100;
+// gRPC: connections older than this are told to go away (GOAWAY), with this grace for calls in
+// progress (a capture may run 600 s); keepalive pings find dead peers.
+constexpr int kGrpcMaxAgeMs = 3600 * 1000;
+constexpr int kGrpcMaxAgeGraceMs = 660 * 1000;
+constexpr int kGrpcKeepaliveMs = 60 * 1000;
+constexpr int kGrpcKeepaliveTimeoutMs = 10 * 1000;
+constexpr int kGrpcMaxStreams = 16;
+constexpr int kGrpcMaxThreads = 32;
+constexpr size_t kGrpcMemoryBytes = 256u << 20;
+// What is read and dropped after an error answer before closing (CloseAfterError).
+constexpr size_t kMaxDrainBytes = 256 * 1024;
+constexpr int kDrainTimeoutMs = 500;
+// The HTTP/2 client connection preface: gRPC clients send it first.
+constexpr char kHttp2Preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+constexpr size_t kHttp2PrefaceBytes = sizeof(kHttp2Preface) - 1;
+// Said to (and logged for) clients that speak neither protocol.
+constexpr char kNotOurProtocol[] =
+    "this is xtimerd's control port: it speaks gRPC (HostingService) and HTTP/1.1 (POST "
+    "/HostingService/<Method> with a JSON body), and the bytes received are neither. Is the "
+    "client pointed at the control port? (Prometheus scrapes the metrics port, --metrics-port.)";
+
+grpc::Status ToGrpc(const CallStatus& s) {
+  return s.ok() ? grpc::Status::OK
+                : grpc::Status(static_cast<grpc::StatusCode>(static_cast<int>(s.code)), s.message);
+}
+
+bool SendAll(int fd, const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = ::send(fd, s.data() + off, s.size() - off, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+void Reply(int fd, int status, const std::string& body) {
+  std::string out = "HTTP/1.1 " + std::to_string(status) + " " + HttpReason(status) +
+                    "\r\nContent-Type: application/json\r\nContent-Length: " +
+                    std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  SendAll(fd, out);
+}
+
+Code CodeForHttpError(int status) {
+  switch (status) {
+    case 413:
+    case 431: return Code::kResourceExhausted;
+    case 405:
+    case 501:
+    case 505: return Code::kUnimplemented;
+    default: return Code::kInvalidArgument;
+  }
+}
+
+// recv with a deadline. Returns bytes read, 0 on EOF, -1 on error or timeout.
+ssize_t RecvSome(int fd, char* buf, size_t n, int timeout_ms) {
+  pollfd p{fd, POLLIN, 0};
+  int r;
+  do {
+    r = ::poll(&p, 1, timeout_ms);
+  } while (r < 0 && errno == EINTR);
+  if (r <= 0) return -1;
+  ssize_t got;
+  do {
+    got = ::recv(fd, buf, n, 0);
+  } while (got < 0 && errno == EINTR);
+  return got;
+}
+
+// After an error answer: half-close, then read (bounded in bytes and time) what the client still
+// sends, so that closing does not reset the connection before the client has read the answer.
+void CloseAfterError(int fd) {
+  ::shutdown(fd, SHUT_WR);
+  char sink[4096];
+  for (size_t drained = 0; drained < kMaxDrainBytes;) {
+    const ssize_t n = RecvSome(fd, sink, sizeof sink, kDrainTimeoutMs);
+    if (n <= 0) break;
+    drained += static_cast<size_t>(n);
+  }
+}
+
+}  // namespace
+
+// The gRPC face: one line per method, forwarding to the handler.
+class ControlServer::Service final : public HostingService::Service {
+ public:
+  Service(ControlHandler* h, const ControlServer* server) : h_(h), server_(server) {}
+  grpc::Status DumpKernelTrace(grpc::ServerContext* ctx, const DumpKernelTraceRequest* req,
+                               DumpKernelTraceResponse* resp) override {
+    return ToGrpc(h_->DumpKernelTrace(*req, resp, CallerOf(ctx)));
+  }
+  grpc::Status Status(grpc::ServerContext* ctx, const StatusRequest* req,
+                      StatusResponse* resp) override {
+    return ToGrpc(h_->Status(*req, resp, CallerOf(ctx)));
+  }
+  grpc::Status HangCheck(grpc::ServerContext* ctx, const HangCheckRequest* req,
+                         HangCheckResponse* resp) override {
+    return ToGrpc(h_->HangCheck(*req, resp, CallerOf(ctx)));
+  }
+  grpc::Status DumpStack(grpc::ServerContext* ctx, const DumpStackRequest* req,
+                         DumpStackResponse* resp) override {
+    return ToGrpc(h_->DumpStack(*req, resp, CallerOf(ctx)));
+  }
+
+ private:
+  // An unparseable peer is treated as remote.
+  Caller CallerOf(grpc::ServerContext* ctx) const {
+    sockaddr_storage sa{};
+    if (!ParseGrpcPeer(ctx->peer(), &sa)) sa.ss_family = AF_UNSPEC;
+    return server_->CallerAt(sa);
+  }
+
+  ControlHandler* h_;
+  const ControlServer* server_;
+};
+
+Caller ControlServer::CallerAt(const sockaddr_storage& client) const {
+  return daemon::CallerOf(client, port_, limits_.allow_remote);
+}
+
+namespace {
+
+std::string PeerAddress(const sockaddr_storage& sa) {
+  char text[INET6_ADDRSTRLEN] = "?";
+  if (sa.ss_family == AF_INET) {
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&sa)->sin_addr, text, sizeof text);
+  } else if (sa.ss_family == AF_INET6) {
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&sa)->sin6_addr, text,
+              sizeof text);
+  }
+  return text;
+}
+
+// A short answer from the loop thread: one non-blocking send, dropped if it does not fit.
+void ReplyNow(int fd, int status, Code code, const std::string& message) {
+  const std::string body = ErrorJson(code, message);
+  const std::string out = "HTTP/1.1 " + std::to_string(status) + " " + HttpReason(status) +
+                          "\r\nContent-Type: application/json\r\nContent-Length: " +
+                          std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body;
+  ssize_t unused = ::send(fd, out.data(), out.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+  (void)unused;
+}
+
+// Workers write blocking, each send bounded by `timeout_ms`.
+void MakeBlocking(int fd, int64_t timeout_ms) {
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  timeval tv{static_cast<time_t>(timeout_ms / 1000),
+             static_cast<suseconds_t>((timeout_ms % 1000) * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+}
+
+// The caps need two descriptors per gRPC connection (gRPC's and the loop's duplicate): raise the
+// soft RLIMIT_NOFILE towards the hard one when it is short, and say so when it stays short.
+void EnsureFdLimit(size_t max_connections) {
+  const rlim_t needed = static_cast<rlim_t>(2 * max_connections + 1024);
+  rlimit rl{};
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= needed) return;
+  rl.rlim_cur = rl.rlim_max == RLIM_INFINITY || rl.rlim_max >= needed ? needed : rl.rlim_max;
+  ::setrlimit(RLIMIT_NOFILE, &rl);
+  if (rl.rlim_cur < needed) {
+    Logf("control port: the open-file limit (%llu) is below the %llu that "
+         "--control-max-connections %zu needs (2 per connection + 1024); connections over it are "
+         "refused (cause fd_limit): raise it (ulimit -n, LimitNOFILE=) or lower the cap",
+         static_cast<unsigned long long>(rl.rlim_cur), static_cast<unsigned long long>(needed),
+         max_connections);
+  }
+}
+
+}  // namespace
+
+// A connection in the event loop: being sniffed, an HTTP request being read, or (the loop's
+// duplicate of) a gRPC one.
+struct ControlServer::Conn {
+  enum class Phase { kSniff, kHttp, kGrpc };
+  uint64_t id = 0;
+  int fd = -1;
+  std::string peer;
+  Phase phase = Phase::kSniff;
+  int64_t accepted_ns = 0;
+  int64_t last_byte_ns = 0;
+  ssize_t peeked = 0;
+  std::unique_ptr<HttpRequestParser> parser;
+  bool continue_sent = false;
+};
+
+// A connection handed to a worker: a parsed request (or parse error) to answer, or bytes that
+// are neither protocol.
+struct ControlServer::Job {
+  uint64_t id = 0;
+  int fd = -1;
+  std::unique_ptr<HttpRequestParser> parser;  // null: not our protocol
+};
+
+ControlServer::ControlServer(ControlHandler* handler, ControlLimits limits)
+    : handler_(handler),
+      limits_(limits),
+      table_(limits.max_connections, limits.max_connections_per_peer) {}
+
+ControlServer::~ControlServer() { Shutdown(); }
+
+int ControlServer::Start(const std::string& address, int port, std::string* error) {
+  addrinfo hints{};
+  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* ai = nullptr;
+  const std::string ps = std::to_string(port);
+  int rc = getaddrinfo(address.c_str(), ps.c_str(), &hints, &ai);
+  if (rc != 0 || ai == nullptr) {
+    *error = "control address '" + address + "' is not a numeric IP address: " + gai_strerror(rc);
+    return -1;
+  }
+  listen_fd_ = ::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  int one = 1;
+  if (listen_fd_ >= 0) ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (listen_fd_ < 0 || ::bind(listen_fd_, ai->ai_addr, ai->ai_addrlen) != 0 ||
+      ::listen(listen_fd_, 1024) != 0) {
+    *error = "cannot serve the control port on " + address + ":" + ps + ": " + strerror(errno);
+    freeaddrinfo(ai);
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+    listen_fd_ = -1;
+    return -1;
+  }
+  freeaddrinfo(ai);
+  sockaddr_storage sa{};
+  socklen_t len = sizeof sa;
+  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len);
+  const int bound = ntohs(sa.ss_family == AF_INET6
+                              ? reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port
+                              : reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
+  port_ = static_cast<uint16_t>(bound);
+  EnsureFdLimit(limits_.max_connections);
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  epoll_event ev{};
+  ev.events = EPOLLIN;
+  ev.data.u64 = 0;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
+  ev.data.u64 = 1;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
+  if (epoll_fd_ < 0 || wake_fd_ < 0 || !StartGrpc(error)) {
+    if (error->empty()) *error = std::string("cannot start the control port: ") + strerror(errno);
+    Shutdown();
+    return -1;
+  }
+  for (int i = 0; i < limits_.http_workers; ++i) workers_.emplace_back([this] { Worker(); });
+  loop_thread_ = std::thread([this] { Loop(); });
+  return bound;
+}
+
+bool ControlServer::StartGrpc(std::string* error) {
+  service_ = std::make_unique<Service>(handler_, this);
+  grpc::ServerBuilder b;
+  b.RegisterService(service_.get());
+  b.SetMaxReceiveMessageSize(static_cast<int>(kMaxRequestBytes));
+  const int idle_ms = static_cast<int>(limits_.idle_timeout_ms);
+  b.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, idle_ms);
+  b.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS,
+                       static_cast<int>(limits_.request_timeout_ms));
+  b.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_MS, kGrpcMaxAgeMs);
+  b.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_AGE_GRACE_MS, kGrpcMaxAgeGraceMs);
+  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, kGrpcKeepaliveMs);
+  b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, kGrpcKeepaliveTimeoutMs);
+  b.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, kGrpcMaxStreams);
+  grpc::ResourceQuota quota("xtimerd-control");
+  quota.SetMaxThreads(kGrpcMaxThreads);
+  quota.Resize(kGrpcMemoryBytes);
+  b.SetResourceQuota(quota);
+  acceptor_ = b.experimental().AddExternalConnectionAcceptor(
+      grpc::ServerBuilder::experimental_type::ExternalConnectionType::FROM_FD,
+      grpc::InsecureServerCredentials());
+  server_ = b.BuildAndStart();  // no AddListeningPort: the socket is ours
+  if (!server_) *error = "cannot start the gRPC server";
+  return server_ != nullptr;
+}
+
+void ControlServer::Shutdown() {
+  if (stop_.exchange(true)) return;
+  if (wake_fd_ >= 0) {
+    uint64_t one = 1;
+    ssize_t unused = ::write(wake_fd_, &one, sizeof one);
+    (void)unused;
+  }
+  if (loop_thread_.joinable()) loop_thread_.join();
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    workers_stop_ = true;
+  }
+  cv_.notify_all();
+  for (std::thread& t : workers_) t.join();
+  workers_.clear();
+  for (auto& c : conns_) ::close(c.second->fd);
+  conns_.clear();
+  for (int* fd : {&listen_fd_, &epoll_fd_, &wake_fd_, &reserve_fd_}) {
+    if (*fd >= 0) ::close(*fd);
+    *fd = -1;
+  }
+  if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+}
+
+void ControlServer::Loop() {
+  epoll_event events[256];
+  int64_t next_tick = MonotonicNs();
+  while (!stop_.load()) {
+    const int n = ::epoll_wait(epoll_fd_, events, 256, kTickMs);
+    const int64_t now = MonotonicNs();
+    for (int i = 0; i < n; ++i) {
+      const uint64_t id = events[i].data.u64;
+      if (id == 0) {
+        Accept(now);
+      } else if (id == 1) {
+        uint64_t v;
+        ssize_t unused = ::read(wake_fd_, &v, sizeof v);
+        (void)unused;
+      } else {
+        auto it = conns_.find(id);
+        if (it != conns_.end()) OnReadable(it->second.get(), events[i].events, now);
+      }
+    }
+    ReapFinished();
+    if (now >= next_tick) {
+      ExpireDeadlines(now);
+      next_tick = now + kTickMs * 1000000LL;
+    }
+  }
+}
+
+void ControlServer::Accept(int64_t now) {
+  for (int i = 0; i < kAcceptBatch; ++i) {
+    sockaddr_storage sa{};
+    socklen_t len = sizeof sa;
+    const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len,
+                             SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) {
+      if (errno == EMFILE || errno == ENFILE) AcceptOverLimit();
+      if (errno == EINTR || errno == ECONNABORTED) continue;
+      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EMFILE && errno != ENFILE) {
+        Logf("control port: accept: %s", strerror(errno));
+      }
+      return;
+    }
+    auto c = std::make_unique<Conn>();
+    c->id = next_id_++;
+    c->fd = fd;
+    c->peer = PeerAddress(sa);
+    c->accepted_ns = c->last_byte_ns = now;
+    std::vector<Eviction> evict;
+    const bool admitted = table_.Admit(c->id, c->peer, &evict);
+    for (const Eviction& e : evict) Close(e.id, e.cause);
+    if (!admitted) {
+      refusals_.Refuse("connection_limit", c->peer);
+      ::close(fd);
+      continue;
+    }
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
+    ev.data.u64 = c->id;
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+    conns_.emplace(c->id, std::move(c));
+    open_.store(table_.size());
+  }
+}
+
+// Out of file descriptors: take the pending connection with the reserve descriptor and close it,
+// so that the listener does not stay readable (a busy loop) and the client learns at once.
+void ControlServer::AcceptOverLimit() {
+  if (reserve_fd_ < 0) return;
+  ::close(reserve_fd_);
+  sockaddr_storage sa{};
+  socklen_t len = sizeof sa;
+  const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len, SOCK_CLOEXEC);
+  if (fd >= 0) {
+    refusals_.Refuse("fd_limit", PeerAddress(sa));
+    ::close(fd);
+  }
+  reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+void ControlServer::OnReadable(Conn* c, uint32_t events, int64_t now) {
+  if (c->phase == Conn::Phase::kGrpc) {
+    // The peer or gRPC closed it: stop counting. (Only hang-ups are asked for.)
+    if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) Close(c->id, nullptr);
+    return;
+  }
+  if (c->phase == Conn::Phase::kSniff) Sniff(c, now);
+  if (c->phase == Conn::Phase::kHttp) ReadHttp(c, now);
+}
+
+// Peeks (without consuming) until the protocol is known: the whole HTTP/2 preface, or a first
+// byte that cannot start it. Edge-triggered: each new arrival wakes us again.
+void ControlServer::Sniff(Conn* c, int64_t now) {
+  char buf[kHttp2PrefaceBytes];
+  const ssize_t n = ::recv(c->fd, buf, sizeof buf, MSG_PEEK);
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
+  if (n <= 0) {
+    Close(c->id, nullptr);  // the client left (or the socket failed) before saying anything
+    return;
+  }
+  if (n > c->peeked) c->last_byte_ns = now;
+  c->peeked = n;
+  if (std::memcmp(buf, kHttp2Preface, static_cast<size_t>(n)) != 0) {
+    if (buf[0] >= 'A' && buf[0] <= 'Z') {
+      c->phase = Conn::Phase::kHttp;
+      c->parser = std::make_unique<HttpRequestParser>(kMaxHttpHeaderBytes, kMaxRequestBytes);
+    } else {
+      Dispatch(c, /*not_ours=*/true);
+    }
+  } else if (static_cast<size_t>(n) == kHttp2PrefaceBytes) {
+    HandToGrpc(c);
+  }
+}
+
+void ControlServer::ReadHttp(Conn* c, int64_t now) {
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::recv(c->fd, buf, sizeof buf, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
+    if (n <= 0) {
+      Close(c->id, nullptr);  // closed before the request was complete
+      return;
+    }
+    c->last_byte_ns = now;
+    if (c->parser->Feed(buf, static_cast<size_t>(n)) != HttpRequestParser::State::kNeedMore) {
+      Dispatch(c, /*not_ours=*/false);
+      return;
+    }
+  }
+  if (c->parser->headers_done() && c->parser->request().expect_continue && !c->continue_sent) {
+    c->continue_sent = true;
+    static const char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
+    ssize_t unused = ::send(c->fd, kContinue, sizeof kContinue - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    (void)unused;
+  }
+}
+
+void ControlServer::HandToGrpc(Conn* c) {
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
+  const int dup = ::fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
+  if (dup < 0) {
+    Close(c->id, "fd_limit");
+    return;
+  }
+  int one = 1;
+  ::setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters p;
+  p.listener_fd = listen_fd_;
+  p.fd = c->fd;  // gRPC owns it from here
+  acceptor_->HandleNewConnection(&p);
+  c->fd = dup;
+  c->phase = Conn::Phase::kGrpc;
+  c->parser.reset();
+  table_.SetKind(c->id, ConnKind::kGrpc);
+  // Hang-ups only (EPOLLHUP and EPOLLERR are always reported): gRPC reads the data.
+  epoll_event ev{};
+  ev.events = EPOLLRDHUP | EPOLLET;
+  ev.data.u64 = c->id;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, dup, &ev);
+}
+
+// Hands the connection to the worker pool (or answers 503 when its queue is full).
+void ControlServer::Dispatch(Conn* c, bool not_ours) {
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
+  auto job = std::make_unique<Job>();
+  job->id = c->id;
+  job->fd = c->fd;
+  if (!not_ours) job->parser = std::move(c->parser);
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (jobs_.size() < limits_.http_queue) {
+      jobs_.push_back(std::move(job));
+      table_.SetKind(c->id, ConnKind::kAnswering);
+      conns_.erase(c->id);  // the worker owns the fd now; the table still counts it
+      cv_.notify_one();
+      return;
+    }
+  }
+  ReplyNow(c->fd, 503, Code::kResourceExhausted,
+           "the control port is answering too many requests; retry in a moment");
+  Close(c->id, "busy");
+}
+
+void ControlServer::ExpireDeadlines(int64_t now) {
+  const int64_t idle_ns = limits_.idle_timeout_ms * 1000000LL;
+  const int64_t request_ns = limits_.request_timeout_ms * 1000000LL;
+  std::vector<std::pair<uint64_t, const char*>> expired;
+  for (auto& entry : conns_) {
+    Conn* c = entry.second.get();
+    if (c->phase == Conn::Phase::kGrpc) continue;  // gRPC's own idle and handshake timers
+    if (now - c->accepted_ns >= request_ns) {
+      if (c->phase == Conn::Phase::kHttp) {
+        ReplyNow(c->fd, 408, Code::kInvalidArgument,
+                 "the request took longer than " + std::to_string(limits_.request_timeout_ms) +
+                     " ms to arrive (--control-request-timeout)");
+      }
+      expired.emplace_back(c->id, "request_timeout");
+    } else if (now - c->last_byte_ns >= idle_ns) {
+      expired.emplace_back(c->id, "idle_timeout");
+    }
+  }
+  for (const auto& e : expired) Close(e.first, e.second);
+}
+
+// Closes a connection of the loop (a gRPC one: its duplicate, after shutting the socket down
+// when it must give way) and forgets it. `cause` null: an ordinary end, not a refusal.
+void ControlServer::Close(uint64_t id, const char* cause) {
+  auto it = conns_.find(id);
+  if (it != conns_.end()) {
+    Conn* c = it->second.get();
+    if (cause != nullptr) refusals_.Refuse(cause, c->peer);
+    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
+    if (cause != nullptr && c->phase == Conn::Phase::kGrpc) ::shutdown(c->fd, SHUT_RDWR);
+    ::close(c->fd);
+    conns_.erase(it);
+  }
+  table_.Remove(id);
+  open_.store(table_.size());
+}
+
+void ControlServer::ReapFinished() {
+  std::vector<uint64_t> done;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    done.swap(finished_);
+  }
+  for (uint64_t id : done) table_.Remove(id);
+  if (!done.empty()) open_.store(table_.size());
+}
+
+void ControlServer::Worker() {
+  for (;;) {
+    std::unique_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait(l, [this] { return workers_stop_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    if (!stop_.load()) Answer(job.get());
+    ::close(job->fd);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      finished_.push_back(job->id);
+    }
+    uint64_t one = 1;
+    ssize_t unused = ::write(wake_fd_, &one, sizeof one);
+    (void)unused;
+  }
+}
+
+void ControlServer::Answer(Job* job) {
+  MakeBlocking(job->fd, limits_.request_timeout_ms);
+  if (job->parser == nullptr) {
+    Logf("control port: a client sent bytes that are neither HTTP/1.1 nor gRPC (is it "
+         "pointed at the control port?)");
+    // Read what arrived, so that closing sends FIN after the answer, not a reset.
+    char sink[4096];
+    while (::recv(job->fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
+    }
+    Reply(job->fd, 400, ErrorJson(Code::kInvalidArgument, kNotOurProtocol));
+    ::shutdown(job->fd, SHUT_WR);
+    return;
+  }
+  const HttpRequestParser& parser = *job->parser;
+  if (parser.state() == HttpRequestParser::State::kError) {
+    Reply(job->fd, parser.error_status(),
+          ErrorJson(CodeForHttpError(parser.error_status()), parser.error_reason()));
+    CloseAfterError(job->fd);
+    return;
+  }
+  ServeHttp(job->fd, parser);
+}
+
+void ControlServer::ServeHttp(int fd, const HttpRequestParser& parser) {
+  const HttpRequest& r = parser.request();
+  static const std::string kPrefix = "/HostingService/";
+  if (r.path.compare(0, kPrefix.size(), kPrefix) != 0) {
+    Reply(fd, 404, ErrorJson(Code::kNotFound, "no such path '" + r.path.substr(0, 200) +
+                                                  "': use POST /HostingService/<Method>"));
+    return;
+  }
+  std::string json;
+  sockaddr_storage client{};
+  socklen_t len = sizeof client;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&client), &len) != 0) {
+    client.ss_family = AF_UNSPEC;  // gone: treated as remote
+  }
+  const int status =
+      handler_->HandleJson(r.path.substr(kPrefix.size()), r.body, &json, CallerAt(client));
+  Reply(fd, status, json);
+}
+
+}  // namespace daemon
+}  // namespace xtimer

@@ -1,0 +1,156 @@
+#include "daemon/diagnosis/hang_check.h"
+
+#include <algorithm>
+
+#include <google/protobuf/util/json_util.h>
+
+#include "format/record.h"
+
+namespace xtimer {
+namespace daemon {
+namespace {
+
+double AgeS(int64_t now_ns, int64_t then_ns) {
+  return std::max(0.0, static_cast<double>(now_ns - then_ns) * 1e-9);
+}
+
+const char* StateName(analysis::OpState s) {
+  switch (s) {
+    case analysis::OpState::kCompleted: return "completed";
+    case analysis::OpState::kStarted: return "started";
+    case analysis::OpState::kQueued: return "queued";
+  }
+  return "unknown";
+}
+
+void FillArrival(const analysis::Arrival& a, int64_t now_ns, CollectiveArrival* out) {
+  out->set_comm_id(CommIdField(a.comm_id));
+  out->set_seq(a.seq);
+  out->set_count(a.count);
+  out->set_bytes(a.bytes);
+  out->set_op(format::OperationName(static_cast<format::Operation>(a.op)));
+  out->set_dtype(format::DTypeName(static_cast<format::DType>(a.dtype)));
+  out->set_state(StateName(a.state));
+  out->set_root(a.root);
+  out->set_comm_size(a.comm_size);
+  out->set_issue_age_s(a.issue_ns > 0 ? AgeS(now_ns, a.issue_ns) : 0);
+  out->set_start_age_s(a.start_ns > 0 ? AgeS(now_ns, a.start_ns) : 0);
+  out->set_end_age_s(a.end_ns > 0 ? AgeS(now_ns, a.end_ns) : 0);
+  out->set_busy_before_s(static_cast<double>(a.busy_before_ns) * 1e-9);
+  out->set_idle_before_s(static_cast<double>(a.idle_before_ns) * 1e-9);
+}
+
+void FillRank(const std::string& job, const RankLive& r, const std::string& node, int64_t now_ns,
+              bool arrivals, RankProgress* out) {
+  const ProcessSnapshot& p = r.process;
+  const analysis::RankInput& in = r.input;
+  out->set_job(job);
+  out->set_rank(p.rank);
+  out->set_local_rank(p.local_rank);
+  out->set_world_size(p.world_size);
+  out->set_pid(p.pid);
+  out->set_device(in.device);
+  out->set_node(node);
+  out->set_host(p.host);
+  out->set_exited(p.exited);
+  if (p.exited) {
+    out->set_exit_cause(in.exit.cause);
+    out->set_exit_code(in.exit.code);
+    out->set_exited_age_s(AgeS(now_ns, p.exited_ns));
+  }
+  out->set_last_activity(in.last_activity);
+  out->set_last_activity_age_s(in.last_activity_ns > 0 ? AgeS(now_ns, in.last_activity_ns) : -1);
+  if (arrivals) {
+    for (const analysis::Arrival& a : in.arrivals) FillArrival(a, now_ns, out->add_recent());
+  }
+  for (const CommSnapshot& c : p.comms) {
+    if (c.comm_id == 0) continue;
+    CommProgress* cp = out->add_comms();
+    cp->set_comm_id(CommIdField(c.comm_id));
+    cp->set_parent_id(CommIdField(c.parent_id));
+    cp->set_comm_rank(c.comm_rank);
+    cp->set_comm_size(c.comm_size);
+    for (const analysis::Communicator& comm : in.comms) {
+      if (comm.id != c.comm_id) continue;
+      for (int32_t m : comm.members) cp->add_members(m);
+    }
+    cp->set_last_issued_seq(c.last_issued_seq);
+    cp->set_last_completed_seq(c.last_completed_seq);
+    cp->set_oldest_inflight_age_s(c.oldest_inflight_age_s);
+    cp->set_last_completed_age_s(c.last_completed_ns > 0 ? AgeS(now_ns, c.last_completed_ns)
+                                                         : -1);
+    for (const CommLive& cl : r.comms) {
+      if (cl.comm_id != c.comm_id) continue;
+      cp->set_hang_threshold_s(cl.threshold_s);
+      cp->set_cadence_samples(cl.cadence_samples);
+    }
+    for (const analysis::Progress& pr : in.progress) {
+      if (pr.comm_id != c.comm_id || !pr.has_inflight) continue;
+      FillArrival(pr.inflight, now_ns, cp->mutable_inflight());
+      cp->set_blocked_by(pr.blocked_by);
+      cp->set_blocked_by_communication(pr.blocked_by_communication);
+      if (pr.blocked_by_comm_id != 0) {
+        cp->set_blocked_by_comm_id(CommIdField(pr.blocked_by_comm_id));
+      }
+    }
+  }
+}
+
+void FillVerdict(const std::string& job, const analysis::HangVerdict& v,
+                 const std::string& dump_dir, HangVerdict* out) {
+  out->set_job(job);
+  out->set_kind(analysis::HangKindName(v.kind));
+  out->set_comm_id(CommIdField(v.comm_id));
+  out->set_seq(v.seq);
+  out->set_op(format::OperationName(static_cast<format::Operation>(v.op)));
+  for (int32_t r : v.culprit_ranks) out->add_culprit_ranks(r);
+  for (int32_t r : v.waiting_ranks) out->add_waiting_ranks(r);
+  out->set_mismatch(v.mismatch);
+  out->set_stalled_s(v.stalled_s);
+  out->set_threshold_s(v.threshold_s);
+  out->set_downstream(v.downstream);
+  for (const std::string& e : v.evidence) out->add_evidence(e);
+  out->set_dump_dir(dump_dir);
+}
+
+}  // namespace
+
+void FillHangCheck(const LiveState& state, const HangCheckRequest& request,
+                   const std::string& node, HangCheckResponse* out) {
+  const std::string& job = request.job();
+  out->set_node(node);
+  out->set_now(static_cast<double>(state.now_ns) * 1e-9);
+  for (const JobLive& j : state.jobs) {
+    if (!job.empty() && j.job != job) continue;
+    for (const analysis::HangVerdict& v : j.report.hangs) {
+      FillVerdict(j.job, v, j.dump_dir, out->add_verdicts());
+    }
+    for (const RankLive& r : j.ranks) {
+      FillRank(j.job, r, node, state.now_ns, request.arrivals(), out->add_ranks());
+    }
+  }
+}
+
+std::string CommIdField(uint64_t id) {
+  char buf[format::kCommIdTextSize];
+  return format::CommIdText(id, buf);
+}
+
+bool MessageToJson(const google::protobuf::Message& message, std::string* json,
+                   std::string* error) {
+  namespace pbu = google::protobuf::util;
+  pbu::JsonPrintOptions o;
+  o.always_print_primitive_fields = true;
+  o.preserve_proto_field_names = true;
+  json->clear();
+  auto st = pbu::MessageToJsonString(message, json, o);
+  if (!st.ok()) {
+    *error = std::string(st.message());
+    return false;
+  }
+  json->push_back('\n');
+  return true;
+}
+
+}  // namespace daemon
+}  // namespace xtimer

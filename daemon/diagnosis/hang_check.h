@@ -1,0 +1,34 @@
+// The HangCheck control method's answer (proto/hosting.proto HangCheckResponse) from the live
+// diagnosis's state, and its proto3 JSON form (the curl answer and hang-summary.json).
+#ifndef XTIMER_DAEMON_HANG_CHECK_H_
+#define XTIMER_DAEMON_HANG_CHECK_H_
+
+#include <cstdint>
+#include <string>
+
+#include <google/protobuf/message.h>
+
+#include "daemon/diagnosis/diagnosis.h"
+#include "proto/hosting.pb.h"
+
+namespace xtimer {
+namespace daemon {
+
+// The verdicts and every rank's progress of the jobs in `state` (only request.job() when not
+// empty; with each rank's recent collectives when request.arrivals()).
+void FillHangCheck(const LiveState& state, const HangCheckRequest& request,
+                   const std::string& node, HangCheckResponse* out);
+
+// A communicator id as the control service's messages carry it: format::CommIdText's hex text
+// (proto/hosting.proto).
+std::string CommIdField(uint64_t id);
+
+// proto3 JSON as the control port prints it (field names as in the .proto, every field present,
+// 64-bit integers as strings), with a final newline. Returns false with *error.
+bool MessageToJson(const google::protobuf::Message& message, std::string* json,
+                   std::string* error);
+
+}  // namespace daemon
+}  // namespace xtimer
+
+#endif  // XTIMER_DAEMON_HANG_CHECK_H_

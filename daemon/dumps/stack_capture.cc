@@ -1,0 +1,256 @@
+#include "daemon/dumps/stack_capture.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <utility>
+
+#include "daemon/dumps/dump_root.h"
+#include "daemon/dumps/dump_writer.h"
+#include "daemon/base/log.h"
+#include "daemon/export/metric_families.h"
+#include "format/stack_request.h"
+#include "stacktrace/raw_capture.h"
+#include "stacktrace/stacks_file.h"
+
+namespace xtimer {
+namespace daemon {
+namespace {
+
+namespace st = stacktrace;
+
+// Reads at most `max` bytes of a /proc file.
+std::string ReadProcFile(const std::string& path, size_t max) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "";
+  std::string out;
+  char buf[65536];
+  while (out.size() < max) {
+    const ssize_t n = read(fd, buf, std::min(sizeof(buf), max - out.size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
+}  // namespace
+
+bool ReadStackAnswer(const StackAnswer& a, std::string* text, std::string* error) {
+  struct stat s;
+  if (fstat(a.memfd, &s) != 0 || !S_ISREG(s.st_mode) || fcntl(a.memfd, F_GET_SEALS) < 0) {
+    *error = "bad reply: its file descriptor is not a memfd";
+    return false;
+  }
+  if (!format::ReadRawStacks(a.memfd, a.size, text, error)) {
+    *error = "bad reply: " + *error;
+    return false;
+  }
+  return true;
+}
+
+bool WriteFileUnderRoot(const std::string& root, const std::string& dir, const std::string& name,
+                        const std::string& text, uint32_t uid, std::string* error) {
+  const int dir_fd = OpenDirUnderRoot(root, dir, error);
+  if (dir_fd < 0) return false;
+  if (!GiveJobDirTo(dir_fd, dir, uid, error)) {
+    close(dir_fd);
+    return false;
+  }
+  const std::string tmp = name + ".tmp." + std::to_string(getpid());
+  const int fd = openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
+                        0644);
+  bool ok = fd >= 0;
+  size_t done = 0;
+  while (ok && done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    ok = n > 0;
+    if (ok) done += static_cast<size_t>(n);
+  }
+  if (fd >= 0 && close(fd) != 0) ok = false;
+  if (ok && renameat(dir_fd, tmp.c_str(), dir_fd, name.c_str()) != 0) ok = false;
+  if (!ok) {
+    *error = dir + "/" + name + ": " + strerror(errno);
+    unlinkat(dir_fd, tmp.c_str(), 0);
+  }
+  close(dir_fd);
+  return ok;
+}
+
+std::string ProcessState(const std::string& proc_root, int pid) {
+  const std::string stat = ReadProcFile(proc_root + "/" + std::to_string(pid) + "/stat", 4096);
+  const size_t paren = stat.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= stat.size()) return "";
+  const char c = stat[paren + 2];
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ? std::string(1, c) : "";
+}
+
+struct StackCapturer::Pending {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<std::pair<Aggregator::ProcessId, StackAnswer>> answers;
+  ~Pending() {
+    for (auto& a : answers) {
+      if (a.second.memfd >= 0) close(a.second.memfd);
+    }
+  }
+};
+
+StackCapturer::StackCapturer(Aggregator* aggregator, AskFn ask, std::string root,
+                             std::string node, std::function<int64_t()> realtime_ns,
+                             std::string proc_root)
+    : aggregator_(aggregator), ask_(std::move(ask)), root_(std::move(root)),
+      node_(std::move(node)), now_(std::move(realtime_ns)), proc_root_(proc_root),
+      symbolizer_(proc_root) {}
+
+std::vector<StackFileInfo> StackCapturer::Capture(const StackDumpRequest& request) {
+  const Snapshot snap = aggregator_->TakeSnapshot(now_(), /*with_series=*/false);
+  std::vector<ProcessSnapshot> chosen;
+  for (const ProcessSnapshot& p : snap.processes) {
+    if (p.exited || (!request.jobs.empty() && request.jobs.count(p.job) == 0) ||
+        (!request.ranks.empty() && request.ranks.count(p.rank) == 0)) {
+      continue;
+    }
+    chosen.push_back(p);
+  }
+  return CaptureProcesses(chosen, request.dir, request.timeout_ms);
+}
+
+std::vector<StackFileInfo> StackCapturer::CaptureProcesses(
+    const std::vector<ProcessSnapshot>& processes, const std::string& dir, int timeout_ms) {
+  // A process with several device ranks is asked once; each of its ranks gets the file.
+  std::map<Aggregator::ProcessId, std::vector<ProcessSnapshot>> by_process;
+  for (const ProcessSnapshot& p : processes) {
+    if (!p.exited) by_process[p.id].push_back(p);
+  }
+  auto pending = std::make_shared<Pending>();
+  for (const auto& entry : by_process) {
+    const Aggregator::ProcessId id = entry.first;
+    ask_(id, timeout_ms, [pending, id](StackAnswer a) {
+      std::lock_guard<std::mutex> lock(pending->mu);
+      pending->answers.emplace_back(id, std::move(a));
+      pending->cv.notify_all();
+    });
+  }
+  std::vector<StackFileInfo> out;
+  // The ring server answers every ask by its deadline; the margin covers its cycle.
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms + 1000);
+  while (!by_process.empty()) {
+    std::unique_lock<std::mutex> lock(pending->mu);
+    if (!pending->cv.wait_until(lock, deadline, [&] { return !pending->answers.empty(); })) break;
+    auto answer = std::move(pending->answers.front());
+    pending->answers.pop_front();
+    lock.unlock();
+    if (by_process.count(answer.first) == 0) {  // answered twice: never, but hold no fd
+      if (answer.second.memfd >= 0) close(answer.second.memfd);
+      continue;
+    }
+    WriteAnswer(by_process[answer.first], dir, std::move(answer.second), &out);
+    by_process.erase(answer.first);
+  }
+  for (const auto& entry : by_process) {  // never answered (the ring thread is stuck?)
+    StackAnswer none;
+    none.outcome = "no_answer";
+    none.error = NoAnswerText(timeout_ms);
+    WriteAnswer(entry.second, dir, std::move(none), &out);
+  }
+  return out;
+}
+
+void StackCapturer::WriteAnswer(const std::vector<ProcessSnapshot>& ranks, const std::string& dir,
+                                StackAnswer answer, std::vector<StackFileInfo>* out,
+                                bool count) {
+  const ProcessSnapshot& p = ranks.front();
+  st::StacksFile file;
+  file.pid = p.pid;
+  file.process_state = ProcessState(proc_root_, p.pid);
+  file.capture_time_ns = now_();
+  std::string outcome = answer.outcome, error = answer.error, text;
+  if (answer.memfd >= 0) {
+    const bool read = ReadStackAnswer(answer, &text, &error);
+    close(answer.memfd);
+    st::RawCapture raw;
+    if (!read) {
+      outcome = "bad_reply";
+    } else if (!st::ParseRawCapture(text, &raw, &error)) {
+      outcome = "bad_reply";
+      error = "bad raw capture: " + error;
+    } else {
+      outcome = "written";
+      if (raw.capture_time_ns > 0) file.capture_time_ns = raw.capture_time_ns;
+      // The module map comes from the kernel, never from the process.
+      const auto maps = st::ParseMaps(ReadProcFile(
+          proc_root_ + "/" + std::to_string(p.pid) + "/maps", st::kMaxMapsBytes));
+      std::vector<std::string> problems;
+      st::BuildThreads(raw, [&](const std::vector<uint64_t>& pcs) {
+        return symbolizer_.Symbolize(p.pid, maps, pcs, &problems);
+      }, &file);
+      if (!raw.python_error.empty()) error = "python: " + raw.python_error;
+      for (const std::string& why : problems) Logf("stacks of pid %d: %s", p.pid, why.c_str());
+    }
+  }
+  file.error = error.substr(0, st::kMaxStringBytes);
+  for (const ProcessSnapshot& r : ranks) {
+    StackFileInfo info{"", r.job, r.host.empty() ? node_ : r.host, r.pid, r.rank, r.local_rank,
+                       r.world_size, static_cast<int>(file.threads.size()), outcome, file.error};
+    if (count) Count(outcome);
+    if (r.rank < 0 || r.world_size <= r.rank) {
+      info.error = "the process has not said its rank and world size: no file";
+      out->push_back(std::move(info));
+      continue;
+    }
+    file.job = r.job;
+    file.rank = r.rank;
+    file.world_size = r.world_size;
+    file.local_rank = r.local_rank;
+    file.host = info.host.substr(0, st::kMaxLabelBytes);
+    const std::string job_dir = dir + "/" + JobDirName(r.job);
+    const std::string name = st::StacksFileName(r.rank, r.world_size);
+    std::string werror;
+    std::string text = st::WriteStacksJson(file);
+    if (WriteFileUnderRoot(root_, job_dir, name, text, r.uid, &werror)) {
+      info.path = job_dir + "/" + name;
+      info.content = std::move(text);
+    } else {
+      info.error = werror;
+      Logf("stacks of rank %d (job %s): %s", r.rank, r.job.c_str(), werror.c_str());
+    }
+    out->push_back(std::move(info));
+  }
+}
+
+void StackCapturer::Count(const std::string& outcome) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++outcomes_[outcome];
+}
+
+std::map<std::string, uint64_t> StackCapturer::Outcomes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return outcomes_;
+}
+
+std::vector<prometheus::MetricFamily> StackCaptureCollector::Collect() const {
+  static const FamilyInfo kFamily[] = {
+      {"xtimer_stack_captures_total", prometheus::MetricType::Counter,
+       "Ranks whose stacks the daemon asked for, by outcome: written, no_answer, bad_reply, "
+       "exited, refused (docs/stacks.md)."},
+  };
+  FamilyBuilder b(kFamily, 1);
+  for (const auto& o : capturer_->Outcomes()) {
+    b.Add(0, {{"outcome", o.first}}, static_cast<double>(o.second));
+  }
+  return b.Take();
+}
+
+}  // namespace daemon
+}  // namespace xtimer

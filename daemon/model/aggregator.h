@@ -1,0 +1,390 @@
+// The daemon's model of every registered process: per-op-series counters and sliding windows,
+// per-communicator progress and hang state, transport health, and a bounded history of recent
+// OpRecords.
+//
+// Ranks. A process is one registration, but it may drive several devices (JAX one process per
+// host, nccl-tests -g N, ncclCommInitAll): each device that holds a communicator rank is then a
+// rank of its own, with its own series and communicators (docs/ranks.md). A process whose
+// communicators all live on one device (torchrun: one process per GPU) is one rank, named by its
+// identity, exactly as before. It knows nothing about sockets, rings or Prometheus: the RingServer feeds it
+// records and ring-header status, exporters read Snapshot()s. Tests drive it with synthetic
+// records and clocks.
+//
+// Records reach it through one table of record kinds indexed by the type byte (ingest in
+// daemon/model/aggregator_ingest.cc; AddRecordKind adds a kind in one registration, no switch). Its
+// parts, each with its own unit tests: a process's history (daemon/model/op_history.h), kernel
+// names (daemon/model/kernel_names.h), communicator progress (daemon/model/comm_progress.h), and
+// returning
+// freed memory (daemon/base/memory_return.h). Identity claims are decided by
+// daemon/model/identity_claims.h.
+//
+// Thread safety: every public method takes one internal mutex, so the ingest thread and
+// scrapes can call it concurrently.
+#ifndef XTIMER_DAEMON_AGGREGATOR_H_
+#define XTIMER_DAEMON_AGGREGATOR_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "daemon/model/identity_claims.h"
+#include "daemon/base/memory_return.h"
+#include "daemon/model/op_history.h"
+#include "daemon/base/refusal_log.h"
+#include "daemon/model/window.h"
+#include "format/record.h"
+#include "format/record_kinds.h"
+#include "format/ring.h"
+
+namespace xtimer {
+namespace daemon {
+
+struct AggregatorOptions {
+  int64_t window_ns = int64_t{60} * 1000000000;  // --window
+  int window_buckets = 60;                          // expiry steps per window
+  size_t window_samples = 4096;                     // raw samples kept per series for p99
+  size_t history = 100000;                          // --history: OpRecords kept per process
+  int64_t hang_timeout_ns = int64_t{300} * 1000000000;  // --hang-timeout
+  int64_t stale_heartbeat_ns = int64_t{60} * 1000000000;  // rank_up is 0 past this
+  size_t max_series_per_process = 512;  // op series; records beyond are counted, not aggregated
+  size_t max_comms_per_process = 64;    // communicators tracked per process
+  size_t max_names_per_process = 4096;  // kernel names kept per process
+  size_t max_ranks_per_process = 64;    // device ranks of one process; ops of more go to its first
+  // Exited processes (connection closed) are kept this long, with rank_up 0 and their exit
+  // cause, so that short jobs and crashed ranks stay visible and dumpable. 0: dropped at once.
+  int64_t exited_grace_ns = int64_t{600} * 1000000000;  // --exited-grace
+  size_t max_exited = 64;                                // --exited-max: oldest dropped first
+  size_t max_exited_bytes = size_t{1} << 30;             // --exited-memory-mb, estimated
+  // Memory (estimated, see docs/daemon.md "Memory budget") that all processes' state may hold,
+  // exited ones included; nothing grows past it. Above 3/4 of it (the high-water mark) exited
+  // processes go oldest first, then the longest histories are halved (oldest records first),
+  // and only processes within their share, budget / (4 * max(64, live)), may still grow.
+  size_t memory_budget_bytes = size_t{512} << 20;  // --memory-budget-mb
+  size_t max_process_bytes = size_t{64} << 20;     // --process-memory-mb: one process at most
+};
+
+// Why a process is gone: its ring's exit marker, or kNone for a connection that ended without
+// one ("connection lost": SIGKILL, SIGTERM, _exit, an older hook).
+using ExitCause = format::ExitState;
+// "exit", "signal", "connection_lost": the metrics' cause label and Status's exit_cause.
+const char* ExitCauseName(const ExitCause& cause);
+constexpr size_t kMaxCrashFrameBytes = 512;  // Aggregator::SetCrashFrame keeps at most this
+
+// What the transport reads from a process's ring header (and its own read counters).
+struct ProcessStatus {
+  format::Identity identity;
+  uint64_t written = 0;  // header write_pos
+  uint64_t dropped = 0;  // header dropped
+  uint64_t untimed[format::kUntimedSlots] = {};  // header untimed, by format::UntimedCause
+  uint64_t invalid = 0;  // records that failed validation (reader's running total)
+  uint64_t lost = 0;     // records skipped over impossible positions (reader's running total)
+  double fill = 0;       // backlog / capacity seen before the last drain, 0..1
+  int64_t heartbeat_ns = 0;
+  // CLOCK_REALTIME at which the daemon read this status (and had drained the ring just before):
+  // with heartbeat_ns, the time its in-flight table is known to hold (observed_ns).
+  int64_t read_ns = 0;
+  int64_t observed_ns = 0;  // set by the aggregator: min(read_ns, heartbeat_ns) of a valid table
+  bool inflight_valid = false;  // false: the writer kept the table busy; keep the previous one
+  std::vector<format::InflightRow> inflight;
+};
+
+// Plain values for exporters; label strings are already sanitised (printable ASCII).
+struct SeriesSnapshot {
+  uint8_t kind = 0;
+  uint16_t op = 0;
+  uint8_t dtype = 0;
+  uint8_t size_class = 0;
+  uint64_t count = 0;
+  double seconds = 0;
+  double bytes = 0;
+  double flop = 0;
+  WindowStats window;
+};
+
+struct CommSnapshot {
+  uint64_t comm_id = 0;  // 0: the row for ops without a communicator
+  uint64_t last_issued_seq = 0;
+  uint64_t last_completed_seq = 0;
+  double oldest_inflight_age_s = 0;  // 0 when nothing is in flight
+  // This rank waits in an op of the communicator past its hang threshold in force (a victim: the
+  // culprit is a member where it is false).
+  bool hang = false;
+  int64_t last_completed_ns = 0;  // 0 when unknown
+  // From the ring's in-flight detail (ring version 2): the device of the row (-1 unknown) and the
+  // oldest collective in flight, state kNone when there is none or the writer does not say. When
+  // one process drives several devices in one communicator, the row whose op is oldest.
+  int device = -1;
+  format::InflightCollective inflight;
+  double inflight_age_s = 0;  // since that collective's host call; 0 when none
+  // For a kQueued collective: what its stream is working on, a sentence
+  // (daemon/model/blocked_by.h);
+  // empty when unknown.
+  std::string blocked_by;
+  int comm_rank = -1;             // from the kComm record, -1 when none was seen
+  int comm_size = 0;
+  uint64_t parent_id = 0;  // the communicator it was split or shrunk from, else 0
+};
+
+// One rank of a process: the whole process, or one device of a process that drives several.
+struct ProcessSnapshot {
+  uint64_t id = 0;  // the process (shared by its ranks)
+  int pid = 0;
+  uint32_t uid = 0;  // the registrant's uid (SO_PEERCRED): who owns the rank's data
+  std::string job, host, pod;
+  // A process with one rank: its identity (environment, or learned from NCCL). A device rank:
+  // its rank and size in its largest communicator (the process's identity when it has none),
+  // and local_rank = device.
+  int rank = -1, local_rank = -1, world_size = -1;
+  int device = -1;        // the rank's device when the process has several ranks, else -1
+  bool first_rank = true;  // the process's first (or only) rank: it carries the ring's values
+  bool up = true;
+  bool exited = false;  // the connection closed; kept for the exited grace period
+  ExitCause exit_cause;
+  int64_t exited_ns = 0;  // CLOCK_REALTIME at which the connection closed
+  // The innermost frame of its crash report, "function (module)" (docs/crash.md); "" without one.
+  std::string crash_frame;
+  bool hang = false;
+  bool hidden = false;  // another live process has the same labels (see identity conflicts)
+  format::OpLogRequest op_log = format::OpLogRequest::kNone;  // its XTIMER_LOG (docs/oplog.md)
+  // The process's ring (the same on each of its ranks); unaggregated is the rank's own.
+  uint64_t written = 0, dropped = 0, invalid = 0, lost = 0, unaggregated = 0;
+  uint64_t untimed[format::kUntimedSlots] = {};
+  double fill = 0;
+  double heartbeat_age_s = 0;
+  // How long ago the daemon last saw the process's state (its in-flight table, read after a
+  // drain of its ring, no later than the hook's heartbeat): in-flight ages are measured up to
+  // then, never across a stall of the daemon's reader or of the hook's poller.
+  double observed_age_s = 0;
+  uint64_t history = 0;
+  std::vector<SeriesSnapshot> series;
+  std::vector<CommSnapshot> comms;
+};
+
+struct Snapshot {
+  // Every rank of every process, processes in registration order (exited ones included), a
+  // process's ranks by device.
+  std::vector<ProcessSnapshot> processes;
+  uint64_t connected = 0;                  // processes whose connection is open
+  uint64_t exited = 0;                     // processes kept for the exited grace period
+  uint64_t registrations = 0;
+  uint64_t registrations_rejected = 0;    // the sum of registrations_refused
+  std::map<std::string, uint64_t> registrations_refused;  // by cause (see RingServer)
+  uint64_t memory_bytes = 0;              // estimated state of every process (the budget's unit)
+  uint64_t memory_budget_bytes = 0;
+  uint64_t history_shrinks = 0;           // history chunks dropped early for the budget
+  uint64_t identity_conflicts = 0;
+  int64_t start_ns = 0;
+};
+
+// Who registered a process: its peer credentials (never the ring's word) and job token.
+struct Registrant {
+  int pid = 0;
+  uint32_t uid = 0;
+  std::string token;  // XTIMER_JOB_TOKEN, "" for none
+};
+
+struct Series;  // one op series of a rank (daemon/model/aggregator_state.h)
+
+class Aggregator {
+ public:
+  using ProcessId = uint64_t;
+
+  explicit Aggregator(const AggregatorOptions& options, int64_t start_ns = 0);
+  ~Aggregator();
+  Aggregator(const Aggregator&) = delete;
+  Aggregator& operator=(const Aggregator&) = delete;
+
+  // A process registered (ring attached), unless its identity is bound to another owner
+  // (daemon/model/identity_claims.h): then 0, and the refusal is counted by cause. Processes of
+  // another
+  // uid that a privileged registrant takes the job from are removed and listed in *evicted (may
+  // be null): their connections must be closed. Ids are never reused.
+  ProcessId AddProcess(const Registrant& who, const format::Identity& identity,
+                       std::vector<ProcessId>* evicted);
+  // The same for a process of the daemon's own uid without a token (tests, tools).
+  ProcessId AddProcess(int pid, const format::Identity& identity);
+  // Forgets the process at once: all its series disappear (the daemon stopping).
+  void RemoveProcess(ProcessId id);
+  // The process's connection closed (`now_ns` CLOCK_REALTIME): it is kept, frozen, for the
+  // exited grace period (or removed at once when the grace is 0); bounds are applied.
+  void MarkExited(ProcessId id, const ExitCause& cause, int64_t now_ns);
+  // Records the crashing frame of the process's crash report (shown in the exited verdict).
+  void SetCrashFrame(ProcessId id, const std::string& frame);
+  // Removes exited processes past their grace period. Returns how many. Called periodically:
+  // also returns freed memory to the system (see MaybeTrimMalloc).
+  size_t ExpireExited(int64_t now_ns);
+  // Memory freed on the aggregator's behalf by another part of the daemon (the live diagnosis
+  // forgetting ranks that left): the next ExpireExited returns it to the system.
+  void NoteFreed(size_t bytes);
+  // The hang threshold in force per (job, communicator): the live diagnosis's analysis
+  // (analysis::Report::thresholds), set after each pass. The waiting gauges and Status's `hang`
+  // compare in-flight ages with it, so they say what the verdict says; a communicator without one
+  // uses hang_timeout_ns.
+  void SetHangThresholds(std::map<std::pair<std::string, uint64_t>, int64_t> thresholds);
+  // False once MarkExited was called (or the id is unknown).
+  bool Connected(ProcessId id) const;
+  // A registration refused before or at AddProcess: counted by `cause` and logged (rate-limited)
+  // with `peer` ("pid P uid U").
+  void RefuseRegistration(const std::string& cause, const std::string& peer);
+  // Refusals counted so far for `cause`.
+  uint64_t refused(const std::string& cause) const { return refusals_.count(cause); }
+  // The estimated bytes held by every process's state (the memory budget's unit).
+  size_t memory_bytes() const;
+
+  // `records` passed kinds().Validate already. `now_ns` is the daemon's CLOCK_REALTIME at ingest.
+  // Each record goes to the handler its kind registered (op, name and comm are built in).
+  void Ingest(ProcessId id, const format::RecordSlot* records, size_t n, int64_t now_ns);
+  // A record kind beyond the built-in ones, in one registration: `kind` tells the ring readers
+  // how to validate it (kinds()), and `handler` gets each valid record of the type, with its
+  // process, under the aggregator's lock (so it must be quick and must not call the aggregator).
+  // Register before any ingest; replaces an earlier registration of `type`.
+  using RecordHandler = std::function<void(ProcessId, const format::RecordSlot&)>;
+  void AddRecordKind(uint8_t type, format::RecordKind kind, RecordHandler handler);
+  // The kinds this aggregator ingests: what its ring readers must accept (RingReader::set_kinds).
+  const format::RecordKinds& kinds() const { return kinds_; }
+  // The job, host and pod stay as registered; a new rank is checked as a registration is. False
+  // when the process was removed for claiming another owner's rank (counted as a refusal): its
+  // connection must be closed.
+  bool UpdateStatus(ProcessId id, const ProcessStatus& status);
+
+  // `now_ns`: CLOCK_REALTIME (windows, hang and heartbeat ages). Without `with_series` the
+  // processes' op series (and their sliding-window statistics, the costly part) are left out:
+  // the live diagnosis needs only identities, exits and communicators.
+  Snapshot TakeSnapshot(int64_t now_ns, bool with_series = true) const;
+
+  size_t process_count() const;
+  // The retained OpRecords of a process, oldest first (for dumps): all of them, or (`device` >= 0)
+  // those of its rank on that device (ProcessSnapshot::device). *end_seq (if given) gets the op
+  // sequence number (see OpTap) one past the last record of the process.
+  static constexpr int kAllDevices = -2;
+  std::vector<format::OpRecord> History(ProcessId id, uint64_t* end_seq = nullptr,
+                                        int device = kAllDevices) const;
+  // Called for every op record ingested, with the device of the rank it counts for (-1 for a
+  // process with one rank) and the process's op sequence number (0, 1, ... per process), under
+  // the aggregator's lock: it must be quick and must not call the aggregator. Dumps capture with
+  // one (daemon/dumps/dump_writer.h), the live diagnosis feeds its summaries with another
+  // (daemon/model/live_ops.h). Taps run in the order added; AddOpTap returns the id that
+  // RemoveOpTap
+  // takes.
+  using OpTap =
+      std::function<void(ProcessId, int rank_device, uint64_t seq, const format::OpRecord&)>;
+  int AddOpTap(OpTap tap);
+  void RemoveOpTap(int id);
+  // The kernel name for a name_id, or "" when unknown.
+  std::string KernelName(ProcessId id, uint32_t name_id) const;
+
+  const AggregatorOptions& options() const { return options_; }
+
+  // For tests and daemon_bench: history chunks allocated so far (a full history rotates through
+  // its own), and how often freed memory was handed back to the system (malloc_trim).
+  uint64_t history_chunks_allocated() const;
+  uint64_t memory_returns() const;
+
+ private:
+  struct Process;
+  struct Rank;
+  Process* Find(ProcessId id) const;
+  // The rank an op of `device` counts for: the one on that device, else the process's first.
+  static Rank* RankOf(const Process& p, int device);
+  // The rank an in-flight row counts for: its device's; for a row without one (ring version 1),
+  // the first rank that holds its communicator, else the first.
+  static Rank* RankOfRow(const Process& p, const format::InflightRow& row);
+  // The rank of a communicator on `device`, adding one when this is the process's second device
+  // (or a further one) with a communicator. Needs mu_.
+  Rank* RankForComm(Process* p, int device);
+  // The snapshot entries of p's ranks (rank, series, communicators, hang). Needs mu_.
+  // Without `with_series` the ranks' op series are left out (see TakeSnapshot).
+  void SnapshotRanks(const Process& p, const ProcessSnapshot& base, int64_t now_ns,
+                     bool with_series, std::vector<int64_t>* scratch,
+                     std::vector<ProcessSnapshot>* out) const;
+  // The identity claims of every process but `except`. Needs mu_.
+  std::vector<Claim> ClaimsLocked(ProcessId except) const;
+  void IngestLocked(Process* p, ProcessId id, const format::RecordSlot* records, size_t n,
+                    int64_t now_ns);
+  // One Ingest call's records of one process: what every kind's handler is given.
+  struct IngestBatch {
+    Process* p;
+    ProcessId id;
+    int64_t now_ns;
+    int64_t epoch = -1;  // the windows' step at now_ns, computed by the batch's first op
+  };
+  using KindHandler = void (Aggregator::*)(IngestBatch& batch, const format::RecordSlot& slot);
+  void RegisterBuiltinKinds();
+  // The built-in kinds' handlers, and the one that calls an AddRecordKind handler. Need mu_.
+  void IngestOp(IngestBatch& b, const format::RecordSlot& slot);
+  void IngestName(IngestBatch& b, const format::RecordSlot& slot);
+  void IngestComm(IngestBatch& b, const format::RecordSlot& slot);
+  void IngestExtra(IngestBatch& b, const format::RecordSlot& slot);
+  // A new series of `key` (kind, op, dtype, size class) on `rank` for op `r`, when there is room;
+  // nullptr when there is none (the op is counted as unaggregated). Needs mu_.
+  Series* AddSeries(Process* p, Rank* rank, const format::OpRecord& r, uint64_t key);
+  // A completed op of one of rank's communicators: its progress. Needs mu_.
+  void NoteCompleted(Rank* rank, const format::OpRecord& r, int64_t dur, int64_t now_ns);
+  // Marks the ranks whose labels a rank of an earlier live process (or any live one, for an
+  // exited process) already has; counts live conflicts in snap->identity_conflicts. Needs mu_.
+  void MarkHidden(Snapshot* snap) const;
+  // The threshold in force for a communicator of `job` (its label, as snapshots carry it;
+  // SetHangThresholds). Needs mu_.
+  int64_t HangThresholdOf(const std::string& job, uint64_t comm_id) const;
+  // Drops the oldest exited processes while there are too many or they hold too much memory.
+  void EnforceExitedBounds();
+  // Above the high-water mark: drops exited processes oldest first, then halves the longest
+  // histories (oldest records first). Needs mu_.
+  void EnforceBudget();
+  // Whether `p` may grow by `bytes` (a new series, name, history chunk). Needs mu_.
+  bool MayGrow(const Process& p, size_t bytes) const;
+  // MayGrow, dropping exited processes (oldest exit first) while that makes room. Needs mu_.
+  bool Reserve(const Process& p, size_t bytes);
+  // Drops the exited process that exited first; false when there is none. Needs mu_.
+  bool DropOldestExited();
+  // 3/4 of the memory budget.
+  size_t HighWater() const;
+  // Adds `delta` (may be negative) to p's and the total estimate. Needs mu_.
+  void Charge(Process* p, int64_t delta);
+  // Removes a process, returning its memory. Needs mu_.
+  std::map<ProcessId, std::unique_ptr<Process>>::iterator Erase(
+      std::map<ProcessId, std::unique_ptr<Process>>::iterator it);
+  // Appends one record to p's history, shrinking it oldest first rather than growing past the
+  // budget. Needs mu_.
+  void AppendHistory(Process* p, const format::OpRecord& r);
+  // Charges what p's history allocated and freed, and counts its shrinks. Needs mu_.
+  void ChargeHistory(Process* p, const OpHistory::Change& change);
+  // Returns freed memory to the system (daemon/base/memory_return.h). Call without mu_.
+  void MaybeTrimMalloc();
+
+  const AggregatorOptions options_;
+  const int64_t start_ns_;
+  mutable std::mutex mu_;
+  std::map<std::pair<std::string, uint64_t>, int64_t> hang_thresholds_;  // guarded by mu_
+  ProcessId next_id_ = 1;
+  std::map<ProcessId, std::unique_ptr<Process>> processes_;
+  uint64_t registrations_ = 0;
+  size_t total_bytes_ = 0;
+  MemoryReturner returner_;  // its own lock
+  uint64_t history_chunks_allocated_ = 0;  // history chunks ever allocated
+  uint64_t history_shrinks_ = 0;
+  size_t live_ = 0;  // connected processes
+  RefusalLog refusals_{"registration"};
+  std::vector<std::pair<int, OpTap>> taps_;
+  // The record kinds, indexed by type byte: how readers validate them, and who ingests them.
+  format::RecordKinds kinds_;
+  std::array<KindHandler, 256> handlers_{};
+  std::array<RecordHandler, 256> extra_handlers_;
+  int next_tap_ = 1;
+};
+
+// Label-safe copy of an untrusted string: bytes outside printable ASCII become '_'.
+std::string SanitizeLabel(const std::string& s);
+
+}  // namespace daemon
+}  // namespace xtimer
+
+#endif  // XTIMER_DAEMON_AGGREGATOR_H_

@@ -1,0 +1,135 @@
+// Aggregator ingest: the record kinds and their handlers (built-in op, name and comm records, and
+// those added with AddRecordKind), one table indexed by the record's type byte.
+#include <algorithm>
+#include <utility>
+
+#include "daemon/model/aggregator.h"
+#include "daemon/model/aggregator_state.h"
+#include "daemon/model/comm_progress.h"
+#include "daemon/model/op_stats.h"
+
+namespace xtimer {
+namespace daemon {
+
+using format::OpKind;
+using format::RecordType;
+
+void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t n, int64_t now_ns) {
+  std::unique_lock<std::mutex> lock(mu_);
+  Process* p = Find(id);
+  if (p == nullptr || !p->connected) return;
+  IngestLocked(p, id, records, n, now_ns);
+  if (total_bytes_ > HighWater()) EnforceBudget();
+  const bool trim = returner_.Pressing();
+  lock.unlock();
+  if (trim) MaybeTrimMalloc();
+}
+
+void Aggregator::RegisterBuiltinKinds() {
+  kinds_ = format::RecordKinds::Builtin();
+  handlers_[static_cast<uint8_t>(RecordType::kOp)] = &Aggregator::IngestOp;
+  handlers_[static_cast<uint8_t>(RecordType::kName)] = &Aggregator::IngestName;
+  handlers_[static_cast<uint8_t>(RecordType::kComm)] = &Aggregator::IngestComm;
+}
+
+void Aggregator::AddRecordKind(uint8_t type, format::RecordKind kind, RecordHandler handler) {
+  kinds_.Register(type, kind);
+  extra_handlers_[type] = std::move(handler);
+  handlers_[type] = &Aggregator::IngestExtra;
+}
+
+void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot* records, size_t n,
+                              int64_t now_ns) {
+  IngestBatch batch{p, id, now_ns};
+  for (size_t i = 0; i < n; ++i) {
+    const KindHandler handler = handlers_[records[i].header.type];
+    if (handler != nullptr) (this->*handler)(batch, records[i]);
+  }
+}
+
+Series* Aggregator::AddSeries(Process* p, Rank* rank, const format::OpRecord& r, uint64_t key) {
+  if (p->series_count >= options_.max_series_per_process || !Reserve(*p, SeriesBytes(options_))) {
+    return nullptr;
+  }
+  const uint8_t size_class = static_cast<uint8_t>(key & 0xff);
+  Series* s =
+      rank->series
+          .emplace(key, std::make_unique<Series>(r.kind, r.op, r.dtype, size_class, options_))
+          .first->second.get();
+  ++p->series_count;
+  Charge(p, static_cast<int64_t>(SeriesBytes(options_)));
+  return s;
+}
+
+void Aggregator::IngestOp(IngestBatch& b, const format::RecordSlot& slot) {
+  const format::OpRecord& r = slot.op;
+  Process* p = b.p;
+  Rank* rank = RankOf(*p, r.device);
+  // Consecutive ops of a rank mostly fall in the same series: one comparison, no lookup.
+  const uint64_t key =
+      (uint64_t{r.kind} << 40) | (uint64_t{r.op} << 16) | (uint64_t{r.dtype} << 8) | SizeClassOf(r);
+  Series* s = rank->last_series;
+  if (key != rank->last_key || s == nullptr) {
+    auto it = rank->series.find(key);
+    s = it != rank->series.end() ? it->second.get() : AddSeries(p, rank, r, key);
+    rank->last_key = key;
+    rank->last_series = s;
+  }
+  if (s == nullptr) {
+    ++rank->unaggregated;
+  } else {
+    const int64_t dur = r.duration_ns;  // Validate bounds it to [0, 1 day]
+    const double flop = FlopOf(r);
+    const bool comm_op = r.kind == static_cast<uint8_t>(OpKind::kCollective) ||
+                         r.kind == static_cast<uint8_t>(OpKind::kP2P);
+    const double algo = comm_op ? AlgoBytesOf(r) : 0;
+    const double bus = comm_op ? BusBytesOf(r) : 0;
+    ++s->count;
+    s->sum_ns += static_cast<uint64_t>(dur);
+    s->bytes += static_cast<double>(r.bytes);
+    s->flop += flop;
+    // Every series shares the window geometry, so the step is computed once per batch.
+    if (b.epoch < 0) b.epoch = s->window.EpochOf(b.now_ns);
+    s->window.Add(b.epoch, dur, flop, bus, algo);
+    if (comm_op && r.comm_id != 0) NoteCompleted(rank, r, dur, b.now_ns);
+  }
+  for (const auto& tap : taps_) tap.second(b.id, rank->device, p->ops_seen, r);
+  ++p->ops_seen;
+  if (options_.history > 0) AppendHistory(p, r);
+}
+
+inline void Aggregator::NoteCompleted(Rank* rank, const format::OpRecord& r, int64_t dur,
+                                      int64_t now_ns) {
+  CommState* c = FindOrAddComm(&rank->comms, r.comm_id, options_.max_comms_per_process);
+  if (c == nullptr) return;
+  if (r.kind == static_cast<uint8_t>(OpKind::kCollective)) {
+    c->completed_seq = std::max(c->completed_seq, r.seq);
+  }
+  c->last_completed_ns = std::max(c->last_completed_ns, SaturatingAdd(r.gpu_start_ns, dur));
+  c->last_activity_ns = now_ns;
+}
+
+void Aggregator::IngestName(IngestBatch& b, const format::RecordSlot& slot) {
+  Process* p = b.p;
+  const int64_t delta = p->names.Add(slot.name, options_.max_names_per_process,
+                                     [this, p](size_t bytes) { return Reserve(*p, bytes); });
+  if (delta != 0) Charge(p, delta);
+}
+
+void Aggregator::IngestComm(IngestBatch& b, const format::RecordSlot& slot) {
+  const format::CommRecord& r = slot.comm;
+  CommState* c =
+      FindOrAddComm(&RankForComm(b.p, r.device)->comms, r.comm_id, options_.max_comms_per_process);
+  if (c == nullptr) return;
+  c->comm_rank = r.rank;
+  c->comm_size = r.size;
+  c->parent_id = r.parent_id;
+  c->last_activity_ns = b.now_ns;
+}
+
+void Aggregator::IngestExtra(IngestBatch& b, const format::RecordSlot& slot) {
+  extra_handlers_[slot.header.type](b.id, slot);
+}
+
+}  // namespace daemon
+}  // namespace xtimer

@@ -1,0 +1,112 @@
+// The aggregator's per-process state (its op series, ranks and processes) and what each costs in
+// the memory budget: shared by aggregator.cc (registry, budget, snapshots) and
+// aggregator_ingest.cc (the record kinds' handlers). Internal to daemon/aggregator.
+#ifndef XTIMER_DAEMON_AGGREGATOR_STATE_H_
+#define XTIMER_DAEMON_AGGREGATOR_STATE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "daemon/model/aggregator.h"
+#include "daemon/model/comm_progress.h"
+#include "daemon/model/kernel_names.h"
+#include "daemon/model/op_history.h"
+#include "daemon/model/window.h"
+
+namespace xtimer {
+namespace daemon {
+
+// One op series of a rank: (kind, op, dtype, size class) with its counters and window.
+struct Series {
+  Series(uint8_t kind, uint16_t op, uint8_t dtype, uint8_t size_class, const AggregatorOptions& o)
+      : kind(kind),
+        op(op),
+        dtype(dtype),
+        size_class(size_class),
+        window(o.window_ns, o.window_buckets, o.window_samples) {}
+  uint8_t kind;
+  uint16_t op;
+  uint8_t dtype;
+  uint8_t size_class;
+  uint64_t count = 0;
+  uint64_t sum_ns = 0;
+  double bytes = 0;
+  double flop = 0;
+  LatencyWindow window;
+};
+
+// A rank of a process: the whole process, or one of the devices it drives.
+struct Aggregator::Rank {
+  int device = -1;  // -1 while the process has one rank
+  std::unordered_map<uint64_t, std::unique_ptr<Series>> series;
+  uint64_t last_key = ~uint64_t{0};
+  Series* last_series = nullptr;
+  CommTable comms;
+  uint64_t unaggregated = 0;
+};
+
+struct Aggregator::Process {
+  explicit Process(size_t history_capacity) : history(history_capacity) {}
+  int pid = 0;
+  uint32_t uid = 0;   // SO_PEERCRED of its connection
+  std::string token;  // its job token
+  format::Identity identity;
+  ProcessStatus status;  // inflight rows are moved into comms
+  int64_t registered_ns = 0;
+  // At least one; more once communicators live on several devices, by ascending device.
+  std::vector<std::unique_ptr<Rank>> ranks;
+  int comm_device = -1;     // the device of the first communicator seen (one-rank process)
+  size_t series_count = 0;  // over every rank (max_series_per_process)
+  OpHistory history;        // the newest (at most options_.history) op records
+  uint64_t ops_seen = 0;    // op records ever ingested (the tap's sequence number)
+  KernelNames names;
+  mutable bool conflict_logged = false;
+  bool connected = true;
+  ExitCause exit_cause;
+  int64_t exited_ns = 0;
+  std::string crash_frame;  // SetCrashFrame (docs/crash.md)
+  // The estimated memory it holds (docs/daemon.md "Memory budget"), kept up to date by Charge.
+  size_t bytes = 0;
+};
+
+// What a rank costs before any series: its bounded communicator table.
+inline size_t RankBytes(const AggregatorOptions& o) {
+  return 256 + (o.max_comms_per_process + 1) * (sizeof(CommState) + kHashNodeBytes);
+}
+
+// What a process costs before any series, name or history chunk: the struct, its first rank and
+// the name being assembled.
+inline size_t BaseBytes(const AggregatorOptions& o) {
+  return sizeof(Aggregator::ProcessId) + 1024 + RankBytes(o) + KernelNames::kMaxLength;
+}
+
+inline size_t SeriesBytes(const AggregatorOptions& o) {
+  return sizeof(Series) + kHashNodeBytes +
+         LatencyWindow::MaxBytes(o.window_buckets, o.window_samples);
+}
+
+// Inline: ingest calls it for every op record.
+inline Aggregator::Rank* Aggregator::RankOf(const Process& p, int device) {
+  if (p.ranks.size() > 1) {
+    for (const auto& r : p.ranks) {
+      if (r->device == device) return r.get();
+    }
+  }
+  return p.ranks.front().get();
+}
+
+// a + b, clamped to int64_t's range.
+inline int64_t SaturatingAdd(int64_t a, int64_t b) {
+  int64_t out;
+  if (__builtin_add_overflow(a, b, &out)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return out;
+}
+
+}  // namespace daemon
+}  // namespace xtimer
+
+#endif  // XTIMER_DAEMON_AGGREGATOR_STATE_H_
