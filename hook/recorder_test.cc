@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <ostream>
 #include <thread>
 #include <vector>
 
@@ -273,6 +274,7 @@ struct InitFailure {
   const char* name;
   void (*arm)();
 };
+void PrintTo(const InitFailure& f, std::ostream* os) { *os << f.name; }
 
 class DeviceInitFailureTest : public RecorderTest,
                               public ::testing::WithParamInterface<InitFailure> {};
