@@ -39,6 +39,8 @@ class Real {
     return reinterpret_cast<Fn>(p);
   }
   const char* name() const { return name_; }
+  // Tests: `fn` stands for the real function (null: resolved again at the next use).
+  void SetForTesting(Fn fn) { ptr_.store(reinterpret_cast<void*>(fn), std::memory_order_relaxed); }
 
  private:
   const char* name_;

@@ -192,6 +192,11 @@ void FillOpRecord(const OpDesc& d, int device, int64_t cpu_launch_ns, uint32_t g
 
 State* GetState() { return g_state; }
 
+void SetStateForTesting(State* s) {
+  g_state = s;
+  g_kernels = s != nullptr ? &s->kernels : nullptr;
+}
+
 size_t GrowEventPool(DeviceState* ds, size_t n) {
   const CudaApi& api = Api();
   DeviceSwitch on_device(ds->device);

@@ -67,6 +67,9 @@ struct State {
 
 // Null until InitSlow ran.
 State* GetState();
+// Tests: makes `s` the process state as InitSlow would, without reading the environment or
+// starting a poller (g_mode is left to the caller). Cold.
+void SetStateForTesting(State* s);
 // Queues an entry for the poller; false (counted) when the queue is full.
 bool Enqueue(const Pending& p);
 // Counts an op that is not timed.
