@@ -109,9 +109,9 @@ template <typename Call>
 inline cudaError_t SyncCall(Call&& call, format::Operation op, cudaStream_t stream) {
   if (!Enter()) return call();
   HookScope scope;
-  int64_t begin = NowRealtimeNs();
+  int64_t begin = RealtimeNs();
   cudaError_t r = call();
-  int64_t end = NowRealtimeNs();
+  int64_t end = RealtimeNs();
   if (r == cudaSuccess) {
     ErrnoSaver saver;
     RecordHostSync(op, stream, begin, end);

@@ -68,7 +68,7 @@ void AddGroupMember(const OpDesc& d) {
   if (g.members == nullptr) g.members = AllocateMembers();
   if (g.count >= kMaxGroupMembers) return;  // sequence numbered, not timed
   g.members[g.count].d = d;
-  g.members[g.count].cpu_launch_ns = NowRealtimeNs();
+  g.members[g.count].cpu_launch_ns = RealtimeNs();
   ++g.count;
 }
 
@@ -247,8 +247,9 @@ cudaError_t OnGetKernel(decltype(&::__cudaGetKernel) real, cudaKernel_t* kernel,
   cudaError_t r = real(kernel, function);
   if (r == cudaSuccess && kernel != nullptr && !t_in_hook &&
       g_mode.load(std::memory_order_relaxed) != kOff) {
-    // Not Enter(): the mapping is kept even inside another hook. The table lives in the process
-    // state, so this (a hooked CUDA call) may be what starts the hook.
+    // Not Enter(): the mapping needs no timing decision, only a started hook (the table lives in
+    // the process state, so this hooked CUDA call may be what starts it). Calls the real
+    // libraries make from inside one of our hooks (t_in_hook) are left alone.
     if (g_mode.load(std::memory_order_relaxed) == kUninit && !InitSlow()) return r;
     ErrnoSaver saver;
     Kernels().MapHandle(*kernel, function);

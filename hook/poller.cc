@@ -110,7 +110,7 @@ bool Poller::Cycle() {
   Drain();
   CompleteStreams();
   GrowPools();
-  int64_t now = NowRealtimeNs();
+  int64_t now = RealtimeNs();
   if (ring_) {
     uint64_t untimed[format::kUntimedSlots];
     for (int i = 0; i < format::kUntimedSlots; ++i) untimed[i] = state_->untimed[i].load();

@@ -115,9 +115,9 @@ bool AnchorHostClock(DeviceState* ds, cudaStream_t stream) {
   int64_t best_window = INT64_MAX;
   bool ok = true;
   for (int i = 0; i < kTries && ok; ++i) {
-    const int64_t before = NowRealtimeNs();
+    const int64_t before = RealtimeNs();
     ok = api.event_record(spare, stream) == cudaSuccess;
-    const int64_t after = NowRealtimeNs();
+    const int64_t after = RealtimeNs();
     if (ok && after - before < best_window) {
       best_window = after - before;
       std::swap(spare, ds->ref_event);  // the tightest recording so far is never re-recorded
@@ -345,7 +345,7 @@ bool BeginTimed(const OpDesc& d, Timing* t) {
     CountUntimed(format::UntimedCause::kNoEvent);
     return false;
   }
-  t->cpu_launch_ns = NowRealtimeNs();
+  t->cpu_launch_ns = RealtimeNs();
   if (api.event_record(t->start, d.stream) != cudaSuccess) {
     ClearOurError();
     ds->pool.Push(t->start);
@@ -483,7 +483,7 @@ void ResolveComm(const void* comm, CommEntry* entry, int rank_hint, int size_hin
   r.device = device;
   r.comm_id = entry->id;
   r.parent_id = entry->parent_id;
-  r.created_ns = NowRealtimeNs();
+  r.created_ns = RealtimeNs();
   r.global_rank = entry->origin == CommOrigin::kInit ? -2 : -1;  // poller fills it in
   p.start = nullptr;
   p.end = nullptr;

@@ -21,6 +21,7 @@
 #include "hook/comm_registry.h"
 #include "hook/config.h"
 #include "hook/kernel_table.h"
+#include "util/clock.h"
 
 namespace xtimer {
 namespace hook {
@@ -65,12 +66,6 @@ class ErrnoSaver {
  private:
   int saved_;
 };
-
-inline int64_t NowRealtimeNs() {
-  timespec ts;
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + ts.tv_nsec;
-}
 
 // ---------------------------------------------------------------------------- describing ops
 
