@@ -27,20 +27,14 @@ namespace xtimer {
 namespace hook {
 namespace {
 
+using testing::Comm;
 using testing::EventOf;
 using testing::Fake;
+using testing::FakeComm;
 using testing::FakeStream;
+using testing::Of;
 using testing::LastError;
 
-// A communicator as the fake NCCL sees it; ncclComm_t values are FakeComm pointers.
-struct FakeComm {
-  int rank = 0;
-  int size = 1;
-  int device = 0;
-  bool ready = true;  // false: still being created (the queries fail)
-};
-FakeComm* Of(ncclComm_t c) { return reinterpret_cast<FakeComm*>(c); }
-ncclComm_t Comm(FakeComm* c) { return reinterpret_cast<ncclComm_t>(c); }
 
 // What the fake real functions do; set by each test.
 struct Script {
@@ -102,20 +96,7 @@ class NcclHandlersTest : public ::testing::Test {
     testing::InstallFakeCuda();
     hook_ = std::make_unique<testing::HookState>();
     g_script = Script();
-    g_api.nccl_comm_user_rank.SetForTesting([](ncclComm_t c, int* rank) -> ncclResult_t {
-      if (!Of(c)->ready) return ncclInvalidArgument;
-      *rank = Of(c)->rank;
-      return ncclSuccess;
-    });
-    g_api.nccl_comm_count.SetForTesting([](ncclComm_t c, int* size) -> ncclResult_t {
-      if (!Of(c)->ready) return ncclInvalidArgument;
-      *size = Of(c)->size;
-      return ncclSuccess;
-    });
-    g_api.nccl_comm_cu_device.SetForTesting([](ncclComm_t c, int* device) -> ncclResult_t {
-      *device = Of(c)->device;
-      return ncclSuccess;
-    });
+    testing::InstallNcclQueries();
   }
 
   void TearDown() override {

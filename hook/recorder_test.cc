@@ -30,7 +30,10 @@ using testing::CallsOnThisThread;
 using testing::CurrentDevice;
 using testing::EventOf;
 using testing::Fake;
+using testing::FakeComm;
 using testing::FakeStream;
+using testing::InstallNcclQueries;
+using testing::Of;
 using testing::LastError;
 using testing::SetCurrentDevice;
 using testing::SetLastError;
@@ -549,31 +552,6 @@ TEST_F(RecorderTest, AKernelHandleIsTimedThroughItsFunction) {
 }
 
 // ---------------------------------------------------------------------------- communicators
-
-struct FakeComm {
-  int rank;
-  int size;
-  int device;
-  bool ready;
-};
-FakeComm* Of(ncclComm_t c) { return reinterpret_cast<FakeComm*>(c); }
-
-void InstallNcclQueries() {
-  g_api.nccl_comm_user_rank.SetForTesting([](ncclComm_t c, int* rank) -> ncclResult_t {
-    if (!Of(c)->ready) return ncclInvalidArgument;
-    *rank = Of(c)->rank;
-    return ncclSuccess;
-  });
-  g_api.nccl_comm_count.SetForTesting([](ncclComm_t c, int* size) -> ncclResult_t {
-    if (!Of(c)->ready) return ncclInvalidArgument;
-    *size = Of(c)->size;
-    return ncclSuccess;
-  });
-  g_api.nccl_comm_cu_device.SetForTesting([](ncclComm_t c, int* device) -> ncclResult_t {
-    *device = Of(c)->device;
-    return ncclSuccess;
-  });
-}
 
 TEST_F(RecorderTest, AResolvedCommunicatorIsAnnouncedOnce) {
   InstallNcclQueries();

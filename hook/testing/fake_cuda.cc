@@ -208,6 +208,23 @@ std::vector<Pending> HookState::TakeQueue() {
   return out;
 }
 
+void InstallNcclQueries() {
+  g_api.nccl_comm_user_rank.SetForTesting([](ncclComm_t c, int* rank) -> ncclResult_t {
+    if (!Of(c)->ready) return ncclInvalidArgument;
+    *rank = Of(c)->rank;
+    return ncclSuccess;
+  });
+  g_api.nccl_comm_count.SetForTesting([](ncclComm_t c, int* size) -> ncclResult_t {
+    if (!Of(c)->ready) return ncclInvalidArgument;
+    *size = Of(c)->size;
+    return ncclSuccess;
+  });
+  g_api.nccl_comm_cu_device.SetForTesting([](ncclComm_t c, int* device) -> ncclResult_t {
+    *device = Of(c)->device;
+    return ncclSuccess;
+  });
+}
+
 }  // namespace testing
 }  // namespace hook
 }  // namespace xtimer

@@ -14,6 +14,7 @@
 #define XTIMER_HOOK_TESTING_FAKE_CUDA_H_
 
 #include <cuda_runtime_api.h>
+#include <nccl.h>
 
 #include <atomic>
 #include <cstdint>
@@ -94,6 +95,19 @@ class HookState {
  private:
   State* state_;
 };
+
+// A communicator as the fake NCCL queries see it; the tests' ncclComm_t values are FakeComm
+// pointers. InstallNcclQueries puts ncclCommUserRank, ncclCommCount (both fail while the
+// communicator is not `ready`, as for one still being created) and ncclCommCuDevice into g_api.
+struct FakeComm {
+  int rank = 0;
+  int size = 1;
+  int device = 0;
+  bool ready = true;
+};
+inline FakeComm* Of(ncclComm_t c) { return reinterpret_cast<FakeComm*>(c); }
+inline ncclComm_t Comm(FakeComm* c) { return reinterpret_cast<ncclComm_t>(c); }
+void InstallNcclQueries();
 
 }  // namespace testing
 }  // namespace hook
