@@ -54,21 +54,6 @@ std::string ExplainRpcError(const grpc::Status& st, const std::string& target) {
   return what + " (gRPC: " + CodeName(st.error_code()) + ": " + m + ")";
 }
 
-std::vector<std::string> Split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i <= s.size()) {
-    size_t j = s.find(sep, i);
-    if (j == std::string::npos) j = s.size();
-    std::string part = s.substr(i, j - i);
-    while (!part.empty() && isspace(static_cast<unsigned char>(part.back()))) part.pop_back();
-    while (!part.empty() && isspace(static_cast<unsigned char>(part.front()))) part.erase(0, 1);
-    if (!part.empty()) out.push_back(part);
-    i = j + 1;
-  }
-  return out;
-}
-
 bool ControlTargets(const std::vector<std::string>& given, const std::string& hosts_file,
                     std::vector<std::string>* targets, std::string* error) {
   const char* env_port = std::getenv("XTIMER_CONTROL_PORT");
@@ -76,7 +61,7 @@ bool ControlTargets(const std::vector<std::string>& given, const std::string& ho
       env_port && *env_port ? env_port : std::to_string(kDefaultControlPort);
   std::vector<std::string> hosts;
   for (const std::string& g : given) {
-    for (const std::string& h : Split(g, ',')) hosts.push_back(h);
+    for (const std::string& h : SplitList(g, ',')) hosts.push_back(h);
   }
   if (!hosts_file.empty()) {
     std::ifstream f(hosts_file);
@@ -88,7 +73,7 @@ bool ControlTargets(const std::vector<std::string>& given, const std::string& ho
     while (std::getline(f, line)) {
       const size_t hash = line.find('#');
       if (hash != std::string::npos) line.resize(hash);
-      for (const std::string& h : Split(line, ' ')) hosts.push_back(h);
+      for (const std::string& h : SplitList(line, ' ')) hosts.push_back(h);
     }
   }
   if (hosts.empty()) hosts.push_back("127.0.0.1");

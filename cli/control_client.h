@@ -12,11 +12,10 @@
 #include <string>
 #include <vector>
 
+#include "util/split.h"
+
 namespace xtimer {
 namespace cli {
-
-// `s` split at `sep`, parts trimmed, empty parts dropped.
-std::vector<std::string> Split(const std::string& s, char sep);
 
 // The gRPC targets of --hosts (comma lists) and --hosts-file (one host[:port] per line, '#'
 // starts a comment): a host without a port gets $XTIMER_CONTROL_PORT or 18888 (IPv6 addresses

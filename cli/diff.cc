@@ -13,6 +13,7 @@
 #include "cli/job_inputs.h"
 #include "cli/op_diff.h"
 #include "cli/op_table.h"
+#include "util/split.h"
 #include "util/version.h"
 
 namespace xtimer {
@@ -56,18 +57,6 @@ jobs: they are listed), 3 done but some files were (partly) unreadable or left o
 job's, or their world size disagrees with the job's; listed on stderr).
 )HELP";
 
-std::vector<std::string> SplitList(const std::string& s) {
-  std::vector<std::string> out;
-  size_t i = 0;
-  while (i <= s.size()) {
-    size_t j = s.find(',', i);
-    if (j == std::string::npos) j = s.size();
-    if (j > i) out.push_back(s.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
-}
-
 }  // namespace
 
 int DiffMain(int argc, char** argv) {
@@ -94,7 +83,7 @@ int DiffMain(int argc, char** argv) {
   for (int d = 0; d < 2; ++d) {
     std::string error;
     JobFiles files;
-    if (!SelectJobFiles(SplitList(dumps[d]), job[d], jobs, &files, &error)) {
+    if (!SelectJobFiles(SplitList(dumps[d], ','), job[d], jobs, &files, &error)) {
       return BadArg(kCommand, std::string(d == 0 ? "A" : "B") + ": " + error);
     }
     const bool read = ReadOpTable(PathsOf(files.files), jobs, &tables[d], &error);

@@ -99,7 +99,7 @@ CommandLine::Setter Kinds(DumpKernelTraceRequest* req) {
     if (ParseInteger(s, 0, 7, &n)) {
       mask = static_cast<int>(n);
     } else {
-      for (const std::string& k : Split(s, ',')) {
+      for (const std::string& k : SplitList(s, ',')) {
         if (k == "matmul") {
           mask |= 1;
         } else if (k == "nccl" || k == "collective" || k == "comm") {
@@ -122,7 +122,7 @@ CommandLine::Setter Kinds(DumpKernelTraceRequest* req) {
 CommandLine::Setter Ranks(DumpKernelTraceRequest* req) {
   return [req](const std::string& s, std::string* expected) {
     *expected = "a list like 0,1,4-7";
-    for (const std::string& r : Split(s, ',')) {
+    for (const std::string& r : SplitList(s, ',')) {
       const size_t dash = r.find('-');
       int64_t lo = 0, hi = 0;
       if (dash == std::string::npos) {
@@ -194,7 +194,7 @@ int ParseDumpArgs(int argc, char** argv, DumpArgs* d) {
   req.set_reset(reset);
   d->wait = !no_wait;
   for (const std::string& list : jobs) {
-    for (const std::string& j : Split(list, ',')) req.add_jobs(j);
+    for (const std::string& j : SplitList(list, ',')) req.add_jobs(j);
   }
   if (!d->have_path) return BadArg(kCommand, "--path is required");
   if (d->req.dump_count() == 0 && d->req.duration_s() == 0 && d->req.history() == 0) {

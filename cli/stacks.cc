@@ -214,7 +214,7 @@ bool WriteFile(const std::string& path, const std::string& text) {
 // --ranks 0,3,5: each a rank; appended to *ranks.
 CommandLine::Setter RankList(std::vector<int>* ranks) {
   return [ranks](const std::string& t, std::string* expected) {
-    for (const std::string& r : Split(t, ',')) {
+    for (const std::string& r : SplitList(t, ',')) {
       int64_t n = 0;
       if (!ParseInteger(r, 0, (1 << 24) - 1, &n)) {
         *expected = "a list of ranks like 0,3,5 ('" + r + "' is no rank)";

@@ -5,21 +5,10 @@
 #include <cstdlib>
 #include <utility>
 
+#include "util/split.h"
+
 namespace xtimer {
 namespace {
-
-std::vector<std::string> SplitNames(const char* names) {
-  std::vector<std::string> out;
-  std::string s = names;
-  size_t i = 0;
-  while (i <= s.size()) {
-    size_t j = s.find(',', i);
-    if (j == std::string::npos) j = s.size();
-    if (j > i) out.push_back(s.substr(i, j - i));
-    i = j + 1;
-  }
-  return out;
-}
 
 std::string Shortest(double v) {
   char buf[32];
@@ -60,7 +49,7 @@ bool ParseSwitch(const std::string& s, bool* out) {
 
 CommandLine& CommandLine::Add(const char* names, const char* placeholder, Setter set,
                               const char* help) {
-  flags_.push_back(Flag{SplitNames(names), placeholder, "", help, std::move(set)});
+  flags_.push_back(Flag{SplitList(names, ','), placeholder, "", help, std::move(set)});
   return *this;
 }
 

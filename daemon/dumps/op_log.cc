@@ -7,22 +7,13 @@
 #include <vector>
 
 #include "daemon/model/op_stats.h"
+#include "util/split.h"
 
 namespace xtimer {
 namespace daemon {
 namespace {
 
 using format::OpKind;
-
-std::vector<std::string> SplitComma(const std::string& text) {
-  std::vector<std::string> items;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    if (!item.empty()) items.push_back(item);
-  }
-  return items;
-}
 
 bool ParseInt(const std::string& s, long* v) {
   if (s.empty()) return false;
@@ -65,7 +56,7 @@ const char* OpLogExtension(OpLogFormat f) {
 
 bool ParseKinds(const std::string& text, uint32_t* kinds, std::string* error) {
   *kinds = 0;
-  for (const std::string& item : SplitComma(text)) {
+  for (const std::string& item : SplitList(text, ',')) {
     uint8_t found = 0;
     for (uint8_t k = 1; k <= format::kOpKindMax; ++k) {
       if (item == format::OpKindName(static_cast<OpKind>(k))) found = k;
@@ -82,7 +73,7 @@ bool ParseKinds(const std::string& text, uint32_t* kinds, std::string* error) {
 
 bool ParseOps(const std::string& text, std::set<uint16_t>* ops, std::string* error) {
   ops->clear();
-  for (const std::string& item : SplitComma(text)) {
+  for (const std::string& item : SplitList(text, ',')) {
     const format::Operation op = format::OperationFromName(item.c_str());
     if (op == format::Operation::kUnknown) {
       *error = "unknown operation '" + item +
@@ -96,7 +87,7 @@ bool ParseOps(const std::string& text, std::set<uint16_t>* ops, std::string* err
 
 bool ParseRanks(const std::string& text, std::set<int>* ranks, std::string* error) {
   ranks->clear();
-  for (const std::string& item : SplitComma(text)) {
+  for (const std::string& item : SplitList(text, ',')) {
     const size_t dash = item.find('-');
     long lo = 0, hi = 0;
     const bool ok = dash == std::string::npos
