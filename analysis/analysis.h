@@ -72,6 +72,29 @@ struct TimedOp {
   int64_t duration_ns = 0;
 };
 
+// The TimedOp of a record that carries the op's fields under their format names (the ring's
+// format::OpRecord, the timeline's timeline::EventRecord): the one field-by-field copy. The
+// communicator's size and the element count are given, as each format knows them differently.
+template <typename Record>
+TimedOp TimedOpOfRecord(const Record& r, int32_t comm_size, uint64_t count) {
+  TimedOp t;
+  t.op = r.op;
+  t.kind = r.kind;
+  t.dtype = r.dtype;
+  t.device = r.device;
+  t.root = r.root;
+  t.peer = r.peer;
+  t.comm_size = comm_size;
+  t.comm_id = r.comm_id;
+  t.seq = r.seq;
+  t.count = count;
+  t.bytes = r.bytes;
+  t.issue_ns = r.cpu_launch_ns;
+  t.start_ns = r.gpu_start_ns;
+  t.duration_ns = r.duration_ns;
+  return t;
+}
+
 // Reduces one rank's completed ops (any order) to Arrivals of its collectives, oldest first.
 // Host syncs are ignored; p2p ops are not collectives (they count as GPU work). Memory: the ops
 // of one rank at a time.

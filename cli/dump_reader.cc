@@ -333,22 +333,7 @@ std::vector<std::string> HangSummariesIn(const std::string& dir) {
 }
 
 analysis::TimedOp TimedOpOf(const EventRecord& e, int32_t comm_size) {
-  analysis::TimedOp op;
-  op.op = e.op;
-  op.kind = e.kind;
-  op.dtype = e.dtype;
-  op.device = e.device;
-  op.root = e.root;
-  op.peer = e.peer;
-  op.comm_size = comm_size;
-  op.comm_id = e.comm_id;
-  op.seq = e.seq;
-  op.bytes = e.bytes;
-  op.count = CountOf(e.op, e.dtype, e.bytes, comm_size);
-  op.issue_ns = e.cpu_launch_ns;
-  op.start_ns = e.gpu_start_ns;
-  op.duration_ns = e.duration_ns;
-  return op;
+  return analysis::TimedOpOfRecord(e, comm_size, CountOf(e.op, e.dtype, e.bytes, comm_size));
 }
 
 void AddDumpArgs(DumpArgs* args, CommandLine* cl) {

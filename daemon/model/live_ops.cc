@@ -11,22 +11,7 @@ namespace daemon {
 using analysis::Arrival;
 
 analysis::TimedOp TimedOpOf(const format::OpRecord& r) {
-  analysis::TimedOp t;
-  t.op = r.op;
-  t.kind = r.kind;
-  t.dtype = r.dtype;
-  t.device = r.device;
-  t.root = r.root;
-  t.peer = r.peer;
-  t.comm_size = r.comm_size;
-  t.comm_id = r.comm_id;
-  t.seq = r.seq;
-  t.count = r.count;
-  t.bytes = r.bytes;
-  t.issue_ns = r.cpu_launch_ns;
-  t.start_ns = r.gpu_start_ns;
-  t.duration_ns = r.duration_ns;
-  return t;
+  return analysis::TimedOpOfRecord(r, r.comm_size, r.count);
 }
 
 struct LiveOps::Ring {
