@@ -185,6 +185,13 @@ int FromHosts(const Args& a, Outcome* o) {
   }
   LiveInput live;
   if (!CombineHangChecks(ok, a.job, &live, &error)) return BadArg(kCommand, error);
+  if (live.ranks.empty()) {  // no job yet (or only ranks that were left out): nothing to judge
+    std::fprintf(stderr, "xtimer analyze: no rank%s on the %zu node(s) that answered (a job's "
+                 "ranks show once they have registered and the live diagnosis has seen them)\n",
+                 a.job.empty() ? "" : (" of job '" + a.job + "'").c_str(), ok.size());
+    for (const std::string& w : live.warnings) std::fprintf(stderr, "  %s\n", w.c_str());
+    return 1;
+  }
   for (const std::string& w : live.warnings) o->problems.push_back(w);
   o->context.inputs.missing_ranks = live.missing;
   for (const auto& off : live.offsets) {

@@ -8,6 +8,7 @@
     xtimerd runs there and how to start it;
   - `xtimer dump` against the metrics port (gRPC on an HTTP/1 server): "is this the control port?";
   - `xtimer dump --job typo`: exit 1 with the daemon's reason (it printed "0 file(s)", exit 0);
+  - `xtimer analyze --hosts` of a node that has no rank yet: exit 1 saying so (it blamed --groups);
   - bytes that are neither HTTP/1.1 nor gRPC sent to the control port: the reply and the daemon's
     log say so ("is ... pointed at the control port?");
   - malformed HTTP/1.1 on the control port (docs/control.md): two Content-Length headers from
@@ -154,6 +155,14 @@ def main(argv):
             fail("xtimer dump --job typo exited %d, not 1:\n%s" % (rc, out))
         expect("dump --job typo", out, "FAILED: no match: ",
                "no process is registered with this daemon: nothing matches")
+
+        # `analyze --hosts` of a node with no job yet says so (it blamed --groups: "describes 4
+        # ranks; the job has 0", fault campaign seed 1 runs 42 and 134), exit 1.
+        rc, out = run([xtimer, "analyze", "--hosts", "127.0.0.1:%d" % control, "--job", "j",
+                       "--groups", "tp2-pp2", "--json"])
+        if rc != 1:
+            fail("xtimer analyze --hosts of a node without ranks exited %d, not 1:\n%s" % (rc, out))
+        expect("analyze --hosts without ranks", out, "no rank of job 'j' on the 1 node(s)")
 
         with socket.create_connection(("127.0.0.1", control), timeout=10) as s:
             s.sendall(b"\x16\x03\x01hello, not http\r\n\r\n")
