@@ -13,6 +13,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <ctime>
 #include <string>
 #include <thread>
 #include <vector>
@@ -234,14 +235,14 @@ TEST(NcclProcessTest, TimingIsMaxArrivalPlusModel) {
 struct TwoNodeTimes {
   double world_ms, pair01_ms, pair23_ms;
 };
-TwoNodeTimes RunTwoNodes(const char* knob) {
+TwoNodeTimes RunTwoNodes(const char* knob, const std::string& value = "3:4") {
   const int n = 4;
   Job job("timed_split", n,
           {{"XTIMER_SIM_INTRA_BW_GBPS", "2"},
            {"XTIMER_SIM_INTRA_LAT_US", "5"},
            {"XTIMER_SIM_INTER_BW_GBPS", "0.5"},
            {"XTIMER_SIM_INTER_LAT_US", "15"},
-           {knob, "3:4"}});
+           {knob, value}});
   for (int r = 0; r < n; ++r) job.SetRankEnv(r, "XTIMER_SIM_NODE", std::to_string(r / 2));
   job.Start();
   job.ExpectSuccess(kDeadlineS);
@@ -273,6 +274,20 @@ TEST(NcclProcessTest, SlowNicSlowsOnlyTrafficAcrossNodes) {
   EXPECT_NEAR(t.world_ms, ModelMs(mib, 1.5, 0.5 / 4, 15), 1e-3);
   EXPECT_NEAR(t.pair01_ms, ModelMs(mib, 1.0, 2, 5), 1e-3);
   EXPECT_NEAR(t.pair23_ms, ModelMs(mib, 1.0, 2, 5), 1e-3);
+}
+
+// With an onset (Unix seconds), the slow NIC slows transfers that start from then on: one long
+// past is in force, one an hour ahead is not yet.
+TEST(NcclProcessTest, SlowNicFromItsOnset) {
+  const double mib = 1 << 20;
+  const TwoNodeTimes past = RunTwoNodes("XTIMER_SIM_SLOW_NIC", "3:4:1000");
+  if (HasFailure()) return;
+  EXPECT_NEAR(past.world_ms, ModelMs(mib, 1.5, 0.5 / 4, 15), 1e-3);
+  const std::string later = "3:4:" + std::to_string(static_cast<long>(time(nullptr)) + 3600);
+  const TwoNodeTimes ahead = RunTwoNodes("XTIMER_SIM_SLOW_NIC", later);
+  if (HasFailure()) return;
+  EXPECT_NEAR(ahead.world_ms, ModelMs(mib, 1.5, 0.5, 15), 1e-3);
+  EXPECT_NEAR(ahead.pair23_ms, ModelMs(mib, 1.0, 2, 5), 1e-3);
 }
 
 TEST(NcclProcessTest, InjectedErrorWithCode) {

@@ -39,12 +39,13 @@ const OpSpec kSpecs[] = {
 static_assert(sizeof(kSpecs) / sizeof(kSpecs[0]) == static_cast<size_t>(OpKind::kRecv) + 1,
               "kSpecs must have one row per OpKind");
 
-int64_t OpDurationNs(const Op& op, size_t bytes) {
+// `start_ns`: when the transfer starts (every participant has arrived), NowNs's clock.
+int64_t OpDurationNs(const Op& op, size_t bytes, int64_t start_ns) {
   const OpSpec& spec = SpecOf(op.kind);
   const Comm& c = *op.comm;
-  if (spec.p2p) return DurationNs(c.peer_link(op.peer), static_cast<double>(bytes), 1.0);
+  if (spec.p2p) return DurationNs(c.peer_link(op.peer), static_cast<double>(bytes), 1.0, start_ns);
   double algorithm_bytes = static_cast<double>(bytes) * (spec.bytes_times_nranks ? c.nranks() : 1);
-  return DurationNs(c.link(), algorithm_bytes, spec.bus_factor(c.nranks()));
+  return DurationNs(c.link(), algorithm_bytes, spec.bus_factor(c.nranks()), start_ns);
 }
 
 size_t OpBytes(const Op& op) { return op.count * KernelsFor(op.datatype)->size; }
@@ -123,7 +124,7 @@ class CollectiveRunner : public Runner {
     }
     Consume();
     if (++round_ == rounds_) {
-      end_ns_ = start_ns_ + OpDurationNs(op_, OpBytes(op_));
+      end_ns_ = start_ns_ + OpDurationNs(op_, OpBytes(op_), start_ns_);
       return Status::kDone;
     }
     PublishAndArrive();
@@ -317,7 +318,8 @@ class P2pRunner : public Runner {
       Warn("nccl: ncclRecv on rank %d expected %zu bytes from rank %zu, which sent %zu",
            comm_.rank(), own_bytes_, peer_, total_);
     }
-    end_ns_ = std::max(arrival_ns_, peer_arrival) + OpDurationNs(op_, total_);
+    const int64_t start = std::max(arrival_ns_, peer_arrival);
+    end_ns_ = start + OpDurationNs(op_, total_, start);
     stage_ = Stage::kData;
     return Finish(Status::kProgressed);
   }
@@ -573,11 +575,12 @@ ncclResult_t Launch(std::vector<Op> ops, std::string* error) {
 
 double EstimateMicroseconds(const std::vector<Op>& ops) {
   int64_t longest = 0;
+  const int64_t now = NowNs();
   for (const Chain& chain : BuildChains(ops)) {
     int64_t total = 0;
     for (const auto& phase : chain.phases) {
       int64_t phase_ns = 0;
-      for (const Op* op : phase) phase_ns = std::max(phase_ns, OpDurationNs(*op, OpBytes(*op)));
+      for (const Op* op : phase) phase_ns = std::max(phase_ns, OpDurationNs(*op, OpBytes(*op), now));
       total += phase_ns;
     }
     longest = std::max(longest, total);
