@@ -50,6 +50,24 @@ class DrawTest(unittest.TestCase):
         self.assertTrue(0.45 <= loaded <= 0.55, loaded)
         self.assertEqual({r["nodes"] for r in runs}, {1, 2, 3, 4})
 
+    def test_a_slow_link_without_a_twin_degrades_after_its_baseline(self):
+        # Seed 1 runs 42 and 134: tp1-pp4-dp1 on 2 nodes, rank 0's one pipeline communicator
+        # has no twin to be compared with; run 9: tp1-pp4-dp4, four pipeline communicators.
+        lone = {"tp": 1, "pp": 4, "dp": 1, "world": 4, "nodes": 2}
+        self.assertFalse(fc.has_comparator(lone, 0))
+        self.assertTrue(fc.has_comparator({"tp": 1, "pp": 4, "dp": 4, "world": 16, "nodes": 2},
+                                          15))
+        runs = [fc.draw(1, i, ["slow_link"]) for i in range(300)]
+        for r in runs:
+            if not fc.has_comparator(r, r["rank"]):
+                self.assertTrue(fc.LINK_LATE_STEP <= r["step"] <= 60, r)
+        self.assertTrue(any(not fc.has_comparator(r, r["rank"]) for r in runs))
+        spec = dict(lone, kind="slow_link", rank=0, step=40, factor=1.5)
+        _, env, _, _ = fc.fault_setup(spec)
+        r, factor, onset = env["XTIMER_SIM_SLOW_NIC"].split(":")
+        self.assertEqual((r, factor), ("0", str(fc.LINK_FACTOR)))
+        self.assertEqual(float(onset), spec["onset"])
+
     def test_kinds_limit_the_draw(self):
         self.assertEqual({fc.draw(1, i, ["stuck"])["kind"] for i in range(20)}, {"stuck"})
 
