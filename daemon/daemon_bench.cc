@@ -31,16 +31,16 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/model/aggregator.h"
-#include "util/clock.h"
+#include "daemon/base/test_util.h"
+#include "daemon/dumps/op_log_writer.h"
 #include "daemon/export/exposition.h"
 #include "daemon/export/metrics.h"
 #include "daemon/export/metrics_server.h"
-#include "daemon/dumps/op_log_writer.h"
 #include "daemon/ingest/ring_server.h"
-#include "daemon/base/test_util.h"
+#include "daemon/model/aggregator.h"
 #include "format/registration.h"
 #include "format/ring.h"
+#include "util/clock.h"
 
 namespace xtimer {
 namespace daemon {

@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/ingest/ring_server.h"
 #include "daemon/base/test_util.h"
+#include "daemon/ingest/ring_server.h"
 #include "format/record.h"
 #include "format/registration.h"
 #include "format/ring.h"

@@ -30,7 +30,7 @@ README_TARGETS=(//launcher:xtimer-launch //daemon:xtimerd //hook:libxtimer.so //
 # libFuzzer targets (clang) and their seconds in the suite's fuzz run: the dump reader is the
 # input the crafted-header attacks of issue 20 aim at; the daemon's parse what local clients send.
 FUZZ_TARGETS=("//cli:dump_reader_fuzzer 120" "//timeline:timeline_reader_fuzzer 60"
-  "//daemon/export:http_request_fuzzer 30" "//daemon/model:record_fuzzer 30")
+  "//daemon/export:http_request_fuzzer 30" "//daemon/export:record_fuzzer 30")
 # Their own output tree (platform suffix), so the clang objects never replace the gcc ASan ones.
 FUZZ_FLAGS=(--config=asan --platform_suffix=asanfuzz --copt=-fsanitize=fuzzer-no-link
   --linkopt=-fsanitize-link-c++-runtime)

@@ -9,9 +9,9 @@
 #include <memory>
 #include <string>
 
-#include "daemon/model/aggregator.h"
 #include "daemon/control/control_handler.h"
 #include "daemon/dumps/dump_writer.h"
+#include "daemon/model/aggregator.h"
 
 namespace {
 

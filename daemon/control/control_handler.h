@@ -12,11 +12,11 @@
 #include <functional>
 #include <string>
 
-#include "daemon/model/aggregator.h"
 #include "daemon/diagnosis/diagnosis.h"
 #include "daemon/dumps/dump_root.h"  // PrepareDumpRoot, for the handler's users
 #include "daemon/dumps/dump_writer.h"
 #include "daemon/dumps/stack_capture.h"
+#include "daemon/model/aggregator.h"
 #include "proto/hosting.pb.h"
 #include "util/version.h"
 

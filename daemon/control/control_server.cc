@@ -20,11 +20,11 @@
 #include <grpcpp/resource_quota.h>
 #include <grpcpp/server_builder.h>
 
-#include "util/clock.h"
+#include "daemon/base/log.h"
 #include "daemon/control/control_caller.h"
 #include "daemon/export/http_request.h"
-#include "daemon/base/log.h"
 #include "proto/hosting.grpc.pb.h"
+#include "util/clock.h"
 
 namespace xtimer {
 namespace daemon {

@@ -26,9 +26,9 @@
 
 #include <sys/socket.h>
 
+#include "daemon/base/refusal_log.h"
 #include "daemon/control/conn_table.h"
 #include "daemon/control/control_handler.h"
-#include "daemon/base/refusal_log.h"
 
 namespace grpc {
 class Server;

@@ -20,16 +20,16 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include "daemon/model/aggregator.h"
-#include "util/clock.h"
+#include "daemon/base/test_util.h"
 #include "daemon/control/control_handler.h"
 #include "daemon/control/control_server.h"
 #include "daemon/diagnosis/diagnosis.h"
-#include "daemon/dumps/dump_writer.h"
 #include "daemon/diagnosis/hang_check.h"
-#include "daemon/base/test_util.h"
+#include "daemon/dumps/dump_writer.h"
+#include "daemon/model/aggregator.h"
 #include "proto/hosting.grpc.pb.h"
 #include "timeline/timeline_io.h"
+#include "util/clock.h"
 
 namespace xtimer {
 namespace daemon {

@@ -151,8 +151,8 @@ LiveDiagnosis::LiveDiagnosis(Aggregator* aggregator, DiagnosisOptions options,
       ops_(options.ring_size, options.max_comms),
       latest_(std::make_shared<LiveState>()) {
   tap_id_ = aggregator_->AddOpTap(
-      [this](Aggregator::ProcessId id, int rank_device, uint64_t, const format::OpRecord& r) {
-        ops_.Add(RankKey(id, rank_device), r);
+      [this](Aggregator::ProcessId id, const Aggregator::TapOp* ops, size_t n) {
+        ops_.AddAll(id, ops, n);
       });
 }
 

@@ -10,8 +10,8 @@
 #include <memory>
 #include <vector>
 
-#include "daemon/model/aggregator.h"
 #include "daemon/diagnosis/diagnosis.h"
+#include "daemon/model/aggregator.h"
 #include "format/record.h"
 
 namespace xtimer {

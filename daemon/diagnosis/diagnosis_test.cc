@@ -15,14 +15,14 @@
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
 
-#include "daemon/model/aggregator.h"
+#include "daemon/base/test_util.h"
 #include "daemon/control/control_handler.h"
 #include "daemon/diagnosis/diagnosis_metrics.h"
-#include "daemon/dumps/dump_writer.h"
 #include "daemon/diagnosis/hang_check.h"
 #include "daemon/diagnosis/hang_dumper.h"
+#include "daemon/dumps/dump_writer.h"
 #include "daemon/dumps/stack_capture.h"
-#include "daemon/base/test_util.h"
+#include "daemon/model/aggregator.h"
 #include "format/record.h"
 #include "format/ring.h"
 #include "stacktrace/stacks_file.h"

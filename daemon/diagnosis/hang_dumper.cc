@@ -9,9 +9,9 @@
 #include <map>
 #include <utility>
 
-#include "daemon/dumps/dump_root.h"
-#include "daemon/diagnosis/hang_check.h"
 #include "daemon/base/log.h"
+#include "daemon/diagnosis/hang_check.h"
+#include "daemon/dumps/dump_root.h"
 #include "format/record.h"
 #include "util/job_identity.h"
 

@@ -16,8 +16,8 @@
 #include <utility>
 
 #include "analysis/analysis.h"
-#include "daemon/dumps/dump_writer.h"
 #include "daemon/base/log.h"
+#include "daemon/dumps/dump_writer.h"
 #include "daemon/export/metric_families.h"
 #include "format/stack_request.h"
 #include "stacktrace/raw_capture.h"

@@ -22,8 +22,8 @@
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
-#include "daemon/model/aggregator.h"
 #include "daemon/dumps/stack_capture.h"
+#include "daemon/model/aggregator.h"
 
 namespace xtimer {
 namespace daemon {

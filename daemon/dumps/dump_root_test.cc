@@ -18,10 +18,10 @@
 
 #include <gtest/gtest.h>
 
+#include "daemon/base/test_util.h"
+#include "daemon/dumps/dump_writer.h"
 #include "daemon/model/aggregator.h"
 #include "util/clock.h"
-#include "daemon/dumps/dump_writer.h"
-#include "daemon/base/test_util.h"
 
 namespace xtimer {
 namespace daemon {

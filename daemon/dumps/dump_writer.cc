@@ -13,9 +13,9 @@
 #include <unordered_map>
 #include <utility>
 
+#include "daemon/base/log.h"
 #include "daemon/dumps/dump_root.h"
 #include "daemon/model/job_scope.h"
-#include "daemon/base/log.h"
 #include "timeline/format.h"
 #include "timeline/timeline_io.h"
 
@@ -109,9 +109,7 @@ DumpManager::DumpManager(Aggregator* aggregator, std::string root, std::string n
     : aggregator_(aggregator), root_(std::move(root)), node_(std::move(node)),
       now_(std::move(realtime_ns)) {
   tap_id_ = aggregator_->AddOpTap(
-      [this](Aggregator::ProcessId id, int rank_device, uint64_t seq, const OpRecord& r) {
-        Tap(id, rank_device, seq, r);
-      });
+      [this](Aggregator::ProcessId id, const Aggregator::TapOp* ops, size_t n) { Tap(id, ops, n); });
 }
 
 DumpManager::~DumpManager() {
@@ -131,17 +129,21 @@ void DumpManager::CancelAndJoin() {
   cancel_ = false;
 }
 
-void DumpManager::Tap(Aggregator::ProcessId id, int rank_device, uint64_t seq,
-                      const OpRecord& r) {
+void DumpManager::Tap(Aggregator::ProcessId id, const Aggregator::TapOp* ops, size_t n) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!running_ || !job_) return;
+  for (size_t i = 0; i < n; ++i) TapLocked(id, ops[i].rank_device, ops[i].seq, *ops[i].op);
+}
+
+void DumpManager::TapLocked(Aggregator::ProcessId id, int rank_device, uint64_t seq,
+                            const OpRecord& r) {
   auto it = job_->by_rank.find({id, rank_device});
   if (it == job_->by_rank.end()) return;
   Capture* c = it->second;
   c->ops_seen = seq + 1;
   const DumpRequest& q = job_->request;
-  if (c->full || !c->ended.empty() || r.cpu_launch_ns < q.dump_time_ns || r.cpu_launch_ns >= job_->window_end_ns ||
-      !KindSelected(q.kinds, r.kind)) {
+  if (c->full || !c->ended.empty() || r.cpu_launch_ns < q.dump_time_ns ||
+      r.cpu_launch_ns >= job_->window_end_ns || !KindSelected(q.kinds, r.kind)) {
     return;
   }
   if (seq < c->history_end && c->history_end != UINT64_MAX) return;  // already in the history

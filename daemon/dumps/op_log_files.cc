@@ -8,9 +8,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "daemon/base/log.h"
 #include "daemon/dumps/dump_root.h"
 #include "daemon/dumps/dump_writer.h"
-#include "daemon/base/log.h"
 
 namespace xtimer {
 namespace daemon {

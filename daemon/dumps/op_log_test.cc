@@ -2,8 +2,8 @@
 
 #include <string>
 
-#include "daemon/model/op_stats.h"
 #include "daemon/base/test_util.h"
+#include "daemon/model/op_stats.h"
 #include "gtest/gtest.h"
 
 namespace xtimer {

@@ -5,8 +5,8 @@
 #include <cstdlib>
 #include <utility>
 
-#include "daemon/model/live_ops.h"
 #include "daemon/base/log.h"
+#include "daemon/model/live_ops.h"
 
 namespace xtimer {
 namespace daemon {
@@ -98,9 +98,7 @@ OpLogWriter::~OpLogWriter() { Stop(); }
 void OpLogWriter::AddTap() {
   if (options_.mode == OpLogMode::kOff || tap_id_ != 0) return;
   tap_id_ = aggregator_->AddOpTap(
-      [this](uint64_t process, int rank_device, uint64_t seq, const format::OpRecord& r) {
-        Tap(process, rank_device, seq, r);
-      });
+      [this](uint64_t process, const Aggregator::TapOp* ops, size_t n) { Tap(process, ops, n); });
 }
 
 void OpLogWriter::Start() {
@@ -122,19 +120,20 @@ void OpLogWriter::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void OpLogWriter::Tap(uint64_t process, int rank_device, uint64_t seq,
-                      const format::OpRecord& r) {
+void OpLogWriter::Tap(uint64_t process, const Aggregator::TapOp* ops, size_t n) {
   const uint64_t known = known_[process % kKnownSlots].load(std::memory_order_relaxed);
   if (known == process << 1) return;  // asked for no log: the common case, no lock
   std::lock_guard<std::mutex> lock(mu_);
   auto it = logged_.find(process);
   if (it != logged_.end() && !it->second) return;  // asked for no log: the common case
-  if (queue_.size() >= options_.max_queue) {
-    ++queue_dropped_;
-    return;
+  for (size_t i = 0; i < n; ++i) {
+    if (queue_.size() >= options_.max_queue) {
+      queue_dropped_ += n - i;
+      return;
+    }
+    queue_.push_back({process, ops[i].rank_device, ops[i].seq, *ops[i].op});
+    ++queued_;
   }
-  queue_.push_back({process, rank_device, seq, r});
-  ++queued_;
 }
 
 void OpLogWriter::Refresh() {

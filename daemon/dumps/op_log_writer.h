@@ -24,11 +24,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "daemon/model/aggregator.h"
-#include "daemon/dumps/anomaly.h"
 #include "daemon/base/flags.h"
+#include "daemon/dumps/anomaly.h"
 #include "daemon/dumps/op_log.h"
 #include "daemon/dumps/op_log_files.h"
+#include "daemon/model/aggregator.h"
 
 namespace xtimer {
 namespace daemon {
@@ -106,7 +106,8 @@ class OpLogWriter {
     int rank = -1;
     int pid = 0;
   };
-  void Tap(uint64_t process, int rank_device, uint64_t seq, const format::OpRecord& r);
+  // The op tap: a batch of one process's ops, queued for the writer thread.
+  void Tap(uint64_t process, const Aggregator::TapOp* ops, size_t n);
   // Re-reads every rank's identity and log request from an aggregator snapshot.
   void Refresh();
   void Handle(const Queued& q);

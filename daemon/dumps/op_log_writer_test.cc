@@ -5,9 +5,9 @@
 #include <set>
 #include <string>
 
-#include "util/clock.h"
 #include "daemon/base/test_util.h"
 #include "gtest/gtest.h"
+#include "util/clock.h"
 
 namespace xtimer {
 namespace daemon {

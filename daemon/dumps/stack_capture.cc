@@ -12,9 +12,9 @@
 #include <deque>
 #include <utility>
 
+#include "daemon/base/log.h"
 #include "daemon/dumps/dump_root.h"
 #include "daemon/dumps/dump_writer.h"
-#include "daemon/base/log.h"
 #include "daemon/export/metric_families.h"
 #include "format/stack_request.h"
 #include "stacktrace/raw_capture.h"

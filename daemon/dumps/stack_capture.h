@@ -21,8 +21,8 @@
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
-#include "daemon/model/aggregator.h"
 #include "daemon/ingest/ring_server.h"
+#include "daemon/model/aggregator.h"
 #include "stacktrace/symbolize.h"
 
 namespace xtimer {

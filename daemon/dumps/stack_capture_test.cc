@@ -17,16 +17,16 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "util/clock.h"
+#include "daemon/base/test_util.h"
 #include "daemon/control/control_handler.h"
 #include "daemon/control/control_server.h"
 #include "daemon/dumps/dump_root.h"
 #include "daemon/dumps/dump_writer.h"
-#include "daemon/base/test_util.h"
-#include "proto/hosting.grpc.pb.h"
 #include "format/registration.h"
 #include "format/stack_request.h"
+#include "proto/hosting.grpc.pb.h"
 #include "stacktrace/stacks_file.h"
+#include "util/clock.h"
 
 // The frames the good stand-in reports: a leaf, CPython's eval loop (its Python frames go
 // there), an outer function.

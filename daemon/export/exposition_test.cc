@@ -7,9 +7,9 @@
 
 #include <prometheus/text_serializer.h>
 
-#include "daemon/model/aggregator.h"
-#include "daemon/export/metrics.h"
 #include "daemon/base/test_util.h"
+#include "daemon/export/metrics.h"
+#include "daemon/model/aggregator.h"
 #include "gtest/gtest.h"
 
 namespace xtimer {

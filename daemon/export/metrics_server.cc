@@ -18,9 +18,9 @@
 #include <prometheus/registry.h>
 #include <prometheus/summary.h>
 
-#include "util/clock.h"
 #include "daemon/export/exposition.h"
 #include "daemon/export/http_request.h"
+#include "util/clock.h"
 
 namespace xtimer {
 namespace daemon {

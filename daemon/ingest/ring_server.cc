@@ -16,10 +16,10 @@
 #include <utility>
 
 #include "daemon/base/log.h"
-#include "util/clock.h"
 #include "daemon/model/job_scope.h"
 #include "format/registration.h"
 #include "format/stack_request.h"
+#include "util/clock.h"
 #include "util/job_identity.h"
 
 namespace xtimer {

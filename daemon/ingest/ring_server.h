@@ -22,10 +22,10 @@
 #include <vector>
 
 #include "daemon/model/aggregator.h"
-#include "util/clock.h"
 #include "daemon/model/job_scope.h"
 #include "format/record.h"
 #include "format/ring.h"
+#include "util/clock.h"
 
 namespace xtimer {
 namespace daemon {

@@ -20,8 +20,8 @@
 #include <map>
 #include <string>
 
-#include "daemon/model/aggregator.h"
 #include "daemon/base/test_util.h"
+#include "daemon/model/aggregator.h"
 #include "format/registration.h"
 
 namespace xtimer {

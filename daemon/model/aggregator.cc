@@ -8,15 +8,15 @@
 #include <set>
 #include <utility>
 
-#include "daemon/model/aggregator_state.h"
-#include "daemon/model/blocked_by.h"
-#include "util/clock.h"
-#include "daemon/model/comm_progress.h"
-#include "daemon/model/kernel_names.h"
 #include "daemon/base/log.h"
 #include "daemon/base/memory_return.h"
+#include "daemon/model/aggregator_state.h"
+#include "daemon/model/blocked_by.h"
+#include "daemon/model/comm_progress.h"
+#include "daemon/model/kernel_names.h"
 #include "daemon/model/op_history.h"
 #include "daemon/model/op_stats.h"
+#include "util/clock.h"
 
 namespace xtimer {
 namespace daemon {
@@ -62,6 +62,7 @@ const char* ExitCauseName(const ExitCause& cause) {
 Aggregator::Aggregator(const AggregatorOptions& options, int64_t start_ns)
     : options_(options), start_ns_(start_ns) {
   RegisterBuiltinKinds();
+  tap_ops_.reserve(1024);  // a read's ops, more than one ring read holds: grown once if not
 }
 
 Aggregator::~Aggregator() = default;

@@ -35,10 +35,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "daemon/model/identity_claims.h"
 #include "daemon/base/memory_return.h"
-#include "daemon/model/op_history.h"
 #include "daemon/base/refusal_log.h"
+#include "daemon/model/identity_claims.h"
+#include "daemon/model/op_history.h"
 #include "daemon/model/window.h"
 #include "format/record.h"
 #include "format/record_kinds.h"
@@ -267,15 +267,21 @@ class Aggregator {
   static constexpr int kAllDevices = -2;
   std::vector<format::OpRecord> History(ProcessId id, uint64_t* end_seq = nullptr,
                                         int device = kAllDevices) const;
-  // Called for every op record ingested, with the device of the rank it counts for (-1 for a
-  // process with one rank) and the process's op sequence number (0, 1, ... per process), under
-  // the aggregator's lock: it must be quick and must not call the aggregator. Dumps capture with
-  // one (daemon/dumps/dump_writer.h), the live diagnosis feeds its summaries with another
+  // One op record ingested: the device of the rank it counts for (-1 for a process with one
+  // rank), the process's op sequence number (0, 1, ... per process) and the record (valid for
+  // the tap's call only).
+  struct TapOp {
+    int rank_device;
+    uint64_t seq;
+    const format::OpRecord* op;
+  };
+  // Called once per ingested batch of a process with its op records in order (n >= 1), under
+  // the aggregator's lock: it must be quick and must not call the aggregator. One call per batch,
+  // not per op, so that a tap takes its own lock once per read. Dumps capture with one
+  // (daemon/dumps/dump_writer.h), the live diagnosis feeds its summaries with another
   // (daemon/model/live_ops.h). Taps run in the order added; AddOpTap returns the id that
-  // RemoveOpTap
-  // takes.
-  using OpTap =
-      std::function<void(ProcessId, int rank_device, uint64_t seq, const format::OpRecord&)>;
+  // RemoveOpTap takes.
+  using OpTap = std::function<void(ProcessId, const TapOp* ops, size_t n)>;
   int AddOpTap(OpTap tap);
   void RemoveOpTap(int id);
   // The kernel name for a name_id, or "" when unknown.
@@ -374,6 +380,7 @@ class Aggregator {
   size_t live_ = 0;  // connected processes
   RefusalLog refusals_{"registration"};
   std::vector<std::pair<int, OpTap>> taps_;
+  std::vector<TapOp> tap_ops_;  // the batch's ops for the taps (reused: no allocation per batch)
   // The record kinds, indexed by type byte: how readers validate them, and who ingests them.
   format::RecordKinds kinds_;
   std::array<KindHandler, 256> handlers_{};

@@ -41,10 +41,14 @@ void Aggregator::AddRecordKind(uint8_t type, format::RecordKind kind, RecordHand
 void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot* records, size_t n,
                               int64_t now_ns) {
   IngestBatch batch{p, id, now_ns};
+  tap_ops_.clear();
   for (size_t i = 0; i < n; ++i) {
     const KindHandler handler = handlers_[records[i].header.type];
     if (handler != nullptr) (this->*handler)(batch, records[i]);
   }
+  if (tap_ops_.empty()) return;
+  for (const auto& tap : taps_) tap.second(id, tap_ops_.data(), tap_ops_.size());
+  tap_ops_.clear();
 }
 
 Series* Aggregator::AddSeries(Process* p, Rank* rank, const format::OpRecord& r, uint64_t key) {
@@ -93,7 +97,7 @@ void Aggregator::IngestOp(IngestBatch& b, const format::RecordSlot& slot) {
     s->window.Add(b.epoch, dur, flop, bus, algo);
     if (comm_op && r.comm_id != 0) NoteCompleted(rank, r, dur, b.now_ns);
   }
-  for (const auto& tap : taps_) tap.second(b.id, rank->device, p->ops_seen, r);
+  if (!taps_.empty()) tap_ops_.push_back(TapOp{rank->device, p->ops_seen, &r});
   ++p->ops_seen;
   if (options_.history > 0) AppendHistory(p, r);
 }

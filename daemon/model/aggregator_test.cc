@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "daemon/model/blocked_by.h"
-#include "daemon/export/metrics.h"
 #include "daemon/base/test_util.h"
+#include "daemon/export/metrics.h"
+#include "daemon/model/blocked_by.h"
 
 namespace xtimer {
 namespace daemon {

@@ -59,13 +59,34 @@ LiveOps::Ring* LiveOps::RingFor(Process* p, uint64_t comm_id, int64_t now_ns) {
 }
 
 void LiveOps::Add(uint64_t id, const format::OpRecord& r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  AddLocked(ProcessOf(id), r);
+}
+
+void LiveOps::AddAll(uint64_t process_id, const Aggregator::TapOp* ops, size_t n) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Process* p = nullptr;
+  int device = 0;
+  for (size_t i = 0; i < n; ++i) {
+    // A batch is one process's: its ops mostly count for one rank, one lookup.
+    if (p == nullptr || ops[i].rank_device != device) {
+      device = ops[i].rank_device;
+      p = ProcessOf(RankKey(process_id, device));
+    }
+    AddLocked(p, *ops[i].op);
+  }
+}
+
+LiveOps::Process* LiveOps::ProcessOf(uint64_t key) {
+  auto& slot = processes_[key];
+  if (!slot) slot = std::make_unique<Process>();
+  return slot.get();
+}
+
+void LiveOps::AddLocked(Process* p, const format::OpRecord& r) {
   const analysis::TimedOp op = TimedOpOf(r);
   const double bus = r.kind == static_cast<uint8_t>(format::OpKind::kCollective) ? BusBytesOf(r)
                                                                                    : 0;
-  std::lock_guard<std::mutex> lock(mu_);
-  auto& slot = processes_[id];
-  if (!slot) slot = std::make_unique<Process>();
-  Process* p = slot.get();
   if (r.device >= 0) p->device = r.device;
   const int64_t end = r.gpu_start_ns + r.duration_ns;  // Validate bounds the duration
   if (!p->last.valid || end >= p->last.end_ns) {

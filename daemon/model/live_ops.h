@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "daemon/model/aggregator.h"
 #include "format/record.h"
 
 namespace xtimer {
@@ -92,8 +93,10 @@ class LiveOps {
   LiveOps(const LiveOps&) = delete;
   LiveOps& operator=(const LiveOps&) = delete;
 
-  // The tap: one completed op record of the rank `key` (RankKey).
+  // One completed op record of the rank `key` (RankKey).
   void Add(uint64_t key, const format::OpRecord& r);
+  // The tap: a batch of a process's completed ops (the aggregator's), under one lock.
+  void AddAll(uint64_t process_id, const Aggregator::TapOp* ops, size_t n);
   // Copies of the state of the ranks in `keep` (RankKeys of those it has seen), handing over (and
   // clearing) their new slices; forgets every other rank (gone from the aggregator), adding the
   // estimated bytes that frees to `*forgotten_bytes` when given.
@@ -107,6 +110,10 @@ class LiveOps {
   struct Process;
   Ring* RingFor(Process* p, uint64_t comm_id, int64_t now_ns);
   void AddP2P(Process* p, uint64_t comm_id, int64_t end_ns);
+  // The state of rank `key`, made when new; needs mu_.
+  Process* ProcessOf(uint64_t key);
+  // One op into a rank's state; needs mu_.
+  void AddLocked(Process* p, const format::OpRecord& r);
 
   const size_t ring_size_;
   const size_t max_comms_;

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/model/aggregator.h"
 #include "daemon/base/test_util.h"
+#include "daemon/model/aggregator.h"
 #include "format/record.h"
 #include "format/ring.h"
 

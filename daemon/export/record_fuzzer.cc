@@ -6,8 +6,8 @@
 #include <cstring>
 #include <string>
 
-#include "daemon/model/aggregator.h"
 #include "daemon/export/metrics.h"
+#include "daemon/model/aggregator.h"
 #include "format/ring.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
