@@ -31,5 +31,17 @@ int ParseArgs(const char* command, const char* help, const CommandLine& cl, int 
   return -1;
 }
 
+CommandLine::Setter Seconds(double lo, double hi, bool open_lo, double* out) {
+  return [=](const std::string& s, std::string* expected) {
+    char range[64];
+    std::snprintf(range, sizeof range, "seconds in %s%g, %g]", open_lo ? "(" : "[", lo, hi);
+    *expected = range;
+    double d = 0;
+    if (!ParseNumber(s, lo, hi, &d) || (open_lo && d == lo)) return false;
+    *out = d;
+    return true;
+  };
+}
+
 }  // namespace cli
 }  // namespace xtimer

@@ -21,6 +21,10 @@ int BadArg(const char* command, const std::string& message);
 int ParseArgs(const char* command, const char* help, const CommandLine& cl, int argc,
               char** argv);
 
+// A flag's value in seconds: in (lo, hi] when `open_lo` (a timeout of 0 means nothing), else
+// [lo, hi]. "--x must be seconds in (0, 30], not 'y'" otherwise.
+CommandLine::Setter Seconds(double lo, double hi, bool open_lo, double* out);
+
 }  // namespace cli
 }  // namespace xtimer
 

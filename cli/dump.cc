@@ -139,19 +139,6 @@ CommandLine::Setter Ranks(DumpKernelTraceRequest* req) {
   };
 }
 
-// Seconds in (lo, hi] when `open_lo`, else [lo, hi].
-CommandLine::Setter Seconds(double lo, double hi, bool open_lo, double* out) {
-  return [=](const std::string& s, std::string* expected) {
-    char range[64];
-    std::snprintf(range, sizeof range, "seconds in %s%g, %g]", open_lo ? "(" : "[", lo, hi);
-    *expected = range;
-    double d = 0;
-    if (!ParseNumber(s, lo, hi, &d) || (open_lo && d == lo)) return false;
-    *out = d;
-    return true;
-  };
-}
-
 struct DumpArgs {
   DumpKernelTraceRequest req;
   std::vector<std::string> hosts;

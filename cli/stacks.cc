@@ -226,17 +226,6 @@ CommandLine::Setter RankList(std::vector<int>* ranks) {
   };
 }
 
-// --timeout: seconds in (0, 30].
-CommandLine::Setter CaptureTimeout(double* out) {
-  return [out](const std::string& t, std::string* expected) {
-    *expected = "seconds in (0, 30]";
-    double v = 0;
-    if (!ParseNumber(t, 0, 30, &v) || v == 0) return false;
-    *out = v;
-    return true;
-  };
-}
-
 int ParseStacksArgs(int argc, char** argv, Options* opt) {
   CommandLine cl;
   cl.Text("-o,--output", &opt->output);
@@ -248,7 +237,7 @@ int ParseStacksArgs(int argc, char** argv, Options* opt) {
   cl.Text("--hosts-file", &opt->hosts_file);
   cl.Text("--path", &opt->path);
   cl.Custom("--ranks", "LIST", RankList(&opt->ranks));
-  cl.Custom("--timeout", "SECONDS", CaptureTimeout(&opt->timeout_s));
+  cl.Custom("--timeout", "SECONDS", Seconds(0, 30, true, &opt->timeout_s));
   cl.Switch("--json", &opt->json);
   cl.Switch("-q,--quiet", &opt->quiet);
   cl.Positionals(&opt->inputs);
