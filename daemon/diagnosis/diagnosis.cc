@@ -325,6 +325,7 @@ void LiveDiagnosis::RunOnce() {
   auto state = std::make_shared<LiveState>();
   state->now_ns = now;
   const analysis::Options options = AnalysisOptions(now);
+  state->early_hang_ns = options.early_hang_ns;
   for (auto& entry : by_job) {
     std::vector<RankLive>& ranks = entry.second;
     std::sort(ranks.begin(), ranks.end(),

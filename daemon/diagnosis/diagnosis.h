@@ -80,6 +80,7 @@ struct JobLive {
 
 struct LiveState {
   int64_t now_ns = 0;           // CLOCK_REALTIME of the pass
+  int64_t early_hang_ns = 0;    // the early threshold the pass judged with (analysis::Options)
   std::vector<JobLive> jobs;    // ascending job label
   double pass_cpu_s = 0;        // thread CPU time the pass took
   uint64_t passes = 0;

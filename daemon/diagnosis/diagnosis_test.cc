@@ -376,6 +376,64 @@ TEST_F(CulpritNodeTest, IdleRankWithRemotePeersIsDumpedWithoutAVerdict) {
   EXPECT_TRUE(IdleWithRemotePeers(state->jobs[0], now_));
 }
 
+// A node that holds every rank but rank 2, which is on another node.
+class WaitingNodeTest : public DiagnosisTest {
+ protected:
+  bool Local(int rank) const override { return rank != 2; }
+};
+
+// The first collective of a job hangs on a rank of another node (fault campaign seed 1 run 50:
+// a count mismatch at step 1). This node's members all wait, with no cadence to judge by: no
+// verdict here, but a dump past --hang-early-seconds, so that `xtimer analyze` of the hang's
+// folder holds every node's members (the mismatch's majority).
+TEST_F(WaitingNodeTest, MembersWaitingEarlyOnARemoteRankAreDumpedWithoutAVerdict) {
+  const int64_t stall_t = kT0 + kSec;
+  Stall(1, stall_t, /*absent=*/2);
+  now_ = stall_t + 29 * kSec;  // within --hang-early-seconds (30)
+  diagnosis_->RunOnce();
+  EXPECT_TRUE(List(root_).empty());
+  now_ = stall_t + 31 * kSec;
+  diagnosis_->RunOnce();
+  auto state = diagnosis_->Latest();
+  ASSERT_EQ(state->jobs.size(), 1u);
+  EXPECT_TRUE(state->jobs[0].report.hangs.empty()) << "the culprit is not among these members";
+  const std::string hang_dir = "hang-0x0000000000000abc-1";  // as the culprit's node names it
+  ASSERT_EQ(List(root_), std::vector<std::string>({hang_dir}));
+  EXPECT_EQ(state->jobs[0].dump_dir, root_ + "/" + hang_dir + "/train");
+  const JobLive& job = state->jobs[0];
+  EXPECT_TRUE(WaitingOnRemotePeers(job, now_, 30 * kSec));
+  EXPECT_FALSE(WaitingOnRemotePeers(job, now_, 32 * kSec)) << "not yet past the threshold";
+  JobLive busy = job;
+  busy.ranks[1].input.last_activity_ns = now_;
+  EXPECT_FALSE(WaitingOnRemotePeers(busy, now_, 30 * kSec)) << "a member still works";
+  busy = job;
+  busy.ranks[0].input.progress[0].has_inflight = false;
+  EXPECT_FALSE(WaitingOnRemotePeers(busy, now_, 30 * kSec)) << "a member does not wait";
+  busy = job;
+  for (RankLive& r : busy.ranks) r.input.comms[0].size = 3;
+  EXPECT_FALSE(WaitingOnRemotePeers(busy, now_, 30 * kSec)) << "every member local";
+  busy = job;
+  busy.ranks[2].comms[0].cadence_samples = 5;
+  EXPECT_FALSE(WaitingOnRemotePeers(busy, now_, 30 * kSec)) << "a cadence: the analysis judges";
+}
+
+// With a cadence, the waiting node's own verdict (waiting_on_remote at the adaptive threshold)
+// dumps; nothing dumps at --hang-early-seconds before it.
+TEST_F(WaitingNodeTest, MembersWaitingWithACadenceAreNotDumpedEarly) {
+  for (uint64_t s = 1; s <= kSteps; ++s) {
+    Step(s);
+    if (s % 5 == 0) {
+      now_ = kT0 + static_cast<int64_t>(s) * kSec + kSec / 2;
+      diagnosis_->RunOnce();
+    }
+  }
+  const int64_t stall_t = kT0 + (kSteps + 1) * kSec;
+  Stall(kSteps + 1, stall_t, /*absent=*/2);
+  now_ = stall_t + 5 * kSec;  // within the adaptive threshold (10 x 1 s)
+  diagnosis_->RunOnce();
+  EXPECT_TRUE(List(root_).empty());
+}
+
 TEST_F(DiagnosisTest, HangCheckWithoutDiagnosisAndTheThreadPublishes) {
   ControlOptions co;
   co.now_ns = [] { return kT0; };

@@ -122,6 +122,39 @@ bool IdleWithRemotePeers(const JobLive& job, int64_t now_ns) {
   return remote;
 }
 
+namespace {
+
+// The local rank's first collective in flight on a communicator with remote members and no
+// completed instance, or nullptr.
+const analysis::Progress* FirstRemoteWait(const RankLive& r, size_t local_ranks) {
+  for (const analysis::Progress& p : r.input.progress) {
+    if (!p.has_inflight) continue;
+    auto comm = std::find_if(r.input.comms.begin(), r.input.comms.end(),
+                             [&](const analysis::Communicator& c) { return c.id == p.comm_id; });
+    auto live = std::find_if(r.comms.begin(), r.comms.end(),
+                             [&](const CommLive& c) { return c.comm_id == p.comm_id; });
+    if (comm == r.input.comms.end() || comm->size <= static_cast<int32_t>(local_ranks)) continue;
+    if (live != r.comms.end() && live->cadence_samples > 0) continue;
+    return &p;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+bool WaitingOnRemotePeers(const JobLive& job, int64_t now_ns, int64_t early_ns) {
+  if (job.ranks.empty() || early_ns <= 0) return false;
+  for (const RankLive& r : job.ranks) {
+    if (r.input.exit.exited) return false;
+    const analysis::Progress* wait = FirstRemoteWait(r, job.ranks.size());
+    if (wait == nullptr) return false;
+    // Its last op, or the issue of the one it waits in when it completed none yet.
+    const int64_t active_ns = std::max(r.input.last_activity_ns, wait->oldest_issue_ns);
+    if (active_ns <= 0 || now_ns - active_ns <= early_ns) return false;
+  }
+  return true;
+}
+
 std::string HangDirName(const HangId& id, int repeat) {
   char comm[format::kCommIdTextSize];
   std::string name = std::string("hang-") + format::CommIdText(id.comm_id, comm) + "-" +
@@ -153,8 +186,12 @@ void HangDumper::Update(LiveState* state) {
   std::map<std::string, Hang> still;
   for (JobLive& job : state->jobs) {
     // Progress resumed (or never stalled): reset. A node whose ranks are idle while peers
-    // elsewhere may wait in them dumps too (IdleWithRemotePeers).
-    if (job.report.hangs.empty() && !IdleWithRemotePeers(job, state->now_ns)) continue;
+    // elsewhere may wait in them dumps too (IdleWithRemotePeers), and so does one whose ranks
+    // all wait early on peers elsewhere (WaitingOnRemotePeers).
+    if (job.report.hangs.empty() && !IdleWithRemotePeers(job, state->now_ns) &&
+        !WaitingOnRemotePeers(job, state->now_ns, state->early_hang_ns)) {
+      continue;
+    }
     Hang hang = hangs_[job.job];
     if (hang.folder.empty()) {  // the first pass of this hang names it
       const HangId id = HangIdOf(job);
@@ -214,9 +251,12 @@ bool HangDumper::Dump(const LiveState& state, const JobLive& job, Hang* hang) {
   }
   if (!hang->dir.empty()) CaptureStacks(job, request.dir);
   if (job.report.hangs.empty()) {
-    Logf("job %s: every local rank idle past its hang threshold, with peers on other nodes (no "
-         "local verdict): %s %s", job.job.c_str(), hang->dir.empty() ? "automatic dump failed:"
-         : "dumped to", hang->dir.empty() ? error.c_str() : hang->dir.c_str());
+    const char* why = IdleWithRemotePeers(job, state.now_ns)
+                          ? "idle past its hang threshold"
+                          : "waiting past --hang-early-seconds in a first collective";
+    Logf("job %s: every local rank %s, with peers on other nodes (no local verdict): %s %s",
+         job.job.c_str(), why, hang->dir.empty() ? "automatic dump failed:" : "dumped to",
+         hang->dir.empty() ? error.c_str() : hang->dir.c_str());
     return true;
   }
   const analysis::HangVerdict& v = job.report.hangs.front();

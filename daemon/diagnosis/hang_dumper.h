@@ -55,6 +55,15 @@ HangId HangIdOf(const JobLive& job);
 // analysis needs to name it. Not a verdict: the analysis alone judges.
 bool IdleWithRemotePeers(const JobLive& job, int64_t now_ns);
 
+// True when every local rank of the job is live and waits in a collective whose communicator has
+// members on other nodes and no completed instance yet, and has done nothing for longer than
+// `early_ns` (--hang-early-seconds). Without a cadence the local analysis judges such a stall
+// only on evidence of its own, which a node of waiting members lacks; the culprit's node judges
+// it early (never_issued, a mismatch) and dumps. This node's dump holds the waiting members'
+// calls, which the combined analysis needs (a mismatch's majority). Not a verdict. A first
+// collective that takes longer than `early_ns` on a healthy job dumps too (docs/daemon.md).
+bool WaitingOnRemotePeers(const JobLive& job, int64_t now_ns, int64_t early_ns);
+
 // "hang-0x00000000000000ab-57" (format::CommIdText and the seq); `repeat` > 1 appends "-2", ...
 // for a later hang of the job with the same id (the world communicator did not progress).
 std::string HangDirName(const HangId& id, int repeat = 1);
