@@ -51,17 +51,6 @@ std::string JobPart(const Source& s, const char* value, JobEnvGetter get) {
 
 }  // namespace
 
-std::string SanitizeJobId(const std::string& raw) {
-  std::string out = raw.substr(0, kMaxJobIdLength);
-  for (char& c : out) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-';
-    if (!ok) c = '_';
-  }
-  if (out == "." || out == "..") return "";
-  return out;
-}
-
 JobIdentity DeriveJobIdentity(JobEnvGetter get) {
   for (const Source& s : kSources) {
     const char* value = get(s.variable);

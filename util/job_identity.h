@@ -16,22 +16,16 @@
 //   XTIMER_JOB_DEFAULT                  as given                 xtimer-launch: COMMAND's name
 //   (nothing)                           default
 //
-// Labels are sanitized: bytes outside [A-Za-z0-9._-] become '_', the result is cut to
-// kMaxJobIdLength bytes, and "", "." and ".." are not labels. So a label is safe as a Prometheus
-// label value, as a directory name (dumps write DIR/<job>/) and in the ring's 64-byte field.
+// Labels are job ids under util/label.h's rule (SanitizeJobId): safe as a Prometheus label value,
+// as a directory name and in the ring's 64-byte field.
 #ifndef XTIMER_UTIL_JOB_IDENTITY_H_
 #define XTIMER_UTIL_JOB_IDENTITY_H_
 
-#include <cstddef>
 #include <string>
 
+#include "util/label.h"  // SanitizeJobId, kMaxJobIdLength: the job-id rule
+
 namespace xtimer {
-
-// The ring header's job field holds 63 bytes and a NUL (format/ring.h).
-constexpr size_t kMaxJobIdLength = 63;
-
-// `raw` made label- and path-safe as described above; "" when nothing usable is left.
-std::string SanitizeJobId(const std::string& raw);
 
 struct JobIdentity {
   std::string id;      // the sanitized label, never empty

@@ -26,7 +26,7 @@
 #include "format/record.h"
 #include "format/ring.h"
 #include "stacktrace/stacks_file.h"
-#include "util/job_identity.h"
+#include "util/label.h"
 
 namespace xtimer {
 namespace daemon {

@@ -13,7 +13,7 @@
 #include "daemon/diagnosis/hang_check.h"
 #include "daemon/dumps/dump_root.h"
 #include "format/record.h"
-#include "util/job_identity.h"
+#include "util/label.h"
 
 namespace xtimer {
 namespace daemon {

@@ -28,7 +28,7 @@
 namespace xtimer {
 namespace daemon {
 
-// "hang-summary-<host>.json" (the host label sanitized as job labels are, util/job_identity.h),
+// "hang-summary-<host>.json" (the host label under the job-id rule, util/label.h),
 // or "hang-summary.json" for a node label with nothing left.
 std::string HangSummaryName(const std::string& host);
 

@@ -75,7 +75,7 @@ CommMembers CommMembersOf(const Snapshot& snap) {
 }
 
 std::string JobDirName(const std::string& job) {
-  const std::string out = JobFolderName(job);
+  const std::string out = SanitizeScopedJobId(job);
   return out.empty() ? "_nojob" : out;
 }
 

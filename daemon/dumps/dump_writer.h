@@ -102,7 +102,7 @@ using CommMembers = std::map<std::pair<std::string, uint64_t>, std::vector<int32
 CommMembers CommMembersOf(const Snapshot& snap);
 
 // The directory name used for a job inside the dump directory: the job label sanitized as the
-// hook and launcher do (util/job_identity.h; a ring may come from another build of the hook), or
+// hook and launcher do (util/label.h; a ring may come from another build of the hook), or
 // "_nojob" for an empty job or one of "." and "..".
 std::string JobDirName(const std::string& job);
 

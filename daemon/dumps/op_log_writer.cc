@@ -7,6 +7,7 @@
 
 #include "daemon/base/log.h"
 #include "daemon/model/live_ops.h"
+#include "util/label.h"
 
 namespace xtimer {
 namespace daemon {
@@ -14,15 +15,10 @@ namespace {
 
 // The stream (file name base) of a rank: its global rank, or its process while the rank is not
 // known yet (a rank learned from NCCL later moves on to its rank's file).
-// The host in a file name: bytes other than [A-Za-z0-9._-] become '_'.
+// The host in a file name: the job-id rule (util/label.h), "_" when nothing is left.
 std::string FileSafe(const std::string& s) {
-  std::string out = s.empty() ? "_" : s;
-  for (char& c : out) {
-    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                    c == '.' || c == '_' || c == '-';
-    if (!ok) c = '_';
-  }
-  return out;
+  const std::string out = SanitizeJobId(s);
+  return out.empty() ? "_" : out;
 }
 
 std::string StreamOf(int rank, int pid, int rank_device) {

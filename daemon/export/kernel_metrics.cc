@@ -5,6 +5,7 @@
 
 #include "daemon/export/metric_families.h"
 #include "daemon/export/metrics.h"
+#include "util/label.h"
 
 namespace xtimer {
 namespace daemon {
@@ -25,11 +26,7 @@ static_assert(sizeof(kKernelFamilies) / sizeof(kKernelFamilies[0]) == kKernelFam
 }  // namespace
 
 std::string KernelLabel(const std::string& name) {
-  std::string out;
-  out.reserve(std::min(name.size(), kMaxKernelLabel));
-  for (char c : name) {
-    out.push_back(c >= 0x20 && c <= 0x7e ? c : '?');
-  }
+  std::string out = SanitizeLabelText(name.substr(0, kMaxKernelLabel + 1));
   if (out.size() > kMaxKernelLabel) {
     out.resize(kMaxKernelLabel - 3);
     out += "...";

@@ -20,7 +20,7 @@
 #include "format/registration.h"
 #include "format/stack_request.h"
 #include "util/clock.h"
-#include "util/job_identity.h"
+#include "util/label.h"
 
 namespace xtimer {
 namespace daemon {
@@ -313,8 +313,8 @@ void RingServer::Register(Connection* c) {
   c->reader = std::move(reader);
   registered_.fetch_add(1, std::memory_order_relaxed);
   Logf("pid %d registered: job=%s host=%s pod=%s rank=%d local_rank=%d ring=%u records",
-       c->pid, SanitizeLabel(id.job).c_str(), SanitizeLabel(id.host).c_str(),
-       SanitizeLabel(id.pod).c_str(), id.rank, id.local_rank, c->reader->capacity());
+       c->pid, id.job.c_str(), SanitizeLabelText(id.host).c_str(),
+       SanitizeLabelText(id.pod).c_str(), id.rank, id.local_rank, c->reader->capacity());
   PublishStatus(c);
 }
 

@@ -16,7 +16,9 @@
 #include "daemon/model/kernel_names.h"
 #include "daemon/model/op_history.h"
 #include "daemon/model/op_stats.h"
+#include "daemon/model/job_scope.h"
 #include "util/clock.h"
+#include "util/label.h"
 
 namespace xtimer {
 namespace daemon {
@@ -41,14 +43,6 @@ int64_t ObservedNs(const ProcessStatus& s) {
 }
 
 }  // namespace
-
-std::string SanitizeLabel(const std::string& s) {
-  std::string out = s;
-  for (char& c : out) {
-    if (c < 0x20 || c > 0x7e) c = '_';
-  }
-  return out;
-}
 
 const char* ExitCauseName(const ExitCause& cause) {
   switch (cause.kind) {
@@ -110,15 +104,24 @@ Claim ClaimOf(uint64_t id, uint32_t uid, const std::string& token, const format:
   c.id = id;
   c.uid = uid;
   c.token = token;
-  // As exported (and as control access and dumps compare them): two raw strings with one label
-  // are one identity.
-  c.job = SanitizeLabel(i.job);
-  c.host = SanitizeLabel(i.host);
-  c.pod = SanitizeLabel(i.pod);
+  c.job = i.job;  // as LabelSafe made them
+  c.host = i.host;
+  c.pod = i.pod;
   c.rank = i.rank;
   c.local_rank = i.local_rank;
   c.live = live;
   return c;
+}
+
+// The identity as the daemon keeps, compares and exports it (util/label.h): the job id under the
+// job-id rule with its uid scope, host and pod under the free-text rule. Two raw identities with
+// one such form are one identity (claims, control access and dumps compare these).
+format::Identity LabelSafe(const format::Identity& raw) {
+  format::Identity i = raw;
+  i.job = SanitizeScopedJobId(raw.job);
+  i.host = SanitizeLabelText(raw.host);
+  i.pod = SanitizeLabelText(raw.pod);
+  return i;
 }
 
 std::string PeerOf(int pid, uint32_t uid) {
@@ -143,14 +146,15 @@ Aggregator::ProcessId Aggregator::AddProcess(int pid, const format::Identity& id
 }
 
 Aggregator::ProcessId Aggregator::AddProcess(const Registrant& who,
-                                             const format::Identity& identity,
+                                             const format::Identity& raw,
                                              std::vector<ProcessId>* evicted) {
+  const format::Identity identity = LabelSafe(raw);
   std::lock_guard<std::mutex> lock(mu_);
   const ClaimDecision d =
       DecideClaim(ClaimsLocked(0), ClaimOf(next_id_, who.uid, who.token, identity, true),
                   static_cast<uint32_t>(geteuid()));
   if (d.refusal != nullptr) {
-    refusals_.Refuse(d.refusal, PeerOf(who.pid, who.uid) + " job " + SanitizeLabel(identity.job) +
+    refusals_.Refuse(d.refusal, PeerOf(who.pid, who.uid) + " job " + identity.job +
                                     " rank " + std::to_string(identity.rank));
     return 0;
   }
@@ -158,7 +162,7 @@ Aggregator::ProcessId Aggregator::AddProcess(const Registrant& who,
     auto it = processes_.find(gone);
     if (it == processes_.end()) continue;
     refusals_.Refuse("identity_owner", PeerOf(it->second->pid, it->second->uid) +
-                                           " (evicted: job " + SanitizeLabel(identity.job) +
+                                           " (evicted: job " + identity.job +
                                            " belongs to uid " + std::to_string(who.uid) + ")");
     Erase(it);
     if (evicted != nullptr) evicted->push_back(gone);
@@ -379,7 +383,7 @@ bool Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {
                     static_cast<uint32_t>(geteuid()), /*job_level=*/false);
     if (d.refusal != nullptr) {
       refusals_.Refuse(d.refusal, PeerOf(p->pid, p->uid) + " job " +
-                                      SanitizeLabel(identity.job) + " rank " +
+                                      identity.job + " rank " +
                                       std::to_string(identity.rank) + " (removed)");
       Erase(processes_.find(id));
       return false;
@@ -504,7 +508,7 @@ void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, in
           const format::InflightBlocker& b = cs.inflight.blocker;
           std::string name;
           if (b.name_id != 0) {
-            if (const std::string* n = p.names.Find(b.name_id)) name = SanitizeLabel(*n);
+            if (const std::string* n = p.names.Find(b.name_id)) name = SanitizeLabelText(*n);
           }
           cs.blocked_by = DescribeBlocker(b, name, at_ns);
         }
@@ -550,9 +554,9 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns, bool with_series) const {
     ps.id = entry.first;
     ps.pid = p.pid;
     ps.uid = p.uid;
-    ps.job = SanitizeLabel(p.identity.job);
-    ps.host = SanitizeLabel(p.identity.host);
-    ps.pod = SanitizeLabel(p.identity.pod);
+    ps.job = p.identity.job;
+    ps.host = p.identity.host;
+    ps.pod = p.identity.pod;
     ps.rank = p.identity.rank;
     ps.local_rank = p.identity.local_rank;
     ps.world_size = p.identity.world_size;

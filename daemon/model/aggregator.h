@@ -388,9 +388,6 @@ class Aggregator {
   int next_tap_ = 1;
 };
 
-// Label-safe copy of an untrusted string: bytes outside printable ASCII become '_'.
-std::string SanitizeLabel(const std::string& s);
-
 }  // namespace daemon
 }  // namespace xtimer
 

@@ -753,15 +753,19 @@ TEST(AggregatorTest, IdentityConflictsAndHostileLabels) {
   Aggregator agg(Options());
   format::Identity bad = Id(0);
   bad.job = std::string("j\"o\nb\xff", 6);
+  bad.host = std::string("h\"o\nst\xff", 7);
   agg.AddProcess(1, bad);
   agg.AddProcess(2, bad);
   Snapshot snap = agg.TakeSnapshot(kT0);
   EXPECT_EQ(snap.identity_conflicts, 1u);
   EXPECT_FALSE(snap.processes[0].hidden);
   EXPECT_TRUE(snap.processes[1].hidden);
-  EXPECT_EQ(snap.processes[0].job, "j\"o_b_");
+  // One rule per kind of label (util/label.h): a job id, free text.
+  EXPECT_EQ(snap.processes[0].job, "j_o_b_");
+  EXPECT_EQ(snap.processes[0].host, "h\"o_st_");
   std::string text = Exposition(snap);
-  EXPECT_NE(text.find("job=\"j\\\"o_b_\""), std::string::npos) << text;
+  EXPECT_NE(text.find("job=\"j_o_b_\""), std::string::npos) << text;
+  EXPECT_NE(text.find("host=\"h\\\"o_st_\""), std::string::npos) << text;
   EXPECT_EQ(text.find("pid=\"2\""), std::string::npos);
 }
 

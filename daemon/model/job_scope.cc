@@ -8,7 +8,7 @@
 #include <sstream>
 #include <vector>
 
-#include "util/job_identity.h"
+#include "util/label.h"
 
 namespace xtimer {
 namespace daemon {
@@ -143,7 +143,7 @@ std::string JobIdFor(const std::string& label, uint32_t uid, bool privileged,
   return label + "@u" + std::to_string(uid);
 }
 
-std::string JobFolderName(const std::string& job) {
+std::string SanitizeScopedJobId(const std::string& job) {
   const size_t at = job.rfind('@');
   if (at == std::string::npos) return SanitizeJobId(job);
   return SanitizeJobId(job.substr(0, at)) + "@" + SanitizeJobId(job.substr(at + 1));

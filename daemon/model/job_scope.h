@@ -42,8 +42,10 @@ KernelJob ReadKernelJob(const KernelRoots& roots, int pid);
 std::string JobIdFor(const std::string& label, uint32_t uid, bool privileged,
                      const KernelJob& kernel_job);
 
-// The dump and op-log folder name of a job id: SanitizeJobId of the label, keeping a uid scope.
-std::string JobFolderName(const std::string& job);
+// A job id under util/label.h's job-id rule, keeping its uid scope ("train@u1000"): how the
+// aggregator keeps and exports a job (whatever its caller passed), and so also a dump or op-log
+// folder name.
+std::string SanitizeScopedJobId(const std::string& job);
 
 }  // namespace daemon
 }  // namespace xtimer

@@ -125,13 +125,13 @@ TEST(JobIdForTest, ScopedByUidUnlessPrivilegedOrBoundByTheKernel) {
   EXPECT_EQ(JobIdFor("train", 1000, false, pod), "train");
 }
 
-TEST(JobFolderNameTest, KeepsTheScope) {
-  EXPECT_EQ(JobFolderName("train"), "train");
-  EXPECT_EQ(JobFolderName("a b/c"), "a_b_c");
-  EXPECT_EQ(JobFolderName("train@u1000"), "train@u1000");
+TEST(SanitizeScopedJobIdTest, KeepsTheScope) {
+  EXPECT_EQ(SanitizeScopedJobId("train"), "train");
+  EXPECT_EQ(SanitizeScopedJobId("a b/c"), "a_b_c");
+  EXPECT_EQ(SanitizeScopedJobId("train@u1000"), "train@u1000");
   const std::string long_label(63, 'x');
-  EXPECT_EQ(JobFolderName(long_label + "@u1000"), long_label + "@u1000");
-  EXPECT_EQ(JobFolderName(".."), "");
+  EXPECT_EQ(SanitizeScopedJobId(long_label + "@u1000"), long_label + "@u1000");
+  EXPECT_EQ(SanitizeScopedJobId(".."), "");
 }
 
 }  // namespace
