@@ -179,7 +179,7 @@ RankProgress Waiting(int rank, const std::string& node, uint64_t seq, double age
   a->set_seq(seq);
   a->set_op("AllReduce");
   a->set_dtype("bf16");
-  a->set_state("started");
+  a->set_state(CollectiveArrival::started);
   a->set_count(1024);
   a->set_comm_size(4);
   a->set_issue_age_s(age);
@@ -258,7 +258,7 @@ RankProgress WithRecent(int rank, const std::string& node, double later_s) {
     a->set_seq(seq);
     a->set_op("AllReduce");
     a->set_dtype("bf16");
-    a->set_state("completed");
+    a->set_state(CollectiveArrival::completed);
     a->set_count(32 << 20);
     a->set_bytes(64 << 20);
     a->set_comm_size(4);

@@ -16,9 +16,9 @@ namespace xtimer {
 namespace cli {
 namespace {
 
-analysis::OpState StateFromName(const std::string& s) {
-  if (s == "started") return analysis::OpState::kStarted;
-  if (s == "queued") return analysis::OpState::kQueued;
+analysis::OpState StateOf(CollectiveArrival::State s) {
+  if (s == CollectiveArrival::started) return analysis::OpState::kStarted;
+  if (s == CollectiveArrival::queued) return analysis::OpState::kQueued;
   return analysis::OpState::kCompleted;
 }
 
@@ -73,7 +73,7 @@ analysis::Arrival ArrivalFromProto(const CollectiveArrival& a, int64_t now_ns) {
   r.bytes = a.bytes();
   r.op = static_cast<uint16_t>(format::OperationFromName(a.op().c_str()));
   r.dtype = static_cast<uint8_t>(format::DTypeFromName(a.dtype().c_str()));
-  r.state = StateFromName(a.state());
+  r.state = StateOf(a.state());
   r.root = a.root();
   r.comm_size = a.comm_size();
   r.issue_ns = TimeOfAge(now_ns, a.issue_age_s());
@@ -112,7 +112,9 @@ void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInpu
   if (p.recent_size() > 0) {
     in->arrivals.clear();
     for (const CollectiveArrival& a : p.recent()) {
-      if (a.state() == "completed") in->arrivals.push_back(CompletedFromProto(a, now_ns));
+      if (a.state() == CollectiveArrival::completed) {
+        in->arrivals.push_back(CompletedFromProto(a, now_ns));
+      }
     }
   }
   in->progress.clear();

@@ -180,7 +180,7 @@ bool WriteSummaries(const TestJob& job, const std::vector<std::string>& dirs, in
       a->set_bytes(kArBytes);
       a->set_op("AllReduce");
       a->set_dtype("fp32");
-      a->set_state("started");
+      a->set_state(CollectiveArrival::started);
       a->set_root(-1);
       a->set_comm_size(job.ranks);
       a->set_issue_age_s(age);

@@ -69,24 +69,6 @@ void FillFile(const DumpFileInfo& f, DumpFile* out) {
   out->set_fell_short(f.fell_short);
 }
 
-// The oldest collective in flight on a communicator, for Status.
-void FillInflight(const CommSnapshot& c, int64_t now, InflightComm* out) {
-  out->set_device(c.device);
-  out->set_last_completed_age_s(
-      c.last_completed_ns > 0 ? std::max(0.0, static_cast<double>(now - c.last_completed_ns) * 1e-9)
-                              : -1);
-  const format::InflightCollective& f = c.inflight;
-  if (f.state == format::InflightState::kNone) return;
-  out->set_state(f.state == format::InflightState::kStarted ? "started" : "queued");
-  out->set_inflight_seq(f.seq);
-  out->set_op(format::OperationName(static_cast<format::Operation>(f.op)));
-  out->set_dtype(format::DTypeName(static_cast<format::DType>(f.dtype)));
-  out->set_count(f.count);
-  out->set_root(f.root);
-  out->set_inflight_age_s(c.inflight_age_s);
-  out->set_blocked_by(c.blocked_by);
-}
-
 // One table entry per method: parse JSON into the request type, call, print the response.
 using JsonCall = std::function<CallStatus(ControlHandler*, const std::string&, std::string*,
                                           const Caller&)>;
@@ -540,15 +522,7 @@ CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out,
     }
     for (const CommSnapshot& c : p.comms) {
       if (c.comm_id == 0) continue;
-      InflightComm* ic = pi->add_comms();
-      ic->set_comm_id(CommIdField(c.comm_id));
-      ic->set_comm_rank(c.comm_rank);
-      ic->set_comm_size(c.comm_size);
-      ic->set_last_issued_seq(c.last_issued_seq);
-      ic->set_last_completed_seq(c.last_completed_seq);
-      ic->set_oldest_inflight_age_s(c.oldest_inflight_age_s);
-      ic->set_hang(c.hang);
-      FillInflight(c, now, ic);
+      FillCommProgress(c, now, pi->add_comms());
     }
     jobs.insert(p.job);
     if (p.rank >= 0) ranks.insert(p.rank);

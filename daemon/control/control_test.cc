@@ -517,16 +517,18 @@ TEST_F(ControlTest, StatusDescribesTheOldestCollectiveInFlight) {
   ASSERT_TRUE(handler_->Status(StatusRequest(), &resp).ok());
   ASSERT_EQ(resp.processes_size(), 1);
   ASSERT_EQ(resp.processes(0).comms_size(), 1);
-  const InflightComm& c = resp.processes(0).comms(0);
+  const CommProgress& c = resp.processes(0).comms(0);
   EXPECT_EQ(c.device(), 1);
-  EXPECT_EQ(c.state(), "queued");
-  EXPECT_EQ(c.inflight_seq(), 5u);
-  EXPECT_EQ(c.op(), "Reduce");
-  EXPECT_EQ(c.dtype(), "bf16");
-  EXPECT_EQ(c.count(), 64u);
-  EXPECT_EQ(c.root(), 1);
-  EXPECT_GE(c.inflight_age_s(), 2);
+  EXPECT_EQ(c.inflight().state(), CollectiveArrival::queued);
+  EXPECT_EQ(c.inflight().seq(), 5u);
+  EXPECT_EQ(c.inflight().op(), "Reduce");
+  EXPECT_EQ(c.inflight().dtype(), "bf16");
+  EXPECT_EQ(c.inflight().count(), 64u);
+  EXPECT_EQ(c.inflight().root(), 1);
+  EXPECT_EQ(c.inflight().comm_size(), 2);
+  EXPECT_GE(c.inflight().issue_age_s(), 2);
   EXPECT_EQ(c.blocked_by().rfind("kernel gemm_big launched ", 0), 0u) << c.blocked_by();
+  EXPECT_FALSE(c.blocked_by_communication()) << "behind a kernel: its own work";
   EXPECT_EQ(c.last_completed_age_s(), -1);  // nothing completed on it yet
   EXPECT_EQ(c.comm_id(), "0x0000000000000077");
   std::string json, error;
@@ -576,7 +578,7 @@ TEST_F(ControlTest, HangCheckOverBothTransports) {
   ASSERT_EQ(resp.ranks_size(), 2);
   EXPECT_EQ(resp.ranks(0).comms(0).comm_id(), "0x000000000000004d");  // 77
   EXPECT_EQ(resp.ranks(0).comms(0).inflight().seq(), 1000u);
-  EXPECT_EQ(resp.ranks(0).comms(0).inflight().state(), "started");
+  EXPECT_EQ(resp.ranks(0).comms(0).inflight().state(), CollectiveArrival::started);
   ASSERT_EQ(resp.verdicts_size(), 1) << resp.DebugString();
   EXPECT_EQ(resp.verdicts(0).kind(), "never_issued") << resp.DebugString();
   ASSERT_EQ(resp.verdicts(0).culprit_ranks_size(), 1);
@@ -589,6 +591,8 @@ TEST_F(ControlTest, HangCheckOverBothTransports) {
   EXPECT_NE(out.find("\"kind\":\"never_issued\""), std::string::npos) << out;
   EXPECT_NE(out.find("\"culprit_ranks\":[1]"), std::string::npos) << out;
   EXPECT_NE(out.find("\"seq\":\"1000\""), std::string::npos) << out;  // uint64 as a string
+  // The state is an enum on the wire, its JSON spelled as the metrics' label.
+  EXPECT_NE(out.find("\"state\":\"started\""), std::string::npos) << out;
   // Communicator ids in hex text, as in metrics and traces (they were decimal strings).
   EXPECT_NE(out.find("\"comm_id\":\"0x000000000000004d\""), std::string::npos) << out;
   EXPECT_EQ(out.find("\"comm_id\":\"77\""), std::string::npos) << out;

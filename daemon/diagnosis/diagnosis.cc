@@ -47,22 +47,6 @@ std::string ActivityText(const LastOp& last, int64_t now_ns) {
   return text + age;
 }
 
-analysis::Arrival InflightArrival(uint64_t comm_id, const format::InflightCollective& c) {
-  Arrival a;
-  a.comm_id = comm_id;
-  a.seq = c.seq;
-  a.count = c.count;
-  a.bytes = c.bytes;
-  a.op = c.op;
-  a.dtype = c.dtype;
-  a.state = c.state == format::InflightState::kStarted ? analysis::OpState::kStarted
-                                                       : analysis::OpState::kQueued;
-  a.root = c.root;
-  a.comm_size = c.comm_size;
-  a.issue_ns = c.launch_ns;
-  a.start_ns = c.gpu_start_ns;
-  return a;
-}
 
 // One local rank as the analysis library takes it.
 RankInput InputOf(const ProcessSnapshot& p, const ProcessOps* ops, const CommMembers& members,
@@ -140,6 +124,23 @@ Arrival ArrivalOfSlice(uint64_t comm_id, int32_t comm_size, const Slice& s) {
 }
 
 }  // namespace
+
+analysis::Arrival InflightArrival(uint64_t comm_id, const format::InflightCollective& c) {
+  Arrival a;
+  a.comm_id = comm_id;
+  a.seq = c.seq;
+  a.count = c.count;
+  a.bytes = c.bytes;
+  a.op = c.op;
+  a.dtype = c.dtype;
+  a.state = c.state == format::InflightState::kStarted ? analysis::OpState::kStarted
+                                                       : analysis::OpState::kQueued;
+  a.root = c.root;
+  a.comm_size = c.comm_size;
+  a.issue_ns = c.launch_ns;
+  a.start_ns = c.gpu_start_ns;
+  return a;
+}
 
 LiveDiagnosis::LiveDiagnosis(Aggregator* aggregator, DiagnosisOptions options,
                              std::function<int64_t()> now,

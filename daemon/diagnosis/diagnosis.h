@@ -55,6 +55,9 @@ struct SharedCounters {
   double wait_caused_s = 0;   // local members' waiting for it, as the last arrival
 };
 
+// A ring row's oldest collective in flight (state kStarted or kQueued) as the analysis takes it.
+analysis::Arrival InflightArrival(uint64_t comm_id, const format::InflightCollective& c);
+
 struct CommLive {
   uint64_t comm_id = 0;
   double threshold_s = 0;  // the adaptive hang threshold in force (analysis::Report::thresholds)

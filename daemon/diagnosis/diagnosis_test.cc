@@ -470,7 +470,7 @@ TEST_F(DiagnosisTest, HangCheckWithoutDiagnosisAndTheThreadPublishes) {
             state->jobs[0].ranks[0].input.arrivals.size());
   ASSERT_GT(full.ranks(0).recent_size(), 0);
   const CollectiveArrival& last = full.ranks(0).recent(full.ranks(0).recent_size() - 1);
-  EXPECT_EQ(last.state(), "completed");
+  EXPECT_EQ(last.state(), CollectiveArrival::completed);
   EXPECT_GE(last.end_age_s(), 0);
   EXPECT_GE(last.start_age_s(), last.end_age_s()) << "started before it ended";
   EXPECT_NE(r.ranks(0).last_activity().find("AllReduce on comm 0x0000000000000abc seq"),

@@ -14,13 +14,13 @@ double AgeS(int64_t now_ns, int64_t then_ns) {
   return std::max(0.0, static_cast<double>(now_ns - then_ns) * 1e-9);
 }
 
-const char* StateName(analysis::OpState s) {
+CollectiveArrival::State StateOf(analysis::OpState s) {
   switch (s) {
-    case analysis::OpState::kCompleted: return "completed";
-    case analysis::OpState::kStarted: return "started";
-    case analysis::OpState::kQueued: return "queued";
+    case analysis::OpState::kCompleted: return CollectiveArrival::completed;
+    case analysis::OpState::kStarted: return CollectiveArrival::started;
+    case analysis::OpState::kQueued: return CollectiveArrival::queued;
   }
-  return "unknown";
+  return CollectiveArrival::STATE_UNSPECIFIED;
 }
 
 void FillArrival(const analysis::Arrival& a, int64_t now_ns, CollectiveArrival* out) {
@@ -30,7 +30,7 @@ void FillArrival(const analysis::Arrival& a, int64_t now_ns, CollectiveArrival* 
   out->set_bytes(a.bytes);
   out->set_op(format::OperationName(static_cast<format::Operation>(a.op)));
   out->set_dtype(format::DTypeName(static_cast<format::DType>(a.dtype)));
-  out->set_state(StateName(a.state));
+  out->set_state(StateOf(a.state));
   out->set_root(a.root);
   out->set_comm_size(a.comm_size);
   out->set_issue_age_s(a.issue_ns > 0 ? AgeS(now_ns, a.issue_ns) : 0);
@@ -66,32 +66,15 @@ void FillRank(const std::string& job, const RankLive& r, const std::string& node
   for (const CommSnapshot& c : p.comms) {
     if (c.comm_id == 0) continue;
     CommProgress* cp = out->add_comms();
-    cp->set_comm_id(CommIdField(c.comm_id));
-    cp->set_parent_id(CommIdField(c.parent_id));
-    cp->set_comm_rank(c.comm_rank);
-    cp->set_comm_size(c.comm_size);
+    FillCommProgress(c, now_ns, cp);
     for (const analysis::Communicator& comm : in.comms) {
       if (comm.id != c.comm_id) continue;
       for (int32_t m : comm.members) cp->add_members(m);
     }
-    cp->set_last_issued_seq(c.last_issued_seq);
-    cp->set_last_completed_seq(c.last_completed_seq);
-    cp->set_oldest_inflight_age_s(c.oldest_inflight_age_s);
-    cp->set_last_completed_age_s(c.last_completed_ns > 0 ? AgeS(now_ns, c.last_completed_ns)
-                                                         : -1);
     for (const CommLive& cl : r.comms) {
       if (cl.comm_id != c.comm_id) continue;
       cp->set_hang_threshold_s(cl.threshold_s);
       cp->set_cadence_samples(cl.cadence_samples);
-    }
-    for (const analysis::Progress& pr : in.progress) {
-      if (pr.comm_id != c.comm_id || !pr.has_inflight) continue;
-      FillArrival(pr.inflight, now_ns, cp->mutable_inflight());
-      cp->set_blocked_by(pr.blocked_by);
-      cp->set_blocked_by_communication(pr.blocked_by_communication);
-      if (pr.blocked_by_comm_id != 0) {
-        cp->set_blocked_by_comm_id(CommIdField(pr.blocked_by_comm_id));
-      }
     }
   }
 }
@@ -114,6 +97,26 @@ void FillVerdict(const std::string& job, const analysis::HangVerdict& v,
 }
 
 }  // namespace
+
+void FillCommProgress(const CommSnapshot& c, int64_t now_ns, CommProgress* out) {
+  out->set_comm_id(CommIdField(c.comm_id));
+  out->set_parent_id(CommIdField(c.parent_id));
+  out->set_comm_rank(c.comm_rank);
+  out->set_comm_size(c.comm_size);
+  out->set_device(c.device);
+  out->set_last_issued_seq(c.last_issued_seq);
+  out->set_last_completed_seq(c.last_completed_seq);
+  out->set_oldest_inflight_age_s(c.oldest_inflight_age_s);
+  out->set_last_completed_age_s(c.last_completed_ns > 0 ? AgeS(now_ns, c.last_completed_ns) : -1);
+  out->set_hang(c.hang);
+  if (c.inflight.state == format::InflightState::kNone) return;
+  FillArrival(InflightArrival(c.comm_id, c.inflight), now_ns, out->mutable_inflight());
+  out->set_blocked_by(c.blocked_by);
+  out->set_blocked_by_communication(format::QueuedBehindCommunication(c.inflight));
+  if (out->blocked_by_communication() && c.inflight.blocker.comm_id != 0) {
+    out->set_blocked_by_comm_id(CommIdField(c.inflight.blocker.comm_id));
+  }
+}
 
 void FillHangCheck(const LiveState& state, const HangCheckRequest& request,
                    const std::string& node, HangCheckResponse* out) {

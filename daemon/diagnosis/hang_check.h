@@ -19,6 +19,11 @@ namespace daemon {
 void FillHangCheck(const LiveState& state, const HangCheckRequest& request,
                    const std::string& node, HangCheckResponse* out);
 
+// What a process snapshot knows of a communicator's progress on a rank (every field of
+// CommProgress but those only the live diagnosis has: members, hang_threshold_s,
+// cadence_samples): Status's and HangCheck's one filler.
+void FillCommProgress(const CommSnapshot& c, int64_t now_ns, CommProgress* out);
+
 // A communicator id as the control service's messages carry it: format::CommIdText's hex text
 // (proto/hosting.proto).
 std::string CommIdField(uint64_t id);
