@@ -139,7 +139,7 @@ class ControlTest : public ::testing::Test {
 
   grpc::Status GrpcDump(const DumpKernelTraceRequest& req, DumpKernelTraceResponse* resp) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
     return stub_->DumpKernelTrace(&ctx, req, resp);
   }
 
@@ -572,7 +572,7 @@ TEST_F(ControlTest, HangCheckOverBothTransports) {
   diagnosis_->RunOnce();
 
   grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
   HangCheckResponse resp;
   ASSERT_TRUE(stub_->HangCheck(&ctx, HangCheckRequest(), &resp).ok());
   EXPECT_EQ(resp.node(), "testnode");
