@@ -291,9 +291,9 @@ class Paths:
         shutil.rmtree(self.short, ignore_errors=True)
 
 
-def start_prometheus(port, targets, tmp, rule_files=(), scrape=("1s", "1s")):
-    """A real Prometheus server scraping the daemons on 127.0.0.1:targets every `scrape[0]`
-    with a timeout of `scrape[1]` (default every second), keeping the job label they expose
+def start_prometheus(port, targets, tmp, rule_files=(), scrape_every=("1s", "1s")):
+    """A real Prometheus server scraping the daemons on 127.0.0.1:targets every `scrape_every[0]`
+    with a timeout of `scrape_every[1]` (default every second), keeping the job label they expose
     (honor_labels, as docs/metrics.md says to configure it), and evaluating the rule files given
     (e.g. deploy/prometheus/xtimer-rules.yml)."""
     prometheus = shutil.which("prometheus")
@@ -306,7 +306,7 @@ def start_prometheus(port, targets, tmp, rule_files=(), scrape=("1s", "1s")):
             f.write("rule_files:\n" + "".join("  - '%s'\n" % os.path.abspath(r)
                                              for r in rule_files))
         f.write("scrape_configs:\n  - job_name: xtimer\n"
-                "    scrape_interval: %s\n    scrape_timeout: %s\n" % scrape +
+                "    scrape_interval: %s\n    scrape_timeout: %s\n" % scrape_every +
                 "    honor_labels: true\n    static_configs:\n      - targets: [%s]\n" %
                 ", ".join("'127.0.0.1:%d'" % t for t in targets))
     return Background("prometheus", [prometheus, "--config.file=" + config,
