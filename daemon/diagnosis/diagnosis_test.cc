@@ -137,6 +137,17 @@ class DiagnosisTest : public ::testing::Test {
     }
   }
 
+  // Steps 1..kSteps, with a diagnosis pass after every fifth (the cadence's history).
+  void StepsWithPasses() {
+    for (uint64_t s = 1; s <= kSteps; ++s) {
+      Step(s);
+      if (s % 5 == 0) {
+        now_ = kT0 + static_cast<int64_t>(s) * kSec + kSec / 2;
+        diagnosis_->RunOnce();
+      }
+    }
+  }
+
   static void OpRecordFor(uint64_t seq, int64_t start, int64_t end, format::OpRecord* r) {
     r->comm_id = kComm;
     r->seq = seq;
@@ -342,13 +353,7 @@ class CulpritNodeTest : public DiagnosisTest {
 };
 
 TEST_F(CulpritNodeTest, IdleRankWithRemotePeersIsDumpedWithoutAVerdict) {
-  for (uint64_t s = 1; s <= kSteps; ++s) {
-    Step(s);
-    if (s % 5 == 0) {
-      now_ = kT0 + static_cast<int64_t>(s) * kSec + kSec / 2;
-      diagnosis_->RunOnce();
-    }
-  }
+  StepsWithPasses();
   const int64_t stall_t = kT0 + (kSteps + 1) * kSec;
   Stall(kSteps + 1, stall_t, /*absent=*/2);
   now_ = stall_t + 5 * kSec;  // idle 5.5 s: within the threshold
@@ -418,20 +423,25 @@ TEST_F(WaitingNodeTest, MembersWaitingEarlyOnARemoteRankAreDumpedWithoutAVerdict
 }
 
 // With a cadence, the waiting node's own verdict (waiting_on_remote at the adaptive threshold)
-// dumps; nothing dumps at --hang-early-seconds before it.
+// dumps; nothing dumps at --hang-early-seconds before it. A cadence factor of 40 puts that
+// threshold (40 x the 1 s steps) past the early 30 s, so an early dump would show.
 TEST_F(WaitingNodeTest, MembersWaitingWithACadenceAreNotDumpedEarly) {
-  for (uint64_t s = 1; s <= kSteps; ++s) {
-    Step(s);
-    if (s % 5 == 0) {
-      now_ = kT0 + static_cast<int64_t>(s) * kSec + kSec / 2;
-      diagnosis_->RunOnce();
-    }
-  }
+  DiagnosisOptions slow;
+  slow.cadence_factor = 40;
+  diagnosis_ = std::make_unique<LiveDiagnosis>(
+      aggregator_.get(), slow, [this] { return now_.load(); },
+      [this](LiveState* s) { dumper_->Update(s); });
+  StepsWithPasses();
   const int64_t stall_t = kT0 + (kSteps + 1) * kSec;
   Stall(kSteps + 1, stall_t, /*absent=*/2);
-  now_ = stall_t + 5 * kSec;  // within the adaptive threshold (10 x 1 s)
+  now_ = stall_t + 31 * kSec;  // past --hang-early-seconds, within the adaptive threshold
   diagnosis_->RunOnce();
+  EXPECT_TRUE(diagnosis_->Latest()->jobs[0].report.hangs.empty());
   EXPECT_TRUE(List(root_).empty());
+  now_ = stall_t + 45 * kSec;  // past it: the verdict, and its dump
+  diagnosis_->RunOnce();
+  EXPECT_FALSE(diagnosis_->Latest()->jobs[0].report.hangs.empty());
+  EXPECT_EQ(List(root_).size(), 1u);
 }
 
 TEST_F(DiagnosisTest, HangCheckWithoutDiagnosisAndTheThreadPublishes) {
