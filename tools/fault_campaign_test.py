@@ -6,7 +6,9 @@ Usage: fault_campaign_test.py FAULT_CAMPAIGN
 
 import importlib.machinery
 import importlib.util
+import os
 import sys
+import tempfile
 import unittest
 
 fc = None  # the tool, loaded as a module by main()
@@ -77,6 +79,32 @@ class DrawTest(unittest.TestCase):
                                                "tpdp": [4, 5, 6, 7]})
         # Ranks 0-3 on node 0, 4-7 on node 1: only the pipeline groups cross.
         self.assertEqual(fc.cross_node_groups(topo, 5), ["pp"])
+
+
+class ScrapeSettingTest(unittest.TestCase):
+    def config(self, text):
+        f = tempfile.NamedTemporaryFile("w", suffix=".yml", delete=False)
+        self.addCleanup(os.unlink, f.name)
+        f.write(text)
+        f.close()
+        return f.name
+
+    def test_the_default_is_the_shipped_xtimer_job_not_the_global_setting(self):
+        path = self.config("global:\n  scrape_interval: 15s\n  scrape_timeout: 10s\n"
+                           "scrape_configs:\n  - job_name: xtimer\n    honor_labels: true\n"
+                           "    scrape_interval: 5s\n    scrape_timeout: 4s\n")
+        self.assertEqual(fc.shipped_scrape_setting(path), ("5s", "4s"))
+        args = fc.parse_args(["--seed", "1", "--runs", "1", "--out", "x"])
+        self.assertEqual(args.scrape, fc.shipped_scrape_setting())
+        self.assertEqual(fc.parse_args(["--seed", "1", "--runs", "1", "--out", "x",
+                                        "--scrape", "1,1"]).scrape, ("1s", "1s"))
+
+    def test_a_config_without_the_xtimer_job_or_a_valid_setting_is_refused(self):
+        for text in ("global:\n  scrape_interval: 15s\n  scrape_timeout: 10s\n",
+                     "- job_name: xtimer\n    scrape_interval: 4s\n    scrape_timeout: 5s\n"):
+            with self.assertRaises(SystemExit) as e:
+                fc.shipped_scrape_setting(self.config(text))
+            self.assertIn("fault_campaign: ", str(e.exception.code))
 
 
 class ScoreTest(unittest.TestCase):
