@@ -21,12 +21,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <new>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -204,7 +207,8 @@ LoadShared* MapLoadShared() {
 }
 
 // One rank: registers its ring on `socket` and writes `rate` records/s (paced in 1 ms ticks,
-// with in-flight table and heartbeat updates) until shared->stop. Runs in a forked child.
+// with in-flight table and heartbeat updates) until shared->stop, then exits cleanly. Runs in a
+// forked child.
 void WriteLoad(const std::string& socket, int rank, int rate, LoadShared* shared) {
   std::string err;
   auto w = format::RingWriter::Create(kLoadRing, Id(rank), &err);
@@ -235,6 +239,10 @@ void WriteLoad(const std::string& socket, int rank, int rate, LoadShared* shared
   }
   shared->written.fetch_add(n);
   shared->dropped.fetch_add(dropped);
+  // A clean end, as the hook marks exit(0): without the marker the daemon sees the connection
+  // lost, a failure, and writes the hang dump of the job's end.
+  w->header()->exit_state.store(format::EncodeExitState(format::ExitKind::kExited, 0),
+                                std::memory_order_release);
   close(fd);
 }
 
@@ -381,10 +389,44 @@ void PrintRss(const std::string& status_path, const char* what) {
          StatusKb(status_path, "RssAnon") / 1024.0);
 }
 
+// Resident kB per mapping name in /proc/PID/smaps: a file's path, "[heap]", "[stack]", or
+// "[anon]" for unnamed anonymous mappings (thread stacks, malloc's arenas and mmaps).
+std::map<std::string, int64_t> RssByMapping(const std::string& smaps_path) {
+  std::map<std::string, int64_t> kb;
+  std::string name = "[anon]";
+  std::istringstream lines(testing::ReadFile(smaps_path));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.compare(0, 4, "Rss:") == 0) {
+      kb[name] += atoll(line.c_str() + 4);
+    } else if (!line.empty() && isxdigit(static_cast<unsigned char>(line[0])) &&
+               line.find('-') < line.find(' ')) {  // "start-end perms offset dev inode [name]"
+      std::istringstream fields(line);
+      std::string field;
+      for (int i = 0; i < 5; ++i) fields >> field;
+      name.clear();
+      fields >> std::ws;
+      std::getline(fields, name);
+      if (name.empty()) name = "[anon]";
+    }
+  }
+  return kb;
+}
+
+// The mappings whose resident size grew by 64 kB or more between two RssByMapping readings.
+void PrintRssGrowth(const std::map<std::string, int64_t>& before,
+                    const std::map<std::string, int64_t>& after, const char* what) {
+  for (const auto& [name, kb] : after) {
+    auto b = before.find(name);
+    const int64_t grown = kb - (b == before.end() ? 0 : b->second);
+    if (grown >= 64) printf("%s: +%lld kB in %s\n", what, static_cast<long long>(grown), name.c_str());
+  }
+}
+
 constexpr int kRealGraceS = 2;  // --exited-grace of the real daemon
 
 // After the writers left: waits for their grace to end, then prints RSS 5, 10 and 30 s later.
-bool MeasureReturn(int port, const std::string& status_path) {
+bool MeasureReturn(int port, const std::string& status_path,
+                   const std::map<std::string, int64_t>& idle_rss) {
   auto exited = [&] {
     int code = 0;
     const std::string body = testing::HttpGet(port, "/metrics", &code);
@@ -403,6 +445,8 @@ bool MeasureReturn(int port, const std::string& status_path) {
     const std::string what = "real: RSS " + std::to_string(at) + " s after the grace ended";
     PrintRss(status_path, what.c_str());
   }
+  const std::string smaps = status_path.substr(0, status_path.rfind('/')) + "/smaps";
+  PrintRssGrowth(idle_rss, RssByMapping(smaps), "real: resident since idle");
   return true;
 }
 
@@ -424,6 +468,7 @@ bool BenchReal(const std::string& xtimerd, int seconds, int rate) {
   bool ok = testing::WaitFor([&] { return registered() == 0; }, 30000);
   usleep(500000);
   PrintRss("/proc/" + std::to_string(daemon) + "/status", "real: RSS idle (started, scraped)");
+  const auto idle_rss = RssByMapping("/proc/" + std::to_string(daemon) + "/smaps");
   LoadShared* shared = MapLoadShared();
   std::vector<pid_t> pids;
   if (ok && shared != nullptr) {
@@ -443,7 +488,7 @@ bool BenchReal(const std::string& xtimerd, int seconds, int rate) {
     PrintRss(status, "real: RSS loaded");
   }
   if (shared != nullptr) StopWriters(pids, shared);
-  if (ok) ok = MeasureReturn(port, status);
+  if (ok) ok = MeasureReturn(port, status, idle_rss);
   kill(daemon, SIGTERM);
   testing::WaitExit(daemon, 10000);
   if (shared != nullptr) {

@@ -49,6 +49,7 @@ struct RingServer::Connection {
   bool invalid_rows_logged = false;
   uint64_t lost_logged = 0;
   double max_fill = 0;  // since the last status update
+  int64_t last_read_ns = 0;  // monotonic, the last read of a cycle
   size_t read_since_release = 0;  // records
   enum class Pages { kUndecided, kKept, kReleased } pages = Pages::kUndecided;
   size_t kept_bytes = 0;  // its share of mapped_kept_
@@ -453,6 +454,15 @@ void RingServer::ExpireStackRequests(Connection* c, int64_t mono_ns) {
   }
 }
 
+bool RingServer::DueForRead(Connection* c, int64_t mono_ns) {
+  const format::RingReader& r = *c->reader;
+  const uint64_t backlog = r.backlog();
+  c->max_fill = std::max(c->max_fill, static_cast<double>(backlog) / r.capacity());
+  if (backlog == 0) return false;
+  const uint64_t batch = std::min<uint64_t>(kBatch, std::max<uint64_t>(1, r.capacity() / 4));
+  return backlog >= batch || mono_ns - c->last_read_ns >= int64_t{options_.read_delay_ms} * 1000000;
+}
+
 void RingServer::Drain(Connection* c, int64_t now_ns) {
   format::RingReader& r = *c->reader;
   const uint64_t backlog = r.backlog();
@@ -541,18 +551,24 @@ void RingServer::RunOnce(int timeout_ms) {
       auto it = connections_.find(fd);
       if (it != connections_.end()) HandleReadable(it->second.get());
     }
-    ServeStackAsks(MonotonicNs());
+    const int64_t mono = MonotonicNs();
+    ServeStackAsks(mono);
     const int64_t now = RealtimeNs();
     for (auto& entry : connections_) {
-      if (entry.second->reader.has_value()) Drain(entry.second.get(), now);
+      Connection* c = entry.second.get();
+      if (c->reader.has_value() && DueForRead(c, mono)) {
+        Drain(c, now);
+        c->last_read_ns = mono;
+      }
     }
-    const int64_t mono = MonotonicNs();
     if (mono - last_status_ns_ >= int64_t{options_.status_interval_ms} * 1000000) {
       last_status_ns_ = mono;
       std::vector<int> stale;
       for (auto& entry : connections_) {
         Connection* c = entry.second.get();
         if (c->reader.has_value()) {
+          // The status (in-flight table, counters) never runs ahead of the records read.
+          if (c->last_read_ns != mono) Drain(c, now);
           PublishStatus(c);
           if (c->read_since_release > 0) ReleaseRead(c, kReleaseBytes);
         } else if (mono - c->accepted_ns > int64_t{options_.register_timeout_ms} * 1000000) {

@@ -195,6 +195,65 @@ TEST_F(RingServerTest, RingsWithinTheMappedAllowanceStayMappedOthersAreHandedBac
   }
 }
 
+// Ops of the one process in the aggregator, 0 when none was read yet.
+uint64_t OpsRead(Aggregator* aggregator) {
+  const Snapshot snap = aggregator->TakeSnapshot(RealtimeNs());
+  return snap.processes.empty() || snap.processes[0].series.empty()
+             ? 0
+             : snap.processes[0].series[0].count;
+}
+
+TEST_F(RingServerTest, SlowRingsAreReadInBatchesAndWholeWhenTheirConnectionEnds) {
+  RingServerOptions so = Options();
+  so.status_interval_ms = 60000;  // only the first cycle publishes a status
+  so.read_delay_ms = 60000;
+  StartServer(so);
+  format::RingWriter w = NewWriter(0, 256);  // a batch: 64 records, a quarter of the ring
+  const int fd = Register(&w);
+  Cycle();
+  ASSERT_EQ(server_->registered(), 1u);
+  auto write = [&](int n) {
+    for (int i = 0; i < n; ++i) ASSERT_TRUE(w.Write(MakeOp(Operation::kGemmEx, DType::kBF16, 1000)));
+  };
+  write(1);  // a ring never read is read at once
+  Cycle();
+  EXPECT_EQ(OpsRead(aggregator_.get()), 1u);
+  write(63);  // below a batch, read long ago: waits for the delay
+  Cycle();
+  EXPECT_EQ(OpsRead(aggregator_.get()), 1u);
+  write(1);  // a batch waits: read in the next cycle
+  Cycle(1);
+  EXPECT_EQ(OpsRead(aggregator_.get()), 65u);
+  write(5);
+  Cycle();
+  EXPECT_EQ(OpsRead(aggregator_.get()), 65u);
+  close(fd);  // the process ended: what it left is read before it is marked exited
+  Cycle();
+  EXPECT_EQ(server_->registered(), 0u);
+  EXPECT_EQ(OpsRead(aggregator_.get()), 70u);
+}
+
+TEST_F(RingServerTest, ASlowRingsRecordsAreReadOnceTheDelayPassed) {
+  RingServerOptions so = Options();
+  so.status_interval_ms = 60000;
+  so.read_delay_ms = 1;
+  StartServer(so);
+  format::RingWriter w = NewWriter(0, 256);
+  const int fd = Register(&w);
+  Cycle();
+  for (int round = 1; round <= 3; ++round) {
+    ASSERT_TRUE(w.Write(MakeOp(Operation::kGemmEx, DType::kBF16, 1000)));
+    EXPECT_TRUE(testing::WaitFor(
+        [&] {
+          server_->RunOnce(1);
+          return OpsRead(aggregator_.get()) == static_cast<uint64_t>(round);
+        },
+        30000))
+        << "round " << round;
+  }
+  close(fd);
+}
+
 TEST_F(RingServerTest, ExitMarkersGiveTheCauseAndInflightOpsStayFrozen) {
   format::RingWriter crashed = NewWriter(0);
   format::RingWriter clean = NewWriter(1);
