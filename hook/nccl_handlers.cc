@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <mutex>
+#include <new>
 
 #include "hook/comm_registry.h"
 
@@ -90,31 +91,35 @@ ncclResult_t OnGroupEnd(decltype(&::ncclGroupEnd) real) {
     return r;
   }
   int saved = errno;
-  // One event pair per stream involved, around the real GroupEnd.
+  // One event pair per stream involved, around the real GroupEnd. Only the leads in use are
+  // constructed (a Timing's initialisers for all kMaxGroupStreams cost more than the rest).
   struct Lead {
     cudaStream_t stream;
     int first;
     Timing t;
     bool timed;
   };
-  Lead leads[kMaxGroupStreams];
+  union LeadSlot {
+    LeadSlot() {}
+    Lead lead;
+  };
+  LeadSlot slots[kMaxGroupStreams];
+  auto lead = [&slots](int l) -> Lead& { return slots[l].lead; };
   int n_leads = 0;
   int8_t lead_of[kMaxGroupMembers];
   for (int i = 0; i < g.count; ++i) {
     int l = 0;
-    while (l < n_leads && leads[l].stream != g.members[i].d.stream) ++l;
+    while (l < n_leads && lead(l).stream != g.members[i].d.stream) ++l;
     if (l == n_leads && n_leads < kMaxGroupStreams) {
-      leads[n_leads].stream = g.members[i].d.stream;
-      leads[n_leads].first = i;
-      leads[n_leads].timed = false;
+      new (&slots[n_leads].lead) Lead{g.members[i].d.stream, i, Timing(), false};
       ++n_leads;
     }
     lead_of[i] = static_cast<int8_t>(l < n_leads ? l : -1);
   }
   for (int l = 0; l < n_leads; ++l) {
     bool capturing;
-    if (CanTime(leads[l].stream, &capturing)) {
-      leads[l].timed = BeginTimed(g.members[leads[l].first].d, &leads[l].t);
+    if (CanTime(lead(l).stream, &capturing)) {
+      lead(l).timed = BeginTimed(g.members[lead(l).first].d, &lead(l).t);
     }
   }
   errno = saved;
@@ -123,15 +128,15 @@ ncclResult_t OnGroupEnd(decltype(&::ncclGroupEnd) real) {
   g.depth = 0;
   uint32_t group_id = g.count > 0 ? NextGroupId() : 0;
   for (int l = 0; l < n_leads; ++l) {
-    if (!leads[l].timed) continue;
-    leads[l].t.cpu_launch_ns = g.members[leads[l].first].cpu_launch_ns;
-    EndTimed(g.members[leads[l].first].d, &leads[l].t, Ok(r), group_id);
+    if (!lead(l).timed) continue;
+    lead(l).t.cpu_launch_ns = g.members[lead(l).first].cpu_launch_ns;
+    EndTimed(g.members[lead(l).first].d, &lead(l).t, Ok(r), group_id);
   }
   if (Ok(r)) {
     for (int i = 0; i < g.count; ++i) {
       int l = lead_of[i];
-      if (l < 0 || !leads[l].timed || leads[l].first == i) continue;
-      QueueFollower(g.members[i].d, leads[l].t.device, g.members[i].cpu_launch_ns, group_id);
+      if (l < 0 || !lead(l).timed || lead(l).first == i) continue;
+      QueueFollower(g.members[i].d, lead(l).t.device, g.members[i].cpu_launch_ns, group_id);
     }
   }
   g.count = 0;

@@ -126,8 +126,9 @@ bool Poller::Cycle() {
 }
 
 void Poller::GrowPools() {
-  for (auto& slot : state_->devices) {
-    DeviceState* ds = slot.load(std::memory_order_acquire);
+  const int end = state_->device_end.load(std::memory_order_acquire);
+  for (int d = 0; d < end; ++d) {
+    DeviceState* ds = state_->devices[d].load(std::memory_order_acquire);
     if (ds == nullptr || !ds->ok) continue;
     size_t created = ds->created.load(std::memory_order_relaxed);
     if (created < kSteadyEvents ||

@@ -76,6 +76,7 @@ class PollerTest : public ::testing::Test {
     device_.ref_event = Ev(&ref_);
     device_.ref_host_ns = kRefHostNs;
     state_.devices[0].store(&device_);
+    state_.device_end.store(1);
     poller_ = std::make_unique<Poller>(&state_);
     poller_->Start();
   }

@@ -150,6 +150,9 @@ DeviceState* InitDevice(int device) {
   }
   ds->ok = ok;
   s->devices[device].store(ds, std::memory_order_release);
+  if (device >= s->device_end.load(std::memory_order_relaxed)) {
+    s->device_end.store(device + 1, std::memory_order_release);
+  }
   return ds;
 }
 

@@ -51,6 +51,9 @@ struct State {
   int pid = 0;
   BoundedQueue<Pending> queue;
   std::atomic<DeviceState*> devices[kMaxDevices] = {};
+  // One past the highest index in `devices` set so far (raised under device_mu): the poller's
+  // walks over devices stop there instead of at kMaxDevices.
+  std::atomic<int> device_end{0};
   std::mutex device_mu;
   CommRegistry comms;
   KernelTable kernels;

@@ -77,6 +77,8 @@ measure() {  # measure OP LABEL
     "app thread $(( (a2 - a1) / calls )), poller $(( (o2 - o1) / calls )) instructions per call"
 }
 for op in passthrough timed memset allreduce; do measure "$op" "$op"; done
+# One process driving two devices: per call a group of two all-reduces (halve for a collective).
+measure allreduce2 "allreduce2 (a group of 2 collectives per call)"
 # The default: every kernel is timed (docs/hook.md "Kernels timed by default").
 unset XTIMER_KERNEL_FILTER
 measure timed "timed (XTIMER_KERNEL_FILTER unset)"
