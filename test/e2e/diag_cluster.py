@@ -54,10 +54,11 @@ def wait_for(what, probe, timeout):
 class Cluster:
     """`nodes` emulated nodes: per node a daemon (own run directory, ports, dump root, host
     label nodeI); `hang_timeout` sets the daemons' XTIMER_HANG_TIMEOUT (None: their default);
-    `scrape_every` is Prometheus' (interval, timeout) of the daemons."""
+    `scrape_every` is Prometheus' (interval, timeout) of the daemons, `prometheus_nice` its
+    niceness (e2e_lib.start_prometheus)."""
 
     def __init__(self, p, xtimer, diag_job, rules, nodes=2, hang_timeout=None,
-                 scrape_every=("1s", "1s")):
+                 scrape_every=("1s", "1s"), prometheus_nice=0):
         self.p, self.xtimer, self.diag_job = p, xtimer, diag_job
         ports = free_ports(2 * nodes + 1)
         self.metrics, self.controls = ports[0:nodes], ports[nodes:2 * nodes]
@@ -81,7 +82,8 @@ class Cluster:
                     fail("xtimerd%d did not serve /metrics within 120 s" % i)
                 time.sleep(0.2)
         self.prometheus = start_prometheus(self.prom_port, self.metrics, p.tmp,
-                                           rule_files=[rules], scrape_every=scrape_every)
+                                           rule_files=[rules], scrape_every=scrape_every,
+                                           nice=prometheus_nice)
         self.hosts = self.hosts_of(nodes)
 
     def hosts_of(self, nodes):

@@ -291,11 +291,13 @@ class Paths:
         shutil.rmtree(self.short, ignore_errors=True)
 
 
-def start_prometheus(port, targets, tmp, rule_files=(), scrape_every=("1s", "1s")):
+def start_prometheus(port, targets, tmp, rule_files=(), scrape_every=("1s", "1s"), nice=0):
     """A real Prometheus server scraping the daemons on 127.0.0.1:targets every `scrape_every[0]`
     with a timeout of `scrape_every[1]` (default every second), keeping the job label they expose
     (honor_labels, as docs/metrics.md says to configure it), and evaluating the rule files given
-    (e.g. deploy/prometheus/xtimer-rules.yml)."""
+    (e.g. deploy/prometheus/xtimer-rules.yml). A `nice` other than 0 starts it under
+    `nice -n NICE` (every thread inherits it; a negative one needs root, without which nice
+    warns and runs it at the usual priority)."""
     prometheus = shutil.which("prometheus")
     if prometheus is None:
         fail("prometheus is not installed (tools/install-deps.sh installs it)")
@@ -309,9 +311,11 @@ def start_prometheus(port, targets, tmp, rule_files=(), scrape_every=("1s", "1s"
                 "    scrape_interval: %s\n    scrape_timeout: %s\n" % scrape_every +
                 "    honor_labels: true\n    static_configs:\n      - targets: [%s]\n" %
                 ", ".join("'127.0.0.1:%d'" % t for t in targets))
-    return Background("prometheus", [prometheus, "--config.file=" + config,
-                                     "--storage.tsdb.path=" + os.path.join(tmp, "tsdb"),
-                                     "--web.listen-address=127.0.0.1:%d" % port], os.environ, tmp)
+    argv = [prometheus, "--config.file=" + config,
+            "--storage.tsdb.path=" + os.path.join(tmp, "tsdb"),
+            "--web.listen-address=127.0.0.1:%d" % port]
+    return Background("prometheus", (["nice", "-n", str(nice)] if nice else []) + argv,
+                      os.environ, tmp)
 
 
 def _prometheus_instant(port, expr, attempts):
