@@ -542,7 +542,13 @@ std::string Field(const std::string& out, const std::string& key) {
 TEST(ProgramTest, CommInitAllRanksShareTheIdAndTheSeqs) {
   FakeDaemon::Ring ring;
   std::string out;
-  ASSERT_TRUE(RunHooked({g_extras, "initall"}, "a", {}, &ring, &out));
+  // Each stream starts with a delay kernel, so the group's events and all-reduces queue behind
+  // it and start together at its end, whatever the host's pace: 3 s (the value is in µs)
+  // outlasts the setup after the first delay (devices initialised, buffers allocated), which
+  // under TSan on a loaded machine took longer than the usual 0.5 s and let host time into the
+  // durations.
+  ASSERT_TRUE(RunHooked({g_extras, "initall"}, "a", {"XTIMER_SIM_KERNEL_TIMES=delay_kernel=3000000"},
+                        &ring, &out));
   auto comms = CommsOf(ring);
   ASSERT_EQ(comms.size(), 1u);
   uint64_t id = comms.begin()->first;
