@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,7 +28,6 @@
 #include <map>
 #include <new>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -393,21 +391,8 @@ void PrintRss(const std::string& status_path, const char* what) {
 // "[anon]" for unnamed anonymous mappings (thread stacks, malloc's arenas and mmaps).
 std::map<std::string, int64_t> RssByMapping(const std::string& smaps_path) {
   std::map<std::string, int64_t> kb;
-  std::string name = "[anon]";
-  std::istringstream lines(testing::ReadFile(smaps_path));
-  for (std::string line; std::getline(lines, line);) {
-    if (line.compare(0, 4, "Rss:") == 0) {
-      kb[name] += atoll(line.c_str() + 4);
-    } else if (!line.empty() && isxdigit(static_cast<unsigned char>(line[0])) &&
-               line.find('-') < line.find(' ')) {  // "start-end perms offset dev inode [name]"
-      std::istringstream fields(line);
-      std::string field;
-      for (int i = 0; i < 5; ++i) fields >> field;
-      name.clear();
-      fields >> std::ws;
-      std::getline(fields, name);
-      if (name.empty()) name = "[anon]";
-    }
+  for (const testing::Mapping& m : testing::ResidentMappings(smaps_path)) {
+    kb[m.name.empty() ? "[anon]" : m.name] += m.rss_kb;
   }
   return kb;
 }

@@ -200,6 +200,26 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+std::vector<Mapping> ResidentMappings(const std::string& smaps_path) {
+  std::vector<Mapping> out;
+  std::istringstream lines(ReadFile(smaps_path));
+  for (std::string line; std::getline(lines, line);) {
+    unsigned long start = 0, end = 0;
+    char perms[8];
+    unsigned long offset = 0, inode = 0;
+    char dev[16];
+    int name_at = 0;
+    // "start-end perms offset dev inode [name]"; field lines ("Rss:   12 kB") do not match.
+    if (sscanf(line.c_str(), "%lx-%lx %7s %lx %15s %lu %n", &start, &end, perms, &offset, dev,
+               &inode, &name_at) == 6) {
+      out.push_back({start, line.substr(static_cast<size_t>(name_at)), 0});
+    } else if (!out.empty() && line.rfind("Rss:", 0) == 0) {
+      out.back().rss_kb += atoll(line.c_str() + 4);
+    }
+  }
+  return out;
+}
+
 format::RecordSlot MakeOp(format::Operation op, format::DType dtype, int64_t duration_ns) {
   format::RecordSlot s;
   memset(&s, 0, sizeof(s));

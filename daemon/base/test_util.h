@@ -47,6 +47,15 @@ std::vector<std::string> Lines(const std::string& exposition, const std::string&
 
 std::string ReadFile(const std::string& path);
 
+// One mapping of a /proc/PID/smaps file: its start address, its name (a file's path, "[heap]",
+// "memfd:...", or "" for an unnamed anonymous mapping) and its resident kB.
+struct Mapping {
+  uintptr_t start = 0;
+  std::string name;
+  int64_t rss_kb = 0;
+};
+std::vector<Mapping> ResidentMappings(const std::string& smaps_path);
+
 // A valid op record.
 format::RecordSlot MakeOp(format::Operation op, format::DType dtype, int64_t duration_ns);
 

@@ -465,8 +465,6 @@ bool RingServer::DueForRead(Connection* c, int64_t mono_ns) {
 
 void RingServer::Drain(Connection* c, int64_t now_ns) {
   format::RingReader& r = *c->reader;
-  const uint64_t backlog = r.backlog();
-  c->max_fill = std::max(c->max_fill, static_cast<double>(backlog) / r.capacity());
   // Bounded: a writer that keeps writing cannot hold the thread.
   size_t budget = r.capacity() + kBatch;
   while (budget > 0) {
@@ -568,7 +566,10 @@ void RingServer::RunOnce(int timeout_ms) {
         Connection* c = entry.second.get();
         if (c->reader.has_value()) {
           // The status (in-flight table, counters) never runs ahead of the records read.
-          if (c->last_read_ns != mono) Drain(c, now);
+          if (c->last_read_ns != mono) {
+            Drain(c, now);
+            c->last_read_ns = mono;
+          }
           PublishStatus(c);
           if (c->read_since_release > 0) ReleaseRead(c, kReleaseBytes);
         } else if (mono - c->accepted_ns > int64_t{options_.register_timeout_ms} * 1000000) {

@@ -148,23 +148,11 @@ TEST_F(RingServerTest, RegistersReadsAndForgetsProcesses) {
 // Resident bytes of this process's mappings of rings other than the one at `writer_base` (the
 // writer's own): the server's mapping, from /proc/self/smaps.
 size_t ServerRingRss(const void* writer_base) {
-  const std::string smaps = testing::ReadFile("/proc/self/smaps");
   size_t rss = 0;
-  bool in_ring = false;
-  size_t pos = 0;
-  while (pos < smaps.size()) {
-    size_t end = smaps.find('\n', pos);
-    if (end == std::string::npos) end = smaps.size();
-    const std::string line = smaps.substr(pos, end - pos);
-    pos = end + 1;
-    unsigned long start = 0;
-    if (line.find("memfd:xtimer-ring") != std::string::npos &&
-        sscanf(line.c_str(), "%lx-", &start) == 1) {
-      in_ring = start != reinterpret_cast<uintptr_t>(writer_base);
-    } else if (line.find(" kB") == std::string::npos) {
-      in_ring = false;  // another mapping's header line
-    } else if (in_ring && line.rfind("Rss:", 0) == 0) {
-      rss += strtoull(line.c_str() + 4, nullptr, 10) * 1024;
+  for (const testing::Mapping& m : testing::ResidentMappings("/proc/self/smaps")) {
+    if (m.name.find("memfd:xtimer-ring") != std::string::npos &&
+        m.start != reinterpret_cast<uintptr_t>(writer_base)) {
+      rss += static_cast<size_t>(m.rss_kb) * 1024;
     }
   }
   return rss;
