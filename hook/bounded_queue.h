@@ -31,6 +31,13 @@ class BoundedQueue {
   size_t capacity() const { return mask_ + 1; }
 
   bool Push(const T& value) {
+    return PushWith([&value](T* cell) { *cell = value; });
+  }
+
+  // Push's in-place form: fill(T*) writes the element straight into its cell (no copy through
+  // a temporary) and is not called when the queue is full.
+  template <typename Fill>
+  bool PushWith(Fill&& fill) {
     size_t pos = enqueue_pos_.load(std::memory_order_relaxed);
     for (;;) {
       Cell& cell = cells_[pos & mask_];
@@ -38,7 +45,7 @@ class BoundedQueue {
       intptr_t diff = static_cast<intptr_t>(seq) - static_cast<intptr_t>(pos);
       if (diff == 0) {
         if (enqueue_pos_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-          cell.value = value;
+          fill(&cell.value);
           cell.sequence.store(pos + 1, std::memory_order_release);
           return true;
         }

@@ -24,6 +24,21 @@ TEST(BoundedQueueTest, FifoAndBounds) {
   EXPECT_FALSE(q.Pop(&v));
 }
 
+TEST(BoundedQueueTest, PushWithFillsTheCellAndIsNotCalledWhenFull) {
+  BoundedQueue<int> q(2);
+  int calls = 0;
+  auto fill = [&calls](int* cell) { *cell = 10 + calls++; };
+  EXPECT_TRUE(q.PushWith(fill));
+  EXPECT_TRUE(q.PushWith(fill));
+  EXPECT_FALSE(q.PushWith(fill));  // full
+  EXPECT_EQ(calls, 2);
+  int v;
+  ASSERT_TRUE(q.Pop(&v));
+  EXPECT_EQ(v, 10);
+  ASSERT_TRUE(q.Pop(&v));
+  EXPECT_EQ(v, 11);
+}
+
 TEST(BoundedQueueTest, ManyProducersOneConsumer) {
   BoundedQueue<uint64_t> q(256);
   constexpr int kThreads = 4;

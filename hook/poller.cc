@@ -228,7 +228,7 @@ void Poller::Issue(const Pending& p, const Fifo* fifo) {
   const format::OpRecord& r = p.rec.op;
   Flight& f = flights_[FlightKey{r.comm_id, r.device}];
   if (fifo != nullptr && r.kind == static_cast<uint8_t>(format::OpKind::kCollective)) {
-    InflightColl c;
+    InflightColl& c = f.colls.emplace_back();  // filled in place: a record is 128 bytes
     c.rec = r;
     c.follower = p.state == Pending::kFollower;
     if (!c.follower) {
@@ -236,7 +236,6 @@ void Poller::Issue(const Pending& p, const Fifo* fifo) {
     } else if (fifo->queued_group_id == r.group_id) {
       c.start = fifo->queued_group_start;
     }
-    f.colls.push_back(c);
   }
   // Row 0 counts ops. A communicator's row holds collective sequence numbers only (identical on
   // every rank); its p2p ops (per-peer numbers) count towards the oldest op in flight.
@@ -337,33 +336,33 @@ void Poller::PublishInflight(int64_t now) {
   if (!inflight_dirty_ && now < next_publish_ns_) return;
   inflight_dirty_ = false;
   next_publish_ns_ = now + 100000000;
-  format::InflightRow rows[format::kMaxInflight];
-  int n = 0;
   // Rows 0 (every op that is not a collective or p2p, per device), then communicators (per
   // device), busiest first.
-  std::vector<std::pair<int64_t, FlightKey>> order;
+  publish_order_.clear();
   for (auto& kv : flights_) {
-    if (kv.first.first == 0) {
-      order.push_back({INT64_MAX, kv.first});
-    } else {
-      order.push_back({kv.second.launches.empty() ? kv.second.last_activity_ns : INT64_MAX - 1,
-                       kv.first});
-    }
+    const Flight& f = kv.second;
+    int64_t busy = kv.first.first == 0    ? INT64_MAX
+                   : f.launches.empty() ? f.last_activity_ns
+                                        : INT64_MAX - 1;
+    publish_order_.push_back({busy, &kv});
   }
-  std::sort(order.rbegin(), order.rend());
-  for (auto& o : order) {
+  std::sort(publish_order_.begin(), publish_order_.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second->first > b.second->first;
+  });
+  int n = 0;
+  for (auto& o : publish_order_) {
     if (n >= format::kMaxInflight) break;
-    Flight& f = flights_[o.second];
-    format::InflightRow& row = rows[n++];
+    Flight& f = o.second->second;
+    format::InflightRow& row = publish_rows_[n++];
     row = format::InflightRow();
-    row.comm_id = o.second.first;
-    row.device = o.second.second;
+    row.comm_id = o.second->first.first;
+    row.device = o.second->first.second;
     row.last_issued_seq = f.issued;
     row.last_completed_seq = f.completed;
     row.oldest_launch_ns = f.launches.empty() ? 0 : f.launches.front();
     if (!f.colls.empty()) DescribeOldest(&f.colls.front(), &row.oldest);
   }
-  ring_->PublishInflight(rows, n);
+  ring_->PublishInflight(publish_rows_, n);
 }
 
 void Poller::DescribeOldest(InflightColl* c, format::InflightCollective* out) {

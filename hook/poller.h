@@ -130,6 +130,10 @@ class Poller {
   int global_rank_ = -1;
   std::unordered_map<StreamKey, Fifo, StreamKeyHash> fifos_;
   std::map<FlightKey, Flight> flights_;
+  // PublishInflight's working space, kept from one publication to the next so that none
+  // allocates or initializes the whole table: (busiest-first key, flight) and the rows.
+  std::vector<std::pair<int64_t, std::map<FlightKey, Flight>::value_type*>> publish_order_;
+  format::InflightRow publish_rows_[format::kMaxInflight];
   std::vector<bool> names_sent_;
   // Every CommRecord written, by (comm id, device): a communicator of ncclCommInitAll has a rank
   // on each device of the process. Sent again on each registration after the first, so a

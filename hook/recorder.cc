@@ -271,14 +271,24 @@ CommRegistry& Comms() { return g_state->comms; }
 uint32_t NextGroupId() { return g_state->group_counter.fetch_add(1) + 1; }
 uint64_t NextInitAllCounter() { return g_state->initall_counter.fetch_add(1); }
 
-bool Enqueue(const Pending& p) {
-  if (g_state->queue.Push(p)) {
+namespace {
+
+// Enqueue's in-place form: fill(Pending*) writes the entry in its queue cell.
+template <typename Fill>
+bool EnqueueWith(Fill&& fill) {
+  if (g_state->queue.PushWith(fill)) {
     g_state->queued.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
   g_state->queue_dropped.fetch_add(1, std::memory_order_relaxed);
   CountUntimed(format::UntimedCause::kQueueFull);
   return false;
+}
+
+}  // namespace
+
+bool Enqueue(const Pending& p) {
+  return EnqueueWith([&p](Pending* cell) { *cell = p; });
 }
 
 bool Sampled(const OpDesc& d) {
@@ -372,26 +382,27 @@ void EndTimed(const OpDesc& d, Timing* t, bool call_ok, uint32_t group_id) {
     ds->pool.Push(t->end);
     return;
   }
-  Pending p;
-  FillOpRecord(d, t->device, t->cpu_launch_ns, group_id, &p.rec.op);
-  p.start = t->start;
-  p.end = t->end;
-  p.device = t->device;
-  p.state = Pending::kTimed;
-  if (!Enqueue(p)) {
+  auto fill = [&d, t, group_id](Pending* p) {
+    FillOpRecord(d, t->device, t->cpu_launch_ns, group_id, &p->rec.op);
+    p->start = t->start;
+    p->end = t->end;
+    p->device = t->device;
+    p->state = Pending::kTimed;
+  };
+  if (!EnqueueWith(fill)) {
     ds->pool.Push(t->start);
     ds->pool.Push(t->end);
   }
 }
 
 void QueueFollower(const OpDesc& d, int device, int64_t cpu_launch_ns, uint32_t group_id) {
-  Pending p;
-  FillOpRecord(d, device, cpu_launch_ns, group_id, &p.rec.op);
-  p.start = nullptr;
-  p.end = nullptr;
-  p.device = device;
-  p.state = Pending::kFollower;
-  Enqueue(p);
+  EnqueueWith([&d, device, cpu_launch_ns, group_id](Pending* p) {
+    FillOpRecord(d, device, cpu_launch_ns, group_id, &p->rec.op);
+    p->start = nullptr;
+    p->end = nullptr;
+    p->device = device;
+    p->state = Pending::kFollower;
+  });
 }
 
 namespace {
