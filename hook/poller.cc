@@ -228,7 +228,7 @@ void Poller::Issue(const Pending& p, const Fifo* fifo) {
   const format::OpRecord& r = p.rec.op;
   Flight& f = flights_[FlightKey{r.comm_id, r.device}];
   if (fifo != nullptr && r.kind == static_cast<uint8_t>(format::OpKind::kCollective)) {
-    InflightColl& c = f.colls.emplace_back();  // filled in place: a record is 128 bytes
+    InflightColl c;
     c.rec = r;
     c.follower = p.state == Pending::kFollower;
     if (!c.follower) {
@@ -236,6 +236,7 @@ void Poller::Issue(const Pending& p, const Fifo* fifo) {
     } else if (fifo->queued_group_id == r.group_id) {
       c.start = fifo->queued_group_start;
     }
+    f.colls.push_back(c);
   }
   // Row 0 counts ops. A communicator's row holds collective sequence numbers only (identical on
   // every rank); its p2p ops (per-peer numbers) count towards the oldest op in flight.
