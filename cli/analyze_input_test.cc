@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 
 #include "analysis/analysis.h"
@@ -69,6 +70,40 @@ TEST(DumpReader, HangDumpNamesTheRankThatNeverIssued) {
   EXPECT_EQ(v.waiting_ranks.size(), 7u);
   EXPECT_EQ(v.comm_id, kTestWorldComm);
   EXPECT_EQ(v.seq, 15u);
+}
+
+// Summaries written before the enums on the wire spelled an unset exit cause and mismatch as ""
+// (docs/metrics.md "Changes"): they are still read, with every verdict of the new ones.
+TEST(DumpReader, SummariesWithTheEarlierEmptyTextFieldsAreRead) {
+  TestJob job;
+  job.stop_rank = 5;
+  job.stop_step = 15;
+  std::string error;
+  auto dirs = WriteTestJob(job, TempDir("old-summary"), &error);
+  ASSERT_EQ(dirs.size(), 2u) << error;
+  for (int n = 0; n < 2; ++n) {
+    const std::string path = dirs[n] + "/hang-summary-node" + std::to_string(n) + ".json";
+    std::ifstream in(path);
+    ASSERT_TRUE(in) << path;
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    int replaced = 0;
+    for (size_t at = 0; (at = text.find("\"job\": ", at)) != std::string::npos; ++replaced) {
+      const std::string old_fields = "\"exit_cause\": \"\", \"mismatch\": \"\", ";
+      text.insert(at, old_fields);
+      at += old_fields.size() + 1;
+    }
+    ASSERT_GT(replaced, 0) << text;
+    std::ofstream(path, std::ios::trunc) << text;
+  }
+  DumpInput in = ReadDirs(dirs);
+  EXPECT_EQ(in.summaries, 2);
+  EXPECT_FALSE(in.partial());
+  for (const std::string& p : in.problems) ADD_FAILURE() << p;
+  analysis::Options opt;
+  opt.now_ns = in.now_ns;
+  analysis::Report report = analysis::Analyze(in.ranks, opt);
+  ASSERT_FALSE(report.hangs.empty());
+  EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({5}));
 }
 
 // Two daemons sharing a dump root write both nodes' files and summaries into one folder.
@@ -177,8 +212,8 @@ RankProgress Waiting(int rank, const std::string& node, uint64_t seq, double age
   CollectiveArrival* a = c->mutable_inflight();
   a->set_comm_id("0x0000000000000007");
   a->set_seq(seq);
-  a->set_op("AllReduce");
-  a->set_dtype("bf16");
+  a->set_op(OpCode::AllReduce);
+  a->set_dtype(DTypeCode::bf16);
   a->set_state(CollectiveArrival::started);
   a->set_count(1024);
   a->set_comm_size(4);
@@ -256,8 +291,8 @@ RankProgress WithRecent(int rank, const std::string& node, double later_s) {
     CollectiveArrival* a = p.add_recent();
     a->set_comm_id("0x0000000000000007");
     a->set_seq(seq);
-    a->set_op("AllReduce");
-    a->set_dtype("bf16");
+    a->set_op(OpCode::AllReduce);
+    a->set_dtype(DTypeCode::bf16);
     a->set_state(CollectiveArrival::completed);
     a->set_count(32 << 20);
     a->set_bytes(64 << 20);

@@ -11,6 +11,7 @@
 #include "cli/job_inputs.h"
 #include "cli/rank_clock.h"
 #include "format/record.h"
+#include "proto/wire_enums.h"
 
 namespace xtimer {
 namespace cli {
@@ -71,8 +72,8 @@ analysis::Arrival ArrivalFromProto(const CollectiveArrival& a, int64_t now_ns) {
   r.seq = a.seq();
   r.count = a.count();
   r.bytes = a.bytes();
-  r.op = static_cast<uint16_t>(format::OperationFromName(a.op().c_str()));
-  r.dtype = static_cast<uint8_t>(format::DTypeFromName(a.dtype().c_str()));
+  r.op = proto::OperationOf(a.op());
+  r.dtype = proto::DTypeOf(a.dtype());
   r.state = StateOf(a.state());
   r.root = a.root();
   r.comm_size = a.comm_size();
@@ -98,7 +99,7 @@ void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInpu
   if (in->device < 0) in->device = p.device();
   if (p.exited()) {
     in->exit.exited = true;
-    in->exit.cause = p.exit_cause();
+    if (p.has_exit_cause()) in->exit.cause = ExitCauseCode::Value_Name(p.exit_cause());
     in->exit.code = p.exit_code();
     in->exit.at_ns = TimeOfAge(now_ns, p.exited_age_s());
   }

@@ -178,8 +178,8 @@ bool WriteSummaries(const TestJob& job, const std::vector<std::string>& dirs, in
       a->set_seq(job.stop_step);
       a->set_count(kArBytes / 4);
       a->set_bytes(kArBytes);
-      a->set_op("AllReduce");
-      a->set_dtype("fp32");
+      a->set_op(OpCode::AllReduce);
+      a->set_dtype(DTypeCode::fp32);
       a->set_state(CollectiveArrival::started);
       a->set_root(-1);
       a->set_comm_size(job.ranks);

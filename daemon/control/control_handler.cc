@@ -19,6 +19,7 @@
 #include "daemon/diagnosis/hang_check.h"
 #include "format/record.h"
 #include "format/ring.h"
+#include "proto/wire_enums.h"
 #include "timeline/format.h"
 #include "util/json.h"
 
@@ -516,7 +517,7 @@ CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out,
     pi->set_history(p.history);
     pi->set_exited(p.exited);
     if (p.exited) {
-      pi->set_exit_cause(ExitCauseName(p.exit_cause));
+      pi->set_exit_cause(proto::ExitCauseCodeOf(p.exit_cause.kind));
       pi->set_exit_code(p.exit_cause.kind == format::ExitKind::kNone ? -1 : p.exit_cause.value);
       pi->set_exited_age_s(std::max(0.0, static_cast<double>(now - p.exited_ns) * 1e-9));
     }

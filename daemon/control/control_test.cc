@@ -381,9 +381,10 @@ TEST_F(ControlTest, ExitedAndIdleRanksEndACountCapture) {
   EXPECT_EQ(sr.last_dump().files(1).ended(), "exited");
   ASSERT_EQ(sr.processes_size(), 2);
   EXPECT_FALSE(sr.processes(0).exited());
+  EXPECT_FALSE(sr.processes(0).has_exit_cause());  // absent while it runs
   EXPECT_TRUE(sr.processes(1).exited());
   EXPECT_FALSE(sr.processes(1).up());
-  EXPECT_EQ(sr.processes(1).exit_cause(), "signal");
+  EXPECT_EQ(sr.processes(1).exit_cause(), ExitCauseCode::signal);
   EXPECT_EQ(sr.processes(1).exit_code(), 11);
 
   // The whole job has ended: the capture is written at once, and the reply says who fell short.
@@ -522,8 +523,8 @@ TEST_F(ControlTest, StatusDescribesTheOldestCollectiveInFlight) {
   EXPECT_EQ(c.device(), 1);
   EXPECT_EQ(c.inflight().state(), CollectiveArrival::queued);
   EXPECT_EQ(c.inflight().seq(), 5u);
-  EXPECT_EQ(c.inflight().op(), "Reduce");
-  EXPECT_EQ(c.inflight().dtype(), "bf16");
+  EXPECT_EQ(c.inflight().op(), OpCode::Reduce);
+  EXPECT_EQ(c.inflight().dtype(), DTypeCode::bf16);
   EXPECT_EQ(c.inflight().count(), 64u);
   EXPECT_EQ(c.inflight().root(), 1);
   EXPECT_EQ(c.inflight().comm_size(), 2);
@@ -581,7 +582,7 @@ TEST_F(ControlTest, HangCheckOverBothTransports) {
   EXPECT_EQ(resp.ranks(0).comms(0).inflight().seq(), 1000u);
   EXPECT_EQ(resp.ranks(0).comms(0).inflight().state(), CollectiveArrival::started);
   ASSERT_EQ(resp.verdicts_size(), 1) << resp.DebugString();
-  EXPECT_EQ(resp.verdicts(0).kind(), "never_issued") << resp.DebugString();
+  EXPECT_EQ(resp.verdicts(0).kind(), VerdictKind::never_issued) << resp.DebugString();
   ASSERT_EQ(resp.verdicts(0).culprit_ranks_size(), 1);
   EXPECT_EQ(resp.verdicts(0).culprit_ranks(0), 1);
 

@@ -25,6 +25,7 @@
 #include "daemon/model/aggregator.h"
 #include "format/record.h"
 #include "format/ring.h"
+#include "proto/wire_enums.h"
 #include "stacktrace/stacks_file.h"
 #include "util/label.h"
 
@@ -486,6 +487,26 @@ TEST_F(DiagnosisTest, HangCheckWithoutDiagnosisAndTheThreadPublishes) {
   EXPECT_NE(r.ranks(0).last_activity().find("AllReduce on comm 0x0000000000000abc seq"),
             std::string::npos)
       << r.ranks(0).last_activity();
+}
+
+// HangCheck's enumerations spell what the analysis and the metrics spell: a verdict's kind as
+// analysis::HangKindName, an exit cause as the `cause` label, a mismatch as the analysis's field.
+TEST(WireEnumsTest, VerdictKindsExitCausesAndMismatchesSpellTheirSources) {
+  for (int k = 1; k <= 6; ++k) {
+    const auto kind = static_cast<analysis::HangKind>(k);
+    EXPECT_EQ(VerdictKind::Value_Name(VerdictKindOf(kind)), analysis::HangKindName(kind)) << k;
+  }
+  EXPECT_EQ(VerdictKind::Value_descriptor()->value_count(), 7);  // the six and UNSPECIFIED
+  for (format::ExitKind kind :
+       {format::ExitKind::kNone, format::ExitKind::kExited, format::ExitKind::kSignal}) {
+    ExitCause cause;
+    cause.kind = kind;
+    EXPECT_EQ(ExitCauseCode::Value_Name(proto::ExitCauseCodeOf(kind)), ExitCauseName(cause));
+  }
+  for (const char* field : {"op", "dtype", "count", "root"}) {
+    MismatchField::Value v;
+    EXPECT_TRUE(MismatchField::Value_Parse(field, &v)) << field;
+  }
 }
 
 }  // namespace

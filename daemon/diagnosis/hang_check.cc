@@ -5,6 +5,7 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "format/record.h"
+#include "proto/wire_enums.h"
 
 namespace xtimer {
 namespace daemon {
@@ -28,8 +29,8 @@ void FillArrival(const analysis::Arrival& a, int64_t now_ns, CollectiveArrival* 
   out->set_seq(a.seq);
   out->set_count(a.count);
   out->set_bytes(a.bytes);
-  out->set_op(format::OperationName(static_cast<format::Operation>(a.op)));
-  out->set_dtype(format::DTypeName(static_cast<format::DType>(a.dtype)));
+  out->set_op(proto::OpCodeOf(a.op));
+  out->set_dtype(proto::DTypeCodeOf(a.dtype));
   out->set_state(StateOf(a.state));
   out->set_root(a.root);
   out->set_comm_size(a.comm_size);
@@ -54,7 +55,7 @@ void FillRank(const std::string& job, const RankLive& r, const std::string& node
   out->set_host(p.host);
   out->set_exited(p.exited);
   if (p.exited) {
-    out->set_exit_cause(in.exit.cause);
+    out->set_exit_cause(proto::ExitCauseCodeOf(p.exit_cause.kind));
     out->set_exit_code(in.exit.code);
     out->set_exited_age_s(AgeS(now_ns, p.exited_ns));
   }
@@ -82,13 +83,14 @@ void FillRank(const std::string& job, const RankLive& r, const std::string& node
 void FillVerdict(const std::string& job, const analysis::HangVerdict& v,
                  const std::string& dump_dir, HangVerdict* out) {
   out->set_job(job);
-  out->set_kind(analysis::HangKindName(v.kind));
+  out->set_kind(VerdictKindOf(v.kind));
   out->set_comm_id(CommIdField(v.comm_id));
   out->set_seq(v.seq);
-  out->set_op(format::OperationName(static_cast<format::Operation>(v.op)));
+  out->set_op(proto::OpCodeOf(v.op));
   for (int32_t r : v.culprit_ranks) out->add_culprit_ranks(r);
   for (int32_t r : v.waiting_ranks) out->add_waiting_ranks(r);
-  out->set_mismatch(v.mismatch);
+  MismatchField::Value field;
+  if (MismatchField::Value_Parse(v.mismatch, &field)) out->set_mismatch(field);
   out->set_stalled_s(v.stalled_s);
   out->set_threshold_s(v.threshold_s);
   out->set_downstream(v.downstream);
@@ -132,6 +134,12 @@ void FillHangCheck(const LiveState& state, const HangCheckRequest& request,
       FillRank(j.job, r, node, state.now_ns, request.arrivals(), out->add_ranks());
     }
   }
+}
+
+VerdictKind::Value VerdictKindOf(analysis::HangKind kind) {
+  const int v = static_cast<int>(kind);  // the same numbers (hosting.proto; hang_check_test)
+  return VerdictKind::Value_IsValid(v) ? static_cast<VerdictKind::Value>(v)
+                                       : VerdictKind::VERDICT_KIND_UNSPECIFIED;
 }
 
 std::string CommIdField(uint64_t id) {

@@ -28,6 +28,9 @@ void FillCommProgress(const CommSnapshot& c, int64_t now_ns, CommProgress* out);
 // (proto/hosting.proto).
 std::string CommIdField(uint64_t id);
 
+// A verdict's kind on the wire (VerdictKind carries analysis::HangKind's numbers and names).
+VerdictKind::Value VerdictKindOf(analysis::HangKind kind);
+
 // proto3 JSON as the control port prints it (field names as in the .proto, every field present,
 // 64-bit integers as strings), with a final newline. Returns false with *error.
 bool MessageToJson(const google::protobuf::Message& message, std::string* json,
