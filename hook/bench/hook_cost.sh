@@ -77,8 +77,28 @@ measure() {  # measure OP LABEL
     "app thread $(( (a2 - a1) / calls )), poller $(( (o2 - o1) / calls )) instructions per call"
 }
 for op in passthrough timed memset allreduce; do measure "$op" "$op"; done
+# The poller thread's own instructions split into the work of its cycles (once a cycle, however
+# many ops it handles) and the rest (per op), with its number of cycles (Run's calls of Cycle):
+# under callgrind cycles per call depend on scheduling, not on calls (docs/benchmarks.md).
+poller_split() {  # poller_split OP N
+  local dir cycles
+  dir=$(mktemp -d)
+  LD_PRELOAD="$lib" valgrind --tool=callgrind --separate-threads=yes \
+    --callgrind-out-file="$dir/cg" "$bench" "--calls=$2" "$1" 2>/dev/null
+  cycles=$(callgrind_annotate --tree=caller --threshold=100 "$dir/cg-02" 2>/dev/null |
+    grep -m1 '< .*Poller::Run() (.*x) \[' | sed -E 's/.*Poller::Run\(\) \(([0-9,]+)x\).*/\1/' | tr -d ,)
+  callgrind_annotate --threshold=100 "$dir/cg-02" 2>/dev/null | awk -v cyc="${cycles:-0}" -v calls="$2" -v op="$1" '
+    /libxtimer\.so\]/ {
+      gsub(",", "", $1)
+      if ($0 ~ /Poller::(Cycle|Run|PublishInflight|DescribeOldest|DescribeBlocker|Register|GrowPools|ResendPending|ResendIdentity)\(|RingWriter::(PublishUntimed|PublishInflight|Heartbeat)|GrowEventPool|insertion_sort|introsort|unguarded_linear_insert/) cyc_ir += $1
+      else op_ir += $1
+    }
+    END { if (cyc > 0) printf "%s poller: %d cycles (%.2f per call), %.0f instructions per cycle, %.0f per call of per-op work\n", op, cyc, cyc / calls, cyc_ir / cyc, op_ir / calls }'
+  rm -rf "$dir"
+}
 # One process driving two devices: per call a group of two all-reduces (halve for a collective).
 measure allreduce2 "allreduce2 (a group of 2 collectives per call)"
+poller_split allreduce2 $((2 * calls))
 # The default: every kernel is timed (docs/hook.md "Kernels timed by default").
 unset XTIMER_KERNEL_FILTER
 measure timed "timed (XTIMER_KERNEL_FILTER unset)"
