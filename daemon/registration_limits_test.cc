@@ -233,13 +233,14 @@ pid_t SpawnRank(const std::string& socket, int rank, int ready, int hold, int ho
   close(hold_write);
   format::RingWriter w = Writer(Id("job", rank), 1024);
   bool ok = false;
+  std::string error;
   for (int attempt = 0; attempt < 300 && !ok; ++attempt) {
     if (attempt > 0) usleep(100000);
-    std::string error;
     const int fd = format::ConnectToDaemon(socket, &error);
     ok = fd >= 0 && format::SendRing(fd, w.fd(), &error);
     if (!ok && fd >= 0) close(fd);
   }
+  if (!ok) fprintf(stderr, "rank %d: registration failed for 30 s: %s\n", rank, error.c_str());
   const char c = ok ? 'y' : 'n';
   if (write(ready, &c, 1) != 1) _exit(2);
   char b;
