@@ -127,7 +127,11 @@ bool RingServer::Listen(std::string* error) {
   }
   created_socket_ = true;
   if (!SetSocketAccess(error)) return false;
-  if (listen(listen_fd_, 128) != 0) {
+  // As deep as the control and metrics servers' backlogs: a local process that floods the socket
+  // with connections it never uses (registration_limits_test opens 300) must not fill it, or a
+  // job's rank's non-blocking connect fails with EAGAIN until its next retry.
+  constexpr int kAcceptBacklog = 1024;
+  if (listen(listen_fd_, kAcceptBacklog) != 0) {
     *error = Errno("listen");
     return false;
   }
