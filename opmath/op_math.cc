@@ -99,7 +99,9 @@ uint64_t SendBytes(uint16_t op, uint64_t count, int element_size, int n) {
 double AlgoBytes(uint16_t op, uint64_t send_bytes, int n) {
   const int send = SendBlocks(op, n);
   if (send == 0) return 0;
-  return static_cast<double>(send_bytes) / send * TotalBlocks(op, n);
+  const double per_block = send == 1 ? static_cast<double>(send_bytes)  // no division: exact
+                                     : static_cast<double>(send_bytes) / send;
+  return per_block * TotalBlocks(op, n);
 }
 
 double BusFactor(uint16_t op, int n) {
@@ -118,8 +120,15 @@ double BusFactor(uint16_t op, int n) {
   }
 }
 
+CommBytes CommBytesOf(uint16_t op, uint64_t send_bytes, int n) {
+  CommBytes b;
+  b.algo = AlgoBytes(op, send_bytes, n);
+  b.bus = b.algo * BusFactor(op, n);
+  return b;
+}
+
 double BusBytes(uint16_t op, uint64_t send_bytes, int n) {
-  return AlgoBytes(op, send_bytes, n) * BusFactor(op, n);
+  return CommBytesOf(op, send_bytes, n).bus;
 }
 
 }  // namespace opmath

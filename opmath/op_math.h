@@ -60,6 +60,13 @@ double BusFactor(uint16_t op, int n);
 // AlgoBytes * BusFactor: the bytes whose rate is the bus bandwidth.
 double BusBytes(uint16_t op, uint64_t send_bytes, int n);
 
+// AlgoBytes and BusBytes of one op together, for callers that need both (the daemon's ingest).
+struct CommBytes {
+  double algo = 0;
+  double bus = 0;
+};
+CommBytes CommBytesOf(uint16_t op, uint64_t send_bytes, int n);
+
 }  // namespace opmath
 }  // namespace xtimer
 

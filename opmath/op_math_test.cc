@@ -32,6 +32,9 @@ TEST(OpMathTest, EveryCollectiveAndDtypeAgreesWithNcclTests) {
                          testing::ReferenceAlgoBytes(c, kCount, d.size, n));
         EXPECT_DOUBLE_EQ(BusFactor(op, n), c.factor(n));
         EXPECT_DOUBLE_EQ(BusBytes(op, send, n), testing::ReferenceBusBytes(c, kCount, d.size, n));
+        const CommBytes both = CommBytesOf(op, send, n);
+        EXPECT_DOUBLE_EQ(both.algo, testing::ReferenceAlgoBytes(c, kCount, d.size, n));
+        EXPECT_DOUBLE_EQ(both.bus, testing::ReferenceBusBytes(c, kCount, d.size, n));
       }
     }
   }

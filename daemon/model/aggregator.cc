@@ -289,7 +289,6 @@ void Aggregator::MarkExited(ProcessId id, const ExitCause& cause, int64_t now_ns
       p->connected = false;
       p->exit_cause = cause;
       p->exited_ns = now_ns;
-      for (auto& r : p->ranks) r->last_series = nullptr;
       EnforceExitedBounds();
       EnforceBudget();
     }
@@ -467,12 +466,12 @@ void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, in
     std::vector<uint64_t> keys;
     if (with_series) {
       keys.reserve(rank.series.size());
-      for (const auto& s : rank.series) keys.push_back(s.first);
+      for (const auto& s : rank.series.items()) keys.push_back(s.first);
     }
     std::sort(keys.begin(), keys.end());
     ps.series.reserve(keys.size());
     for (uint64_t k : keys) {
-      const Series& s = *rank.series.at(k);
+      const Series& s = *rank.series.Find(k);
       SeriesSnapshot ss;
       ss.kind = s.kind;
       ss.op = s.op;

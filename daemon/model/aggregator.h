@@ -359,7 +359,7 @@ class Aggregator {
   std::map<ProcessId, std::unique_ptr<Process>>::iterator Erase(
       std::map<ProcessId, std::unique_ptr<Process>>::iterator it);
   // Appends one record to p's history, shrinking it oldest first rather than growing past the
-  // budget. Needs mu_.
+  // budget (ingest calls it when OpHistory::TryAppend could not). Needs mu_.
   void AppendHistory(Process* p, const format::OpRecord& r);
   // Charges what p's history allocated and freed, and counts its shrinks. Needs mu_.
   void ChargeHistory(Process* p, const OpHistory::Change& change);

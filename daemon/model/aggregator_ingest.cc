@@ -19,6 +19,7 @@ void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t 
   Process* p = Find(id);
   if (p == nullptr || !p->connected) return;
   IngestLocked(p, id, records, n, now_ns);
+  OpHistory::FinishStores();
   if (total_bytes_ > HighWater()) EnforceBudget();
   const bool trim = returner_.Pressing();
   lock.unlock();
@@ -57,9 +58,7 @@ Series* Aggregator::AddSeries(Process* p, Rank* rank, const format::OpRecord& r,
   }
   const uint8_t size_class = static_cast<uint8_t>(key & 0xff);
   Series* s =
-      rank->series
-          .emplace(key, std::make_unique<Series>(r.kind, r.op, r.dtype, size_class, options_))
-          .first->second.get();
+      rank->series.Add(key, std::make_unique<Series>(r.kind, r.op, r.dtype, size_class, options_));
   ++p->series_count;
   Charge(p, static_cast<int64_t>(SeriesBytes(options_)));
   return s;
@@ -69,37 +68,29 @@ void Aggregator::IngestOp(IngestBatch& b, const format::RecordSlot& slot) {
   const format::OpRecord& r = slot.op;
   Process* p = b.p;
   Rank* rank = RankOf(*p, r.device);
-  // Consecutive ops of a rank mostly fall in the same series: one comparison, no lookup.
+  const OpMeasures m = MeasuresOf(r);
   const uint64_t key =
-      (uint64_t{r.kind} << 40) | (uint64_t{r.op} << 16) | (uint64_t{r.dtype} << 8) | SizeClassOf(r);
-  Series* s = rank->last_series;
-  if (key != rank->last_key || s == nullptr) {
-    auto it = rank->series.find(key);
-    s = it != rank->series.end() ? it->second.get() : AddSeries(p, rank, r, key);
-    rank->last_key = key;
-    rank->last_series = s;
-  }
+      (uint64_t{r.kind} << 40) | (uint64_t{r.op} << 16) | (uint64_t{r.dtype} << 8) | m.size_class;
+  Series* s = rank->series.Find(key);
+  if (s == nullptr) s = AddSeries(p, rank, r, key);
   if (s == nullptr) {
     ++rank->unaggregated;
   } else {
     const int64_t dur = r.duration_ns;  // Validate bounds it to [0, 1 day]
-    const double flop = FlopOf(r);
-    const bool comm_op = r.kind == static_cast<uint8_t>(OpKind::kCollective) ||
-                         r.kind == static_cast<uint8_t>(OpKind::kP2P);
-    const double algo = comm_op ? AlgoBytesOf(r) : 0;
-    const double bus = comm_op ? BusBytesOf(r) : 0;
     ++s->count;
     s->sum_ns += static_cast<uint64_t>(dur);
     s->bytes += static_cast<double>(r.bytes);
-    s->flop += flop;
+    s->flop += m.flop;
     // Every series shares the window geometry, so the step is computed once per batch.
     if (b.epoch < 0) b.epoch = s->window.EpochOf(b.now_ns);
-    s->window.Add(b.epoch, dur, flop, bus, algo);
+    s->window.Add(b.epoch, dur, m.flop, m.bus_bytes, m.algo_bytes);
+    const bool comm_op = r.kind == static_cast<uint8_t>(OpKind::kCollective) ||
+                         r.kind == static_cast<uint8_t>(OpKind::kP2P);
     if (comm_op && r.comm_id != 0) NoteCompleted(rank, r, dur, b.now_ns);
   }
   if (!taps_.empty()) tap_ops_.push_back(TapOp{rank->device, p->ops_seen, &r});
   ++p->ops_seen;
-  if (options_.history > 0) AppendHistory(p, r);
+  if (options_.history > 0 && !p->history.TryAppend(r)) AppendHistory(p, r);
 }
 
 inline void Aggregator::NoteCompleted(Rank* rank, const format::OpRecord& r, int64_t dur,

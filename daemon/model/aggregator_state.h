@@ -8,12 +8,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "daemon/model/aggregator.h"
 #include "daemon/model/comm_progress.h"
 #include "daemon/model/kernel_names.h"
+#include "daemon/model/keyed_table.h"
 #include "daemon/model/op_history.h"
 #include "daemon/model/window.h"
 
@@ -42,9 +42,7 @@ struct Series {
 // A rank of a process: the whole process, or one of the devices it drives.
 struct Aggregator::Rank {
   int device = -1;  // -1 while the process has one rank
-  std::unordered_map<uint64_t, std::unique_ptr<Series>> series;
-  uint64_t last_key = ~uint64_t{0};
-  Series* last_series = nullptr;
+  KeyedTable<Series> series;  // keyed by kind, op, dtype and size class (IngestOp)
   CommTable comms;
   uint64_t unaggregated = 0;
 };
@@ -85,7 +83,7 @@ inline size_t BaseBytes(const AggregatorOptions& o) {
 }
 
 inline size_t SeriesBytes(const AggregatorOptions& o) {
-  return sizeof(Series) + kHashNodeBytes +
+  return sizeof(Series) + KeyedTable<Series>::kMaxBytesPerItem +
          LatencyWindow::MaxBytes(o.window_buckets, o.window_samples);
 }
 

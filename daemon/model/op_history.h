@@ -19,6 +19,10 @@
 
 #include "format/record.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace xtimer {
 namespace daemon {
 
@@ -38,23 +42,38 @@ class OpHistory {
 
   // Appends r. `may_allocate()` (returning bool) is asked before a chunk is allocated: when it
   // says no, the oldest chunk is reused (its records dropped), or with none the record is not
-  // kept. Inline: it runs once per op record.
+  // kept.
   template <typename MayAllocate>
   Change Append(const format::OpRecord& r, MayAllocate&& may_allocate) {
-    Change change;
-    const uint64_t i = total_;
-    if (chunks_.empty()) {
-      front_chunk_ = i / kChunk;
-      first_ = i;
-    }
-    const uint64_t chunk = i / kChunk;
-    if (chunk >= front_chunk_ + chunks_.size() && !NewChunk(i, chunk, may_allocate, &change)) {
-      return change;
-    }
-    chunks_[chunk - front_chunk_][i % kChunk] = r;
-    total_ = i + 1;
+    if (TryAppend(r)) return Change();
+    if (tail_ == tail_end_) return AppendToNewChunk(r, may_allocate);
+    Change change;  // the newest chunk has room, but a chunk falls out of the history
+    StoreRecord(tail_++, r);
+    ++total_;
     Trim(/*keep_spare=*/true, &change);
     return change;
+  }
+
+  // Append's fast path, inline for ingest (it runs once per op record): stores r when the newest
+  // chunk has room and no chunk falls out of the history, so that nothing is allocated, freed or
+  // accounted; else false, and the caller calls Append. True for all but one in kChunk records.
+  bool TryAppend(const format::OpRecord& r) {
+    if (tail_ == tail_end_) return false;
+    const uint64_t total = total_ + 1;
+    const uint64_t first = total - first_ > capacity_ ? total - capacity_ : first_;
+    if (first >= (front_chunk_ + 2) * kChunk) return false;  // Trim would free the front chunk
+    StoreRecord(tail_++, r);
+    total_ = total;
+    first_ = first;
+    return true;
+  }
+
+  // Makes the records appended by this thread visible to others: Append writes around the cache
+  // (see StoreRecord), so the thread that appends calls this before it releases the owner's lock.
+  static void FinishStores() {
+#if defined(__SSE2__)
+    _mm_sfence();
+#endif
   }
 
   // Gives up the older half of the chunks (one always stays), oldest records first.
@@ -70,6 +89,27 @@ class OpHistory {
   uint64_t size() const { return total_ - first_; }
 
  private:
+  // Append when the newest chunk is full (or there is none): makes room, then stores r.
+  template <typename MayAllocate>
+  Change AppendToNewChunk(const format::OpRecord& r, MayAllocate&& may_allocate) {
+    Change change;
+    const uint64_t i = total_;
+    if (chunks_.empty()) {
+      front_chunk_ = i / kChunk;
+      first_ = i;
+    }
+    const uint64_t chunk = i / kChunk;
+    if (chunk >= front_chunk_ + chunks_.size() && !NewChunk(i, chunk, may_allocate, &change)) {
+      return change;
+    }
+    format::OpRecord* records = chunks_[chunk - front_chunk_].get();
+    StoreRecord(records + i % kChunk, r);
+    tail_ = records + i % kChunk + 1;
+    tail_end_ = records + kChunk;
+    total_ = i + 1;
+    Trim(/*keep_spare=*/true, &change);
+    return change;
+  }
   // Makes room for record i in chunk number `chunk`: rotates a spare front chunk (one wholly
   // before the oldest record kept once record i is in), else allocates one when `may_allocate()`,
   // else reuses the oldest. False when the record cannot be kept.
@@ -92,6 +132,22 @@ class OpHistory {
     }
     return true;
   }
+  // Copies r to dst without first reading dst's cache lines or leaving them in the cache: history
+  // is written once and read only by a rare dump, and at 100k records per process it would
+  // otherwise push the ring and the series out of the cache (measured in docs/benchmarks.md).
+  static void StoreRecord(format::OpRecord* dst, const format::OpRecord& r) {
+#if defined(__SSE2__)
+    static_assert(sizeof(format::OpRecord) % 16 == 0 && __STDCPP_DEFAULT_NEW_ALIGNMENT__ >= 16,
+                  "every record of a chunk (new[]) is 16-byte aligned");
+    auto* d = reinterpret_cast<__m128i*>(dst);
+    const auto* s = reinterpret_cast<const __m128i*>(&r);
+    for (size_t i = 0; i < sizeof(format::OpRecord) / 16; ++i) {
+      _mm_stream_si128(d + i, _mm_loadu_si128(s + i));
+    }
+#else
+    *dst = r;
+#endif
+  }
   // Frees the chunks that lie wholly before the newest `capacity_` records, but with
   // `keep_spare` the newest of them, which the next chunk reuses.
   void Trim(bool keep_spare, Change* change);
@@ -103,6 +159,10 @@ class OpHistory {
   uint64_t front_chunk_ = 0;  // the chunk number of chunks_.front()
   uint64_t first_ = 0;        // the oldest record kept
   uint64_t total_ = 0;        // records ever appended
+  // Where record total_ goes in the newest chunk, and that chunk's end; equal when it is full or
+  // there is none. Trim and HalveForBudget never free the newest chunk, so these stay valid.
+  format::OpRecord* tail_ = nullptr;
+  format::OpRecord* tail_end_ = nullptr;
 };
 
 }  // namespace daemon

@@ -104,6 +104,41 @@ TEST(OpHistoryTest, HalvingDropsTheOldestChunksAndKeepsOne) {
   EXPECT_EQ(Seqs(h).back(), 8 * kChunk - 1);
 }
 
+// Appends (with chunks granted or refused at random) and halvings, interleaved, at capacities
+// around the chunk size: the chunks allocated less those freed are the chunks held, and the
+// records kept are always the newest ones, contiguous, at most `capacity`, ending with the last.
+TEST(OpHistoryTest, AccountingAndOrderHoldThroughAppendsAndHalvings) {
+  for (size_t capacity : {size_t{1}, size_t{100}, kChunk - 1, kChunk, kChunk + 1, 5 * kChunk / 2}) {
+    SCOPED_TRACE(capacity);
+    OpHistory h(capacity);
+    int64_t held = 0;
+    uint64_t next = 0;
+    uint32_t random = 12345;
+    for (int step = 0; step < 200; ++step) {
+      random = random * 1103515245u + 12345u;
+      if (random % 16 == 0) {
+        const OpHistory::Change c = h.HalveForBudget();
+        held -= static_cast<int64_t>(c.freed);
+      } else {
+        const uint64_t n = random % (2 * kChunk);
+        const OpHistory::Change c = Fill(&h, next, next + n, /*may_allocate=*/random % 8 != 1);
+        held += static_cast<int64_t>(c.allocated) - static_cast<int64_t>(c.freed);
+        next += n;
+      }
+      ASSERT_EQ(held, static_cast<int64_t>(h.chunks())) << "step " << step;
+      const std::vector<uint64_t> seqs = Seqs(h);
+      ASSERT_EQ(seqs.size(), h.size());
+      ASSERT_LE(seqs.size(), capacity);
+      if (seqs.empty()) continue;
+      ASSERT_EQ(seqs.back(), next - 1) << "step " << step;
+      ASSERT_EQ(seqs.back() - seqs.front() + 1, seqs.size()) << "step " << step;
+    }
+    // With chunks granted, the history fills to its capacity again.
+    Fill(&h, next, next + capacity + 3 * kChunk);
+    EXPECT_EQ(h.size(), capacity);
+  }
+}
+
 }  // namespace
 }  // namespace daemon
 }  // namespace xtimer

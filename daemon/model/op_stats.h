@@ -17,6 +17,15 @@ namespace daemon {
 constexpr int kSizeClassCount = 5;
 constexpr uint8_t kSizeClassAll = 255;
 
+// Everything below of one record at once, each formula applied once (ingest runs it per op).
+struct OpMeasures {
+  uint8_t size_class = kSizeClassAll;
+  double flop = 0;
+  double algo_bytes = 0;
+  double bus_bytes = 0;
+};
+OpMeasures MeasuresOf(const format::OpRecord& r);
+
 // 0..kSizeClassCount-1, or kSizeClassAll for kinds without a size.
 uint8_t SizeClassOf(const format::OpRecord& r);
 // The label value: "lt64KiB", ... for byte classes, "lt1GFLOP", ... for matmul, "all".

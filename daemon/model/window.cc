@@ -16,28 +16,15 @@ size_t LatencyWindow::MaxBytes(int buckets, size_t max_samples) {
   return static_cast<size_t>(std::max(1, buckets)) * sizeof(Bucket) + capacity * sizeof(Sample);
 }
 
-void LatencyWindow::Add(int64_t epoch, int64_t duration_ns, double flop, double bus_bytes,
-                        double algo_bytes) {
-  Bucket& b = buckets_[static_cast<size_t>(epoch % static_cast<int64_t>(buckets_.size()))];
+void LatencyWindow::StartBucket(int64_t epoch, int64_t duration_ns) {
+  add_epoch_ = epoch;
+  add_index_ = static_cast<size_t>(epoch % static_cast<int64_t>(buckets_.size()));
+  Bucket& b = buckets_[add_index_];
   if (b.epoch != epoch) {
     b = Bucket();
     b.epoch = epoch;
     b.min_ns = duration_ns;
     b.max_ns = duration_ns;
-  }
-  ++b.count;
-  b.sum_ns += static_cast<uint64_t>(duration_ns);
-  b.min_ns = std::min(b.min_ns, duration_ns);
-  b.max_ns = std::max(b.max_ns, duration_ns);
-  b.flop += flop;
-  b.bus_bytes += bus_bytes;
-  b.algo_bytes += algo_bytes;
-
-  if (samples_.size() < max_samples_) {
-    samples_.push_back({epoch, duration_ns});
-  } else {
-    samples_[next_] = {epoch, duration_ns};
-    next_ = next_ + 1 == max_samples_ ? 0 : next_ + 1;
   }
 }
 

@@ -10,6 +10,7 @@
 #define XTIMER_DAEMON_WINDOW_H_
 
 #include <cstddef>
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -38,7 +39,24 @@ class LatencyWindow {
 
   // The step `now_ns` falls in; callers adding a batch at one time compute it once.
   int64_t EpochOf(int64_t now_ns) const { return now_ns >= 0 ? now_ns / width_ns_ : 0; }
-  void Add(int64_t epoch, int64_t duration_ns, double flop, double bus_bytes, double algo_bytes);
+  // Inline: ingest calls it for every op record.
+  void Add(int64_t epoch, int64_t duration_ns, double flop, double bus_bytes, double algo_bytes) {
+    if (epoch != add_epoch_) StartBucket(epoch, duration_ns);
+    Bucket& b = buckets_[add_index_];
+    ++b.count;
+    b.sum_ns += static_cast<uint64_t>(duration_ns);
+    b.min_ns = std::min(b.min_ns, duration_ns);
+    b.max_ns = std::max(b.max_ns, duration_ns);
+    b.flop += flop;
+    b.bus_bytes += bus_bytes;
+    b.algo_bytes += algo_bytes;
+    if (samples_.size() < max_samples_) {
+      samples_.push_back({epoch, duration_ns});
+    } else {
+      samples_[next_] = {epoch, duration_ns};
+      next_ = next_ + 1 == max_samples_ ? 0 : next_ + 1;
+    }
+  }
   // `scratch` is reused between calls to avoid allocating per scrape.
   WindowStats Compute(int64_t now_ns, std::vector<int64_t>* scratch) const;
 
@@ -58,6 +76,9 @@ class LatencyWindow {
     int64_t duration_ns;
   };
 
+  // Points add_index_ at epoch's bucket, emptied first when it held an older step.
+  void StartBucket(int64_t epoch, int64_t duration_ns);
+
   bool InWindow(int64_t epoch, int64_t now_epoch) const {
     return epoch > now_epoch - static_cast<int64_t>(buckets_.size()) && epoch <= now_epoch;
   }
@@ -67,6 +88,8 @@ class LatencyWindow {
   size_t max_samples_;
   std::vector<Sample> samples_;  // ring, grows up to max_samples_
   size_t next_ = 0;              // where the next sample goes once the ring is full
+  int64_t add_epoch_ = -1;       // the step of the last Add and its bucket's index: a step holds
+  size_t add_index_ = 0;         // many ops, and the index costs a division
 };
 
 }  // namespace daemon
