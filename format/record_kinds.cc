@@ -13,7 +13,7 @@ const char* ValidateOp(const RecordSlot& slot) {
   if (r.duration_ns < 0 || r.duration_ns > int64_t{86400} * 1000000000) {
     return "duration out of range";
   }
-  if (r.m < 0 || r.n < 0 || r.k < 0 || r.batch < 0) return "negative GEMM dimension";
+  if ((r.m | r.n | r.k | r.batch) < 0) return "negative GEMM dimension";  // a sign bit set
   if (r.comm_size < 0 || r.comm_size > (1 << 24)) return "communicator size out of range";
   // A host sync issued while the application had a CUDA error pending, on a thread whose
   // device the hook never learned, carries device -1 (unknown).

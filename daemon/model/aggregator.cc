@@ -466,7 +466,7 @@ void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, in
     std::vector<uint64_t> keys;
     if (with_series) {
       keys.reserve(rank.series.size());
-      for (const auto& s : rank.series.items()) keys.push_back(s.first);
+      rank.series.ForEach([&keys](uint64_t key, const Series&) { keys.push_back(key); });
     }
     std::sort(keys.begin(), keys.end());
     ps.series.reserve(keys.size());

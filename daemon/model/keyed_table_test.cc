@@ -42,7 +42,10 @@ TEST(KeyedTableTest, FindsEveryKeyAcrossGrowth) {
   EXPECT_EQ(t.Find(12345), nullptr);
   EXPECT_EQ(t.Find((uint64_t{1} << 40) | 2), nullptr);
   std::set<uint64_t> keys;
-  for (const auto& it : t.items()) keys.insert(it.first);
+  t.ForEach([&](uint64_t key, const Item& item) {
+    keys.insert(key);
+    EXPECT_EQ(t.Find(key), &item);
+  });
   EXPECT_EQ(keys.size(), 1000u);
 }
 

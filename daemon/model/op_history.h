@@ -141,6 +141,7 @@ class OpHistory {
                   "every record of a chunk (new[]) is 16-byte aligned");
     auto* d = reinterpret_cast<__m128i*>(dst);
     const auto* s = reinterpret_cast<const __m128i*>(&r);
+#pragma GCC unroll 8
     for (size_t i = 0; i < sizeof(format::OpRecord) / 16; ++i) {
       _mm_stream_si128(d + i, _mm_loadu_si128(s + i));
     }
