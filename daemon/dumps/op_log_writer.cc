@@ -238,6 +238,7 @@ void OpLogWriter::Drain(bool final) {
     }
     Handle(q);
   }
+  ReleaseIdleBatch();
   for (auto& [job, d] : detectors_) {  // ops held past the hold time, every one of a gone job
     const bool all = final || std::find(gone_jobs_.begin(), gone_jobs_.end(), job) !=
                                   gone_jobs_.end();
@@ -263,6 +264,13 @@ void OpLogWriter::Drain(bool final) {
   std::lock_guard<std::mutex> lock(mu_);
   counters_ = local_;
   counters_.file_dropped = files_.dropped_lines();
+}
+
+void OpLogWriter::ReleaseIdleBatch() {
+  constexpr size_t kKeepBytes = size_t{64} << 10;
+  if (batch_.capacity() * sizeof(Queued) > kKeepBytes && batch_.size() * 4 < batch_.capacity()) {
+    std::vector<Queued>().swap(batch_);
+  }
 }
 
 void OpLogWriter::FlushFiles() { files_.Flush(); }

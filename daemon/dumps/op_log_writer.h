@@ -111,6 +111,11 @@ class OpLogWriter {
   // Re-reads every rank's identity and log request from an aggregator snapshot.
   void Refresh();
   void Handle(const Queued& q);
+  // Frees the batch just handled when a drain needed less than a quarter of it: a burst grows it
+  // up to max_queue ops (152 bytes each: 10 MB at the default), and since it swaps with the queue
+  // both would keep the burst's pages resident for good. A block that size is unmapped at once
+  // (daemon/base/memory_return.h); the next burst grows it again.
+  void ReleaseIdleBatch();
   // Queues the anomaly lines of decided_ (the job's ops the detector decided) and clears it.
   void WriteDecisions(const std::string& job);
   void Run();
