@@ -147,8 +147,9 @@ std::string OpLogHeader(OpLogFormat f, bool anomaly) {
 void AppendOpLogLine(OpLogFormat f, bool anomaly, const OpLogLine& line, std::string* out) {
   const format::OpRecord& r = *line.record;
   const double seconds = static_cast<double>(r.duration_ns) * 1e-9;
-  const double busbw = seconds > 0 ? BusBytesOf(r) / seconds : 0;
-  const double flops = seconds > 0 ? FlopOf(r) / seconds : 0;
+  const OpMeasures m = MeasuresOf(r);
+  const double busbw = seconds > 0 ? m.bus_bytes / seconds : 0;
+  const double flops = seconds > 0 ? m.flop / seconds : 0;
   char comm[format::kCommIdTextSize] = "";
   if (r.comm_id != 0) format::CommIdText(r.comm_id, comm);
   const char* kind = format::OpKindName(static_cast<OpKind>(r.kind));
