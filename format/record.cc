@@ -91,9 +91,7 @@ constexpr OperationInfo kOperations[] = {
     {Operation::kEventSynchronize, "EventSynchronize", OpKind::kHostSync},
 };
 
-// Every Operation value is below this: Find is one table load (the daemon validates every op
-// record read from a ring with it, so a scan of kOperations cost ~85 instructions a record).
-constexpr size_t kOperationSlots = 128;
+// Every Operation value is below kOperationSlots (record.h): Find is one table load.
 constexpr size_t kOperationCount = sizeof(kOperations) / sizeof(kOperations[0]);
 
 struct OperationIndex {
@@ -125,17 +123,25 @@ const OperationInfo* Find(uint16_t op) {
   return at < 0 ? nullptr : &kOperations[at];
 }
 
+constexpr std::array<uint8_t, kOperationSlots> MakeKindOfOperation() {
+  std::array<uint8_t, kOperationSlots> kinds{};
+  for (const OperationInfo& info : kOperations) {
+    kinds[static_cast<size_t>(info.op)] = static_cast<uint8_t>(info.kind);
+  }
+  return kinds;
+}
+
 }  // namespace
+
+namespace internal {
+constexpr std::array<uint8_t, kOperationSlots> kKindOfOperation = MakeKindOfOperation();
+}  // namespace internal
 
 const char* OperationName(Operation o) {
   const OperationInfo* info = Find(static_cast<uint16_t>(o));
   return info != nullptr ? info->name : "Unknown";
 }
 
-uint8_t KindOfOperation(uint16_t op) {
-  const OperationInfo* info = Find(op);
-  return info != nullptr ? static_cast<uint8_t>(info->kind) : 0;
-}
 
 const char* DTypeName(DType d) {
   switch (d) {

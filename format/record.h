@@ -19,6 +19,7 @@
 #ifndef XTIMER_FORMAT_RECORD_H_
 #define XTIMER_FORMAT_RECORD_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -195,8 +196,21 @@ DType DTypeFromName(const char* name);
 // lowercase hex digits ("0x00000000000000ab"). Writes into buf and returns it.
 constexpr size_t kCommIdTextSize = 19;  // with the terminating NUL
 const char* CommIdText(uint64_t id, char (&buf)[kCommIdTextSize]);
+// Bounds a reader checks records against: device ordinals (-1, unknown, only where a record
+// allows it) and communicator sizes.
+constexpr int32_t kMaxDevice = 4096;
+constexpr int32_t kMaxCommSize = 1 << 24;
+
 // The kind an operation belongs to (kMatmul for kGemmEx, ...), or 0 for an unknown operation.
-uint8_t KindOfOperation(uint16_t op);
+// Inline over a table built from record.cc's operation list: every record read from a ring is
+// validated with it.
+constexpr size_t kOperationSlots = 128;  // Operation values are below this
+namespace internal {
+extern const std::array<uint8_t, kOperationSlots> kKindOfOperation;
+}  // namespace internal
+inline uint8_t KindOfOperation(uint16_t op) {
+  return op < kOperationSlots ? internal::kKindOfOperation[op] : 0;
+}
 
 // The NameRecords of kernel name `name_id`: how many parts `size` bytes take (at least 1, so an
 // empty name still sends its kNameLast part), and part `part` of `name` as a ring slot (the

@@ -4,21 +4,28 @@ namespace xtimer {
 namespace format {
 namespace {
 
+// Range checks as one unsigned comparison each (a negative value wraps above the bound): every
+// record read from a ring passes here.
+constexpr uint64_t kMaxDurationNs = uint64_t{86400} * 1000000000;  // a day
+
 const char* ValidateOp(const RecordSlot& slot) {
   const OpRecord& r = slot.op;
-  uint8_t kind = KindOfOperation(r.op);
+  const uint8_t kind = KindOfOperation(r.op);
   if (kind == 0) return "unknown operation";
   if (kind != r.kind) return "operation does not match its kind";
   if (r.dtype > kDTypeMax) return "unknown dtype";
-  if (r.duration_ns < 0 || r.duration_ns > int64_t{86400} * 1000000000) {
-    return "duration out of range";
-  }
+  if (static_cast<uint64_t>(r.duration_ns) > kMaxDurationNs) return "duration out of range";
   if ((r.m | r.n | r.k | r.batch) < 0) return "negative GEMM dimension";  // a sign bit set
-  if (r.comm_size < 0 || r.comm_size > (1 << 24)) return "communicator size out of range";
+  if (static_cast<uint32_t>(r.comm_size) > uint32_t{kMaxCommSize}) {
+    return "communicator size out of range";
+  }
   // A host sync issued while the application had a CUDA error pending, on a thread whose
   // device the hook never learned, carries device -1 (unknown).
-  int min_device = r.kind == static_cast<uint8_t>(OpKind::kHostSync) ? -1 : 0;
-  if (r.device < min_device || r.device > 4096) return "device out of range";
+  const int64_t min_device = kind == static_cast<uint8_t>(OpKind::kHostSync) ? -1 : 0;
+  if (static_cast<uint64_t>(r.device - min_device) >
+      static_cast<uint64_t>(kMaxDevice - min_device)) {
+    return "device out of range";
+  }
   return nullptr;
 }
 
@@ -29,7 +36,7 @@ const char* ValidateName(const RecordSlot& slot) {
 }
 
 const char* ValidateComm(const RecordSlot& slot) {
-  if (slot.comm.size <= 0 || slot.comm.size > (1 << 24)) return "communicator size out of range";
+  if (slot.comm.size <= 0 || slot.comm.size > kMaxCommSize) return "communicator size out of range";
   if (slot.comm.rank < 0 || slot.comm.rank >= slot.comm.size) return "rank out of range";
   return nullptr;
 }

@@ -1,6 +1,10 @@
 #include "format/record.h"
 
+#include <cstdint>
+#include <functional>
 #include <string>
+
+#include "format/record_kinds.h"
 
 #include "gtest/gtest.h"
 
@@ -43,6 +47,71 @@ TEST(NamePartTest, SplitsANameIntoChunksTheLastMarked) {
   EXPECT_EQ(last.name.flags, kNameLast);
   EXPECT_EQ(last.name.name_id, 9u);
   EXPECT_EQ(NamePart(3, "", 0).name.flags, kNameLast);  // an empty name is one empty last part
+}
+
+RecordSlot ValidAllReduce() {
+  RecordSlot s{};
+  s.op.version = kRecordVersion;
+  s.op.type = static_cast<uint8_t>(RecordType::kOp);
+  s.op.kind = static_cast<uint8_t>(OpKind::kCollective);
+  s.op.op = static_cast<uint16_t>(Operation::kAllReduce);
+  s.op.dtype = static_cast<uint8_t>(DType::kBF16);
+  s.op.comm_size = 8;
+  s.op.duration_ns = 1000;
+  return s;
+}
+
+// Validation checks each field with one unsigned comparison: pin both sides of every bound.
+TEST(ValidateOp, AcceptsEachBoundAndRefusesOnePast) {
+  struct Case {
+    const char* what;
+    std::function<void(OpRecord&)> set;
+    bool valid;
+  };
+  const Case cases[] = {
+      {"valid", [](OpRecord&) {}, true},
+      {"unknown op", [](OpRecord& r) { r.op = kOperationSlots; }, false},
+      {"unknown op 0xffff", [](OpRecord& r) { r.op = 0xffff; }, false},
+      {"kind mismatch", [](OpRecord& r) { r.kind = static_cast<uint8_t>(OpKind::kP2P); }, false},
+      {"dtype max", [](OpRecord& r) { r.dtype = kDTypeMax; }, true},
+      {"dtype past max", [](OpRecord& r) { r.dtype = kDTypeMax + 1; }, false},
+      {"duration 0", [](OpRecord& r) { r.duration_ns = 0; }, true},
+      {"duration a day", [](OpRecord& r) { r.duration_ns = int64_t{86400} * 1000000000; }, true},
+      {"duration past", [](OpRecord& r) { r.duration_ns = int64_t{86400} * 1000000000 + 1; }, false},
+      {"duration -1", [](OpRecord& r) { r.duration_ns = -1; }, false},
+      {"duration min", [](OpRecord& r) { r.duration_ns = INT64_MIN; }, false},
+      {"m negative", [](OpRecord& r) { r.m = -1; }, false},
+      {"batch min", [](OpRecord& r) { r.batch = INT64_MIN; }, false},
+      {"comm size 0", [](OpRecord& r) { r.comm_size = 0; }, true},
+      {"comm size max", [](OpRecord& r) { r.comm_size = kMaxCommSize; }, true},
+      {"comm size past", [](OpRecord& r) { r.comm_size = kMaxCommSize + 1; }, false},
+      {"comm size -1", [](OpRecord& r) { r.comm_size = -1; }, false},
+      {"device max", [](OpRecord& r) { r.device = kMaxDevice; }, true},
+      {"device past", [](OpRecord& r) { r.device = kMaxDevice + 1; }, false},
+      {"device -1", [](OpRecord& r) { r.device = -1; }, false},
+      {"device int max", [](OpRecord& r) { r.device = INT32_MAX; }, false},
+      {"device int min", [](OpRecord& r) { r.device = INT32_MIN; }, false},
+  };
+  for (const Case& c : cases) {
+    RecordSlot s = ValidAllReduce();
+    c.set(s.op);
+    EXPECT_EQ(Validate(s) == nullptr, c.valid) << c.what;
+  }
+}
+
+TEST(ValidateOp, OnlyAHostSyncMayHaveAnUnknownDevice) {
+  RecordSlot s = ValidAllReduce();
+  s.op.kind = static_cast<uint8_t>(OpKind::kHostSync);
+  s.op.op = static_cast<uint16_t>(Operation::kDeviceSynchronize);
+  s.op.comm_size = 0;
+  for (int32_t device : {-1, 0, kMaxDevice}) {
+    s.op.device = device;
+    EXPECT_EQ(Validate(s), nullptr) << device;
+  }
+  for (int32_t device : {-2, kMaxDevice + 1, INT32_MAX, INT32_MIN}) {
+    s.op.device = device;
+    EXPECT_NE(Validate(s), nullptr) << device;
+  }
 }
 
 }  // namespace

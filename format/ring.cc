@@ -43,7 +43,7 @@ size_t RegionSize(uint32_t capacity, size_t header_size) {
 }
 
 const char* ValidateInflightRow(const InflightRow& row) {
-  if (row.device < -1 || row.device > 4096) return "bad device";
+  if (row.device < -1 || row.device > kMaxDevice) return "bad device";
   const InflightCollective& c = row.oldest;
   if (static_cast<uint8_t>(c.state) > kInflightStateMax) return "bad state";
   if (c.state == InflightState::kNone) return nullptr;

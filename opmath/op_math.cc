@@ -41,20 +41,27 @@ double MatmulFlop(int64_t m, int64_t n, int64_t k, int64_t batch) {
   return 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * b;
 }
 
-bool IsCommunication(uint16_t op) { return TotalBlocks(op, 1) > 0; }
-
 namespace {
 
+// nccl-tests' bus factor of an operation: 1, 2 (n - 1) / n, or (n - 1) / n.
+enum class BusRule : uint8_t { kOne, kTwiceRing, kRing };
+
 // The table of op_math.h per communication op: whether one rank's send buffer, and nccl-tests'
-// S, hold n blocks (true) or one (false); null for operations that are not communication.
-struct BlockShape {
+// S, hold n blocks (true) or one (false), and its bus factor; null for operations that are not
+// communication. One lookup gives all three, so CommBytesOf switches once per op.
+struct CommShape {
   bool send_n;
   bool total_n;
+  BusRule bus;
 };
 
-const BlockShape* ShapeOf(uint16_t op) {
-  static constexpr BlockShape kOne{false, false}, kSendN{true, true}, kTotalN{false, true};
+const CommShape* ShapeOf(uint16_t op) {
+  static constexpr CommShape kAllReduce{false, false, BusRule::kTwiceRing},
+      kOne{false, false, BusRule::kOne}, kSendN{true, true, BusRule::kRing},
+      kTotalN{false, true, BusRule::kRing};
   switch (static_cast<Operation>(op)) {
+    case Operation::kAllReduce:
+      return &kAllReduce;
     case Operation::kReduceScatter:
     case Operation::kAlltoAll:
     case Operation::kScatter:
@@ -62,7 +69,6 @@ const BlockShape* ShapeOf(uint16_t op) {
     case Operation::kAllGather:
     case Operation::kGather:
       return &kTotalN;
-    case Operation::kAllReduce:
     case Operation::kBroadcast:
     case Operation::kReduce:
     case Operation::kSend:
@@ -73,15 +79,38 @@ const BlockShape* ShapeOf(uint16_t op) {
   }
 }
 
+double AlgoBytesOf(const CommShape& s, uint64_t send_bytes, int n) {
+  const int send = s.send_n ? Ranks(n) : 1;
+  const int total = s.total_n ? Ranks(n) : 1;
+  const double per_block = send == 1 ? static_cast<double>(send_bytes)  // no division: exact
+                                     : static_cast<double>(send_bytes) / send;
+  return per_block * total;
+}
+
+double BusFactorOf(const CommShape& s, int n) {
+  const double dn = Ranks(n);
+  switch (s.bus) {
+    case BusRule::kTwiceRing:
+      return 2.0 * (dn - 1) / dn;
+    case BusRule::kRing:
+      return (dn - 1) / dn;
+    case BusRule::kOne:
+      break;
+  }
+  return 1.0;
+}
+
 }  // namespace
 
+bool IsCommunication(uint16_t op) { return ShapeOf(op) != nullptr; }
+
 int SendBlocks(uint16_t op, int n) {
-  const BlockShape* s = ShapeOf(op);
+  const CommShape* s = ShapeOf(op);
   return s == nullptr ? 0 : s->send_n ? Ranks(n) : 1;
 }
 
 int TotalBlocks(uint16_t op, int n) {
-  const BlockShape* s = ShapeOf(op);
+  const CommShape* s = ShapeOf(op);
   return s == nullptr ? 0 : s->total_n ? Ranks(n) : 1;
 }
 
@@ -97,33 +126,21 @@ uint64_t SendBytes(uint16_t op, uint64_t count, int element_size, int n) {
 }
 
 double AlgoBytes(uint16_t op, uint64_t send_bytes, int n) {
-  const int send = SendBlocks(op, n);
-  if (send == 0) return 0;
-  const double per_block = send == 1 ? static_cast<double>(send_bytes)  // no division: exact
-                                     : static_cast<double>(send_bytes) / send;
-  return per_block * TotalBlocks(op, n);
+  const CommShape* s = ShapeOf(op);
+  return s == nullptr ? 0 : AlgoBytesOf(*s, send_bytes, n);
 }
 
 double BusFactor(uint16_t op, int n) {
-  if (!IsCommunication(op)) return 0;
-  const double dn = Ranks(n);
-  switch (static_cast<Operation>(op)) {
-    case Operation::kAllReduce:
-      return 2.0 * (dn - 1) / dn;
-    case Operation::kBroadcast:
-    case Operation::kReduce:
-    case Operation::kSend:
-    case Operation::kRecv:
-      return 1.0;
-    default:  // AllGather, ReduceScatter, AlltoAll, Gather, Scatter
-      return (dn - 1) / dn;
-  }
+  const CommShape* s = ShapeOf(op);
+  return s == nullptr ? 0 : BusFactorOf(*s, n);
 }
 
 CommBytes CommBytesOf(uint16_t op, uint64_t send_bytes, int n) {
   CommBytes b;
-  b.algo = AlgoBytes(op, send_bytes, n);
-  b.bus = b.algo * BusFactor(op, n);
+  const CommShape* s = ShapeOf(op);
+  if (s == nullptr) return b;
+  b.algo = AlgoBytesOf(*s, send_bytes, n);
+  b.bus = b.algo * BusFactorOf(*s, n);
   return b;
 }
 
