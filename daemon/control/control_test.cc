@@ -366,6 +366,7 @@ TEST_F(ControlTest, ExitedAndIdleRanksEndACountCapture) {
   ASSERT_TRUE(dumps_->WaitIdle(20000));
   EXPECT_LT(MonotonicNs() - start, int64_t{15} * 1000000000);  // idle 1 s, not the 600 s deadline
   DumpStatus d = dumps_->Current();
+  EXPECT_EQ(dumps_->captures_held(), 0u);  // written: the copies went, the status stays
   ASSERT_EQ(d.files.size(), 2u);
   EXPECT_EQ(d.files[0].rank, 0);
   EXPECT_EQ(d.files[0].captured, 60u);

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "daemon/base/log.h"
+#include "daemon/base/memory_return.h"
 #include "daemon/dumps/dump_root.h"
 #include "daemon/model/job_scope.h"
 #include "timeline/format.h"
@@ -94,6 +95,14 @@ struct DumpManager::Capture {
   int64_t active_mono_ns = 0;  // when ops_seen last changed (monotonic); guarded by mu_
   std::string ended;           // why its capture is over (DumpFileInfo::ended); guarded by mu_
   std::unordered_map<uint32_t, std::string> names;     // kernel names, gathered as we go
+
+  // The heap memory it holds (an estimate, for the memory hand-back).
+  size_t Bytes() const {
+    return sizeof(*this) + comms.capacity() * sizeof(tl::CommInfo) +
+           history.capacity() * sizeof(OpRecord) +
+           captured.capacity() * sizeof(std::pair<uint64_t, OpRecord>) +
+           names.size() * kHashNodeBytes;
+  }
 };
 
 struct DumpManager::Job {
@@ -150,6 +159,11 @@ void DumpManager::TapLocked(Aggregator::ProcessId id, int rank_device, uint64_t 
   c->captured.emplace_back(seq, r);
   const int64_t limit = q.count > 0 ? q.count : kMaxDumpCount;
   if (static_cast<int64_t>(c->captured.size()) >= limit) c->full = true;
+}
+
+size_t DumpManager::captures_held() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return job_ ? job_->captures.size() : 0;
 }
 
 DumpStatus DumpManager::Current() const {
@@ -489,11 +503,23 @@ void DumpManager::Finish(Job* job, bool cancelled) {
     }
     files.push_back(std::move(f));
   }
-  std::lock_guard<std::mutex> lock(mu_);
-  job->status.files = std::move(files);
-  job->status.state = cancelled ? "cancelled" : "written";
-  Logf("dump %s %s: %zu files in %s", job->status.id.c_str(), job->status.state.c_str(),
-       job->status.files.size(), job->status.dir.c_str());
+  std::vector<std::unique_ptr<Capture>> written;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job->status.files = std::move(files);
+    job->status.state = cancelled ? "cancelled" : "written";
+    Logf("dump %s %s: %zu files in %s", job->status.id.c_str(), job->status.state.c_str(),
+         job->status.files.size(), job->status.dir.c_str());
+    // The last dump's status stays for Current(); its captures (the histories and ops copied,
+    // communicator tables, names) are written and go: a dump of many ranks held hundreds of KiB
+    // until the next one. The tap finds no rank to capture from here on.
+    job->by_rank.clear();
+    written.swap(job->captures);
+  }
+  size_t freed = 0;
+  for (const auto& c : written) freed += c->Bytes();
+  written.clear();
+  aggregator_->NoteFreed(freed);
 }
 
 namespace {

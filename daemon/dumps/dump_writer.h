@@ -122,6 +122,8 @@ class DumpManager {
   DumpStatus Current() const;
   // Waits until no capture runs (tests). Returns false on timeout.
   bool WaitIdle(int64_t timeout_ms);
+  // The ranks the current dump captures from; none once it is written (tests).
+  size_t captures_held() const;
   const std::string& root() const { return root_; }
 
  private:
