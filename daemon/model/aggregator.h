@@ -322,13 +322,18 @@ class Aggregator {
     int64_t now_ns;
     int64_t epoch = -1;  // the windows' step at now_ns, computed by the batch's first op
   };
-  using KindHandler = void (Aggregator::*)(IngestBatch& batch, const format::RecordSlot& slot);
+  // A kind's handler takes a run of consecutive records of its kind (a ring holds long runs of op
+  // records): one dispatch per run, not per record.
+  using KindHandler = void (Aggregator::*)(IngestBatch& batch, const format::RecordSlot* slots,
+                                           size_t n);
   void RegisterBuiltinKinds();
   // The built-in kinds' handlers, and the one that calls an AddRecordKind handler. Need mu_.
-  void IngestOp(IngestBatch& b, const format::RecordSlot& slot);
-  void IngestName(IngestBatch& b, const format::RecordSlot& slot);
-  void IngestComm(IngestBatch& b, const format::RecordSlot& slot);
-  void IngestExtra(IngestBatch& b, const format::RecordSlot& slot);
+  void IngestOps(IngestBatch& b, const format::RecordSlot* slots, size_t n);
+  void IngestNames(IngestBatch& b, const format::RecordSlot* slots, size_t n);
+  void IngestComms(IngestBatch& b, const format::RecordSlot* slots, size_t n);
+  void IngestExtras(IngestBatch& b, const format::RecordSlot* slots, size_t n);
+  // One op record. Needs mu_.
+  void IngestOp(IngestBatch& b, const format::OpRecord& r);
   // A new series of `key` (kind, op, dtype, size class) on `rank` for op `r`, when there is room;
   // nullptr when there is none (the op is counted as unaggregated). Needs mu_.
   Series* AddSeries(Process* p, Rank* rank, const format::OpRecord& r, uint64_t key);

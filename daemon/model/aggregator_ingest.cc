@@ -28,24 +28,28 @@ void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t 
 
 void Aggregator::RegisterBuiltinKinds() {
   kinds_ = format::RecordKinds::Builtin();
-  handlers_[static_cast<uint8_t>(RecordType::kOp)] = &Aggregator::IngestOp;
-  handlers_[static_cast<uint8_t>(RecordType::kName)] = &Aggregator::IngestName;
-  handlers_[static_cast<uint8_t>(RecordType::kComm)] = &Aggregator::IngestComm;
+  handlers_[static_cast<uint8_t>(RecordType::kOp)] = &Aggregator::IngestOps;
+  handlers_[static_cast<uint8_t>(RecordType::kName)] = &Aggregator::IngestNames;
+  handlers_[static_cast<uint8_t>(RecordType::kComm)] = &Aggregator::IngestComms;
 }
 
 void Aggregator::AddRecordKind(uint8_t type, format::RecordKind kind, RecordHandler handler) {
   kinds_.Register(type, kind);
   extra_handlers_[type] = std::move(handler);
-  handlers_[type] = &Aggregator::IngestExtra;
+  handlers_[type] = &Aggregator::IngestExtras;
 }
 
 void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot* records, size_t n,
                               int64_t now_ns) {
   IngestBatch batch{p, id, now_ns};
   tap_ops_.clear();
-  for (size_t i = 0; i < n; ++i) {
-    const KindHandler handler = handlers_[records[i].header.type];
-    if (handler != nullptr) (this->*handler)(batch, records[i]);
+  for (size_t i = 0; i < n;) {
+    const uint8_t type = records[i].header.type;
+    size_t end = i + 1;
+    while (end < n && records[end].header.type == type) ++end;
+    const KindHandler handler = handlers_[type];
+    if (handler != nullptr) (this->*handler)(batch, records + i, end - i);
+    i = end;
   }
   if (tap_ops_.empty()) return;
   for (const auto& tap : taps_) tap.second(id, tap_ops_.data(), tap_ops_.size());
@@ -64,8 +68,11 @@ Series* Aggregator::AddSeries(Process* p, Rank* rank, const format::OpRecord& r,
   return s;
 }
 
-void Aggregator::IngestOp(IngestBatch& b, const format::RecordSlot& slot) {
-  const format::OpRecord& r = slot.op;
+void Aggregator::IngestOps(IngestBatch& b, const format::RecordSlot* slots, size_t n) {
+  for (size_t i = 0; i < n; ++i) IngestOp(b, slots[i].op);
+}
+
+[[gnu::always_inline]] inline void Aggregator::IngestOp(IngestBatch& b, const format::OpRecord& r) {
   Process* p = b.p;
   Rank* rank = RankOf(*p, r.device);
   const OpMeasures m = MeasuresOf(r);
@@ -104,26 +111,31 @@ inline void Aggregator::NoteCompleted(Rank* rank, const format::OpRecord& r, int
   c->last_activity_ns = now_ns;
 }
 
-void Aggregator::IngestName(IngestBatch& b, const format::RecordSlot& slot) {
+void Aggregator::IngestNames(IngestBatch& b, const format::RecordSlot* slots, size_t n) {
   Process* p = b.p;
-  const int64_t delta = p->names.Add(slot.name, options_.max_names_per_process,
-                                     [this, p](size_t bytes) { return Reserve(*p, bytes); });
-  if (delta != 0) Charge(p, delta);
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t delta = p->names.Add(slots[i].name, options_.max_names_per_process,
+                                       [this, p](size_t bytes) { return Reserve(*p, bytes); });
+    if (delta != 0) Charge(p, delta);
+  }
 }
 
-void Aggregator::IngestComm(IngestBatch& b, const format::RecordSlot& slot) {
-  const format::CommRecord& r = slot.comm;
-  CommState* c =
-      FindOrAddComm(&RankForComm(b.p, r.device)->comms, r.comm_id, options_.max_comms_per_process);
-  if (c == nullptr) return;
-  c->comm_rank = r.rank;
-  c->comm_size = r.size;
-  c->parent_id = r.parent_id;
-  c->last_activity_ns = b.now_ns;
+void Aggregator::IngestComms(IngestBatch& b, const format::RecordSlot* slots, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const format::CommRecord& r = slots[i].comm;
+    CommState* c = FindOrAddComm(&RankForComm(b.p, r.device)->comms, r.comm_id,
+                                 options_.max_comms_per_process);
+    if (c == nullptr) continue;
+    c->comm_rank = r.rank;
+    c->comm_size = r.size;
+    c->parent_id = r.parent_id;
+    c->last_activity_ns = b.now_ns;
+  }
 }
 
-void Aggregator::IngestExtra(IngestBatch& b, const format::RecordSlot& slot) {
-  extra_handlers_[slot.header.type](b.id, slot);
+void Aggregator::IngestExtras(IngestBatch& b, const format::RecordSlot* slots, size_t n) {
+  const RecordHandler& handler = extra_handlers_[slots[0].header.type];
+  for (size_t i = 0; i < n; ++i) handler(b.id, slots[i]);
 }
 
 }  // namespace daemon

@@ -95,6 +95,30 @@ TEST(RecordKindsTest, ANewKindIsOneRegistration) {
   EXPECT_EQ(snap.processes[0].history, 2u);
 }
 
+// Ingest hands each handler a run of consecutive records of its kind: runs of every length, in
+// the ring's order, and nothing of another kind.
+TEST(RecordKindsTest, RunsOfEachKindReachTheirHandlerInOrder) {
+  Aggregator agg(AggregatorOptions{});
+  const Aggregator::ProcessId pid = agg.AddProcess(42, format::Identity{});
+  std::vector<uint32_t> steps;
+  agg.AddRecordKind(kMarkType, {"mark", ValidateMark},
+                    [&steps](Aggregator::ProcessId, const format::RecordSlot& slot) {
+                      ASSERT_EQ(slot.header.type, kMarkType);
+                      steps.push_back(StepOf(slot));
+                    });
+  const format::RecordSlot op =
+      testing::MakeOp(format::Operation::kGemmEx, format::DType::kBF16, 1000);
+  const std::vector<format::RecordSlot> records = {op,      op,      Mark(1), Mark(2), Mark(3),
+                                                   op,      Mark(4), op,      op,      op};
+  agg.Ingest(pid, records.data(), records.size(), int64_t{1700000000} * 1000000000);
+  EXPECT_EQ(steps, (std::vector<uint32_t>{1, 2, 3, 4}));
+  const Snapshot snap = agg.TakeSnapshot(int64_t{1700000000} * 1000000000);
+  ASSERT_EQ(snap.processes.size(), 1u);
+  ASSERT_EQ(snap.processes[0].series.size(), 1u);
+  EXPECT_EQ(snap.processes[0].series[0].count, 6u);
+  EXPECT_EQ(snap.processes[0].history, 6u);
+}
+
 TEST(RecordKindsTest, AReaderWithoutTheRegistrationRefusesTheKind) {
   format::ReadStats stats;
   const std::vector<format::RecordSlot> read = ThroughRing(nullptr, &stats);  // built-in kinds
