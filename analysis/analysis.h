@@ -197,7 +197,7 @@ struct P2PCompletion {
 // How a rank's process ended, when it did.
 struct Exit {
   bool exited = false;
-  std::string cause;  // "exit", "signal", "connection_lost" (daemon::ExitCauseName)
+  std::string cause;  // "exit", "signal", "connection_lost" (format::ExitKindName)
   int32_t code = 0;   // exit status or signal number; -1 for connection_lost
   int64_t at_ns = 0;
   std::string crash_frame;  // the crash report's innermost frame (docs/crash.md); "" unknown

@@ -87,6 +87,15 @@ ExitState DecodeExitState(uint64_t word) {
   return out;
 }
 
+const char* ExitKindName(ExitKind kind) {
+  switch (kind) {
+    case ExitKind::kExited: return "exit";
+    case ExitKind::kSignal: return "signal";
+    case ExitKind::kNone: break;
+  }
+  return "connection_lost";
+}
+
 // ------------------------------------------------------------------------------------- writer
 
 RingWriter::RingWriter(int fd, void* base, size_t size)

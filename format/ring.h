@@ -179,6 +179,10 @@ struct ExitState {
 
 // Decodes an untrusted exit_state word; anything outside the forms above is kNone.
 ExitState DecodeExitState(uint64_t word);
+// "exit", "signal", or "connection_lost" (kNone: gone without saying): the one spelling of an exit
+// cause, for the metrics' cause label, logs, the analysis, and (as ExitCauseCode's value names)
+// the wire.
+const char* ExitKindName(ExitKind kind);
 
 // RingHeader::op_log: the per-rank operation log the process asks the daemon to write
 // (XTIMER_LOG, docs/oplog.md). It was padding: older writers leave it 0. A reader maps any other

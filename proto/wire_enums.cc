@@ -1,6 +1,7 @@
 #include "proto/wire_enums.h"
 
 #include "format/record.h"
+#include "format/ring.h"
 
 namespace xtimer {
 namespace proto {
@@ -15,12 +16,10 @@ DTypeCode::Value DTypeCodeOf(uint8_t dtype) {
 }
 
 ExitCauseCode::Value ExitCauseCodeOf(format::ExitKind kind) {
-  switch (kind) {
-    case format::ExitKind::kExited: return ExitCauseCode::exit;
-    case format::ExitKind::kSignal: return ExitCauseCode::signal;
-    case format::ExitKind::kNone: break;
-  }
-  return ExitCauseCode::connection_lost;
+  // The wire's value names are format's spelling of the causes (wire_enums_test parses each).
+  ExitCauseCode::Value code = ExitCauseCode::connection_lost;
+  ExitCauseCode::Value_Parse(format::ExitKindName(kind), &code);
+  return code;
 }
 
 uint16_t OperationOf(OpCode::Value op) {

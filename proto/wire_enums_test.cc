@@ -46,6 +46,13 @@ TEST(WireEnumsTest, DTypeCodesAreTheFormatsDTypes) {
 }
 
 TEST(WireEnumsTest, ExitCauses) {
+  // The wire's value names are format's spelling: each one parses.
+  for (format::ExitKind kind :
+       {format::ExitKind::kNone, format::ExitKind::kExited, format::ExitKind::kSignal}) {
+    ExitCauseCode::Value code;
+    EXPECT_TRUE(ExitCauseCode::Value_Parse(format::ExitKindName(kind), &code))
+        << format::ExitKindName(kind);
+  }
   EXPECT_EQ(ExitCauseCodeOf(format::ExitKind::kExited), ExitCauseCode::exit);
   EXPECT_EQ(ExitCauseCodeOf(format::ExitKind::kSignal), ExitCauseCode::signal);
   EXPECT_EQ(ExitCauseCodeOf(format::ExitKind::kNone), ExitCauseCode::connection_lost);

@@ -499,9 +499,8 @@ TEST(WireEnumsTest, VerdictKindsExitCausesAndMismatchesSpellTheirSources) {
   EXPECT_EQ(VerdictKind::Value_descriptor()->value_count(), 7);  // the six and UNSPECIFIED
   for (format::ExitKind kind :
        {format::ExitKind::kNone, format::ExitKind::kExited, format::ExitKind::kSignal}) {
-    ExitCause cause;
-    cause.kind = kind;
-    EXPECT_EQ(ExitCauseCode::Value_Name(proto::ExitCauseCodeOf(kind)), ExitCauseName(cause));
+    EXPECT_EQ(ExitCauseCode::Value_Name(proto::ExitCauseCodeOf(kind)),
+              format::ExitKindName(kind));
   }
   for (const char* field : {"op", "dtype", "count", "root"}) {
     MismatchField::Value v;

@@ -258,7 +258,7 @@ std::vector<MetricFamily> BuildFamilies(const Snapshot& snap) {
     b.Add(kRankInfo, info, 1);
     if (p.exited) {
       Labels exit = rank;
-      exit.push_back({"cause", ExitCauseName(p.exit_cause)});
+      exit.push_back({"cause", format::ExitKindName(p.exit_cause.kind)});
       const bool known = p.exit_cause.kind != format::ExitKind::kNone;
       b.Add(kRankExitCode, exit, known ? p.exit_cause.value : -1);
       b.Add(kRankExitTime, exit, static_cast<double>(p.exited_ns) * 1e-9);

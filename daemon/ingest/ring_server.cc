@@ -257,7 +257,7 @@ void RingServer::Close(int fd, const char* why) {
       aggregator_->MarkExited(c->id, cause, RealtimeNs());
       Logf("pid %d unregistered (%s; %s %d): %" PRIu64 " records read, %" PRIu64
            " invalid, %" PRIu64 " lost, %" PRIu64 " dropped by the writer",
-           c->pid, why, ExitCauseName(cause), cause.value, c->stats.records, c->stats.invalid,
+           c->pid, why, format::ExitKindName(cause.kind), cause.value, c->stats.records, c->stats.invalid,
            c->stats.lost, c->reader->dropped());
     }
   }

@@ -135,7 +135,7 @@ TEST_F(RingServerTest, RegistersReadsAndForgetsProcesses) {
   EXPECT_TRUE(gone.exited);
   EXPECT_FALSE(gone.up);
   EXPECT_EQ(gone.exit_cause.kind, format::ExitKind::kNone);
-  EXPECT_STREQ(ExitCauseName(gone.exit_cause), "connection_lost");
+  EXPECT_STREQ(format::ExitKindName(gone.exit_cause.kind), "connection_lost");
   ASSERT_EQ(gone.series.size(), 1u);
   EXPECT_EQ(gone.series[0].count, 110u);
   EXPECT_EQ(aggregator_->History(gone.id).size(), 110u);

@@ -44,15 +44,6 @@ int64_t ObservedNs(const ProcessStatus& s) {
 
 }  // namespace
 
-const char* ExitCauseName(const ExitCause& cause) {
-  switch (cause.kind) {
-    case format::ExitKind::kExited: return "exit";
-    case format::ExitKind::kSignal: return "signal";
-    case format::ExitKind::kNone: break;
-  }
-  return "connection_lost";
-}
-
 Aggregator::Aggregator(const AggregatorOptions& options, int64_t start_ns)
     : options_(options), start_ns_(start_ns) {
   RegisterBuiltinKinds();

@@ -73,9 +73,7 @@ struct AggregatorOptions {
 
 // Why a process is gone: its ring's exit marker, or kNone for a connection that ended without
 // one ("connection lost": SIGKILL, SIGTERM, _exit, an older hook).
-using ExitCause = format::ExitState;
-// "exit", "signal", "connection_lost": the metrics' cause label and Status's exit_cause.
-const char* ExitCauseName(const ExitCause& cause);
+using ExitCause = format::ExitState;  // its name: format::ExitKindName(cause.kind)
 constexpr size_t kMaxCrashFrameBytes = 512;  // Aggregator::SetCrashFrame keeps at most this
 
 // What the transport reads from a process's ring header (and its own read counters).
