@@ -142,7 +142,6 @@ const char* OperationName(Operation o) {
   return info != nullptr ? info->name : "Unknown";
 }
 
-
 const char* DTypeName(DType d) {
   switch (d) {
     case DType::kUnknown: return "unknown";
