@@ -14,8 +14,11 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "format/exit_state.h"
 
 namespace xtimer {
 namespace analysis {
@@ -197,8 +200,10 @@ struct P2PCompletion {
 // How a rank's process ended, when it did.
 struct Exit {
   bool exited = false;
-  std::string cause;  // "exit", "signal", "connection_lost" (format::ExitKindName)
-  int32_t code = 0;   // exit status or signal number; -1 for connection_lost
+  // How it ended (kNone: its connection to the daemon was lost without the hook's marker);
+  // nullopt when the source did not say (a summary written before the cause was sent).
+  std::optional<format::ExitKind> cause;
+  int32_t code = 0;  // exit status or signal number; -1 for connection_lost
   int64_t at_ns = 0;
   std::string crash_frame;  // the crash report's innermost frame (docs/crash.md); "" unknown
 };

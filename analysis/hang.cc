@@ -21,18 +21,22 @@ std::string AgoText(int64_t at_ns, int64_t now_ns) {
   return " " + DurationText((now_ns - at_ns) / kNsPerS) + " ago";
 }
 
-std::string ExitEvidence(const RankInput& in, int64_t now_ns) {
-  std::string how;
-  if (in.exit.cause == "signal") {
-    how = "signal " + std::to_string(in.exit.code);
-    if (const char* name = SignalName(in.exit.code)) how += std::string(" (") + name + ")";
-  } else if (in.exit.cause == "exit") {
-    how = "exit status " + std::to_string(in.exit.code);
-  } else if (in.exit.cause == "connection_lost") {
-    how = "connection to the daemon lost";
-  } else {
-    how = in.exit.cause.empty() ? "cause unknown" : in.exit.cause;
+std::string ExitHow(const Exit& e) {
+  if (!e.cause.has_value()) return "cause unknown";
+  switch (*e.cause) {
+    case format::ExitKind::kSignal: {
+      std::string how = "signal " + std::to_string(e.code);
+      if (const char* name = SignalName(e.code)) how += std::string(" (") + name + ")";
+      return how;
+    }
+    case format::ExitKind::kExited: return "exit status " + std::to_string(e.code);
+    case format::ExitKind::kNone: break;
   }
+  return "connection to the daemon lost";
+}
+
+std::string ExitEvidence(const RankInput& in, int64_t now_ns) {
+  std::string how = ExitHow(in.exit);
   if (!in.exit.crash_frame.empty()) how += " in " + in.exit.crash_frame;
   return "rank " + std::to_string(in.rank) + " exited: " + how + AgoText(in.exit.at_ns, now_ns);
 }
@@ -40,7 +44,7 @@ std::string ExitEvidence(const RankInput& in, int64_t now_ns) {
 // Fatal signals a program raises itself (a fault): such an exit heads the verdict over exits a
 // moment earlier or later (a launcher tearing the other ranks down with SIGTERM or SIGKILL).
 bool FaultSignal(const Exit& e) {
-  if (e.cause != "signal") return false;
+  if (e.cause != format::ExitKind::kSignal) return false;
   return e.code == SIGSEGV || e.code == SIGBUS || e.code == SIGFPE || e.code == SIGILL ||
          e.code == SIGABRT;
 }
@@ -49,7 +53,7 @@ bool FaultSignal(const Exit& e) {
 // marker (SIGKILL, SIGTERM without a handler, _exit). A rank that returned status 0 is a culprit
 // only when others wait for it.
 bool AbnormalExit(const Exit& e) {
-  return e.exited && !(e.cause == "exit" && e.code == 0);
+  return e.exited && !(e.cause == format::ExitKind::kExited && e.code == 0);
 }
 
 // Exits within this of the earliest are one failure: a fault signal among them heads it.

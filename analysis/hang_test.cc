@@ -241,7 +241,7 @@ TEST(Hang, StuckInCollectiveBlamesNoRank) {
 TEST(Hang, ExitedWinsAndSaysHow) {
   std::vector<RankInput> ranks = Stalled();
   NeverIssue(&ranks[3]);
-  ranks[3].exit = {true, "signal", 11, kT0 + 48 * kS};
+  ranks[3].exit = {true, format::ExitKind::kSignal, 11, kT0 + 48 * kS};
   Report report = Analyze(ranks, At(40));
   ASSERT_EQ(report.hangs.size(), 1u);
   const HangVerdict& v = report.hangs[0];
@@ -261,14 +261,17 @@ TEST(Hang, ExitedWinsAndSaysHow) {
 
 TEST(Hang, ExitStatusAndLostConnectionAreNamed) {
   std::vector<RankInput> ranks = Stalled();
-  ranks[1].exit = {true, "exit", 3, 0};
-  ranks[2].exit = {true, "connection_lost", -1, 0};
+  ranks[1].exit = {true, format::ExitKind::kExited, 3, 0};
+  ranks[2].exit = {true, format::ExitKind::kNone, -1, 0};
+  ranks[3].exit = {true, std::nullopt, 0, 0};  // a source that did not say how
   Report report = Analyze(ranks, At(60));
   ASSERT_EQ(report.hangs.size(), 1u);
   EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({1})) << "the first failure";
   EXPECT_EQ(report.hangs[0].evidence[0], "rank 1 exited: exit status 3");
   EXPECT_EQ(report.hangs[0].evidence[1],
             "rank 2 exited: connection to the daemon lost (after the first failure: not blamed)");
+  EXPECT_EQ(report.hangs[0].evidence[2],
+            "rank 3 exited: cause unknown (after the first failure: not blamed)");
 }
 
 TEST(Hang, MembersMissingFromTheInputsLeaveTheVerdictToTheOthers) {
@@ -548,20 +551,20 @@ TEST(Hang, FewCompletionsUseTheEarlyThreshold) {
 TEST(Hang, AbnormalExitIsAVerdictWithoutWaiters) {
   std::vector<RankInput> ranks = Stalled();
   for (RankInput& r : ranks) r.progress[0].oldest_issue_ns = 0;  // nobody waits yet
-  ranks[3].exit = {true, "signal", 11, kT0 + 20 * kS};
+  ranks[3].exit = {true, format::ExitKind::kSignal, 11, kT0 + 20 * kS};
   Report report = Analyze(ranks, At(1));
   ASSERT_EQ(report.hangs.size(), 1u);
   EXPECT_EQ(report.hangs[0].kind, HangKind::kExited);
   EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({3}));
   // Every rank returning 0 is a job that ended.
-  for (RankInput& r : ranks) r.exit = {true, "exit", 0, kT0 + 20 * kS};
+  for (RankInput& r : ranks) r.exit = {true, format::ExitKind::kExited, 0, kT0 + 20 * kS};
   EXPECT_TRUE(Analyze(ranks, At(1)).hangs.empty());
 }
 
 TEST(Hang, TheFirstFailureHeadsAndAFaultSignalBeatsATeardown) {
   std::vector<RankInput> ranks = Stalled();
-  ranks[2].exit = {true, "connection_lost", -1, kT0 + 20 * kS};          // killed by its launcher
-  ranks[3].exit = {true, "signal", 11, kT0 + 20 * kS + kS / 2};          // noticed 0.5 s later
+  ranks[2].exit = {true, format::ExitKind::kNone, -1, kT0 + 20 * kS};          // killed by its launcher
+  ranks[3].exit = {true, format::ExitKind::kSignal, 11, kT0 + 20 * kS + kS / 2};          // noticed 0.5 s later
   Report report = Analyze(ranks, At(12));
   ASSERT_FALSE(report.hangs.empty());
   EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({3}));
@@ -586,8 +589,8 @@ TEST(Hang, AVictimThatExitsOnAnotherCommunicatorIsNotAFirstFailure) {
     r.comms[0].id = kComm + 1;
     ranks.push_back(r);
   }
-  ranks[3].exit = {true, "signal", 11, kT0 + 20 * kS};
-  ranks[5].exit = {true, "exit", 1, kT0 + 20 * kS + 4 * kS / 10};
+  ranks[3].exit = {true, format::ExitKind::kSignal, 11, kT0 + 20 * kS};
+  ranks[5].exit = {true, format::ExitKind::kExited, 1, kT0 + 20 * kS + 4 * kS / 10};
   Report report = Analyze(ranks, At(12));
   ASSERT_EQ(report.hangs.size(), 1u);
   EXPECT_EQ(report.hangs[0].kind, HangKind::kExited);

@@ -99,7 +99,7 @@ void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInpu
   if (in->device < 0) in->device = p.device();
   if (p.exited()) {
     in->exit.exited = true;
-    if (p.has_exit_cause()) in->exit.cause = ExitCauseCode::Value_Name(p.exit_cause());
+    if (p.has_exit_cause()) in->exit.cause = proto::ExitKindOf(p.exit_cause());
     in->exit.code = p.exit_code();
     in->exit.at_ns = TimeOfAge(now_ns, p.exited_age_s());
   }

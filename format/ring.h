@@ -35,6 +35,7 @@
 #include <optional>
 #include <string>
 
+#include "format/exit_state.h"
 #include "format/record.h"
 #include "format/record_kinds.h"
 
@@ -159,30 +160,7 @@ static_assert(offsetof(RingHeader, untimed) == 3072, "RingHeader layout");
 static_assert(offsetof(RingHeader, inflight_detail) == kHeaderSizeV1, "RingHeader layout");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared atomics must be lock-free");
 
-// exit_state: how the writer's process is ending, written with one atomic store (the signal
-// handler's is its only access to the ring) just before the process ends, read by the daemon
-// when the registration connection closes. High 32 bits the kind, low 32 bits its value:
-//   0                          running, or gone without saying (killed, _exit): "connection lost"
-//   (1 << 32) | (status & 255) exit(status) / return from main was called
-//   (2 << 32) | signal         a fatal signal (SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL) is being
-//                              delivered; a handler of the application that returns clears it
-// Older writers leave the field 0 (it was padding).
-enum class ExitKind : uint32_t { kNone = 0, kExited = 1, kSignal = 2 };
-constexpr uint64_t EncodeExitState(ExitKind kind, uint32_t value) {
-  return (uint64_t{static_cast<uint32_t>(kind)} << 32) | value;
-}
-
-struct ExitState {
-  ExitKind kind = ExitKind::kNone;
-  int value = 0;  // exit status 0..255, or signal number 1..64
-};
-
-// Decodes an untrusted exit_state word; anything outside the forms above is kNone.
-ExitState DecodeExitState(uint64_t word);
-// "exit", "signal", or "connection_lost" (kNone: gone without saying): the one spelling of an exit
-// cause, for the metrics' cause label, logs, the analysis, and (as ExitCauseCode's value names)
-// the wire.
-const char* ExitKindName(ExitKind kind);
+// exit_state: how the writer's process is ending (format/exit_state.h).
 
 // RingHeader::op_log: the per-rank operation log the process asks the daemon to write
 // (XTIMER_LOG, docs/oplog.md). It was padding: older writers leave it 0. A reader maps any other

@@ -1,7 +1,7 @@
 #include "proto/wire_enums.h"
 
 #include "format/record.h"
-#include "format/ring.h"
+#include "format/exit_state.h"
 
 namespace xtimer {
 namespace proto {
@@ -30,6 +30,13 @@ uint16_t OperationOf(OpCode::Value op) {
 uint8_t DTypeOf(DTypeCode::Value dtype) {
   return DTypeCode::Value_IsValid(dtype) ? static_cast<uint8_t>(dtype)
                                          : static_cast<uint8_t>(format::DType::kUnknown);
+}
+
+std::optional<format::ExitKind> ExitKindOf(ExitCauseCode::Value code) {
+  for (format::ExitKind kind : format::kExitKinds) {
+    if (ExitCauseCodeOf(kind) == code) return kind;
+  }
+  return std::nullopt;
 }
 
 }  // namespace proto

@@ -7,8 +7,9 @@
 #define XTIMER_PROTO_WIRE_ENUMS_H_
 
 #include <cstdint>
+#include <optional>
 
-#include "format/ring.h"
+#include "format/exit_state.h"
 #include "proto/hosting.pb.h"
 
 namespace xtimer {
@@ -24,6 +25,9 @@ ExitCauseCode::Value ExitCauseCodeOf(format::ExitKind kind);
 // The inverses, for readers of an answer (a value from a newer daemon: the format's unknown).
 uint16_t OperationOf(OpCode::Value op);
 uint8_t DTypeOf(DTypeCode::Value dtype);
+// A process's exit cause from the wire; nullopt for a value no format::ExitKind names (unset, or
+// from a newer daemon).
+std::optional<format::ExitKind> ExitKindOf(ExitCauseCode::Value code);
 
 }  // namespace proto
 }  // namespace xtimer

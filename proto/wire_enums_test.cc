@@ -47,12 +47,14 @@ TEST(WireEnumsTest, DTypeCodesAreTheFormatsDTypes) {
 
 TEST(WireEnumsTest, ExitCauses) {
   // The wire's value names are format's spelling: each one parses.
-  for (format::ExitKind kind :
-       {format::ExitKind::kNone, format::ExitKind::kExited, format::ExitKind::kSignal}) {
+  for (format::ExitKind kind : format::kExitKinds) {
     ExitCauseCode::Value code;
     EXPECT_TRUE(ExitCauseCode::Value_Parse(format::ExitKindName(kind), &code))
         << format::ExitKindName(kind);
+    EXPECT_EQ(ExitKindOf(code), kind) << format::ExitKindName(kind);  // and back
   }
+  EXPECT_EQ(ExitKindOf(ExitCauseCode::EXIT_CAUSE_UNSPECIFIED), std::nullopt);
+  EXPECT_EQ(ExitKindOf(static_cast<ExitCauseCode::Value>(99)), std::nullopt);
   EXPECT_EQ(ExitCauseCodeOf(format::ExitKind::kExited), ExitCauseCode::exit);
   EXPECT_EQ(ExitCauseCodeOf(format::ExitKind::kSignal), ExitCauseCode::signal);
   EXPECT_EQ(ExitCauseCodeOf(format::ExitKind::kNone), ExitCauseCode::connection_lost);

@@ -518,7 +518,7 @@ CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out,
     pi->set_exited(p.exited);
     if (p.exited) {
       pi->set_exit_cause(proto::ExitCauseCodeOf(p.exit_cause.kind));
-      pi->set_exit_code(p.exit_cause.kind == format::ExitKind::kNone ? -1 : p.exit_cause.value);
+      pi->set_exit_code(format::ExitCode(p.exit_cause));
       pi->set_exited_age_s(std::max(0.0, static_cast<double>(now - p.exited_ns) * 1e-9));
     }
     for (const CommSnapshot& c : p.comms) {

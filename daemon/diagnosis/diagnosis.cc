@@ -102,8 +102,8 @@ RankInput InputOf(const ProcessSnapshot& p, const ProcessOps* ops, const CommMem
   }
   if (p.exited) {
     in.exit.exited = true;
-    in.exit.cause = format::ExitKindName(p.exit_cause.kind);
-    in.exit.code = p.exit_cause.kind == format::ExitKind::kNone ? -1 : p.exit_cause.value;
+    in.exit.cause = p.exit_cause.kind;
+    in.exit.code = format::ExitCode(p.exit_cause);
     in.exit.at_ns = p.exited_ns;
     in.exit.crash_frame = p.crash_frame;
   }

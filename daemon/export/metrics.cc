@@ -259,8 +259,7 @@ std::vector<MetricFamily> BuildFamilies(const Snapshot& snap) {
     if (p.exited) {
       Labels exit = rank;
       exit.push_back({"cause", format::ExitKindName(p.exit_cause.kind)});
-      const bool known = p.exit_cause.kind != format::ExitKind::kNone;
-      b.Add(kRankExitCode, exit, known ? p.exit_cause.value : -1);
+      b.Add(kRankExitCode, exit, format::ExitCode(p.exit_cause));
       b.Add(kRankExitTime, exit, static_cast<double>(p.exited_ns) * 1e-9);
     }
     b.Add(kRingUnaggregated, rank, static_cast<double>(p.unaggregated));
