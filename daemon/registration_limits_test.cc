@@ -421,7 +421,8 @@ TEST_F(RegistrationLimitsTest, HostileRingsStayWithinTheBudgetAndMemoryReturns) 
   // VM on 2026-11-25, 14-21%, the same before and after that day's merges: about 1 MiB of code
   // pages first run meanwhile, 2-3 MiB of allocator fragmentation; a 20% bound failed 1 run in 4,
   // and 25% once on 2026-11-27, 23.2 MiB from 18.2 with 6.9 MiB anonymous, while the suite ran
-  // another test beside it. Issue 19's 10% is not met yet, docs/benchmarks.md).
+  // another test beside it. Issue 19's 10% is measured 30 s after they left, on an idle VM:
+  // docs/benchmarks.md).
   // (Waiting on RSS itself, without scraping the exited processes' series meanwhile.)
   for (int fd : fds) close(fd);
   writers.clear();

@@ -85,8 +85,13 @@ poller_split() {  # poller_split OP N
   dir=$(mktemp -d)
   LD_PRELOAD="$lib" valgrind --tool=callgrind --separate-threads=yes \
     --callgrind-out-file="$dir/cg" "$bench" "--calls=$2" "$1" 2>/dev/null
+  # awk reads the whole report: a reader that stopped at the first match (grep -m1) would end
+  # callgrind_annotate with SIGPIPE, which pipefail and set -e turn into the script's exit.
   cycles=$(callgrind_annotate --tree=caller --threshold=100 "$dir/cg-02" 2>/dev/null |
-    grep -m1 '< .*Poller::Run() (.*x) \[' | sed -E 's/.*Poller::Run\(\) \(([0-9,]+)x\).*/\1/' | tr -d ,)
+    awk '!found && /< .*Poller::Run\(\) \([0-9,]+x\) \[/ {
+      found = 1; s = $0; sub(/.*Poller::Run\(\) \(/, "", s); sub(/x\).*/, "", s); gsub(",", "", s)
+      print s
+    }')
   callgrind_annotate --threshold=100 "$dir/cg-02" 2>/dev/null | awk -v cyc="${cycles:-0}" -v calls="$2" -v op="$1" '
     /libxtimer\.so\]/ {
       gsub(",", "", $1)
