@@ -563,8 +563,8 @@ TEST(Hang, AbnormalExitIsAVerdictWithoutWaiters) {
 
 TEST(Hang, TheFirstFailureHeadsAndAFaultSignalBeatsATeardown) {
   std::vector<RankInput> ranks = Stalled();
-  ranks[2].exit = {true, format::ExitKind::kNone, -1, kT0 + 20 * kS};          // killed by its launcher
-  ranks[3].exit = {true, format::ExitKind::kSignal, 11, kT0 + 20 * kS + kS / 2};          // noticed 0.5 s later
+  ranks[2].exit = {true, format::ExitKind::kNone, -1, kT0 + 20 * kS};  // killed by its launcher
+  ranks[3].exit = {true, format::ExitKind::kSignal, 11, kT0 + 20 * kS + kS / 2};  // 0.5 s later
   Report report = Analyze(ranks, At(12));
   ASSERT_FALSE(report.hangs.empty());
   EXPECT_EQ(report.hangs[0].culprit_ranks, std::vector<int32_t>({3}));
