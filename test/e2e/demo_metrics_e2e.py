@@ -30,7 +30,7 @@ import json
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_lib import (Background, Paths, fail, free_ports, log, parse, scrape,  # noqa: E402
-                     select, start_prometheus, stop_daemon)
+                     select, start_prometheus, stop_daemon, wait_for)
 
 # The configured bf16 rate: low enough that the simulated GPU, not the host, is the bottleneck, as
 # in real training. (Here one CPU also plays every rank's host and moves all collective data, so a
@@ -77,6 +77,7 @@ def main(argv):
             if status != 0:
                 fail("node %d's job exited %d:\n%s" % (i, status, node.output()))
         log("both nodes' jobs exited 0")
+        check_clean_ends(metrics_ports)
         for i, text in enumerate(texts):
             with open(os.path.join(tmp, "metrics%d.txt" % i), "w") as f:
                 f.write(text)
@@ -91,6 +92,27 @@ def main(argv):
             stop_daemon(d)
         p.cleanup()
     print("PASS")
+
+
+def clean_ends(port, ranks):
+    """True when every rank of `ranks` is exited on the daemon at `port` with cause "exit" and
+    status 0 (the hook's marker read at the job's end), and the daemon holds no hang verdict."""
+    samples = parse(scrape(port))
+    ends = {labels["rank"]: (labels.get("cause"), v)
+            for labels, v in select(samples, "xtimer_rank_exit_code", job="e2e-demo")}
+    if select(samples, "xtimer_hang_verdict"):
+        fail("a hang verdict after a clean end: %s" % select(samples, "xtimer_hang_verdict"))
+    return sorted(ends) == sorted(str(r) for r in ranks) and all(
+        end == ("exit", 0) for end in ends.values())
+
+
+def check_clean_ends(metrics_ports):
+    """A job that ends cleanly is read as one: each rank's exit marker says exit 0, so no rank
+    is taken for lost and no exited verdict is called (a marker missed would be both)."""
+    for node, port in enumerate(metrics_ports):
+        wait_for("node %d: every rank exited with cause exit, status 0" % node,
+                 lambda: clean_ends(port, range(4 * node, 4 * node + 4)), 30)
+    log("every rank's end read as exit 0 on its daemon; no hang verdict")
 
 
 def promtool(text, node):
