@@ -1,6 +1,5 @@
 #include "hook/cuda_api.h"
 
-
 #include <mutex>
 
 #include "hook/log.h"
@@ -24,6 +23,15 @@ bool Find(const char* name, Fn* out) {
 }
 
 }  // namespace
+
+CaptureModeScope::CaptureModeScope(cudaStreamCaptureMode mode) : previous_(mode) {
+  set_ = g_api.exchange_capture_mode(&previous_) == cudaSuccess;
+  if (!set_) g_api.get_last_error();  // only an invalid mode fails: leave no error behind
+}
+
+CaptureModeScope::~CaptureModeScope() {
+  if (set_ && g_api.exchange_capture_mode(&previous_) != cudaSuccess) g_api.get_last_error();
+}
 
 void WarnUnresolved(const char* name, std::atomic<bool>* warned) {
   if (warned->exchange(true)) return;

@@ -26,7 +26,8 @@ struct CudaApi {
   X(event_record, cudaEventRecord) X(event_query, cudaEventQuery)                    \
   X(event_synchronize, cudaEventSynchronize)                                         \
   X(event_elapsed_time, cudaEventElapsedTime)                                        \
-  X(stream_create_with_flags, cudaStreamCreateWithFlags)
+  X(stream_create_with_flags, cudaStreamCreateWithFlags)                             \
+  X(exchange_capture_mode, cudaThreadExchangeStreamCaptureMode)
 #define XT_CUDART_FIELD(field, fn) decltype(&::fn) field = nullptr;
   XT_CUDART_CORE(XT_CUDART_FIELD)
 #undef XT_CUDART_FIELD
@@ -45,6 +46,23 @@ struct CudaApi {
   Real<decltype(&::ncclCommUserRank)> nccl_comm_user_rank{"ncclCommUserRank"};
   Real<decltype(&::ncclCommCount)> nccl_comm_count{"ncclCommCount"};
   Real<decltype(&::ncclCommCuDevice)> nccl_comm_cu_device{"ncclCommCuDevice"};
+};
+
+// Sets the calling thread's stream-capture interaction mode for the life of the object and
+// restores the previous one. A thread of the hook's in cudaStreamCaptureModeRelaxed may query and
+// synchronize its own events while any thread captures: in the default global mode such a call
+// from any thread invalidates an application's global-mode capture (cudaStreamBeginCapture,
+// cudaThreadExchangeStreamCaptureMode; capture_rules.h of the simulator). Needs CudartReady().
+class CaptureModeScope {
+ public:
+  explicit CaptureModeScope(cudaStreamCaptureMode mode);
+  ~CaptureModeScope();
+  CaptureModeScope(const CaptureModeScope&) = delete;
+  CaptureModeScope& operator=(const CaptureModeScope&) = delete;
+
+ private:
+  cudaStreamCaptureMode previous_;
+  bool set_;
 };
 
 extern CudaApi g_api __attribute__((visibility("hidden")));

@@ -133,9 +133,27 @@ void Poller::GrowPools() {
     size_t created = ds->created.load(std::memory_order_relaxed);
     if (created < kSteadyEvents ||
         (created < kMaxEvents && ds->pool.SizeApprox() < created / 4)) {
-      GrowEventPool(ds, kEventGrowStep);
+      if (UseDevice(d)) GrowEventPool(ds, kEventGrowStep);  // then no device switch inside
     }
   }
+}
+
+bool Poller::UseDevice(int device) {
+  if (device == current_device_) return true;
+  const CudaApi& api = Api();
+  if (device < 0 || api.set_device(device) != cudaSuccess) {
+    api.get_last_error();  // the poller thread's own error slot
+    return false;
+  }
+  current_device_ = device;
+  if (!capture_mode_set_) {
+    // After the device: the exchange is a runtime call, which would otherwise make the thread
+    // a context on device 0.
+    cudaStreamCaptureMode mode = cudaStreamCaptureModeThreadLocal;
+    capture_mode_set_ = api.exchange_capture_mode(&mode) == cudaSuccess;
+    if (!capture_mode_set_) api.get_last_error();
+  }
+  return true;
 }
 
 void Poller::Drain() {
@@ -191,7 +209,7 @@ bool Poller::Complete(Fifo* fifo, Pending* p) {
     return true;
   }
   const CudaApi& api = Api();
-  cudaError_t q = api.event_query(p->end);
+  cudaError_t q = UseDevice(p->device) ? api.event_query(p->end) : cudaErrorInvalidDevice;
   if (q == cudaErrorNotReady) return false;
   if (r.group_id != 0) fifo->finished_group_id = r.group_id;
   DeviceState* ds = state_->devices[p->device].load(std::memory_order_acquire);
@@ -375,7 +393,7 @@ void Poller::DescribeOldest(InflightColl* c, format::InflightCollective* out) {
       c->started = true;
       c->start = nullptr;
       if (fifo->second.group_id == r.group_id) c->gpu_start_ns = fifo->second.group_start_ns;
-    } else {
+    } else if (UseDevice(r.device)) {
       const CudaApi& api = Api();
       cudaError_t q = api.event_query(c->start);
       if (q == cudaSuccess) {

@@ -94,6 +94,13 @@ class Poller {
   void Drain();
   // Adds events to every device pool that runs low (state.h: kEventGrowStep up to kMaxEvents).
   void GrowPools();
+  // Makes `device` the poller thread's current device before its CUDA calls for that device, so
+  // that no call of the poller's creates a context on a device the process does not use (a
+  // thread's first runtime call with no device set would make device 0's primary context). The
+  // first time, also puts the thread in cudaStreamCaptureModeThreadLocal for good: its queries
+  // then never invalidate an application's capture (cuda_api.h, CaptureModeScope). The device is
+  // never switched back. False when the runtime refused the device.
+  bool UseDevice(int device);
   void CompleteStreams();
   bool Complete(Fifo* fifo, Pending* p);  // false: head not done yet
   void Emit(Pending* p);
@@ -150,6 +157,8 @@ class Poller {
   std::atomic<uint64_t> written_{0};
   int64_t next_connect_ns_ = 0;
   int64_t next_check_ns_ = 0;
+  int current_device_ = -1;       // the poller thread's current device, once UseDevice set one
+  bool capture_mode_set_ = false;  // the thread's capture interaction mode is thread-local
   bool inflight_dirty_ = true;
   int64_t next_publish_ns_ = 0;
 };

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "format/record.h"
@@ -36,7 +37,28 @@ struct FakeEvent {
 FakeEvent* Of(cudaEvent_t e) { return reinterpret_cast<FakeEvent*>(e); }
 cudaEvent_t Ev(FakeEvent* f) { return reinterpret_cast<cudaEvent_t>(f); }
 
+// The calling thread's CUDA state as the runtime keeps it: no current device until one is set,
+// and the default global capture interaction mode.
+thread_local int t_device = -1;
+thread_local cudaStreamCaptureMode t_capture_mode = cudaStreamCaptureModeGlobal;
+// Queries made with no device current (the runtime would create a context on device 0 for
+// them) or in the global capture mode (they would invalidate another thread's global capture).
+std::atomic<int> g_queries_without_device{0};
+std::atomic<int> g_queries_in_global_mode{0};
+
+cudaError_t FakeSetDevice(int device) {
+  t_device = device;
+  return cudaSuccess;
+}
+
+cudaError_t FakeExchangeCaptureMode(cudaStreamCaptureMode* mode) {
+  std::swap(t_capture_mode, *mode);
+  return cudaSuccess;
+}
+
 cudaError_t FakeQuery(cudaEvent_t e) {
+  if (t_device != 0) g_queries_without_device.fetch_add(1);
+  if (t_capture_mode == cudaStreamCaptureModeGlobal) g_queries_in_global_mode.fetch_add(1);
   return Of(e)->done.load() ? cudaSuccess : cudaErrorNotReady;
 }
 
@@ -55,6 +77,10 @@ class PollerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     g_api.event_query = FakeQuery;
+    g_api.set_device = FakeSetDevice;
+    g_api.exchange_capture_mode = FakeExchangeCaptureMode;
+    g_queries_without_device = 0;
+    g_queries_in_global_mode = 0;
     g_api.event_elapsed_time = FakeElapsed;
     g_api.get_last_error = FakeNoError;
     g_api.peek_at_last_error = FakeNoError;
@@ -185,6 +211,20 @@ class PollerTest : public ::testing::Test {
   std::vector<std::unique_ptr<FakeEvent>> events_;
   std::unique_ptr<Poller> poller_;
 };
+
+// The poller's queries never create a context on another device and never invalidate an
+// application's global-mode capture: each is made with the op's device current, in the
+// thread-local capture mode.
+TEST_F(PollerTest, QueriesRunOnTheOpsDeviceInTheThreadLocalCaptureMode) {
+  const Op a = Timed(1, /*stream=*/1);
+  WaitForRow([](const format::InflightRow& r) { return r.last_issued_seq == 1; }, "issued");
+  Fire(a.start, 1.0f);
+  Fire(a.end, 2.0f);
+  WaitForRow([](const format::InflightRow& r) { return r.last_completed_seq == 1; }, "done");
+  ASSERT_EQ(Records().size(), 1u);
+  EXPECT_EQ(g_queries_without_device.load(), 0);
+  EXPECT_EQ(g_queries_in_global_mode.load(), 0);
+}
 
 TEST_F(PollerTest, TheRowFollowsTheOldestCollectiveFromQueuedToStartedToDone) {
   const Op a = Timed(1, /*stream=*/1);

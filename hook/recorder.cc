@@ -135,6 +135,9 @@ DeviceState* InitDevice(int device) {
   if (ds != nullptr) return ds;
   const CudaApi& api = Api();
   ds = new DeviceState(device);
+  // The anchor's synchronization is a potentially unsafe call: relaxed, it neither fails nor
+  // invalidates a capture that this or another application thread has under way.
+  CaptureModeScope relaxed(cudaStreamCaptureModeRelaxed);
   // The events must belong to `device`, which need not be the thread's current one (a
   // communicator's op issued while another device is current).
   DeviceSwitch on_device(device);

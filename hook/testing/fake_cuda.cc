@@ -4,6 +4,7 @@
 
 #include <memory>
 #include <mutex>
+#include <utility>
 
 #include "hook/cuda_api.h"
 #include "hook/poller.h"
@@ -14,6 +15,7 @@ namespace testing {
 namespace {
 
 thread_local int t_current = 0;
+thread_local cudaStreamCaptureMode t_capture_mode = cudaStreamCaptureModeGlobal;
 thread_local cudaError_t t_error = cudaSuccess;
 thread_local long t_calls = 0;
 
@@ -95,13 +97,28 @@ cudaError_t EventRecord(cudaEvent_t event, cudaStream_t stream) {
   return cudaSuccess;
 }
 
+// A potentially unsafe call (a query or synchronization): counted when the calling thread is
+// in the default global capture mode, or when the event's device is not the thread's current one.
+void NoteUnsafeCall(cudaEvent_t event) {
+  if (t_capture_mode == cudaStreamCaptureModeGlobal) Fake().unsafe_in_global_mode.fetch_add(1);
+  if (EventOf(event)->device != t_current) Fake().queries_off_device.fetch_add(1);
+}
+
+cudaError_t ExchangeCaptureMode(cudaStreamCaptureMode* mode) {
+  ++t_calls;
+  std::swap(t_capture_mode, *mode);
+  return cudaSuccess;
+}
+
 cudaError_t EventQuery(cudaEvent_t event) {
   ++t_calls;
+  NoteUnsafeCall(event);
   return EventOf(event)->done.load() ? cudaSuccess : cudaErrorNotReady;
 }
 
 cudaError_t EventSynchronize(cudaEvent_t event) {
   ++t_calls;
+  NoteUnsafeCall(event);
   if (Fake().fail_event_synchronize.load()) return Fail(cudaErrorLaunchFailure);
   return cudaSuccess;
 }
@@ -144,6 +161,8 @@ void InstallFakeCuda() {
   f.event_records = 0;
   f.get_device_calls = 0;
   f.set_device_calls = 0;
+  f.unsafe_in_global_mode = 0;
+  f.queries_off_device = 0;
   {
     std::lock_guard<std::mutex> lock(g_events_mu);
     g_events->clear();
@@ -161,6 +180,7 @@ void InstallFakeCuda() {
   g_api.event_synchronize = EventSynchronize;
   g_api.event_elapsed_time = EventElapsedTime;
   g_api.stream_create_with_flags = StreamCreateWithFlags;
+  g_api.exchange_capture_mode = ExchangeCaptureMode;
   g_cudart_ready.store(true);
 }
 

@@ -52,6 +52,12 @@ struct FakeCuda {
   std::atomic<long> event_records{0};
   std::atomic<long> get_device_calls{0};
   std::atomic<long> set_device_calls{0};
+  // Event queries and synchronizations made by a thread in the default global capture mode
+  // (they would invalidate another thread's global capture), and queries or synchronizations
+  // of an event of a device other than the calling thread's current one (the runtime would make
+  // that thread a context on its current device first).
+  std::atomic<long> unsafe_in_global_mode{0};
+  std::atomic<long> queries_off_device{0};
 };
 
 FakeCuda& Fake();

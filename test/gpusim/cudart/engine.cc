@@ -13,6 +13,7 @@
 #include <unordered_set>
 
 #include "test/gpusim/common/sim_env.h"
+#include "test/gpusim/cudart/capture_rules.h"
 #include "test/gpusim/cudart/memory.h"
 
 namespace xtsim {
@@ -245,15 +246,18 @@ cudaError_t Stream::Query() {
 
 cudaError_t Stream::BeginCapture(cudaStreamCaptureMode mode) {
   if (legacy_) return cudaErrorStreamCaptureUnsupported;
-  std::lock_guard<std::mutex> lock(mu_);
-  if (capture_ != nullptr) return cudaErrorIllegalState;
-  capture_ = std::make_shared<Graph>();
-  capture_->capturing = true;
-  capture_->origin = this;
-  capture_id_ = g_next_capture_id.fetch_add(1);
-  capture_mode_ = mode;
-  capture_invalid_ = false;
-  capture_thread_ = std::this_thread::get_id();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (capture_ != nullptr) return cudaErrorIllegalState;
+    capture_ = std::make_shared<Graph>();
+    capture_->capturing = true;
+    capture_->origin = this;
+    capture_id_ = g_next_capture_id.fetch_add(1);
+    capture_mode_ = mode;
+    capture_invalid_ = false;
+    capture_thread_ = std::this_thread::get_id();
+  }
+  NoteCaptureBegun(this, mode);  // capture_rules.h: outside mu_
   return cudaSuccess;
 }
 
@@ -278,6 +282,10 @@ cudaError_t Stream::EndCapture(cudaGraph_t* out) {
     }
     graph = std::move(capture_);
     capture_ = nullptr;
+  }
+  NoteCaptureEnded(this);  // capture_rules.h: outside mu_; no unsafe call invalidates it now
+  {
+    std::lock_guard<std::mutex> lock(mu_);
     invalid = capture_invalid_;
     capture_invalid_ = false;
   }
@@ -319,6 +327,7 @@ bool Stream::Capturing() {
 }
 
 void Stream::Retire() {
+  NoteCaptureEnded(this);  // a stream destroyed while capturing ends its capture sequence
   std::unique_lock<std::mutex> lock(mu_);
   if (!worker_started_) {
     lock.unlock();

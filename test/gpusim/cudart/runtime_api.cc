@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "test/gpusim/common/sim_env.h"
+#include "test/gpusim/cudart/capture_rules.h"
 #include "test/gpusim/cudart/engine.h"
 #include "test/gpusim/cudart/errors.h"
 #include "test/gpusim/cudart/kernels.h"
@@ -35,6 +36,13 @@ bool ValidDevice(int device) { return device >= 0 && device < Engine::Get().devi
 cudaError_t CheckInit() {
   if (Engine::InForkedChild()) return cudaErrorInitializationError;
   return Engine::Get().device_count() == 0 ? cudaErrorNoDevice : cudaSuccess;
+}
+
+// The prologue of a potentially unsafe call (capture_rules.h): CheckInit, then the capture
+// interaction rules of the calling thread.
+cudaError_t CheckInitUnsafe() {
+  cudaError_t e = CheckInit();
+  return e != cudaSuccess ? e : xtsim::CheckUnsafeCall();
 }
 
 cudaError_t ResolveStream(cudaStream_t handle, bool per_thread, Stream** out) {
@@ -99,6 +107,7 @@ cudaError_t MemcpySyncImpl(void* dst, const void* src, size_t count, cudaMemcpyK
                            bool per_thread) {
   Stream* s;
   cudaError_t e = ResolveStream(nullptr, per_thread, &s);
+  if (e == cudaSuccess) e = xtsim::CheckUnsafeCall();
   if (e != cudaSuccess) return e;
   e = SubmitCopy(dst, src, count, kind, s);
   if (e != cudaSuccess) return e;
@@ -110,6 +119,7 @@ cudaError_t MemsetImpl(void* dst, int value, size_t count, cudaStream_t stream, 
                        bool sync) {
   Stream* s;
   cudaError_t e = ResolveStream(stream, per_thread, &s);
+  if (e == cudaSuccess && sync) e = xtsim::CheckUnsafeCall();
   if (e != cudaSuccess) return e;
   e = SubmitMemset(dst, value, count, s);
   if (e == cudaSuccess && sync) s->Synchronize();
@@ -157,6 +167,7 @@ cudaError_t StreamSyncImpl(cudaStream_t stream, bool per_thread) {
   cudaError_t e = ResolveStream(stream, per_thread, &s);
   if (e != cudaSuccess) return e;
   e = RejectIfCapturing(s);
+  if (e == cudaSuccess) e = xtsim::CheckUnsafeCall();
   if (e != cudaSuccess) return e;
   s->Synchronize();
   return cudaSuccess;
@@ -167,6 +178,7 @@ cudaError_t StreamQueryImpl(cudaStream_t stream, bool per_thread) {
   cudaError_t e = ResolveStream(stream, per_thread, &s);
   if (e != cudaSuccess) return e;
   e = RejectIfCapturing(s);
+  if (e == cudaSuccess) e = xtsim::CheckUnsafeCall();
   if (e != cudaSuccess) return e;
   return s->Query();
 }
@@ -481,7 +493,7 @@ cudaError_t cudaRuntimeGetVersion(int* version) {
 }
 
 cudaError_t cudaDeviceSynchronize(void) {
-  cudaError_t e = CheckInit();
+  cudaError_t e = CheckInitUnsafe();
   if (e != cudaSuccess) return Ret(e);
   Engine::Get().SynchronizeDevice(xtsim::CurrentDevice());
   return cudaSuccess;
@@ -548,13 +560,13 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total) {
 // ------------------------------------------------------------------------------------ memory
 
 cudaError_t cudaMalloc(void** ptr, size_t size) {
-  cudaError_t e = CheckInit();
+  cudaError_t e = CheckInitUnsafe();
   if (e != cudaSuccess) return Ret(e);
   return Ret(xtsim::Allocate(ptr, size, MemKind::kDevice, xtsim::CurrentDevice(), 0));
 }
 
 cudaError_t cudaMallocManaged(void** ptr, size_t size, unsigned int flags) {
-  cudaError_t e = CheckInit();
+  cudaError_t e = CheckInitUnsafe();
   if (e != cudaSuccess) return Ret(e);
   if (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost) return Ret(cudaErrorInvalidValue);
   return Ret(xtsim::Allocate(ptr, size, MemKind::kManaged, xtsim::CurrentDevice(), flags));
@@ -567,20 +579,20 @@ cudaError_t cudaMallocPitch(void** ptr, size_t* pitch, size_t width, size_t heig
 }
 
 cudaError_t cudaFree(void* ptr) {
-  cudaError_t e = CheckInit();
+  cudaError_t e = CheckInitUnsafe();
   if (e != cudaSuccess) return Ret(e);
   return Ret(xtsim::FreeAllocation(
       ptr, xtsim::KindBit(MemKind::kDevice) | xtsim::KindBit(MemKind::kManaged)));
 }
 
 cudaError_t cudaMallocHost(void** ptr, size_t size) {
-  cudaError_t e = CheckInit();
+  cudaError_t e = CheckInitUnsafe();
   if (e != cudaSuccess) return Ret(e);
   return Ret(xtsim::Allocate(ptr, size, MemKind::kHostPinned, xtsim::CurrentDevice(), 0));
 }
 
 cudaError_t cudaHostAlloc(void** ptr, size_t size, unsigned int flags) {
-  cudaError_t e = CheckInit();
+  cudaError_t e = CheckInitUnsafe();
   if (e != cudaSuccess) return Ret(e);
   if ((flags & ~(cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined)) != 0) {
     return Ret(cudaErrorInvalidValue);
@@ -830,8 +842,11 @@ XTSIM_STREAM_API(cudaStreamGetCaptureInfo,
 
 cudaError_t cudaThreadExchangeStreamCaptureMode(cudaStreamCaptureMode* mode) {
   if (mode == nullptr) return Ret(cudaErrorInvalidValue);
-  thread_local cudaStreamCaptureMode current = cudaStreamCaptureModeGlobal;
-  std::swap(current, *mode);
+  if (*mode != cudaStreamCaptureModeGlobal && *mode != cudaStreamCaptureModeThreadLocal &&
+      *mode != cudaStreamCaptureModeRelaxed) {
+    return Ret(cudaErrorInvalidValue);
+  }
+  xtsim::ExchangeThreadCaptureMode(mode);
   return cudaSuccess;
 }
 
@@ -925,7 +940,7 @@ XTSIM_STREAM_API(cudaEventRecordWithFlags,
                                                          : EventRecordImpl(event, stream, true))
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {
-  cudaError_t e = CheckInit();
+  cudaError_t e = CheckInitUnsafe();
   if (e != cudaSuccess) return Ret(e);
   auto ev = Engine::Get().FindEvent(event);
   if (ev == nullptr) return Ret(cudaErrorInvalidResourceHandle);
@@ -935,7 +950,7 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  cudaError_t e = CheckInit();
+  cudaError_t e = CheckInitUnsafe();
   if (e != cudaSuccess) return Ret(e);
   auto ev = Engine::Get().FindEvent(event);
   if (ev == nullptr) return Ret(cudaErrorInvalidResourceHandle);

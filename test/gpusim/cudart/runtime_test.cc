@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -197,6 +198,72 @@ TEST_F(RuntimeTest, LastErrorSemantics) {
   std::thread([&] { other = cudaPeekAtLastError(); }).join();
   EXPECT_EQ(other, cudaSuccess);
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidValue);
+}
+
+// capture_rules.h: another thread's potentially unsafe call (an event query) is forbidden, and
+// invalidates the capture, exactly when the capture was begun in global mode and the querying
+// thread's interaction mode is global.
+TEST_F(RuntimeTest, OtherThreadsUnsafeCallsFollowBothCaptureModes) {
+  const cudaStreamCaptureMode modes[] = {cudaStreamCaptureModeGlobal,
+                                         cudaStreamCaptureModeThreadLocal,
+                                         cudaStreamCaptureModeRelaxed};
+  ASSERT_EQ(cudaEventRecord(start_, stream_), cudaSuccess);  // recorded before any capture
+  ASSERT_EQ(cudaEventSynchronize(start_), cudaSuccess);
+  cudaStream_t capturing = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&capturing, cudaStreamNonBlocking), cudaSuccess);
+  for (cudaStreamCaptureMode capture_mode : modes) {
+    for (cudaStreamCaptureMode thread_mode : modes) {
+      SCOPED_TRACE(std::to_string(capture_mode) + " capture, querying thread in " +
+                   std::to_string(thread_mode));
+      ASSERT_EQ(cudaStreamBeginCapture(capturing, capture_mode), cudaSuccess);
+      ASSERT_EQ(Launch(Kernel(), capturing), cudaSuccess);
+      cudaError_t query = cudaErrorUnknown;
+      std::thread([&] {
+        cudaStreamCaptureMode mode = thread_mode;
+        ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&mode), cudaSuccess);
+        EXPECT_EQ(mode, cudaStreamCaptureModeGlobal);  // every thread starts in global mode
+        query = cudaEventQuery(start_);
+        cudaGetLastError();
+      }).join();
+      const bool forbidden = capture_mode == cudaStreamCaptureModeGlobal &&
+                             thread_mode == cudaStreamCaptureModeGlobal;
+      EXPECT_EQ(query, forbidden ? cudaErrorStreamCaptureUnsupported : cudaSuccess);
+      cudaGraph_t graph = nullptr;
+      EXPECT_EQ(cudaStreamEndCapture(capturing, &graph),
+                forbidden ? cudaErrorStreamCaptureInvalidated : cudaSuccess);
+      if (graph != nullptr) cudaGraphDestroy(graph);
+      cudaGetLastError();
+    }
+  }
+  // After the capture ends nothing is forbidden.
+  std::thread([&] { EXPECT_EQ(cudaEventQuery(start_), cudaSuccess); }).join();
+  cudaStreamDestroy(capturing);
+}
+
+// The capturing thread itself: an allocation is forbidden during its own global or thread-local
+// capture unless its interaction mode is relaxed, and allowed during a relaxed capture.
+TEST_F(RuntimeTest, OwnCaptureForbidsAllocationUnlessRelaxed) {
+  void* p = nullptr;
+  ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&p, 256), cudaErrorStreamCaptureUnsupported);
+  cudaGraph_t graph = nullptr;
+  EXPECT_EQ(cudaStreamEndCapture(stream_, &graph), cudaErrorStreamCaptureInvalidated);
+  cudaGetLastError();
+
+  ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal), cudaSuccess);
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&mode), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&p, 256), cudaSuccess);
+  ASSERT_EQ(cudaThreadExchangeStreamCaptureMode(&mode), cudaSuccess);  // back to global
+  EXPECT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+  cudaGraphDestroy(graph);
+  cudaFree(p);
+
+  ASSERT_EQ(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeRelaxed), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&p, 256), cudaSuccess);
+  EXPECT_EQ(cudaStreamEndCapture(stream_, &graph), cudaSuccess);
+  cudaGraphDestroy(graph);
+  cudaFree(p);
 }
 
 TEST_F(RuntimeTest, CaptureAndReplay) {
