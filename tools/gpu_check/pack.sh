@@ -13,6 +13,8 @@ bazel build -c opt --symlink_prefix=/ "${targets[@]}"
 bin=$(bazel info -c opt --symlink_prefix=/ bazel-bin 2>/dev/null)
 mkdir -p "$out/lib" "$out/hooklib"
 cp -f "$bin/launcher/xtimer-launch" "$bin/daemon/xtimerd" "$bin/hook/libxtimer.so" "$out/"
+# Debug sections off the copies (the build keeps -g): a smaller folder to carry; symbols stay.
+strip --strip-debug "$out/xtimer-launch" "$out/xtimerd" "$out/libxtimer.so"
 # Every library but the C runtime's own (the machine's newer glibc and libstdc++ serve).
 core='^(linux-vdso|libc\.|libm\.|libgcc_s|libstdc\+\+|ld-linux|libpthread|libdl\.|librt\.)'
 copy_deps() {
