@@ -28,6 +28,7 @@
 #include "cli/stacks_input.h"
 #include "proto/hosting.grpc.pb.h"
 #include "stacktrace/flamegraph_svg.h"
+#include "stacktrace/frame_owner.h"
 #include "stacktrace/merge.h"
 #include "stacktrace/stack_merger.h"
 #include "stacktrace/stacks_file.h"
@@ -70,6 +71,9 @@ options:
                       group (tp, cp, ep, dp, pp) their ranks form, if any
   --json              print the summary as JSON (summary.txt is still text)
   --top N             frames named per group in the summary (default 3)
+  --show-xtimer       keep xtimer's own threads (xtimer-poller...) and frames (libxtimer.so,
+                      xtimer::...) in the graphs and the summary; by default they are folded
+                      away, so that a call through the hook reads as the application's call
   -j, --jobs N        reader threads (default: all hardware threads)
   -q, --quiet         print only errors (not the summary)
   --hosts LIST        host:port,... of the nodes' xtimerd control ports (a host without :port
@@ -92,7 +96,7 @@ struct Options {
   std::vector<std::string> inputs;
   std::string output, job, groups;  // groups: --groups as given, parsed into group_layout
   analysis::Groups group_layout;
-  bool json = false, quiet = false;
+  bool json = false, quiet = false, show_xtimer = false;
   int top = 3, jobs = 0;
   std::vector<std::string> hosts;  // --hosts: ask the daemons instead of reading DIRs
   std::string hosts_file, path;
@@ -239,6 +243,7 @@ int ParseStacksArgs(int argc, char** argv, Options* opt) {
   cl.Custom("--ranks", "LIST", RankList(&opt->ranks));
   cl.Custom("--timeout", "SECONDS", Seconds(0, 30, true, &opt->timeout_s));
   cl.Switch("--json", &opt->json);
+  cl.Switch("--show-xtimer", &opt->show_xtimer);
   cl.Switch("-q,--quiet", &opt->quiet);
   cl.Positionals(&opt->inputs);
   const int rc = ParseArgs(kCommand, kHelp, cl, argc, argv);
@@ -258,8 +263,8 @@ st::StacksFile Identity(const st::StacksFile& f) {
 }
 
 // Reads every input file on opt.jobs threads into *merger (each thread reuses one buffer and
-// one StacksFile; files are taken one at a time, so both threads stay busy) and selects the
-// job's ranks.
+// one StacksFile; files are taken one at a time, so both threads stay busy), xtimer's threads
+// and frames folded away unless --show-xtimer, and selects the job's ranks.
 int ReadInputs(const Options& opt, std::unique_ptr<st::StackMerger>* merger, Inputs* in) {
   std::vector<std::string> paths = ListInputs(opt.inputs, &in->problems);
   std::vector<st::StacksFile> parsed(paths.size());  // identities; world_size 0: unreadable
@@ -274,6 +279,7 @@ int ReadInputs(const Options& opt, std::unique_ptr<st::StackMerger>* merger, Inp
     st::StacksFile file;
     for (size_t i; (i = next.fetch_add(1)) < paths.size();) {
       if (!ReadStacks(paths[i], &buffer, &file, &errors[i])) continue;
+      if (!opt.show_xtimer) st::FoldXtimer(&file);
       (*merger)->Add(static_cast<int>(part), i, file);
       parsed[i] = Identity(file);
     }

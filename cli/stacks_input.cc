@@ -10,6 +10,7 @@
 #include <cstring>
 #include <map>
 
+#include "stacktrace/frame_owner.h"
 #include "stacktrace/merge.h"
 #include "stacktrace/summary.h"
 
@@ -111,6 +112,7 @@ void AddCulpritStacks(const std::vector<std::string>& dirs, const std::string& j
         st::StacksFile f;
         std::string error;
         if (!ReadStacks(p, &f, &error) || (!job.empty() && f.job != job)) continue;
+        st::FoldXtimer(&f);  // as `xtimer stacks` shows it by default
         st::StackTree tree;
         tree.AddRank(f);
         const std::vector<st::RankGroup> groups = tree.GroupRanks();

@@ -19,12 +19,14 @@ const char* Fill(Origin o, size_t hash) {
       {"#7aa6dc", "#6898d4", "#8cb4e4"},  // native: blue
       {"#b8b8b8", "#b8b8b8", "#b8b8b8"},  // thread: grey
       {"#d070d0", "#d070d0", "#d070d0"},  // error: magenta
+      {"#c89058", "#bc8448", "#d49c68"},  // xtimer: brown (shown with --show-xtimer)
   };
   return kColors[static_cast<int>(o)][hash % 3];
 }
 
 const char* OriginName(Origin o) {
-  static const char* kNames[] = {"python", "interpreter", "nccl/cuda", "native", "thread", "error"};
+  static const char* kNames[] = {"python", "interpreter", "nccl/cuda", "native", "thread", "error",
+                                "xtimer"};
   return kNames[static_cast<int>(o)];
 }
 

@@ -3,11 +3,11 @@
 #include <algorithm>
 #include <map>
 
+#include "stacktrace/frame_owner.h"
+
 namespace xtimer {
 namespace stacktrace {
 namespace {
-
-bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 
 std::string BaseName(const std::string& path) {
   size_t slash = path.rfind('/');
@@ -239,16 +239,12 @@ Origin OriginOf(const Frame& f) {
   if (f.kind == Frame::kPython) return Origin::kPython;
   if (f.kind == Frame::kThread) return Origin::kThread;
   if (f.kind == Frame::kError) return Origin::kError;
-  std::string module = BaseName(f.module);
-  if (StartsWith(module, "libpython") || StartsWith(f.function, "_Py") ||
-      StartsWith(f.function, "Py")) {
-    return Origin::kInterpreter;
+  switch (OwnerOf(f)) {
+    case Owner::kInterpreter: return Origin::kInterpreter;
+    case Owner::kCuda: return Origin::kCollective;
+    case Owner::kXtimer: return Origin::kXtimer;
+    default: return Origin::kNative;
   }
-  if (StartsWith(module, "libnccl") || StartsWith(module, "libcuda") ||
-      StartsWith(f.function, "nccl") || StartsWith(f.function, "cuda")) {
-    return Origin::kCollective;
-  }
-  return Origin::kNative;
 }
 
 std::string FrameLabel(const Frame& f) {

@@ -117,10 +117,11 @@ class StackTree {
   std::vector<RankStack> main_stacks_;
 };
 
-enum class Origin { kPython, kInterpreter, kCollective, kNative, kThread, kError };
+enum class Origin { kPython, kInterpreter, kCollective, kNative, kThread, kError, kXtimer };
 
-// Python frames; the CPython interpreter (module libpython*, functions _Py* / Py*); NCCL and
-// CUDA (modules libnccl* / libcuda*, functions nccl* / cuda*); other native code.
+// A frame's colour in the flame graph: Python frames; then native frames by their owner
+// (stacktrace/frame_owner.h): the CPython interpreter, NVIDIA's libraries (NCCL, CUDA),
+// xtimer's own, other native code.
 Origin OriginOf(const Frame& frame);
 
 // "0-2,4-7" for {0,1,2,4,5,6,7}; `ranks` ascending.

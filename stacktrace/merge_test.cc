@@ -98,13 +98,13 @@ TEST(MergeTest, GroupsRanksBiggestFirst) {
   std::vector<RankGroup> groups = tree.GroupRanks();
   ASSERT_EQ(groups.size(), 3u);
   EXPECT_EQ(RankRanges(groups[0].ranks), "0-2,4-5,7");
+  // Named by the application's innermost frame, with what it is in after "via".
   EXPECT_EQ(TopFrames(tree, groups[0], 3),
-            "ncclAllReduce <- train_step (train.py:88) <- main (train.py:120)");
+            "train_step (train.py:88) <- main (train.py:120) via ncclAllReduce");
   EXPECT_EQ(RankCount(groups[1].ranks), "rank 3 (1)");
   EXPECT_EQ(TopFrames(tree, groups[1], 2), "load_batch (data.py:42) <- train_step (train.py:88)");
   EXPECT_EQ(TopFrames(tree, groups[2], 3), "no stack (signals blocked)");
-  // Native frames only within the top: the innermost Python frame is named after them.
-  EXPECT_EQ(TopFrames(tree, groups[0], 1), "ncclAllReduce <- ... <- train_step (train.py:88)");
+  EXPECT_EQ(TopFrames(tree, groups[0], 1), "train_step (train.py:88) via ncclAllReduce");
   SummaryInput in;
   in.tree = &tree;
   in.world_size = 9;
@@ -112,8 +112,8 @@ TEST(MergeTest, GroupsRanksBiggestFirst) {
   in.describe = [](const std::vector<int32_t>& r) { return "first " + std::to_string(r[0]); };
   EXPECT_EQ(SummaryText(in),
             "xtimer stacks: 8 ranks of a world of 9, 3 stacks (main thread of each rank)\n"
-            "ranks 0-2,4-5,7 (6) in ncclAllReduce <- train_step (train.py:88) <- main "
-            "(train.py:120)\n"
+            "ranks 0-2,4-5,7 (6) in train_step (train.py:88) <- main (train.py:120) via "
+            "ncclAllReduce\n"
             "rank 3 (1) in load_batch (data.py:42) <- train_step (train.py:88) <- main "
             "(train.py:120)   [outlier; first 3]\n"
             "rank 6 (1) in no stack (signals blocked)   [outlier; first 6]\n"
@@ -189,6 +189,11 @@ TEST(MergeTest, ClassifiesOrigins) {
   EXPECT_EQ(OriginOf({Frame::kNative, "ncclKernel", "", 0}), Origin::kCollective);
   EXPECT_EQ(OriginOf({Frame::kNative, "cudaMemcpy", "", 0}), Origin::kCollective);
   EXPECT_EQ(OriginOf({Frame::kNative, "memcpy", "/lib/libc.so.6", 0}), Origin::kNative);
+  EXPECT_EQ(OriginOf({Frame::kNative, "x", "/usr/local/cuda/lib64/libcublasLt.so.13", 0}),
+            Origin::kCollective);
+  EXPECT_EQ(OriginOf({Frame::kNative, "cudaLaunchKernel", "/opt/lib/libxtimer.so", 0}),
+            Origin::kXtimer);
+  EXPECT_EQ(OriginOf({Frame::kNative, "cudaCheck", "/job/bin/train", 0}), Origin::kNative);
 }
 
 }  // namespace

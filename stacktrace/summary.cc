@@ -1,5 +1,7 @@
 #include "stacktrace/summary.h"
 
+#include "stacktrace/cxx_name.h"
+#include "stacktrace/frame_owner.h"
 #include "util/json.h"
 
 namespace xtimer {
@@ -10,25 +12,98 @@ std::string RankCount(const std::vector<int32_t>& ranks) {
          std::to_string(ranks.size()) + ")";
 }
 
-std::string TopFrames(const StackTree& tree, const RankGroup& group, int top) {
-  if (group.frames.empty()) return "no stack (" + group.error + ")";
+namespace {
+
+// A frame's label with fewer words: the parameter list, qualifiers and return type of a C++
+// function are dropped, template arguments become <...>, "(anonymous namespace)::" goes.
+std::string ShortLabel(const Frame& f) {
+  if (f.kind != Frame::kNative || f.function.empty()) return FrameLabel(f);
+  Frame shorter = f;
+  shorter.function = ShortFunctionName(f.function);
+  return FrameLabel(shorter);
+}
+
+// A stack with no frame of the application's: its innermost `top` frames that are not the
+// interpreter's; when those are all native and Python frames lie further out, the innermost
+// Python frame follows after "<- ... <-".
+std::string InnermostFrames(const std::vector<Frame>& table, const std::vector<uint32_t>& stack,
+                            int top) {
   std::string out;
   int named = 0;
   bool python = false;
   size_t i = 0;
-  for (; i < group.frames.size() && named < top; ++i) {
-    const Frame& f = tree.frames()[group.frames[i]];
-    if (OriginOf(f) == Origin::kInterpreter) continue;  // says nothing about where the rank is
-    out += (named++ ? " <- " : "") + FrameLabel(f);
+  for (; i < stack.size() && named < top; ++i) {
+    const Frame& f = table[stack[i]];
+    if (OwnerOf(f) == Owner::kInterpreter) continue;  // says nothing about where the rank is
+    out += (named++ ? " <- " : "") + ShortLabel(f);
     python = python || f.kind == Frame::kPython;
   }
-  if (!named) return FrameLabel(tree.frames()[group.frames[0]]);
-  // A rank in a native call made from Python: its innermost Python frame says which call.
-  for (; !python && i < group.frames.size(); ++i) {
-    const Frame& f = tree.frames()[group.frames[i]];
+  if (!named) return ShortLabel(table[stack[0]]);
+  for (; !python && i < stack.size(); ++i) {
+    const Frame& f = table[stack[i]];
     if (f.kind == Frame::kPython) return out + " <- ... <- " + FrameLabel(f);
   }
   return out;
+}
+
+// The application's frames from stack[app] outward, at most `top`; when those are all native
+// and a Python frame of the application's lies further out (a native extension called from
+// Python), the innermost such frame follows after "<- ... <-".
+std::string ApplicationFrames(const std::vector<Frame>& table,
+                              const std::vector<uint32_t>& stack, size_t app, int top) {
+  std::string out;
+  int named = 0;
+  bool python = false;
+  size_t i = app;
+  for (; i < stack.size() && named < top; ++i) {
+    const Frame& f = table[stack[i]];
+    if (!IsApplicationFrame(f)) continue;
+    out += (named++ ? " <- " : "") + ShortLabel(f);
+    python = python || f.kind == Frame::kPython;
+  }
+  for (; !python && i < stack.size(); ++i) {
+    const Frame& f = table[stack[i]];
+    if (f.kind == Frame::kPython && IsApplicationFrame(f)) {
+      return out + " <- ... <- " + FrameLabel(f);
+    }
+  }
+  return out;
+}
+
+// What the application's frame is in: the named frames inward of stack[app] that are not the
+// interpreter's, innermost first; of more than `top`, the innermost top - 1, "<- ... <-" and
+// the outermost (the call the application made). "" when the application's frame is innermost.
+std::string ViaFrames(const std::vector<Frame>& table, const std::vector<uint32_t>& stack,
+                      size_t app, int top) {
+  std::vector<const Frame*> via;
+  for (size_t i = 0; i < app; ++i) {
+    const Frame& f = table[stack[i]];
+    if (!f.function.empty() && OwnerOf(f) != Owner::kInterpreter) via.push_back(&f);
+  }
+  std::string out;
+  const size_t shown = via.size() <= static_cast<size_t>(top) ? via.size() : top - 1;
+  for (size_t i = 0; i < shown; ++i) out += (i ? " <- " : "") + ShortLabel(*via[i]);
+  if (shown < via.size()) out += (shown ? " <- ... <- " : "... <- ") + ShortLabel(*via.back());
+  return out;
+}
+
+}  // namespace
+
+int InnermostApplicationFrame(const std::vector<Frame>& table,
+                              const std::vector<uint32_t>& stack) {
+  for (size_t i = 0; i < stack.size(); ++i) {
+    if (IsApplicationFrame(table[stack[i]])) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+std::string TopFrames(const StackTree& tree, const RankGroup& group, int top) {
+  if (group.frames.empty()) return "no stack (" + group.error + ")";
+  const int app = InnermostApplicationFrame(tree.frames(), group.frames);
+  if (app < 0) return InnermostFrames(tree.frames(), group.frames, top);
+  const std::string via = ViaFrames(tree.frames(), group.frames, app, top);
+  return ApplicationFrames(tree.frames(), group.frames, app, top) +
+         (via.empty() ? "" : " via " + via);
 }
 
 std::string SummaryText(const SummaryInput& in) {
@@ -68,6 +143,8 @@ std::string GroupJson(const SummaryInput& in, const RankGroup& g, bool outlier) 
                     (outlier ? "true" : "false") + ", \"thread\": " + JsonQuote(g.thread);
   if (!g.error.empty()) out += ", \"error\": " + JsonQuote(g.error);
   if (outlier && in.describe) out += ", \"note\": " + JsonQuote(in.describe(g.ranks));
+  out += ", \"app_frame\": " +
+         std::to_string(InnermostApplicationFrame(in.tree->frames(), g.frames));
   out += ", \"frames\": [";
   for (size_t i = 0; i < g.frames.size(); ++i) {
     const Frame& f = in.tree->frames()[g.frames[i]];

@@ -1,7 +1,8 @@
 // The rank-grouped summary of `xtimer stacks` (docs/stacks.md "summary.txt"): ranks grouped by
-// identical main-thread stacks, the biggest group first; every other group is an outlier and
-// is named with its top frames, e.g.
-//   ranks 0-2,4-7 (7) in ncclAllReduce <- train_step (train.py:88) <- main (train.py:120)
+// identical main-thread stacks, the biggest group first; every other group is an outlier. Each
+// group is named by the innermost frame of the application's (stacktrace/frame_owner.h) and its
+// callers, then what that frame is in, after "via", e.g.
+//   ranks 0-2,4-7 (7) in train_step (train.py:88) <- main (train.py:120) via ncclAllReduce
 //   rank 3 (1) in load_batch (data.py:42) <- train_step (train.py:80) <- main (train.py:120)
 #ifndef XTIMER_STACKTRACE_SUMMARY_H_
 #define XTIMER_STACKTRACE_SUMMARY_H_
@@ -28,8 +29,18 @@ struct SummaryInput {
 
 // "ranks 0-2,4-7 (7)" / "rank 3 (1)".
 std::string RankCount(const std::vector<int32_t>& ranks);
-// "ncclAllReduce <- train_step (train.py:88)": the innermost `top` frames of a group's stack
-// that are not interpreter frames (_PyEval_*, libpython*), or "no stack (why)".
+// The index in `stack` (innermost first, indices into `table`) of its innermost frame of the
+// application's (stacktrace/frame_owner.h), or -1 when it has none.
+int InnermostApplicationFrame(const std::vector<Frame>& table,
+                              const std::vector<uint32_t>& stack);
+
+// Where a group's ranks are, in one line (docs/stacks.md "summary.txt"):
+// "app_fn (app.cc:42) <- main (app.cc:80) via clock_nanosleep <- nanosleep <- sleep_for<...>":
+// the innermost `top` frames of the application's from its innermost one outward, then after
+// "via" the named frames inward of it that are not the interpreter's (at most `top`: the
+// innermost, "<- ... <-", the outermost), C++ names shortened (cxx_name.h). A stack with
+// no application frame: its innermost `top` frames that are not the interpreter's. "no stack
+// (why)" without frames.
 std::string TopFrames(const StackTree& tree, const RankGroup& group, int top);
 
 std::string SummaryText(const SummaryInput& in);
