@@ -47,7 +47,7 @@ cat >"$TMP/hang/node1/00005-00008.stacks" <<'JSON'
 JSON
 sed 's/"rank": 5/"rank": 4/; s/load_batch/elsewhere/' "$TMP/hang/node1/00005-00008.stacks" >"$TMP/hang/node1/00004-00008.stacks"
 expect_rc 0 $XT analyze "$TMP/hang"
-grep -q "rank 5's stacks: in nanosleep <- load_batch (data.py:42) <- train_step (train.py:80) (00005-00008.stacks)" "$TMP/out" || fail "culprit stacks: $(cat "$TMP/out")"
+grep -q "rank 5's stacks: in load_batch (data.py:42) <- train_step (train.py:80) via nanosleep (00005-00008.stacks)" "$TMP/out" || fail "culprit stacks: $(cat "$TMP/out")"
 grep -q "elsewhere" "$TMP/out" && fail "a non-culprit's stacks shown: $(cat "$TMP/out")"
 rm "$TMP/hang/node1/"*.stacks
 

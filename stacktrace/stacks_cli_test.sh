@@ -34,7 +34,7 @@ grep -q "no node answered" "$TMP/err" || fail "dead host message: $(cat "$TMP/er
 
 $GEN "$TMP/job" --ranks 8 --nodes 2 --threads 3 --frames 8 --outlier 3 || fail "gen_stacks"
 expect_rc 0 $XT stacks "$TMP/job" -o "$TMP/out1" --groups tp2-pp2-dp2
-grep -qx "ranks 0-2,4-7 (7) in ncclAllReduce <- train_step (train.py:88) <- layer_1 (model.py:101)" \
+grep -qx "ranks 0-2,4-7 (7) in train_step (train.py:88) <- layer_1 (model.py:101) <- main (train.py:120) via ncclAllReduce" \
   "$TMP/out" || fail "majority group: $(cat "$TMP/out")"
 grep -q "^rank 3 (1) in load_batch (data.py:42) <- train_step (train.py:80) .*\[outlier; pp stage 0\]$" \
   "$TMP/out" || fail "outlier group: $(cat "$TMP/out")"
