@@ -21,6 +21,7 @@
 #include "cli/dump_reader.h"
 #include "cli/op_diff.h"
 #include "cli/op_table.h"
+#include "cli/stacks_input.h"
 #include "format/record.h"
 #include "opmath/op_math.h"
 #include "report/report_html.h"
@@ -321,6 +322,7 @@ int ReportMain(int argc, char** argv) {
   Note(a, "analysing " + std::to_string(in.dump.ranks.size()) + " rank(s)");
   report::ReportPage page;
   page.analysis = analysis::Analyze(in.dump.ranks, opt);
+  AddCulpritStacks(a.inputs, in.dump.job, world, &page.analysis);  // as analyze's evidence
   page.job = in.dump.job;
   page.version = kVersion;
   page.summary = Summary(in);

@@ -59,11 +59,25 @@ steps = [float(s) for _, s, _ in rows]
 assert max(steps) / min(steps) < 1.01, steps
 PY
 
-# A hang: the verdict and its evidence, as analyze prints them.
+# A hang: the verdict and its evidence, as analyze prints them, with the culprit's stacks
+# named by its application frame (the hook's poller and frames folded away).
 $W "$TMP/hang" --stop-rank 5 --stop-step 15 >/dev/null || fail "write hang job"
+node=$(dirname "$(find "$TMP/hang" -name '*.timeline' | head -1)")
+cat >"$node/00005-00008.stacks" <<'JSON'
+{"format": "xtimer-stacks", "version": 1, "job": "testjob", "rank": 5, "world_size": 8, "pid": 9,
+ "frames": [{"kind": "native", "function": "clock_nanosleep", "module": "/lib/libc.so.6"},
+  {"kind": "native", "function": "xtimer::hook::Poller::Run()", "module": "/opt/libxtimer.so"},
+  {"kind": "native", "function": "Worker::Wait(int)", "module": "/job/bin/train", "line": 42,
+   "file": "/src/worker.cc"},
+  {"kind": "native", "function": "cudaError xtimer::hook::SyncCall<F>(F&&)", "module": "/opt/libxtimer.so"}],
+ "threads": [{"tid": 9, "name": "train", "frames": [0, 3, 2]},
+  {"tid": 8, "name": "xtimer-poller", "frames": [0, 1]}]}
+JSON
 expect_rc 0 $XT report "$TMP/hang" -o "$TMP/hang.html" -q
 [ -s "$TMP/err" ] && fail "-q printed: $(cat "$TMP/err")"
 has "Hang (never_issued): rank 5 never issued AllReduce seq 15" "$TMP/hang.html"
+has "s stacks: in Worker::Wait (worker.cc:42) via clock_nanosleep (00005-00008.stacks)" "$TMP/hang.html"
+rm "$node/00005-00008.stacks"
 
 # Two jobs (the straggler's and the hang's) are never merged: without --job the one with the
 # most files (a tie: the first by name, the straggler's) is reported, exit 3, the other named
