@@ -130,26 +130,28 @@ const char* OwnerName(Owner owner) {
 bool IsXtimerThreadName(const std::string& name) { return StartsWith(name, "xtimer-"); }
 
 void FoldXtimer(StacksFile* file) {
-  // Each table entry judged once, on first use.
-  enum : uint8_t { kUnjudged, kHook, kApp, kOther };
-  std::vector<uint8_t> owner(file->frames.size(), kUnjudged);
-  auto judge = [&](uint32_t f) {
-    if (owner[f] == kUnjudged) {
-      const Owner o = OwnerOf(file->frames[f]);
-      owner[f] = o == Owner::kXtimer ? kHook : o == Owner::kApplication ? kApp : kOther;
+  // Each table entry judged once, on first use (owner + 1; 0: not yet).
+  std::vector<uint8_t> judged(file->frames.size(), 0);
+  auto owner = [&](uint32_t f) {
+    if (judged[f] == 0) judged[f] = static_cast<uint8_t>(OwnerOf(file->frames[f])) + 1;
+    return static_cast<Owner>(judged[f] - 1);
+  };
+  // A thread is xtimer's when xtimer's code started it: its outermost frame that is not the
+  // system's (clone, start_thread, the std::thread trampoline) is xtimer's. A thread of the
+  // application's or of a library (NCCL's proxy) that calls through the hook is not.
+  auto xtimers = [&](const Thread& t) {
+    if (IsXtimerThreadName(t.name)) return true;
+    for (auto f = t.frames.rbegin(); f != t.frames.rend(); ++f) {
+      const Owner o = owner(*f);
+      if (o != Owner::kSystem && o != Owner::kUnknown) return o == Owner::kXtimer;
     }
-    return owner[f];
+    return false;
   };
   size_t kept = 0;
   for (Thread& t : file->threads) {
-    bool hook = false, app = false;
-    for (uint32_t f : t.frames) {
-      hook = hook || judge(f) == kHook;
-      app = app || judge(f) == kApp;
-    }
-    if (IsXtimerThreadName(t.name) || (hook && !app)) continue;  // xtimer's thread
+    if (xtimers(t)) continue;
     t.frames.erase(std::remove_if(t.frames.begin(), t.frames.end(),
-                                  [&](uint32_t f) { return owner[f] == kHook; }),
+                                  [&](uint32_t f) { return owner(f) == Owner::kXtimer; }),
                    t.frames.end());
     if (&file->threads[kept] != &t) file->threads[kept] = std::move(t);
     ++kept;

@@ -48,9 +48,10 @@ const char* OwnerName(Owner owner);
 bool IsXtimerThreadName(const std::string& name);
 
 // Folds xtimer away from a file (the default of `xtimer stacks`, docs/stacks.md): drops every
-// thread of xtimer's (by name, or a stack with xtimer frames and none of the application's)
-// and every xtimer frame from the other threads' stacks, so that a call through the hook reads
-// as the call the application made. The frame table is kept as it is (indices stay valid).
+// thread of xtimer's (by name, or one whose outermost frame that is not the system's is
+// xtimer's: xtimer's code started it) and every xtimer frame from the other threads' stacks, so
+// that a call through the hook reads as the call the application (or NCCL's proxy thread) made.
+// The frame table is kept as it is (indices stay valid).
 void FoldXtimer(StacksFile* file);
 
 }  // namespace stacktrace

@@ -162,11 +162,13 @@ StacksFile HookedRank() {
               Native("main", "/job/bin/train"),                                 // 6
               Native("xtimer::hook::Poller::Run()", kHook),                     // 7
               Native("execute_native_thread_routine", "/usr/lib/libstdc++.so.6"),  // 8
-              Native("start_thread", kLibc)};                                   // 9
+              Native("start_thread", kLibc),                                    // 9
+              Native("ncclProxyService(void*)", "/usr/lib/libnccl.so.2")};      // 10
   f.threads = {{100, "train", {0, 1, 2, 3, 4, 5, 6}, ""},
                {101, "xtimer-poller", {}, "signals blocked"},
                {102, "train", {1, 7, 8, 9}, ""},  // a hook thread that kept the process's name
-               {103, "cuda-EvtHandlr", {0, 9}, ""}};
+               {103, "cuda-EvtHandlr", {0, 9}, ""},
+               {104, "train", {1, 2, 3, 4, 10, 9}, ""}};  // NCCL's thread calls through the hook
   return f;
 }
 
@@ -174,11 +176,13 @@ TEST(FrameOwnerTest, FoldXtimerDropsItsThreadsAndFrames) {
   StacksFile f = HookedRank();
   const size_t table = f.frames.size();
   FoldXtimer(&f);
-  ASSERT_EQ(f.threads.size(), 2u);
+  ASSERT_EQ(f.threads.size(), 3u);
   EXPECT_EQ(f.threads[0].tid, 100);
   EXPECT_EQ(f.threads[0].frames, (std::vector<uint32_t>{0, 1, 2, 5, 6}));  // the hook's cut out
   EXPECT_EQ(f.threads[1].tid, 103);  // CUDA's own helper thread stays
   EXPECT_EQ(f.threads[1].frames, (std::vector<uint32_t>{0, 9}));
+  EXPECT_EQ(f.threads[2].tid, 104);  // so does NCCL's, without the hook's frames
+  EXPECT_EQ(f.threads[2].frames, (std::vector<uint32_t>{1, 2, 10, 9}));
   EXPECT_EQ(f.frames.size(), table);  // indices stay valid
 }
 
