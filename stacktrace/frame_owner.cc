@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "stacktrace/cxx_name.h"
@@ -13,32 +14,34 @@ namespace xtimer {
 namespace stacktrace {
 namespace {
 
-bool StartsWith(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+// Views, not copies: the judge runs on every frame of every file `xtimer stacks` reads.
+bool StartsWith(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
 
-bool StartsWithAny(const std::string& s, std::initializer_list<const char*> prefixes) {
-  for (const char* p : prefixes) {
+bool StartsWithAny(std::string_view s, std::initializer_list<std::string_view> prefixes) {
+  for (std::string_view p : prefixes) {
     if (StartsWith(s, p)) return true;
   }
   return false;
 }
 
-std::string BaseName(const std::string& path) {
+std::string_view BaseName(std::string_view path) {
   const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
 // libc.so.6 and libc-2.31.so, not libcuda: a library name is the prefix followed by '.' or '-'.
-bool IsLibrary(const std::string& base, std::initializer_list<const char*> names) {
-  for (const char* n : names) {
+bool IsLibrary(std::string_view base, std::initializer_list<std::string_view> names) {
+  for (std::string_view n : names) {
     if (!StartsWith(base, n)) continue;
-    const size_t len = std::char_traits<char>::length(n);
-    const char next = base.size() > len ? base[len] : '\0';
+    const char next = base.size() > n.size() ? base[n.size()] : '\0';
     if (next == '.' || next == '-' || next == '\0') return true;
   }
   return false;
 }
 
-bool IsSystemModule(const std::string& base) {
+bool IsSystemModule(std::string_view base) {
   // ld-linux-x86-64.so.2, ld-2.31.so, ld64.so.2; the vdso as /proc/PID/maps names it.
   return IsLibrary(base, {"libc", "libpthread", "libm", "libdl", "librt", "libresolv", "libutil",
                           "libstdc++", "libgcc_s", "libatomic", "libgomp", "libunwind", "ld",
@@ -46,23 +49,23 @@ bool IsSystemModule(const std::string& base) {
          StartsWithAny(base, {"linux-vdso", "[vdso]"});
 }
 
-bool IsInterpreterModule(const std::string& path, const std::string& base) {
+bool IsInterpreterModule(std::string_view path, std::string_view base) {
   // The executable: python, python3, python3.11, python3.12d...
   const bool executable =
       StartsWith(base, "python") && std::all_of(base.begin() + 6, base.end(), [](char c) {
         return isdigit(static_cast<unsigned char>(c)) || c == '.' || c == 'd';
       });
   return executable || StartsWith(base, "libpython") || IsLibrary(base, {"libffi"}) ||
-         path.find("/lib-dynload/") != std::string::npos;
+         path.find("/lib-dynload/") != std::string_view::npos;
 }
 
-bool IsCudaModule(const std::string& base) {
+bool IsCudaModule(std::string_view base) {
   return StartsWithAny(base, {"libcuda", "libcublas", "libnccl", "libcudnn", "libcufft",
                               "libcurand", "libcusparse", "libcusolver", "libcupti", "libnvrtc",
                               "libnvJitLink", "libnvToolsExt", "libnvidia-"});
 }
 
-bool IsCudaFunction(const std::string& f) {
+bool IsCudaFunction(std::string_view f) {
   // NCCL (ncclX and its pncclX aliases), the runtime (cudaX), cuBLAS(Lt), the driver (cuX).
   return StartsWithAny(f, {"nccl", "pnccl", "cuda", "cublas"}) ||
          (f.size() > 2 && f[0] == 'c' && f[1] == 'u' && isupper(static_cast<unsigned char>(f[2])));
@@ -87,27 +90,48 @@ bool IsPythonStdlib(const std::string& file) {
 // The runtimes' code that is linked or compiled into the caller's module: the C++ standard
 // library's templates and inline functions (std::this_thread::sleep_for<...>,
 // std::condition_variable::wait<...>) and the C runtime's entry point.
-bool IsRuntimeName(const std::string& name) {
+bool IsRuntimeName(std::string_view name) {
   return StartsWithAny(name, {"std::", "__gnu_cxx::", "__cxxabiv1::"}) || name == "_start";
 }
 
 Owner NativeOwner(const Frame& f) {
-  // A demangled C++ name is read past its return type; a C name has no parameter list.
-  const std::string name =
-      f.function.find('(') == std::string::npos ? f.function : ShortFunctionName(f.function);
+  // A demangled C++ name is read past its return type (only when a name it looks for is in it).
+  std::string parsed;
+  std::string_view name = f.function;
+  auto has = [&](std::string_view part) { return name.find(part) != std::string_view::npos; };
+  if (has("(") && (has("xtimer::") || has("std::") || has("__gnu_cxx::") || has("__cxxabiv1::"))) {
+    parsed = ShortFunctionName(f.function);
+    name = parsed;
+  }
   if (StartsWith(name, "xtimer::")) return Owner::kXtimer;
   if (StartsWith(name, "_Py") || StartsWith(name, "Py")) return Owner::kInterpreter;
   if (f.module.empty()) {
     if (name.empty()) return Owner::kUnknown;
     if (IsCudaFunction(name)) return Owner::kCuda;
   } else {
-    const std::string base = BaseName(f.module);
+    const std::string_view base = BaseName(f.module);
     if (StartsWith(base, "libxtimer")) return Owner::kXtimer;
     if (IsSystemModule(base)) return Owner::kSystem;
     if (IsInterpreterModule(f.module, base)) return Owner::kInterpreter;
     if (IsCudaModule(base)) return Owner::kCuda;
   }
   return IsRuntimeName(name) ? Owner::kSystem : Owner::kApplication;
+}
+
+// False when no frame or thread of the file can be xtimer's (every xtimer frame has "xtimer" in
+// its function or module): such a file, the usual one without the hook, is left as it is at the
+// cost of one substring search per frame.
+bool MayHoldXtimer(const StacksFile& file) {
+  for (const Frame& f : file.frames) {
+    if (f.function.find("xtimer") != std::string::npos ||
+        f.module.find("xtimer") != std::string::npos) {
+      return true;
+    }
+  }
+  for (const Thread& t : file.threads) {
+    if (IsXtimerThreadName(t.name)) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -130,6 +154,7 @@ const char* OwnerName(Owner owner) {
 bool IsXtimerThreadName(const std::string& name) { return StartsWith(name, "xtimer-"); }
 
 void FoldXtimer(StacksFile* file) {
+  if (!MayHoldXtimer(*file)) return;
   // Each table entry judged once, on first use (owner + 1; 0: not yet).
   std::vector<uint8_t> judged(file->frames.size(), 0);
   auto owner = [&](uint32_t f) {

@@ -196,6 +196,12 @@ TEST(FrameOwnerTest, FoldXtimerKeepsAFileWithoutTheHookAsItIs) {
     EXPECT_EQ(f.threads[i].tid, before[i].tid);
     EXPECT_EQ(f.threads[i].frames, before[i].frames);
   }
+  // The poller blocks the capture signal: no frame of the hook's, its name alone says whose.
+  f.frames.resize(3);
+  f.threads = {{100, "train", {0, 1, 2}, ""}, {101, "xtimer-poller", {}, "signals blocked"}};
+  FoldXtimer(&f);
+  ASSERT_EQ(f.threads.size(), 1u);
+  EXPECT_EQ(f.threads[0].tid, 100);
 }
 
 }  // namespace
