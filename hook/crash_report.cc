@@ -6,11 +6,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include <atomic>
 #include <cerrno>
 #include <cstring>
 
 #include "format/stack_request.h"
+#include "hook/python_stacks.h"
 #include "hook/unwind_local.h"
 
 namespace xtimer {
@@ -23,6 +26,8 @@ std::atomic<bool> g_crashing{false};  // the first crash takes it; later ones pa
 int g_memfd = -1;
 char* g_map = nullptr;  // the memfd, kCrashMemfdBytes
 uint64_t g_pcs[kMaxCrashFrames];
+PythonRuntime g_python;  // runtime == 0: no CPython (set before g_prepared)
+RawPythonFrame g_python_frames[kMaxCrashPythonFrames];
 
 // An append-only writer into a fixed buffer: no allocation, no locale, no stdio.
 class Out {
@@ -160,7 +165,8 @@ bool GiveAltStack(std::string* error) {
 
 }  // namespace
 
-size_t FormatCrashReport(char* buf, size_t cap, const CrashFacts& f, const uint64_t* pcs, int n) {
+size_t FormatCrashReport(char* buf, size_t cap, const CrashFacts& f, const uint64_t* pcs, int n,
+                         const RawPythonFrame* python, int n_python) {
   Out o(buf, cap);
   o.Raw("{\"format\": \"xtimer-raw-stacks\", \"version\": 1, \"pid\": ").I64(f.pid);
   o.Raw(", \"capture_time_ns\": ").I64(f.time_ns);
@@ -174,7 +180,18 @@ size_t FormatCrashReport(char* buf, size_t cap, const CrashFacts& f, const uint6
   }
   o.Raw("]");
   if (n == 0) o.Raw(", \"error\": \"unwinding failed\"");
-  o.Raw("}]}\n");
+  o.Raw("}]");
+  if (n_python > 0) {
+    o.Raw(",\n\"python_threads\": [\n  {\"tid\": ").I64(f.tid).Raw(", \"frames\": [");
+    for (int i = 0; i < n_python; ++i) {
+      o.Raw(i > 0 ? ",\n    " : "\n    ").Raw("{\"function\": ");
+      o.Text(python[i].function, kMaxPythonFunctionBytes);
+      o.Raw(", \"file\": ").Text(python[i].file, kMaxPythonFileBytes);
+      o.Raw(", \"line\": ").I64(python[i].line > 0 ? python[i].line : 0).Raw("}");
+    }
+    o.Raw("]}]");
+  }
+  o.Raw("}\n");
   return o.Length();
 }
 
@@ -196,6 +213,9 @@ bool PrepareCrashReports(SocketSource socket, std::string* error) {
   }
   memset(map, 0, format::kCrashMemfdBytes);  // resident before any handler runs
   memset(g_pcs, 0, sizeof(g_pcs));
+  memset(g_python_frames, 0, sizeof(g_python_frames));
+  std::string python_error;
+  if (!FindPythonRuntime(&g_python, &python_error)) g_python = PythonRuntime();
   WarmUpUnwinder();
   g_memfd = fd;
   g_map = static_cast<char*>(map);
@@ -213,7 +233,19 @@ void ReportCrash(int sig, const siginfo_t* info, void* context) {
     f.fault_address = reinterpret_cast<uintptr_t>(info->si_addr);
   }
   const int n = UnwindFromSignal(context, g_pcs, kMaxCrashFrames);
-  const size_t size = FormatCrashReport(g_map, format::kMaxCrashReportBytes, f, g_pcs, n);
+  int n_python = 0;
+  if (g_python.runtime != 0) {
+    const uint64_t tstate = PythonThreadStateOf(g_python, static_cast<uint64_t>(pthread_self()));
+    if (tstate != 0) n_python = ReadPythonFrames(g_python, tstate, g_python_frames,
+                                                 kMaxCrashPythonFrames);
+  }
+  size_t size = 0;
+  for (;;) {  // the innermost Python frames matter: drop outer ones until the report fits
+    size = FormatCrashReport(g_map, format::kMaxCrashReportBytes, f, g_pcs, n, g_python_frames,
+                             n_python);
+    if (size > 0 || n_python == 0) break;
+    n_python /= 2;
+  }
   SocketSource source = g_socket.load();
   const int socket = source != nullptr ? source() : -1;
   if (size == 0 || socket < 0) return;  // no daemon: nobody to wait for

@@ -13,11 +13,14 @@
 #include <cstdint>
 #include <string>
 
+#include "hook/python_frame_walker.h"
+
 namespace xtimer {
 namespace hook {
 
 constexpr size_t kCrashAltStackBytes = 256 << 10;  // the alternate signal stack (unwinding)
 constexpr int kMaxCrashFrames = 256;                // pcs of the crashing thread
+constexpr int kMaxCrashPythonFrames = 128;          // its Python frames (innermost kept)
 
 // The registration connection now, -1 when there is none (read from the handler).
 using SocketSource = int (*)();
@@ -34,7 +37,8 @@ struct CrashFacts {
 };
 
 // Description: reserves what ReportCrash uses (the report memfd, mapped; the pcs; libunwind's
-// one-time initialisation) and gives the calling thread an alternate signal stack when it has
+// one-time initialisation; the CPython runtime's address and layout, when the process has one,
+// and room for its frames) and gives the calling thread an alternate signal stack when it has
 // none (other threads run the handler on their own stack: a stack overflow there gets no report).
 // Thread safety: call once, at hook start, before InstallFatalSignalMarkers.
 // Return: false with *error (crash reports are then off; the signal is still passed on).
@@ -42,13 +46,17 @@ bool PrepareCrashReports(SocketSource socket, std::string* error);
 
 // Description: reports the crash `sig` (the first one of the process only; a second crashing
 // thread, or a fault inside the report, is passed on without one).
+// In a CPython process the crashing thread's Python frames go into the report too (read with
+// python_frame_walker.h; outer ones dropped to fit).
 // Thread safety: async-signal-safe (atomics, syscalls, libunwind's local unwinder).
 void ReportCrash(int sig, const siginfo_t* info, void* context);
 
-// Description: the raw capture JSON of a crash into buf (async-signal-safe, exposed for tests).
+// Description: the raw capture JSON of a crash into buf (async-signal-safe, exposed for tests):
+// the thread's pcs and, when n_python > 0, its Python frames (innermost first) as the thread's
+// entry of "python_threads".
 // Return: its length, 0 when it does not fit in `cap`.
 size_t FormatCrashReport(char* buf, size_t cap, const CrashFacts& facts, const uint64_t* pcs,
-                         int n);
+                         int n, const RawPythonFrame* python = nullptr, int n_python = 0);
 
 // One frame of an uncaught Python exception's traceback (UTF-8 strings).
 struct PythonExceptionFrame {

@@ -1,6 +1,8 @@
 #include "hook/python_stacks.h"
 
 #include "hook/python_debug_offsets.h"
+#include "hook/python_frame_walker.h"
+#include "hook/python_layout.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -39,6 +41,22 @@ int VisitObject(dl_phdr_info* info, size_t, void* data) {
   f->found = dlsym(handle, f->symbol);
   dlclose(handle);  // RTLD_NOLOAD took a reference: give it back
   return f->found != nullptr ? 1 : 0;
+}
+
+using GetVersionFn = const char* (*)();
+
+// The minor version of CPython 3 from the exported Py_Version (3.11 and later), else from the
+// text of Py_GetVersion ("3.8.18 (default, ...)", no interpreter state needed); -1 unknown.
+int MinorVersion() {
+  if (auto* v = static_cast<const unsigned long*>(FindPythonSymbol("Py_Version"))) {
+    return ((*v >> 24) & 0xff) == 3 ? static_cast<int>((*v >> 16) & 0xff) : -1;
+  }
+  auto get = reinterpret_cast<GetVersionFn>(FindPythonSymbol("Py_GetVersion"));
+  const char* text = get != nullptr ? get() : nullptr;
+  if (text == nullptr || strncmp(text, "3.", 2) != 0) return -1;
+  char* end = nullptr;
+  const long minor = strtol(text + 2, &end, 10);
+  return end != text + 2 && *end == '.' && minor >= 0 && minor < 100 ? static_cast<int>(minor) : -1;
 }
 
 // "3.13" from the exported Py_Version (3.11 and later), else "".
@@ -90,6 +108,27 @@ void* FindPythonSymbol(const char* symbol) {
   Finder f{symbol};
   dl_iterate_phdr(&VisitObject, &f);
   return f.found;
+}
+
+bool FindPythonRuntime(PythonRuntime* out, std::string* error) {
+  error->clear();
+  if (FindPythonSymbol("Py_IsInitialized") == nullptr) return false;  // no CPython here
+  const void* runtime = FindPythonSymbol("_PyRuntime");
+  const void* code_type = FindPythonSymbol("PyCode_Type");
+  if (runtime == nullptr || code_type == nullptr) {
+    *error = "CPython without _PyRuntime or PyCode_Type";
+    return false;
+  }
+  const int minor = MinorVersion();
+  if (minor >= 13) {
+    if (!LayoutFromDebugOffsets(runtime, &out->layout, error)) return false;
+  } else if (!PythonLayoutOf(minor, &out->layout)) {
+    *error = "CPython 3." + std::to_string(minor) + ": frames are read on 3.8 to 3.13";
+    return false;
+  }
+  out->runtime = reinterpret_cast<uint64_t>(runtime);
+  out->code_type = reinterpret_cast<uint64_t>(code_type);
+  return true;
 }
 
 bool ParsePythonTracebacks(const std::string& text, std::vector<PythonThread>* threads,

@@ -25,6 +25,8 @@ struct PythonThread {
   std::vector<PythonFrame> frames;  // innermost first
 };
 
+struct PythonRuntime;  // python_frame_walker.h
+
 struct PythonCapture {
   bool python = false;  // a CPython runtime is loaded in this process
   std::vector<PythonThread> threads;
@@ -34,6 +36,12 @@ struct PythonCapture {
 // A CPython symbol: in the global scope, else in a libpython* loaded RTLD_LOCAL (embedding hosts,
 // a Python extension loaded by a non-Python host); nullptr when there is none.
 void* FindPythonSymbol(const char* symbol);
+
+// Description: this process's CPython for a frame walk (python_frame_walker.h): the addresses
+// of _PyRuntime and PyCode_Type and the layout of its version (3.8 to 3.13).
+// Thread safety: any thread; not async-signal-safe (dlsym, dl_iterate_phdr).
+// Return: false with *error ("" when the process has no CPython).
+bool FindPythonRuntime(PythonRuntime* out, std::string* error);
 
 // Python stacks, read without the GIL. Slow and cold: call from the capture thread.
 PythonCapture CapturePythonStacks();

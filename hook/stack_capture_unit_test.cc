@@ -12,7 +12,6 @@
 
 #include "format/stack_request.h"
 #include "gtest/gtest.h"
-#include "hook/python_debug_offsets.h"
 #include "hook/python_stacks.h"
 #include "hook/stack_capture.h"
 #include "hook/stack_service.h"
@@ -69,20 +68,6 @@ TEST(PythonTracebacksTest, RefusesUnknownText) {
   EXPECT_EQ(error, "line 1: a frame before any thread");
   EXPECT_FALSE(ParsePythonTracebacks("Thread 0x1 (most recent call first):\nFatal\n", &t, &error));
   EXPECT_EQ(error, "line 2: unexpected text \"Fatal\"");
-}
-
-TEST(LocationTableTest, LinesOfCodeUnits) {
-  // CPython 3.11+ location entries (Objects/locations.md), first line 10: "no columns" +2 (1
-  // unit), "one line 0" (2 units), "one line 1" (1 unit), "no location" (1 unit), "long" -3.
-  const std::string table("\xe8\x04" "\xd1\x00\x00" "\xd8\x00\x00" "\xf8" "\xf0\x07\x00\x00\x00", 14);
-  EXPECT_EQ(LineFromLocationTable(table, 10, 0), 12);
-  EXPECT_EQ(LineFromLocationTable(table, 10, 2), 12);
-  EXPECT_EQ(LineFromLocationTable(table, 10, 4), 12);
-  EXPECT_EQ(LineFromLocationTable(table, 10, 6), 13);
-  EXPECT_EQ(LineFromLocationTable(table, 10, 8), 0);
-  EXPECT_EQ(LineFromLocationTable(table, 10, 10), 10);
-  EXPECT_EQ(LineFromLocationTable(table, 10, 12), 0) << "past the table";
-  EXPECT_EQ(LineFromLocationTable("", 10, 0), 0);
 }
 
 TEST(SigBlkTest, ReadsTheMask) {
