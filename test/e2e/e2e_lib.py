@@ -187,20 +187,39 @@ def descendants(pid):
     return out
 
 
+def pyenv_python(version):
+    """(path of pyenv's newest CPython `version` ("3.12"), or None; the roots looked in)."""
+    roots = [os.environ.get("PYENV_ROOT", ""),
+             os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".pyenv")]
+    paths = sorted(p for root in filter(None, roots)
+                   for p in glob.glob(os.path.join(root, "versions", version + ".*", "bin",
+                                                   "python" + version)))
+    return (paths[-1] if paths else None), [r for r in roots if r]
+
+
 def pythons():
     """The CPythons the Python tests run on: Debian's python3, then pyenv's 3.8, 3.12 and 3.13
     where installed."""
     found = ["/usr/bin/python3"]
-    roots = [os.environ.get("PYENV_ROOT", ""),
-             os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".pyenv")]
     for version in ("3.8", "3.12", "3.13"):
-        paths = sorted(p for root in filter(None, roots)
-                       for p in glob.glob(os.path.join(root, "versions", version + ".*", "bin",
-                                                       "python" + version)))
-        if paths:
-            found.append(paths[-1])
+        path, roots = pyenv_python(version)
+        if path:
+            found.append(path)
         else:
             log("SKIP CPython %s: not installed under %s" % (version, " or ".join(roots)))
+    return found
+
+
+def every_python(versions):
+    """Debian's python3 and pyenv's newest CPython of every version in `versions` ("3.8"...):
+    a version that is missing fails the test (it is not skipped)."""
+    found = ["/usr/bin/python3"]
+    for version in versions:
+        path, roots = pyenv_python(version)
+        if path is None:
+            fail("CPython %s is required and not installed under %s (pyenv install %s)" %
+                 (version, " or ".join(roots), version))
+        found.append(path)
     return found
 
 

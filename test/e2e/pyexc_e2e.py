@@ -14,6 +14,15 @@ the raising line, then train_step), and the .stacks file beside it holds the sam
 the exit hook receives that JSON.
 At the end xtimer_rank_crashes_total{signal="python_exception"} counts every run.
 
+Then a native crash inside Python (issue 34), on Debian's python3 and pyenv's 3.8 to 3.13 (a
+version missing fails the test): the program's "segv" mode passes NULL to libc's strlen through
+ctypes in crash_in_native, called by native_step, called by main, called from the module. The
+shell sees status 139; crash.json's frames start with the native frames of the crash and then
+hold the four Python frames, function and file:line each, innermost first (on 3.11+ one C-level
+evaluation runs all four); the .stacks file's thread holds the same Python frames after native
+ones; the exit hook receives that JSON; xtimer_rank_crashes_total{signal="SIGSEGV"} counts
+every run.
+
 Usage: pyexc_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH PYEXC_PROGRAM
 """
 
@@ -24,12 +33,14 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from e2e_lib import (Background, Paths, fail, free_ports, log, parse,  # noqa: E402
-                     pythons, scrape, select, status, stop_daemon, wait_for,
-                     exit_hook)
+from e2e_lib import (Background, Paths, every_python, fail, free_ports, log,  # noqa: E402
+                     parse, pythons, scrape, select, status, stop_daemon, wait_for, exit_hook)
 
 JOB = "pyexc"
 MESSAGE = 'bad batch 7: "quoted"\nsecond line'
+# The native crash's Python frames, innermost first: (function, the marker of its line).
+SEGV_FRAMES = [("crash_in_native", "# the segv line"), ("native_step", "# the native step line"),
+               ("main", "# the main line"), ("<module>", "# the module line")]
 
 
 def live_pid(control_port):
@@ -43,9 +54,13 @@ def live_pid(control_port):
     return ok
 
 
-def raising_line(program):
+def marked_line(program, marker):
     with open(program) as f:
-        return next(i for i, text in enumerate(f, 1) if "# the crashing line" in text)
+        return next(i for i, text in enumerate(f, 1) if marker in text)
+
+
+def raising_line(program):
+    return marked_line(program, "# the crashing line")
 
 
 def run_mode(p, python, program, mode, ports, env):
@@ -64,6 +79,10 @@ def run_mode(p, python, program, mode, ports, env):
     finally:
         job.kill()
     out = job.output()
+    if mode == "segv":
+        if "sh status 139" not in out:
+            fail("%s: want status 139 (SIGSEGV):\n%s" % (label, out))
+        return pid
     if "sh status 1" not in out or "ValueError: bad batch 7" not in out:
         fail("%s: want Python's traceback and status 1:\n%s" % (label, out))
     called = "application excepthook called: ValueError" in out
@@ -97,6 +116,11 @@ def check_report(label, dump_root, pid, line, hook_out):
     if (first.get("kind"), first.get("function"), first.get("line")) != (
             "python", "load_batch", line):
         fail("%s: the .stacks file's thread does not start in load_batch:\n%s" % (label, stacks))
+    check_exit_hook(label, pid, report, hook_out)
+    return report
+
+
+def check_exit_hook(label, pid, report, hook_out):
     def hook_inputs():
         inputs = []
         for path in glob.glob(hook_out + ".[0-9]*"):
@@ -106,6 +130,33 @@ def check_report(label, dump_root, pid, line, hook_out):
     given = wait_for("%s: the exit hook's input" % label, hook_inputs, 15)
     if given[0] != report:
         fail("%s: the exit hook was given %s" % (label, given[0]))
+
+
+def check_segv_report(label, dump_root, pid, program, hook_out):
+    """crash.json and the .stacks file of the SIGSEGV in crash_in_native: native frames, then
+    every Python frame of the chain with its file and line."""
+    paths = glob.glob(os.path.join(dump_root, "crash-*-%d" % pid, JOB, "crash.json"))
+    with open(paths[0]) as f:
+        report = json.load(f)
+    want = [(function, "pyexc_program.py", marked_line(program, marker))
+            for function, marker in SEGV_FRAMES]
+    frames = report["frames"]
+    python = [(fr.get("function"), os.path.basename(fr.get("file", "")), fr.get("line"))
+              for fr in frames if "file" in fr]
+    if (report["signal_name"] != "SIGSEGV" or not frames or "file" in frames[0] or
+            python[:len(want)] != want):
+        fail("%s: crash.json is not a SIGSEGV in native code under %s:\n%s" %
+             (label, want, json.dumps(report, indent=1)))
+    with open(os.path.join(os.path.dirname(paths[0]), "00000-00001.stacks")) as f:
+        stacks = json.load(f)
+    thread = [t for t in stacks["threads"] if t["tid"] == report["tid"]]
+    listed = [stacks["frames"][i] for i in thread[0]["frames"]] if thread else []
+    in_stacks = [(fr["function"], os.path.basename(fr["module"]), fr.get("line"))
+                 for fr in listed if fr["kind"] == "python"]
+    if not listed or listed[0]["kind"] != "native" or in_stacks[:len(want)] != want:
+        fail("%s: the .stacks file's thread is not native frames then %s:\n%s" %
+             (label, want, json.dumps(stacks, indent=1)))
+    check_exit_hook(label, pid, report, hook_out)
     return report
 
 
@@ -138,6 +189,22 @@ def main(argv):
                          rank="0", signal="python_exception")
         if crashes != [({"job": JOB, "rank": "0", "signal": "python_exception"}, float(runs))]:
             fail("want %d crashes counted with signal=python_exception: %s" % (runs, crashes))
+        segvs = 0
+        for python in every_python(("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")):
+            label = "%s segv" % os.path.basename(python)
+            pid = run_mode(p, python, program, "segv", ports, env)
+            wait_for("%s: the crash report" % label, lambda: glob.glob(
+                os.path.join(dump_root, "crash-*-%d" % pid, JOB, "crash.json")), 15)
+            report = check_segv_report(label, dump_root, pid, program, hook_out)
+            segvs += 1
+            log("%s: reported %s in %s, Python frames %s" % (
+                label, report["signal_name"], report["frame"],
+                " <- ".join("%s:%s" % (fr["function"], fr["line"])
+                            for fr in report["frames"] if "file" in fr)))
+        crashes = select(parse(scrape(ports[0])), "xtimer_rank_crashes_total", job=JOB,
+                         rank="0", signal="SIGSEGV")
+        if crashes != [({"job": JOB, "rank": "0", "signal": "SIGSEGV"}, float(segvs))]:
+            fail("want %d crashes counted with signal=SIGSEGV: %s" % (segvs, crashes))
     finally:
         stop_daemon(p.run_dir("node"))
         p.cleanup()
