@@ -5,9 +5,6 @@
 
 #include <cstdint>
 #include <cstring>
-#include <memory>
-
-#include "hook/python_frame_walker.h"
 
 namespace xtimer {
 namespace hook {
@@ -99,32 +96,6 @@ bool LayoutFromDebugOffsets(const void* runtime, PythonLayout* out, std::string*
   l.bytes_size = o.bytes_object.ob_size;
   l.bytes_data = o.bytes_object.ob_sval;
   *out = l;
-  return true;
-}
-
-bool WalkDebugOffsets(const void* runtime, const void* code_type,
-                      std::vector<PythonThread>* threads, std::string* error) {
-  PythonRuntime rt;
-  if (!LayoutFromDebugOffsets(runtime, &rt.layout, error)) return false;
-  rt.runtime = reinterpret_cast<uint64_t>(runtime);
-  rt.code_type = reinterpret_cast<uint64_t>(code_type);
-  std::vector<uint64_t> tstates(kMaxPythonWalkThreads);
-  const int n = PythonThreadStates(rt, tstates.data(), kMaxPythonWalkThreads);
-  if (n < 0) {
-    *error = "the interpreter's thread list could not be read";
-    return false;
-  }
-  std::unique_ptr<RawPythonFrame[]> frames(new RawPythonFrame[kMaxPythonWalkFrames]);
-  for (int i = 0; i < n; ++i) {
-    PythonThread t;
-    t.thread_id = PythonThreadIdOf(rt, tstates[i]);
-    t.tid = PythonNativeTidOf(rt, tstates[i]);
-    const int k = ReadPythonFrames(rt, tstates[i], frames.get(), kMaxPythonWalkFrames);
-    for (int j = 0; j < k; ++j) {
-      t.frames.push_back(PythonFrame{frames[j].function, frames[j].file, frames[j].line});
-    }
-    threads->push_back(std::move(t));
-  }
   return true;
 }
 

@@ -1,15 +1,12 @@
 // CPython 3.13's self-description: _PyRuntime starts with _Py_DebugOffsets, the field offsets
-// that out-of-process debuggers use. They give the frame walker's layout
-// (python_frame_walker.h), with which the live capture walks every thread (3.13 no longer exports
-// _Py_DumpTracebackThreads) and the crash handler the crashing thread.
+// that out-of-process debuggers use. They give the frame walker's layout for 3.13
+// (python_layout.h, python_frame_walker.h).
 #ifndef XTIMER_HOOK_PYTHON_DEBUG_OFFSETS_H_
 #define XTIMER_HOOK_PYTHON_DEBUG_OFFSETS_H_
 
 #include <string>
-#include <vector>
 
 #include "hook/python_layout.h"
-#include "hook/python_stacks.h"
 
 namespace xtimer {
 namespace hook {
@@ -18,12 +15,6 @@ namespace hook {
 // Not async-signal-safe (the error text); call outside handlers.
 // Return: false with *error (no cookie, a layout other than 3.13's, a free-threaded build).
 bool LayoutFromDebugOffsets(const void* runtime, PythonLayout* out, std::string* error);
-
-// `runtime` is the address of _PyRuntime, `code_type` of PyCode_Type. Appends every thread of
-// every interpreter, with its native tid. False with *error (a layout other than 3.13's,
-// unreadable memory).
-bool WalkDebugOffsets(const void* runtime, const void* code_type,
-                      std::vector<PythonThread>* threads, std::string* error);
 
 }  // namespace hook
 }  // namespace xtimer

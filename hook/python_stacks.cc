@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 
 namespace xtimer {
 namespace hook {
@@ -59,11 +60,10 @@ int MinorVersion() {
   return end != text + 2 && *end == '.' && minor >= 0 && minor < 100 ? static_cast<int>(minor) : -1;
 }
 
-// "3.13" from the exported Py_Version (3.11 and later), else "".
-std::string VersionOf() {
-  auto* v = static_cast<const unsigned long*>(FindPythonSymbol("Py_Version"));
-  if (v == nullptr) return "";
-  return std::to_string((*v >> 24) & 0xff) + "." + std::to_string((*v >> 16) & 0xff);
+// "3.13", "3.?" when unknown.
+std::string VersionText() {
+  const int minor = MinorVersion();
+  return minor >= 0 ? "3." + std::to_string(minor) : "3.?";
 }
 
 bool ReadAll(int fd, std::string* out) {
@@ -123,11 +123,33 @@ bool FindPythonRuntime(PythonRuntime* out, std::string* error) {
   if (minor >= 13) {
     if (!LayoutFromDebugOffsets(runtime, &out->layout, error)) return false;
   } else if (!PythonLayoutOf(minor, &out->layout)) {
-    *error = "CPython 3." + std::to_string(minor) + ": frames are read on 3.8 to 3.13";
+    *error = "frames are read on 3.8 to 3.13 only";
     return false;
   }
   out->runtime = reinterpret_cast<uint64_t>(runtime);
   out->code_type = reinterpret_cast<uint64_t>(code_type);
+  return true;
+}
+
+bool WalkPythonThreads(const PythonRuntime& rt, std::vector<PythonThread>* threads,
+                       std::string* error) {
+  std::vector<uint64_t> tstates(kMaxPythonWalkThreads);
+  const int n = PythonThreadStates(rt, tstates.data(), kMaxPythonWalkThreads);
+  if (n < 0) {
+    *error = "the interpreter's thread list could not be read";
+    return false;
+  }
+  std::unique_ptr<RawPythonFrame[]> frames(new RawPythonFrame[kMaxPythonWalkFrames]);
+  for (int i = 0; i < n; ++i) {
+    PythonThread t;
+    t.thread_id = PythonThreadIdOf(rt, tstates[i]);
+    t.tid = PythonNativeTidOf(rt, tstates[i]);
+    const int k = ReadPythonFrames(rt, tstates[i], frames.get(), kMaxPythonWalkFrames);
+    for (int j = 0; j < k; ++j) {
+      t.frames.push_back(PythonFrame{frames[j].function, frames[j].file, frames[j].line});
+    }
+    threads->push_back(std::move(t));
+  }
   return true;
 }
 
@@ -179,14 +201,11 @@ PythonCapture CapturePythonStacks() {
     c.error = "the Python interpreter is not initialized (starting or finalizing)";
     return c;
   }
-  if (dump == nullptr) {
-    const void* runtime = FindPythonSymbol("_PyRuntime");
-    const void* code_type = FindPythonSymbol("PyCode_Type");
-    const std::string version = VersionOf();
-    if (runtime == nullptr || code_type == nullptr) {
-      c.error = "CPython " + version + " without _Py_DumpTracebackThreads or _PyRuntime";
-    } else if (!WalkDebugOffsets(runtime, code_type, &c.threads, &c.error)) {
-      c.error = "CPython " + version + ": " + c.error;
+  if (dump == nullptr) {  // 3.9 and 3.10 (hidden), 3.13 (gone): the frame walker reads them
+    PythonRuntime rt;
+    std::string why;
+    if (!FindPythonRuntime(&rt, &why) || !WalkPythonThreads(rt, &c.threads, &why)) {
+      c.error = "CPython " + VersionText() + ": " + why;
     }
     return c;
   }

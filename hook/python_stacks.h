@@ -1,8 +1,9 @@
 // Python stacks of every thread of this process's CPython interpreter, taken without the GIL
-// (docs/stacks.md "Capture in the process"): CPython 3.8 to 3.12 export
-// _Py_DumpTracebackThreads, the function faulthandler's watchdog thread calls without the GIL;
-// it writes every thread's traceback as text into a memfd, which is parsed here. CPython 3.13
-// does not export it: its _Py_DebugOffsets are walked instead (python_debug_offsets.h).
+// (docs/stacks.md "Capture in the process"): where CPython exports _Py_DumpTracebackThreads
+// (3.8, 3.11, 3.12; the function faulthandler's watchdog thread calls without the GIL), it writes
+// every thread's traceback as text into a memfd, which is parsed here. Where it does not (3.9 and
+// 3.10 build it hidden, 3.13 dropped it), the frame walker reads the frames
+// (python_frame_walker.h).
 #ifndef XTIMER_HOOK_PYTHON_STACKS_H_
 #define XTIMER_HOOK_PYTHON_STACKS_H_
 
@@ -42,6 +43,11 @@ void* FindPythonSymbol(const char* symbol);
 // Thread safety: any thread; not async-signal-safe (dlsym, dl_iterate_phdr).
 // Return: false with *error ("" when the process has no CPython).
 bool FindPythonRuntime(PythonRuntime* out, std::string* error);
+
+// Every thread of every interpreter of `rt`, with its frames (the frame walker's), and its native
+// tid where the version records it (3.13). False with *error when the thread list is unreadable.
+bool WalkPythonThreads(const PythonRuntime& rt, std::vector<PythonThread>* threads,
+                       std::string* error);
 
 // Python stacks, read without the GIL. Slow and cold: call from the capture thread.
 PythonCapture CapturePythonStacks();
