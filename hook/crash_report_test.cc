@@ -42,6 +42,34 @@ TEST(FormatCrashReport, WritesTheRawCaptureWithACrashObject) {
             std::string::npos);
 }
 
+TEST(FormatCrashReport, AddsTheCrashingThreadsPythonFrames) {
+  CrashFacts f;
+  f.pid = 42;
+  f.tid = 43;
+  strcpy(f.thread_name, "python3");
+  f.signal = 11;
+  f.time_ns = 5;
+  const uint64_t pcs[] = {4096};
+  RawPythonFrame py[2] = {};
+  strcpy(py[0].function, "crash\"in");
+  strcpy(py[0].file, "/j/\xc3\xa9.py");  // UTF-8 kept as it is
+  py[0].line = 34;
+  strcpy(py[1].function, "<module>");
+  strcpy(py[1].file, "/j/t.py");
+  char buf[4096];
+  const size_t n = FormatCrashReport(buf, sizeof(buf), f, pcs, 1, py, 2);
+  ASSERT_GT(n, 0u);
+  EXPECT_EQ(std::string(buf, n),
+            "{\"format\": \"xtimer-raw-stacks\", \"version\": 1, \"pid\": 42, "
+            "\"capture_time_ns\": 5,\n\"crash\": {\"signal\": 11, \"si_code\": 0, "
+            "\"fault_address\": \"0x0\", \"tid\": 43},\n\"threads\": [\n  "
+            "{\"tid\": 43, \"name\": \"python3\", \"pcs\": [4096]}],\n\"python_threads\": [\n  "
+            "{\"tid\": 43, \"frames\": [\n    {\"function\": \"crash\\\"in\", \"file\": "
+            "\"/j/\xc3\xa9.py\", \"line\": 34},\n    {\"function\": \"<module>\", \"file\": "
+            "\"/j/t.py\", \"line\": 0}]}]}\n");
+  EXPECT_EQ(FormatCrashReport(buf, n - 1, f, pcs, 1, py, 2), 0u);  // does not fit: nothing
+}
+
 TEST(FormatPythonExceptionReport, EscapesAndCutsTheTraceback) {
   CrashFacts f;
   f.pid = 42;
