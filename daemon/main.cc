@@ -276,7 +276,9 @@ void StartDiagnosis(const Process& p, Daemon* d) {
                                                RealtimeNs);
   CrashReporter* reporter = d->crashes.get();
   d->server->SetCrashSink(
-      [reporter](uint64_t id, int memfd, uint64_t size) { reporter->Submit(id, memfd, size); });
+      [reporter](uint64_t id, uint32_t uid, int memfd, uint64_t size) {
+        reporter->Submit(id, uid, memfd, size);
+      });
 }
 
 // The metrics port; every collectable is registered before it starts, and the control port's

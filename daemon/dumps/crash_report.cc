@@ -48,47 +48,6 @@ std::string CrashingFrames(const std::string& content, int tid, std::vector<st::
   return "the crashing thread is not in the report";
 }
 
-std::vector<std::string> SplitCommand(const std::string& command) {
-  std::vector<std::string> argv;
-  std::istringstream in(command);
-  for (std::string word; in >> word;) argv.push_back(word);
-  return argv;
-}
-
-// A memfd holding `text`, at offset 0; -1 when it cannot be made.
-int TextFile(const std::string& text) {
-  const int fd = memfd_create("xtimer-exit-hook", MFD_CLOEXEC);
-  if (fd < 0) return -1;
-  if (pwrite(fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
-    close(fd);
-    return -1;
-  }
-  return fd;
-}
-
-// Waits for `pid` at most `timeout_ms`, then kills it. Returns "" or why it failed.
-std::string Reap(pid_t pid, int timeout_ms) {
-  const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
-  bool done = true;
-  if (pidfd >= 0) {
-    pollfd p{pidfd, POLLIN, 0};
-    int n;
-    do {
-      n = poll(&p, 1, timeout_ms);
-    } while (n < 0 && errno == EINTR);
-    done = n > 0;
-    close(pidfd);
-  }
-  if (!done) kill(pid, SIGKILL);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (!done) return "killed after " + std::to_string(timeout_ms) + " ms";
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
-  if (WIFEXITED(status)) return "exit status " + std::to_string(WEXITSTATUS(status));
-  return "killed by signal " + std::to_string(WTERMSIG(status));
-}
-
 }  // namespace
 
 std::string FrameText(const st::Frame& f) {
@@ -142,64 +101,61 @@ std::string CrashJson(const CrashReport& r) {
   return j + "}\n";
 }
 
-std::string RunExitHook(const std::string& command, const std::string& input, uint32_t uid,
-                        int timeout_ms) {
-  const std::vector<std::string> words = SplitCommand(command);
-  if (words.empty()) return "empty command";
-  std::vector<char*> argv;
-  for (const std::string& w : words) argv.push_back(const_cast<char*>(w.c_str()));
-  argv.push_back(nullptr);
-  // Never as root for another user's job: the child takes the job's uid and primary group.
-  const bool drop = geteuid() == 0 && uid != 0;
-  gid_t gid = 0;
-  if (drop) {
-    passwd pw, *found = nullptr;
-    char buf[4096];
-    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &found) != 0 || found == nullptr) {
-      return "uid " + std::to_string(uid) + " has no passwd entry: not run";
-    }
-    gid = pw.pw_gid;
-  }
-  const int in = TextFile(input);
-  if (in < 0) return std::string("memfd: ") + strerror(errno);
-  const pid_t pid = fork();
-  if (pid == 0) {  // async-signal-safe calls only until exec
-    if (dup2(in, 0) < 0) _exit(126);
-    if (drop && (setgroups(0, nullptr) != 0 || setgid(gid) != 0 || setuid(uid) != 0)) _exit(126);
-    execv(argv[0], argv.data());
-    _exit(127);
-  }
-  close(in);
-  if (pid < 0) return std::string("fork: ") + strerror(errno);
-  const std::string why = Reap(pid, timeout_ms);
-  if (why == "exit status 127") return "exec " + words[0] + " failed (not an executable path?)";
-  return why;
-}
-
 CrashReporter::CrashReporter(Aggregator* aggregator, StackCapturer* stacks, std::string exit_hook,
-                             std::function<int64_t()> realtime_ns)
-    : aggregator_(aggregator), stacks_(stacks), exit_hook_(std::move(exit_hook)),
+                             std::function<int64_t()> realtime_ns, int exit_hook_timeout_ms)
+    : aggregator_(aggregator), stacks_(stacks), hooks_(std::move(exit_hook), exit_hook_timeout_ms),
       now_(std::move(realtime_ns)), thread_([this] { Run(); }) {}
 
 CrashReporter::~CrashReporter() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
-    for (const Job& j : queue_) close(j.memfd);
-    queue_.clear();
+    for (auto& q : queues_) {
+      for (const Job& j : q.second) close(j.memfd);
+    }
+    queues_.clear();
   }
   cv_.notify_all();
   thread_.join();
 }
 
-void CrashReporter::Submit(uint64_t process_id, int memfd, uint64_t size) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (stop_ || queue_.size() >= kMaxQueuedCrashReports) {
-    close(memfd);  // the process waits for its ack at most format::kCrashAckWaitMs
-    return;
+void CrashReporter::Submit(uint64_t process_id, uint32_t uid, int memfd, uint64_t size) {
+  const char* why = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::deque<Job>& q = queues_[uid];
+    if (stop_) {
+      why = "the daemon stops";
+    } else if (queued_ >= kMaxQueuedCrashReports) {
+      why = "the queue is full";
+    } else if (q.size() >= kMaxQueuedCrashReportsPerUid) {
+      why = "its user has too many reports waiting";
+    }
+    if (why == nullptr) {
+      q.push_back({process_id, uid, memfd, size});
+      ++queued_;
+      cv_.notify_one();
+      return;
+    }
+    if (q.empty()) queues_.erase(uid);
+    ++dropped_;
   }
-  queue_.push_back({process_id, memfd, size});
-  cv_.notify_one();
+  close(memfd);  // the process waits for its ack at most format::kCrashAckWaitMs
+  Logf("crash report of process %llu (uid %u) dropped: %s",
+       static_cast<unsigned long long>(process_id), uid, why);
+}
+
+bool CrashReporter::NextLocked(Job* job) {
+  if (queues_.empty()) return false;
+  // Round robin over users: the first user after the last one served that has a report.
+  auto it = queues_.upper_bound(last_uid_);
+  if (it == queues_.end()) it = queues_.begin();
+  *job = it->second.front();
+  it->second.pop_front();
+  last_uid_ = it->first;
+  if (it->second.empty()) queues_.erase(it);
+  --queued_;
+  return true;
 }
 
 void CrashReporter::Run() {
@@ -207,14 +163,18 @@ void CrashReporter::Run() {
     Job job;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      cv_.wait(lock, [this] { return stop_ || !queues_.empty(); });
       if (stop_) return;
-      job = queue_.front();
-      queue_.pop_front();
+      NextLocked(&job);
     }
     Handle(job);
     close(job.memfd);
   }
+}
+
+uint64_t CrashReporter::Dropped() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return dropped_;
 }
 
 void CrashReporter::WriteFiles(const std::vector<ProcessSnapshot>& ranks, const Job& job,
@@ -296,9 +256,7 @@ void CrashReporter::Handle(const Job& job) {
   Logf("pid %d (job %s rank %d) crashed: %s in %s; report in %s", r.pid, r.job.c_str(),
        r.ranks.front(), r.signal_name.c_str(), r.frame.empty() ? "??" : r.frame.c_str(),
        r.dir.c_str());
-  if (exit_hook_.empty()) return;
-  const std::string why = RunExitHook(exit_hook_, json, p.uid, kExitHookTimeoutMs);
-  if (!why.empty()) Logf("--exit-hook for pid %d: %s", r.pid, why.c_str());
+  if (hooks_.enabled()) hooks_.Submit(p.uid, r.pid, json);  // never waits for the hook
 }
 
 std::map<std::tuple<std::string, int, std::string>, uint64_t> CrashReporter::Counts() const {
@@ -310,15 +268,23 @@ std::vector<prometheus::MetricFamily> CrashCollector::Collect() const {
   static const FamilyInfo kFamily[] = {
       {"xtimer_rank_crashes_total", prometheus::MetricType::Counter,
        "Crash reports of ranks, by job, rank and fatal signal (docs/crash.md)."},
+      {"xtimer_crash_reports_dropped_total", prometheus::MetricType::Counter,
+       "Crash reports not written because the queue was full, their user had too many waiting "
+       "or the daemon was stopping (each also logged; docs/crash.md)."},
   };
-  FamilyBuilder b(kFamily, 1);
+  FamilyBuilder b(kFamily, 2);
   for (const auto& c : reporter_->Counts()) {
     b.Add(0,
           {{"job", std::get<0>(c.first)}, {"rank", std::to_string(std::get<1>(c.first))},
            {"signal", std::get<2>(c.first)}},
           static_cast<double>(c.second));
   }
-  return b.Take();
+  b.Add(1, {}, static_cast<double>(reporter_->Dropped()));
+  std::vector<prometheus::MetricFamily> out = b.Take();
+  for (prometheus::MetricFamily& f : ExitHookCollector(&reporter_->exit_hooks()).Collect()) {
+    out.push_back(std::move(f));
+  }
+  return out;
 }
 
 }  // namespace daemon

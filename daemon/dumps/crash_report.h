@@ -3,8 +3,8 @@
 // of its own the reporter symbolizes it from the process's memory map (still there), writes
 // <dump root>/crash-<unix s>-<pid>/<job>/ with the rank's .stacks file (StackCapturer's writer)
 // and crash.json, acknowledges (the process then dies as it would have), records the crashing
-// frame for the exited verdict, counts xtimer_rank_crashes_total{job,rank,signal} and runs the
-// --exit-hook command with crash.json on stdin.
+// frame for the exited verdict, counts xtimer_rank_crashes_total{job,rank,signal} and hands
+// crash.json to the --exit-hook runner (exit_hook.h), which never holds this thread.
 #ifndef XTIMER_DAEMON_CRASH_REPORT_H_
 #define XTIMER_DAEMON_CRASH_REPORT_H_
 
@@ -22,16 +22,19 @@
 #include <prometheus/collectable.h>
 #include <prometheus/metric_family.h>
 
+#include "daemon/dumps/exit_hook.h"
 #include "daemon/dumps/stack_capture.h"
 #include "daemon/model/aggregator.h"
 
 namespace xtimer {
 namespace daemon {
 
+// Crash reports waiting to be symbolized and written, in all and per user: the users take turns
+// (round robin), so one user's flood of reports neither delays another's nor crowds it out.
 constexpr size_t kMaxQueuedCrashReports = 64;
+constexpr size_t kMaxQueuedCrashReportsPerUid = 8;
 // The `signal` label and signal_name of an uncaught Python exception's report (docs/crash.md).
 constexpr char kPythonExceptionSignal[] = "python_exception";
-constexpr int kExitHookTimeoutMs = 10000;
 
 // The report's facts; crash.json is their JSON (CrashJson).
 struct CrashReport {
@@ -58,29 +61,31 @@ std::string FrameText(const stacktrace::Frame& f);
 // What the exited verdict says after "in" (analysis::CrashFrameText of the innermost frame).
 std::string CrashFrameText(const CrashReport& r);
 
-// Runs `command` (split on spaces, no shell) with `input` on stdin, for at most `timeout_ms`
-// (then killed), as `uid` when the daemon is root and uid is not. Returns "" or why it failed
-// ("exit status 3", "killed after 10000 ms", "exec: ...").
-std::string RunExitHook(const std::string& command, const std::string& input, uint32_t uid,
-                        int timeout_ms);
-
 class CrashReporter {
  public:
   CrashReporter(Aggregator* aggregator, StackCapturer* stacks, std::string exit_hook,
-                std::function<int64_t()> realtime_ns);
+                std::function<int64_t()> realtime_ns,
+                int exit_hook_timeout_ms = kExitHookTimeoutMs);
   ~CrashReporter();  // drops what is queued, finishes the report in progress, joins
 
-  // From the ring thread (RingServer::SetCrashSink): queues, never blocks; owns `memfd`.
-  void Submit(uint64_t process_id, int memfd, uint64_t size);
+  // From the ring thread (RingServer::SetCrashSink), for a process of user `uid`: queues, never
+  // blocks; owns `memfd`. A report beyond the bounds above is dropped, logged and counted.
+  void Submit(uint64_t process_id, uint32_t uid, int memfd, uint64_t size);
   // Crashes counted since start by (job, rank, signal name) (thread-safe).
   std::map<std::tuple<std::string, int, std::string>, uint64_t> Counts() const;
+  // Reports dropped since start (thread-safe).
+  uint64_t Dropped() const;
+  const ExitHookRunner& exit_hooks() const { return hooks_; }
 
  private:
   struct Job {
     uint64_t id;
+    uint32_t uid;
     int memfd;
     uint64_t size;
   };
+  // The next report to handle, users in turn (mu_ held). False when none waits.
+  bool NextLocked(Job* job);
   void Run();
   void Handle(const Job& job);
   // Symbolizes and writes the files; fills r.frames and r.files. Acknowledges the process.
@@ -88,11 +93,14 @@ class CrashReporter {
 
   Aggregator* aggregator_;
   StackCapturer* stacks_;
-  const std::string exit_hook_;
+  ExitHookRunner hooks_;
   const std::function<int64_t()> now_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Job> queue_;
+  std::map<uint32_t, std::deque<Job>> queues_;  // by user; no empty deque is kept
+  size_t queued_ = 0;
+  uint32_t last_uid_ = 0;  // the user served last
+  uint64_t dropped_ = 0;
   bool stop_ = false;
   std::map<std::tuple<std::string, int, std::string>, uint64_t> counts_;
   std::thread thread_;

@@ -372,7 +372,7 @@ bool RingServer::ReceiveStackReplies(Connection* c) {
       // Unasked: the process is crashing and waits for the report to be taken (docs/crash.md).
       if (crash_sink_ && !c->crash_reported) {
         c->crash_reported = true;
-        crash_sink_(c->id, memfd, reply.size);
+        crash_sink_(c->id, c->peer.uid, memfd, reply.size);
       } else {
         close(memfd);
       }

@@ -77,7 +77,8 @@ constexpr size_t kMaxPendingStackRequests = 4;  // per connection
 std::string NoAnswerText(int timeout_ms);
 
 // A crash report a process sent unasked (docs/crash.md): its memfd (the sink owns it) and size.
-using CrashSink = std::function<void(uint64_t process_id, int memfd, uint64_t size)>;
+using CrashSink =
+    std::function<void(uint64_t process_id, uint32_t uid, int memfd, uint64_t size)>;
 
 class RingServer {
  public:
