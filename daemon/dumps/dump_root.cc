@@ -41,11 +41,20 @@ bool RelativeToRoot(const std::string& root, const std::string& dir, std::string
 }
 
 
-// True for NAME.tmp.PID (timeline/timeline_io.cc's temporary name) with PID no live process.
+// True for NAME.tmp.PID or NAME.tmp.PID.N (timeline/timeline_io.cc's and WriteFileUnderRoot's
+// temporary names) with PID no live process.
 bool IsDeadTmp(const std::string& name) {
   const size_t at = name.rfind(".tmp.");
   if (at == std::string::npos || at == 0) return false;
-  const std::string digits = name.substr(at + 5);
+  std::string digits = name.substr(at + 5);
+  const size_t dot = digits.find('.');
+  if (dot != std::string::npos) {
+    const std::string n = digits.substr(dot + 1);
+    if (n.empty() || n.size() > 2 || n.find_first_not_of("0123456789") != std::string::npos) {
+      return false;
+    }
+    digits.resize(dot);
+  }
   if (digits.empty() || digits.size() > 9 ||
       digits.find_first_not_of("0123456789") != std::string::npos) {
     return false;

@@ -65,9 +65,18 @@ bool WriteFileUnderRoot(const std::string& root, const std::string& dir, const s
     close(dir_fd);
     return false;
   }
-  const std::string tmp = name + ".tmp." + std::to_string(getpid());
-  const int fd = openat(dir_fd, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-                        0644);
+  // The folder is the user's: anything may have been planted at the temporary name (a FIFO
+  // would block the open, a symlink redirect it). O_EXCL creates a new regular file or fails at
+  // once, never following or opening what is there; O_NONBLOCK keeps even that open from
+  // waiting. A taken name is skipped for the next of a few.
+  std::string tmp;
+  int fd = -1;
+  for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
+    tmp = name + ".tmp." + std::to_string(getpid()) + (attempt ? "." + std::to_string(attempt) : "");
+    fd = openat(dir_fd, tmp.c_str(),
+                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+    if (fd < 0 && errno != EEXIST) break;
+  }
   bool ok = fd >= 0;
   size_t done = 0;
   while (ok && done < text.size()) {
