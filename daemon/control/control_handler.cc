@@ -388,6 +388,7 @@ CallStatus ControlHandler::DumpKernelTrace(const DumpKernelTraceRequest& request
   const Snapshot snap = aggregator_->TakeSnapshot(options_.now_ns(), /*with_series=*/false);
   cs = RestrictDump(caller, snap, &r);
   if (!cs.ok()) return cs;
+  r.owner_uid = caller.uid;
   const std::string no_match = NoMatchReason(snap, r);
   if (!no_match.empty()) return CallStatus{Code::kNotFound, no_match};
   DumpStatus st;

@@ -108,6 +108,7 @@ struct DumpManager::Capture {
 struct DumpManager::Job {
   DumpRequest request;
   DumpStatus status;
+  int64_t started_mono_ns = 0;  // when it took the slot
   int64_t window_end_ns = INT64_MAX;  // records launched at or after this are not captured
   std::vector<std::unique_ptr<Capture>> captures;
   std::map<std::pair<Aggregator::ProcessId, int>, Capture*> by_rank;  // (process, device)
@@ -268,22 +269,39 @@ void DumpManager::TakeHistory(Job* job) {
   }
 }
 
+bool DumpManager::FairShareOverLocked(uint32_t uid, std::string* error) const {
+  const DumpStatus& s = job_->status;
+  const int64_t held = MonotonicNowNs() - job_->started_mono_ns;
+  const bool other_user = uid != job_->request.owner_uid;
+  if (other_user && held >= fair_share_ns_) {
+    Logf("dump %s (uid %u) ended after %.1f s for uid %u's request (its files are written)",
+         s.id.c_str(), job_->request.owner_uid, held * 1e-9, uid);
+    return true;
+  }
+  *error = "dump " + s.id + " is already capturing into " + s.dir + " until " +
+           std::to_string(s.deadline_ns / 1000000000) + " (Unix s) at the latest; ";
+  if (other_user) {
+    *error += "another user's capture gives way after " +
+              std::to_string(fair_share_ns_ / 1000000000) + " s: retry in " +
+              std::to_string((fair_share_ns_ - held + 999999999) / 1000000000) + " s";
+  } else {
+    *error += "wait for it, or send reset: true to cancel it (its files are written)";
+  }
+  return false;
+}
+
 DumpError DumpManager::Start(const DumpRequest& request, DumpStatus* out, std::string* error) {
   std::lock_guard<std::mutex> start(start_mu_);
   {
     std::lock_guard<std::mutex> lock(mu_);
-    if (running_ && !request.reset) {
-      const DumpStatus& s = job_->status;
-      *error = "dump " + s.id + " is already capturing into " + s.dir + " until " +
-               std::to_string(s.deadline_ns / 1000000000) +
-               " (Unix s) at the latest; wait for it, or send reset: true to cancel it (its "
-               "files are written)";
+    if (running_ && !request.reset && !FairShareOverLocked(request.owner_uid, error)) {
       return DumpError::kBusy;
     }
   }
-  CancelAndJoin();  // reset: the running capture writes what it has
+  CancelAndJoin();  // reset or fair share: the running capture writes what it has
 
   std::shared_ptr<Job> job = PlanJob(request, now_());
+  job->started_mono_ns = MonotonicNowNs();
   // A capture of ranks that have all exited already (a job that ended) is written at once.
   const bool capture = request.capture() && !job->captures.empty() &&
                        !EndRanks(job.get(), MonotonicNowNs());

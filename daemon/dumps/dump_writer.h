@@ -54,8 +54,14 @@ struct DumpRequest {
   std::set<int> ranks;       // empty: all
   std::set<std::string> jobs;
   bool reset = false;
+  uint32_t owner_uid = 0;  // the caller's user: dump capacity is shared between users
   bool capture() const { return count > 0 || duration_s > 0; }
 };
+
+// A capture holds the daemon's one dump slot; another user's request ends it (its files are
+// written with what it has, as a reset does) once it has held the slot this long, so no user can
+// deny dumps to another (issue 36). The same user's requests wait for their own capture.
+constexpr int64_t kDumpFairShareNs = 10LL * 1000000000;
 
 struct DumpFileInfo {
   std::string path, job, host;
@@ -124,6 +130,8 @@ class DumpManager {
   bool WaitIdle(int64_t timeout_ms);
   // The ranks the current dump captures from; none once it is written (tests).
   size_t captures_held() const;
+  // Tests: how long a capture holds the slot against another user (kDumpFairShareNs).
+  void SetFairShareForTesting(int64_t ns) { fair_share_ns_ = ns; }
   const std::string& root() const { return root_; }
 
  private:
@@ -137,6 +145,9 @@ class DumpManager {
                                             std::set<std::string>* used_paths);
   // A new dump of `request` at `now`: its id, deadline and captures (not yet published).
   std::shared_ptr<Job> PlanJob(const DumpRequest& request, int64_t now);
+  // Whether the running capture must give way to a request of `uid` (another user, and the
+  // capture has held the slot fair_share_ns_); else false with *error (mu_ held).
+  bool FairShareOverLocked(uint32_t uid, std::string* error) const;
   // Copies each capture's requested history (after the tap is live).
   void TakeHistory(Job* job);
   // Marks the ranks whose capture is over (count, exited, idle); true when all are.
@@ -170,6 +181,7 @@ class DumpManager {
   std::condition_variable cv_;
   std::shared_ptr<Job> job_;  // the running or last dump
   bool running_ = false;
+  int64_t fair_share_ns_ = kDumpFairShareNs;
   bool cancel_ = false;
   std::thread thread_;
   uint64_t next_id_ = 1;
