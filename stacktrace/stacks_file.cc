@@ -5,6 +5,7 @@
 #include "stacktrace/json_reader.h"
 #include "stacktrace/stacks_stream.h"
 #include "util/json.h"
+#include "util/process_name.h"
 
 namespace xtimer {
 namespace stacktrace {
@@ -58,7 +59,7 @@ bool ParseThread(const JsonValue& v, size_t index, size_t table_size, Thread* ou
 bool ParseIdentity(const JsonValue& doc, StacksFile* out, std::string* error) {
   Fields f(doc, "", error);
   std::string format;
-  int64_t version = 0, world = 0, rank = 0, local_rank = -1;
+  int64_t version = 0, world = 0, rank = 0, local_rank = -1, device = -1;
   if (!f.Str("format", 64, true, &format)) return false;
   if (format != kStacksFormat) return f.Fail("format", "is not \"xtimer-stacks\"");
   if (!f.Int("version", 1, INT32_MAX, true, &version)) return false;
@@ -66,9 +67,12 @@ bool ParseIdentity(const JsonValue& doc, StacksFile* out, std::string* error) {
     return f.Fail("version", "is " + std::to_string(version) +
                                  ": this xtimer reads version 1 (a newer xtimer wrote the file?)");
   }
-  if (!f.Int("world_size", 1, kMaxWorldSize, true, &world) ||
-      !f.Int("rank", 0, world - 1, true, &rank) ||
+  // world_size and rank -1 together: a process whose rank is not known (a pid-named file).
+  if (!f.Int("world_size", -1, kMaxWorldSize, true, &world)) return false;
+  if (world == 0) return f.Fail("world_size", "is 0: a world has 1 .. 2^20 ranks (-1: unknown)");
+  if (!f.Int("rank", world < 0 ? -1 : 0, world < 0 ? -1 : world - 1, true, &rank) ||
       !f.Int("local_rank", -1, kMaxWorldSize, false, &local_rank) ||
+      !f.Int("device", -1, kMaxWorldSize, false, &device) ||
       !f.Str("job", kMaxLabelBytes, false, &out->job) ||
       !f.Str("host", kMaxLabelBytes, false, &out->host) ||
       !f.Int("pid", 0, INT32_MAX, false, &out->pid) ||
@@ -80,6 +84,7 @@ bool ParseIdentity(const JsonValue& doc, StacksFile* out, std::string* error) {
   out->world_size = static_cast<int32_t>(world);
   out->rank = static_cast<int32_t>(rank);
   out->local_rank = static_cast<int32_t>(local_rank);
+  out->device = static_cast<int32_t>(device);
   return true;
 }
 
@@ -132,11 +137,17 @@ std::string StacksFileName(int32_t rank, int32_t world_size) {
   return name;
 }
 
+std::string StacksFileName(const StacksIdentity& id) {
+  if (HasRank(id)) return StacksFileName(id.rank, id.world_size);
+  return RanklessName(id.pid, id.device) + kStacksSuffix;
+}
+
 std::string WriteStacksJson(const StacksFile& f) {
   std::string s = "{\"format\": \"xtimer-stacks\", \"version\": 1, \"job\": " + JsonQuote(f.job) +
                   ", \"rank\": " + std::to_string(f.rank) +
                   ", \"world_size\": " + std::to_string(f.world_size) +
                   ", \"local_rank\": " + std::to_string(f.local_rank) +
+                  (f.device >= 0 ? ", \"device\": " + std::to_string(f.device) : "") +
                   ", \"host\": " + JsonQuote(f.host) + ", \"pid\": " + std::to_string(f.pid) +
                   ",\n \"capture_time_ns\": " + std::to_string(f.capture_time_ns) +
                   ", \"process_state\": " + JsonQuote(f.process_state);

@@ -1,4 +1,5 @@
-// The per-rank stack file `{rank:05d}-{world:05d}.stacks` (JSON, "format": "xtimer-stacks",
+// The per-rank stack file `{rank:05d}-{world:05d}.stacks` (`pid-PID[-devD].stacks` for a process
+// whose rank is not known: rank and world size -1; JSON, "format": "xtimer-stacks",
 // "version": 1), documented field by field in docs/stacks.md: who the rank is, when its stacks
 // were taken, the process state, a table of frames and per thread the frames it is in (indices
 // into the table, innermost first). The capture side writes it with WriteStacksJson; the CLI
@@ -47,9 +48,10 @@ struct Thread {
 // Whose stacks a file holds and when they were taken: everything but the frames and threads.
 struct StacksIdentity {
   std::string job;
-  int32_t rank = 0;
+  int32_t rank = 0;         // -1 (with world_size -1): a process whose rank is not known
   int32_t world_size = 0;
   int32_t local_rank = -1;  // -1: unknown
+  int32_t device = -1;      // a rank-less process's device when the daemon knows it; -1 unknown
   std::string host;
   int64_t pid = 0;
   int64_t capture_time_ns = 0;  // Unix time
@@ -73,6 +75,10 @@ std::string WriteStacksJson(const StacksFile& file);
 
 // The file name the capture side writes: {rank:05d}-{world:05d}.stacks.
 std::string StacksFileName(int32_t rank, int32_t world_size);
+// The same for a file's identity: pid-PID[-devD].stacks when its rank is not known.
+std::string StacksFileName(const StacksIdentity& id);
+// Whether a (parsed) identity names a rank; false: a process whose rank is not known.
+inline bool HasRank(const StacksIdentity& id) { return id.world_size > 0; }
 
 // "native" / "python" / "thread" / "error".
 const char* KindName(Frame::Kind kind);

@@ -89,7 +89,7 @@ TEST(StacksFileTest, NativeFileAndLineRoundTrip) {
 TEST(StacksFileTest, RefusesOutOfRangeFields) {
   std::string good = WriteStacksJson(Sample());
   EXPECT_EQ(ErrorOf(Replace(good, "\"world_size\": 8", "\"world_size\": 2000000")),
-            "\"world_size\" is 2000000, outside [1, 1048576]");
+            "\"world_size\" is 2000000, outside [-1, 1048576]");
   EXPECT_EQ(ErrorOf(Replace(good, "\"rank\": 3", "\"rank\": 8")),
             "\"rank\" is 8, outside [0, 7]");
   EXPECT_EQ(ErrorOf(Replace(good, "\"version\": 1", "\"version\": 2")),
@@ -105,6 +105,44 @@ TEST(StacksFileTest, RefusesOutOfRangeFields) {
   EXPECT_EQ(ErrorOf(Replace(good, "\"rank\": 3,", "")), "\"rank\" is missing");
   EXPECT_NE(ErrorOf(good.substr(0, good.size() / 2)).find("truncated"), std::string::npos);
   EXPECT_EQ(ErrorOf("[]"), "not a JSON object");
+}
+
+// A process whose rank is not known: rank and world size -1, named by its pid (and device).
+TEST(StacksFileTest, RanklessProcessRoundTripsWithItsPidName) {
+  StacksFile in = Sample(), out;
+  in.rank = -1;
+  in.world_size = -1;
+  std::string error;
+  ASSERT_TRUE(ParseStacksJson(WriteStacksJson(in), &out, &error)) << error;
+  EXPECT_FALSE(HasRank(out));
+  EXPECT_EQ(out.rank, -1);
+  EXPECT_EQ(out.device, -1);
+  EXPECT_EQ(out.threads.size(), 2u);
+  EXPECT_EQ(StacksFileName(out), "pid-4242.stacks");
+  in.device = 1;
+  ASSERT_TRUE(ParseStacksJson(WriteStacksJson(in), &out, &error)) << error;
+  EXPECT_EQ(out.device, 1);
+  EXPECT_EQ(StacksFileName(out), "pid-4242-dev1.stacks");
+  // A reused StacksFile (the fast reader) forgets the previous file's device.
+  ASSERT_TRUE(ParseStacksJson(WriteStacksJson(Sample()), &out, &error)) << error;
+  EXPECT_EQ(out.device, -1);
+  EXPECT_TRUE(HasRank(out));
+  EXPECT_EQ(StacksFileName(out), "00003-00008.stacks");
+}
+
+TEST(StacksFileTest, RefusesHalfKnownRanks) {
+  StacksFile f = Sample();
+  f.world_size = -1;
+  EXPECT_EQ(ErrorOf(WriteStacksJson(f)), "\"rank\" is 3, outside [-1, -1]");
+  f = Sample();
+  f.rank = -1;
+  EXPECT_EQ(ErrorOf(WriteStacksJson(f)), "\"rank\" is -1, outside [0, 7]");
+  f.world_size = 0;
+  EXPECT_EQ(ErrorOf(WriteStacksJson(f)),
+            "\"world_size\" is 0: a world has 1 .. 2^20 ranks (-1: unknown)");
+  f = Sample();
+  f.device = 2000000;
+  EXPECT_EQ(ErrorOf(WriteStacksJson(f)), "\"device\" is 2000000, outside [-1, 1048576]");
 }
 
 TEST(StacksFileTest, RefusesTooManyFramesAndLongStrings) {

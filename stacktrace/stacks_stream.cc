@@ -187,6 +187,7 @@ void Reset(StacksFile* f) {
   f->rank = 0;
   f->world_size = 0;
   f->local_rank = -1;
+  f->device = -1;
   f->host.clear();
   f->pid = 0;
   f->capture_time_ns = 0;
