@@ -16,6 +16,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "analysis/analysis.h"
@@ -33,6 +34,7 @@
 #include "stacktrace/stack_merger.h"
 #include "stacktrace/stacks_file.h"
 #include "stacktrace/summary.h"
+#include "util/process_name.h"
 #include "util/version.h"
 
 namespace xtimer {
@@ -125,13 +127,46 @@ std::vector<std::string> ListInputs(const std::vector<std::string>& inputs,
 }
 
 struct Inputs {
-  // The chosen job's files, ascending by rank, one per rank: their identity (no frames or
-  // threads: those are in the merger) and their numbers in the merger.
+  // The chosen job's files, ascending by rank, one per rank, then its processes without a rank
+  // (world size -1) by host, pid and device, whose `rank` is then their member number
+  // (st::kFirstProcessMember + k): their identity (no frames or threads: those are in the
+  // merger) and their numbers in the merger.
   std::vector<st::StacksFile> ranks;
   std::vector<size_t> files;
   int world = 0;
   std::vector<std::string> problems;  // "path: why"
 };
+
+// "rank 3", or "node-a:pid-4242" for a process without a rank.
+std::string MemberName(const st::StacksFile& f) {
+  return st::HasRank(f) ? "rank " + std::to_string(f.rank)
+                        : RanklessProcessName(f.host, f.pid, f.device);
+}
+
+// Whose stacks a file holds, in member order: a rank, or (after all ranks) a process without a
+// rank by host, pid and device.
+std::tuple<bool, int32_t, std::string, int64_t, int32_t> MemberKey(const st::StacksFile& f) {
+  if (st::HasRank(f)) return std::make_tuple(false, f.rank, std::string(), int64_t{0}, 0);
+  return std::make_tuple(true, 0, f.host, f.pid, f.device);
+}
+
+// The files of `order` sorted by member, into in->files; a member's second file is left out.
+void KeepOnePerMember(const std::vector<st::StacksFile>& parsed,
+                      const std::vector<std::string>& paths, std::vector<size_t> order,
+                      Inputs* in) {
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return MemberKey(parsed[a]) < MemberKey(parsed[b]);
+  });
+  for (size_t i : order) {
+    const st::StacksFile& f = parsed[i];
+    if (!in->files.empty() && MemberKey(parsed[in->files.back()]) == MemberKey(f)) {
+      in->problems.push_back(paths[i] + ": " + MemberName(f) +
+                             " again (another file has it): left out");
+      continue;
+    }
+    in->files.push_back(i);
+  }
+}
 
 // Picks the job (--job, else the one with the most files, ties by name: as cli/job_inputs.h does
 // for timelines; the others' files are left out and named) and the agreed world size; leaves out
@@ -140,7 +175,7 @@ bool SelectRanks(std::vector<st::StacksFile>* parsed, const std::vector<std::str
                  const std::string& job_flag, Inputs* in, std::string* error) {
   std::map<std::string, int> jobs;
   for (const st::StacksFile& f : *parsed) {
-    if (f.world_size > 0) ++jobs[f.job];
+    if (f.world_size != 0) ++jobs[f.job];  // readable
   }
   std::string job = job_flag;
   if (job.empty() && !jobs.empty()) {
@@ -169,23 +204,17 @@ bool SelectRanks(std::vector<st::StacksFile>* parsed, const std::vector<std::str
   for (size_t i = 0; i < parsed->size(); ++i) {
     const st::StacksFile& f = (*parsed)[i];
     if (f.world_size == 0 || f.job != job) continue;  // unreadable, or another job's
-    if (f.world_size != in->world) {
+    if (st::HasRank(f) && f.world_size != in->world) {
       in->problems.push_back(paths[i] + ": world size " + std::to_string(f.world_size) +
                              ", but most files say " + std::to_string(in->world) + ": left out");
       continue;
     }
     order.push_back(i);
   }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return (*parsed)[a].rank < (*parsed)[b].rank; });
-  for (size_t i : order) {
-    if (!in->ranks.empty() && in->ranks.back().rank == (*parsed)[i].rank) {
-      in->problems.push_back(paths[i] + ": rank " + std::to_string((*parsed)[i].rank) +
-                             " again (another file has it): left out");
-      continue;
-    }
-    in->ranks.push_back(std::move((*parsed)[i]));
-    in->files.push_back(i);
+  KeepOnePerMember(*parsed, paths, order, in);
+  for (size_t i : in->files) in->ranks.push_back(std::move((*parsed)[i]));
+  for (size_t k = 0, i = 0; i < in->ranks.size(); ++i) {
+    if (!st::HasRank(in->ranks[i])) in->ranks[i].rank = st::kFirstProcessMember + k++;
   }
   return true;
 }
@@ -253,6 +282,17 @@ int ParseStacksArgs(int argc, char** argv, Options* opt) {
   if (!live && opt->inputs.empty()) return BadArg(kCommand, "no input directory (or --hosts)");
   if (opt->output.empty()) return BadArg(kCommand, "no output directory: give -o OUT/");
   return -1;
+}
+
+// Gives the processes without a rank their member numbers in the merger (Inputs::ranks) and
+// their names in the tree.
+void NameProcesses(const Inputs& in, st::StackMerger* merger, std::vector<std::string>* names) {
+  for (size_t i = 0; i < in.ranks.size(); ++i) {
+    const st::StacksFile& f = in.ranks[i];
+    if (st::HasRank(f)) continue;
+    merger->SetMember(in.files[i], f.rank);
+    names->push_back(RanklessProcessName(f.host, f.pid, f.device));
+  }
 }
 
 // A parsed file's identity, without its frames and threads.
@@ -334,7 +374,10 @@ void SaveNode(const std::string& dir, const std::string& target, const DumpStack
     const std::string job = up == std::string::npos
                                 ? "" : PlainName(f.path().substr(up + 1, slash - up - 1));
     if (f.content().empty() || name.empty() || job.empty()) {
-      problems->push_back(target + ": rank " + std::to_string(f.rank()) + " of job '" + f.job() +
+      const bool ranked = f.rank() >= 0 && f.world_size() > f.rank();
+      problems->push_back(target + ": " +
+                          (ranked ? "rank " + std::to_string(f.rank()) : RanklessName(f.pid(), -1)) +
+                          " of job '" + f.job() +
                           "': no stack file (" + (f.error().empty() ? f.outcome() : f.error()) +
                           ")");
       continue;
@@ -418,8 +461,11 @@ int StacksMain(int argc, char** argv) {
   if (!opt.groups.empty() && (rc = CheckGroupsWorld(kCommand, opt.groups, groups, in.world)) >= 0) {
     return rc;
   }
-  const st::StackTree tree = merger->Build(in.files);
+  std::vector<std::string> process_names;
+  NameProcesses(in, merger.get(), &process_names);
+  st::StackTree tree = merger->Build(in.files);
   merger.reset();
+  tree.SetProcessNames(process_names);
   st::SummaryInput summary;
   summary.tree = &tree;
   summary.world_size = in.world;
@@ -432,9 +478,12 @@ int StacksMain(int argc, char** argv) {
   if (!opt.groups.empty()) {
     summary.describe = [&](const std::vector<int32_t>& r) { return DescribeRanks(groups, r); };
   }
-  std::string title = "xtimer stacks: job " + in.ranks[0].job + ", " +
-                      std::to_string(tree.ranks().size()) + " of " + std::to_string(in.world) +
-                      " ranks";
+  const size_t ranks = tree.ranks().size() - process_names.size();
+  std::string title = "xtimer stacks: job " + in.ranks[0].job + ", " + std::to_string(ranks) +
+                      " of " + std::to_string(in.world) + " ranks";
+  if (!process_names.empty()) {
+    title += " and " + std::to_string(process_names.size()) + " processes without a rank";
+  }
   if ((rc = Write(opt, tree, summary, title)) >= 0) return rc;
   return in.problems.empty() && summary.missing_ranks.empty() ? 0 : 3;
 }

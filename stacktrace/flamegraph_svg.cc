@@ -33,8 +33,7 @@ const char* OriginName(Origin o) {
 std::string Tooltip(const StackTree& tree, uint32_t id) {
   const Node& n = tree.nodes()[id];
   int64_t width = tree.Width(id);
-  if (id == 0) return "all: " + std::to_string(width) + " rank-threads, ranks " +
-                      RankRanges(n.ranks);
+  if (id == 0) return "all: " + std::to_string(width) + " rank-threads, " + tree.Members(n.ranks);
   const Frame& f = tree.frames()[n.frame];
   std::string t = f.kind == Frame::kThread ? "thread " + f.function
                   : f.kind == Frame::kError ? "no stack: " + f.function
@@ -43,6 +42,9 @@ std::string Tooltip(const StackTree& tree, uint32_t id) {
   if (!f.file.empty()) t += "\nfile: " + f.file;
   if (f.line > 0) t += "\nline: " + std::to_string(f.line);
   t += std::string("\norigin: ") + OriginName(OriginOf(f));
+  if (tree.HasProcesses()) {  // processes whose rank is not known are named, not numbered
+    return t + "\n" + tree.Members(n.ranks) + " (" + std::to_string(width) + ")";
+  }
   return t + "\n" + std::to_string(width) + (width == 1 ? " rank: " : " ranks: ") +
          RankRanges(n.ranks);
 }

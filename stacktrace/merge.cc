@@ -282,8 +282,7 @@ void Fold(const StackTree& tree, uint32_t node, std::string* path, std::string* 
     *path += FoldedLabel(tree.frames()[n.frame]);
   }
   if (!n.self_ranks.empty()) {
-    *out += *path + (n.self_ranks.size() == 1 ? " [rank " : " [ranks ") +
-            RankRanges(n.self_ranks) + "] " +
+    *out += *path + " [" + tree.Members(n.self_ranks) + "] " +
             std::to_string(n.self_ranks.size()) + "\n";
   }
   std::vector<uint32_t> kids = n.children;

@@ -40,6 +40,11 @@ class RankSet {
   size_t count_ = 0;
 };
 
+// A member of the merge is a rank (0 .. kMaxWorldSize-1) or a process whose rank is not known,
+// numbered from kFirstProcessMember on (the reader numbers them, StackTree::SetProcessNames names
+// them): such a process is printed by its name ("node-a:pid-4242"), never as a number.
+constexpr int32_t kFirstProcessMember = kMaxWorldSize;
+
 struct Node {
   uint32_t frame = 0;               // index into StackTree::frames() (unused at the root)
   int32_t parent = -1;
@@ -75,6 +80,17 @@ class StackTree {
   int64_t Width(uint32_t node) const;
   // Ranks grouped by identical main-thread stacks, the biggest group first (ties: lowest rank).
   std::vector<RankGroup> GroupRanks() const;
+
+  // The names of the members kFirstProcessMember, kFirstProcessMember + 1, ...: processes whose
+  // rank is not known, as util/process_name.h's RanklessProcessName spells them.
+  void SetProcessNames(std::vector<std::string> names) { process_names_ = std::move(names); }
+  bool HasProcesses() const { return !process_names_.empty(); }
+  // The name of member `member` >= kFirstProcessMember ("#K" when it has none).
+  std::string ProcessName(int32_t member) const;
+  // Members (ascending) as text: "rank 3", "ranks 0-2,4-7", "process node-a:pid-4242",
+  // "ranks 0-2 and processes node-a:pid-7,node-b:pid-9" (members.cc).
+  std::string Members(const std::vector<int32_t>& members) const;
+  std::string Members(const RankSet& members) const;
 
  private:
   // *key = the identity of a frame (kind, line, function, module, file) as Intern looks it up.
@@ -115,6 +131,7 @@ class StackTree {
     std::string error;
   };
   std::vector<RankStack> main_stacks_;
+  std::vector<std::string> process_names_;  // members from kFirstProcessMember on
 };
 
 enum class Origin { kPython, kInterpreter, kCollective, kNative, kThread, kError, kXtimer };

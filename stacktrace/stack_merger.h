@@ -29,6 +29,10 @@ class StackMerger {
   // calls for different parts may. `f` is not kept.
   void Add(int part, size_t file, const StacksFile& f);
 
+  // Gives file `file` (added before) the member number `member` in place of its rank: a process
+  // whose rank is not known is kFirstProcessMember + k (merge.h).
+  void SetMember(size_t file, int32_t member) { files_[file].rank = member; }
+
   // The tree of the files `kept` (added before), which must be in ascending rank order, each
   // rank once (as AddRank requires; files out of order are left out).
   StackTree Build(const std::vector<size_t>& kept) const;

@@ -89,7 +89,7 @@ sed 's/"world_size": 8/"world_size": 99999999/' "$TMP/job/node1/00005-00008.stac
 expect_rc 3 $XT stacks "$TMP/bad" -o "$TMP/out4"
 grep -q "00001-00008.stacks: JSON error at byte 300: .*truncated?" "$TMP/err" \
   || fail "truncated message: $(cat "$TMP/err")"
-grep -q '00005-00008.stacks: "world_size" is 99999999, outside \[1, 1048576\]: skipped' "$TMP/err" \
+grep -q '00005-00008.stacks: "world_size" is 99999999, outside \[-1, 1048576\]: skipped' "$TMP/err" \
   || fail "huge world message: $(cat "$TMP/err")"
 grep -q "^missing: ranks 1,5 (2) have no readable stack file$" "$TMP/out" \
   || fail "missing ranks: $(cat "$TMP/out")"
@@ -105,7 +105,7 @@ crafted() {  # crafted NAME SED: node1's rank-5 file edited by SED, the rest as 
   grep -q "00005-00008.stacks: .*skipped" "$TMP/err" || fail "crafted $1: $(cat "$TMP/err")"
 }
 crafted world 's/"world_size": 8/"world_size": 2147483647/'
-grep -q '"world_size" is 2147483647, outside \[1, 1048576\]' "$TMP/err" || fail "world 2^31-1: $(cat "$TMP/err")"
+grep -q '"world_size" is 2147483647, outside \[-1, 1048576\]' "$TMP/err" || fail "world 2^31-1: $(cat "$TMP/err")"
 crafted rank 's/"rank": 5,/"rank": 2147483646,/'
 grep -q '"rank" is 2147483646, outside \[0, 7\]' "$TMP/err" || fail "rank 2^31-2: $(cat "$TMP/err")"
 crafted negative 's/"rank": 5,/"rank": -5,/'

@@ -1,5 +1,7 @@
 #include "stacktrace/summary.h"
 
+#include <algorithm>
+
 #include "stacktrace/cxx_name.h"
 #include "stacktrace/frame_owner.h"
 #include "util/json.h"
@@ -87,6 +89,17 @@ std::string ViaFrames(const std::vector<Frame>& table, const std::vector<uint32_
   return out;
 }
 
+// The members below kFirstProcessMember: the ranks (merge.h).
+std::vector<int32_t> RanksOf(const std::vector<int32_t>& members) {
+  return {members.begin(), std::lower_bound(members.begin(), members.end(), kFirstProcessMember)};
+}
+
+// in.describe of a group's ranks ("" for a group of processes without a rank).
+std::string Describe(const SummaryInput& in, const std::vector<int32_t>& members) {
+  const std::vector<int32_t> ranks = RanksOf(members);
+  return in.describe && !ranks.empty() ? in.describe(ranks) : "";
+}
+
 }  // namespace
 
 int InnermostApplicationFrame(const std::vector<Frame>& table,
@@ -108,15 +121,21 @@ std::string TopFrames(const StackTree& tree, const RankGroup& group, int top) {
 
 std::string SummaryText(const SummaryInput& in) {
   std::vector<RankGroup> groups = in.tree->GroupRanks();
-  const std::vector<int32_t>& ranks = in.tree->ranks();
-  std::string out = "xtimer stacks: " + std::to_string(ranks.size()) + " ranks";
+  const std::vector<int32_t>& members = in.tree->ranks();
+  const size_t ranks = RanksOf(members).size(), processes = members.size() - ranks;
+  std::string out = "xtimer stacks: " + std::to_string(ranks) + " ranks";
   if (in.world_size > 0) out += " of a world of " + std::to_string(in.world_size);
+  if (processes > 0) {
+    out = (ranks > 0 ? out + " and " : "xtimer stacks: ") + std::to_string(processes) +
+          (processes == 1 ? " process" : " processes") + " without a rank";
+  }
   out += ", " + std::to_string(groups.size()) + (groups.size() == 1 ? " stack" : " stacks") +
-         " (main thread of each rank)\n";
+         " (main thread of each " + (processes > 0 ? "process" : "rank") + ")\n";
   for (size_t g = 0; g < groups.size(); ++g) {
-    out += RankCount(groups[g].ranks) + " in " + TopFrames(*in.tree, groups[g], in.top_frames);
+    out += in.tree->Members(groups[g].ranks) + " (" + std::to_string(groups[g].ranks.size()) +
+           ") in " + TopFrames(*in.tree, groups[g], in.top_frames);
     if (g > 0) {
-      std::string note = in.describe ? in.describe(groups[g].ranks) : "";
+      std::string note = Describe(in, groups[g].ranks);
       out += "   [outlier" + (note.empty() ? "" : "; " + note) + "]";
     }
     out += "\n";
@@ -137,12 +156,20 @@ std::string JsonRanks(const std::vector<int32_t>& ranks) {
 }
 
 std::string GroupJson(const SummaryInput& in, const RankGroup& g, bool outlier) {
-  std::string out = "{\"ranks\": " + JsonRanks(g.ranks) + ", \"rank_ranges\": " +
-                    JsonQuote(RankRanges(g.ranks)) + ", \"count\": " +
+  const std::vector<int32_t> ranks = RanksOf(g.ranks);
+  std::string out = "{\"ranks\": " + JsonRanks(ranks) + ", \"rank_ranges\": " +
+                    JsonQuote(RankRanges(ranks)) + ", \"count\": " +
                     std::to_string(g.ranks.size()) + ", \"outlier\": " +
                     (outlier ? "true" : "false") + ", \"thread\": " + JsonQuote(g.thread);
+  if (ranks.size() < g.ranks.size()) {  // processes whose rank is not known, by name
+    out += ", \"processes\": [";
+    for (size_t i = ranks.size(); i < g.ranks.size(); ++i) {
+      out += (i > ranks.size() ? ", " : "") + JsonQuote(in.tree->ProcessName(g.ranks[i]));
+    }
+    out += "]";
+  }
   if (!g.error.empty()) out += ", \"error\": " + JsonQuote(g.error);
-  if (outlier && in.describe) out += ", \"note\": " + JsonQuote(in.describe(g.ranks));
+  if (outlier && in.describe) out += ", \"note\": " + JsonQuote(Describe(in, g.ranks));
   out += ", \"app_frame\": " +
          std::to_string(InnermostApplicationFrame(in.tree->frames(), g.frames));
   out += ", \"frames\": [";
@@ -160,8 +187,10 @@ std::string GroupJson(const SummaryInput& in, const RankGroup& g, bool outlier) 
 
 std::string SummaryJson(const SummaryInput& in) {
   std::vector<RankGroup> groups = in.tree->GroupRanks();
+  const size_t ranks = RanksOf(in.tree->ranks()).size();
   std::string out = "{\"format\": \"xtimer-stacks-summary\", \"version\": 1, \"ranks\": " +
-                    std::to_string(in.tree->ranks().size()) +
+                    std::to_string(ranks) + ", \"processes\": " +
+                    std::to_string(in.tree->ranks().size() - ranks) +
                     ", \"world_size\": " + std::to_string(in.world_size) +
                     ", \"missing_ranks\": " + JsonRanks(in.missing_ranks) + ", \"problems\": [";
   for (size_t i = 0; i < in.problems.size(); ++i) {

@@ -22,6 +22,7 @@
 #include "proto/wire_enums.h"
 #include "timeline/format.h"
 #include "util/json.h"
+#include "util/process_name.h"
 
 namespace xtimer {
 namespace daemon {
@@ -468,7 +469,9 @@ CallStatus ControlHandler::DumpStack(const DumpStackRequest& q, DumpStackRespons
     if (f.outcome == "written" && !f.path.empty()) {
       ++written;
     } else {
-      missing += (missing.empty() ? "" : "; ") + ("rank " + std::to_string(f.rank)) + ": " +
+      const bool ranked = f.rank >= 0 && f.world_size > f.rank;
+      missing += (missing.empty() ? "" : "; ") +
+                 (ranked ? "rank " + std::to_string(f.rank) : RanklessName(f.pid, -1)) + ": " +
                  (f.error.empty() ? f.outcome : f.error);
     }
   }

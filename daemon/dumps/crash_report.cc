@@ -35,11 +35,9 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// The crashing thread's frames from a written .stacks file ("" or why not).
-std::string CrashingFrames(const std::string& content, int tid, std::vector<st::Frame>* out) {
-  st::StacksFile file;
-  std::string error;
-  if (!st::ParseStacksJson(content, &file, &error)) return "unreadable stacks: " + error;
+// The crashing thread's frames from the symbolized report ("" or why not).
+std::string CrashingFrames(const st::StacksFile& file, int tid, std::vector<st::Frame>* out) {
+  if (!file.error.empty() && file.threads.empty()) return file.error;
   for (const st::Thread& t : file.threads) {
     if (t.tid != tid) continue;
     for (uint32_t i : t.frames) out->push_back(file.frames[i]);
@@ -187,15 +185,15 @@ void CrashReporter::WriteFiles(const std::vector<ProcessSnapshot>& ranks, const 
     answer.error = std::string("dup: ") + strerror(errno);
   }
   std::vector<StackFileInfo> infos;
-  stacks_->WriteAnswer(ranks, r->dir, std::move(answer), &infos, /*count=*/false);
+  st::StacksFile symbolized;
+  stacks_->WriteAnswer(ranks, r->dir, std::move(answer), &infos, /*count=*/false, &symbolized);
   format::AckCrashReport(job.memfd);  // symbolized: the process may go on dying
+  // The frames come from the symbolized report itself, whether or not a file could be written
+  // (a process without a rank once had no file, and so no frames).
+  r->error = CrashingFrames(symbolized, r->tid, &r->frames);
   for (const StackFileInfo& info : infos) {
     if (!info.path.empty()) r->files.push_back(info.path);
-    if (r->frames.empty() && !info.content.empty()) {
-      r->error = CrashingFrames(info.content, r->tid, &r->frames);
-    } else if (info.content.empty() && r->error.empty()) {
-      r->error = info.error;
-    }
+    if (info.path.empty() && r->error.empty()) r->error = info.error;
   }
 }
 
@@ -223,7 +221,9 @@ void CrashReporter::Handle(const Job& job) {
   r.host = p.host;
   r.pid = p.pid;
   r.world_size = p.world_size;
-  for (const ProcessSnapshot& rank : ranks) r.ranks.push_back(rank.rank);
+  for (const ProcessSnapshot& rank : ranks) {
+    if (rank.rank >= 0 && rank.world_size > rank.rank) r.ranks.push_back(rank.rank);
+  }
   r.time_ns = raw.capture_time_ns > 0 ? raw.capture_time_ns : now_();
   r.signal = static_cast<int>(raw.crash.signal);
   const char* name = analysis::SignalName(r.signal);
@@ -246,16 +246,19 @@ void CrashReporter::Handle(const Job& job) {
   aggregator_->SetCrashFrame(job.id, CrashFrameText(r));
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (int rank : r.ranks) ++counts_[std::make_tuple(r.job, rank, r.signal_name)];
+    // A process without a rank counts as rank -1, as its other series are labelled.
+    for (const ProcessSnapshot& rank : ranks) {
+      ++counts_[std::make_tuple(r.job, rank.rank, r.signal_name)];
+    }
   }
   const std::string json = CrashJson(r);
   if (!WriteFileUnderRoot(stacks_->root(), r.dir + "/" + JobDirName(r.job), "crash.json", json,
                           p.uid, &error)) {
     Logf("crash report of pid %d: %s", r.pid, error.c_str());
   }
-  Logf("pid %d (job %s rank %d) crashed: %s in %s; report in %s", r.pid, r.job.c_str(),
-       r.ranks.front(), r.signal_name.c_str(), r.frame.empty() ? "??" : r.frame.c_str(),
-       r.dir.c_str());
+  const std::string who = r.ranks.empty() ? "without a rank" : "rank " + std::to_string(r.ranks[0]);
+  Logf("pid %d (job %s %s) crashed: %s in %s; report in %s", r.pid, r.job.c_str(), who.c_str(),
+       r.signal_name.c_str(), r.frame.empty() ? "??" : r.frame.c_str(), r.dir.c_str());
   if (hooks_.enabled()) hooks_.Submit(p.uid, r.pid, json);  // never waits for the hook
 }
 

@@ -19,6 +19,7 @@
 #include "format/stack_request.h"
 #include "stacktrace/raw_capture.h"
 #include "stacktrace/stacks_file.h"
+#include "util/process_name.h"
 
 namespace xtimer {
 namespace daemon {
@@ -176,55 +177,56 @@ std::vector<StackFileInfo> StackCapturer::CaptureProcesses(
   return out;
 }
 
+std::string StackCapturer::Symbolize(int pid, StackAnswer answer, st::StacksFile* file,
+                                    std::string* error) {
+  file->pid = pid;
+  file->process_state = ProcessState(proc_root_, pid);
+  file->capture_time_ns = now_();
+  std::string outcome = answer.outcome, text;
+  *error = answer.error;
+  if (answer.memfd < 0) return outcome;
+  const bool read = ReadStackAnswer(answer, &text, error);
+  close(answer.memfd);
+  st::RawCapture raw;
+  if (!read) return "bad_reply";
+  if (!st::ParseRawCapture(text, &raw, error)) {
+    *error = "bad raw capture: " + *error;
+    return "bad_reply";
+  }
+  if (raw.capture_time_ns > 0) file->capture_time_ns = raw.capture_time_ns;
+  // The module map comes from the kernel, never from the process.
+  const auto maps = st::ParseMaps(
+      ReadProcFile(proc_root_ + "/" + std::to_string(pid) + "/maps", st::kMaxMapsBytes));
+  std::vector<std::string> problems;
+  st::BuildThreads(raw, [&](const std::vector<uint64_t>& pcs) {
+    return symbolizer_.Symbolize(pid, maps, pcs, &problems);
+  }, file);
+  if (!raw.python_error.empty()) *error = "python: " + raw.python_error;
+  for (const std::string& why : problems) Logf("stacks of pid %d: %s", pid, why.c_str());
+  return "written";
+}
+
 void StackCapturer::WriteAnswer(const std::vector<ProcessSnapshot>& ranks, const std::string& dir,
                                 StackAnswer answer, std::vector<StackFileInfo>* out,
-                                bool count) {
-  const ProcessSnapshot& p = ranks.front();
+                                bool count, st::StacksFile* built) {
   st::StacksFile file;
-  file.pid = p.pid;
-  file.process_state = ProcessState(proc_root_, p.pid);
-  file.capture_time_ns = now_();
-  std::string outcome = answer.outcome, error = answer.error, text;
-  if (answer.memfd >= 0) {
-    const bool read = ReadStackAnswer(answer, &text, &error);
-    close(answer.memfd);
-    st::RawCapture raw;
-    if (!read) {
-      outcome = "bad_reply";
-    } else if (!st::ParseRawCapture(text, &raw, &error)) {
-      outcome = "bad_reply";
-      error = "bad raw capture: " + error;
-    } else {
-      outcome = "written";
-      if (raw.capture_time_ns > 0) file.capture_time_ns = raw.capture_time_ns;
-      // The module map comes from the kernel, never from the process.
-      const auto maps = st::ParseMaps(ReadProcFile(
-          proc_root_ + "/" + std::to_string(p.pid) + "/maps", st::kMaxMapsBytes));
-      std::vector<std::string> problems;
-      st::BuildThreads(raw, [&](const std::vector<uint64_t>& pcs) {
-        return symbolizer_.Symbolize(p.pid, maps, pcs, &problems);
-      }, &file);
-      if (!raw.python_error.empty()) error = "python: " + raw.python_error;
-      for (const std::string& why : problems) Logf("stacks of pid %d: %s", p.pid, why.c_str());
-    }
-  }
+  std::string error;
+  const std::string outcome = Symbolize(ranks.front().pid, std::move(answer), &file, &error);
   file.error = error.substr(0, st::kMaxStringBytes);
   for (const ProcessSnapshot& r : ranks) {
     StackFileInfo info{"", r.job, r.host.empty() ? node_ : r.host, r.pid, r.rank, r.local_rank,
                        r.world_size, static_cast<int>(file.threads.size()), outcome, file.error};
     if (count) Count(outcome);
-    if (r.rank < 0 || r.world_size <= r.rank) {
-      info.error = "the process has not said its rank and world size: no file";
-      out->push_back(std::move(info));
-      continue;
-    }
+    // A process that has not said its rank and world size is named by its pid (and device).
+    const bool ranked = r.rank >= 0 && r.world_size > r.rank;
     file.job = r.job;
-    file.rank = r.rank;
-    file.world_size = r.world_size;
+    file.rank = ranked ? r.rank : -1;
+    file.world_size = ranked ? r.world_size : -1;
     file.local_rank = r.local_rank;
+    file.device = ranked ? -1 : r.device;
     file.host = info.host.substr(0, st::kMaxLabelBytes);
     const std::string job_dir = dir + "/" + JobDirName(r.job);
-    const std::string name = st::StacksFileName(r.rank, r.world_size);
+    const std::string name = st::StacksFileName(file);
     std::string werror;
     std::string text = st::WriteStacksJson(file);
     if (WriteFileUnderRoot(root_, job_dir, name, text, r.uid, &werror)) {
@@ -232,10 +234,13 @@ void StackCapturer::WriteAnswer(const std::vector<ProcessSnapshot>& ranks, const
       info.content = std::move(text);
     } else {
       info.error = werror;
-      Logf("stacks of rank %d (job %s): %s", r.rank, r.job.c_str(), werror.c_str());
+      const std::string who =
+          ranked ? "rank " + std::to_string(r.rank) : RanklessName(r.pid, r.device);
+      Logf("stacks of %s (job %s): %s", who.c_str(), r.job.c_str(), werror.c_str());
     }
     out->push_back(std::move(info));
   }
+  if (built != nullptr) *built = std::move(file);
 }
 
 void StackCapturer::Count(const std::string& outcome) {

@@ -1,7 +1,8 @@
 // Stack captures from the daemon (docs/stacks.md "Capture from the daemon"): asks the chosen
 // registered processes for their raw stacks (through the ring server, which owns the
 // connections), then, on the calling thread (never the ring thread), symbolizes each answer
-// (stacktrace/symbolize.h) and writes one `{rank:05d}-{world:05d}.stacks` file per rank into
+// (stacktrace/symbolize.h) and writes one `{rank:05d}-{world:05d}.stacks` file per rank (a
+// process that has not said its rank and world size: `pid-PID[-devD].stacks`) into
 // <dir>/<job>/ under the dump root, given to the job's user as dumps are (daemon/dumps/dump_root.h,
 // GiveJobDirTo). A rank that does not answer in time, answers garbage or is gone still gets its
 // file, with `error` saying why. Counts every rank's capture by outcome for the metric
@@ -23,6 +24,7 @@
 
 #include "daemon/ingest/ring_server.h"
 #include "daemon/model/aggregator.h"
+#include "stacktrace/stacks_file.h"
 #include "stacktrace/symbolize.h"
 
 namespace xtimer {
@@ -63,8 +65,10 @@ class StackCapturer {
 
   // Builds, symbolizes and writes the files of one process's answer (a reply or a crash report)
   // into <dir>/<job>/, one per rank; `count`: counts each rank in xtimer_stack_captures_total.
+  // *built (when given): the symbolized stacks, whether or not a file could be written.
   void WriteAnswer(const std::vector<ProcessSnapshot>& ranks, const std::string& dir,
-                   StackAnswer answer, std::vector<StackFileInfo>* out, bool count = true);
+                   StackAnswer answer, std::vector<StackFileInfo>* out, bool count = true,
+                   stacktrace::StacksFile* built = nullptr);
 
   // Ranks captured since start, by outcome (thread-safe).
   std::map<std::string, uint64_t> Outcomes() const;
@@ -73,6 +77,10 @@ class StackCapturer {
  private:
   struct Pending;
   void Count(const std::string& outcome);
+  // The process's stacks from its answer into *file (threads, frames, time, state; not whose
+  // they are): returns the outcome, and in *error why stacks are missing.
+  std::string Symbolize(int pid, StackAnswer answer, stacktrace::StacksFile* file,
+                        std::string* error);
 
   Aggregator* aggregator_;
   AskFn ask_;
