@@ -128,13 +128,14 @@ void Answer(int fd, Mode mode, const std::atomic<bool>* stop) {
   } while ((mode == Mode::kGood || mode == Mode::kSlow) && !stop->load());
 }
 
+// rank -1: a process that has not said its rank and world size (no RANK, no communicator).
 format::Identity Id(int rank) {
   format::Identity id;
   id.job = "job";
   id.host = "node-a";
   id.rank = rank;
   id.local_rank = rank;
-  id.world_size = 8;
+  id.world_size = rank < 0 ? -1 : 8;
   return id;
 }
 
@@ -338,6 +339,53 @@ TEST_F(StackCaptureTest, DumpStackOverCurlAndGrpc) {
         << out;
     EXPECT_NE(out.find(b.second), std::string::npos) << out;
   }
+}
+
+// A process whose rank is not known has stacks too, named by its pid where a rank would be: the
+// file pid-PID.stacks (rank and world size -1), DumpStack's answer, and `xtimer stacks --hosts`,
+// which names it node-a:pid-PID beside the ranks, never as a number.
+TEST_F(StackCaptureTest, ProcessWithoutRankIsNamedByItsPid) {
+  StandIn(-1, Mode::kGood);
+  StandIn(2, Mode::kGood);
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->registered() == 2; }, 5000));
+  const int port = StartControl();
+  const std::string pid = std::to_string(getpid());
+  const std::string url = "http://127.0.0.1:" + std::to_string(port) + "/HostingService/DumpStack";
+  std::string out;
+  ASSERT_EQ(testing::RunCapture({"/bin/sh", "-c", "exec curl \"$@\"", "curl", "-sS", "-d",
+                                 R"({"dump_path": "out", "with_content": true})", url},
+                                "", &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("\"path\":\"" + root_ + "/out/job/pid-" + pid + ".stacks\""),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("2 of 2 ranks' stacks written"), std::string::npos) << out;
+  st::StacksFile f;
+  std::string error;
+  ASSERT_TRUE(st::ParseStacksJson(testing::ReadFile(root_ + "/out/job/pid-" + pid + ".stacks"),
+                                  &f, &error)) << error;
+  EXPECT_FALSE(st::HasRank(f));
+  EXPECT_EQ(f.rank, -1);
+  EXPECT_EQ(f.pid, getpid());
+  ASSERT_EQ(f.threads.size(), 1u);
+  EXPECT_EQ(f.frames[f.threads[0].frames[0]].function, "StandInLeaf");
+
+  const std::string cli_out = dir_ + "/cli";
+  const int rc = testing::RunCapture(
+      {testing::RunfilesPath("cli/xtimer"), "stacks", "--hosts",
+       "127.0.0.1:" + std::to_string(port), "--path", "cli", "-o", cli_out},
+      "", &out);
+  EXPECT_EQ(rc, 3) << out;  // partial: 7 ranks of the world of 8 have no file
+  EXPECT_NE(out.find("xtimer stacks: 1 ranks of a world of 8 and 1 process without a rank"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("rank 2 and process node-a:pid-" + pid +
+                     " (2) in StandInLeaf <- train_step (train.py:88)"),
+            std::string::npos) << out;
+  EXPECT_EQ(testing::ReadFile(cli_out + "/nodes/0-node-a/job/pid-" + pid + ".stacks"),
+            testing::ReadFile(root_ + "/cli/job/pid-" + pid + ".stacks"));
+  EXPECT_NE(testing::ReadFile(cli_out + "/stacks.folded")
+                .find("[rank 2 and process node-a:pid-" + pid + "] 2"),
+            std::string::npos) << testing::ReadFile(cli_out + "/stacks.folded");
 }
 
 // A rank that answers after its deadline, while the next request is pending: that capture says

@@ -11,6 +11,11 @@ through XTIMER_EXIT_HOOK in the daemon's environment), each time under `sh -c`:
           (the hook chains to it), the crash is reported, status 139.
   after   its own handler installed after the hook started: the handler is called (the hook does
           not install over it), status 139; the hook's report is not expected.
+Then the same program without a rank (no RANK, WORLD_SIZE or launcher rank, no communicator): a
+process that is named by its pid where a rank would be (docs/ranks.md). While it waits, its live
+stacks come through DumpStack (pid-PID.stacks in the dump path, the content in the answer) and
+`xtimer stacks --hosts` (saved and merged, the summary naming HOST:pid-PID in main); when it
+crashes, crash.json has its frames (CrashHere first), `"ranks": []` and the pid-named .stacks file.
 Then a 2-rank simulator job (demo/train_step, launch.py --crash-step 1:2) whose rank 1 dies of
 SIGSEGV in the simulated NCCL's Crash: HangCheck's exited verdict, the automatic hang dump's
 summary and `xtimer analyze` of that dump (text and JSON) name Crash as the crashing frame.
@@ -33,19 +38,24 @@ from e2e_lib import (Background, Paths, control, fail, free_ports, log, parse,  
 
 JOB = "crashrep"
 JOB_MULTI = "crashjob"
+JOB_RANKLESS = "crashpid"
+# What tells the hook a rank (docs/launcher.md): all absent for the process without a rank.
+RANK_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
+                  "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "PMI_RANK", "PMI_SIZE",
+                  "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID")
 # The exited verdict's evidence with the simulated NCCL's faulting function (docs/crash.md).
 EXITED_IN_CRASH = re.compile(
     r"rank 1 exited: signal 11 \(SIGSEGV\) in [^\n]*::Crash\(int, long\) \(libnccl\.so\.2\)")
 
 
-def registered(control):
-    """True once a live process of the job is registered (earlier runs' are exited)."""
+def registered(control, job=JOB):
+    """The first live process of the job once one is registered (earlier runs' are exited)."""
     def ok():
         try:
-            return any(p.get("job") == JOB and not p.get("exited")
-                       for p in status(control)["processes"])
+            return next((p for p in status(control)["processes"]
+                         if p.get("job") == job and not p.get("exited")), None)
         except OSError:
-            return False
+            return None
     return ok
 
 
@@ -96,6 +106,74 @@ def check_report(dump_root, hook_out):
     if given["frame"] != report["frame"] or given["signal_name"] != "SIGSEGV":
         fail("the exit hook was given %s" % given)
     return len(reports)
+
+
+def live_stacks_without_rank(xtimer, control_port, pid, out):
+    """DumpStack and `xtimer stacks --hosts` of the waiting process without a rank: both name it
+    by its pid, and its main thread's stack reaches main."""
+    name = "pid-%d.stacks" % pid
+    answer = control(control_port, "DumpStack", {"dump_path": "live-rankless",
+                                                  "jobs": [JOB_RANKLESS], "with_content": True},
+                     timeout=30)
+    files = answer.get("files", [])
+    log("DumpStack: %s" % answer.get("message"))
+    if len(files) != 1 or not files[0].get("path", "").endswith("/%s/%s" % (JOB_RANKLESS, name)):
+        fail("DumpStack did not write %s for the process without a rank: %s" % (name, answer))
+    content = json.loads(files[0]["content"])
+    if content["rank"] != -1 or content["world_size"] != -1 or content["pid"] != pid:
+        fail("the pid-named file does not say rank and world size -1: %s" % files[0]["content"])
+    main = [t for t in content["threads"] if t["tid"] == pid]
+    names = [content["frames"][i]["function"] for i in main[0]["frames"]] if main else []
+    if "main" not in names:
+        fail("the live stack of the process without a rank does not reach main: %s" % names)
+    done = subprocess.run([xtimer, "stacks", "--hosts", "127.0.0.1:%d" % control_port, "--job",
+                           JOB_RANKLESS, "--path", "cli-rankless", "-o", out],
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          universal_newlines=True, timeout=60)
+    log("xtimer stacks --hosts (exit %d):\n%s" % (done.returncode, done.stdout))
+    want = re.compile(r"^process \S+:pid-%d \(1\) in .*\bmain\b" % pid, re.M)
+    if done.returncode != 0 or not want.search(done.stdout):
+        fail("xtimer stacks --hosts does not show the process without a rank as HOST:pid-%d in "
+             "main (exit %d)" % (pid, done.returncode))
+    if not glob.glob(os.path.join(out, "nodes", "*", JOB_RANKLESS, name)):
+        fail("xtimer stacks --hosts did not save %s under %s/nodes" % (name, out))
+
+
+def crash_without_rank(p, xtimer, ports, dump_root, env):
+    """The crash program without a rank: live stacks while it waits, then its crash report."""
+    metrics, control_port = ports
+    env = {k: v for k, v in env.items() if k not in RANK_VARIABLES}
+    go = os.path.join(p.tmp, "go-rankless")
+    job = Background("crash-rankless", p.launch_argv(p.run_dir("node"), metrics, control_port,
+                                                     JOB_RANKLESS) +
+                     [p.gpusim_run, p.crash_program, "none", go], env, p.tmp)
+    try:
+        job.wait_for_line(r"^ready$", 60)
+        proc = wait_for("the daemon lists the process without a rank",
+                        registered(control_port, JOB_RANKLESS), 30)
+        log("registered: %s" % proc)
+        if proc.get("rank", 0) != -1:  # JSON leaves out a rank of 0
+            fail("the process was given a rank: %s" % proc)
+        live_stacks_without_rank(xtimer, control_port, proc["pid"], os.path.join(p.tmp, "live"))
+        open(go, "w").close()
+        job.wait(60)
+    finally:
+        job.kill()
+
+    def report():
+        found = glob.glob(os.path.join(dump_root, "crash-*", JOB_RANKLESS, "crash.json"))
+        return found and found[0]
+    path = wait_for("crash-*/%s/crash.json" % JOB_RANKLESS, report, 30)
+    with open(path) as f:
+        crash = json.load(f)
+    log("crash.json without a rank: %s" % json.dumps(crash)[:600])
+    name = "pid-%d.stacks" % proc["pid"]
+    if not crash["frames"] or crash["frames"][0]["function"] != "CrashHere":
+        fail("crash.json of the process without a rank has no CrashHere frame: %s" % crash)
+    if crash["ranks"] != [] or crash["world_size"] != -1 or crash["frame"].split()[0] != "CrashHere":
+        fail("crash.json names a rank, or not its frame: %s" % crash)
+    if [os.path.basename(f) for f in crash["stacks_files"]] != [name]:
+        fail("crash.json's stacks files are not [%s]: %s" % (name, crash["stacks_files"]))
 
 
 def job_crash(p, xtimer, ports, dump_root, env):
@@ -167,6 +245,8 @@ def main(argv):
         log("xtimer_rank_crashes_total: %s (%d report folders)" % (crashes, reports))
         if crashes != [({"job": JOB, "rank": "0", "signal": "SIGSEGV"}, 2.0)]:
             fail("want 2 crashes counted (no handler, handler before the hook): %s" % crashes)
+        p.crash_program = program
+        crash_without_rank(p, xtimer, (metrics, control), dump_root, env)
         job_crash(p, xtimer, (metrics, control), dump_root, env)
     finally:
         stop_daemon(run_dir)
