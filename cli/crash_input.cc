@@ -145,7 +145,10 @@ void AddCrashFrames(const std::vector<std::string>& dirs, std::vector<analysis::
       continue;
     }
     for (analysis::RankInput& in : *ranks) {
-      const bool named = std::find(c.ranks.begin(), c.ranks.end(), in.rank) != c.ranks.end();
+      // A report with no ranks is of a process without a rank: it names such a process.
+      const bool named = c.ranks.empty()
+                             ? in.rank < 0
+                             : std::find(c.ranks.begin(), c.ranks.end(), in.rank) != c.ranks.end();
       if (in.exit.exited && in.exit.crash_frame.empty() && in.pid == c.pid && named &&
           (in.node.empty() || c.host.empty() || in.node == c.host)) {
         in.exit.crash_frame = c.frame;

@@ -22,7 +22,7 @@ constexpr size_t kMaxCrashReportFiles = 4096;       // read per analyze run
 struct CrashInfo {
   std::string job, host;
   int64_t pid = 0;
-  std::vector<int32_t> ranks;
+  std::vector<int32_t> ranks;  // empty: a process whose rank is not known
   std::string frame;  // analysis::CrashFrameText: the frame and a Python exception
 };
 
@@ -34,7 +34,8 @@ bool ParseCrashJson(const std::string& text, CrashInfo* out, std::string* error)
 std::vector<std::string> FindCrashReports(const std::vector<std::string>& dirs);
 
 // Sets exit.crash_frame of every exited rank of `ranks` that a report of `dirs` names (same pid,
-// rank and host). Appends "crash report PATH: why" to *problems for files it cannot use.
+// rank and host; a report with `"ranks": []` names the process of that pid whose rank is not
+// known, rank -1). Appends "crash report PATH: why" to *problems for files it cannot use.
 void AddCrashFrames(const std::vector<std::string>& dirs, std::vector<analysis::RankInput>* ranks,
                     std::vector<std::string>* problems);
 

@@ -103,6 +103,34 @@ TEST(AddCrashFrames, FindsReportsBesideTheDumpAndMatchesPidRankAndHost) {
   ASSERT_EQ(system(rm.c_str()), 0);
 }
 
+// The report of a process without a rank ("ranks": []) is read and names that process (rank -1,
+// same pid and host), never a rank of the same pid.
+TEST(AddCrashFrames, ReportWithoutRanksNamesTheProcessWithoutARank) {
+  char tmpl[] = "/tmp/crash_input_test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  for (const char* d : {"/hang-0x1-2", "/hang-0x1-2/serve", "/crash-1-77", "/crash-1-77/serve"}) {
+    ASSERT_EQ(mkdir((root + d).c_str(), 0700), 0) << d;
+  }
+  Write(root + "/crash-1-77/serve/crash.json",
+        R"J({"format": "xtimer-crash", "version": 1, "job": "serve", "host": "node-a", "pid": 77,
+            "ranks": [], "world_size": -1, "frame": "CrashHere (server)"})J");
+  std::vector<analysis::RankInput> ranks(2);
+  for (auto& r : ranks) {
+    r.pid = 77;
+    r.node = "node-a";
+    r.exit.exited = true;
+  }
+  ranks[1].rank = 0;  // a rank of the same pid: not the process the report names
+  std::vector<std::string> problems;
+  AddCrashFrames({root + "/hang-0x1-2/serve/"}, &ranks, &problems);
+  EXPECT_TRUE(problems.empty()) << problems[0];
+  EXPECT_EQ(ranks[0].exit.crash_frame, "CrashHere (server)");
+  EXPECT_EQ(ranks[1].exit.crash_frame, "");
+  std::string rm = "rm -rf " + root;
+  ASSERT_EQ(system(rm.c_str()), 0);
+}
+
 }  // namespace
 }  // namespace cli
 }  // namespace xtimer

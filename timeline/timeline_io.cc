@@ -13,6 +13,7 @@
 #include <libdeflate.h>
 
 #include "util/clock.h"
+#include "util/process_name.h"
 
 namespace xtimer {
 namespace timeline {
@@ -440,13 +441,10 @@ uint32_t Crc32(const void* data, size_t size, uint32_t crc) {
   return libdeflate_crc32(crc, data, size);
 }
 
-std::string TimelineFileName(int rank, int world_size, int pid) {
+std::string TimelineFileName(int rank, int world_size, int pid, int device) {
+  if (rank < 0) return RanklessName(pid, device) + ".timeline";
   char buf[64];
-  if (rank < 0) {
-    std::snprintf(buf, sizeof(buf), "unknown-%d.timeline", pid);
-  } else {
-    std::snprintf(buf, sizeof(buf), "%05d-%05d.timeline", rank, world_size);
-  }
+  std::snprintf(buf, sizeof(buf), "%05d-%05d.timeline", rank, world_size);
   return buf;
 }
 

@@ -45,8 +45,9 @@ struct Metadata {
   uint32_t kinds = 0;  // kDump* mask requested (0: all)
 };
 
-// "{rank:05d}-{world:05d}.timeline", or "unknown-{pid}.timeline" when the rank is unknown.
-std::string TimelineFileName(int rank, int world_size, int pid);
+// "{rank:05d}-{world:05d}.timeline", or "pid-{pid}[-dev{device}].timeline" when the rank is
+// unknown (util/process_name.h).
+std::string TimelineFileName(int rank, int world_size, int pid, int device = -1);
 
 // Writes one file. Append() buffers a block and writes it when full; Finish() writes the last
 // block and the final event count. Errors (disk full, ...) are reported once and stick.

@@ -90,7 +90,8 @@ size_t MetadataEnd(const std::vector<uint8_t>& bytes) {
 
 TEST(TimelineFileName, Formats) {
   EXPECT_EQ(TimelineFileName(3, 16, 99), "00003-00016.timeline");
-  EXPECT_EQ(TimelineFileName(-1, 16, 99), "unknown-99.timeline");
+  EXPECT_EQ(TimelineFileName(-1, 16, 99), "pid-99.timeline");
+  EXPECT_EQ(TimelineFileName(-1, -1, 99, 1), "pid-99-dev1.timeline");
 }
 
 TEST(Crc32, KnownValue) {

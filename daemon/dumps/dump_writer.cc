@@ -196,9 +196,9 @@ std::unique_ptr<DumpManager::Capture> DumpManager::CaptureOf(const ProcessSnapsh
   f.world_size = p.world_size;
   f.requested = request.count;
   const std::string dir = request.dir + "/" + JobDirName(p.job);
-  f.path = dir + "/" + tl::TimelineFileName(p.rank, p.world_size, p.pid);
+  f.path = dir + "/" + tl::TimelineFileName(p.rank, p.world_size, p.pid, p.device);
   if (!used_paths->insert(f.path).second) {  // two live processes claim the same rank
-    f.path = dir + "/" + tl::TimelineFileName(-1, p.world_size, p.pid);
+    f.path = dir + "/" + tl::TimelineFileName(-1, p.world_size, p.pid, p.device);
     used_paths->insert(f.path);
   }
   for (const CommSnapshot& cs : p.comms) {

@@ -8,6 +8,7 @@
 #include "daemon/base/log.h"
 #include "daemon/model/live_ops.h"
 #include "util/label.h"
+#include "util/process_name.h"
 
 namespace xtimer {
 namespace daemon {
@@ -22,14 +23,9 @@ std::string FileSafe(const std::string& s) {
 }
 
 std::string StreamOf(int rank, int pid, int rank_device) {
+  if (rank < 0) return RanklessName(pid, rank_device);
   char buf[48];
-  if (rank >= 0) {
-    snprintf(buf, sizeof buf, "rank-%05d", rank);
-  } else if (rank_device >= 0) {
-    snprintf(buf, sizeof buf, "pid-%d-dev%d", pid, rank_device);
-  } else {
-    snprintf(buf, sizeof buf, "pid-%d", pid);
-  }
+  snprintf(buf, sizeof buf, "rank-%05d", rank);
   return buf;
 }
 
