@@ -214,11 +214,14 @@ const char* SignalName(int sig);
 // The bytes of a Python exception's message that an exited verdict quotes.
 constexpr size_t kMaxVerdictMessageBytes = 200;
 
-// Exit::crash_frame of a crash report (docs/crash.md): its innermost frame `frame`, and for an
-// uncaught Python exception " [uncaught TYPE: MESSAGE]" (the message on one line, cut to
-// kMaxVerdictMessageBytes). The daemon and `xtimer analyze` both say it this way.
-std::string CrashFrameText(const std::string& frame, bool python_exception,
-                           const std::string& exception_type,
+// Exit::crash_frame of a crash report (docs/crash.md): where it crashed, named by the
+// innermost frame of the application's (`app_frame`, stacktrace/frame_owner.h) with " via " and
+// the innermost frame `frame` when that is another (a libc or CUDA library frame); `frame` alone
+// when the stack holds no application frame; and for an uncaught Python exception
+// " [uncaught TYPE: MESSAGE]" (the message on one line, cut to kMaxVerdictMessageBytes). The
+// daemon and `xtimer analyze` both say it this way.
+std::string CrashFrameText(const std::string& frame, const std::string& app_frame,
+                           bool python_exception, const std::string& exception_type,
                            const std::string& exception_message);
 
 struct RankInput {

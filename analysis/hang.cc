@@ -508,9 +508,12 @@ int Severity(HangKind k) {
 
 }  // namespace
 
-std::string CrashFrameText(const std::string& frame, bool python_exception,
-                           const std::string& exception_type,
+std::string CrashFrameText(const std::string& innermost, const std::string& app_frame,
+                           bool python_exception, const std::string& exception_type,
                            const std::string& exception_message) {
+  const std::string frame = app_frame.empty() || app_frame == innermost
+                                ? innermost
+                                : innermost.empty() ? app_frame : app_frame + " via " + innermost;
   if (!python_exception) return frame;
   std::string message = exception_message.substr(0, kMaxVerdictMessageBytes);
   for (char& c : message) {

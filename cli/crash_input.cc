@@ -80,7 +80,7 @@ bool ParseCrashJson(const std::string& text, CrashInfo* out, std::string* error)
   if (!st::ParseJson(text, &doc, error)) return false;
   if (doc.type != st::JsonValue::kObject) return *error = "not a JSON object", false;
   st::JsonFields f(doc, "", error);
-  std::string format, frame, type, message;
+  std::string format, frame, app_frame, type, message;
   int64_t version = 0;
   if (!f.Str("format", 64, true, &format)) return false;
   if (format != "xtimer-crash") return f.Fail("format", "is not \"xtimer-crash\"");
@@ -88,7 +88,9 @@ bool ParseCrashJson(const std::string& text, CrashInfo* out, std::string* error)
       !f.Str("job", st::kMaxStringBytes, true, &out->job) ||
       !f.Str("host", st::kMaxStringBytes, false, &out->host) ||
       !f.Int("pid", 1, INT32_MAX, true, &out->pid) ||
-      !f.Str("frame", st::kMaxStringBytes, true, &frame) || !ParseRanks(doc, &out->ranks, error)) {
+      !f.Str("frame", st::kMaxStringBytes, true, &frame) ||
+      !f.Str("app_frame", st::kMaxStringBytes, false, &app_frame) ||
+      !ParseRanks(doc, &out->ranks, error)) {
     return false;
   }
   const st::JsonValue* exception = doc.Find("exception");
@@ -102,7 +104,7 @@ bool ParseCrashJson(const std::string& text, CrashInfo* out, std::string* error)
       return false;
     }
   }
-  out->frame = analysis::CrashFrameText(frame, exception != nullptr, type, message);
+  out->frame = analysis::CrashFrameText(frame, app_frame, exception != nullptr, type, message);
   return true;
 }
 

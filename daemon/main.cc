@@ -22,6 +22,7 @@
 #include "daemon/dumps/crash_report.h"
 #include "daemon/dumps/dump_root.h"
 #include "daemon/dumps/dump_writer.h"
+#include "daemon/dumps/op_log_metrics.h"
 #include "daemon/dumps/op_log_writer.h"
 #include "daemon/dumps/stack_capture.h"
 #include "daemon/export/kernel_metrics.h"
@@ -291,6 +292,7 @@ bool StartMetrics(const Process& p, Daemon* d, std::string* error) {
   m->RegisterCollectable(std::make_shared<DiagnosisCollector>(d->diagnosis.get()));
   m->RegisterCollectable(std::make_shared<StackCaptureCollector>(d->stacks.get()));
   m->RegisterCollectable(std::make_shared<CrashCollector>(d->crashes.get()));
+  m->RegisterCollectable(std::make_shared<OpLogCollector>(d->op_log.get()));
   if (flags.kernel_metrics_top > 0) {
     m->RegisterCollectable(std::make_shared<KernelMetrics>(
         &d->aggregator, static_cast<size_t>(flags.kernel_metrics_top), RealtimeNs));

@@ -20,6 +20,7 @@
 #include "daemon/dumps/dump_writer.h"
 #include "daemon/export/metric_families.h"
 #include "format/stack_request.h"
+#include "stacktrace/frame_owner.h"
 #include "stacktrace/raw_capture.h"
 #include "stacktrace/stacks_file.h"
 #include "util/json.h"
@@ -56,9 +57,17 @@ std::string FrameText(const st::Frame& f) {
   return f.module.empty() ? name : name + " (" + BaseName(f.module) + ")";
 }
 
+std::string AppFrameText(const std::vector<st::Frame>& frames) {
+  for (const st::Frame& f : frames) {
+    if (st::IsApplicationFrame(f)) return FrameText(f);
+  }
+  return "";
+}
+
 std::string CrashFrameText(const CrashReport& r) {
   return analysis::CrashFrameText(r.frames.empty() ? "" : FrameText(r.frames.front()),
-                                  r.python_exception, r.exception_type, r.exception_message);
+                                  AppFrameText(r.frames), r.python_exception, r.exception_type,
+                                  r.exception_message);
 }
 
 namespace {
@@ -85,7 +94,8 @@ std::string CrashJson(const CrashReport& r) {
        ", \"si_code\": " + std::to_string(r.si_code) +
        ", \"fault_address\": " + JsonQuote(r.fault_address) + ", \"tid\": " +
        std::to_string(r.tid) + ", \"thread\": " + JsonQuote(r.thread) +
-       ", \"frame\": " + JsonQuote(r.frame) + ", \"frames\": [";
+       ", \"frame\": " + JsonQuote(r.frame) + ", \"app_frame\": " + JsonQuote(r.app_frame) +
+       ", \"frames\": [";
   for (size_t i = 0; i < r.frames.size(); ++i) j += (i ? ", " : "") + FrameJson(r.frames[i]);
   j += "]";
   if (r.python_exception) {
@@ -243,6 +253,7 @@ void CrashReporter::Handle(const Job& job) {
           std::to_string(r.pid);
   WriteFiles(ranks, job, &r);
   r.frame = r.frames.empty() ? "" : FrameText(r.frames.front());
+  r.app_frame = AppFrameText(r.frames);
   aggregator_->SetCrashFrame(job.id, CrashFrameText(r));
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -252,13 +263,13 @@ void CrashReporter::Handle(const Job& job) {
     }
   }
   const std::string json = CrashJson(r);
-  if (!WriteFileUnderRoot(stacks_->root(), r.dir + "/" + JobDirName(r.job), "crash.json", json,
-                          p.uid, &error)) {
-    Logf("crash report of pid %d: %s", r.pid, error.c_str());
-  }
+  const bool written = WriteFileUnderRoot(stacks_->root(), r.dir + "/" + JobDirName(r.job),
+                                          "crash.json", json, p.uid, &error);
+  if (!written) RemoveDirIfEmpty(stacks_->root(), r.dir);  // no empty crash folder stays
   const std::string who = r.ranks.empty() ? "without a rank" : "rank " + std::to_string(r.ranks[0]);
-  Logf("pid %d (job %s %s) crashed: %s in %s; report in %s", r.pid, r.job.c_str(), who.c_str(),
-       r.signal_name.c_str(), r.frame.empty() ? "??" : r.frame.c_str(), r.dir.c_str());
+  const std::string where = written ? "report in " + r.dir : "no report written: " + error;
+  Logf("pid %d (job %s %s) crashed: %s in %s; %s", r.pid, r.job.c_str(), who.c_str(),
+       r.signal_name.c_str(), CrashFrameText(r).c_str(), where.c_str());
   if (hooks_.enabled()) hooks_.Submit(p.uid, r.pid, json);  // never waits for the hook
 }
 

@@ -39,6 +39,7 @@ constexpr char kPythonExceptionSignal[] = "python_exception";
 // The report's facts; crash.json is their JSON (CrashJson).
 struct CrashReport {
   std::string job, host, dir, frame;  // dir: the crash folder; frame: "function (module)"
+  std::string app_frame;  // the innermost application frame's FrameText ("" when none)
   int pid = 0, tid = 0, signal = 0, si_code = 0;
   std::string signal_name, fault_address, thread;
   int64_t time_ns = 0;
@@ -58,7 +59,11 @@ std::string CrashJson(const CrashReport& r);
 // "function (file base name:line)".
 std::string FrameText(const stacktrace::Frame& f);
 
-// What the exited verdict says after "in" (analysis::CrashFrameText of the innermost frame).
+// The FrameText of the innermost frame of the application's (stacktrace/frame_owner.h) in
+// `frames` (innermost first), "" when none is.
+std::string AppFrameText(const std::vector<stacktrace::Frame>& frames);
+
+// What the exited verdict says after "in" (analysis::CrashFrameText of frame and app_frame).
 std::string CrashFrameText(const CrashReport& r);
 
 class CrashReporter {

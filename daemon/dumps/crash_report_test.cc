@@ -44,6 +44,25 @@ TEST(CrashFrameText, AddsAPythonExceptionOnOneLine) {
   EXPECT_EQ(CrashFrameText(r), "[uncaught ValueError]");
 }
 
+// Issue 34: a SIGSEGV in a ctypes call read "in ?? (libc.so.6)"; the verdict names the
+// application's innermost frame, the crash site after "via".
+TEST(CrashFrameText, NamesTheApplicationsFrameViaTheCrashSite) {
+  stacktrace::Frame libc, ffi, eval;
+  libc.function = "__strlen_avx2";
+  libc.module = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+  ffi.function = "ffi_call";
+  ffi.module = "/usr/lib/x86_64-linux-gnu/libffi.so.8.1.4";
+  eval.function = "_PyEval_EvalFrameDefault";
+  eval.module = "/usr/bin/python3.12";
+  CrashReport r;
+  r.frames = {libc, ffi, eval, PyFrame("crash_here", "/job/train.py", 12),
+              PyFrame("main", "/job/train.py", 30)};
+  EXPECT_EQ(AppFrameText(r.frames), "crash_here (train.py:12)");
+  EXPECT_EQ(CrashFrameText(r), "crash_here (train.py:12) via __strlen_avx2 (libc.so.6)");
+  r.frames = {libc, ffi};  // no frame of the application's: the crash site alone
+  EXPECT_EQ(CrashFrameText(r), "__strlen_avx2 (libc.so.6)");
+}
+
 TEST(CrashJson, WritesPythonFramesAndTheException) {
   CrashReport r;
   r.job = "train";

@@ -93,7 +93,18 @@ bool WriteFileUnderRoot(const std::string& root, const std::string& dir, const s
     unlinkat(dir_fd, tmp.c_str(), 0);
   }
   close(dir_fd);
+  if (!ok) RemoveDirIfEmpty(root, dir);  // a failed write leaves no empty folder behind
   return ok;
+}
+
+void RemoveDirIfEmpty(const std::string& root, const std::string& dir) {
+  const size_t slash = dir.rfind('/');
+  if (slash == std::string::npos || slash == 0) return;
+  std::string ignored;
+  const int parent = OpenDirUnderRoot(root, dir.substr(0, slash), &ignored);
+  if (parent < 0) return;
+  unlinkat(parent, dir.c_str() + slash + 1, AT_REMOVEDIR);  // fails unless empty: fine
+  close(parent);
 }
 
 std::string ProcessState(const std::string& proc_root, int pid) {
@@ -216,7 +227,6 @@ void StackCapturer::WriteAnswer(const std::vector<ProcessSnapshot>& ranks, const
   for (const ProcessSnapshot& r : ranks) {
     StackFileInfo info{"", r.job, r.host.empty() ? node_ : r.host, r.pid, r.rank, r.local_rank,
                        r.world_size, static_cast<int>(file.threads.size()), outcome, file.error};
-    if (count) Count(outcome);
     // A process that has not said its rank and world size is named by its pid (and device).
     const bool ranked = r.rank >= 0 && r.world_size > r.rank;
     file.job = r.job;
@@ -234,10 +244,12 @@ void StackCapturer::WriteAnswer(const std::vector<ProcessSnapshot>& ranks, const
       info.content = std::move(text);
     } else {
       info.error = werror;
+      info.outcome = "write_failed";  // never "written" for a file that is not there
       const std::string who =
           ranked ? "rank " + std::to_string(r.rank) : RanklessName(r.pid, r.device);
       Logf("stacks of %s (job %s): %s", who.c_str(), r.job.c_str(), werror.c_str());
     }
+    if (count) Count(info.outcome);
     out->push_back(std::move(info));
   }
   if (built != nullptr) *built = std::move(file);

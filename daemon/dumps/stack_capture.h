@@ -112,6 +112,9 @@ bool ReadStackAnswer(const StackAnswer& a, std::string* text, std::string* error
 bool WriteFileUnderRoot(const std::string& root, const std::string& dir, const std::string& name,
                         const std::string& text, uint32_t uid, std::string* error);
 
+// Removes `dir` (absolute, under `root`, never through a symlink) when it is empty.
+void RemoveDirIfEmpty(const std::string& root, const std::string& dir);
+
 // The state letter of /proc/PID/stat ("S", "R", "D"...), "" when unreadable.
 std::string ProcessState(const std::string& proc_root, int pid);
 

@@ -5,6 +5,8 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -61,6 +63,34 @@ TEST(WriteFileUnderRootTest, PlantedFifoAndSymlinkAtTheTemporaryNamesAreSkipped)
   struct stat st;
   ASSERT_EQ(lstat(fifo.c_str(), &st), 0);
   EXPECT_TRUE(S_ISFIFO(st.st_mode));  // left alone, never opened
+  system(("rm -rf " + root).c_str());
+}
+
+// Issue 36: on a full disk DumpStack answered "written" for a file it could not write, and
+// empty folders stayed. A write that fails (a file size limit stands in for the full disk)
+// answers false with the cause and leaves neither a temporary file nor an empty folder.
+TEST(WriteFileUnderRootTest, AFailedWriteLeavesNothingBehind) {
+  const char* t = getenv("XTIMER_TEST_TMP");
+  std::string root = std::string(t != nullptr ? t : "/tmp") + "/xt-full-XXXXXX";
+  ASSERT_NE(mkdtemp(&root[0]), nullptr);
+  chmod(root.c_str(), 0755);
+  const std::string crash_dir = root + "/crash-1-2";
+  ASSERT_EQ(mkdir(crash_dir.c_str(), 0755), 0);
+  struct rlimit old_limit, tiny = {16, RLIM_INFINITY};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  tiny.rlim_max = old_limit.rlim_max;
+  signal(SIGXFSZ, SIG_IGN);  // the write then fails with EFBIG, as ENOSPC would
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &tiny), 0);
+  std::string error;
+  const bool ok = WriteFileUnderRoot(root, crash_dir + "/job", "crash.json",
+                                     std::string(4096, 'x'), geteuid(), &error);
+  setrlimit(RLIMIT_FSIZE, &old_limit);
+  EXPECT_FALSE(ok);
+  EXPECT_NE(error.find("crash.json"), std::string::npos) << error;
+  struct stat st;
+  EXPECT_NE(lstat((crash_dir + "/job").c_str(), &st), 0) << "an empty job folder stayed";
+  RemoveDirIfEmpty(root, crash_dir);
+  EXPECT_NE(lstat(crash_dir.c_str(), &st), 0) << "an empty crash folder stayed";
   system(("rm -rf " + root).c_str());
 }
 
