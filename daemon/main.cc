@@ -170,7 +170,6 @@ AggregatorOptions AggregatorOptionsOf(const Flags& flags) {
   ao.window_buckets = static_cast<int>(flags.window_s < 60 ? flags.window_s : 60);
   ao.window_samples = static_cast<size_t>(flags.window_samples);
   ao.history = static_cast<size_t>(flags.history);
-  ao.hang_timeout_ns = flags.hang_timeout_s * 1000000000;
   ao.stale_heartbeat_ns = flags.stale_timeout_s * 1000000000;
   ao.exited_grace_ns = flags.exited_grace_s * 1000000000;
   ao.max_exited = static_cast<size_t>(flags.exited_max);

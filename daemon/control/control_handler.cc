@@ -500,7 +500,12 @@ CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out,
   out->set_registrations_rejected(snap.registrations_rejected);
   std::set<std::string> jobs;
   std::set<int> ranks;
+  // Whether a rank waits is the live diagnosis's decision (its latest pass), as HangCheck and
+  // the metrics show it.
+  const std::shared_ptr<const LiveState> live =
+      options_.diagnosis != nullptr ? options_.diagnosis->Latest() : nullptr;
   for (const ProcessSnapshot& p : snap.processes) {
+    const RankLive* decision = live != nullptr ? live->Find(p.id, p.device) : nullptr;
     ProcessInfo* pi = out->add_processes();
     pi->set_pid(p.pid);
     pi->set_job(p.job);
@@ -511,13 +516,13 @@ CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out,
     pi->set_world_size(p.world_size);
     pi->set_device(p.device);
     pi->set_up(p.up);
-    pi->set_hang(p.hang);
+    pi->set_hang(decision != nullptr && decision->waiting);
     pi->set_records_written(p.written);
     pi->set_records_dropped(p.dropped);
     pi->set_records_invalid(p.invalid);
     pi->set_records_lost(p.lost);
     pi->set_ring_fill(p.fill);
-    pi->set_heartbeat_age_s(p.heartbeat_age_s);
+    pi->set_heartbeat_age_s(AgeSeconds(now, p.heartbeat_ns));
     pi->set_history(p.history);
     pi->set_exited(p.exited);
     if (p.exited) {
@@ -527,7 +532,8 @@ CallStatus ControlHandler::Status(const StatusRequest&, StatusResponse* out,
     }
     for (const CommSnapshot& c : p.comms) {
       if (c.comm_id == 0) continue;
-      FillCommProgress(c, now, pi->add_comms());
+      FillCommProgress(p, c, decision != nullptr ? decision->Comm(c.comm_id) : nullptr, now,
+                       pi->add_comms());
     }
     jobs.insert(p.job);
     if (p.rank >= 0) ranks.insert(p.rank);

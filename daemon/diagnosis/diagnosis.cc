@@ -56,16 +56,19 @@ RankInput InputOf(const ProcessSnapshot& p, const ProcessOps* ops, const CommMem
   in.node = p.host;
   in.pid = p.pid;
   in.device = ops != nullptr ? ops->device : -1;
-  // An exited process is frozen at its exit: its in-flight ages were taken then.
+  // In-flight ages and idleness are measured up to the last time the daemon saw the process
+  // (p.observed_ns): the analysis, which ages everything up to one `now`, gets those times
+  // shifted by the lag. An exited process is frozen at its exit.
   const int64_t at_ns = p.exited ? std::min(now_ns, p.exited_ns) : now_ns;
+  const int64_t lag_ns = std::max<int64_t>(0, at_ns - p.observed_ns);
   for (const CommSnapshot& c : p.comms) {
     if (c.comm_id == 0) continue;
     analysis::Progress pr;
     pr.comm_id = c.comm_id;
     pr.last_issued_seq = c.last_issued_seq;
     pr.last_completed_seq = c.last_completed_seq;
-    if (c.oldest_inflight_age_s > 0) {
-      pr.oldest_issue_ns = at_ns - static_cast<int64_t>(c.oldest_inflight_age_s * 1e9);
+    if (c.oldest_launch_ns > 0 && c.oldest_launch_ns < p.observed_ns) {
+      pr.oldest_issue_ns = c.oldest_launch_ns + lag_ns;
     }
     if (c.inflight.state != format::InflightState::kNone) {
       pr.has_inflight = true;
@@ -93,10 +96,8 @@ RankInput InputOf(const ProcessSnapshot& p, const ProcessOps* ops, const CommMem
     std::sort(in.arrivals.begin(), in.arrivals.end(),
               [](const Arrival& a, const Arrival& b) { return a.start_ns < b.start_ns; });
     in.last_activity = ActivityText(ops->last, now_ns);
-    // Idleness, like in-flight ages, is measured up to the last time the daemon saw the process:
-    // a reader that fell behind shifts its last activity by that lag.
-    const int64_t lag_ns = p.exited ? 0 : static_cast<int64_t>(p.observed_age_s * 1e9);
-    in.last_activity_ns = ops->last.valid ? ops->last.end_ns + lag_ns : 0;
+    // A reader that fell behind shifts the last activity of a live process by its lag.
+    in.last_activity_ns = ops->last.valid ? ops->last.end_ns + (p.exited ? 0 : lag_ns) : 0;
   } else {
     in.last_activity = ActivityText(LastOp(), now_ns);
   }
@@ -124,6 +125,32 @@ Arrival ArrivalOfSlice(uint64_t comm_id, int32_t comm_size, const Slice& s) {
 }
 
 }  // namespace
+
+bool WaitsPast(const ProcessSnapshot& p, const CommSnapshot& c, int64_t threshold_ns) {
+  return c.oldest_launch_ns > 0 && p.observed_ns - c.oldest_launch_ns > threshold_ns;
+}
+
+const CommLive* RankLive::Comm(uint64_t comm_id) const {
+  for (const CommLive& c : comms) {
+    if (c.comm_id == comm_id) return &c;
+  }
+  return nullptr;
+}
+
+const RankLive* LiveState::Find(uint64_t process_id, int device) const {
+  auto match = [&](const RankLive& r) {
+    return r.process.id == process_id && r.process.device == device;
+  };
+  for (const JobLive& j : jobs) {
+    for (const RankLive& r : j.ranks) {
+      if (match(r)) return &r;
+    }
+  }
+  for (const RankLive& r : unranked) {
+    if (match(r)) return &r;
+  }
+  return nullptr;
+}
 
 analysis::Arrival InflightArrival(uint64_t comm_id, const format::InflightCollective& c) {
   Arrival a;
@@ -285,10 +312,16 @@ void LiveDiagnosis::AddCommLive(const std::map<ProcessId, ProcessOps>& ops,
     auto t = std::lower_bound(
         thresholds.begin(), thresholds.end(), id,
         [](const analysis::CommThreshold& c, uint64_t i) { return c.comm_id < i; });
+    int64_t threshold_ns = options_.hang_timeout_ns;
     if (t != thresholds.end() && t->comm_id == id) {
-      cl.threshold_s = static_cast<double>(t->threshold_ns) * 1e-9;
+      threshold_ns = t->threshold_ns;
       cl.cadence_samples = t->cadence_samples;
     }
+    cl.threshold_s = static_cast<double>(threshold_ns) * 1e-9;
+    for (const CommSnapshot& c : r->process.comms) {
+      if (c.comm_id == id) cl.waiting = WaitsPast(r->process, c, threshold_ns);
+    }
+    r->waiting = r->waiting || cl.waiting;
     if (o != ops.end()) {
       auto c = o->second.comms.find(id);
       if (c != o->second.comms.end()) cl.own = c->second.counters;
@@ -314,16 +347,21 @@ void LiveDiagnosis::RunOnce() {
   const CommMembers members = CommMembersOf(snap);
 
   std::map<std::string, std::vector<RankLive>> by_job;
+  auto state = std::make_shared<LiveState>();
   for (const ProcessSnapshot& p : snap.processes) {
-    if (p.hidden || p.rank < 0) continue;
+    if (p.hidden) continue;
     auto o = ops.find(KeyOf(p));
     RankLive r;
     r.process = p;
     r.input = InputOf(p, o == ops.end() ? nullptr : &o->second, members, now);
-    by_job[p.job].push_back(std::move(r));
+    if (p.rank >= 0) {
+      by_job[p.job].push_back(std::move(r));
+    } else {
+      AddCommLive(ops, {}, &r);
+      state->unranked.push_back(std::move(r));
+    }
   }
 
-  auto state = std::make_shared<LiveState>();
   state->now_ns = now;
   const analysis::Options options = AnalysisOptions(now);
   state->early_hang_ns = options.early_hang_ns;
@@ -358,13 +396,6 @@ void LiveDiagnosis::RunOnce() {
   for (auto it = counted_seq_.begin(); it != counted_seq_.end();) {
     it = by_job.count(it->first.first) ? std::next(it) : counted_seq_.erase(it);
   }
-  std::map<std::pair<std::string, uint64_t>, int64_t> thresholds;
-  for (const JobLive& job : state->jobs) {
-    for (const analysis::CommThreshold& t : job.report.thresholds) {
-      thresholds[{job.job, t.comm_id}] = t.threshold_ns;
-    }
-  }
-  aggregator_->SetHangThresholds(std::move(thresholds));
   state->passes = ++passes_;
   if (on_pass_) on_pass_(state.get());
   state->pass_cpu_s = static_cast<double>(ThreadCpuNs() - cpu0) * 1e-9;

@@ -60,8 +60,14 @@ analysis::Arrival InflightArrival(uint64_t comm_id, const format::InflightCollec
 
 struct CommLive {
   uint64_t comm_id = 0;
-  double threshold_s = 0;  // the adaptive hang threshold in force (analysis::Report::thresholds)
+  // The adaptive hang threshold in force (analysis::Report::thresholds; --hang-timeout for a
+  // communicator the analysis gave none, and for unranked ranks).
+  double threshold_s = 0;
   int cadence_samples = 0;  // the completions it was derived from
+  // The decision: the rank waits in an op of the communicator past threshold_s (its oldest op in
+  // flight, aged up to ProcessSnapshot::observed_ns). A victim: the culprit is a member where it
+  // is false. Every surface (the waiting gauges, Status, HangCheck) shows this value.
+  bool waiting = false;
   OwnCounters own;
   SharedCounters shared;
 };
@@ -70,6 +76,9 @@ struct RankLive {
   ProcessSnapshot process;  // labels, exit; series left out
   analysis::RankInput input;
   std::vector<CommLive> comms;  // ascending comm id
+  bool waiting = false;  // waiting on any of its communicators (CommLive::waiting)
+  // This rank's decision for a communicator; nullptr when it has none.
+  const CommLive* Comm(uint64_t comm_id) const;
 };
 
 struct JobLive {
@@ -85,9 +94,19 @@ struct LiveState {
   int64_t now_ns = 0;           // CLOCK_REALTIME of the pass
   int64_t early_hang_ns = 0;    // the early threshold the pass judged with (analysis::Options)
   std::vector<JobLive> jobs;    // ascending job label
+  // Ranks the analysis cannot place (global rank unknown): only their waiting is judged, against
+  // --hang-timeout. Hidden duplicates are in neither list.
+  std::vector<RankLive> unranked;
   double pass_cpu_s = 0;        // thread CPU time the pass took
   uint64_t passes = 0;
+
+  // The decision for the rank (ProcessSnapshot::id, ::device) as of this pass; nullptr when the
+  // pass did not see it (registered since, or hidden).
+  const RankLive* Find(uint64_t process_id, int device) const;
 };
+
+// The one judgement of "waiting past the threshold" for a rank's communicator.
+bool WaitsPast(const ProcessSnapshot& p, const CommSnapshot& c, int64_t threshold_ns);
 
 class LiveDiagnosis {
  public:
@@ -117,6 +136,7 @@ class LiveDiagnosis {
                       const std::map<ProcessId, ProcessOps>& ops);
   analysis::Options AnalysisOptions(int64_t now_ns) const;
   // The rank's per-communicator state: its thresholds (from the job's analysis) and counters.
+  // Also decides the rank's waiting (CommLive::waiting, RankLive::waiting).
   void AddCommLive(const std::map<ProcessId, ProcessOps>& ops,
                    const std::vector<analysis::CommThreshold>& thresholds, RankLive* r) const;
 

@@ -18,6 +18,8 @@ using prometheus::MetricFamily;
 using prometheus::MetricType;
 
 enum Family {
+  kCommWaiting,
+  kRankWaiting,
   kThreshold,
   kVerdict,
   kCulprit,
@@ -36,6 +38,15 @@ enum Family {
 };
 
 constexpr FamilyInfo kFamilies[kFamilyCount] = {
+    {"xtimer_comm_waiting_hang", MetricType::Gauge,
+     "1 while this rank waits in an operation of the communicator past its hang threshold in "
+     "force (xtimer_comm_hang_threshold_seconds), as the live diagnosis decided at its last pass. "
+     "It is 1 on the waiting ranks (the victims); the culprit is usually a member where it is 0, "
+     "named by xtimer_hang_culprit and xtimer_comm_inflight_info."},
+    {"xtimer_rank_waiting_hang", MetricType::Gauge,
+     "1 while this rank waits in an operation of any communicator past its hang threshold (the "
+     "live diagnosis's decision). It is 1 on the waiting ranks (the victims); the culprit is "
+     "named elsewhere (xtimer_hang_culprit)."},
     {"xtimer_comm_hang_threshold_seconds", MetricType::Gauge,
      "The adaptive hang threshold in force for the rank's communicator: cadence factor x its "
      "median gap between completed collectives, within [--hang-min-seconds, --hang-timeout]."},
@@ -125,19 +136,25 @@ void AddBandwidth(const JobLive& job, Builder* b) {
   }
 }
 
+// The waiting decision of a rank and its communicators; with `counters`, their counters.
+void AddRank(const RankLive& r, bool counters, Builder* b) {
+  const Labels rank = RankLabels(r.process);
+  for (const CommLive& c : r.comms) {
+    Labels l = rank;
+    l.push_back({"comm", CommLabel(c.comm_id)});
+    b->Add(kCommWaiting, l, c.waiting ? 1 : 0);
+    if (counters) AddCounters(l, c, b);
+  }
+  b->Add(kRankWaiting, rank, r.waiting ? 1 : 0);
+}
+
 }  // namespace
 
 std::vector<MetricFamily> BuildDiagnosisFamilies(const LiveState& state) {
   Builder b;
+  for (const RankLive& r : state.unranked) AddRank(r, /*counters=*/false, &b);
   for (const JobLive& job : state.jobs) {
-    for (const RankLive& r : job.ranks) {
-      const Labels rank = RankLabels(r.process);
-      for (const CommLive& c : r.comms) {
-        Labels l = rank;
-        l.push_back({"comm", CommLabel(c.comm_id)});
-        AddCounters(l, c, &b);
-      }
-    }
+    for (const RankLive& r : job.ranks) AddRank(r, /*counters=*/true, &b);
     std::set<std::tuple<uint64_t, std::string, uint64_t, int32_t>> seen;  // no duplicate series
     for (const analysis::HangVerdict& v : job.report.hangs) {
       const char* kind = analysis::HangKindName(v.kind);

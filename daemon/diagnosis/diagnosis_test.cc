@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <map>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
 
@@ -257,14 +259,23 @@ TEST_F(DiagnosisTest, RankThatNeverIssuesIsTheCulpritWithinTheAdaptiveThreshold)
   EXPECT_EQ(v.culprit_ranks, std::vector<int32_t>({2}));
   EXPECT_EQ(v.waiting_ranks, std::vector<int32_t>({0, 1, 3}));
   EXPECT_EQ(v.seq, static_cast<uint64_t>(kSteps + 1));
-  // One judgment: the waiting gauges and Status's hang use the verdict's threshold (10 s here),
-  // not --hang-timeout (300 s).
-  for (const ProcessSnapshot& p : aggregator_->TakeSnapshot(now_).processes) {
-    const bool waits = p.rank != 2;
-    EXPECT_EQ(p.hang, waits) << "rank " << p.rank;
+  // One judgment: the waiting decision uses the verdict's threshold (10 s here), not
+  // --hang-timeout (300 s).
+  ASSERT_EQ(state->jobs[0].ranks.size(), 4u);
+  for (const RankLive& r : state->jobs[0].ranks) {
+    const bool waits = r.process.rank != 2;
+    EXPECT_EQ(r.waiting, waits) << "rank " << r.process.rank;
   }
 
   text = Exposition();
+  EXPECT_NE(text.find("xtimer_rank_waiting_hang{job=\"train\",host=\"node\",pod=\"pod\",rank=\"0\","
+                      "local_rank=\"0\"} 1"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("xtimer_rank_waiting_hang{job=\"train\",host=\"node\",pod=\"pod\",rank=\"2\","
+                      "local_rank=\"2\"} 0"),
+            std::string::npos)
+      << text;
   EXPECT_NE(text.find("xtimer_hang_culprit{job=\"train\",host=\"node\",pod=\"pod\",rank=\"2\","
                       "local_rank=\"2\",comm=\"0x0000000000000abc\",kind=\"never_issued\"} 1"),
             std::string::npos)
@@ -443,6 +454,97 @@ TEST_F(WaitingNodeTest, MembersWaitingWithACadenceAreNotDumpedEarly) {
   diagnosis_->RunOnce();
   EXPECT_FALSE(diagnosis_->Latest()->jobs[0].report.hangs.empty());
   EXPECT_EQ(List(root_).size(), 1u);
+}
+
+// Every surface's "waiting" for each local rank, as the control port and /metrics answer.
+struct Surfaces {
+  std::map<int, bool> gauge, status, hangcheck, hangcheck_comm, decision;
+};
+
+// Issue 37: the waiting gauges, Status and HangCheck show the live diagnosis's one decision (its
+// last pass), so they agree with each other and with the pass at every read, including a read
+// made after the stall crossed the threshold but before a pass judged it; the automatic dump's
+// summary carries the decision of the pass that wrote it.
+TEST_F(DiagnosisTest, SurfacesShowTheOneDecisionOfTheLastPass) {
+  StepsWithPasses();
+  const int64_t stall_t = kT0 + (kSteps + 1) * kSec;
+  Stall(kSteps + 1, stall_t, /*absent=*/2);
+  auto read = [&] {
+    Surfaces s;
+    for (const RankLive& r : diagnosis_->Latest()->jobs.at(0).ranks) {
+      s.decision[r.process.rank] = r.waiting;
+    }
+    const std::string text = Exposition();
+    for (int r = 0; r < kRanks; ++r) {
+      const std::string key = "xtimer_rank_waiting_hang{job=\"train\",host=\"node\",pod=\"pod\","
+                              "rank=\"" + std::to_string(r) + "\",local_rank=\"" +
+                              std::to_string(r) + "\"} ";
+      const size_t at = text.find(key);
+      if (at != std::string::npos) s.gauge[r] = text.compare(at + key.size(), 1, "1") == 0;
+    }
+    std::string json;
+    EXPECT_EQ(handler_->HandleJson("Status", "{}", &json), 200) << json;
+    StatusResponse status;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &status).ok()) << json;
+    for (const ProcessInfo& p : status.processes()) s.status[p.rank()] = p.hang();
+    EXPECT_EQ(handler_->HandleJson("HangCheck", "{}", &json), 200) << json;
+    HangCheckResponse check;
+    EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &check).ok()) << json;
+    for (const RankProgress& r : check.ranks()) {
+      bool past = false, flagged = false;
+      for (const CommProgress& c : r.comms()) {
+        past |= c.oldest_inflight_age_s() > c.hang_threshold_s();
+        flagged |= c.hang();
+      }
+      s.hangcheck[r.rank()] = flagged;
+      s.hangcheck_comm[r.rank()] = past;
+    }
+    return s;
+  };
+  auto expect_all = [&](const Surfaces& s, const std::map<int, bool>& want, const char* when) {
+    EXPECT_EQ(s.decision, want) << when;
+    EXPECT_EQ(s.gauge, want) << when;
+    EXPECT_EQ(s.status, want) << when;
+    EXPECT_EQ(s.hangcheck, want) << when;
+  };
+  const std::map<int, bool> none = {{0, false}, {1, false}, {2, false}, {3, false}};
+  const std::map<int, bool> victims = {{0, true}, {1, true}, {2, false}, {3, true}};
+
+  now_ = stall_t + 5 * kSec;  // below the 10 s threshold
+  diagnosis_->RunOnce();
+  expect_all(read(), none, "5 s into the stall");
+  // 15 s into the stall, before any pass judged it: every surface still shows the last pass.
+  now_ = stall_t + 15 * kSec;
+  expect_all(read(), none, "15 s, no pass yet");
+  diagnosis_->RunOnce();
+  const Surfaces judged = read();
+  expect_all(judged, victims, "15 s, judged");
+  // HangCheck's own numbers (age past the threshold it reports) say the same.
+  EXPECT_EQ(judged.hangcheck_comm, victims);
+  // The automatic dump of that pass carries the same decision.
+  const std::string dir = diagnosis_->Latest()->jobs[0].dump_dir;
+  ASSERT_FALSE(dir.empty());
+  HangCheckResponse summary;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(
+                  testing::ReadFile(dir + "/hang-summary-node.json"), &summary)
+                  .ok());
+  std::map<int, bool> dumped;
+  for (const RankProgress& r : summary.ranks()) {
+    bool flagged = false;
+    for (const CommProgress& c : r.comms()) flagged |= c.hang();
+    dumped[r.rank()] = flagged;
+  }
+  EXPECT_EQ(dumped, victims);
+  ASSERT_EQ(summary.verdicts_size(), 1);
+  EXPECT_EQ(summary.verdicts(0).culprit_ranks(0), 2);
+
+  // Progress resumes: until the next pass the surfaces keep the judged decision, then all clear.
+  Step(kSteps + 1);
+  Stall(kSteps + 2, stall_t + 16 * kSec, /*absent=*/-1);
+  now_ = stall_t + 16 * kSec;
+  expect_all(read(), victims, "resumed, no pass yet");
+  diagnosis_->RunOnce();
+  expect_all(read(), none, "resumed, judged");
 }
 
 TEST_F(DiagnosisTest, HangCheckWithoutDiagnosisAndTheThreadPublishes) {

@@ -67,15 +67,10 @@ void FillRank(const std::string& job, const RankLive& r, const std::string& node
   for (const CommSnapshot& c : p.comms) {
     if (c.comm_id == 0) continue;
     CommProgress* cp = out->add_comms();
-    FillCommProgress(c, now_ns, cp);
+    FillCommProgress(p, c, r.Comm(c.comm_id), now_ns, cp);
     for (const analysis::Communicator& comm : in.comms) {
       if (comm.id != c.comm_id) continue;
       for (int32_t m : comm.members) cp->add_members(m);
-    }
-    for (const CommLive& cl : r.comms) {
-      if (cl.comm_id != c.comm_id) continue;
-      cp->set_hang_threshold_s(cl.threshold_s);
-      cp->set_cadence_samples(cl.cadence_samples);
     }
   }
 }
@@ -100,7 +95,8 @@ void FillVerdict(const std::string& job, const analysis::HangVerdict& v,
 
 }  // namespace
 
-void FillCommProgress(const CommSnapshot& c, int64_t now_ns, CommProgress* out) {
+void FillCommProgress(const ProcessSnapshot& p, const CommSnapshot& c, const CommLive* decision,
+                      int64_t now_ns, CommProgress* out) {
   out->set_comm_id(CommIdField(c.comm_id));
   out->set_parent_id(CommIdField(c.parent_id));
   out->set_comm_rank(c.comm_rank);
@@ -108,9 +104,13 @@ void FillCommProgress(const CommSnapshot& c, int64_t now_ns, CommProgress* out) 
   out->set_device(c.device);
   out->set_last_issued_seq(c.last_issued_seq);
   out->set_last_completed_seq(c.last_completed_seq);
-  out->set_oldest_inflight_age_s(c.oldest_inflight_age_s);
+  out->set_oldest_inflight_age_s(InflightAgeSeconds(p, c.oldest_launch_ns));
   out->set_last_completed_age_s(c.last_completed_ns > 0 ? AgeS(now_ns, c.last_completed_ns) : -1);
-  out->set_hang(c.hang);
+  if (decision != nullptr) {
+    out->set_hang(decision->waiting);
+    out->set_hang_threshold_s(decision->threshold_s);
+    out->set_cadence_samples(decision->cadence_samples);
+  }
   if (c.inflight.state == format::InflightState::kNone) return;
   FillArrival(InflightArrival(c.comm_id, c.inflight), now_ns, out->mutable_inflight());
   out->set_blocked_by(c.blocked_by);

@@ -19,10 +19,12 @@ namespace daemon {
 void FillHangCheck(const LiveState& state, const HangCheckRequest& request,
                    const std::string& node, HangCheckResponse* out);
 
-// What a process snapshot knows of a communicator's progress on a rank (every field of
-// CommProgress but those only the live diagnosis has: members, hang_threshold_s,
-// cadence_samples): Status's and HangCheck's one filler.
-void FillCommProgress(const CommSnapshot& c, int64_t now_ns, CommProgress* out);
+// A communicator's progress on a rank (every field of CommProgress but members): the facts of
+// the process snapshot `p` (ages up to p.observed_ns and `now_ns`), and the live diagnosis's
+// decision for it (hang, hang_threshold_s, cadence_samples; left unset when `decision` is
+// null). Status's and HangCheck's one filler.
+void FillCommProgress(const ProcessSnapshot& p, const CommSnapshot& c, const CommLive* decision,
+                      int64_t now_ns, CommProgress* out);
 
 // A communicator id as the control service's messages carry it: format::CommIdText's hex text
 // (proto/hosting.proto).

@@ -32,13 +32,11 @@ enum Family {
   kCommLastIssued,
   kCommLastCompleted,
   kCommOldestAge,
-  kCommHang,
   kCommInflightInfo,
   kCommLastCompletedTime,
   kCommSize,
   kCommRank,
   kRankUp,
-  kRankHang,
   kRankInfo,
   kRankExitCode,
   kRankExitTime,
@@ -96,11 +94,6 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
      "Sequence number of the last operation completed on the communicator."},
     {"xtimer_comm_oldest_inflight_age_seconds", MetricType::Gauge,
      "Age of the oldest operation in flight on the communicator, 0 when none."},
-    {"xtimer_comm_waiting_hang", MetricType::Gauge,
-     "1 while this rank waits in an operation of the communicator past its hang threshold in "
-     "force (xtimer_comm_hang_threshold_seconds). It is 1 "
-     "on the waiting ranks (the victims); the culprit is usually a member where it is 0, named by "
-     "xtimer_hang_culprit and xtimer_comm_inflight_info."},
     {"xtimer_comm_inflight_info", MetricType::Gauge,
      "Always 1; the rank's oldest collective in flight on the communicator (seq, op, dtype, "
      "count, root, state: started = the GPU reached it, queued = earlier work on its stream has "
@@ -112,9 +105,6 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
     {"xtimer_rank_up", MetricType::Gauge,
      "1 while the process is connected and its ring heartbeat is fresh; 0 when the heartbeat is "
      "stale or the process exited (its series are kept for the exited grace period)."},
-    {"xtimer_rank_waiting_hang", MetricType::Gauge,
-     "1 while this rank waits in an operation of any communicator past its hang threshold. It is 1 "
-     "on the waiting ranks (the victims); the culprit is named elsewhere (xtimer_hang_culprit)."},
     {"xtimer_rank_info", MetricType::Gauge,
      "Always 1; carries the process id and world size of a registered process."},
     {"xtimer_rank_exit_code", MetricType::Gauge,
@@ -236,10 +226,9 @@ std::vector<MetricFamily> BuildFamilies(const Snapshot& snap) {
       l.push_back({"comm", CommLabel(c.comm_id)});
       b.Add(kCommLastIssued, l, static_cast<double>(c.last_issued_seq));
       b.Add(kCommLastCompleted, l, static_cast<double>(c.last_completed_seq));
-      b.Add(kCommOldestAge, l, c.oldest_inflight_age_s);
-      b.Add(kCommHang, l, c.hang ? 1 : 0);
+      b.Add(kCommOldestAge, l, InflightAgeSeconds(p, c.oldest_launch_ns));
       if (c.inflight.state != format::InflightState::kNone &&
-          c.inflight_age_s >= kInflightInfoMinAgeS) {
+          InflightAgeSeconds(p, c.inflight.launch_ns) >= kInflightInfoMinAgeS) {
         b.Add(kCommInflightInfo, InflightLabels(l, c.inflight), 1);
       }
       if (c.last_completed_ns > 0) {
@@ -251,7 +240,6 @@ std::vector<MetricFamily> BuildFamilies(const Snapshot& snap) {
       }
     }
     b.Add(kRankUp, rank, p.up ? 1 : 0);
-    b.Add(kRankHang, rank, p.hang ? 1 : 0);
     Labels info = rank;
     info.push_back({"pid", std::to_string(p.pid)});
     info.push_back({"world_size", std::to_string(p.world_size)});
@@ -274,7 +262,7 @@ std::vector<MetricFamily> BuildFamilies(const Snapshot& snap) {
     b.Add(kRingInvalid, rank, static_cast<double>(p.invalid));
     b.Add(kRingLost, rank, static_cast<double>(p.lost));
     b.Add(kRingFill, rank, p.fill);
-    b.Add(kHeartbeatAge, rank, p.heartbeat_age_s);
+    b.Add(kHeartbeatAge, rank, AgeSeconds(snap.now_ns, p.heartbeat_ns));
     b.Add(kHistoryRecords, rank, static_cast<double>(p.history));
   }
   b.Add(kProcessesRegistered, {}, static_cast<double>(snap.connected));

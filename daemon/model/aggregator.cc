@@ -28,11 +28,6 @@ namespace {
 // this many processes the last quarter of the budget covers every share.
 constexpr size_t kShareProcesses = 64;
 
-double AgeSeconds(int64_t now_ns, int64_t then_ns) {
-  if (then_ns <= 0 || then_ns >= now_ns) return 0;
-  return (static_cast<double>(now_ns) - static_cast<double>(then_ns)) * 1e-9;
-}
-
 // The time a valid in-flight table is known to hold: when it was read, or the hook's last
 // heartbeat if older (its poller publishes the table, then beats, every cycle). A heartbeat in
 // the future (a clock step, a forged ring) is ignored.
@@ -43,6 +38,11 @@ int64_t ObservedNs(const ProcessStatus& s) {
 }
 
 }  // namespace
+
+double AgeSeconds(int64_t now_ns, int64_t then_ns) {
+  if (then_ns <= 0 || then_ns >= now_ns) return 0;
+  return (static_cast<double>(now_ns) - static_cast<double>(then_ns)) * 1e-9;
+}
 
 Aggregator::Aggregator(const AggregatorOptions& options, int64_t start_ns)
     : options_(options), start_ns_(start_ns) {
@@ -436,10 +436,7 @@ void Aggregator::MarkHidden(Snapshot* snap) const {
 void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, int64_t now_ns,
                                bool with_series, std::vector<int64_t>* scratch,
                                std::vector<ProcessSnapshot>* out) const {
-  // An exited process is frozen at its exit: in-flight ages and hang as they were then. Ages run
-  // up to the last time its table was seen (a reader or poller that stalls makes no hang).
-  int64_t at_ns = p.connected ? now_ns : std::min(now_ns, p.exited_ns);
-  if (p.status.observed_ns > 0) at_ns = std::min(at_ns, p.status.observed_ns);
+  const int64_t at_ns = base.observed_ns;
   for (size_t i = 0; i < p.ranks.size(); ++i) {
     const Rank& rank = *p.ranks[i];
     ProcessSnapshot ps = base;
@@ -486,14 +483,9 @@ void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, in
       if (c.has_row) {
         cs.last_completed_seq = std::max(cs.last_completed_seq, c.row.last_completed_seq);
         cs.last_issued_seq = c.row.last_issued_seq;
-        cs.oldest_inflight_age_s = AgeSeconds(at_ns, c.row.oldest_launch_ns);
-        cs.hang = c.row.oldest_launch_ns > 0 &&
-                  cs.oldest_inflight_age_s * 1e9 > static_cast<double>(HangThresholdOf(base.job, cid));
+        cs.oldest_launch_ns = c.row.oldest_launch_ns;
         cs.device = c.row.device;
         cs.inflight = c.row.oldest;
-        if (cs.inflight.state != format::InflightState::kNone) {
-          cs.inflight_age_s = AgeSeconds(at_ns, cs.inflight.launch_ns);
-        }
         if (cs.inflight.state == format::InflightState::kQueued) {
           const format::InflightBlocker& b = cs.inflight.blocker;
           std::string name;
@@ -508,22 +500,10 @@ void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, in
       cs.comm_rank = c.comm_rank;
       cs.comm_size = c.comm_size;
       cs.parent_id = c.parent_id;
-      ps.hang = ps.hang || cs.hang;
       ps.comms.push_back(cs);
     }
     out->push_back(std::move(ps));
   }
-}
-
-void Aggregator::SetHangThresholds(
-    std::map<std::pair<std::string, uint64_t>, int64_t> thresholds) {
-  std::lock_guard<std::mutex> lock(mu_);
-  hang_thresholds_.swap(thresholds);
-}
-
-int64_t Aggregator::HangThresholdOf(const std::string& job, uint64_t comm_id) const {
-  auto it = hang_thresholds_.find({job, comm_id});
-  return it != hang_thresholds_.end() ? it->second : options_.hang_timeout_ns;
 }
 
 Snapshot Aggregator::TakeSnapshot(int64_t now_ns, bool with_series) const {
@@ -536,6 +516,7 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns, bool with_series) const {
   snap.memory_budget_bytes = options_.memory_budget_bytes;
   snap.history_shrinks = history_shrinks_;
   snap.start_ns = start_ns_;
+  snap.now_ns = now_ns;
   std::vector<int64_t> scratch;
   snap.processes.reserve(processes_.size());
   for (const auto& entry : processes_) {
@@ -566,11 +547,15 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns, bool with_series) const {
     ps.invalid = p.status.invalid;
     ps.lost = p.status.lost;
     ps.fill = p.status.fill;
-    ps.heartbeat_age_s = AgeSeconds(now_ns, p.status.heartbeat_ns);
-    ps.observed_age_s = AgeSeconds(now_ns, p.status.observed_ns);
+    ps.heartbeat_ns = p.status.heartbeat_ns;
+    // An exited process is frozen at its exit; in-flight ages run up to the last time its table
+    // was seen (a reader or poller that stalls makes no hang).
+    ps.observed_ns = p.connected ? now_ns : std::min(now_ns, p.exited_ns);
+    if (p.status.observed_ns > 0) ps.observed_ns = std::min(ps.observed_ns, p.status.observed_ns);
     ps.up = p.connected &&
             (options_.stale_heartbeat_ns <= 0 ||
-             ps.heartbeat_age_s * 1e9 < static_cast<double>(options_.stale_heartbeat_ns));
+             AgeSeconds(now_ns, p.status.heartbeat_ns) * 1e9 <
+                 static_cast<double>(options_.stale_heartbeat_ns));
     ps.history = p.history.size();
     SnapshotRanks(p, ps, now_ns, with_series, &scratch, &snap.processes);
   }

@@ -1,5 +1,5 @@
 // The daemon's model of every registered process: per-op-series counters and sliding windows,
-// per-communicator progress and hang state, transport health, and a bounded history of recent
+// per-communicator progress (launch and completion times, sequence numbers), transport health, and a bounded history of recent
 // OpRecords.
 //
 // Ranks. A process is one registration, but it may drive several devices (JAX one process per
@@ -52,7 +52,6 @@ struct AggregatorOptions {
   int window_buckets = 60;                          // expiry steps per window
   size_t window_samples = 4096;                     // raw samples kept per series for p99
   size_t history = 100000;                          // --history: OpRecords kept per process
-  int64_t hang_timeout_ns = int64_t{300} * 1000000000;  // --hang-timeout
   int64_t stale_heartbeat_ns = int64_t{60} * 1000000000;  // rank_up is 0 past this
   size_t max_series_per_process = 512;  // op series; records beyond are counted, not aggregated
   size_t max_comms_per_process = 64;    // communicators tracked per process
@@ -111,20 +110,18 @@ struct CommSnapshot {
   uint64_t comm_id = 0;  // 0: the row for ops without a communicator
   uint64_t last_issued_seq = 0;
   uint64_t last_completed_seq = 0;
-  double oldest_inflight_age_s = 0;  // 0 when nothing is in flight
-  // This rank waits in an op of the communicator past its hang threshold in force (a victim: the
-  // culprit is a member where it is false).
-  bool hang = false;
+  // Host time (CLOCK_REALTIME) of the oldest op in flight on it; 0 when nothing is in flight.
+  // Whether that is a hang is the live diagnosis's decision (daemon/diagnosis/diagnosis.h).
+  int64_t oldest_launch_ns = 0;
   int64_t last_completed_ns = 0;  // 0 when unknown
   // From the ring's in-flight detail (ring version 2): the device of the row (-1 unknown) and the
-  // oldest collective in flight, state kNone when there is none or the writer does not say. When
-  // one process drives several devices in one communicator, the row whose op is oldest.
+  // oldest collective in flight (its times absolute), state kNone when there is none or the
+  // writer does not say. When one process drives several devices in one communicator, the row
+  // whose op is oldest.
   int device = -1;
   format::InflightCollective inflight;
-  double inflight_age_s = 0;  // since that collective's host call; 0 when none
   // For a kQueued collective: what its stream is working on, a sentence
-  // (daemon/model/blocked_by.h);
-  // empty when unknown.
+  // (daemon/model/blocked_by.h); empty when unknown.
   std::string blocked_by;
   int comm_rank = -1;             // from the kComm record, -1 when none was seen
   int comm_size = 0;
@@ -149,22 +146,29 @@ struct ProcessSnapshot {
   int64_t exited_ns = 0;  // CLOCK_REALTIME at which the connection closed
   // The innermost frame of its crash report, "function (module)" (docs/crash.md); "" without one.
   std::string crash_frame;
-  bool hang = false;
   bool hidden = false;  // another live process has the same labels (see identity conflicts)
   format::OpLogRequest op_log = format::OpLogRequest::kNone;  // its XTIMER_LOG (docs/oplog.md)
   // The process's ring (the same on each of its ranks); unaggregated is the rank's own.
   uint64_t written = 0, dropped = 0, invalid = 0, lost = 0, unaggregated = 0;
   uint64_t untimed[format::kUntimedSlots] = {};
   double fill = 0;
-  double heartbeat_age_s = 0;
-  // How long ago the daemon last saw the process's state (its in-flight table, read after a
-  // drain of its ring, no later than the hook's heartbeat): in-flight ages are measured up to
-  // then, never across a stall of the daemon's reader or of the hook's poller.
-  double observed_age_s = 0;
+  int64_t heartbeat_ns = 0;  // the hook's last ring heartbeat (CLOCK_REALTIME), 0 when none
+  // Up to when the daemon knows the process's in-flight state: the snapshot's time, its exit,
+  // or the last time its in-flight table was read after a drain of its ring (no later than the
+  // hook's heartbeat), whichever is earliest. In-flight ages are measured up to then
+  // (InflightAgeSeconds), never across a stall of the daemon's reader or of the hook's poller.
+  int64_t observed_ns = 0;
   uint64_t history = 0;
   std::vector<SeriesSnapshot> series;
   std::vector<CommSnapshot> comms;
 };
+
+// Seconds from `then_ns` to `now_ns`; 0 when `then_ns` is unknown (<= 0) or not before `now_ns`.
+double AgeSeconds(int64_t now_ns, int64_t then_ns);
+// The age of `launch_ns` (an op of p in flight) at p.observed_ns: what every surface shows.
+inline double InflightAgeSeconds(const ProcessSnapshot& p, int64_t launch_ns) {
+  return AgeSeconds(p.observed_ns, launch_ns);
+}
 
 struct Snapshot {
   // Every rank of every process, processes in registration order (exited ones included), a
@@ -180,6 +184,7 @@ struct Snapshot {
   uint64_t history_shrinks = 0;           // history chunks dropped early for the budget
   uint64_t identity_conflicts = 0;
   int64_t start_ns = 0;
+  int64_t now_ns = 0;  // CLOCK_REALTIME at which it was taken (TakeSnapshot's now_ns)
 };
 
 // Who registered a process: its peer credentials (never the ring's word) and job token.
@@ -222,11 +227,6 @@ class Aggregator {
   // Memory freed on the aggregator's behalf by another part of the daemon (the live diagnosis
   // forgetting ranks that left): the next ExpireExited returns it to the system.
   void NoteFreed(size_t bytes);
-  // The hang threshold in force per (job, communicator): the live diagnosis's analysis
-  // (analysis::Report::thresholds), set after each pass. The waiting gauges and Status's `hang`
-  // compare in-flight ages with it, so they say what the verdict says; a communicator without one
-  // uses hang_timeout_ns.
-  void SetHangThresholds(std::map<std::pair<std::string, uint64_t>, int64_t> thresholds);
   // False once MarkExited was called (or the id is unknown).
   bool Connected(ProcessId id) const;
   // A registration refused before or at AddProcess: counted by `cause` and logged (rate-limited)
@@ -304,7 +304,7 @@ class Aggregator {
   // The rank of a communicator on `device`, adding one when this is the process's second device
   // (or a further one) with a communicator. Needs mu_.
   Rank* RankForComm(Process* p, int device);
-  // The snapshot entries of p's ranks (rank, series, communicators, hang). Needs mu_.
+  // The snapshot entries of p's ranks (rank, series, communicators). Needs mu_.
   // Without `with_series` the ranks' op series are left out (see TakeSnapshot).
   void SnapshotRanks(const Process& p, const ProcessSnapshot& base, int64_t now_ns,
                      bool with_series, std::vector<int64_t>* scratch,
@@ -340,9 +340,6 @@ class Aggregator {
   // Marks the ranks whose labels a rank of an earlier live process (or any live one, for an
   // exited process) already has; counts live conflicts in snap->identity_conflicts. Needs mu_.
   void MarkHidden(Snapshot* snap) const;
-  // The threshold in force for a communicator of `job` (its label, as snapshots carry it;
-  // SetHangThresholds). Needs mu_.
-  int64_t HangThresholdOf(const std::string& job, uint64_t comm_id) const;
   // Drops the oldest exited processes while there are too many or they hold too much memory.
   void EnforceExitedBounds();
   // Above the high-water mark: drops exited processes oldest first, then halves the longest
@@ -372,7 +369,6 @@ class Aggregator {
   const AggregatorOptions options_;
   const int64_t start_ns_;
   mutable std::mutex mu_;
-  std::map<std::pair<std::string, uint64_t>, int64_t> hang_thresholds_;  // guarded by mu_
   ProcessId next_id_ = 1;
   std::map<ProcessId, std::unique_ptr<Process>> processes_;
   uint64_t registrations_ = 0;

@@ -144,9 +144,9 @@ class Cluster:
         return [v for a in self.hang_checks(job, nodes) for v in a.get("verdicts", [])]
 
     def rule_culprits(self, job):
-        """{(kind, rank)} of the rules' xtimer:hang_culprit series of `job`."""
+        """{(kind, rank)} of the rules' xtimer:job_hang_culprit series of `job`."""
         return {(labels.get("kind"), labels.get("rank")) for labels, _ in
-                prometheus_query(self.prom_port, 'xtimer:hang_culprit{job="%s"}' % job)}
+                prometheus_query(self.prom_port, 'xtimer:job_hang_culprit{job="%s"}' % job)}
 
     # ---- offline
     def dump(self, job, path, nodes=None):

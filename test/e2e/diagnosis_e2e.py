@@ -23,7 +23,7 @@ mismatch_op mismatch_count exited stuck):
                   diff` of the healthy and this run: the first communication row is a
                   cross-node op, +75% (one communicator of 4 at 4x), no rank named.
   never_issued    rank 5 stops in host code before a collective: within 30 s the daemon metric
-                  xtimer_hang_culprit, HangCheck and the rules' xtimer:hang_culprit name rank 5
+                  xtimer_hang_culprit, HangCheck and the rules' xtimer:job_hang_culprit name rank 5
                   (never_issued); `xtimer analyze` of both nodes' automatic dumps says the same.
   mismatch_op     rank 2 calls AllGather where its 3 peers call AllReduce: the collective hangs
                   (as in real NCCL); mismatch "op", rank 2, live (metrics, HangCheck, rules) and
@@ -107,7 +107,7 @@ def check_no_verdict_live(cluster, job):
     if verdicts:
         fail("%s: HangCheck verdicts %s" % (job, verdicts))
     # Any series of the rules' verdicts at any time of the run, not only now.
-    for name in ("xtimer:hang_culprit", "xtimer:straggler", "ALERTS"):
+    for name in ("xtimer:job_hang_culprit", "xtimer:straggler", "ALERTS"):
         rules = prometheus_query(cluster.prom_port,
                                  'last_over_time(%s{job="%s"}[30m])' % (name, job))
         if rules:
@@ -362,7 +362,7 @@ def live_hang(cluster, job, flags, fault_line, kind, culprits, fault_node, misma
             def rules_ok():
                 got = {c for c in cluster.rule_culprits(job) if c[0] == kind}
                 return got == want and got
-            wait_for("%s: rules xtimer:hang_culprit %s" % (job, sorted(want)), rules_ok,
+            wait_for("%s: rules xtimer:job_hang_culprit %s" % (job, sorted(want)), rules_ok,
                      max(1, deadline_s - (time.monotonic() - t0)))
             times["rules"] = time.monotonic() - t0
         log("%s: %s naming %s: metric after %.1f s, HangCheck %.1f s, rules %s; evidence: %s" % (

@@ -12,7 +12,7 @@ checks:
     and no sample of any of them, at any poll, is NaN or Inf;
   - the rules' true bus bandwidth of each communicator agrees with the daemons'
     xtimer_bus_bandwidth_true_bytes_per_second (one formula: bus bytes / transfer time) within 5%;
-  - the rules name the culprit across nodes: xtimer:hang_culprit is rank 1, kind never_issued
+  - the rules name the culprit across nodes: xtimer:job_hang_culprit is rank 1, kind never_issued
     and nothing else, within 30 s of the hang, and the XtimerHangNeverIssued alert fires; the
     straggler verdict names rank 5 with cause compute;
   - every rule evaluates without error (Prometheus's /api/v1/rules health), and no sample of any
@@ -120,7 +120,7 @@ class Watch:
         self.port = prom_port
         self.queries = queries
         self.first_data = {}          # (title, refId) -> seconds since start
-        self.culprits = set()         # (kind, rank, comm) of xtimer:hang_culprit
+        self.culprits = set()         # (kind, rank, comm) of xtimer:job_hang_culprit
         self.first_culprit = None     # monotonic time of the first hang verdict
         self.alert_fired = None
         self.stragglers = set()       # (rank, cause, comm) of xtimer:straggler
@@ -144,7 +144,7 @@ class Watch:
                 log("data after %.0f s: %s (%s)" % (now - self.t0, title, ref))
         if running:
             self.poll_bandwidth()
-        for labels, v in prometheus_query(self.port, 'xtimer:hang_culprit{job="%s"}' % JOB):
+        for labels, v in prometheus_query(self.port, 'xtimer:job_hang_culprit{job="%s"}' % JOB):
             culprit = (labels.get("kind"), labels.get("rank"), labels.get("comm"))
             if culprit not in self.culprits:
                 log("after %.0f s: hang culprit %s (stalled %.0f s)" % (now - self.t0, culprit, v))
@@ -174,10 +174,10 @@ class Watch:
 
 def check_verdicts(watch, hang_at):
     if watch.first_culprit is None:
-        fail("the rules named no hang culprit (xtimer:hang_culprit stayed empty)")
+        fail("the rules named no hang culprit (xtimer:job_hang_culprit stayed empty)")
     kinds = {(kind, rank) for kind, rank, _ in watch.culprits}
     if kinds != {("never_issued", CULPRIT)}:
-        fail("xtimer:hang_culprit should name rank %s (never_issued) only, got %s" %
+        fail("xtimer:job_hang_culprit should name rank %s (never_issued) only, got %s" %
              (CULPRIT, sorted(watch.culprits)))
     latency = watch.first_culprit - hang_at
     log("hang verdict across nodes: rank %s never_issued on %s, %.1f s after the hang; alert "

@@ -13,7 +13,7 @@ the moment the fault is printed, once a second, the test reads every surface:
   status     Status: ranks whose process says `hang`
   hangcheck  HangCheck: the verdicts' (kind, culprit) and waiting ranks, and the ranks whose
              progress shows them waiting past their communicator's threshold
-  rules      the rules' xtimer:hang_culprit (Prometheus)
+  rules      the rules' xtimer:job_hang_culprit (Prometheus)
   dump       the automatic dump's hang summaries: their verdicts' (kind, culprit)
 
 and requires: before any surface shows the hang, none shows a culprit or a waiting rank; the
