@@ -24,10 +24,6 @@ namespace xtimer {
 namespace daemon {
 namespace {
 
-// The share of a process above the high-water mark is budget / (4 * max(live, this)): with up to
-// this many processes the last quarter of the budget covers every share.
-constexpr size_t kShareProcesses = 64;
-
 // The time a valid in-flight table is known to hold: when it was read, or the hook's last
 // heartbeat if older (its poller publishes the table, then beats, every cycle). A heartbeat in
 // the future (a clock step, a forged ring) is ignored.
@@ -39,25 +35,22 @@ int64_t ObservedNs(const ProcessStatus& s) {
 
 }  // namespace
 
-double AgeSeconds(int64_t now_ns, int64_t then_ns) {
-  if (then_ns <= 0 || then_ns >= now_ns) return 0;
-  return (static_cast<double>(now_ns) - static_cast<double>(then_ns)) * 1e-9;
-}
-
 Aggregator::Aggregator(const AggregatorOptions& options, int64_t start_ns)
-    : options_(options), start_ns_(start_ns) {
+    : options_(options),
+      start_ns_(start_ns),
+      budget_(options.memory_budget_bytes, options.max_process_bytes) {
   RegisterBuiltinKinds();
   tap_ops_.reserve(1024);  // a read's ops, more than one ring read holds: grown once if not
 }
 
 Aggregator::~Aggregator() = default;
 
-Aggregator::Process* Aggregator::Find(ProcessId id) const {
+ProcessState* Aggregator::Find(ProcessId id) const {
   auto it = processes_.find(id);
   return it == processes_.end() ? nullptr : it->second.get();
 }
 
-Aggregator::Rank* Aggregator::RankOfRow(const Process& p, const format::InflightRow& row) {
+RankState* Aggregator::RankOfRow(const ProcessState& p, const format::InflightRow& row) {
   if (row.device >= 0 || p.ranks.size() == 1) return RankOf(p, row.device);
   for (const auto& r : p.ranks) {  // a row without a device (ring version 1)
     if (r->comms.count(row.comm_id) != 0) return r.get();
@@ -65,7 +58,7 @@ Aggregator::Rank* Aggregator::RankOfRow(const Process& p, const format::Inflight
   return p.ranks.front().get();
 }
 
-Aggregator::Rank* Aggregator::RankForComm(Process* p, int device) {
+RankState* Aggregator::RankForComm(ProcessState* p, int device) {
   if (device < 0) return p->ranks.front().get();
   if (p->ranks.size() == 1) {
     if (p->comm_device < 0) p->comm_device = device;
@@ -78,11 +71,11 @@ Aggregator::Rank* Aggregator::RankForComm(Process* p, int device) {
   if (p->ranks.size() >= options_.max_ranks_per_process || !Reserve(*p, RankBytes(options_))) {
     return p->ranks.front().get();
   }
-  auto rank = std::make_unique<Rank>();
+  auto rank = std::make_unique<RankState>();
   rank->device = device;
   auto at = std::find_if(p->ranks.begin(), p->ranks.end(),
-                         [device](const std::unique_ptr<Rank>& r) { return r->device > device; });
-  Rank* added = p->ranks.insert(at, std::move(rank))->get();
+                         [device](const std::unique_ptr<RankState>& r) { return r->device > device; });
+  RankState* added = p->ranks.insert(at, std::move(rank))->get();
   Charge(p, static_cast<int64_t>(RankBytes(options_)));
   return added;
 }
@@ -126,7 +119,7 @@ std::vector<Claim> Aggregator::ClaimsLocked(ProcessId except) const {
   claims.reserve(processes_.size());
   for (const auto& entry : processes_) {
     if (entry.first == except) continue;
-    const Process& p = *entry.second;
+    const ProcessState& p = *entry.second;
     claims.push_back(ClaimOf(entry.first, p.uid, p.token, p.identity, p.connected));
   }
   return claims;
@@ -158,14 +151,14 @@ Aggregator::ProcessId Aggregator::AddProcess(const Registrant& who,
     Erase(it);
     if (evicted != nullptr) evicted->push_back(gone);
   }
-  auto p = std::make_unique<Process>(options_.history);
+  auto p = std::make_unique<ProcessState>(options_.history);
   p->pid = who.pid;
   p->uid = who.uid;
   p->token = who.token;
   p->identity = identity;
   p->status.identity = identity;
-  p->ranks.push_back(std::make_unique<Rank>());
-  Charge(p.get(), static_cast<int64_t>(sizeof(Process) + BaseBytes(options_)));
+  p->ranks.push_back(std::make_unique<RankState>());
+  Charge(p.get(), static_cast<int64_t>(sizeof(ProcessState) + BaseBytes(options_)));
   const ProcessId id = next_id_++;
   processes_.emplace(id, std::move(p));
   ++registrations_;
@@ -183,35 +176,22 @@ void Aggregator::RemoveProcess(ProcessId id) {
   MaybeTrimMalloc();
 }
 
-void Aggregator::Charge(Process* p, int64_t delta) {
-  p->bytes = static_cast<size_t>(static_cast<int64_t>(p->bytes) + delta);
-  total_bytes_ = static_cast<size_t>(static_cast<int64_t>(total_bytes_) + delta);
-  if (delta < 0) returner_.NoteFreed(static_cast<size_t>(-delta));
-}
+void Aggregator::Charge(ProcessState* p, int64_t delta) { budget_.Charge(&p->bytes, delta); }
 
-std::map<Aggregator::ProcessId, std::unique_ptr<Aggregator::Process>>::iterator Aggregator::Erase(
-    std::map<ProcessId, std::unique_ptr<Process>>::iterator it) {
-  Process* p = it->second.get();
+std::map<Aggregator::ProcessId, std::unique_ptr<ProcessState>>::iterator Aggregator::Erase(
+    std::map<ProcessId, std::unique_ptr<ProcessState>>::iterator it) {
+  ProcessState* p = it->second.get();
   if (p->connected) --live_;
   Charge(p, -static_cast<int64_t>(p->bytes));
   return processes_.erase(it);
 }
 
-void Aggregator::NoteFreed(size_t bytes) { returner_.NoteFreed(bytes); }
+void Aggregator::NoteFreed(size_t bytes) { budget_.NoteFreed(bytes); }
 
-void Aggregator::MaybeTrimMalloc() { returner_.MaybeReturn(MonotonicNs()); }
-bool Aggregator::MayGrow(const Process& p, size_t bytes) const {
-  if (p.bytes + bytes > options_.max_process_bytes) return false;
-  if (total_bytes_ + bytes > options_.memory_budget_bytes) return false;
-  if (total_bytes_ + bytes <= HighWater()) return true;
-  // The last quarter of the budget is kept for processes within their share, so processes that
-  // register after hostile ones filled the rest still get their series.
-  const size_t share = options_.memory_budget_bytes / (4 * std::max(kShareProcesses, live_));
-  return p.bytes + bytes <= share;
-}
+void Aggregator::MaybeTrimMalloc() { budget_.MaybeReturn(MonotonicNs()); }
 
-bool Aggregator::Reserve(const Process& p, size_t bytes) {
-  while (!MayGrow(p, bytes)) {
+bool Aggregator::Reserve(const ProcessState& p, size_t bytes) {
+  while (!budget_.MayGrow(p.bytes, bytes, live_)) {
     if (!DropOldestExited()) return false;
   }
   return true;
@@ -232,16 +212,14 @@ bool Aggregator::DropOldestExited() {
   return true;
 }
 
-size_t Aggregator::HighWater() const { return options_.memory_budget_bytes / 4 * 3; }
-
 void Aggregator::EnforceBudget() {
-  while (total_bytes_ > HighWater() && DropOldestExited()) {
+  while (budget_.AboveHighWater() && DropOldestExited()) {
   }
-  while (total_bytes_ > HighWater()) {
+  while (budget_.AboveHighWater()) {
     // Halve the longest history, dropping its oldest chunks; one chunk always stays.
-    Process* longest = nullptr;
+    ProcessState* longest = nullptr;
     for (auto& entry : processes_) {
-      Process* p = entry.second.get();
+      ProcessState* p = entry.second.get();
       if (p->history.chunks() > 1 &&
           (longest == nullptr || p->history.chunks() > longest->history.chunks())) {
         longest = p;
@@ -252,16 +230,12 @@ void Aggregator::EnforceBudget() {
   }
 }
 
-void Aggregator::ChargeHistory(Process* p, const OpHistory::Change& change) {
-  history_chunks_allocated_ += change.allocated;
-  history_shrinks_ += change.shrunk;
-  if (change.allocated > 0) {
-    Charge(p, static_cast<int64_t>(change.allocated * OpHistory::kChunkBytes));
-  }
-  if (change.freed > 0) Charge(p, -static_cast<int64_t>(change.freed * OpHistory::kChunkBytes));
+void Aggregator::ChargeHistory(ProcessState* p, const OpHistory::Change& change) {
+  const int64_t delta = budget_.NoteHistory(change);
+  if (delta != 0) Charge(p, delta);
 }
 
-void Aggregator::AppendHistory(Process* p, const format::OpRecord& r) {
+void Aggregator::AppendHistory(ProcessState* p, const format::OpRecord& r) {
   const OpHistory::Change change =
       p->history.Append(r, [this, p] { return Reserve(*p, OpHistory::kChunkBytes); });
   if (change.allocated != 0 || change.freed != 0 || change.shrunk != 0) ChargeHistory(p, change);
@@ -272,7 +246,7 @@ void Aggregator::MarkExited(ProcessId id, const ExitCause& cause, int64_t now_ns
     std::lock_guard<std::mutex> lock(mu_);
     auto it = processes_.find(id);
     if (it == processes_.end() || !it->second->connected) return;
-    Process* p = it->second.get();
+    ProcessState* p = it->second.get();
     if (options_.exited_grace_ns <= 0) {
       Erase(it);
     } else {
@@ -298,7 +272,7 @@ void Aggregator::EnforceExitedBounds() {
     size_t count = 0, bytes = 0;
     auto oldest = processes_.end();
     for (auto it = processes_.begin(); it != processes_.end(); ++it) {
-      const Process& p = *it->second;
+      const ProcessState& p = *it->second;
       if (p.connected) continue;
       ++count;
       bytes += p.bytes;
@@ -318,7 +292,7 @@ size_t Aggregator::ExpireExited(int64_t now_ns) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto it = processes_.begin(); it != processes_.end();) {
-      const Process& p = *it->second;
+      const ProcessState& p = *it->second;
       if (!p.connected && now_ns - p.exited_ns >= options_.exited_grace_ns) {
         it = Erase(it);
         ++removed;
@@ -333,7 +307,7 @@ size_t Aggregator::ExpireExited(int64_t now_ns) {
 
 bool Aggregator::Connected(ProcessId id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  Process* p = Find(id);
+  ProcessState* p = Find(id);
   return p != nullptr && p->connected;
 }
 
@@ -343,15 +317,15 @@ void Aggregator::RefuseRegistration(const std::string& cause, const std::string&
 
 size_t Aggregator::memory_bytes() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return total_bytes_;
+  return budget_.total();
 }
 
 uint64_t Aggregator::history_chunks_allocated() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return history_chunks_allocated_;
+  return budget_.history_chunks_allocated();
 }
 
-uint64_t Aggregator::memory_returns() const { return returner_.returns(); }
+uint64_t Aggregator::memory_returns() const { return budget_.returns(); }
 
 size_t Aggregator::process_count() const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -360,7 +334,7 @@ size_t Aggregator::process_count() const {
 
 bool Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {
   std::lock_guard<std::mutex> lock(mu_);
-  Process* p = Find(id);
+  ProcessState* p = Find(id);
   if (p == nullptr || !p->connected) return p != nullptr;
   format::Identity identity = status.identity;  // the job, host, pod, op log stay as registered
   identity.job = p->identity.job;
@@ -422,7 +396,7 @@ void Aggregator::MarkHidden(Snapshot* snap) const {
       ps.hidden = true;
       if (ps.exited) continue;
       ++snap->identity_conflicts;
-      const Process* p = Find(ps.id);
+      const ProcessState* p = Find(ps.id);
       if (p != nullptr && !p->conflict_logged) {
         p->conflict_logged = true;
         Logf("pid %d has the same job/host/pod/rank/local_rank as another live process "
@@ -433,12 +407,12 @@ void Aggregator::MarkHidden(Snapshot* snap) const {
   }
 }
 
-void Aggregator::SnapshotRanks(const Process& p, const ProcessSnapshot& base, int64_t now_ns,
+void Aggregator::SnapshotRanks(const ProcessState& p, const ProcessSnapshot& base, int64_t now_ns,
                                bool with_series, std::vector<int64_t>* scratch,
                                std::vector<ProcessSnapshot>* out) const {
   const int64_t at_ns = base.observed_ns;
   for (size_t i = 0; i < p.ranks.size(); ++i) {
-    const Rank& rank = *p.ranks[i];
+    const RankState& rank = *p.ranks[i];
     ProcessSnapshot ps = base;
     ps.first_rank = i == 0;
     ps.unaggregated = rank.unaggregated;
@@ -512,15 +486,15 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns, bool with_series) const {
   snap.registrations = registrations_;
   snap.registrations_refused = refusals_.counts();
   for (const auto& c : snap.registrations_refused) snap.registrations_rejected += c.second;
-  snap.memory_bytes = total_bytes_;
-  snap.memory_budget_bytes = options_.memory_budget_bytes;
-  snap.history_shrinks = history_shrinks_;
+  snap.memory_bytes = budget_.total();
+  snap.memory_budget_bytes = budget_.budget();
+  snap.history_shrinks = budget_.history_shrinks();
   snap.start_ns = start_ns_;
   snap.now_ns = now_ns;
   std::vector<int64_t> scratch;
   snap.processes.reserve(processes_.size());
   for (const auto& entry : processes_) {
-    const Process& p = *entry.second;
+    const ProcessState& p = *entry.second;
     ProcessSnapshot ps;
     ps.id = entry.first;
     ps.pid = p.pid;
@@ -580,7 +554,7 @@ std::vector<format::OpRecord> Aggregator::History(ProcessId id, uint64_t* end_se
                                                   int device) const {
   std::lock_guard<std::mutex> lock(mu_);
   std::vector<format::OpRecord> out;
-  Process* p = Find(id);
+  ProcessState* p = Find(id);
   if (end_seq != nullptr) *end_seq = p == nullptr ? 0 : p->ops_seen;
   if (p == nullptr) return out;
   const bool all = device == kAllDevices || p->ranks.size() == 1;
@@ -593,7 +567,7 @@ std::vector<format::OpRecord> Aggregator::History(ProcessId id, uint64_t* end_se
 
 std::string Aggregator::KernelName(ProcessId id, uint32_t name_id) const {
   std::lock_guard<std::mutex> lock(mu_);
-  Process* p = Find(id);
+  ProcessState* p = Find(id);
   if (p == nullptr) return "";
   const std::string* name = p->names.Find(name_id);
   return name == nullptr ? "" : *name;

@@ -37,8 +37,11 @@
 
 #include "daemon/base/memory_return.h"
 #include "daemon/base/refusal_log.h"
+#include "daemon/model/aggregator_options.h"
 #include "daemon/model/identity_claims.h"
+#include "daemon/model/memory_budget.h"
 #include "daemon/model/op_history.h"
+#include "daemon/model/snapshot.h"
 #include "daemon/model/window.h"
 #include "format/record.h"
 #include "format/record_kinds.h"
@@ -47,154 +50,12 @@
 namespace xtimer {
 namespace daemon {
 
-struct AggregatorOptions {
-  int64_t window_ns = int64_t{60} * 1000000000;  // --window
-  int window_buckets = 60;                          // expiry steps per window
-  size_t window_samples = 4096;                     // raw samples kept per series for p99
-  size_t history = 100000;                          // --history: OpRecords kept per process
-  int64_t stale_heartbeat_ns = int64_t{60} * 1000000000;  // rank_up is 0 past this
-  size_t max_series_per_process = 512;  // op series; records beyond are counted, not aggregated
-  size_t max_comms_per_process = 64;    // communicators tracked per process
-  size_t max_names_per_process = 4096;  // kernel names kept per process
-  size_t max_ranks_per_process = 64;    // device ranks of one process; ops of more go to its first
-  // Exited processes (connection closed) are kept this long, with rank_up 0 and their exit
-  // cause, so that short jobs and crashed ranks stay visible and dumpable. 0: dropped at once.
-  int64_t exited_grace_ns = int64_t{600} * 1000000000;  // --exited-grace
-  size_t max_exited = 64;                                // --exited-max: oldest dropped first
-  size_t max_exited_bytes = size_t{1} << 30;             // --exited-memory-mb, estimated
-  // Memory (estimated, see docs/daemon.md "Memory budget") that all processes' state may hold,
-  // exited ones included; nothing grows past it. Above 3/4 of it (the high-water mark) exited
-  // processes go oldest first, then the longest histories are halved (oldest records first),
-  // and only processes within their share, budget / (4 * max(64, live)), may still grow.
-  size_t memory_budget_bytes = size_t{512} << 20;  // --memory-budget-mb
-  size_t max_process_bytes = size_t{64} << 20;     // --process-memory-mb: one process at most
-};
 
-// Why a process is gone: its ring's exit marker, or kNone for a connection that ended without
-// one ("connection lost": SIGKILL, SIGTERM, _exit, an older hook).
-using ExitCause = format::ExitState;  // its name: format::ExitKindName(cause.kind)
-constexpr size_t kMaxCrashFrameBytes = 512;  // Aggregator::SetCrashFrame keeps at most this
 
-// What the transport reads from a process's ring header (and its own read counters).
-struct ProcessStatus {
-  format::Identity identity;
-  uint64_t written = 0;  // header write_pos
-  uint64_t dropped = 0;  // header dropped
-  uint64_t untimed[format::kUntimedSlots] = {};  // header untimed, by format::UntimedCause
-  uint64_t invalid = 0;  // records that failed validation (reader's running total)
-  uint64_t lost = 0;     // records skipped over impossible positions (reader's running total)
-  double fill = 0;       // backlog / capacity seen before the last drain, 0..1
-  int64_t heartbeat_ns = 0;
-  // CLOCK_REALTIME at which the daemon read this status (and had drained the ring just before):
-  // with heartbeat_ns, the time its in-flight table is known to hold (observed_ns).
-  int64_t read_ns = 0;
-  int64_t observed_ns = 0;  // set by the aggregator: min(read_ns, heartbeat_ns) of a valid table
-  bool inflight_valid = false;  // false: the writer kept the table busy; keep the previous one
-  std::vector<format::InflightRow> inflight;
-};
-
-// Plain values for exporters; label strings are already sanitised (printable ASCII).
-struct SeriesSnapshot {
-  uint8_t kind = 0;
-  uint16_t op = 0;
-  uint8_t dtype = 0;
-  uint8_t size_class = 0;
-  uint64_t count = 0;
-  double seconds = 0;
-  double bytes = 0;
-  double flop = 0;
-  WindowStats window;
-};
-
-struct CommSnapshot {
-  uint64_t comm_id = 0;  // 0: the row for ops without a communicator
-  uint64_t last_issued_seq = 0;
-  uint64_t last_completed_seq = 0;
-  // Host time (CLOCK_REALTIME) of the oldest op in flight on it; 0 when nothing is in flight.
-  // Whether that is a hang is the live diagnosis's decision (daemon/diagnosis/diagnosis.h).
-  int64_t oldest_launch_ns = 0;
-  int64_t last_completed_ns = 0;  // 0 when unknown
-  // From the ring's in-flight detail (ring version 2): the device of the row (-1 unknown) and the
-  // oldest collective in flight (its times absolute), state kNone when there is none or the
-  // writer does not say. When one process drives several devices in one communicator, the row
-  // whose op is oldest.
-  int device = -1;
-  format::InflightCollective inflight;
-  // For a kQueued collective: what its stream is working on, a sentence
-  // (daemon/model/blocked_by.h); empty when unknown.
-  std::string blocked_by;
-  int comm_rank = -1;             // from the kComm record, -1 when none was seen
-  int comm_size = 0;
-  uint64_t parent_id = 0;  // the communicator it was split or shrunk from, else 0
-};
-
-// One rank of a process: the whole process, or one device of a process that drives several.
-struct ProcessSnapshot {
-  uint64_t id = 0;  // the process (shared by its ranks)
-  int pid = 0;
-  uint32_t uid = 0;  // the registrant's uid (SO_PEERCRED): who owns the rank's data
-  std::string job, host, pod;
-  // A process with one rank: its identity (environment, or learned from NCCL). A device rank:
-  // its rank and size in its largest communicator (the process's identity when it has none),
-  // and local_rank = device.
-  int rank = -1, local_rank = -1, world_size = -1;
-  int device = -1;        // the rank's device when the process has several ranks, else -1
-  bool first_rank = true;  // the process's first (or only) rank: it carries the ring's values
-  bool up = true;
-  bool exited = false;  // the connection closed; kept for the exited grace period
-  ExitCause exit_cause;
-  int64_t exited_ns = 0;  // CLOCK_REALTIME at which the connection closed
-  // The innermost frame of its crash report, "function (module)" (docs/crash.md); "" without one.
-  std::string crash_frame;
-  bool hidden = false;  // another live process has the same labels (see identity conflicts)
-  format::OpLogRequest op_log = format::OpLogRequest::kNone;  // its XTIMER_LOG (docs/oplog.md)
-  // The process's ring (the same on each of its ranks); unaggregated is the rank's own.
-  uint64_t written = 0, dropped = 0, invalid = 0, lost = 0, unaggregated = 0;
-  uint64_t untimed[format::kUntimedSlots] = {};
-  double fill = 0;
-  int64_t heartbeat_ns = 0;  // the hook's last ring heartbeat (CLOCK_REALTIME), 0 when none
-  // Up to when the daemon knows the process's in-flight state: the snapshot's time, its exit,
-  // or the last time its in-flight table was read after a drain of its ring (no later than the
-  // hook's heartbeat), whichever is earliest. In-flight ages are measured up to then
-  // (InflightAgeSeconds), never across a stall of the daemon's reader or of the hook's poller.
-  int64_t observed_ns = 0;
-  uint64_t history = 0;
-  std::vector<SeriesSnapshot> series;
-  std::vector<CommSnapshot> comms;
-};
-
-// Seconds from `then_ns` to `now_ns`; 0 when `then_ns` is unknown (<= 0) or not before `now_ns`.
-double AgeSeconds(int64_t now_ns, int64_t then_ns);
-// The age of `launch_ns` (an op of p in flight) at p.observed_ns: what every surface shows.
-inline double InflightAgeSeconds(const ProcessSnapshot& p, int64_t launch_ns) {
-  return AgeSeconds(p.observed_ns, launch_ns);
-}
-
-struct Snapshot {
-  // Every rank of every process, processes in registration order (exited ones included), a
-  // process's ranks by device.
-  std::vector<ProcessSnapshot> processes;
-  uint64_t connected = 0;                  // processes whose connection is open
-  uint64_t exited = 0;                     // processes kept for the exited grace period
-  uint64_t registrations = 0;
-  uint64_t registrations_rejected = 0;    // the sum of registrations_refused
-  std::map<std::string, uint64_t> registrations_refused;  // by cause (see RingServer)
-  uint64_t memory_bytes = 0;              // estimated state of every process (the budget's unit)
-  uint64_t memory_budget_bytes = 0;
-  uint64_t history_shrinks = 0;           // history chunks dropped early for the budget
-  uint64_t identity_conflicts = 0;
-  int64_t start_ns = 0;
-  int64_t now_ns = 0;  // CLOCK_REALTIME at which it was taken (TakeSnapshot's now_ns)
-};
-
-// Who registered a process: its peer credentials (never the ring's word) and job token.
-struct Registrant {
-  int pid = 0;
-  uint32_t uid = 0;
-  std::string token;  // XTIMER_JOB_TOKEN, "" for none
-};
-
-struct Series;  // one op series of a rank (daemon/model/aggregator_state.h)
+// The per-process state (daemon/model/aggregator_state.h).
+struct Series;
+struct RankState;
+struct ProcessState;
 
 class Aggregator {
  public:
@@ -293,29 +154,25 @@ class Aggregator {
   uint64_t memory_returns() const;
 
  private:
-  struct Process;
-  struct Rank;
-  Process* Find(ProcessId id) const;
-  // The rank an op of `device` counts for: the one on that device, else the process's first.
-  static Rank* RankOf(const Process& p, int device);
+  ProcessState* Find(ProcessId id) const;
   // The rank an in-flight row counts for: its device's; for a row without one (ring version 1),
   // the first rank that holds its communicator, else the first.
-  static Rank* RankOfRow(const Process& p, const format::InflightRow& row);
+  static RankState* RankOfRow(const ProcessState& p, const format::InflightRow& row);
   // The rank of a communicator on `device`, adding one when this is the process's second device
   // (or a further one) with a communicator. Needs mu_.
-  Rank* RankForComm(Process* p, int device);
+  RankState* RankForComm(ProcessState* p, int device);
   // The snapshot entries of p's ranks (rank, series, communicators). Needs mu_.
   // Without `with_series` the ranks' op series are left out (see TakeSnapshot).
-  void SnapshotRanks(const Process& p, const ProcessSnapshot& base, int64_t now_ns,
+  void SnapshotRanks(const ProcessState& p, const ProcessSnapshot& base, int64_t now_ns,
                      bool with_series, std::vector<int64_t>* scratch,
                      std::vector<ProcessSnapshot>* out) const;
   // The identity claims of every process but `except`. Needs mu_.
   std::vector<Claim> ClaimsLocked(ProcessId except) const;
-  void IngestLocked(Process* p, ProcessId id, const format::RecordSlot* records, size_t n,
+  void IngestLocked(ProcessState* p, ProcessId id, const format::RecordSlot* records, size_t n,
                     int64_t now_ns);
   // One Ingest call's records of one process: what every kind's handler is given.
   struct IngestBatch {
-    Process* p;
+    ProcessState* p;
     ProcessId id;
     int64_t now_ns;
     int64_t epoch = -1;  // the windows' step at now_ns, computed by the batch's first op
@@ -334,9 +191,9 @@ class Aggregator {
   void IngestOp(IngestBatch& b, const format::OpRecord& r);
   // A new series of `key` (kind, op, dtype, size class) on `rank` for op `r`, when there is room;
   // nullptr when there is none (the op is counted as unaggregated). Needs mu_.
-  Series* AddSeries(Process* p, Rank* rank, const format::OpRecord& r, uint64_t key);
+  Series* AddSeries(ProcessState* p, RankState* rank, const format::OpRecord& r, uint64_t key);
   // A completed op of one of rank's communicators: its progress. Needs mu_.
-  void NoteCompleted(Rank* rank, const format::OpRecord& r, int64_t dur, int64_t now_ns);
+  void NoteCompleted(RankState* rank, const format::OpRecord& r, int64_t dur, int64_t now_ns);
   // Marks the ranks whose labels a rank of an earlier live process (or any live one, for an
   // exited process) already has; counts live conflicts in snap->identity_conflicts. Needs mu_.
   void MarkHidden(Snapshot* snap) const;
@@ -345,24 +202,21 @@ class Aggregator {
   // Above the high-water mark: drops exited processes oldest first, then halves the longest
   // histories (oldest records first). Needs mu_.
   void EnforceBudget();
-  // Whether `p` may grow by `bytes` (a new series, name, history chunk). Needs mu_.
-  bool MayGrow(const Process& p, size_t bytes) const;
   // MayGrow, dropping exited processes (oldest exit first) while that makes room. Needs mu_.
-  bool Reserve(const Process& p, size_t bytes);
+  bool Reserve(const ProcessState& p, size_t bytes);
   // Drops the exited process that exited first; false when there is none. Needs mu_.
   bool DropOldestExited();
-  // 3/4 of the memory budget.
-  size_t HighWater() const;
   // Adds `delta` (may be negative) to p's and the total estimate. Needs mu_.
-  void Charge(Process* p, int64_t delta);
+  void Charge(ProcessState* p, int64_t delta);
   // Removes a process, returning its memory. Needs mu_.
-  std::map<ProcessId, std::unique_ptr<Process>>::iterator Erase(
-      std::map<ProcessId, std::unique_ptr<Process>>::iterator it);
+  std::map<ProcessId, std::unique_ptr<ProcessState>>::iterator Erase(
+      std::map<ProcessId, std::unique_ptr<ProcessState>>::iterator it);
   // Appends one record to p's history, shrinking it oldest first rather than growing past the
   // budget (ingest calls it when OpHistory::TryAppend could not). Needs mu_.
-  void AppendHistory(Process* p, const format::OpRecord& r);
-  // Charges what p's history allocated and freed, and counts its shrinks. Needs mu_.
-  void ChargeHistory(Process* p, const OpHistory::Change& change);
+  void AppendHistory(ProcessState* p, const format::OpRecord& r);
+  // Charges what p's history allocated and freed, and counts its shrinks (MemoryBudget). Needs
+  // mu_.
+  void ChargeHistory(ProcessState* p, const OpHistory::Change& change);
   // Returns freed memory to the system (daemon/base/memory_return.h). Call without mu_.
   void MaybeTrimMalloc();
 
@@ -370,12 +224,9 @@ class Aggregator {
   const int64_t start_ns_;
   mutable std::mutex mu_;
   ProcessId next_id_ = 1;
-  std::map<ProcessId, std::unique_ptr<Process>> processes_;
+  std::map<ProcessId, std::unique_ptr<ProcessState>> processes_;
   uint64_t registrations_ = 0;
-  size_t total_bytes_ = 0;
-  MemoryReturner returner_;  // its own lock
-  uint64_t history_chunks_allocated_ = 0;  // history chunks ever allocated
-  uint64_t history_shrinks_ = 0;
+  MemoryBudget budget_;  // guarded by mu_ (its returner has its own lock)
   size_t live_ = 0;  // connected processes
   RefusalLog refusals_{"registration"};
   std::vector<std::pair<int, OpTap>> taps_;

@@ -16,12 +16,12 @@ using format::RecordType;
 
 void Aggregator::Ingest(ProcessId id, const format::RecordSlot* records, size_t n, int64_t now_ns) {
   std::unique_lock<std::mutex> lock(mu_);
-  Process* p = Find(id);
+  ProcessState* p = Find(id);
   if (p == nullptr || !p->connected) return;
   IngestLocked(p, id, records, n, now_ns);
   OpHistory::FinishStores();
-  if (total_bytes_ > HighWater()) EnforceBudget();
-  const bool trim = returner_.Pressing();
+  if (budget_.AboveHighWater()) EnforceBudget();
+  const bool trim = budget_.Pressing();
   lock.unlock();
   if (trim) MaybeTrimMalloc();
 }
@@ -39,7 +39,7 @@ void Aggregator::AddRecordKind(uint8_t type, format::RecordKind kind, RecordHand
   handlers_[type] = &Aggregator::IngestExtras;
 }
 
-void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot* records, size_t n,
+void Aggregator::IngestLocked(ProcessState* p, ProcessId id, const format::RecordSlot* records, size_t n,
                               int64_t now_ns) {
   IngestBatch batch{p, id, now_ns};
   tap_ops_.clear();
@@ -56,7 +56,7 @@ void Aggregator::IngestLocked(Process* p, ProcessId id, const format::RecordSlot
   tap_ops_.clear();
 }
 
-Series* Aggregator::AddSeries(Process* p, Rank* rank, const format::OpRecord& r, uint64_t key) {
+Series* Aggregator::AddSeries(ProcessState* p, RankState* rank, const format::OpRecord& r, uint64_t key) {
   if (p->series_count >= options_.max_series_per_process || !Reserve(*p, SeriesBytes(options_))) {
     return nullptr;
   }
@@ -73,8 +73,8 @@ void Aggregator::IngestOps(IngestBatch& b, const format::RecordSlot* slots, size
 }
 
 [[gnu::always_inline]] inline void Aggregator::IngestOp(IngestBatch& b, const format::OpRecord& r) {
-  Process* p = b.p;
-  Rank* rank = RankOf(*p, r.device);
+  ProcessState* p = b.p;
+  RankState* rank = RankOf(*p, r.device);
   const OpMeasures m = MeasuresOf(r);
   const uint64_t key =
       (uint64_t{r.kind} << 40) | (uint64_t{r.op} << 16) | (uint64_t{r.dtype} << 8) | m.size_class;
@@ -100,7 +100,7 @@ void Aggregator::IngestOps(IngestBatch& b, const format::RecordSlot* slots, size
   if (options_.history > 0 && !p->history.TryAppend(r)) AppendHistory(p, r);
 }
 
-inline void Aggregator::NoteCompleted(Rank* rank, const format::OpRecord& r, int64_t dur,
+inline void Aggregator::NoteCompleted(RankState* rank, const format::OpRecord& r, int64_t dur,
                                       int64_t now_ns) {
   CommState* c = FindOrAddComm(&rank->comms, r.comm_id, options_.max_comms_per_process);
   if (c == nullptr) return;
@@ -112,7 +112,7 @@ inline void Aggregator::NoteCompleted(Rank* rank, const format::OpRecord& r, int
 }
 
 void Aggregator::IngestNames(IngestBatch& b, const format::RecordSlot* slots, size_t n) {
-  Process* p = b.p;
+  ProcessState* p = b.p;
   for (size_t i = 0; i < n; ++i) {
     const int64_t delta = p->names.Add(slots[i].name, options_.max_names_per_process,
                                        [this, p](size_t bytes) { return Reserve(*p, bytes); });

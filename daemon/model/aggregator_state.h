@@ -1,6 +1,7 @@
 // The aggregator's per-process state (its op series, ranks and processes) and what each costs in
-// the memory budget: shared by aggregator.cc (registry, budget, snapshots) and
-// aggregator_ingest.cc (the record kinds' handlers). Internal to daemon/aggregator.
+// the memory budget (daemon/model/memory_budget.h): shared by aggregator.cc (registry,
+// snapshots) and aggregator_ingest.cc (the record kinds' handlers). Internal to the aggregator;
+// it depends on the options and snapshot types, never on the aggregator itself.
 #ifndef XTIMER_DAEMON_AGGREGATOR_STATE_H_
 #define XTIMER_DAEMON_AGGREGATOR_STATE_H_
 
@@ -10,11 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "daemon/model/aggregator.h"
+#include "daemon/model/aggregator_options.h"
 #include "daemon/model/comm_progress.h"
 #include "daemon/model/kernel_names.h"
 #include "daemon/model/keyed_table.h"
 #include "daemon/model/op_history.h"
+#include "daemon/model/snapshot.h"
 #include "daemon/model/window.h"
 
 namespace xtimer {
@@ -40,15 +42,15 @@ struct Series {
 };
 
 // A rank of a process: the whole process, or one of the devices it drives.
-struct Aggregator::Rank {
+struct RankState {
   int device = -1;  // -1 while the process has one rank
   KeyedTable<Series> series;  // keyed by kind, op, dtype and size class (IngestOp)
   CommTable comms;
   uint64_t unaggregated = 0;
 };
 
-struct Aggregator::Process {
-  explicit Process(size_t history_capacity) : history(history_capacity) {}
+struct ProcessState {
+  explicit ProcessState(size_t history_capacity) : history(history_capacity) {}
   int pid = 0;
   uint32_t uid = 0;   // SO_PEERCRED of its connection
   std::string token;  // its job token
@@ -56,7 +58,7 @@ struct Aggregator::Process {
   ProcessStatus status;  // inflight rows are moved into comms
   int64_t registered_ns = 0;
   // At least one; more once communicators live on several devices, by ascending device.
-  std::vector<std::unique_ptr<Rank>> ranks;
+  std::vector<std::unique_ptr<RankState>> ranks;
   int comm_device = -1;     // the device of the first communicator seen (one-rank process)
   size_t series_count = 0;  // over every rank (max_series_per_process)
   OpHistory history;        // the newest (at most options_.history) op records
@@ -79,7 +81,7 @@ inline size_t RankBytes(const AggregatorOptions& o) {
 // What a process costs before any series, name or history chunk: the struct, its first rank and
 // the name being assembled.
 inline size_t BaseBytes(const AggregatorOptions& o) {
-  return sizeof(Aggregator::ProcessId) + 1024 + RankBytes(o) + KernelNames::kMaxLength;
+  return sizeof(uint64_t) + 1024 + RankBytes(o) + KernelNames::kMaxLength;
 }
 
 inline size_t SeriesBytes(const AggregatorOptions& o) {
@@ -87,8 +89,9 @@ inline size_t SeriesBytes(const AggregatorOptions& o) {
          LatencyWindow::MaxBytes(o.window_buckets, o.window_samples);
 }
 
+// The rank an op of `device` counts for: the one on that device, else the process's first.
 // Inline: ingest calls it for every op record.
-inline Aggregator::Rank* Aggregator::RankOf(const Process& p, int device) {
+inline RankState* RankOf(const ProcessState& p, int device) {
   if (p.ranks.size() > 1) {
     for (const auto& r : p.ranks) {
       if (r->device == device) return r.get();
