@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -43,7 +44,64 @@ std::string ReadProcFile(const std::string& path, size_t max) {
   return out;
 }
 
+// The uids (or gids) of a "Uid:" or "Gid:" line of /proc/PID/status: real, effective, saved,
+// filesystem; false when the line is missing or malformed.
+bool StatusIds(const std::string& status, const char* field, uint32_t ids[4]) {
+  const size_t at = status.find(std::string("\n") + field);
+  if (at == std::string::npos) return false;
+  const char* p = status.c_str() + at + 1 + strlen(field);
+  for (int i = 0; i < 4; ++i) {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long v = strtoul(p, &end, 10);
+    if (end == p || errno != 0 || v > UINT32_MAX) return false;
+    ids[i] = static_cast<uint32_t>(v);
+    p = end;
+  }
+  return true;
+}
+
 }  // namespace
+
+bool MayReadProcess(const std::string& proc_root, int pid, uint32_t uid, std::string* why) {
+  if (uid == 0) return true;  // root reads every process
+  const std::string dir = proc_root + "/" + std::to_string(pid);
+  struct stat s;
+  if (stat(dir.c_str(), &s) != 0) {
+    *why = "not symbolized: " + dir + ": " + strerror(errno);
+    return false;
+  }
+  const std::string who = "uid " + std::to_string(uid) + ", which registered it";
+  // The kernel gives /proc/PID to the effective uid of a dumpable process and to root otherwise:
+  // a process that ran a setuid or setgid program, or an unreadable one, or made itself
+  // non-dumpable, is no longer the registrant's to read.
+  if (s.st_uid != uid) {
+    *why = "not symbolized: process " + std::to_string(pid) + " is no longer readable by " + who +
+           " (" + dir + " belongs to uid " + std::to_string(s.st_uid) +
+           ": it runs a setuid or setgid program, or is not dumpable); its memory is not that "
+           "user's to read (docs/security.md)";
+    return false;
+  }
+  uint32_t uids[4], gids[4];
+  const std::string status = ReadProcFile(dir + "/status", 16384);
+  if (!StatusIds(status, "Uid:", uids) || !StatusIds(status, "Gid:", gids)) {
+    *why = "not symbolized: " + dir + "/status has no Uid and Gid lines";
+    return false;
+  }
+  for (int i = 0; i < 4; ++i) {
+    if (uids[i] != uid || gids[i] != gids[0]) {
+      *why = "not symbolized: process " + std::to_string(pid) + " runs with uids " +
+             std::to_string(uids[0]) + "/" + std::to_string(uids[1]) + "/" +
+             std::to_string(uids[2]) + "/" + std::to_string(uids[3]) + " and gids " +
+             std::to_string(gids[0]) + "/" + std::to_string(gids[1]) + "/" +
+             std::to_string(gids[2]) + "/" + std::to_string(gids[3]) +
+             " (real/effective/saved/fs), not only those of " + who +
+             "; its memory is not that user's to read (docs/security.md)";
+      return false;
+    }
+  }
+  return true;
+}
 
 bool ReadStackAnswer(const StackAnswer& a, std::string* text, std::string* error) {
   struct stat s;
@@ -188,8 +246,8 @@ std::vector<StackFileInfo> StackCapturer::CaptureProcesses(
   return out;
 }
 
-std::string StackCapturer::Symbolize(int pid, StackAnswer answer, st::StacksFile* file,
-                                    std::string* error) {
+std::string StackCapturer::Symbolize(int pid, uint32_t uid, StackAnswer answer,
+                                    st::StacksFile* file, std::string* error) {
   file->pid = pid;
   file->process_state = ProcessState(proc_root_, pid);
   file->capture_time_ns = now_();
@@ -205,6 +263,10 @@ std::string StackCapturer::Symbolize(int pid, StackAnswer answer, st::StacksFile
     return "bad_reply";
   }
   if (raw.capture_time_ns > 0) file->capture_time_ns = raw.capture_time_ns;
+  // The daemon reads the process's module map and mapped files with its own rights: it answers
+  // only while the registrant could read them itself, checked before the map is read and again
+  // after the last file (a process that ran a setuid program in between is refused too).
+  if (!MayReadProcess(proc_root_, pid, uid, error)) return "denied";
   // The module map comes from the kernel, never from the process.
   const auto maps = st::ParseMaps(
       ReadProcFile(proc_root_ + "/" + std::to_string(pid) + "/maps", st::kMaxMapsBytes));
@@ -212,6 +274,11 @@ std::string StackCapturer::Symbolize(int pid, StackAnswer answer, st::StacksFile
   st::BuildThreads(raw, [&](const std::vector<uint64_t>& pcs) {
     return symbolizer_.Symbolize(pid, maps, pcs, &problems);
   }, file);
+  if (!MayReadProcess(proc_root_, pid, uid, error)) {
+    file->frames.clear();
+    file->threads.clear();
+    return "denied";
+  }
   if (!raw.python_error.empty()) *error = "python: " + raw.python_error;
   for (const std::string& why : problems) Logf("stacks of pid %d: %s", pid, why.c_str());
   return "written";
@@ -222,7 +289,8 @@ void StackCapturer::WriteAnswer(const std::vector<ProcessSnapshot>& ranks, const
                                 bool count, st::StacksFile* built) {
   st::StacksFile file;
   std::string error;
-  const std::string outcome = Symbolize(ranks.front().pid, std::move(answer), &file, &error);
+  const std::string outcome =
+      Symbolize(ranks.front().pid, ranks.front().uid, std::move(answer), &file, &error);
   file.error = error.substr(0, st::kMaxStringBytes);
   for (const ProcessSnapshot& r : ranks) {
     StackFileInfo info{"", r.job, r.host.empty() ? node_ : r.host, r.pid, r.rank, r.local_rank,
@@ -269,7 +337,7 @@ std::vector<prometheus::MetricFamily> StackCaptureCollector::Collect() const {
   static const FamilyInfo kFamily[] = {
       {"xtimer_stack_captures_total", prometheus::MetricType::Counter,
        "Ranks whose stacks the daemon asked for, by outcome: written, no_answer, bad_reply, "
-       "exited, refused (docs/stacks.md)."},
+       "exited, refused, denied (docs/stacks.md)."},
   };
   FamilyBuilder b(kFamily, 1);
   for (const auto& o : capturer_->Outcomes()) {

@@ -44,7 +44,8 @@ struct StackFileInfo {
   std::string path, job, host;
   int pid = 0, rank = -1, local_rank = -1, world_size = -1;
   int threads = 0;
-  std::string outcome;  // "written" or a failure: "no_answer", "bad_reply", "exited", ...
+  // "written" or a failure: "no_answer", "bad_reply", "exited", "denied" (MayReadProcess) ...
+  std::string outcome;
   std::string error;    // the file's error (why its stacks are missing), or why none was written
   std::string content;  // the file's text, when one was written
 };
@@ -79,8 +80,8 @@ class StackCapturer {
   void Count(const std::string& outcome);
   // The process's stacks from its answer into *file (threads, frames, time, state; not whose
   // they are): returns the outcome, and in *error why stacks are missing.
-  std::string Symbolize(int pid, StackAnswer answer, stacktrace::StacksFile* file,
-                        std::string* error);
+  std::string Symbolize(int pid, uint32_t uid, StackAnswer answer,
+                        stacktrace::StacksFile* file, std::string* error);
 
   Aggregator* aggregator_;
   AskFn ask_;
@@ -114,6 +115,13 @@ bool WriteFileUnderRoot(const std::string& root, const std::string& dir, const s
 
 // Removes `dir` (absolute, under `root`, never through a symlink) when it is empty.
 void RemoveDirIfEmpty(const std::string& root, const std::string& dir);
+
+// Whether `uid` (the registrant's) could read the memory of process `pid` itself now, as the
+// daemon symbolizes it (docs/security.md "Symbolization"): root always; another uid while
+// PROC/PID belongs to it (the kernel gives it to root when the process is not dumpable, as after
+// a setuid or setgid program) and the process's real, effective, saved and filesystem uids are
+// all `uid` and its gids all one. False with *why, the reason a refused file gives.
+bool MayReadProcess(const std::string& proc_root, int pid, uint32_t uid, std::string* why);
 
 // The state letter of /proc/PID/stat ("S", "R", "D"...), "" when unreadable.
 std::string ProcessState(const std::string& proc_root, int pid);
