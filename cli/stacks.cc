@@ -332,21 +332,50 @@ int ReadInputs(const Options& opt, std::unique_ptr<st::StackMerger>* merger, Inp
   return -1;
 }
 
-int Write(const Options& opt, const st::StackTree& tree, const st::SummaryInput& summary,
+// What the merge and the graphs left out at their limits (docs/stacks.md "Limits"), as problems.
+void AddCuts(const st::StackTree& tree, const st::OutputCut& folded, const st::OutputCut& svg,
+             std::vector<std::string>* problems) {
+  if (tree.cut_paths() > 0) {
+    problems->push_back("the merged stacks reached " + std::to_string(tree.max_nodes()) +
+                        " frames (the limit): " + std::to_string(tree.cut_paths()) +
+                        " thread stacks cut short there (\"[cut: ...]\")");
+  }
+  if (folded.left_out > 0) {
+    problems->push_back("stacks.folded reached " + std::to_string(st::kMaxFoldedBytes >> 20) +
+                        " MiB (the limit): " + std::to_string(folded.left_out) + " of " +
+                        std::to_string(folded.written + folded.left_out) + " lines left out");
+  }
+  if (svg.left_out > 0) {
+    problems->push_back("stacks.svg reached " + std::to_string(st::kMaxSvgBytes >> 20) +
+                        " MiB (the limit): " + std::to_string(svg.written) +
+                        " frames drawn, the rest left out");
+  }
+}
+
+// Writes the three outputs; *summary gets the problems of the limits (the exit status counts
+// them).
+int Write(const Options& opt, const st::StackTree& tree, st::SummaryInput* summary,
           const std::string& title) {
   if (mkdir(opt.output.c_str(), 0755) != 0 && errno != EEXIST) {
     std::fprintf(stderr, "xtimer stacks: cannot create %s: %s\n", opt.output.c_str(),
                  std::strerror(errno));
     return 1;
   }
-  std::string text = st::SummaryText(summary);
-  if (!WriteFile(opt.output + "/stacks.folded", st::FoldedStacks(tree)) ||
-      !WriteFile(opt.output + "/stacks.svg", st::FlameGraphSvg(tree, title)) ||
-      !WriteFile(opt.output + "/summary.txt", text)) {
+  st::OutputCut folded, svg;
+  if (!WriteFile(opt.output + "/stacks.folded",
+                 st::FoldedStacks(tree, st::kMaxFoldedBytes, &folded)) ||
+      !WriteFile(opt.output + "/stacks.svg",
+                 st::FlameGraphSvg(tree, title, st::kMaxSvgBytes, &svg))) {
     return 1;
   }
+  std::vector<std::string> cuts;
+  AddCuts(tree, folded, svg, &cuts);
+  for (const std::string& c : cuts) std::fprintf(stderr, "xtimer stacks: %s\n", c.c_str());
+  summary->problems.insert(summary->problems.end(), cuts.begin(), cuts.end());
+  std::string text = st::SummaryText(*summary);
+  if (!WriteFile(opt.output + "/summary.txt", text)) return 1;
   if (opt.json) {
-    std::fputs(st::SummaryJson(summary).c_str(), stdout);
+    std::fputs(st::SummaryJson(*summary).c_str(), stdout);
   } else if (!opt.quiet) {
     std::fputs(text.c_str(), stdout);
   }
@@ -484,8 +513,8 @@ int StacksMain(int argc, char** argv) {
   if (!process_names.empty()) {
     title += " and " + std::to_string(process_names.size()) + " processes without a rank";
   }
-  if ((rc = Write(opt, tree, summary, title)) >= 0) return rc;
-  return in.problems.empty() && summary.missing_ranks.empty() ? 0 : 3;
+  if ((rc = Write(opt, tree, &summary, title)) >= 0) return rc;
+  return summary.problems.empty() && summary.missing_ranks.empty() ? 0 : 3;
 }
 
 }  // namespace cli

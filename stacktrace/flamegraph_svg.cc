@@ -53,13 +53,17 @@ struct Layout {
   const StackTree& tree;
   double px_per_unit;
   int max_depth;
+  size_t max_bytes;  // for the frames: the document's limit less its head and tail
   std::string* out;
+  OutputCut cut;
+  bool full = false;
 
   void Draw(uint32_t id, double x_units) {
     const Node& n = tree.nodes()[id];
     int64_t w = tree.Width(id);
     double x = kPad + x_units * px_per_unit, width = w * px_per_unit;
-    if (width < 0.1) return;
+    if (width < 0.1 || full) return;
+    const size_t mark = out->size();
     double y = kTop + (max_depth - n.depth) * kRow;
     const Frame* f = id == 0 ? nullptr : &tree.frames()[n.frame];
     std::string label = f ? FrameLabel(*f) : "all";
@@ -80,6 +84,12 @@ struct Layout {
     size_t fit = width > 10 ? static_cast<size_t>((width - 6) / 7) : 0;
     std::string shown = label.size() <= fit ? label : fit > 2 ? label.substr(0, fit - 2) + ".." : "";
     *out += XmlEscape(shown) + "</text><desc>" + XmlEscape(label) + "</desc></g>\n";
+    if (out->size() > max_bytes) {  // this frame did not fit: it and the rest are left out
+      out->resize(mark);
+      full = true;
+      return;
+    }
+    ++cut.written;
     std::vector<uint32_t> kids = n.children;
     std::stable_sort(kids.begin(), kids.end(), [&](uint32_t a, uint32_t b) {
       return tree.Width(a) > tree.Width(b);
@@ -164,7 +174,8 @@ int MaxDepth(const StackTree& tree) {
 
 }  // namespace
 
-std::string FlameGraphSvg(const StackTree& tree, const std::string& title) {
+std::string FlameGraphSvg(const StackTree& tree, const std::string& title, size_t max_bytes,
+                          OutputCut* cut) {
   int depth = MaxDepth(tree);
   double height = kTop + (depth + 1) * kRow + 2 * kPad;
   int64_t total = std::max<int64_t>(tree.Width(0), 1);
@@ -185,8 +196,21 @@ std::string FlameGraphSvg(const StackTree& tree, const std::string& title) {
          "onclick=\"unzoom()\">Reset zoom</text>\n"
          "<text id=\"search\" class=\"ui\" x=\"1110\" y=\"40\" onclick=\"ask()\">Search</text>\n"
          "<text id=\"matched\" class=\"ui\" x=\"700\" y=\"40\"></text>\n";
-  Layout layout{tree, (kWidth - 2 * kPad) / static_cast<double>(total), depth, &out};
+  constexpr size_t kNote = 256;  // the note that the graph was cut
+  const size_t tail = sizeof(kScript) + kNote;
+  Layout layout{tree, (kWidth - 2 * kPad) / static_cast<double>(total), depth,
+                max_bytes > out.size() + tail ? max_bytes - tail : out.size(), &out, {}};
   layout.Draw(0, 0);
+  if (layout.full) {
+    layout.cut.left_out = tree.nodes().size() - layout.cut.written;
+    char note[kNote];
+    std::snprintf(note, sizeof note,
+                  "<text class=\"ui\" x=\"10\" y=\"20\" fill=\"#c00\">cut at %zu MiB (the "
+                  "limit): %zu frames drawn</text>\n",
+                  max_bytes >> 20, layout.cut.written);
+    out += note;
+  }
+  if (cut != nullptr) *cut = layout.cut;
   out += kScript;
   return out + "</svg>\n";
 }

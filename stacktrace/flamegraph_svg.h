@@ -13,8 +13,12 @@ namespace xtimer {
 namespace stacktrace {
 
 // The SVG document; `title` heads it (e.g. the job and the rank count). Nodes narrower than
-// 0.1 pixel at full width are left out (their parent's width still counts them).
-std::string FlameGraphSvg(const StackTree& tree, const std::string& title);
+// 0.1 pixel at full width are left out (their parent's width still counts them). At most
+// `max_bytes`: frames are drawn depth first, widest first, until the next one does not fit; the
+// graph then says it was cut, and *cut (when given) counts the frames drawn and the tree's
+// nodes left out.
+std::string FlameGraphSvg(const StackTree& tree, const std::string& title,
+                          size_t max_bytes = kMaxSvgBytes, OutputCut* cut = nullptr);
 
 }  // namespace stacktrace
 }  // namespace xtimer

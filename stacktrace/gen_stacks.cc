@@ -1,9 +1,14 @@
 // Writes synthetic per-rank .stacks files (docs/stacks.md) for the tests and the benchmark:
 //   gen_stacks OUT_DIR [--ranks N] [--nodes K] [--threads T] [--frames F] [--outlier R]
+//              [--largest 1]
 // Ranks are spread over K node folders OUT_DIR/node{i}/. Every rank's main thread waits in
 // ncclAllReduce under train_step (train.py:88); the outlier rank's main thread is in
 // load_batch (data.py:42) instead. Each stack has F frames (padding layers of Python and
 // interpreter frames); the other T-1 threads wait in pthread_cond_wait.
+// --largest 1: instead, each rank's file is as large as the file's limits allow (docs/stacks.md):
+// 4,096 threads of distinct names with 1,024 frames each, every frame's function and module 4,096
+// bytes, as many frames in the table as keep the file under 64 MiB; every thread's path is its
+// own, so the merge would need 4 M nodes for one file.
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -18,8 +23,39 @@ namespace st = xtimer::stacktrace;
 namespace {
 
 struct Options {
-  int ranks = 8, nodes = 2, threads = 2, frames = 8, outlier = 3;
+  int ranks = 8, nodes = 2, threads = 2, frames = 8, outlier = 3, largest = 0;
 };
+
+// The largest file the limits allow (--largest), with a frame table of `table` frames.
+void MakeLargest(int table, st::StacksFile* f) {
+  f->frames.clear();
+  f->threads.clear();
+  for (int i = 0; i < table; ++i) {
+    std::string fn = "f" + std::to_string(i) + "_";
+    fn.resize(st::kMaxStringBytes, 'x');
+    std::string mod = "/m" + std::to_string(i) + "/";
+    mod.resize(st::kMaxStringBytes, 'y');
+    f->frames.push_back(st::Frame{st::Frame::kNative, fn, mod, 0});
+  }
+  for (int t = 0; t < st::kMaxThreads; ++t) {
+    st::Thread thread{f->pid + t, "t" + std::to_string(t), {}, ""};
+    for (int k = 0; k < st::kMaxFramesPerThread; ++k) {
+      thread.frames.push_back(static_cast<uint32_t>((t * 7 + k * 13) % table));
+    }
+    f->threads.push_back(std::move(thread));
+  }
+}
+
+// MakeLargest's text with the largest table under kMaxFileBytes.
+std::string LargestText(st::StacksFile* f) {
+  std::string text;
+  for (int table = 5000; table > 1; table -= 100) {
+    MakeLargest(table, f);
+    text = st::WriteStacksJson(*f);
+    if (text.size() <= st::kMaxFileBytes) break;
+  }
+  return text;
+}
 
 // The frame table: 0..9 fixed frames, then padding pairs.
 void AddFrames(int depth, st::StacksFile* f) {
@@ -92,12 +128,13 @@ int main(int argc, char** argv) {
     if (Flag(argc, argv, &i, "--ranks", &o.ranks) || Flag(argc, argv, &i, "--nodes", &o.nodes) ||
         Flag(argc, argv, &i, "--threads", &o.threads) ||
         Flag(argc, argv, &i, "--frames", &o.frames) ||
-        Flag(argc, argv, &i, "--outlier", &o.outlier)) {
+        Flag(argc, argv, &i, "--outlier", &o.outlier) ||
+        Flag(argc, argv, &i, "--largest", &o.largest)) {
       continue;
     }
     if (argv[i][0] == '-' || dir != nullptr) {
       std::fprintf(stderr, "usage: gen_stacks OUT_DIR [--ranks N] [--nodes K] [--threads T] "
-                           "[--frames F] [--outlier R]\n");
+                           "[--frames F] [--outlier R] [--largest 1]\n");
       return 2;
     }
     dir = argv[i];
@@ -115,7 +152,7 @@ int main(int argc, char** argv) {
     mkdir(node.c_str(), 0755);
     std::string path = node + "/" + st::StacksFileName(rank, o.ranks);
     FILE* out = std::fopen(path.c_str(), "w");
-    std::string text = st::WriteStacksJson(f);
+    std::string text = o.largest ? LargestText(&f) : st::WriteStacksJson(f);
     if (out == nullptr || std::fwrite(text.data(), 1, text.size(), out) != text.size() ||
         std::fclose(out) != 0) {
       std::fprintf(stderr, "gen_stacks: cannot write %s\n", path.c_str());

@@ -16,7 +16,18 @@ std::string BaseName(const std::string& path) {
 
 }  // namespace
 
-StackTree::StackTree() { nodes_.emplace_back(); }
+namespace {
+
+constexpr size_t kIndexedChildren = 16;  // from this many children on, a node's are indexed
+constexpr uint32_t kNoNode = UINT32_MAX;
+
+uint64_t ChildKey(uint32_t parent, uint32_t frame) { return uint64_t{parent} << 32 | frame; }
+
+}  // namespace
+
+StackTree::StackTree(size_t max_nodes) : max_nodes_(std::max<size_t>(max_nodes, 2)) {
+  nodes_.emplace_back();
+}
 
 const Thread* StackTree::MainThread(const StacksFile& file) {
   for (const Thread& t : file.threads) {
@@ -71,17 +82,34 @@ uint32_t StackTree::Intern(const Frame& frame) {
   return static_cast<uint32_t>(frames_.size() - 1);
 }
 
-uint32_t StackTree::Child(uint32_t parent, uint32_t frame) {
-  for (uint32_t c : nodes_[parent].children) {
+uint32_t StackTree::FindChild(uint32_t parent, uint32_t frame) const {
+  const std::vector<uint32_t>& children = nodes_[parent].children;
+  if (children.size() >= kIndexedChildren) {
+    auto it = child_index_.find(ChildKey(parent, frame));
+    return it == child_index_.end() ? kNoNode : it->second;
+  }
+  for (uint32_t c : children) {
     if (nodes_[c].frame == frame) return c;
   }
+  return kNoNode;
+}
+
+uint32_t StackTree::Child(uint32_t parent, uint32_t frame) {
+  const uint32_t found = FindChild(parent, frame);
+  if (found != kNoNode) return found;
   Node n;
   n.frame = frame;
   n.parent = static_cast<int32_t>(parent);
   n.depth = nodes_[parent].depth + 1;
   nodes_.push_back(std::move(n));
   uint32_t id = static_cast<uint32_t>(nodes_.size() - 1);
-  nodes_[parent].children.push_back(id);
+  std::vector<uint32_t>& children = nodes_[parent].children;
+  children.push_back(id);
+  if (children.size() == kIndexedChildren) {
+    for (uint32_t c : children) child_index_.emplace(ChildKey(parent, nodes_[c].frame), c);
+  } else if (children.size() > kIndexedChildren) {
+    child_index_.emplace(ChildKey(parent, frame), id);
+  }
   return id;
 }
 
@@ -90,13 +118,26 @@ void StackTree::Visit(uint32_t node, int32_t rank) { nodes_[node].ranks.Append(r
 std::vector<uint32_t> StackTree::WalkPath(const std::string& thread,
                                           const std::vector<uint32_t>& frames,
                                           const std::string& error) {
-  std::vector<uint32_t> path{Child(0, Intern(Frame{Frame::kThread, thread, "", 0}))};
-  for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
-    path.push_back(Child(path.back(), *it));
+  std::vector<uint32_t> path;
+  uint32_t at = 0;
+  auto step = [&](uint32_t frame) {  // false: a new node is needed and the tree is full
+    const uint32_t c = FindChild(at, frame);
+    if (c == kNoNode && nodes_.size() >= max_nodes_) return false;
+    at = c == kNoNode ? Child(at, frame) : c;
+    path.push_back(at);
+    return true;
+  };
+  bool whole = step(Intern(Frame{Frame::kThread, thread, "", 0}));
+  for (auto it = frames.rbegin(); whole && it != frames.rend(); ++it) whole = step(*it);
+  if (whole && (frames.empty() || !error.empty())) {
+    whole = step(Intern(Frame{Frame::kError, error.empty() ? "no frames" : error, "", 0}));
   }
-  if (frames.empty() || !error.empty()) {
-    path.push_back(Child(path.back(),
-                         Intern(Frame{Frame::kError, error.empty() ? "no frames" : error, "", 0})));
+  if (!whole) {
+    ++cut_paths_;
+    path.push_back(Child(at, Intern(Frame{Frame::kError,
+                                          "cut: the merged stacks reached " +
+                                              std::to_string(max_nodes_) + " frames, the limit",
+                                          "", 0})));
   }
   return path;
 }
@@ -274,31 +315,50 @@ std::string FoldedLabel(const Frame& f) {
   return s;
 }
 
-void Fold(const StackTree& tree, uint32_t node, std::string* path, std::string* out) {
-  const Node& n = tree.nodes()[node];
-  size_t mark = path->size();
-  if (node != 0) {
-    if (n.depth > 1) *path += ';';
-    *path += FoldedLabel(tree.frames()[n.frame]);
+struct Folder {
+  const StackTree& tree;
+  size_t max_bytes;
+  OutputCut cut;
+  std::string path, out;
+  bool full = false;  // a line did not fit: no more are written
+
+  void Fold(uint32_t node) {
+    const Node& n = tree.nodes()[node];
+    const size_t mark = path.size();
+    if (node != 0) {
+      if (n.depth > 1) path += ';';
+      path += FoldedLabel(tree.frames()[n.frame]);
+    }
+    if (!n.self_ranks.empty()) {
+      const std::string tail = " [" + tree.Members(n.self_ranks) + "] " +
+                               std::to_string(n.self_ranks.size()) + "\n";
+      full = full || out.size() + path.size() + tail.size() > max_bytes;
+      if (!full) out.append(path).append(tail);
+      ++(full ? cut.left_out : cut.written);
+    }
+    std::vector<uint32_t> kids = n.children;
+    std::stable_sort(kids.begin(), kids.end(), [&](uint32_t a, uint32_t b) {
+      return tree.nodes()[a].ranks.size() > tree.nodes()[b].ranks.size();
+    });
+    for (uint32_t c : kids) {
+      if (!full) Fold(c);
+    }
+    path.resize(mark);
   }
-  if (!n.self_ranks.empty()) {
-    *out += *path + " [" + tree.Members(n.self_ranks) + "] " +
-            std::to_string(n.self_ranks.size()) + "\n";
-  }
-  std::vector<uint32_t> kids = n.children;
-  std::stable_sort(kids.begin(), kids.end(), [&](uint32_t a, uint32_t b) {
-    return tree.nodes()[a].ranks.size() > tree.nodes()[b].ranks.size();
-  });
-  for (uint32_t c : kids) Fold(tree, c, path, out);
-  path->resize(mark);
-}
+};
 
 }  // namespace
 
-std::string FoldedStacks(const StackTree& tree) {
-  std::string path, out;
-  Fold(tree, 0, &path, &out);
-  return out;
+std::string FoldedStacks(const StackTree& tree, size_t max_bytes, OutputCut* cut) {
+  Folder folder{tree, max_bytes, {}, {}, {}};
+  folder.Fold(0);
+  if (folder.full) {  // the lines never reached: every node where stacks end, less those seen
+    size_t ends = 0;
+    for (const Node& n : tree.nodes()) ends += n.self_ranks.empty() ? 0 : 1;
+    folder.cut.left_out = ends - folder.cut.written;
+  }
+  if (cut != nullptr) *cut = folder.cut;
+  return std::move(folder.out);
 }
 
 }  // namespace stacktrace

@@ -45,6 +45,22 @@ class RankSet {
 // them): such a process is printed by its name ("node-a:pid-4242"), never as a number.
 constexpr int32_t kFirstProcessMember = kMaxWorldSize;
 
+// Bounds of the merge and its outputs (docs/stacks.md "Limits"), so that `xtimer stacks` takes time
+// and memory in proportion to its input, whatever the input: a file within every limit of
+// stacks_file.h can still name 4 M frames (4,096 threads of 1,024) with 12 KiB of text each.
+// The tree holds at most kMaxTreeNodes nodes: a path that needs more ends where it reached, in
+// a leaf "[cut: ...]" (each such leaf is one node more, at most one per node).
+constexpr size_t kMaxTreeNodes = size_t{1} << 20;
+constexpr size_t kMaxFoldedBytes = size_t{64} << 20;   // OUT/stacks.folded
+constexpr size_t kMaxSvgBytes = size_t{64} << 20;      // OUT/stacks.svg
+constexpr size_t kMaxSummaryBytes = size_t{16} << 20;  // summary.txt, and --json's summary
+
+// What an output writer left out to stay under its byte limit: items are folded lines, or the
+// flame graph's frames, or the summary's groups.
+struct OutputCut {
+  size_t written = 0, left_out = 0;
+};
+
 struct Node {
   uint32_t frame = 0;               // index into StackTree::frames() (unused at the root)
   int32_t parent = -1;
@@ -66,7 +82,8 @@ class StackTree {
  public:
   friend class StackMerger;  // stack_merger.h: the same tree from files read on many threads
 
-  StackTree();
+  // max_nodes: kMaxTreeNodes (tests give less).
+  explicit StackTree(size_t max_nodes = kMaxTreeNodes);
 
   // Adds one rank's stacks. Ranks must come in ascending order, each once (a repeated or
   // smaller rank is ignored and false returned).
@@ -75,6 +92,9 @@ class StackTree {
   const std::vector<Node>& nodes() const { return nodes_; }  // nodes()[0] is the root
   const std::vector<Frame>& frames() const { return frames_; }
   const std::vector<int32_t>& ranks() const { return root_ranks_; }  // every rank, ascending
+  // Thread paths cut short at the node limit (each ends in a "[cut: ...]" leaf).
+  size_t cut_paths() const { return cut_paths_; }
+  size_t max_nodes() const { return max_nodes_; }
   // The width of a node in the flame graph: its rank count; the root's is the sum of its
   // children's (one rank counts once per thread name).
   int64_t Width(uint32_t node) const;
@@ -107,9 +127,14 @@ class StackTree {
     void Of(const StacksFile& file);
   };
   uint32_t Intern(const Frame& frame);
+  // The child of `parent` for `frame`, created when missing (beyond the node limit too).
   uint32_t Child(uint32_t parent, uint32_t frame);
+  // The same without creating it: UINT32_MAX when missing. A node with many children finds
+  // them through child_index_, never by a scan of all of them.
+  uint32_t FindChild(uint32_t parent, uint32_t frame) const;
   void Visit(uint32_t node, int32_t rank);
-  // The nodes of a thread's path (thread node first), created where missing.
+  // The nodes of a thread's path (thread node first), created where missing; at the node limit
+  // the path ends in a "[cut: ...]" leaf below the deepest node it reached.
   std::vector<uint32_t> WalkPath(const std::string& thread, const std::vector<uint32_t>& frames,
                                  const std::string& error);
   // Adds the rank to every node of the path; a path seen before is not walked again.
@@ -117,6 +142,9 @@ class StackTree {
                const std::string& error);
 
   std::vector<Node> nodes_;
+  size_t max_nodes_;
+  size_t cut_paths_ = 0;
+  std::unordered_map<uint64_t, uint32_t> child_index_;  // parent << 32 | frame -> child
   std::vector<int32_t> root_ranks_;  // the root's ranks (nodes_[0].ranks) as a list
   std::vector<Frame> frames_;
   std::unordered_map<std::string, uint32_t> frame_ids_;
@@ -158,7 +186,9 @@ std::string FrameLabel(const Frame& frame);
 // Folded stacks (flamegraph.pl, speedscope): one line per node where ranks' stacks end,
 // "thread NAME;outermost;...;innermost [ranks 0-2,4-7] COUNT", COUNT the number of those ranks.
 // Lines in depth-first order, children widest first. ';' in labels becomes ':'.
-std::string FoldedStacks(const StackTree& tree);
+// At most `max_bytes` (whole lines; *cut, when given, counts the lines written and left out).
+std::string FoldedStacks(const StackTree& tree, size_t max_bytes = kMaxFoldedBytes,
+                         OutputCut* cut = nullptr);
 
 }  // namespace stacktrace
 }  // namespace xtimer

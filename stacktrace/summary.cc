@@ -119,6 +119,22 @@ std::string TopFrames(const StackTree& tree, const RankGroup& group, int top) {
          (via.empty() ? "" : " via " + via);
 }
 
+namespace {
+
+// Lines appended while they fit in `max` bytes (less room for the closing line).
+struct Bounded {
+  std::string out;
+  size_t max;
+  size_t left_out = 0;
+  bool Add(const std::string& line) {
+    if (left_out > 0 || out.size() + line.size() + 256 > max) return ++left_out, false;
+    out += line;
+    return true;
+  }
+};
+
+}  // namespace
+
 std::string SummaryText(const SummaryInput& in) {
   std::vector<RankGroup> groups = in.tree->GroupRanks();
   const std::vector<int32_t>& members = in.tree->ranks();
@@ -131,20 +147,29 @@ std::string SummaryText(const SummaryInput& in) {
   }
   out += ", " + std::to_string(groups.size()) + (groups.size() == 1 ? " stack" : " stacks") +
          " (main thread of each " + (processes > 0 ? "process" : "rank") + ")\n";
-  for (size_t g = 0; g < groups.size(); ++g) {
-    out += in.tree->Members(groups[g].ranks) + " (" + std::to_string(groups[g].ranks.size()) +
-           ") in " + TopFrames(*in.tree, groups[g], in.top_frames);
+  Bounded text{std::move(out), in.max_bytes};
+  for (size_t g = 0; g < groups.size() && text.left_out == 0; ++g) {
+    std::string line = in.tree->Members(groups[g].ranks) + " (" +
+                       std::to_string(groups[g].ranks.size()) + ") in " +
+                       TopFrames(*in.tree, groups[g], in.top_frames);
     if (g > 0) {
       std::string note = Describe(in, groups[g].ranks);
-      out += "   [outlier" + (note.empty() ? "" : "; " + note) + "]";
+      line += "   [outlier" + (note.empty() ? "" : "; " + note) + "]";
     }
-    out += "\n";
+    if (!text.Add(line + "\n")) text.left_out = groups.size() - g;
   }
+  const size_t groups_left_out = text.left_out;
   if (!in.missing_ranks.empty()) {
-    out += "missing: " + RankCount(in.missing_ranks) + " have no readable stack file\n";
+    text.Add("missing: " + RankCount(in.missing_ranks) + " have no readable stack file\n");
   }
-  for (const std::string& p : in.problems) out += "skipped: " + p + "\n";
-  return out;
+  for (const std::string& p : in.problems) text.Add("skipped: " + p + "\n");
+  if (text.left_out > 0) {
+    text.out += "... " + std::to_string(groups_left_out) + " more stacks and " +
+                std::to_string(text.left_out - groups_left_out) +
+                " more lines left out: the summary's limit is " +
+                std::to_string(in.max_bytes >> 20) + " MiB\n";
+  }
+  return std::move(text.out);
 }
 
 namespace {
@@ -186,6 +211,7 @@ std::string GroupJson(const SummaryInput& in, const RankGroup& g, bool outlier) 
 }  // namespace
 
 std::string SummaryJson(const SummaryInput& in) {
+  const size_t max = in.max_bytes > 512 ? in.max_bytes - 512 : 0;  // room for the tail
   std::vector<RankGroup> groups = in.tree->GroupRanks();
   const size_t ranks = RanksOf(in.tree->ranks()).size();
   std::string out = "{\"format\": \"xtimer-stacks-summary\", \"version\": 1, \"ranks\": " +
@@ -193,14 +219,25 @@ std::string SummaryJson(const SummaryInput& in) {
                     std::to_string(in.tree->ranks().size() - ranks) +
                     ", \"world_size\": " + std::to_string(in.world_size) +
                     ", \"missing_ranks\": " + JsonRanks(in.missing_ranks) + ", \"problems\": [";
-  for (size_t i = 0; i < in.problems.size(); ++i) {
-    out += (i ? ", " : "") + JsonQuote(in.problems[i]);
+  size_t problems = 0;
+  for (; problems < in.problems.size(); ++problems) {
+    const std::string p = (problems ? ", " : "") + JsonQuote(in.problems[problems]);
+    if (out.size() + p.size() > max / 2) break;  // half for the groups
+    out += p;
   }
   out += "],\n \"groups\": [";
-  for (size_t g = 0; g < groups.size(); ++g) {
-    out += (g ? ",\n  " : "\n  ") + GroupJson(in, groups[g], g > 0);
+  size_t g = 0;
+  for (; g < groups.size(); ++g) {
+    const std::string group = (g ? ",\n  " : "\n  ") + GroupJson(in, groups[g], g > 0);
+    if (out.size() + group.size() > max) break;
+    out += group;
   }
-  return out + "]}\n";
+  out += "]";
+  if (problems < in.problems.size()) {
+    out += ", \"problems_left_out\": " + std::to_string(in.problems.size() - problems);
+  }
+  if (g < groups.size()) out += ", \"groups_left_out\": " + std::to_string(groups.size() - g);
+  return out + "}\n";
 }
 
 }  // namespace stacktrace

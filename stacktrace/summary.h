@@ -25,6 +25,9 @@ struct SummaryInput {
   int top_frames = 3;                    // frames named per group
   // Notes on an outlier group's ranks (e.g. their parallel groups); may be empty.
   std::function<std::string(const std::vector<int32_t>&)> describe;
+  // The text, and the JSON, hold at most this many bytes: groups (then problems) that do not fit
+  // are left out and counted ("... N more stacks left out", "groups_left_out").
+  size_t max_bytes = kMaxSummaryBytes;
 };
 
 // "ranks 0-2,4-7 (7)" / "rank 3 (1)".
