@@ -196,8 +196,9 @@ std::string FlameGraphSvg(const StackTree& tree, const std::string& title, size_
          "onclick=\"unzoom()\">Reset zoom</text>\n"
          "<text id=\"search\" class=\"ui\" x=\"1110\" y=\"40\" onclick=\"ask()\">Search</text>\n"
          "<text id=\"matched\" class=\"ui\" x=\"700\" y=\"40\"></text>\n";
-  constexpr size_t kNote = 256;  // the note that the graph was cut
-  const size_t tail = sizeof(kScript) + kNote;
+  constexpr size_t kNote = 256;  // room for the note that the graph was cut
+  constexpr char kEnd[] = "</svg>\n";
+  const size_t tail = (sizeof(kScript) - 1) + (sizeof(kEnd) - 1) + kNote;
   Layout layout{tree, (kWidth - 2 * kPad) / static_cast<double>(total), depth,
                 max_bytes > out.size() + tail ? max_bytes - tail : out.size(), &out, {}};
   layout.Draw(0, 0);
@@ -212,7 +213,7 @@ std::string FlameGraphSvg(const StackTree& tree, const std::string& title, size_
   }
   if (cut != nullptr) *cut = layout.cut;
   out += kScript;
-  return out + "</svg>\n";
+  return out + kEnd;
 }
 
 }  // namespace stacktrace
