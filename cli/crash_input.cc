@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <set>
@@ -130,9 +131,71 @@ std::vector<std::string> FindCrashReports(const std::vector<std::string>& dirs) 
   return out;
 }
 
+namespace {
+
+// The crash-* folder that holds `path` directly (the daemon's copy) or in its job folder; "".
+std::string CrashFolderOf(const std::string& path) {
+  for (std::string dir = Parent(path); dir != "/" && dir != "."; dir = Parent(dir)) {
+    if (Base(dir).compare(0, 6, "crash-") == 0) return dir;
+    if (dir != Parent(path)) break;  // at most one folder (the job's) in between
+  }
+  return "";
+}
+
+// Whether a user other than this one and root could have written `path`: the file or its folder
+// belongs to another user, or its folder is writable by group or others. "" when not, else why.
+std::string ForeignWritable(const std::string& path) {
+  const uid_t me = geteuid();
+  for (const std::string& p : {path, Parent(path)}) {
+    struct stat st;
+    if (lstat(p.c_str(), &st) != 0) return "";  // read errors are reported by the reader
+    if (st.st_uid != 0 && st.st_uid != me) {
+      return "uid " + std::to_string(st.st_uid) + " owns " + p;
+    }
+    if (S_ISDIR(st.st_mode) && (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      return p + " is writable by group or others";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> TrustedCrashReports(const std::vector<std::string>& found,
+                                             std::vector<std::string>* problems) {
+  // The daemon's own copies (crash-X/crash.json, mode 0600 in its folder) that this user can
+  // read stand for their whole crash folder.
+  std::set<std::string> daemon_folders;
+  for (const std::string& path : found) {
+    const std::string folder = CrashFolderOf(path);
+    if (!folder.empty() && Parent(path) == folder && access(path.c_str(), R_OK) == 0) {
+      daemon_folders.insert(folder);
+    }
+  }
+  std::vector<std::string> out;
+  for (const std::string& path : found) {
+    const std::string folder = CrashFolderOf(path);
+    const bool daemon_copy = !folder.empty() && Parent(path) == folder;
+    if (daemon_copy) {
+      if (daemon_folders.count(folder) != 0) out.push_back(path);
+      continue;  // unreadable to this user: its own job's copy stands in
+    }
+    if (daemon_folders.count(folder) != 0) continue;  // the daemon's copy is read instead
+    const std::string why = ForeignWritable(path);
+    if (!why.empty()) {
+      problems->push_back("crash report " + path + ": not used as evidence: " + why +
+                          " (another user could have written it; the daemon keeps its own copy "
+                          "in its crash folder)");
+      continue;
+    }
+    out.push_back(path);
+  }
+  return out;
+}
+
 void AddCrashFrames(const std::vector<std::string>& dirs, std::vector<analysis::RankInput>* ranks,
                     std::vector<std::string>* problems) {
-  std::vector<std::string> paths = FindCrashReports(dirs);
+  std::vector<std::string> paths = TrustedCrashReports(FindCrashReports(dirs), problems);
   if (paths.size() > kMaxCrashReportFiles) {
     problems->push_back(std::to_string(paths.size()) + " crash reports beside the dump: only " +
                         "the first " + std::to_string(kMaxCrashReportFiles) + " are read");

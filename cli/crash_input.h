@@ -33,6 +33,13 @@ bool ParseCrashJson(const std::string& text, CrashInfo* out, std::string* error)
 // is in (the parent of a hang-*/ or dump folder DIR/JOB, or of DIR), without duplicates.
 std::vector<std::string> FindCrashReports(const std::vector<std::string>& dirs);
 
+// Of the crash.json files `found`, those that are evidence (docs/security.md): in a crash folder
+// with the daemon's own copy (crash-X/crash.json) readable by this user, that copy alone;
+// otherwise a file that neither it nor its folder could be written by a user other than this one
+// and root. Each file left out for that is named in *problems.
+std::vector<std::string> TrustedCrashReports(const std::vector<std::string>& found,
+                                             std::vector<std::string>* problems);
+
 // Sets exit.crash_frame of every exited rank of `ranks` that a report of `dirs` names (same pid,
 // rank and host; a report with `"ranks": []` names the process of that pid whose rank is not
 // known, rank -1). Appends "crash report PATH: why" to *problems for files it cannot use.

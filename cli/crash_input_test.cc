@@ -103,6 +103,45 @@ TEST(AddCrashFrames, FindsReportsBesideTheDumpAndMatchesPidRankAndHost) {
   ASSERT_EQ(system(rm.c_str()), 0);
 }
 
+// Issue 36: a user wrote its own crash.json naming another job's pid, rank and host, and the
+// analysis took its frame. Evidence is the daemon's copy in its crash folder; a report another
+// user could have written is left out and said so.
+TEST(AddCrashFrames, ReadsTheDaemonsCopyAndLeavesOutWhatAnotherUserCouldWrite) {
+  char tmpl[] = "/tmp/crash_input_test.XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl;
+  for (const char* d : {"/hang-0x1-2", "/hang-0x1-2/train", "/crash-5-50", "/crash-5-50/train",
+                        "/crash-6-60", "/crash-6-60/train"}) {
+    ASSERT_EQ(mkdir((root + d).c_str(), 0755), 0) << d;
+  }
+  auto report = [](int pid, const std::string& frame) {
+    return R"J({"format": "xtimer-crash", "version": 1, "job": "train", "host": "node-a",
+               "pid": )J" + std::to_string(pid) + R"J(, "ranks": [3], "frame": ")J" + frame +
+           R"J("})J";
+  };
+  Write(root + "/crash-5-50/crash.json", report(50, "CrashHere (train)"));  // the daemon's copy
+  Write(root + "/crash-5-50/train/crash.json", report(50, "Forged (libevil.so)"));
+  Write(root + "/crash-6-60/train/crash.json", report(60, "ForgedByUid2601 (libevil.so)"));
+  ASSERT_EQ(chmod((root + "/crash-6-60/train").c_str(), 0777), 0);  // anyone could write there
+  std::vector<analysis::RankInput> ranks(2);
+  for (int i = 0; i < 2; ++i) {
+    ranks[i].rank = 3;
+    ranks[i].pid = i == 0 ? 50 : 60;
+    ranks[i].node = "node-a";
+    ranks[i].exit.exited = true;
+  }
+  std::vector<std::string> problems;
+  AddCrashFrames({root + "/hang-0x1-2/train/"}, &ranks, &problems);
+  EXPECT_EQ(ranks[0].exit.crash_frame, "CrashHere (train)");
+  EXPECT_EQ(ranks[1].exit.crash_frame, "");
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("crash-6-60/train/crash.json: not used as evidence"),
+            std::string::npos)
+      << problems[0];
+  std::string rm = "rm -rf " + root;
+  ASSERT_EQ(system(rm.c_str()), 0);
+}
+
 // The report of a process without a rank ("ranks": []) is read and names that process (rank -1,
 // same pid and host), never a rank of the same pid.
 TEST(AddCrashFrames, ReportWithoutRanksNamesTheProcessWithoutARank) {

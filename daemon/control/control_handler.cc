@@ -195,6 +195,17 @@ std::string ErrorJson(Code code, const std::string& message) {
          "}\n";
 }
 
+namespace {
+
+// The first component of `path` below `root` ("" for the root itself); `path` is inside it.
+std::string FirstComponentBelow(const std::string& root, const std::string& path) {
+  if (path.size() <= root.size() + 1) return "";
+  const std::string rel = path.substr(root.size() + (root == "/" ? 0 : 1));
+  return rel.substr(0, rel.find('/'));
+}
+
+}  // namespace
+
 bool ResolveDumpPath(const std::string& root, const std::string& path, std::string* resolved,
                      std::string* error) {
   if (path.empty()) {
@@ -247,6 +258,13 @@ bool ResolveDumpPath(const std::string& root, const std::string& path, std::stri
     if (!InsideRoot(root, out)) {
       *error = "dump_path: " + path + " resolves to " + out + ", outside the dump root " + root +
                " (xtimerd --dump-root / XTIMER_DUMP_ROOT)";
+      return false;
+    }
+    const std::string first = FirstComponentBelow(root, out);
+    if (first.rfind("crash-", 0) == 0 || first.rfind("hang-", 0) == 0 || first == "oplog") {
+      *error = "dump_path: " + path + " is in " + root + "/" + first +
+               ", a folder of the daemon's own (crash-*, hang-* and oplog hold its crash "
+               "reports, automatic hang dumps and op logs): choose another name";
       return false;
     }
     *resolved = out;

@@ -263,8 +263,14 @@ void CrashReporter::Handle(const Job& job) {
     }
   }
   const std::string json = CrashJson(r);
+  // Two copies: the job's user reads its own in the job's folder; analysis of the job trusts the
+  // daemon's, beside it in the crash folder, which no user can write (docs/security.md).
+  std::string daemon_error;
   const bool written = WriteFileUnderRoot(stacks_->root(), r.dir + "/" + JobDirName(r.job),
                                           "crash.json", json, p.uid, &error);
+  if (!WriteDaemonFile(stacks_->root(), r.dir, "crash.json", json, &daemon_error)) {
+    Logf("crash report of pid %d: the daemon's copy: %s", r.pid, daemon_error.c_str());
+  }
   if (!written) RemoveDirIfEmpty(stacks_->root(), r.dir);  // no empty crash folder stays
   const std::string who = r.ranks.empty() ? "without a rank" : "rank " + std::to_string(r.ranks[0]);
   const std::string where = written ? "report in " + r.dir : "no report written: " + error;

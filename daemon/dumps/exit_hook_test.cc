@@ -106,8 +106,10 @@ TEST_F(ExitHookTest, OneUsersStalledHooksNeitherPileUpNorDelayAnothers) {
     ExitHookRunner stall(hook + " stall", 5000);
     size_t accepted = 0;
     for (int i = 0; i < 12; ++i) accepted += stall.Submit(stalling, 100 + i, "{}\n") ? 1 : 0;
-    EXPECT_EQ(accepted, kExitHooksQueuedPerUid);
-    EXPECT_EQ(stall.Counts()["dropped"], 12 - kExitHooksQueuedPerUid);
+    // 8 wait; up to 2 of the first may already have left the queue to run.
+    EXPECT_GE(accepted, kExitHooksQueuedPerUid);
+    EXPECT_LE(accepted, kExitHooksQueuedPerUid + kExitHooksPerUid);
+    EXPECT_EQ(stall.Counts()["dropped"], 12 - accepted);
     ExitHookRunner fine(hook + " " + done, 5000);
     ASSERT_TRUE(fine.Submit(other, 200, "{}\n"));
     ASSERT_TRUE(WaitForFile(done));

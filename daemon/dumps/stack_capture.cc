@@ -116,24 +116,21 @@ bool ReadStackAnswer(const StackAnswer& a, std::string* text, std::string* error
   return true;
 }
 
-bool WriteFileUnderRoot(const std::string& root, const std::string& dir, const std::string& name,
-                        const std::string& text, uint32_t uid, std::string* error) {
-  const int dir_fd = OpenDirUnderRoot(root, dir, error);
-  if (dir_fd < 0) return false;
-  if (!GiveJobDirTo(dir_fd, dir, uid, error)) {
-    close(dir_fd);
-    return false;
-  }
-  // The folder is the user's: anything may have been planted at the temporary name (a FIFO
-  // would block the open, a symlink redirect it). O_EXCL creates a new regular file or fails at
-  // once, never following or opening what is there; O_NONBLOCK keeps even that open from
-  // waiting. A taken name is skipped for the next of a few.
+namespace {
+
+// Writes `text` as `name` in the folder `dir_fd` (`dir` for messages) through a temporary renamed
+// into place, the file created with `mode`. The folder may be a user's: anything may have been
+// planted at the temporary name (a FIFO would block the open, a symlink redirect it). O_EXCL
+// creates a new regular file or fails at once, never following or opening what is there;
+// O_NONBLOCK keeps even that open from waiting. A taken name is skipped for the next of a few.
+bool WriteInDir(int dir_fd, const std::string& dir, const std::string& name,
+                const std::string& text, mode_t mode, std::string* error) {
   std::string tmp;
   int fd = -1;
   for (int attempt = 0; attempt < 8 && fd < 0; ++attempt) {
     tmp = name + ".tmp." + std::to_string(getpid()) + (attempt ? "." + std::to_string(attempt) : "");
     fd = openat(dir_fd, tmp.c_str(),
-                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+                O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, mode);
     if (fd < 0 && errno != EEXIST) break;
   }
   bool ok = fd >= 0;
@@ -150,8 +147,28 @@ bool WriteFileUnderRoot(const std::string& root, const std::string& dir, const s
     *error = dir + "/" + name + ": " + strerror(errno);
     unlinkat(dir_fd, tmp.c_str(), 0);
   }
+  return ok;
+}
+
+}  // namespace
+
+bool WriteFileUnderRoot(const std::string& root, const std::string& dir, const std::string& name,
+                        const std::string& text, uint32_t uid, std::string* error) {
+  const int dir_fd = OpenDirUnderRoot(root, dir, error);
+  if (dir_fd < 0) return false;
+  const bool ok = GiveJobDirTo(dir_fd, dir, uid, error) &&
+                  WriteInDir(dir_fd, dir, name, text, 0644, error);
   close(dir_fd);
   if (!ok) RemoveDirIfEmpty(root, dir);  // a failed write leaves no empty folder behind
+  return ok;
+}
+
+bool WriteDaemonFile(const std::string& root, const std::string& dir, const std::string& name,
+                     const std::string& text, std::string* error) {
+  const int dir_fd = OpenDirUnderRoot(root, dir, error);
+  if (dir_fd < 0) return false;
+  const bool ok = WriteInDir(dir_fd, dir, name, text, 0600, error);
+  close(dir_fd);
   return ok;
 }
 

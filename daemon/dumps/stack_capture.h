@@ -113,6 +113,12 @@ bool ReadStackAnswer(const StackAnswer& a, std::string* text, std::string* error
 bool WriteFileUnderRoot(const std::string& root, const std::string& dir, const std::string& name,
                         const std::string& text, uint32_t uid, std::string* error);
 
+// Writes `text` as `name` in `dir` (absolute, under `root`), a folder of the daemon's that no
+// user may write, readable by the daemon's user only (mode 0600): evidence that analysis can
+// trust (docs/security.md). False with *error.
+bool WriteDaemonFile(const std::string& root, const std::string& dir, const std::string& name,
+                     const std::string& text, std::string* error);
+
 // Removes `dir` (absolute, under `root`, never through a symlink) when it is empty.
 void RemoveDirIfEmpty(const std::string& root, const std::string& dir);
 
