@@ -1,12 +1,13 @@
-// The private C ABI between the simulated CUDA runtime (libcudart.so.13) and the other simulated
-// libraries (libcublas.so.13, libcublasLt.so.13, libnccl.so.2).
+// The private C ABI between the simulated GPU (the engine, in the simulated driver libcuda.so.1)
+// and the other simulated libraries (libcublas.so.13, libcublasLt.so.13, libnccl.so.2).
 //
 // The real cuBLAS and NCCL drive the GPU through their own private paths, not through the public
 // runtime API, so a preloaded hook never sees their internal launches. The simulator keeps that
 // property: cuBLAS and NCCL put work on a stream through this table, never through cudaLaunchKernel.
 //
-// The runtime owns every device, stream and event. It exports one function, `xtsim_get_api`, in the
-// version node XTSIM_PRIVATE; the other libraries look it up at run time (see sim_api_client.h).
+// The engine owns every device, stream and event; the runtime (libcudart.so.13) and the driver API
+// are its front ends. libcuda.so.1 exports one function, `xtsim_get_api`; the other libraries look
+// it up at run time (see sim_api_client.h), so that they need no CUDA runtime, like the real ones.
 //
 // Time model. Every stream has a tail: the simulated time (CLOCK_MONOTONIC nanoseconds, the same
 // clock in every process of the machine) at which its last queued operation finishes. An operation

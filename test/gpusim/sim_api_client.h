@@ -6,7 +6,7 @@
 
 namespace xtsim {
 
-// The runtime's table. Exits with a clear message when the simulated libcudart.so.13 is not
+// The engine's table. Exits with a clear message when the simulated libcuda.so.1 is not
 // loaded (for example when only the simulated NCCL is on LD_LIBRARY_PATH).
 const XtsimApi& Runtime();
 

@@ -80,7 +80,17 @@ struct KernelRegistry {
   std::mutex mu;
   std::unordered_map<const void*, std::unique_ptr<KernelInfo>> by_host_fun;
   std::unordered_set<const void*> handles;
+  std::vector<std::unique_ptr<KernelInfo>> module_kernels;
 };
+
+std::unique_ptr<KernelInfo> NewKernel(const void* host_fun, const char* device_name) {
+  auto k = std::make_unique<KernelInfo>();
+  k->host_fun = host_fun;
+  k->mangled = device_name != nullptr ? device_name : "";
+  k->demangled = Demangle(k->mangled.c_str());
+  k->duration_ns = DurationFor(k->demangled);
+  return k;
+}
 
 KernelRegistry& Registry() {
   static KernelRegistry* r = new KernelRegistry();
@@ -94,14 +104,18 @@ const KernelInfo* RegisterKernel(const void* host_fun, const char* device_name) 
   std::lock_guard<std::mutex> lock(r.mu);
   auto& slot = r.by_host_fun[host_fun];
   if (slot == nullptr) {
-    slot = std::make_unique<KernelInfo>();
-    slot->host_fun = host_fun;
-    slot->mangled = device_name != nullptr ? device_name : "";
-    slot->demangled = Demangle(slot->mangled.c_str());
-    slot->duration_ns = DurationFor(slot->demangled);
+    slot = NewKernel(host_fun, device_name);
     r.handles.insert(slot.get());
   }
   return slot.get();
+}
+
+const KernelInfo* RegisterModuleKernel(const char* device_name) {
+  std::unique_ptr<KernelInfo> k = NewKernel(nullptr, device_name);
+  KernelRegistry& r = Registry();
+  std::lock_guard<std::mutex> lock(r.mu);
+  r.module_kernels.push_back(std::move(k));
+  return r.module_kernels.back().get();
 }
 
 const KernelInfo* FindKernel(const void* host_fun) {

@@ -17,6 +17,9 @@ struct KernelInfo {
 
 // Registers a kernel; returns the record (stable for the life of the process).
 const KernelInfo* RegisterKernel(const void* host_fun, const char* device_name);
+// Registers a kernel of a module loaded through the driver API (cuModuleLoadData): it has a device
+// name but no host stub. A new record per call (each module has its own functions).
+const KernelInfo* RegisterModuleKernel(const char* device_name);
 // The kernel whose host stub is `host_fun`, or nullptr.
 const KernelInfo* FindKernel(const void* host_fun);
 // Validates a cudaKernel_t handle (a KernelInfo*) handed out by __cudaGetKernel.
