@@ -7,6 +7,7 @@
 
 #include <cublasLt.h>
 #include <cublas_v2.h>
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -14,6 +15,7 @@
 #include <type_traits>
 
 #include "hook/describe.h"
+#include "hook/driver_hooks.h"
 #include "hook/nccl_handlers.h"
 #include "hook/real.h"
 #include "hook/recorder.h"
@@ -35,10 +37,12 @@ struct ResultOf<R(A...)> {
 inline bool IsOk(cudaError_t r) { return r == cudaSuccess; }
 inline bool IsOk(cublasStatus_t r) { return r == CUBLAS_STATUS_SUCCESS; }
 inline bool IsOk(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
+inline bool IsOk(CUresult r) { return r == CUDA_SUCCESS; }
 // What a shim returns when the real library does not define the function.
 inline cudaError_t Missing(cudaError_t*) { return cudaErrorNotSupported; }
 inline cublasStatus_t Missing(cublasStatus_t*) { return CUBLAS_STATUS_NOT_SUPPORTED; }
 inline ncclResult_t Missing(ncclResult_t*) { return ncclSystemError; }
+inline CUresult Missing(CUresult*) { return CUDA_ERROR_NOT_SUPPORTED; }
 
 // A call that is intercepted only to be passed on (listed for completeness of the lifecycle).
 template <typename F, typename... A>
@@ -67,21 +71,24 @@ inline Ret TimedCall(Call&& call, Describe&& describe) {
   return r;
 }
 
-// A kernel launch: timed unless XTIMER_KERNEL_FILTER leaves the kernel out (or is off). `key` is
-// the host function, or the cudaKernel_t handle of the nvcc launch path (`is_handle`); the
-// decision is cached per key, so a launch that is not timed costs one lock-free probe.
-template <typename Call>
-inline cudaError_t KernelCall(Call&& call, const void* key, bool is_handle, cudaStream_t stream) {
+// A kernel launch: timed unless XTIMER_KERNEL_FILTER leaves the kernel out (or is off). `key`
+// identifies the kernel (a runtime host function or cudaKernel_t, or a driver CUfunction);
+// `classify(uint32_t* name_id)` decides for a key not seen before (KernelTimed,
+// DriverKernelTimed). The decision is cached per key, so a launch that is not timed costs one
+// lock-free probe. t_in_hook is set around the real call either way: the runtime launches
+// through the driver, and that launch is this one.
+template <typename Call, typename Classify>
+inline auto KernelCall(Call&& call, const void* key, Classify&& classify, cudaStream_t stream) {
   if (!Enter()) return call();
+  HookScope scope;
   KernelTable& kernels = Kernels();
   if (!kernels.filter_enabled()) return call();
   bool known;
   uint32_t name_id = 0;
   bool timed = kernels.Cached(key, &known, &name_id);
   if (__builtin_expect(known && !timed, 1)) return call();
-  HookScope scope;
   int saved = errno;
-  if (!known) timed = KernelTimed(key, is_handle, &name_id);
+  if (!known) timed = classify(&name_id);
   OpDesc d;
   d.name_id = name_id;
   Timing t;
@@ -95,10 +102,10 @@ inline cudaError_t KernelCall(Call&& call, const void* key, bool is_handle, cuda
     if (Sampled(d) && CanTime(stream, &capturing)) began = BeginTimed(d, &t);
   }
   errno = saved;
-  cudaError_t r = call();
+  auto r = call();
   if (began) {
     saved = errno;
-    EndTimed(d, &t, r == cudaSuccess, 0);
+    EndTimed(d, &t, IsOk(r), 0);
     errno = saved;
   }
   return r;
@@ -179,8 +186,28 @@ inline ncclResult_t NcclOpCall(Call&& call, const void* comm, Describe&& describ
 
 #define XT_GEN_KERNEL(name, type_of, params, args, key, is_handle, stream)               \
   XT_SHIM_BEGIN(name, type_of, params)                                                    \
-  return ::xtimer::hook::KernelCall([&] { return real args; }, key, is_handle, stream);   \
+  return ::xtimer::hook::KernelCall(                                                      \
+      [&] { return real args; }, key,                                                     \
+      [&](uint32_t* id) { return ::xtimer::hook::KernelTimed(key, is_handle, id); }, stream); \
   }
+
+#define XT_GEN_DRIVER_KERNEL(name, base, per_thread, type_of, params, args, function, stream) \
+  XT_SHIM_BEGIN(name, type_of, params)                                                    \
+  return ::xtimer::hook::KernelCall(                                                      \
+      [&] { return real args; }, function,                                                \
+      [&](uint32_t* id) { return ::xtimer::hook::DriverKernelTimed(function, id); }, stream); \
+  }
+#define XT_GEN_DRIVER_TIMED(name, base, per_thread, ...) XT_GEN_TIMED(name, __VA_ARGS__)
+#define XT_GEN_DRIVER_CUSTOM(name, base, per_thread, ...) XT_GEN_CUSTOM(name, __VA_ARGS__)
+
+// One entry of a shims file's table (shim_table.h): the exported name, the shim, and its real
+// function.
+#define XT_SHIM_ENTRY(name, ...)                                                          \
+  {#name, nullptr, false, reinterpret_cast<void*>(xt_typed_##name),                    \
+   []() -> void* { return reinterpret_cast<void*>(xt_real_##name.get_optional()); }},
+#define XT_DRIVER_SHIM_ENTRY(name, base, per_thread, ...)                                 \
+  {#name, base, per_thread, reinterpret_cast<void*>(xt_typed_##name),                  \
+   []() -> void* { return reinterpret_cast<void*>(xt_real_##name.get_optional()); }},
 
 #define XT_GEN_SYNC(name, type_of, params, args, op, stream)                              \
   XT_SHIM_BEGIN(name, type_of, params)                                                    \

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,37 @@ bool StartsWith(const char* s, const char* prefix) {
 }
 
 }  // namespace
+}  // namespace hook
+}  // namespace xtimer
+
+// The real dlsym, read by dlsym_trampoline.S without a lock; written once (every writer stores
+// the same value).
+extern "C" {
+__attribute__((visibility("hidden"))) void* xtimer_real_dlsym = nullptr;
+
+__attribute__((visibility("hidden"))) void* xtimer_resolve_real_dlsym() {
+  void* p = __atomic_load_n(&xtimer_real_dlsym, __ATOMIC_ACQUIRE);
+  if (p != nullptr) return p;
+  int saved_errno = errno;
+  // glibc 2.34 moved dlsym into libc (GLIBC_2.34); older ones have only the first version.
+  for (const char* version : {"GLIBC_2.34", "GLIBC_2.17", "GLIBC_2.2.5"}) {
+    p = dlvsym(RTLD_NEXT, "dlsym", version);
+    if (p != nullptr) break;
+  }
+  dlerror();  // ours: leave no message for the application's next dlerror()
+  errno = saved_errno;
+  __atomic_store_n(&xtimer_real_dlsym, p, __ATOMIC_RELEASE);
+  return p;
+}
+}  // extern "C"
+
+namespace xtimer {
+namespace hook {
+
+void* RealDlsym(void* handle, const char* name) {
+  auto real = reinterpret_cast<void* (*)(void*, const char*)>(xtimer_resolve_real_dlsym());
+  return real != nullptr ? real(handle, name) : nullptr;
+}
 
 unsigned long long LoaderGeneration() {
   unsigned long long generation = 0;
@@ -103,7 +135,7 @@ bool IsLibraryFile(Library lib, const char* path) {
 
 void* ResolveReal(const char* symbol) {
   int saved_errno = errno;
-  void* p = dlsym(RTLD_NEXT, symbol);
+  void* p = RealDlsym(RTLD_NEXT, symbol);
   if (p == nullptr) {
     dlerror();  // ours: leave no message for the application's next dlerror()
     LibraryState& state = g_libraries[static_cast<int>(LibraryOf(symbol))];
@@ -116,7 +148,7 @@ void* ResolveReal(const char* symbol) {
       }
     }
     if (h != nullptr) {
-      p = dlsym(h, symbol);
+      p = RealDlsym(h, symbol);
       if (p == nullptr) dlerror();
     }
   }

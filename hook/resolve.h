@@ -47,6 +47,11 @@ unsigned long long LoaderGeneration();
 // The real `symbol`, or null when no loaded object defines it (yet).
 void* ResolveReal(const char* symbol);
 
+// The real dlsym (glibc's, or the next interposer's), never libxtimer.so's own (which may hand
+// out shims: dlsym_trampoline.S): every lookup of the hook's goes through it. RTLD_NEXT is then
+// relative to libxtimer.so.
+void* RealDlsym(void* handle, const char* name);
+
 }  // namespace hook
 }  // namespace xtimer
 

@@ -1,14 +1,22 @@
-// Shims for the NCCL entries of hooked_functions.inc. Nothing else belongs here.
+// Shims for the NCCL entries of hooked_functions.inc, and their table (shim_table.h).
+// Nothing else belongs here.
 #include "hook/interpose.h"
+#include "hook/shim_table.h"
 
 namespace format = ::xtimer::format;
-using ::xtimer::hook::Kernels;
 
-#define CUDART_TIMED XT_SKIP
-#define CUDART_KERNEL XT_SKIP
-#define CUDART_SYNC XT_SKIP
-#define CUDART_CUSTOM XT_SKIP
-#define CUBLAS_TIMED XT_SKIP
 #define NCCL_OP XT_GEN_NCCL_OP
 #define NCCL_CUSTOM XT_GEN_CUSTOM
 #include "hook/hooked_functions.inc"
+
+namespace {
+const ::xtimer::hook::ShimEntry kShims[] = {
+#define NCCL_OP XT_SHIM_ENTRY
+#define NCCL_CUSTOM XT_SHIM_ENTRY
+#include "hook/hooked_functions.inc"
+};
+}  // namespace
+
+::xtimer::hook::ShimTable xtimer::hook::NcclShims() {
+  return {kShims, sizeof(kShims) / sizeof(kShims[0])};
+}

@@ -1,0 +1,98 @@
+// Programs that reach CUDA the way Triton, XLA and CuPy do (hook/programs: the driver API, dlsym
+// on library handles, cuGetProcAddress, no CUDA runtime) run on the GPU simulator with
+// libxtimer.so preloaded: every kernel, copy, set, matmul and collective is recorded once, with
+// its name, and timed by the simulator's model (docs/gpusim.md).
+// Usage: driver_program_test GPUSIM_RUN LIBXTIMER_SO CUBIN TRITON_STYLE
+#include <unistd.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "format/record.h"
+#include "gtest/gtest.h"
+#include "hook/testing/fake_daemon.h"
+#include "hook/testing/preloaded_exec.h"
+#include "hook/testing/program_runner.h"
+
+namespace xtimer {
+namespace hook {
+namespace {
+
+using format::OpKind;
+using format::OpRecord;
+using testing::FakeDaemon;
+using testing::NameOf;
+using testing::OpsOfKind;
+
+testing::Runner g_runner;
+std::string g_cubin, g_triton_style;
+
+// Kernel durations in µs (XTIMER_SIM_KERNEL_TIMES); hold_stream keeps the stream ahead of the
+// host and is left out by the filter.
+constexpr int kAddUs = 30, kSumUs = 20;
+const std::vector<std::string> kEnv = {
+    "XTIMER_JOB=drivertest",
+    "XTIMER_HOST=testhost",
+    "XTIMER_KERNEL_FILTER=^triton_",
+    "XTIMER_SIM_KERNEL_TIMES=triton_poi=30;triton_red=20;hold_stream=300000",
+};
+
+// Kernel records by name: count, and the durations seen.
+std::map<std::string, std::vector<int64_t>> KernelsByName(const FakeDaemon::Ring& ring) {
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const OpRecord& r : OpsOfKind(ring, OpKind::kKernel)) {
+    out[NameOf(ring, r.name_id)].push_back(r.duration_ns);
+  }
+  return out;
+}
+
+TEST(DriverProgramTest, TritonStyleLaunchesAreRecordedOnceWithTheirNames) {
+  FakeDaemon::Ring ring;
+  std::string out;
+  ASSERT_TRUE(g_runner.RunHooked({g_triton_style, g_cubin, "5", "3"}, "triton", kEnv, &ring, &out));
+  EXPECT_NE(out.find("OK"), std::string::npos) << out;
+  auto kernels = KernelsByName(ring);
+  ASSERT_EQ(kernels.size(), 2u) << out;
+  // cuLaunchKernel linked directly, and cuLaunchKernelEx through dlsym on libcuda.so.1's handle.
+  ASSERT_EQ(kernels["triton_poi_fused_add_0"].size(), 5u);
+  ASSERT_EQ(kernels["triton_red_fused_sum_1"].size(), 3u);
+  for (int64_t ns : kernels["triton_poi_fused_add_0"]) EXPECT_NEAR(ns, kAddUs * 1000, 2);
+  for (int64_t ns : kernels["triton_red_fused_sum_1"]) EXPECT_NEAR(ns, kSumUs * 1000, 2);
+}
+
+TEST(DriverProgramTest, WithoutTheHookTheProgramRunsTheSame) {
+  std::string out_path = testing::TmpDir() + "/plain.out";
+  std::string out;
+  int rc = testing::ReapProgram(
+      testing::SpawnProgram({g_runner.gpusim_run, g_triton_style, g_cubin, "5", "3"}, kEnv,
+                            out_path),
+      out_path, &out);
+  EXPECT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("OK"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace hook
+}  // namespace xtimer
+
+int main(int argc, char** argv) {
+  const int exec_status = xtimer::hook::testing::ExecPreloadedIfAsked(argc, argv);
+  if (exec_status >= 0) return exec_status;
+  ::testing::InitGoogleTest(&argc, argv);
+  if (argc != 5) {
+    fprintf(stderr, "usage: driver_program_test GPUSIM_RUN LIBXTIMER_SO CUBIN TRITON_STYLE\n");
+    return 2;
+  }
+  auto abs = [](const char* p) { return xtimer::hook::testing::AbsolutePath(p); };
+  // gpusim-run must stay where it is (its libraries sit beside it); the others may resolve.
+  xtimer::hook::g_runner.gpusim_run = xtimer::hook::testing::AbsolutePath(argv[1], false);
+  xtimer::hook::g_runner.self = abs("/proc/self/exe");
+  xtimer::hook::g_runner.hook_lib = abs(argv[2]);
+  xtimer::hook::g_cubin = abs(argv[3]);
+  xtimer::hook::g_triton_style = abs(argv[4]);
+  int rc = RUN_ALL_TESTS();
+  rmdir(xtimer::hook::testing::TmpDir().c_str());  // empty by now
+  return rc;
+}
