@@ -2,9 +2,10 @@
 // on library handles, cuGetProcAddress, no CUDA runtime) run on the GPU simulator with
 // libxtimer.so preloaded: every kernel, copy, set, matmul and collective is recorded once, with
 // its name, and timed by the simulator's model (docs/gpusim.md).
-// Usage: driver_program_test GPUSIM_RUN LIBXTIMER_SO CUBIN TRITON_STYLE
+// Usage: driver_program_test GPUSIM_RUN LIBXTIMER_SO CUBIN TRITON_STYLE XLA_STYLE
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -27,7 +28,7 @@ using testing::NameOf;
 using testing::OpsOfKind;
 
 testing::Runner g_runner;
-std::string g_cubin, g_triton_style;
+std::string g_cubin, g_triton_style, g_xla_style;
 
 // Kernel durations in µs (XTIMER_SIM_KERNEL_TIMES); hold_stream keeps the stream ahead of the
 // host and is left out by the filter.
@@ -37,7 +38,14 @@ const std::vector<std::string> kEnv = {
     "XTIMER_HOST=testhost",
     "XTIMER_KERNEL_FILTER=^triton_",
     "XTIMER_SIM_KERNEL_TIMES=triton_poi=30;triton_red=20;hold_stream=300000",
+    "XTIMER_SIM_TFLOPS_FP32=50",
 };
+
+// The simulator's model (docs/gpusim.md): copies 2 µs + bytes / 25 GB/s (PCIe) or 2000 GB/s
+// (HBM, sets); an FP32 GEMM 2mnk / 50 TFLOPS.
+int64_t PcieCopyNs(double bytes) { return std::llround(2000 + bytes / 25); }
+int64_t HbmNs(double bytes) { return std::llround(2000 + bytes / 2000); }
+int64_t GemmNs(double m, double n, double k) { return std::llround(2 * m * n * k / 50e3); }
 
 // Kernel records by name: count, and the durations seen.
 std::map<std::string, std::vector<int64_t>> KernelsByName(const FakeDaemon::Ring& ring) {
@@ -62,6 +70,43 @@ TEST(DriverProgramTest, TritonStyleLaunchesAreRecordedOnceWithTheirNames) {
   for (int64_t ns : kernels["triton_red_fused_sum_1"]) EXPECT_NEAR(ns, kSumUs * 1000, 2);
 }
 
+TEST(DriverProgramTest, XlaStyleStubsAndGetProcAddressAreRecordedOnce) {
+  FakeDaemon::Ring ring;
+  std::string out;
+  ASSERT_TRUE(g_runner.RunHooked({g_xla_style, g_cubin, "2", "3", "4"}, "xla", kEnv, &ring, &out));
+  EXPECT_NE(out.find("OK"), std::string::npos) << out;
+  const double n = 256, bytes = n * n * 4;
+  // cuBLAS and NCCL through dlsym on their handles.
+  auto gemms = OpsOfKind(ring, OpKind::kMatmul);
+  ASSERT_EQ(gemms.size(), 2u) << out;
+  for (const OpRecord& g : gemms) {
+    EXPECT_EQ(g.m, 256);
+    EXPECT_EQ(g.n, 256);
+    EXPECT_EQ(g.k, 256);
+    EXPECT_NEAR(g.duration_ns, GemmNs(n, n, n), 2);
+  }
+  auto collectives = OpsOfKind(ring, OpKind::kCollective);
+  ASSERT_EQ(collectives.size(), 3u) << out;
+  for (const OpRecord& c : collectives) {
+    EXPECT_EQ(c.op, static_cast<uint16_t>(format::Operation::kAllReduce));
+    EXPECT_EQ(c.bytes, bytes);
+  }
+  // The driver: a copy and a set through dlsym, launches through cuGetProcAddress's pointer.
+  auto copies = OpsOfKind(ring, OpKind::kMemcpy);
+  ASSERT_EQ(copies.size(), 1u) << out;
+  EXPECT_EQ(copies[0].op, static_cast<uint16_t>(format::Operation::kMemcpyHtoD));
+  EXPECT_EQ(copies[0].bytes, bytes);
+  EXPECT_NEAR(copies[0].duration_ns, PcieCopyNs(bytes), 2);
+  auto sets = OpsOfKind(ring, OpKind::kMemset);
+  ASSERT_EQ(sets.size(), 1u) << out;
+  EXPECT_EQ(sets[0].bytes, bytes);
+  EXPECT_NEAR(sets[0].duration_ns, HbmNs(bytes), 2);
+  auto kernels = KernelsByName(ring);
+  ASSERT_EQ(kernels.size(), 1u) << out;
+  ASSERT_EQ(kernels["triton_poi_fused_add_0"].size(), 4u);
+  for (int64_t ns : kernels["triton_poi_fused_add_0"]) EXPECT_NEAR(ns, kAddUs * 1000, 2);
+}
+
 TEST(DriverProgramTest, WithoutTheHookTheProgramRunsTheSame) {
   std::string out_path = testing::TmpDir() + "/plain.out";
   std::string out;
@@ -81,8 +126,9 @@ int main(int argc, char** argv) {
   const int exec_status = xtimer::hook::testing::ExecPreloadedIfAsked(argc, argv);
   if (exec_status >= 0) return exec_status;
   ::testing::InitGoogleTest(&argc, argv);
-  if (argc != 5) {
-    fprintf(stderr, "usage: driver_program_test GPUSIM_RUN LIBXTIMER_SO CUBIN TRITON_STYLE\n");
+  if (argc != 6) {
+    fprintf(stderr,
+            "usage: driver_program_test GPUSIM_RUN LIBXTIMER_SO CUBIN TRITON_STYLE XLA_STYLE\n");
     return 2;
   }
   auto abs = [](const char* p) { return xtimer::hook::testing::AbsolutePath(p); };
@@ -92,6 +138,7 @@ int main(int argc, char** argv) {
   xtimer::hook::g_runner.hook_lib = abs(argv[2]);
   xtimer::hook::g_cubin = abs(argv[3]);
   xtimer::hook::g_triton_style = abs(argv[4]);
+  xtimer::hook::g_xla_style = abs(argv[5]);
   int rc = RUN_ALL_TESTS();
   rmdir(xtimer::hook::testing::TmpDir().c_str());  // empty by now
   return rc;
