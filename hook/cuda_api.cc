@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include "hook/driver_runtime.h"
 #include "hook/log.h"
 #include "hook/resolve.h"
 
@@ -44,23 +45,21 @@ bool ResolveCudart() {
   if (g_cudart_ready.load(std::memory_order_acquire)) return true;
   unsigned long long generation = LoaderGeneration();
   if (g_cudart_missed_generation.load(std::memory_order_relaxed) == generation) return false;
-  // Resolved into locals first (loader calls, no lock held), published together.
-#define XT_FIND(field, fn) decltype(&::fn) field = nullptr;
-  XT_CUDART_CORE(XT_FIND)
-#undef XT_FIND
+  // Resolved into a local table first (loader calls, no lock held), published together: the
+  // runtime's, else adapters over the driver when no runtime is loaded.
+  CudartCore core;
   bool ok = true;
-#define XT_FIND(field, fn) ok = ok && Find(#fn, &field);
+#define XT_FIND(field, fn) ok = ok && Find(#fn, &core.field);
   XT_CUDART_CORE(XT_FIND)
 #undef XT_FIND
+  if (!ok) ok = FillFromDriver(&core);
   if (!ok) {
     g_cudart_missed_generation.store(generation, std::memory_order_relaxed);
     return false;
   }
   std::lock_guard<std::mutex> lock(g_publish_mu);
   if (!g_cudart_ready.load(std::memory_order_relaxed)) {
-#define XT_PUBLISH(field, fn) g_api.field = field;
-    XT_CUDART_CORE(XT_PUBLISH)
-#undef XT_PUBLISH
+    static_cast<CudartCore&>(g_api) = core;
     g_cudart_ready.store(true, std::memory_order_release);
   }
   return true;

@@ -17,8 +17,10 @@
 namespace xtimer {
 namespace hook {
 
-struct CudaApi {
-  // The runtime: every one of these is set once CudartReady() has returned true.
+// The runtime functions the hook needs for its own work: every one of these is set once
+// CudartReady() has returned true. In a process without a CUDA runtime (CuPy links it
+// statically), they are adapters over the driver (driver_runtime.h).
+struct CudartCore {
 #define XT_CUDART_CORE(X)                                                            \
   X(peek_at_last_error, cudaPeekAtLastError) X(get_last_error, cudaGetLastError)     \
   X(stream_is_capturing, cudaStreamIsCapturing) X(get_device, cudaGetDevice)         \
@@ -31,6 +33,9 @@ struct CudaApi {
 #define XT_CUDART_FIELD(field, fn) decltype(&::fn) field = nullptr;
   XT_CUDART_CORE(XT_CUDART_FIELD)
 #undef XT_CUDART_FIELD
+};
+
+struct CudaApi : CudartCore {
   // Resolved at first use; null when absent (older runtimes lack cudaFuncGetName, and cuBLAS,
   // cuBLASLt and NCCL may not be loaded yet).
   Real<decltype(&::cudaFuncGetName)> func_get_name{"cudaFuncGetName"};

@@ -2,7 +2,7 @@
 // on library handles, cuGetProcAddress, no CUDA runtime) run on the GPU simulator with
 // libxtimer.so preloaded: every kernel, copy, set, matmul and collective is recorded once, with
 // its name, and timed by the simulator's model (docs/gpusim.md).
-// Usage: driver_program_test GPUSIM_RUN LIBXTIMER_SO CUBIN TRITON_STYLE XLA_STYLE
+// Usage: driver_program_test GPUSIM_RUN LIBXTIMER_SO CUBIN TRITON_STYLE XLA_STYLE CUPY_STYLE
 #include <unistd.h>
 
 #include <cmath>
@@ -28,7 +28,7 @@ using testing::NameOf;
 using testing::OpsOfKind;
 
 testing::Runner g_runner;
-std::string g_cubin, g_triton_style, g_xla_style;
+std::string g_cubin, g_triton_style, g_xla_style, g_cupy_style;
 
 // Kernel durations in µs (XTIMER_SIM_KERNEL_TIMES); hold_stream keeps the stream ahead of the
 // host and is left out by the filter.
@@ -107,6 +107,36 @@ TEST(DriverProgramTest, XlaStyleStubsAndGetProcAddressAreRecordedOnce) {
   for (int64_t ns : kernels["triton_poi_fused_add_0"]) EXPECT_NEAR(ns, kAddUs * 1000, 2);
 }
 
+TEST(DriverProgramTest, CupyStyleWithoutARuntimeIsTimedWithDriverEvents) {
+  FakeDaemon::Ring ring;
+  std::string out;
+  ASSERT_TRUE(g_runner.RunHooked({g_cupy_style, g_cubin, "2", "3"}, "cupy", kEnv, &ring, &out));
+  EXPECT_NE(out.find("OK"), std::string::npos) << out;  // no libcudart was loaded
+  const double n = 512, bytes = n * n * 4;
+  auto gemms = OpsOfKind(ring, OpKind::kMatmul);
+  ASSERT_EQ(gemms.size(), 2u) << out;
+  for (const OpRecord& g : gemms) {
+    EXPECT_EQ(g.m, 512);
+    EXPECT_NEAR(g.duration_ns, GemmNs(n, n, n), 2);
+  }
+  // Copies and the set come from cuGetProcAddress, as a static runtime takes them.
+  auto copies = OpsOfKind(ring, OpKind::kMemcpy);
+  ASSERT_EQ(copies.size(), 2u) << out;
+  EXPECT_EQ(copies[0].op, static_cast<uint16_t>(format::Operation::kMemcpyHtoD));
+  EXPECT_EQ(copies[1].op, static_cast<uint16_t>(format::Operation::kMemcpyDtoH));
+  for (const OpRecord& c : copies) {
+    EXPECT_EQ(c.bytes, bytes);
+    EXPECT_NEAR(c.duration_ns, PcieCopyNs(bytes), 2);
+  }
+  auto sets = OpsOfKind(ring, OpKind::kMemset);
+  ASSERT_EQ(sets.size(), 1u) << out;
+  EXPECT_NEAR(sets[0].duration_ns, HbmNs(bytes), 2);
+  auto kernels = KernelsByName(ring);
+  ASSERT_EQ(kernels.size(), 1u) << out;
+  ASSERT_EQ(kernels["triton_poi_fused_add_0"].size(), 3u);
+  for (int64_t ns : kernels["triton_poi_fused_add_0"]) EXPECT_NEAR(ns, kAddUs * 1000, 2);
+}
+
 TEST(DriverProgramTest, WithoutTheHookTheProgramRunsTheSame) {
   std::string out_path = testing::TmpDir() + "/plain.out";
   std::string out;
@@ -126,9 +156,9 @@ int main(int argc, char** argv) {
   const int exec_status = xtimer::hook::testing::ExecPreloadedIfAsked(argc, argv);
   if (exec_status >= 0) return exec_status;
   ::testing::InitGoogleTest(&argc, argv);
-  if (argc != 6) {
+  if (argc != 7) {
     fprintf(stderr,
-            "usage: driver_program_test GPUSIM_RUN LIBXTIMER_SO CUBIN TRITON_STYLE XLA_STYLE\n");
+            "usage: driver_program_test GPUSIM_RUN LIBXTIMER_SO CUBIN TRITON_STYLE XLA_STYLE CUPY_STYLE\n");
     return 2;
   }
   auto abs = [](const char* p) { return xtimer::hook::testing::AbsolutePath(p); };
@@ -139,6 +169,7 @@ int main(int argc, char** argv) {
   xtimer::hook::g_cubin = abs(argv[3]);
   xtimer::hook::g_triton_style = abs(argv[4]);
   xtimer::hook::g_xla_style = abs(argv[5]);
+  xtimer::hook::g_cupy_style = abs(argv[6]);
   int rc = RUN_ALL_TESTS();
   rmdir(xtimer::hook::testing::TmpDir().c_str());  // empty by now
   return rc;

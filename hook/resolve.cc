@@ -16,7 +16,8 @@ namespace hook {
 namespace {
 
 constexpr int kLibraries = static_cast<int>(Library::kCount);
-constexpr const char* kStems[kLibraries] = {"libcudart", "libcublas", "libcublasLt", "libnccl"};
+constexpr const char* kStems[kLibraries] = {"libcudart", "libcublas", "libcublasLt", "libnccl",
+                                            "libcuda"};
 
 // What is known about one vendor library: its handle once found, else the loader generation of
 // the last search that found nothing.
@@ -120,6 +121,7 @@ Library LibraryOf(const char* symbol) {
   if (StartsWith(symbol, "cublasLt")) return Library::kCublasLt;
   if (StartsWith(symbol, "cublas")) return Library::kCublas;
   if (StartsWith(symbol, "nccl") || StartsWith(symbol, "pnccl")) return Library::kNccl;
+  if (StartsWith(symbol, "cu") && !StartsWith(symbol, "cuda")) return Library::kCuda;
   return Library::kCudart;
 }
 

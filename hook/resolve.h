@@ -27,10 +27,18 @@
 namespace xtimer {
 namespace hook {
 
-enum class Library : int { kCudart = 0, kCublas = 1, kCublasLt = 2, kNccl = 3, kCount = 4 };
+enum class Library : int {
+  kCudart = 0,
+  kCublas = 1,
+  kCublasLt = 2,
+  kNccl = 3,
+  kCuda = 4,  // the driver, libcuda.so.1
+  kCount = 5
+};
 
 // The library that defines a hooked or used function, from its name: cublasLt* → cuBLASLt,
-// cublas* → cuBLAS, nccl* / pnccl* → NCCL, anything else (cuda*, __cuda*) → the runtime.
+// cublas* → cuBLAS, nccl* / pnccl* → NCCL, cuda* and __cuda* → the runtime, other cu* → the
+// driver.
 Library LibraryOf(const char* symbol);
 
 // The file-name stem of a library ("libcudart", ...).
