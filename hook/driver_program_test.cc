@@ -110,7 +110,7 @@ TEST(DriverProgramTest, XlaStyleStubsAndGetProcAddressAreRecordedOnce) {
 TEST(DriverProgramTest, CupyStyleWithoutARuntimeIsTimedWithDriverEvents) {
   FakeDaemon::Ring ring;
   std::string out;
-  ASSERT_TRUE(g_runner.RunHooked({g_cupy_style, g_cubin, "2", "3"}, "cupy", kEnv, &ring, &out));
+  ASSERT_TRUE(g_runner.RunHooked({g_cupy_style, g_cubin, "2", "3", "2"}, "cupy", kEnv, &ring, &out));
   EXPECT_NE(out.find("OK"), std::string::npos) << out;  // no libcudart was loaded
   const double n = 512, bytes = n * n * 4;
   auto gemms = OpsOfKind(ring, OpKind::kMatmul);
@@ -133,8 +133,12 @@ TEST(DriverProgramTest, CupyStyleWithoutARuntimeIsTimedWithDriverEvents) {
   EXPECT_NEAR(sets[0].duration_ns, HbmNs(bytes), 2);
   auto kernels = KernelsByName(ring);
   ASSERT_EQ(kernels.size(), 1u) << out;
-  ASSERT_EQ(kernels["triton_poi_fused_add_0"].size(), 3u);
+  ASSERT_EQ(kernels["triton_poi_fused_add_0"].size(), 3u);  // the captured two are not
   for (int64_t ns : kernels["triton_poi_fused_add_0"]) EXPECT_NEAR(ns, kAddUs * 1000, 2);
+  // Each replay of the graph of two launches: one op, the two kernels' time.
+  auto graphs = OpsOfKind(ring, OpKind::kGraph);
+  ASSERT_EQ(graphs.size(), 2u) << out;
+  for (const OpRecord& g : graphs) EXPECT_NEAR(g.duration_ns, 2 * kAddUs * 1000, 2);
 }
 
 TEST(DriverProgramTest, WithoutTheHookTheProgramRunsTheSame) {

@@ -1,8 +1,9 @@
 // Reaches CUDA the way CuPy does: no dynamic CUDA runtime in the process (CuPy links it
 // statically, and a static runtime finds the driver with dlopen("libcuda.so.1") + dlsym of
 // cuGetProcAddress, then takes every entry point from cuGetProcAddress); cuBLAS linked directly;
-// kernels compiled at run time and loaded with cuModuleLoadData.
-// Usage: cupy_style CUBIN N_GEMM N_LAUNCH      prints "OK"
+// kernels compiled at run time and loaded with cuModuleLoadData; a CUDA graph captured from two
+// launches and replayed (cupy.cuda.Graph).
+// Usage: cupy_style CUBIN N_GEMM N_LAUNCH N_REPLAY      prints "OK"
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <dlfcn.h>
@@ -45,11 +46,11 @@ int CountRuntimes() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    fprintf(stderr, "usage: cupy_style CUBIN N_GEMM N_LAUNCH\n");
+  if (argc != 5) {
+    fprintf(stderr, "usage: cupy_style CUBIN N_GEMM N_LAUNCH N_REPLAY\n");
     return 2;
   }
-  const int n_gemm = atoi(argv[2]), n_launch = atoi(argv[3]);
+  const int n_gemm = atoi(argv[2]), n_launch = atoi(argv[3]), n_replay = atoi(argv[4]);
   void* libcuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   g_get_proc = libcuda != nullptr ? reinterpret_cast<decltype(g_get_proc)>(
                                         dlsym(libcuda, "cuGetProcAddress_v2"))
@@ -102,6 +103,17 @@ int main(int argc, char** argv) {
   for (int i = 0; i < n_launch; ++i) {  // an ElementwiseKernel
     CHECK_CU(launch(add, count / 256, 1, 1, 256, 1, 1, 0, stream, args, nullptr));
   }
+  // A graph of two launches (captured launches are not timed one by one: the replay is one op).
+  CHECK_CU(ENTRY(cuStreamBeginCapture)(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  for (int i = 0; i < 2; ++i) {
+    CHECK_CU(launch(add, count / 256, 1, 1, 256, 1, 1, 0, stream, args, nullptr));
+  }
+  CUgraph graph;
+  CHECK_CU(ENTRY(cuStreamEndCapture)(stream, &graph));
+  CUgraphExec exec;
+  CHECK_CU(ENTRY(cuGraphInstantiate)(&exec, graph, 0));
+  auto graph_launch = ENTRY(cuGraphLaunch);
+  for (int i = 0; i < n_replay; ++i) CHECK_CU(graph_launch(exec, stream));
   std::string back(bytes, '\0');
   CHECK_CU(ENTRY(cuMemcpyDtoHAsync)(&back[0], c, bytes, stream));  // cupy.asnumpy
   CHECK_CU(ENTRY(cuStreamSynchronize)(stream));

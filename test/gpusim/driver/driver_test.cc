@@ -167,7 +167,11 @@ TEST_F(DriverTest, GetProcAddressGivesTheDriversOwnEntryPoints) {
   EXPECT_EQ(fn, reinterpret_cast<void*>(&cuLaunchKernel_ptsz));
   ASSERT_EQ(cuGetProcAddress("cuMemAlloc", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &status),
             CUDA_SUCCESS);
-  EXPECT_EQ(fn, reinterpret_cast<void*>(&cuMemAlloc_v2));  // the newest ABI
+  EXPECT_EQ(fn, reinterpret_cast<void*>(&cuMemAlloc_v2));  // cuda.h's mapping of the name
+  ASSERT_EQ(cuGetProcAddress("cuGraphInstantiate", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT,
+                             &status),
+            CUDA_SUCCESS);
+  EXPECT_EQ(fn, reinterpret_cast<void*>(&cuGraphInstantiateWithFlags));  // not the old _v2
   EXPECT_EQ(cuGetProcAddress("cuNoSuchThing", &fn, 13000, CU_GET_PROC_ADDRESS_DEFAULT, &status),
             CUDA_ERROR_NOT_FOUND);
   EXPECT_EQ(status, CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND);

@@ -39,17 +39,21 @@ void* Find(const std::string& name) {
 }  // namespace
 
 void* LookupProc(const char* symbol, int, bool per_thread) {
-  std::string base(symbol);
-  if (base.empty()) return nullptr;
-  // Newest ABI first; "_v1" is spelled without a suffix.
-  for (const char* suffix : {"_ptsz", "_ptds", ""}) {
-    if (!per_thread && *suffix != '\0') continue;
-    for (int v = 9; v >= 1; --v) {
-      std::string name = base + (v > 1 ? "_v" + std::to_string(v) : std::string()) + suffix;
-      if (void* fn = Find(name)) return fn;
-    }
+  // The export cuda.h maps the name to (abi_names.inc), else the name itself.
+  struct Abi {
+    const char* base;
+    const char* by_default;
+    const char* per_thread;
+  };
+#define XTSIM_ABI(base, by_default, per_thread) {base, by_default, per_thread},
+  static const Abi kAbi[] = {
+#include "test/gpusim/driver/abi_names.inc"
+  };
+#undef XTSIM_ABI
+  for (const Abi& a : kAbi) {
+    if (strcmp(a.base, symbol) == 0) return Find(per_thread ? a.per_thread : a.by_default);
   }
-  return nullptr;
+  return Find(symbol);
 }
 
 }  // namespace driver
