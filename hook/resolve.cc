@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
-#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -36,19 +35,20 @@ bool StartsWith(const char* s, const char* prefix) {
 }  // namespace xtimer
 
 // The real dlsym, read by dlsym_trampoline.S without a lock; written once (every writer stores
-// the same value).
+// the same value). Sanitizer runtimes preloaded before us resolve their interceptors with
+// dlsym(RTLD_NEXT) before they are initialized, and their calls land in our trampoline: the
+// resolution below is not instrumented and calls nothing that is.
 extern "C" {
 __attribute__((visibility("hidden"))) void* xtimer_real_dlsym = nullptr;
 
-__attribute__((visibility("hidden"))) void* xtimer_resolve_real_dlsym() {
+__attribute__((visibility("hidden"), no_sanitize_address, no_sanitize("thread", "undefined")))
+void* xtimer_resolve_real_dlsym() {
   void* p = __atomic_load_n(&xtimer_real_dlsym, __ATOMIC_ACQUIRE);
   if (p != nullptr) return p;
   int saved_errno = errno;
   // glibc 2.34 moved dlsym into libc (GLIBC_2.34); older ones have only the first version.
-  for (const char* version : {"GLIBC_2.34", "GLIBC_2.17", "GLIBC_2.2.5"}) {
-    p = dlvsym(RTLD_NEXT, "dlsym", version);
-    if (p != nullptr) break;
-  }
+  static const char* const kVersions[3] = {"GLIBC_2.34", "GLIBC_2.17", "GLIBC_2.2.5"};
+  for (int i = 0; i < 3 && p == nullptr; ++i) p = dlvsym(RTLD_NEXT, "dlsym", kVersions[i]);
   dlerror();  // ours: leave no message for the application's next dlerror()
   errno = saved_errno;
   __atomic_store_n(&xtimer_real_dlsym, p, __ATOMIC_RELEASE);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpusim-run CMD [ARGS...]: runs an unmodified CUDA program (built with `nvcc -cudart shared`)
-# on the GPU simulator by putting the stand-in libcudart / libcublas / libcublasLt / libnccl that
-# sit beside this script first on LD_LIBRARY_PATH. See docs/gpusim.md for the XTIMER_SIM_* knobs.
+# on the GPU simulator: the stand-in libcuda, libcudart, libcublas, libcublasLt and libnccl beside
+# this script go first on LD_LIBRARY_PATH. See docs/gpusim.md for the XTIMER_SIM_* knobs.
 set -euo pipefail
 if [[ $# -eq 0 || "$1" == "--help" || "$1" == "-h" ]]; then
   sed -n '2,4p' "$0" | sed 's/^# \{0,1\}//'
@@ -12,7 +12,7 @@ if [[ "$1" == "--version" ]]; then
   exit 0
 fi
 # Not resolving symlinks on purpose: bazel-bin/test/gpusim/ and a test's runfiles directory
-# hold this script next to the four libraries.
+# hold this script next to the five libraries.
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 libdir="${XTIMER_GPUSIM_LIBDIR:-$here}"
 if [[ ! -e "$libdir/libcudart.so.13" ]]; then
