@@ -110,7 +110,8 @@ TEST(DriverProgramTest, XlaStyleStubsAndGetProcAddressAreRecordedOnce) {
 TEST(DriverProgramTest, CupyStyleWithoutARuntimeIsTimedWithDriverEvents) {
   FakeDaemon::Ring ring;
   std::string out;
-  ASSERT_TRUE(g_runner.RunHooked({g_cupy_style, g_cubin, "2", "3", "2"}, "cupy", kEnv, &ring, &out));
+  ASSERT_TRUE(
+      g_runner.RunHooked({g_cupy_style, g_cubin, "2", "3", "2"}, "cupy", kEnv, &ring, &out));
   EXPECT_NE(out.find("OK"), std::string::npos) << out;  // no libcudart was loaded
   const double n = 512, bytes = n * n * 4;
   auto gemms = OpsOfKind(ring, OpKind::kMatmul);
@@ -162,7 +163,8 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   if (argc != 7) {
     fprintf(stderr,
-            "usage: driver_program_test GPUSIM_RUN LIBXTIMER_SO CUBIN TRITON_STYLE XLA_STYLE CUPY_STYLE\n");
+            "usage: driver_program_test GPUSIM_RUN LIBXTIMER_SO CUBIN TRITON_STYLE XLA_STYLE "
+            "CUPY_STYLE\n");
     return 2;
   }
   auto abs = [](const char* p) { return xtimer::hook::testing::AbsolutePath(p); };

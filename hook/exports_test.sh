@@ -10,7 +10,8 @@ if ! diff -u "$expected" actual.txt; then
   echo "FAIL: exported symbols differ from $expected (lines with + are exported but not listed)"
   exit 1
 fi
-if readelf -d "$lib" | grep NEEDED | grep -Ei 'grpc|protobuf|prometheus|absl|libcuda|cublas|nccl'; then
+if readelf -d "$lib" | grep NEEDED |
+    grep -Ei 'grpc|protobuf|prometheus|absl|libcuda|cublas|nccl'; then
   echo "FAIL: libxtimer.so must not depend on the libraries above"
   exit 1
 fi

@@ -1,5 +1,5 @@
-// Shims for the cuBLAS and cuBLASLt entries of hooked_functions.inc, and their table (shim_table.h).
-// Nothing else belongs here.
+// Shims for the cuBLAS and cuBLASLt entries of hooked_functions.inc, and their table
+// (shim_table.h). Nothing else belongs here.
 #include "hook/interpose.h"
 #include "hook/shim_table.h"
 

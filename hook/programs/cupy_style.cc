@@ -117,6 +117,9 @@ int main(int argc, char** argv) {
   std::string back(bytes, '\0');
   CHECK_CU(ENTRY(cuMemcpyDtoHAsync)(&back[0], c, bytes, stream));  // cupy.asnumpy
   CHECK_CU(ENTRY(cuStreamSynchronize)(stream));
+  CHECK_CU(ENTRY(cuGraphExecDestroy)(exec));
+  CHECK_CU(ENTRY(cuGraphDestroy)(graph));
+  CHECK_CU(ENTRY(cuModuleUnload)(module));
   cublasDestroy(handle);
   if (CountRuntimes() != 0) {
     fprintf(stderr, "a libcudart is loaded\n");

@@ -1,5 +1,6 @@
-// The private C ABI between the simulated GPU (the engine, in the simulated driver libcuda.so.1)
-// and the other simulated libraries (libcublas.so.13, libcublasLt.so.13, libnccl.so.2).
+// The private C ABI between the simulated GPU (the engine, in the simulated driver
+// libcuda.so.1) and the other simulated libraries (libcublas.so.13, libcublasLt.so.13,
+// libnccl.so.2).
 //
 // The real cuBLAS and NCCL drive the GPU through their own private paths, not through the public
 // runtime API, so a preloaded hook never sees their internal launches. The simulator keeps that

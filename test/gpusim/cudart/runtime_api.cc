@@ -17,6 +17,7 @@
 #include "test/gpusim/cudart/kernels.h"
 #include "test/gpusim/cudart/memory.h"
 #include "test/gpusim/cudart/model.h"
+#include "test/gpusim/cudart/stream_ops.h"
 
 using xtsim::Engine;
 using xtsim::MemKind;
@@ -59,26 +60,6 @@ cudaError_t RejectIfCapturing(Stream* s) {
   return cudaErrorStreamCaptureUnsupported;
 }
 
-cudaError_t SubmitCopy(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
-                       Stream* s) {
-  if (count == 0) return cudaSuccess;
-  if (dst == nullptr || src == nullptr) return cudaErrorInvalidValue;
-  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
-  for (const void* p : {static_cast<const void*>(dst), src}) {
-    bool overflows = false;
-    if (xtsim::FindAllocation(p, count, nullptr, &overflows) && overflows) {
-      return cudaErrorInvalidValue;
-    }
-  }
-  Op op;
-  op.kind = OpKind::kCopy;
-  op.dst = dst;
-  op.src = src;
-  op.bytes = count;
-  op.duration_ns = xtsim::CopyDurationNs(dst, src, count, kind);
-  return s->Submit(std::move(op));
-}
-
 cudaError_t SubmitMemset(void* dst, int value, size_t count, Stream* s) {
   if (count == 0) return cudaSuccess;
   if (dst == nullptr) return cudaErrorInvalidValue;
@@ -100,7 +81,7 @@ cudaError_t MemcpyAsyncImpl(void* dst, const void* src, size_t count, cudaMemcpy
   Stream* s;
   cudaError_t e = ResolveStream(stream, per_thread, &s);
   if (e != cudaSuccess) return e;
-  return SubmitCopy(dst, src, count, kind, s);
+  return xtsim::SubmitCopy(s, dst, src, count, kind);
 }
 
 cudaError_t MemcpySyncImpl(void* dst, const void* src, size_t count, cudaMemcpyKind kind,
@@ -109,7 +90,7 @@ cudaError_t MemcpySyncImpl(void* dst, const void* src, size_t count, cudaMemcpyK
   cudaError_t e = ResolveStream(nullptr, per_thread, &s);
   if (e == cudaSuccess) e = xtsim::CheckUnsafeCall();
   if (e != cudaSuccess) return e;
-  e = SubmitCopy(dst, src, count, kind, s);
+  e = xtsim::SubmitCopy(s, dst, src, count, kind);
   if (e != cudaSuccess) return e;
   s->Synchronize();
   return cudaSuccess;
@@ -189,22 +170,7 @@ cudaError_t EventRecordImpl(cudaEvent_t event, cudaStream_t stream, bool per_thr
   if (e != cudaSuccess) return e;
   auto ev = Engine::Get().FindEvent(event);
   if (ev == nullptr) return cudaErrorInvalidResourceHandle;
-  Op op;
-  op.kind = OpKind::kRecord;
-  op.event = ev;
-  unsigned long long capture_id = 0;
-  std::shared_ptr<xtsim::Graph> graph = s->CaptureGraph(&capture_id);
-  {
-    std::lock_guard<std::mutex> lock(ev->mu);
-    if (graph != nullptr) {
-      ev->capture = graph;
-      ev->capture_id = capture_id;
-    } else {
-      ev->capture.reset();
-      op.event_seq = ++ev->recorded;
-    }
-  }
-  return s->Submit(std::move(op));
+  return xtsim::RecordEvent(s, ev);
 }
 
 cudaError_t StreamWaitEventImpl(cudaStream_t stream, cudaEvent_t event, unsigned flags,
@@ -214,24 +180,7 @@ cudaError_t StreamWaitEventImpl(cudaStream_t stream, cudaEvent_t event, unsigned
   if (e != cudaSuccess) return e;
   auto ev = Engine::Get().FindEvent(event);
   if (ev == nullptr) return cudaErrorInvalidResourceHandle;
-  Op op;
-  op.kind = OpKind::kWait;
-  op.event = ev;
-  std::shared_ptr<xtsim::Graph> join;
-  unsigned long long join_id = 0;
-  {
-    std::lock_guard<std::mutex> lock(ev->mu);
-    if (ev->recorded == 0 && ev->capture.expired()) return cudaSuccess;  // never recorded: no-op
-    join = ev->capture.lock();
-    join_id = ev->capture_id;
-    op.event_seq = ev->recorded;
-  }
-  if (join != nullptr && join->capturing) {
-    // Waiting on an event recorded during a capture makes this stream join that capture.
-    s->JoinCapture(std::move(join), join_id);
-    return cudaSuccess;
-  }
-  return s->Submit(std::move(op));
+  return xtsim::WaitEvent(s, ev);
 }
 
 cudaError_t HostFnImpl(cudaStream_t stream, cudaHostFn_t fn, void* arg, bool per_thread) {
@@ -259,26 +208,10 @@ void RunStreamCallback(void* p) {
 
 cudaError_t GraphLaunchImpl(cudaGraphExec_t exec_handle, cudaStream_t stream, bool per_thread) {
   if (exec_handle == nullptr) return cudaErrorInvalidValue;
-  auto* exec = reinterpret_cast<xtsim::GraphExec*>(exec_handle);
   Stream* s;
   cudaError_t e = ResolveStream(stream, per_thread, &s);
   if (e != cudaSuccess) return e;
-  s->WaitForRoom();  // one launch-queue entry: its operations are admitted together
-  int64_t now = xtsim::NowNs();
-  for (const Op& captured : exec->ops) {
-    Op op = captured;
-    op.enqueue_ns = now;
-    if (op.kind == OpKind::kRecord) {
-      std::lock_guard<std::mutex> lock(op.event->mu);
-      op.event_seq = ++op.event->recorded;
-    } else if (op.kind == OpKind::kWait) {
-      std::lock_guard<std::mutex> lock(op.event->mu);
-      op.event_seq = op.event->recorded;
-    }
-    e = s->Submit(std::move(op), /*wait_for_room=*/false);
-    if (e != cudaSuccess) return e;
-  }
-  return cudaSuccess;
+  return xtsim::LaunchGraph(*reinterpret_cast<xtsim::GraphExec*>(exec_handle), s);
 }
 
 cudaError_t StreamCaptureInfoImpl(cudaStream_t stream, cudaStreamCaptureStatus* status,
@@ -944,9 +877,7 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (e != cudaSuccess) return Ret(e);
   auto ev = Engine::Get().FindEvent(event);
   if (ev == nullptr) return Ret(cudaErrorInvalidResourceHandle);
-  std::lock_guard<std::mutex> lock(ev->mu);
-  if (ev->completed < ev->recorded || xtsim::NowNs() < ev->time_ns) return cudaErrorNotReady;
-  return cudaSuccess;
+  return xtsim::QueryEvent(*ev);  // cudaErrorNotReady is not recorded
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
@@ -954,14 +885,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (e != cudaSuccess) return Ret(e);
   auto ev = Engine::Get().FindEvent(event);
   if (ev == nullptr) return Ret(cudaErrorInvalidResourceHandle);
-  int64_t t;
-  {
-    std::unique_lock<std::mutex> lock(ev->mu);
-    uint64_t target = ev->recorded;
-    ev->cv.wait(lock, [&] { return ev->completed >= target; });
-    t = ev->time_ns;
-  }
-  xtsim::SleepUntil(t);
+  xtsim::SynchronizeEvent(*ev);
   return cudaSuccess;
 }
 
@@ -972,21 +896,7 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
   auto a = Engine::Get().FindEvent(start);
   auto b = Engine::Get().FindEvent(end);
   if (a == nullptr || b == nullptr) return Ret(cudaErrorInvalidResourceHandle);
-  if ((a->flags | b->flags) & cudaEventDisableTiming) return Ret(cudaErrorInvalidResourceHandle);
-  int64_t ta, tb;
-  int64_t now = xtsim::NowNs();
-  {
-    std::scoped_lock lock(a->mu, b->mu);
-    if (a->recorded == 0 || b->recorded == 0) return Ret(cudaErrorInvalidResourceHandle);
-    if (a->completed < a->recorded || b->completed < b->recorded || now < a->time_ns ||
-        now < b->time_ns) {
-      return Ret(cudaErrorNotReady);
-    }
-    ta = a->time_ns;
-    tb = b->time_ns;
-  }
-  *ms = static_cast<float>(static_cast<double>(tb - ta) / 1e6);
-  return cudaSuccess;
+  return Ret(xtsim::ElapsedTime(*a, *b, ms));
 }
 
 // ------------------------------------------------------------------------------------ kernels

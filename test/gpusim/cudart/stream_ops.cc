@@ -115,7 +115,9 @@ cudaError_t ElapsedTime(EventState& a, EventState& b, float* ms) {
 cudaError_t SubmitCopy(Stream* s, void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
   if (count == 0) return cudaSuccess;
   if (dst == nullptr || src == nullptr) return cudaErrorInvalidValue;
-  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) return cudaErrorInvalidMemcpyDirection;
+  if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) {
+    return cudaErrorInvalidMemcpyDirection;
+  }
   for (const void* p : {static_cast<const void*>(dst), src}) {
     bool overflows = false;
     if (FindAllocation(p, count, nullptr, &overflows) && overflows) return cudaErrorInvalidValue;

@@ -462,8 +462,9 @@ CUresult cuEventSynchronize(CUevent event) {
   return CUDA_SUCCESS;
 }
 
-// cuEventElapsedTime: CUDA_ERROR_NOT_READY while either record is pending; CUDA_ERROR_INVALID_HANDLE
-// when either was never recorded or was created with CU_EVENT_DISABLE_TIMING. CUDA 13 exports it
+// cuEventElapsedTime: CUDA_ERROR_NOT_READY while either record is pending;
+// CUDA_ERROR_INVALID_HANDLE when either was never recorded or was created with
+// CU_EVENT_DISABLE_TIMING. CUDA 13 exports it
 // as cuEventElapsedTime_v2 (cuda.h), and keeps the unversioned name for older callers.
 CUresult cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
   if (ms == nullptr) return CUDA_ERROR_INVALID_VALUE;

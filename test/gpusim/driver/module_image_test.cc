@@ -17,7 +17,8 @@ namespace {
 std::vector<unsigned char> TinyCubin() {
   const std::string strtab = std::string("\0kern_a\0helper\0local_f\0data\0", 29);
   std::vector<Elf64_Sym> syms(5);
-  auto sym = [&](size_t i, uint32_t name, unsigned char bind, unsigned char type, unsigned char other) {
+  auto sym = [&](size_t i, uint32_t name, unsigned char bind, unsigned char type,
+                 unsigned char other) {
     memset(&syms[i], 0, sizeof(Elf64_Sym));
     syms[i].st_name = name;
     syms[i].st_info = ELF64_ST_INFO(bind, type);
