@@ -30,6 +30,7 @@
 #include "hook/comm_registry.h"
 #include "hook/testing/fake_daemon.h"
 #include "hook/testing/preloaded_exec.h"
+#include "hook/testing/program_runner.h"
 
 namespace xtimer {
 namespace hook {
@@ -40,6 +41,10 @@ using format::OpKind;
 using format::Operation;
 using format::OpRecord;
 using testing::FakeDaemon;
+using testing::NameOf;
+using testing::ReapProgram;
+using testing::SpawnProgram;
+using testing::TmpDir;
 
 std::string g_run, g_lib, g_workload, g_errors, g_workload_ptsz, g_extras;
 std::string g_local_scope, g_local_comm, g_local_gemm, g_first_calls, g_capture;
@@ -51,49 +56,6 @@ struct ncclUniqueIdBytes {
 
 // cudaStreamPerThread, as cuda_runtime_api.h defines it.
 const void* cudaStreamPerThreadValue() { return reinterpret_cast<const void*>(0x2); }
-
-// A private directory with a short path (Unix socket paths are limited to 107 bytes), unique even
-// when parallel runs share /tmp and, in PID namespaces, their pids.
-std::string TmpDir() {
-  static const std::string dir = [] {
-    const char* t = getenv("XTIMER_TEST_TMP");
-    std::string tmpl = std::string(t != nullptr ? t : "/tmp") + "/xth-XXXXXX";
-    char* d = mkdtemp(&tmpl[0]);
-    return std::string(d != nullptr ? d : "/tmp");
-  }();
-  return dir;
-}
-
-// Starts argv with the extra environment, stdout and stderr going to `out_path`.
-pid_t SpawnProgram(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                   const std::string& out_path) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    dup2(fd, 1);
-    dup2(fd, 2);
-    for (const std::string& e : env) putenv(strdup(e.c_str()));
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-// Waits for a SpawnProgram child; its output goes to *out. Returns the exit status (or 128 +
-// signal).
-int ReapProgram(pid_t pid, const std::string& out_path, std::string* out) {
-  int status = 0;
-  waitpid(pid, &status, 0);
-  std::ifstream in(out_path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  *out = ss.str();
-  unlink(out_path.c_str());
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
 
 // Runs argv with the extra environment; stdout and stderr go to *out. Returns the exit status
 // (or 128 + signal).
@@ -594,20 +556,6 @@ const format::InflightRow* Row(const FakeDaemon::Ring& ring, uint64_t comm_id, i
     if (r.comm_id == comm_id && r.device == device) return &r;
   }
   return nullptr;
-}
-
-// The kernel name the ring's name records give `name_id` ("" until its last part was read).
-std::string NameOf(const FakeDaemon::Ring& ring, uint32_t name_id) {
-  std::string text;
-  for (const auto& r : ring.records) {
-    if (r.header.type != static_cast<uint8_t>(format::RecordType::kName) ||
-        r.name.name_id != name_id) {
-      continue;
-    }
-    text.append(r.name.text, r.name.length);
-    if (r.name.flags & format::kNameLast) return text;
-  }
-  return "";
 }
 
 // Polls the fake daemon while the program runs until `done(ring)` or `timeout_ms`; false when the
@@ -1138,6 +1086,6 @@ int main(int argc, char** argv) {
   xtimer::hook::g_first_calls = abs(argv[10]);
   xtimer::hook::g_capture = abs(argv[11]);
   int rc = RUN_ALL_TESTS();
-  rmdir(xtimer::hook::TmpDir().c_str());  // empty by now (sockets and outputs are removed)
+  rmdir(xtimer::hook::testing::TmpDir().c_str());  // empty by now (sockets and outputs are removed)
   return rc;
 }

@@ -45,7 +45,7 @@ struct Runner {
 
 // The ring's OpRecords of kind `kind`, by host launch time.
 std::vector<format::OpRecord> OpsOfKind(const FakeDaemon::Ring& ring, format::OpKind kind);
-// The demangled name the ring's NameRecords give `name_id` ("" when none).
+// The kernel name the ring's NameRecords give `name_id` ("" until its last part was read).
 std::string NameOf(const FakeDaemon::Ring& ring, uint32_t name_id);
 
 }  // namespace testing
