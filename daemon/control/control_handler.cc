@@ -261,10 +261,10 @@ bool ResolveDumpPath(const std::string& root, const std::string& path, std::stri
       return false;
     }
     const std::string first = FirstComponentBelow(root, out);
-    if (first.rfind("crash-", 0) == 0 || first.rfind("hang-", 0) == 0 || first == "oplog") {
+    if (first.rfind("crash-", 0) == 0 || first == "oplog") {
       *error = "dump_path: " + path + " is in " + root + "/" + first +
-               ", a folder of the daemon's own (crash-*, hang-* and oplog hold its crash "
-               "reports, automatic hang dumps and op logs): choose another name";
+               ", a folder of the daemon's own (crash-* and oplog hold its crash reports and op "
+               "logs): choose another name";
       return false;
     }
     *resolved = out;

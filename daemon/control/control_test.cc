@@ -218,7 +218,7 @@ TEST_F(ControlTest, EveryDocumentedErrorOverHttpAndGrpc) {
       {"through a file", R"({"dump_path":"@ROOT/afile/x","dump_count":1})", 400, "dump_path"},
       // Issue 36: a user dumped into crash-0 and planted a crash.json there naming another job.
       {"a crash folder", R"({"dump_path":"crash-0","dump_count":1})", 400, "daemon's own"},
-      {"in a hang folder", R"({"dump_path":"@ROOT/hang-c1-3/x","dump_count":1})", 400,
+      {"in a crash folder", R"({"dump_path":"@ROOT/crash-1-2/x","dump_count":1})", 400,
        "daemon's own"},
       {"the op logs", R"({"dump_path":"oplog/job","dump_count":1})", 400, "daemon's own"},
   };
