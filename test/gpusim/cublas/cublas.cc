@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "test/gpusim/common/call_cost.h"
 #include "test/gpusim/common/sim_env.h"
 #include "test/gpusim/cublas/gemm_model.h"
 #include "test/gpusim/cublas/object_registry.h"
@@ -107,6 +108,7 @@ struct GemmCall {
 // (CUBLAS_STATUS_INVALID_VALUE), then types and algorithm (INVALID_VALUE for a value outside its
 // enum, NOT_SUPPORTED for an unsupported combination or algorithm).
 cublasStatus_t Gemm(cublasHandle_t handle, const GemmCall& g) {
+  ChargeCall(CallCost::kLaunch);  // its kernel's launch (call_cost.h)
   cublasContext* ctx = Live(handle);
   if (ctx == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
   if (!ValidOperation(g.transa) || !ValidOperation(g.transb) || g.m < 0 || g.n < 0 || g.k < 0 ||

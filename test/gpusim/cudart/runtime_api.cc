@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "test/gpusim/common/sim_env.h"
+#include "test/gpusim/common/call_cost.h"
 #include "test/gpusim/cudart/capture_rules.h"
 #include "test/gpusim/cudart/engine.h"
 #include "test/gpusim/cudart/errors.h"
@@ -123,6 +124,7 @@ cudaError_t ValidateLaunch(dim3 grid, dim3 block, size_t shared_mem) {
 
 cudaError_t LaunchImpl(const xtsim::KernelInfo* k, dim3 grid, dim3 block, size_t shared_mem,
                        cudaStream_t stream, bool per_thread) {
+  xtsim::ChargeCall(xtsim::CallCost::kLaunch);
   cudaError_t e = CheckInit();
   if (e != cudaSuccess) return e;
   if (k == nullptr) return cudaErrorInvalidDeviceFunction;
@@ -755,6 +757,7 @@ XTSIM_STREAM_API(cudaStreamEndCapture, (cudaStream_t stream, cudaGraph_t* graph)
                  EndCaptureImpl(stream, graph, false), EndCaptureImpl(stream, graph, true))
 
 static cudaError_t IsCapturingImpl(cudaStream_t stream, cudaStreamCaptureStatus* status, bool pt) {
+  xtsim::ChargeCall(xtsim::CallCost::kStreamIsCapturing);
   if (status == nullptr) return cudaErrorInvalidValue;
   Stream* s;
   cudaError_t e = ResolveStream(stream, pt, &s);

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <utility>
 
+#include "test/gpusim/common/call_cost.h"
 #include "test/gpusim/common/sim_env.h"
 #include "test/gpusim/cudart/memory.h"
 #include "test/gpusim/cudart/model.h"
@@ -39,6 +40,8 @@ bool UniformBytes(uint32_t value, size_t element_size) {
 }  // namespace
 
 cudaError_t RecordEvent(Stream* s, const std::shared_ptr<EventState>& ev) {
+  ChargeCall((ev->flags & cudaEventDisableTiming) != 0 ? CallCost::kEventRecordUntimed
+                                                        : CallCost::kEventRecordTimed);
   Op op;
   op.kind = OpKind::kRecord;
   op.event = ev;
@@ -78,6 +81,7 @@ cudaError_t WaitEvent(Stream* s, const std::shared_ptr<EventState>& ev) {
 }
 
 cudaError_t QueryEvent(EventState& ev) {
+  ChargeCall(CallCost::kEventQuery);
   std::lock_guard<std::mutex> lock(ev.mu);
   if (ev.completed < ev.recorded || NowNs() < ev.time_ns) return cudaErrorNotReady;
   return cudaSuccess;
@@ -95,6 +99,7 @@ void SynchronizeEvent(EventState& ev) {
 }
 
 cudaError_t ElapsedTime(EventState& a, EventState& b, float* ms) {
+  ChargeCall(CallCost::kEventElapsedTime);
   if ((a.flags | b.flags) & cudaEventDisableTiming) return cudaErrorInvalidResourceHandle;
   int64_t ta, tb;
   int64_t now = NowNs();
@@ -113,6 +118,7 @@ cudaError_t ElapsedTime(EventState& a, EventState& b, float* ms) {
 }
 
 cudaError_t SubmitCopy(Stream* s, void* dst, const void* src, size_t count, cudaMemcpyKind kind) {
+  ChargeCall(CallCost::kLaunch);
   if (count == 0) return cudaSuccess;
   if (dst == nullptr || src == nullptr) return cudaErrorInvalidValue;
   if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault) {
@@ -132,6 +138,7 @@ cudaError_t SubmitCopy(Stream* s, void* dst, const void* src, size_t count, cuda
 }
 
 cudaError_t SubmitFill(Stream* s, void* dst, uint32_t value, size_t element_size, size_t count) {
+  ChargeCall(CallCost::kLaunch);
   if (count == 0) return cudaSuccess;
   if (dst == nullptr) return cudaErrorInvalidValue;
   size_t bytes = count * element_size;
@@ -157,6 +164,7 @@ cudaError_t SubmitFill(Stream* s, void* dst, uint32_t value, size_t element_size
 }
 
 cudaError_t SubmitKernel(Stream* s, const KernelInfo& k) {
+  ChargeCall(CallCost::kLaunch);
   Op op;
   op.kind = OpKind::kBusy;
   op.duration_ns = ComputeDurationNs(k.duration_ns, s->device());
@@ -164,6 +172,7 @@ cudaError_t SubmitKernel(Stream* s, const KernelInfo& k) {
 }
 
 cudaError_t LaunchGraph(const GraphExec& exec, Stream* s) {
+  ChargeCall(CallCost::kLaunch);
   s->WaitForRoom();  // one launch-queue entry: its operations are admitted together
   int64_t now = NowNs();
   for (const Op& captured : exec.ops) {

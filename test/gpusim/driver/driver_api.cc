@@ -10,6 +10,7 @@
 #include <memory>
 #include <utility>
 
+#include "test/gpusim/common/call_cost.h"
 #include "test/gpusim/common/sim_env.h"
 #include "test/gpusim/cudart/capture_rules.h"
 #include "test/gpusim/cudart/engine.h"
@@ -108,6 +109,7 @@ CUresult WaitEventImpl(CUstream stream, CUevent event, unsigned flags, bool per_
 }
 
 CUresult IsCapturingImpl(CUstream stream, CUstreamCaptureStatus* status, bool per_thread) {
+  xtsim::ChargeCall(xtsim::CallCost::kStreamIsCapturing);
   if (status == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Stream* s;
   CUresult r = ResolveStream(stream, per_thread, &s);

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "test/gpusim/common/call_cost.h"
 #include "test/gpusim/common/sim_env.h"
 #include "test/gpusim/nccl/backoff.h"
 #include "test/gpusim/nccl/faults.h"
@@ -548,6 +549,7 @@ const OpSpec& SpecOf(OpKind kind) { return kSpecs[static_cast<size_t>(kind)]; }
 
 ncclResult_t Launch(std::vector<Op> ops, std::string* error) {
   if (ops.empty()) return ncclSuccess;
+  ChargeCall(CallCost::kLaunch);  // the group's kernel launch (call_cost.h)
   std::vector<cudaStream_t> streams;
   for (const Op& op : ops) {
     if (std::find(streams.begin(), streams.end(), op.stream) == streams.end()) {

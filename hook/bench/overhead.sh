@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# hook/bench/overhead.sh: what xtimer costs a host-bound training step. Runs the nvcc-built
+# host_bound_step program (-c opt; a step shaped like the real-GPU check's PyTorch loop) on the
+# GPU simulator with and without libxtimer.so, in interleaved rounds, with a real xtimerd draining
+# the ring, and prints each round's median step times and their ratio, then the median ratio.
+# The simulator charges each CUDA call the host time it costs on an H200 (XTIMER_SIM_CALL_COSTS,
+# docs/gpusim.md) unless --costs off, so that the figure predicts a real GPU.
+#   --rounds N     interleaved rounds (default 5)
+#   --steps N      measured steps per run (default 200)
+#   --host-us US   the framework's host time per op (default 8)
+#   --costs C      h200 (default) or off
+#   --env VAR=VAL  an extra variable for the runs under xtimer (repeatable)
+set -euo pipefail
+cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.."
+rounds=5 steps=200 host_us=8 costs=h200
+extra=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --rounds) rounds=$2; shift 2 ;;
+    --steps) steps=$2; shift 2 ;;
+    --host-us) host_us=$2; shift 2 ;;
+    --costs) costs=$2; shift 2 ;;
+    --env) extra+=("$2"); shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --version) head -n1 VERSION; exit 0 ;;
+    *) echo "overhead.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+echo "building (-c opt)..." >&2
+bazel build --symlink_prefix=/ -c opt //hook:libxtimer.so //hook/bench:host_bound_step \
+  //test/gpusim:gpusim-run //daemon:xtimerd >&2
+bin="$(bazel info --symlink_prefix=/ -c opt bazel-bin 2>/dev/null)"
+run_dir=$(mktemp -d /tmp/xtimer-overhead-XXXXXX)
+"$bin/daemon/xtimerd" --run-dir="$run_dir" --metrics-port=0 --control-port=0 \
+  >"$run_dir/xtimerd.log" 2>&1 &
+daemon=$!
+trap 'kill $daemon 2>/dev/null || true; wait $daemon 2>/dev/null || true; rm -rf "$run_dir"' EXIT
+for _ in $(seq 100); do [[ -S "$run_dir/xtimerd.sock" ]] && break; sleep 0.1; done
+export XTIMER_SIM_CALL_COSTS="$costs" XTIMER_SIM_KERNEL_TIME_US=2
+step() {  # step hooked|plain -> the median step in ms
+  local env=() pre=""
+  if [[ $1 == hooked ]]; then
+    env=(XTIMER_DAEMON_SOCKET="$run_dir/xtimerd.sock" XTIMER_JOB=overhead "${extra[@]}")
+    pre="$bin/hook/libxtimer.so"
+  fi
+  env "${env[@]}" LD_PRELOAD="$pre" "$bin/test/gpusim/gpusim-run" "$bin/hook/bench/host_bound_step" \
+    --steps "$steps" --host-us "$host_us" | sed -n 's/^median step \([0-9.]*\) ms.*/\1/p'
+}
+echo "round  plain_ms  xtimer_ms  ratio"
+ratios=()
+for r in $(seq "$rounds"); do
+  p=$(step plain)
+  h=$(step hooked)
+  ratio=$(python3 -c "print(f'{$h/$p:.3f}')")
+  ratios+=("$ratio")
+  printf '%5d  %8.3f  %9.3f  %s\n' "$r" "$p" "$h" "$ratio"
+done
+echo "median ratio $(printf '%s\n' "${ratios[@]}" | sort -n | sed -n "$(( (${#ratios[@]} + 1) / 2 ))p")" \
+  "(costs: $costs, framework time ${host_us} us per op)"
