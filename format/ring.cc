@@ -168,6 +168,10 @@ void RingWriter::PublishUntimed(const uint64_t* counts, int n) {
   }
 }
 
+void RingWriter::PublishHookOwnNs(uint64_t ns) {
+  header_->hook_own_ns.store(ns, std::memory_order_relaxed);
+}
+
 void RingWriter::Heartbeat(int64_t now_ns) {
   header_->heartbeat_ns.store(now_ns, std::memory_order_relaxed);
 }
@@ -416,6 +420,10 @@ uint64_t RingReader::written() const {
 }
 
 uint64_t RingReader::dropped() const { return header_->dropped.load(std::memory_order_relaxed); }
+
+uint64_t RingReader::hook_own_ns() const {
+  return header_->hook_own_ns.load(std::memory_order_relaxed);
+}
 
 uint64_t RingReader::untimed(UntimedCause cause) const {
   auto i = static_cast<uint32_t>(cause);

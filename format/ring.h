@@ -148,7 +148,10 @@ struct RingHeader {
   InflightEntry inflight[kMaxInflight];                // 392
   char reserved2[3072 - 2440];                         // 2440
   std::atomic<uint64_t> untimed[kUntimedSlots];        // 3072  by UntimedCause, written by the poller
-  char reserved3[4096 - 3136];                         // 3136
+  // The hook's own host time on the application's threads (ns, cumulative; 0 from older hooks,
+  // whose bytes here were reserved): the work around each timed op, its CUDA calls included.
+  std::atomic<uint64_t> hook_own_ns;                   // 3136  written by the poller
+  char reserved3[4096 - 3144];                         // 3144
   InflightDetail inflight_detail[kMaxInflight];        // 4096  version 2: row i's detail
 };
 static_assert(sizeof(RingHeader) == kHeaderSize, "RingHeader fills its pages");
@@ -157,6 +160,7 @@ static_assert(offsetof(RingHeader, exit_state) == 272, "RingHeader layout");
 static_assert(offsetof(RingHeader, read_pos) == 320, "RingHeader layout");
 static_assert(offsetof(RingHeader, inflight) == 392, "RingHeader layout");
 static_assert(offsetof(RingHeader, untimed) == 3072, "RingHeader layout");
+static_assert(offsetof(RingHeader, hook_own_ns) == 3136, "RingHeader layout");
 static_assert(offsetof(RingHeader, inflight_detail) == kHeaderSizeV1, "RingHeader layout");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared atomics must be lock-free");
 
@@ -247,6 +251,8 @@ class RingWriter {
   void SetRank(int rank, int local_rank, int world_size);
   // Publishes the process's untimed-op counters (cumulative, by UntimedCause).
   void PublishUntimed(const uint64_t* counts, int n);
+  // Publishes the hook's own host time on application threads (ns, cumulative).
+  void PublishHookOwnNs(uint64_t ns);
 
   int fd() const { return fd_; }
   RingHeader* header() const { return header_; }
@@ -294,6 +300,8 @@ class RingReader {
   uint64_t dropped() const;
   // The writer's cumulative count of untimed ops for `cause` (0 for a cause out of range).
   uint64_t untimed(UntimedCause cause) const;
+  // The writer's own host time on application threads (ns, cumulative; 0 from older hooks).
+  uint64_t hook_own_ns() const;
   int64_t heartbeat_ns() const;
   // The writer's exit marker (validated; kNone when absent or malformed).
   ExitState exit_state() const;

@@ -60,10 +60,14 @@ inline Ret TimedCall(Call&& call, Describe&& describe) {
   Timing t;
   bool timed = false;
   bool capturing;
-  if (describe(&d) && Sampled(d) && CanTime(d.stream, &capturing)) timed = BeginTimed(d, &t);
+  if (describe(&d) && Sampled(d)) {
+    OwnTimer own;
+    if (CanTime(d.stream, &capturing)) timed = BeginTimed(d, &t);
+  }
   errno = saved;
   Ret r = call();
   if (timed) {
+    OwnTimer own;
     saved = errno;
     EndTimed(d, &t, IsOk(r), 0);
     errno = saved;
@@ -99,11 +103,15 @@ inline auto KernelCall(Call&& call, const void* key, Classify&& classify, cudaSt
     d.op = format::Operation::kKernelLaunch;
     d.stream = stream;
     d.flags = format::kFlagAsync;
-    if (Sampled(d) && CanTime(stream, &capturing)) began = BeginTimed(d, &t);
+    if (Sampled(d)) {
+      OwnTimer own;
+      if (CanTime(stream, &capturing)) began = BeginTimed(d, &t);
+    }
   }
   errno = saved;
   auto r = call();
   if (began) {
+    OwnTimer own;
     saved = errno;
     EndTimed(d, &t, IsOk(r), 0);
     errno = saved;
@@ -136,7 +144,11 @@ inline ncclResult_t NcclOpCall(Call&& call, const void* comm, Describe&& describ
   d.comm = LookupComm(comm);
   describe(&d);
   bool capturing = false;
-  bool can_time = d.comm != nullptr && CanTime(d.stream, &capturing);
+  bool can_time;
+  {
+    OwnTimer own;
+    can_time = d.comm != nullptr && CanTime(d.stream, &capturing);
+  }
   if (InGroup()) {
     errno = saved;
     ncclResult_t r = call();
@@ -149,12 +161,19 @@ inline ncclResult_t NcclOpCall(Call&& call, const void* comm, Describe&& describ
     return r;
   }
   Timing t;
-  bool timed = can_time && BeginTimed(d, &t);
+  bool timed;
+  {
+    OwnTimer own;
+    timed = can_time && BeginTimed(d, &t);
+  }
   errno = saved;
   ncclResult_t r = call();
   saved = errno;
-  if (IsOk(r) && d.comm != nullptr && !capturing) AssignSeq(&d);
-  if (timed) EndTimed(d, &t, IsOk(r), 0);
+  {
+    OwnTimer own;
+    if (IsOk(r) && d.comm != nullptr && !capturing) AssignSeq(&d);
+    if (timed) EndTimed(d, &t, IsOk(r), 0);
+  }
   errno = saved;
   return r;
 }

@@ -115,6 +115,7 @@ bool Poller::Cycle() {
     uint64_t untimed[format::kUntimedSlots];
     for (int i = 0; i < format::kUntimedSlots; ++i) untimed[i] = state_->untimed[i].load();
     ring_->PublishUntimed(untimed, format::kUntimedSlots);
+    ring_->PublishHookOwnNs(state_->own_ns.load(std::memory_order_relaxed));
     PublishInflight(now);
     ring_->Heartbeat(now);
     Register(now);

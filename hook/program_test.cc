@@ -358,6 +358,25 @@ TEST(ProgramTest, WorkloadRecordsMatchTheModel) {
   CheckWorkload(g_workload, &ring);
 }
 
+// Issue 35: the hook reports its own time on the application's threads. With the simulator
+// charging H200 call costs, every timed kernel cost the caller at least its capture check and two
+// timed event records (test/gpusim/common/call_cost.h: 432 + 2 x 1,932 ns): the reported time is
+// at least that (a lower bound: charged time is spent, so it holds on a loaded machine).
+TEST(ProgramTest, TheHookReportsItsOwnTimeOnTheApplicationsThreads) {
+  FakeDaemon::Ring ring;
+  std::string out;
+  ASSERT_TRUE(RunHooked({g_workload, "all"}, "own", {"XTIMER_SIM_CALL_COSTS=h200"}, &ring, &out));
+  size_t kernels = 0;
+  for (const auto& r : ring.records) {
+    if (r.header.type == static_cast<uint8_t>(format::RecordType::kOp) &&
+        r.op.kind == static_cast<uint8_t>(OpKind::kKernel)) {
+      ++kernels;
+    }
+  }
+  ASSERT_GT(kernels, 0u);
+  EXPECT_GE(ring.hook_own_ns, kernels * (432 + 2 * 1932)) << kernels << " timed kernels";
+}
+
 // Built with --default-stream per-thread (//hook:ptsz_symbols_test checks that it calls the
 // _ptsz / _ptds entry points): the same records, the per-thread-stream ops on cudaStreamPerThread.
 TEST(ProgramTest, PerThreadDefaultStreamBuildGivesTheSameRecords) {

@@ -294,6 +294,11 @@ bool Enqueue(const Pending& p) {
   return EnqueueWith([&p](Pending* cell) { *cell = p; });
 }
 
+OwnTimer::~OwnTimer() {
+  g_state->own_ns.fetch_add(static_cast<uint64_t>(MonotonicNs() - start_),
+                            std::memory_order_relaxed);
+}
+
 bool Sampled(const OpDesc& d) {
   uint32_t rate = g_state->config.sample_rate;
   if (rate <= 1) return true;

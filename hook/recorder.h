@@ -105,6 +105,21 @@ struct Pending {
 
 // ------------------------------------------------------------------------------ recorder API
 
+// Adds the host time from its construction to its destruction to the hook's own time on the
+// application's threads (State::own_ns, published as the ring header's hook_own_ns and exported
+// as xtimer_hook_overhead_seconds_total). Put around the work a timed op costs the caller (the
+// capture check, the event records, the queue); two vDSO clock reads and one relaxed add.
+class OwnTimer {
+ public:
+  OwnTimer() : start_(MonotonicNs()) {}
+  ~OwnTimer();
+  OwnTimer(const OwnTimer&) = delete;
+  OwnTimer& operator=(const OwnTimer&) = delete;
+
+ private:
+  const int64_t start_;
+};
+
 // Sampling (XTIMER_SAMPLE_RATE): true for 1 in N calls of the same signature.
 bool Sampled(const OpDesc& d);
 // Peeks the app's last error and the stream's capture status. False: do not time (and make no

@@ -63,6 +63,7 @@ struct State {
   // Statistics.
   std::atomic<uint64_t> queued{0};
   std::atomic<uint64_t> queue_dropped{0};
+  std::atomic<uint64_t> own_ns{0};  // the hook's own time on application threads (OwnTimer)
   std::atomic<uint64_t> untimed[format::kUntimedSlots] = {};  // by format::UntimedCause
   std::atomic<int> socket_fd{-1};  // the daemon connection, closed in a forked child
   Poller* poller = nullptr;

@@ -43,6 +43,7 @@ enum Family {
   kRingWritten,
   kRingDropped,
   kUntimedOps,
+  kHookOverhead,
   kRingInvalid,
   kRingLost,
   kRingUnaggregated,
@@ -118,6 +119,9 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
      "Records the process dropped because its ring was full."},
     {"xtimer_untimed_ops_total", MetricType::Counter,
      "Operations the hook intercepted but could not time, by cause (docs/metrics.md)."},
+    {"xtimer_hook_overhead_seconds_total", MetricType::Counter,
+     "The hook's own host time on the process's application threads: the work around each "
+     "timed op, its CUDA calls included (docs/metrics.md)."},
     {"xtimer_ring_records_invalid_total", MetricType::Counter,
      "Records the daemon rejected as malformed."},
     {"xtimer_ring_records_lost_total", MetricType::Counter,
@@ -259,6 +263,7 @@ std::vector<MetricFamily> BuildFamilies(const Snapshot& snap) {
       l.push_back({"cause", format::UntimedCauseName(i)});
       b.Add(kUntimedOps, l, static_cast<double>(p.untimed[i]));
     }
+    b.Add(kHookOverhead, rank, static_cast<double>(p.hook_own_ns) * 1e-9);
     b.Add(kRingInvalid, rank, static_cast<double>(p.invalid));
     b.Add(kRingLost, rank, static_cast<double>(p.lost));
     b.Add(kRingFill, rank, p.fill);

@@ -506,6 +506,7 @@ void RingServer::PublishStatus(Connection* c) {
   for (int i = 0; i < format::kUntimedSlots; ++i) {
     st.untimed[i] = r.untimed(static_cast<format::UntimedCause>(i));
   }
+  st.hook_own_ns = r.hook_own_ns();
   st.invalid = c->stats.invalid;
   st.lost = c->stats.lost;
   st.fill = c->max_fill;

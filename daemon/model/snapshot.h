@@ -29,6 +29,7 @@ struct ProcessStatus {
   uint64_t written = 0;  // header write_pos
   uint64_t dropped = 0;  // header dropped
   uint64_t untimed[format::kUntimedSlots] = {};  // header untimed, by format::UntimedCause
+  uint64_t hook_own_ns = 0;  // header hook_own_ns: the hook's own time on application threads
   uint64_t invalid = 0;  // records that failed validation (reader's running total)
   uint64_t lost = 0;     // records skipped over impossible positions (reader's running total)
   double fill = 0;       // backlog / capacity seen before the last drain, 0..1
@@ -99,6 +100,7 @@ struct ProcessSnapshot {
   // The process's ring (the same on each of its ranks); unaggregated is the rank's own.
   uint64_t written = 0, dropped = 0, invalid = 0, lost = 0, unaggregated = 0;
   uint64_t untimed[format::kUntimedSlots] = {};
+  uint64_t hook_own_ns = 0;  // the hook's own time on the process's application threads
   double fill = 0;
   int64_t heartbeat_ns = 0;  // the hook's last ring heartbeat (CLOCK_REALTIME), 0 when none
   // Up to when the daemon knows the process's in-flight state: the snapshot's time, its exit,

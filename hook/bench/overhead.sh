@@ -4,7 +4,9 @@
 # GPU simulator with and without libxtimer.so, in interleaved rounds, with a real xtimerd draining
 # the ring, and prints each round's median step times and their ratio, then the median ratio.
 # The simulator charges each CUDA call the host time it costs on an H200 (XTIMER_SIM_CALL_COSTS,
-# docs/gpusim.md) unless --costs off, so that the figure predicts a real GPU.
+# docs/gpusim.md) unless --costs off, so that the figure predicts a real GPU. Each round also
+# prints the time the step gained and the hook's own time per step as it reported it
+# (xtimer_hook_overhead_seconds_total, scraped from the daemon; the warm-up steps included).
 #   --rounds N     interleaved rounds (default 5)
 #   --steps N      measured steps per run (default 200)
 #   --host-us US   the framework's host time per op (default 8)
@@ -31,29 +33,38 @@ bazel build --symlink_prefix=/ -c opt //hook:libxtimer.so //hook/bench:host_boun
   //test/gpusim:gpusim-run //daemon:xtimerd >&2
 bin="$(bazel info --symlink_prefix=/ -c opt bazel-bin 2>/dev/null)"
 run_dir=$(mktemp -d /tmp/xtimer-overhead-XXXXXX)
-"$bin/daemon/xtimerd" --run-dir="$run_dir" --metrics-port=0 --control-port=0 \
+metrics_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+"$bin/daemon/xtimerd" --run-dir="$run_dir" --metrics-port="$metrics_port" --control-port=0 \
   >"$run_dir/xtimerd.log" 2>&1 &
 daemon=$!
 trap 'kill $daemon 2>/dev/null || true; wait $daemon 2>/dev/null || true; rm -rf "$run_dir"' EXIT
 for _ in $(seq 100); do [[ -S "$run_dir/xtimerd.sock" ]] && break; sleep 0.1; done
 export XTIMER_SIM_CALL_COSTS="$costs" XTIMER_SIM_KERNEL_TIME_US=2
-step() {  # step hooked|plain -> the median step in ms
+step() {  # step hooked|plain [JOB] -> the median step in ms
   local env=() pre=""
   if [[ $1 == hooked ]]; then
-    env=(XTIMER_DAEMON_SOCKET="$run_dir/xtimerd.sock" XTIMER_JOB=overhead "${extra[@]}")
+    env=(XTIMER_DAEMON_SOCKET="$run_dir/xtimerd.sock" XTIMER_JOB="$2" "${extra[@]}")
     pre="$bin/hook/libxtimer.so"
   fi
   env "${env[@]}" LD_PRELOAD="$pre" "$bin/test/gpusim/gpusim-run" "$bin/hook/bench/host_bound_step" \
     --steps "$steps" --host-us "$host_us" | sed -n 's/^median step \([0-9.]*\) ms.*/\1/p'
 }
-echo "round  plain_ms  xtimer_ms  ratio"
+# The hook's own time it reported for job $1 (xtimer_hook_overhead_seconds_total), ms per step.
+own_ms() {
+  local s
+  s=$(curl -s "127.0.0.1:$metrics_port/metrics" |
+    sed -n "s/^xtimer_hook_overhead_seconds_total{.*job=\"$1\".*} \([0-9.e+-]*\)$/\1/p" | head -n1)
+  python3 -c "print(f'{${s:-0} * 1e3 / ($steps + 20):.3f}')"
+}
+echo "round  plain_ms  xtimer_ms  ratio  added_ms  hook_reported_ms"
 ratios=()
 for r in $(seq "$rounds"); do
   p=$(step plain)
-  h=$(step hooked)
+  h=$(step hooked "overhead-$r")
   ratio=$(python3 -c "print(f'{$h/$p:.3f}')")
   ratios+=("$ratio")
-  printf '%5d  %8.3f  %9.3f  %s\n' "$r" "$p" "$h" "$ratio"
+  printf '%5d  %8.3f  %9.3f  %s  %8.3f  %16s\n' "$r" "$p" "$h" "$ratio" \
+    "$(python3 -c "print($h - $p)")" "$(own_ms "overhead-$r")"
 done
 echo "median ratio $(printf '%s\n' "${ratios[@]}" | sort -n | sed -n "$(( (${#ratios[@]} + 1) / 2 ))p")" \
   "(costs: $costs, framework time ${host_us} us per op)"

@@ -98,6 +98,7 @@ void FakeDaemon::ReadAll() {
     ring.identity = reader.identity();
     ring.dropped = reader.dropped();
     ring.heartbeat_ns = reader.heartbeat_ns();
+    ring.hook_own_ns = reader.hook_own_ns();
     format::InflightRow rows[format::kMaxInflight];
     int count = 0;
     if (reader.Inflight(rows, &count)) ring.inflight.assign(rows, rows + count);

@@ -37,6 +37,7 @@ class FakeDaemon {
     uint64_t invalid = 0;
     std::vector<format::InflightRow> inflight;
     int64_t heartbeat_ns = 0;
+    uint64_t hook_own_ns = 0;  // the header's hook_own_ns as of the last ReadAll
     int connection = -1;  // the registration connection (owned by the daemon)
   };
   // Rings received so far (one per registration; a re-registration adds a new entry).
