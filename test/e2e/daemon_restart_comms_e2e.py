@@ -82,11 +82,26 @@ def main(argv):
             else None)(ranks(cp)), 90)
         if before is None:
             fail("4 ranks with every communicator known: %s" % ranks(cp))
-        dropped = {r: int(q["records_dropped"]) for r, q in before.items()}
         want = comm_places(before)
+        # How long each rank takes to write a ring's worth of records at its own rate, measured
+        # now (a loaded machine slows the ranks unevenly): the daemon stays away twice the
+        # slowest rank's time, so every ring overflows.
+        t_fill = time.monotonic()
+        written = {r: int(q["records_written"]) for r, q in before.items()}
+        filled = wait("every rank wrote a ring's worth", lambda: (lambda rs: rs if sorted(rs) == [
+            0, 1, 2, 3] and all(int(q["records_written"]) - written[r] >= 1024
+                                for r, q in rs.items()) else None)(ranks(cp)), 120)
+        if filled is None:
+            fail("a rank did not write 1024 records in 120 s: %s" % ranks(cp))
+        away_s = 2 * (time.monotonic() - t_fill)
+        dropped = {r: int(q["records_dropped"]) for r, q in filled.items()}
         pid = daemon_pid(run_dir)
         os.kill(pid, signal.SIGKILL)
-        log("killed xtimerd (pid %d) while 4 ranks run at full rate" % pid)
+        log("killed xtimerd (pid %d) while 4 ranks run at full rate; back in %.1f s" %
+            (pid, away_s))
+        gone = time.monotonic()
+        wait("the rings had time to overflow", lambda: time.monotonic() - gone >= away_s,
+             away_s + 1)
         start = subprocess.run([p.xtimerd, "--daemonize", "--run-dir", run_dir, "--metrics-port",
                                 str(mp), "--control-port", str(cp)], capture_output=True,
                                timeout=30)
