@@ -93,16 +93,21 @@ std::vector<std::string> Hooked(std::vector<std::string> program_and_args) {
   return argv;
 }
 
-std::vector<std::string> HookEnv(const std::string& socket) {
-  return {"XT_HOOK_LIB=" + g_lib,
-          "XTIMER_DAEMON_SOCKET=" + socket,
-          "XTIMER_JOB=hooktest",
+// The test's knobs for every hooked run: job, host, kernel filter and the simulator's model.
+std::vector<std::string> TestEnv() {
+  return {"XTIMER_JOB=hooktest",
           "XTIMER_HOST=testhost",
           "XTIMER_KERNEL_FILTER=timed_k",
           "XTIMER_SIM_KERNEL_TIMES=timed_kernel=30;other_kernel=10;delay_kernel=500000",
           "XTIMER_SIM_TFLOPS_BF16=1000",
           "XTIMER_SIM_TFLOPS_FP32=50",
           "XTIMER_SIM_TFLOPS_TF32=200"};
+}
+
+std::vector<std::string> HookEnv(const std::string& socket) {
+  std::vector<std::string> env = {"XT_HOOK_LIB=" + g_lib, "XTIMER_DAEMON_SOCKET=" + socket};
+  for (const std::string& e : TestEnv()) env.push_back(e);
+  return env;
 }
 
 // Model duration in ns, as the simulator rounds it.
@@ -131,28 +136,13 @@ std::vector<OpRecord> Ops(const FakeDaemon::Ring& ring, Operation op) {
 
 #define EXPECT_NS(actual, expected) EXPECT_NEAR(static_cast<double>(actual), (expected), 2.0)
 
-// Runs a program with the hook and a fake daemon; returns its one ring.
+// Runs a program with the hook and a fake daemon; returns its one ring (testing::Runner).
 bool RunHooked(const std::vector<std::string>& program_and_args, const char* tag,
                const std::vector<std::string>& extra_env, FakeDaemon::Ring* ring,
                std::string* out) {
-  std::string sock = SocketPath(tag);
-  std::string error;
-  auto daemon = FakeDaemon::Start(sock, &error);
-  EXPECT_NE(daemon, nullptr) << error;
-  if (daemon == nullptr) return false;
-  std::vector<std::string> env = HookEnv(sock);
+  std::vector<std::string> env = TestEnv();
   env.insert(env.end(), extra_env.begin(), extra_env.end());
-  int rc = RunProgram(Hooked(program_and_args), env, out);
-  EXPECT_EQ(rc, 0) << *out;
-  if (rc != 0) return false;
-  daemon->ReadAll();
-  auto rings = daemon->rings();
-  EXPECT_EQ(rings.size(), 1u) << *out;
-  if (rings.size() != 1) return false;
-  *ring = rings[0];
-  EXPECT_EQ(ring->dropped, 0u);
-  EXPECT_EQ(ring->invalid, 0u);
-  return true;
+  return testing::Runner{g_run, g_self, g_lib}.RunHooked(program_and_args, tag, env, ring, out);
 }
 
 // The workload's records (`program` is workload or its per-thread default stream build).
