@@ -66,4 +66,12 @@ cudaError_t CheckUnsafeCall() {
   return forbidden ? cudaErrorStreamCaptureUnsupported : cudaSuccess;
 }
 
+cudaError_t CheckHostCallOn(Stream* s) {
+  if (s->Capturing()) {
+    s->InvalidateCapture();
+    return cudaErrorStreamCaptureUnsupported;
+  }
+  return CheckUnsafeCall();
+}
+
 }  // namespace xtsim

@@ -45,6 +45,11 @@ void NoteCaptureEnded(Stream* origin);
 // cudaErrorStreamCaptureUnsupported. One relaxed atomic load when nothing is being captured.
 cudaError_t CheckUnsafeCall();
 
+// A host-blocking call (synchronize, query) on stream `s`: on a capturing stream it is not allowed
+// and invalidates the capture (Programming Guide, "Prohibited and Unhandled Operations"); otherwise
+// it is a potentially unsafe call (CheckUnsafeCall). One rule for the runtime and the driver.
+cudaError_t CheckHostCallOn(Stream* s);
+
 }  // namespace xtsim
 
 #endif  // XTIMER_TEST_GPUSIM_CUDART_CAPTURE_RULES_H_

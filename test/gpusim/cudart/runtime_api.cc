@@ -54,13 +54,6 @@ cudaError_t ResolveStream(cudaStream_t handle, bool per_thread, Stream** out) {
   return *out == nullptr ? cudaErrorInvalidResourceHandle : cudaSuccess;
 }
 
-// A call that blocks the host is not allowed on a capturing stream; it invalidates the capture.
-cudaError_t RejectIfCapturing(Stream* s) {
-  if (!s->Capturing()) return cudaSuccess;
-  s->InvalidateCapture();
-  return cudaErrorStreamCaptureUnsupported;
-}
-
 cudaError_t SubmitMemset(void* dst, int value, size_t count, Stream* s) {
   if (count == 0) return cudaSuccess;
   if (dst == nullptr) return cudaErrorInvalidValue;
@@ -149,8 +142,7 @@ cudaError_t StreamSyncImpl(cudaStream_t stream, bool per_thread) {
   Stream* s;
   cudaError_t e = ResolveStream(stream, per_thread, &s);
   if (e != cudaSuccess) return e;
-  e = RejectIfCapturing(s);
-  if (e == cudaSuccess) e = xtsim::CheckUnsafeCall();
+  e = xtsim::CheckHostCallOn(s);
   if (e != cudaSuccess) return e;
   s->Synchronize();
   return cudaSuccess;
@@ -160,8 +152,7 @@ cudaError_t StreamQueryImpl(cudaStream_t stream, bool per_thread) {
   Stream* s;
   cudaError_t e = ResolveStream(stream, per_thread, &s);
   if (e != cudaSuccess) return e;
-  e = RejectIfCapturing(s);
-  if (e == cudaSuccess) e = xtsim::CheckUnsafeCall();
+  e = xtsim::CheckHostCallOn(s);
   if (e != cudaSuccess) return e;
   return s->Query();
 }

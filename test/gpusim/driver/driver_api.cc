@@ -64,13 +64,7 @@ CUresult SyncStreamImpl(CUstream stream, bool per_thread) {
   Stream* s;
   CUresult r = ResolveStream(stream, per_thread, &s);
   if (r != CUDA_SUCCESS) return r;
-  if (s->Capturing()) {
-    // A synchronizing call on a capturing stream is not allowed and invalidates the capture
-    // (CUDA Programming Guide, "Prohibited and Unhandled Operations" of stream capture).
-    s->InvalidateCapture();
-    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  }
-  r = CheckUnsafe();
+  r = FromRuntime(xtsim::CheckHostCallOn(s));
   if (r != CUDA_SUCCESS) return r;
   s->Synchronize();
   return CUDA_SUCCESS;
@@ -80,11 +74,7 @@ CUresult QueryStreamImpl(CUstream stream, bool per_thread) {
   Stream* s;
   CUresult r = ResolveStream(stream, per_thread, &s);
   if (r != CUDA_SUCCESS) return r;
-  if (s->Capturing()) {
-    s->InvalidateCapture();
-    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  }
-  r = CheckUnsafe();
+  r = FromRuntime(xtsim::CheckHostCallOn(s));
   if (r != CUDA_SUCCESS) return r;
   return FromRuntime(s->Query());
 }
