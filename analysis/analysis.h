@@ -28,6 +28,7 @@ enum class OpState : uint8_t {
   kCompleted = 0,
   kStarted = 1,  // the GPU started it (its start event fired); not finished
   kQueued = 2,   // issued by the host; the GPU has not reached it (earlier work on its stream)
+  kIssued = 3,   // issued, not finished; whether the GPU reached it is not known (not timed)
 };
 
 // One rank's part in one collective instance.

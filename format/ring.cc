@@ -42,6 +42,16 @@ size_t RegionSize(uint32_t capacity, size_t header_size) {
   return header_size + size_t{capacity} * kRecordSize;
 }
 
+const char* InflightStateName(InflightState state) {
+  switch (state) {
+    case InflightState::kStarted: return "started";
+    case InflightState::kQueued: return "queued";
+    case InflightState::kIssued: return "issued";
+    case InflightState::kNone: break;
+  }
+  return "none";
+}
+
 const char* ValidateInflightRow(const InflightRow& row) {
   if (row.device < -1 || row.device > kMaxDevice) return "bad device";
   const InflightCollective& c = row.oldest;
@@ -66,7 +76,7 @@ const char* ValidateInflightRow(const InflightRow& row) {
   }
   const InflightBlocker& b = c.blocker;
   if (b.op == 0) return nullptr;
-  if (c.state != InflightState::kQueued) return "a blocker for a collective that started";
+  if (c.state != InflightState::kQueued) return "a blocker for a collective that started";  // or untimed
   if (b.kind == 0 || KindOfOperation(b.op) != b.kind) return "blocker op and kind disagree";
   if (b.m < 0 || b.n < 0 || b.k < 0 || b.launch_ns < 0) return "negative blocker field";
   return nullptr;
@@ -170,6 +180,15 @@ void RingWriter::PublishUntimed(const uint64_t* counts, int n) {
 
 void RingWriter::PublishHookOwnNs(uint64_t ns) {
   header_->hook_own_ns.store(ns, std::memory_order_relaxed);
+}
+
+void RingWriter::PublishTimingRates(const uint64_t* calls, const uint64_t* timed,
+                                    uint32_t budget_ppm) {
+  for (int i = 0; i < kOpKindSlots; ++i) {
+    header_->op_calls[i].store(calls[i], std::memory_order_relaxed);
+    header_->op_timed[i].store(timed[i], std::memory_order_relaxed);
+  }
+  header_->budget_ppm.store(budget_ppm, std::memory_order_relaxed);
 }
 
 void RingWriter::Heartbeat(int64_t now_ns) {
@@ -425,6 +444,18 @@ uint64_t RingReader::hook_own_ns() const {
   return header_->hook_own_ns.load(std::memory_order_relaxed);
 }
 
+uint64_t RingReader::op_calls(uint8_t kind) const {
+  return kind < kOpKindSlots ? header_->op_calls[kind].load(std::memory_order_relaxed) : 0;
+}
+
+uint64_t RingReader::op_timed(uint8_t kind) const {
+  return kind < kOpKindSlots ? header_->op_timed[kind].load(std::memory_order_relaxed) : 0;
+}
+
+uint32_t RingReader::budget_ppm() const {
+  return header_->budget_ppm.load(std::memory_order_relaxed);
+}
+
 uint64_t RingReader::untimed(UntimedCause cause) const {
   auto i = static_cast<uint32_t>(cause);
   return i < static_cast<uint32_t>(kUntimedSlots)
@@ -434,7 +465,7 @@ uint64_t RingReader::untimed(UntimedCause cause) const {
 
 const char* UntimedCauseName(uint32_t cause) {
   static constexpr const char* kNames[] = {"app_error", "no_event", "cuda_error", "queue_full",
-                                           "no_runtime"};
+                                           "no_runtime", "budget"};
   static_assert(sizeof(kNames) / sizeof(kNames[0]) == static_cast<size_t>(UntimedCause::kCount),
                 "a name for every UntimedCause");
   return cause < static_cast<uint32_t>(UntimedCause::kCount) ? kNames[cause] : "unknown";

@@ -52,7 +52,7 @@ constexpr uint32_t kMinCapacity = 64;
 constexpr uint32_t kMaxCapacity = 1u << 22;  // 512 MiB of records
 
 // Why an op the hook intercepted was not timed: RingHeader::untimed[cause], exported by the
-// daemon as xtimer_untimed_ops_total{cause}. Sampled-out ops (XTIMER_SAMPLE_RATE) are not counted.
+// daemon as xtimer_untimed_ops_total{cause}. Ops XTIMER_SAMPLE_RATE leaves out are not counted.
 enum class UntimedCause : uint32_t {
   kAppError = 0,    // "app_error": the application had a CUDA error pending, so the hook made no
                     //   CUDA call of its own (it would have replaced the error)
@@ -62,9 +62,13 @@ enum class UntimedCause : uint32_t {
                     //   the device's event creation)
   kQueueFull = 3,   // "queue_full": the queue from the application's threads to the poller was full
   kNoRuntime = 4,   // "no_runtime": no loaded libcudart defines the functions the hook needs
-  kCount = 5,
+  kBudget = 5,      // "budget": the overhead budget (XTIMER_OVERHEAD_BUDGET) left the op untimed;
+                    //   a collective or send/recv is still tracked to its completion
+  kCount = 6,
 };
 constexpr int kUntimedSlots = 8;  // RingHeader::untimed has room for more causes
+constexpr int kOpKindSlots = 16;  // RingHeader::op_calls / op_timed: indexed by OpKind
+static_assert(kOpKindMax < kOpKindSlots, "a slot for every OpKind");
 // The metric label of a cause ("app_error", ...); "unknown" for a value out of range.
 const char* UntimedCauseName(uint32_t cause);
 
@@ -83,8 +87,12 @@ enum class InflightState : uint8_t {
   kNone = 0,     // no collective in flight on the row (the detail's other fields are 0)
   kStarted = 1,  // its GPU start event has fired: the GPU is in it (waiting for peers or moving data)
   kQueued = 2,   // its start event has not fired: earlier work on its stream has not finished
+  kIssued = 3,   // issued and not finished; not timed (the overhead budget left it untimed), so
+                 //   whether the GPU started it is not known: only its completion is tracked
 };
-constexpr uint8_t kInflightStateMax = 2;
+constexpr uint8_t kInflightStateMax = 3;
+// "started", "queued", "issued" (the metrics' state label); "none" for kNone.
+const char* InflightStateName(InflightState state);
 
 // The second half of an in-flight row (version 2): its device, and the oldest collective in
 // flight on it with, when queued, the oldest unfinished op on its stream (the "blocker").
@@ -151,7 +159,15 @@ struct RingHeader {
   // The hook's own host time on the application's threads (ns, cumulative; 0 from older hooks,
   // whose bytes here were reserved): the work around each timed op, its CUDA calls included.
   std::atomic<uint64_t> hook_own_ns;                   // 3136  written by the poller
-  char reserved3[4096 - 3144];                         // 3144
+  // Ops the hook considered timing (every call it intercepts that would be timed at 100%), and
+  // those it timed, by OpKind (index = the kind's value; 0 and values past kOpKindMax unused);
+  // cumulative, 0 from older hooks. Written by the poller.
+  std::atomic<uint64_t> op_calls[kOpKindSlots];        // 3144
+  std::atomic<uint64_t> op_timed[kOpKindSlots];        // 3272
+  // XTIMER_OVERHEAD_BUDGET in parts per million of an application thread's time (0: an older
+  // hook, which timed every op).
+  std::atomic<uint32_t> budget_ppm;                    // 3400
+  char reserved3[4096 - 3404];                         // 3404
   InflightDetail inflight_detail[kMaxInflight];        // 4096  version 2: row i's detail
 };
 static_assert(sizeof(RingHeader) == kHeaderSize, "RingHeader fills its pages");
@@ -161,6 +177,9 @@ static_assert(offsetof(RingHeader, read_pos) == 320, "RingHeader layout");
 static_assert(offsetof(RingHeader, inflight) == 392, "RingHeader layout");
 static_assert(offsetof(RingHeader, untimed) == 3072, "RingHeader layout");
 static_assert(offsetof(RingHeader, hook_own_ns) == 3136, "RingHeader layout");
+static_assert(offsetof(RingHeader, op_calls) == 3144, "RingHeader layout");
+static_assert(offsetof(RingHeader, op_timed) == 3272, "RingHeader layout");
+static_assert(offsetof(RingHeader, budget_ppm) == 3400, "RingHeader layout");
 static_assert(offsetof(RingHeader, inflight_detail) == kHeaderSizeV1, "RingHeader layout");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared atomics must be lock-free");
 
@@ -253,6 +272,9 @@ class RingWriter {
   void PublishUntimed(const uint64_t* counts, int n);
   // Publishes the hook's own host time on application threads (ns, cumulative).
   void PublishHookOwnNs(uint64_t ns);
+  // Publishes the ops considered and timed by kind (cumulative, kOpKindSlots each) and the
+  // overhead budget.
+  void PublishTimingRates(const uint64_t* calls, const uint64_t* timed, uint32_t budget_ppm);
 
   int fd() const { return fd_; }
   RingHeader* header() const { return header_; }
@@ -302,6 +324,11 @@ class RingReader {
   uint64_t untimed(UntimedCause cause) const;
   // The writer's own host time on application threads (ns, cumulative; 0 from older hooks).
   uint64_t hook_own_ns() const;
+  // The writer's ops considered / timed of OpKind `kind` (cumulative; 0 out of range or from
+  // older hooks), and its overhead budget in ppm (0 from older hooks).
+  uint64_t op_calls(uint8_t kind) const;
+  uint64_t op_timed(uint8_t kind) const;
+  uint32_t budget_ppm() const;
   int64_t heartbeat_ns() const;
   // The writer's exit marker (validated; kNone when absent or malformed).
   ExitState exit_state() const;

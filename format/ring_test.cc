@@ -258,8 +258,11 @@ TEST(RingTest, InflightDetailValidation) {
     return ValidateInflightRow(row);
   };
   EXPECT_STREQ(bad([](InflightRow* r) { r->device = -2; }), "bad device");
-  EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.state = static_cast<InflightState>(3); }),
+  EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.state = static_cast<InflightState>(4); }),
                "bad state");
+  // An untimed collective (issued) has no blocker: only a queued one can be behind something.
+  EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.state = InflightState::kIssued; }),
+               "a blocker for a collective that started");
   EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.op = 1; }), "op is not a collective");
   EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.dtype = 200; }), "bad dtype");
   EXPECT_STREQ(bad([](InflightRow* r) { r->oldest.root = 4; }), "bad root or communicator size");

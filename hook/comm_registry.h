@@ -48,6 +48,11 @@ struct CommEntry {
   std::unique_ptr<std::atomic<uint64_t>[]> peer_seq;  // size entries once resolved
 
   uint64_t NextCollectiveSeq() { return next_seq.fetch_add(1, std::memory_order_relaxed); }
+  uint64_t UpcomingCollectiveSeq() const { return next_seq.load(std::memory_order_relaxed); }
+  uint64_t UpcomingP2PSeq(int peer) const {
+    if (!resolved.load(std::memory_order_acquire) || peer < 0 || peer >= size) return 0;
+    return peer_seq[peer].load(std::memory_order_relaxed) + 1;
+  }
   // 0 when the peer is out of range or the size is unknown.
   uint64_t NextP2PSeq(int peer) {
     if (!resolved.load(std::memory_order_acquire) || peer < 0 || peer >= size) return 0;

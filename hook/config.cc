@@ -34,6 +34,19 @@ bool ParseInt(const char* text, long long lo, long long hi, long long* out) {
   return true;
 }
 
+// "1%", "1", "0.25%" -> ppm of a thread's time; (0, 100] percent.
+bool ParseBudget(const char* text, uint32_t* ppm) {
+  if (text == nullptr || *text == '\0') return false;
+  errno = 0;
+  char* end = nullptr;
+  const double percent = strtod(text, &end);
+  if (end != nullptr && *end == '%') ++end;
+  if (errno != 0 || end == text || *end != '\0' || !(percent > 0) || percent > 100) return false;
+  const double v = percent * 10000.0;
+  *ppm = v < 1 ? 1u : static_cast<uint32_t>(v + 0.5);
+  return true;
+}
+
 int IntFrom(GetEnvFn get, WarnFn warn, std::initializer_list<const char*> names) {
   for (const char* n : names) {
     const char* v = get(n);
@@ -97,6 +110,13 @@ Config ReadConfig(GetEnvFn get, WarnFn warn) {
       c.sample_rate = static_cast<uint32_t>(v);
     } else if (warn != nullptr) {
       warn((std::string("ignoring malformed XTIMER_SAMPLE_RATE=") + s).c_str());
+    }
+  }
+  if (const char* s = get("XTIMER_OVERHEAD_BUDGET")) {
+    if (!ParseBudget(s, &c.budget_ppm) && warn != nullptr) {
+      warn((std::string("ignoring XTIMER_OVERHEAD_BUDGET=") + s +
+            ": give a percentage in (0, 100], such as 1% or 0.5")
+               .c_str());
     }
   }
   if (const char* s = get("XTIMER_EXIT_FLUSH_MS")) {

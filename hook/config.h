@@ -11,6 +11,9 @@
 namespace xtimer {
 namespace hook {
 
+constexpr uint32_t kDefaultBudgetPpm = 10000;  // 1%
+constexpr uint32_t kFullBudgetPpm = 1000000;   // 100%: every op timed
+
 struct Config {
   bool disabled = false;            // XTIMER_DISABLE=1: pure pass-through
   std::string socket_path;          // XTIMER_DAEMON_SOCKET, else $XTIMER_RUN_DIR/xtimerd.sock
@@ -19,6 +22,9 @@ struct Config {
   std::string job, host, pod;       // ring identity; job: util/job_identity.h
   uint32_t ring_capacity = 65536;   // XTIMER_RING_CAPACITY (records)
   uint32_t sample_rate = 1;         // XTIMER_SAMPLE_RATE: time 1 in N calls per op signature
+  // XTIMER_OVERHEAD_BUDGET: the share of each application thread's time the hook may spend on
+  // its own work, in parts per million (a percentage: "1%", "1" or "0.5"; 100% times every op).
+  uint32_t budget_ppm = kDefaultBudgetPpm;
   // XTIMER_LOG=jsonl|csv: the daemon writes this rank's operation log (docs/oplog.md)
   format::OpLogRequest op_log = format::OpLogRequest::kNone;
   // XTIMER_KERNEL_FILTER: an ECMAScript regex that narrows the kernels timed (empty: every one);

@@ -76,6 +76,20 @@ TEST(ConfigTest, IdentityFallbacks) {
   EXPECT_EQ(c.job, "my_run_2");
 }
 
+TEST(ConfigTest, OverheadBudgetIsAPercentage) {
+  std::string w;
+  EXPECT_EQ(Read({}, &w).budget_ppm, 10000u);  // 1% by default
+  EXPECT_EQ(Read({{"XTIMER_OVERHEAD_BUDGET", "100%"}}, &w).budget_ppm, kFullBudgetPpm);
+  EXPECT_EQ(Read({{"XTIMER_OVERHEAD_BUDGET", "0.5"}}, &w).budget_ppm, 5000u);
+  EXPECT_EQ(Read({{"XTIMER_OVERHEAD_BUDGET", "2%"}}, &w).budget_ppm, 20000u);
+  EXPECT_EQ(w, "");
+  for (const char* bad : {"0", "-1", "101%", "1%%", "lots", "", "1 %"}) {
+    w.clear();
+    EXPECT_EQ(Read({{"XTIMER_OVERHEAD_BUDGET", bad}}, &w).budget_ppm, 10000u) << bad;
+    if (*bad != '\0') EXPECT_NE(w.find("XTIMER_OVERHEAD_BUDGET"), std::string::npos) << bad;
+  }
+}
+
 TEST(ConfigTest, KnobsAndMalformedValues) {
   std::string w;
   Config c = Read({{"XTIMER_DISABLE", "1"},

@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <type_traits>
 
+#include "hook/capture_census.h"
 #include "hook/describe.h"
 #include "hook/driver_hooks.h"
 #include "hook/nccl_handlers.h"
@@ -60,7 +61,7 @@ inline Ret TimedCall(Call&& call, Describe&& describe) {
   Timing t;
   bool timed = false;
   bool capturing;
-  if (describe(&d) && Sampled(d)) {
+  if (describe(&d) && budget::Decide(d)) {
     OwnTimer own;
     if (CanTime(d.stream, &capturing)) timed = BeginTimed(d, &t);
   }
@@ -103,7 +104,7 @@ inline auto KernelCall(Call&& call, const void* key, Classify&& classify, cudaSt
     d.op = format::Operation::kKernelLaunch;
     d.stream = stream;
     d.flags = format::kFlagAsync;
-    if (Sampled(d)) {
+    if (budget::Decide(d)) {
       OwnTimer own;
       if (CanTime(stream, &capturing)) began = BeginTimed(d, &t);
     }
@@ -143,10 +144,12 @@ inline ncclResult_t NcclOpCall(Call&& call, const void* comm, Describe&& describ
   OpDesc d;
   d.comm = LookupComm(comm);
   describe(&d);
+  budget::CountMandatory(d.kind);
   bool capturing = false;
   bool can_time;
   {
-    OwnTimer own;
+    OwnTimer own;  // collectives are always timed: the budget counts them as its fixed cost
+    own.set_timed(false);
     can_time = d.comm != nullptr && CanTime(d.stream, &capturing);
   }
   if (InGroup()) {
@@ -161,18 +164,26 @@ inline ncclResult_t NcclOpCall(Call&& call, const void* comm, Describe&& describ
     return r;
   }
   Timing t;
-  bool timed;
+  bool timed = false;
+  bool tracked = false;
   {
     OwnTimer own;
-    timed = can_time && BeginTimed(d, &t);
+    if (can_time) {
+      timed = budget::DecideCollective(UpcomingSeq(d)) && BeginTimed(d, &t);
+      tracked = !timed;
+      if (tracked) t.cpu_launch_ns = RealtimeNs();
+    }
+    own.set_timed(timed);
   }
   errno = saved;
   ncclResult_t r = call();
   saved = errno;
   {
     OwnTimer own;
+    own.set_timed(timed);
     if (IsOk(r) && d.comm != nullptr && !capturing) AssignSeq(&d);
     if (timed) EndTimed(d, &t, IsOk(r), 0);
+    if (tracked && IsOk(r)) TrackCompletion(d, &t, 0);
   }
   errno = saved;
   return r;

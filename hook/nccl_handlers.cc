@@ -48,6 +48,11 @@ void AssignSeq(OpDesc* d) {
                                            : d->comm->NextCollectiveSeq();
 }
 
+uint64_t UpcomingSeq(const OpDesc& d) {
+  return d.kind == format::OpKind::kP2P ? d.comm->UpcomingP2PSeq(d.peer)
+                                        : d.comm->UpcomingCollectiveSeq();
+}
+
 namespace {
 
 pthread_key_t g_members_key;
@@ -98,6 +103,7 @@ ncclResult_t OnGroupEnd(decltype(&::ncclGroupEnd) real) {
     int first;
     Timing t;
     bool timed;
+    bool tracked;  // untimed by the budget: a completion mark after the group
   };
   union LeadSlot {
     LeadSlot() {}
@@ -111,15 +117,20 @@ ncclResult_t OnGroupEnd(decltype(&::ncclGroupEnd) real) {
     int l = 0;
     while (l < n_leads && lead(l).stream != g.members[i].d.stream) ++l;
     if (l == n_leads && n_leads < kMaxGroupStreams) {
-      new (&slots[n_leads].lead) Lead{g.members[i].d.stream, i, Timing(), false};
+      new (&slots[n_leads].lead) Lead{g.members[i].d.stream, i, Timing(), false, false};
       ++n_leads;
     }
     lead_of[i] = static_cast<int8_t>(l < n_leads ? l : -1);
   }
+  // The group is timed or not as a whole, by its first member's sequence number.
+  const bool time_group = g.count > 0 && budget::DecideCollective(g.members[0].d.seq);
   for (int l = 0; l < n_leads; ++l) {
+    OwnTimer own;
+    own.set_timed(time_group);
     bool capturing;
     if (CanTime(lead(l).stream, &capturing)) {
-      lead(l).timed = BeginTimed(g.members[lead(l).first].d, &lead(l).t);
+      if (time_group) lead(l).timed = BeginTimed(g.members[lead(l).first].d, &lead(l).t);
+      lead(l).tracked = !lead(l).timed;
     }
   }
   errno = saved;
@@ -128,15 +139,20 @@ ncclResult_t OnGroupEnd(decltype(&::ncclGroupEnd) real) {
   g.depth = 0;
   uint32_t group_id = g.count > 0 ? NextGroupId() : 0;
   for (int l = 0; l < n_leads; ++l) {
-    if (!lead(l).timed) continue;
+    OwnTimer own;
+    own.set_timed(lead(l).timed);
     lead(l).t.cpu_launch_ns = g.members[lead(l).first].cpu_launch_ns;
-    EndTimed(g.members[lead(l).first].d, &lead(l).t, Ok(r), group_id);
+    if (lead(l).timed) EndTimed(g.members[lead(l).first].d, &lead(l).t, Ok(r), group_id);
+    if (lead(l).tracked) {
+      lead(l).tracked = Ok(r) && TrackCompletion(g.members[lead(l).first].d, &lead(l).t, group_id);
+    }
   }
   if (Ok(r)) {
     for (int i = 0; i < g.count; ++i) {
       int l = lead_of[i];
-      if (l < 0 || !lead(l).timed || lead(l).first == i) continue;
-      QueueFollower(g.members[i].d, lead(l).t.device, g.members[i].cpu_launch_ns, group_id);
+      if (l < 0 || lead(l).first == i || !(lead(l).timed || lead(l).tracked)) continue;
+      QueueFollower(g.members[i].d, lead(l).t.device, g.members[i].cpu_launch_ns, group_id,
+                    lead(l).timed);
     }
   }
   g.count = 0;

@@ -23,6 +23,9 @@ CommEntry* LookupComm(const void* comm);
 bool InGroup();
 // The next collective (or per-peer p2p) sequence number of d->comm.
 void AssignSeq(OpDesc* d);
+// The sequence number AssignSeq will give `d` if nothing else takes one first (the budget decides
+// before the call).
+uint64_t UpcomingSeq(const OpDesc& d);
 // Keeps a group member until the outermost ncclGroupEnd times the group.
 void AddGroupMember(const OpDesc& d);
 

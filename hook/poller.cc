@@ -111,11 +111,12 @@ bool Poller::Cycle() {
   CompleteStreams();
   GrowPools();
   int64_t now = RealtimeNs();
+  if (now >= next_epoch_ns_) {  // every signature may be timed again (budget.h)
+    next_epoch_ns_ = now + budget::kEpochNs;
+    state_->budget_epoch.fetch_add(1, std::memory_order_relaxed);
+  }
   if (ring_) {
-    uint64_t untimed[format::kUntimedSlots];
-    for (int i = 0; i < format::kUntimedSlots; ++i) untimed[i] = state_->untimed[i].load();
-    ring_->PublishUntimed(untimed, format::kUntimedSlots);
-    ring_->PublishHookOwnNs(state_->own_ns.load(std::memory_order_relaxed));
+    PublishCounters();
     PublishInflight(now);
     ring_->Heartbeat(now);
     Register(now);
@@ -124,6 +125,19 @@ bool Poller::Cycle() {
     if (!kv.second.ops.empty()) return true;
   }
   return false;
+}
+
+void Poller::PublishCounters() {
+  uint64_t untimed[format::kUntimedSlots];
+  for (int i = 0; i < format::kUntimedSlots; ++i) untimed[i] = state_->untimed[i].load();
+  ring_->PublishUntimed(untimed, format::kUntimedSlots);
+  ring_->PublishHookOwnNs(state_->own_ns.load(std::memory_order_relaxed));
+  uint64_t calls[format::kOpKindSlots], timed[format::kOpKindSlots];
+  for (int i = 0; i < format::kOpKindSlots; ++i) {
+    calls[i] = state_->op_calls[i].load(std::memory_order_relaxed);
+    timed[i] = state_->op_timed[i].load(std::memory_order_relaxed);
+  }
+  ring_->PublishTimingRates(calls, timed, state_->config.budget_ppm);
 }
 
 void Poller::GrowPools() {
@@ -135,6 +149,10 @@ void Poller::GrowPools() {
     if (created < kSteadyEvents ||
         (created < kMaxEvents && ds->pool.SizeApprox() < created / 4)) {
       if (UseDevice(d)) GrowEventPool(ds, kEventGrowStep);  // then no device switch inside
+    }
+    size_t marks = ds->marks_created.load(std::memory_order_relaxed);
+    if (marks < kSteadyMarks || (marks < kMaxMarks && ds->marks.SizeApprox() < marks / 4)) {
+      if (UseDevice(d)) GrowMarkPool(ds, kSteadyMarks / 2);
     }
   }
 }
@@ -171,7 +189,7 @@ void Poller::Drain() {
     }
     Fifo& f = fifos_[StreamKey{p.device, p.rec.op.stream}];
     Issue(p, &f);
-    if (p.state == Pending::kTimed && p.rec.op.group_id != 0) {
+    if ((p.state == Pending::kTimed || p.state == Pending::kTracked) && p.rec.op.group_id != 0) {
       f.queued_group_id = p.rec.op.group_id;
       f.queued_group_start = p.start;
     }
@@ -209,6 +227,7 @@ bool Poller::Complete(Fifo* fifo, Pending* p) {
     }
     return true;
   }
+  if (p->state == Pending::kTracked) return CompleteTracked(fifo, p);
   const CudaApi& api = Api();
   cudaError_t q = UseDevice(p->device) ? api.event_query(p->end) : cudaErrorInvalidDevice;
   if (q == cudaErrorNotReady) return false;
@@ -243,6 +262,17 @@ bool Poller::Complete(Fifo* fifo, Pending* p) {
   return true;
 }
 
+bool Poller::CompleteTracked(Fifo* fifo, Pending* p) {
+  const CudaApi& api = Api();
+  cudaError_t q = UseDevice(p->device) ? api.event_query(p->end) : cudaErrorInvalidDevice;
+  if (q == cudaErrorNotReady) return false;
+  if (q != cudaSuccess) api.get_last_error();  // the poller thread's own error slot
+  if (p->rec.op.group_id != 0) fifo->finished_group_id = p->rec.op.group_id;
+  state_->devices[p->device].load(std::memory_order_acquire)->marks.Push(p->end);
+  Finish(*p);  // no record: nothing was timed (the ring header counts it)
+  return true;
+}
+
 void Poller::Issue(const Pending& p, const Fifo* fifo) {
   const format::OpRecord& r = p.rec.op;
   Flight& f = flights_[FlightKey{r.comm_id, r.device}];
@@ -252,8 +282,10 @@ void Poller::Issue(const Pending& p, const Fifo* fifo) {
     c.follower = p.state == Pending::kFollower;
     if (!c.follower) {
       c.start = p.start;
+      c.untimed = p.state == Pending::kTracked;
     } else if (fifo->queued_group_id == r.group_id) {
       c.start = fifo->queued_group_start;
+      c.untimed = c.start == nullptr;  // its group's lead is tracked only
     }
     f.colls.push_back(c);
   }
@@ -415,8 +447,10 @@ void Poller::DescribeOldest(InflightColl* c, format::InflightCollective* out) {
       }
     }
   }
-  if (c->start == nullptr && !c->started) return;  // untimed group: nothing to say
-  out->state = c->started ? format::InflightState::kStarted : format::InflightState::kQueued;
+  if (c->start == nullptr && !c->started && !c->untimed) return;  // untracked: nothing to say
+  out->state = c->untimed   ? format::InflightState::kIssued
+               : c->started ? format::InflightState::kStarted
+                            : format::InflightState::kQueued;
   out->op = r.op;
   out->dtype = r.dtype;
   out->seq = r.seq;
@@ -426,7 +460,7 @@ void Poller::DescribeOldest(InflightColl* c, format::InflightCollective* out) {
   out->comm_size = r.comm_size;
   out->launch_ns = r.cpu_launch_ns;
   out->gpu_start_ns = c->started && c->gpu_start_ns > 0 ? c->gpu_start_ns : 0;
-  if (!c->started) DescribeBlocker(*c, &out->blocker);
+  if (!c->started && !c->untimed) DescribeBlocker(*c, &out->blocker);
 }
 
 void Poller::DescribeBlocker(const InflightColl& c, format::InflightBlocker* out) {

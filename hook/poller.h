@@ -66,8 +66,8 @@ class Poller {
     int64_t group_start_ns = 0;
     int64_t group_duration_ns = 0;
     uint32_t finished_group_id = 0;  // the group of the last timed op completed, timed or not
-    uint32_t queued_group_id = 0;    // the group of the last timed op queued, and its start event
-    cudaEvent_t queued_group_start = nullptr;
+    uint32_t queued_group_id = 0;    // the group of the last group op queued (timed or tracked)
+    cudaEvent_t queued_group_start = nullptr;  // ... its start event (nullptr: tracked)
   };
   // A collective in flight: its record and the start event that precedes it on its stream (its
   // own, or its group leader's for a follower; nullptr when none). The event stays out of the
@@ -76,6 +76,7 @@ class Poller {
     format::OpRecord rec;
     cudaEvent_t start = nullptr;
     bool follower = false;
+    bool untimed = false;  // tracked only (budget.h): started or queued is not known
     bool started = false;  // cached once seen: a start event does not un-fire
     int64_t gpu_start_ns = 0;
   };
@@ -94,6 +95,8 @@ class Poller {
   void Drain();
   // Adds events to every device pool that runs low (state.h: kEventGrowStep up to kMaxEvents).
   void GrowPools();
+  // The hook's counters (untimed ops, own time, ops considered and timed) into the ring header.
+  void PublishCounters();
   // Makes `device` the poller thread's current device before its CUDA calls for that device, so
   // that no call of the poller's creates a context on a device the process does not use (a
   // thread's first runtime call with no device set would make device 0's primary context). The
@@ -103,6 +106,7 @@ class Poller {
   bool UseDevice(int device);
   void CompleteStreams();
   bool Complete(Fifo* fifo, Pending* p);  // false: head not done yet
+  bool CompleteTracked(Fifo* fifo, Pending* p);  // a kTracked head: its mark
   void Emit(Pending* p);
   void EmitName(uint32_t name_id);
   void Issue(const Pending& p, const Fifo* fifo);
@@ -161,6 +165,7 @@ class Poller {
   bool capture_mode_set_ = false;  // the thread's capture interaction mode is thread-local
   bool inflight_dirty_ = true;
   int64_t next_publish_ns_ = 0;
+  int64_t next_epoch_ns_ = 0;
 };
 
 }  // namespace hook

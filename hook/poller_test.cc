@@ -98,7 +98,8 @@ class PollerTest : public ::testing::Test {
     state_.config.world_size = 2;
     ref_.done = true;
     device_.ok = true;
-    device_.created = kMaxEvents;  // a full pool: the poller creates no event of its own
+    device_.created = kMaxEvents;  // full pools: the poller creates no event of its own
+    device_.marks_created = kMaxMarks;
     device_.ref_event = Ev(&ref_);
     device_.ref_host_ns = kRefHostNs;
     state_.devices[0].store(&device_);

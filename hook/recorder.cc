@@ -141,7 +141,8 @@ DeviceState* InitDevice(int device) {
   // The events must belong to `device`, which need not be the thread's current one (a
   // communicator's op issued while another device is current).
   DeviceSwitch on_device(device);
-  bool ok = on_device.ok() && GrowEventPool(ds, kInitialEvents) == kInitialEvents;
+  bool ok = on_device.ok() && GrowEventPool(ds, kInitialEvents) == kInitialEvents &&
+            GrowMarkPool(ds, kInitialMarks) == kInitialMarks;
   // Reference for host-clock alignment: an event on a private idle stream, completed at once.
   cudaStream_t ref_stream = nullptr;
   if (ok) ok = api.stream_create_with_flags(&ref_stream, cudaStreamNonBlocking) == cudaSuccess;
@@ -203,7 +204,12 @@ void SetStateForTesting(State* s) {
   g_kernels = s != nullptr ? &s->kernels : nullptr;
 }
 
-size_t GrowEventPool(DeviceState* ds, size_t n) {
+namespace {
+
+// Adds up to `n` events made with `flags` on ds's device to `pool` (room for `max`), counting
+// them in `created`.
+size_t GrowPool(DeviceState* ds, BoundedQueue<cudaEvent_t>* pool, std::atomic<size_t>* created,
+                unsigned flags, size_t max, size_t n) {
   const CudaApi& api = Api();
   DeviceSwitch on_device(ds->device);
   if (!on_device.ok()) {
@@ -211,17 +217,27 @@ size_t GrowEventPool(DeviceState* ds, size_t n) {
     return 0;
   }
   size_t added = 0;
-  size_t created = ds->created.load(std::memory_order_relaxed);
-  for (; added < n && created + added < kMaxEvents; ++added) {
+  const size_t had = created->load(std::memory_order_relaxed);
+  for (; added < n && had + added < max; ++added) {
     cudaEvent_t e = nullptr;
-    if (api.event_create_with_flags(&e, cudaEventDefault) != cudaSuccess) {
+    if (api.event_create_with_flags(&e, flags) != cudaSuccess) {
       ClearOurError();
       break;
     }
-    ds->pool.Push(e);  // cannot fail: the pool has room for kMaxEvents
+    pool->Push(e);  // cannot fail: the pool has room for `max`
   }
-  ds->created.store(created + added, std::memory_order_relaxed);
+  created->store(had + added, std::memory_order_relaxed);
   return added;
+}
+
+}  // namespace
+
+size_t GrowEventPool(DeviceState* ds, size_t n) {
+  return GrowPool(ds, &ds->pool, &ds->created, cudaEventDefault, kMaxEvents, n);
+}
+
+size_t GrowMarkPool(DeviceState* ds, size_t n) {
+  return GrowPool(ds, &ds->marks, &ds->marks_created, cudaEventDisableTiming, kMaxMarks, n);
 }
 
 bool InitSlow() {
@@ -277,6 +293,17 @@ uint64_t NextInitAllCounter() { return g_state->initall_counter.fetch_add(1); }
 namespace {
 
 // Enqueue's in-place form: fill(Pending*) writes the entry in its queue cell.
+inline void CountTimed(format::OpKind kind) {
+  g_state->op_timed[static_cast<uint8_t>(kind) & (format::kOpKindSlots - 1)].fetch_add(
+      1, std::memory_order_relaxed);
+}
+
+// Whether a stream of the process may be capturing (State::captures).
+inline bool CaptureMayExist() {
+  return g_state->captures.load(std::memory_order_acquire) != 0 ||
+         g_state->capture_unknown.load(std::memory_order_relaxed);
+}
+
 template <typename Fill>
 bool EnqueueWith(Fill&& fill) {
   if (g_state->queue.PushWith(fill)) {
@@ -294,24 +321,12 @@ bool Enqueue(const Pending& p) {
   return EnqueueWith([&p](Pending* cell) { *cell = p; });
 }
 
-OwnTimer::~OwnTimer() {
-  g_state->own_ns.fetch_add(static_cast<uint64_t>(MonotonicNs() - start_),
-                            std::memory_order_relaxed);
-}
-
-bool Sampled(const OpDesc& d) {
-  uint32_t rate = g_state->config.sample_rate;
-  if (rate <= 1) return true;
-  uint64_t h = static_cast<uint64_t>(d.op) * 0x9e3779b97f4a7c15ULL;
-  h ^= static_cast<uint64_t>(d.dtype) + (h << 6);
-  h ^= static_cast<uint64_t>(d.m) * 0xff51afd7ed558ccdULL;
-  h ^= static_cast<uint64_t>(d.n) * 0xc4ceb9fe1a85ec53ULL;
-  h ^= static_cast<uint64_t>(d.k) + (h >> 17);
-  h ^= d.bytes * 0x94d049bb133111ebULL;
-  h ^= reinterpret_cast<uintptr_t>(d.stream) + d.name_id;
-  uint32_t c = g_state->sample_counters[(h ^ (h >> 32)) & (kSampleSlots - 1)].fetch_add(
-      1, std::memory_order_relaxed);
-  return c % rate == 0;
+void CaptureEnded() {
+  State* s = g_state;
+  if (s->captures.fetch_sub(1, std::memory_order_acq_rel) <= 0) {
+    s->captures.fetch_add(1, std::memory_order_acq_rel);
+    s->capture_unknown.store(true, std::memory_order_relaxed);
+  }
 }
 
 bool CanTime(cudaStream_t stream, bool* capturing) {
@@ -325,6 +340,7 @@ bool CanTime(cudaStream_t stream, bool* capturing) {
     CountUntimed(format::UntimedCause::kAppError);
     return false;
   }
+  if (!CaptureMayExist()) return true;
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (api.stream_is_capturing(stream, &status) != cudaSuccess) {
     ClearOurError();
@@ -338,20 +354,31 @@ bool CanTime(cudaStream_t stream, bool* capturing) {
   return true;
 }
 
-bool BeginTimed(const OpDesc& d, Timing* t) {
-  const CudaApi& api = Api();
-  // A communicator's op runs on the communicator's device (one thread may drive several, e.g.
-  // ncclCommInitAll + a group); anything else on the current device.
+namespace {
+
+// The device `d` runs on: a communicator's op on the communicator's device (one thread may drive
+// several, e.g. ncclCommInitAll + a group); anything else on the current device. False (counted)
+// when the runtime cannot say.
+bool OpDevice(const OpDesc& d, int* device) {
   if (d.comm != nullptr && d.comm->resolved.load(std::memory_order_acquire) &&
       d.comm->device >= 0) {
-    t->device = d.comm->device;
-  } else if (api.get_device(&t->device) != cudaSuccess) {
+    *device = d.comm->device;
+    return true;
+  }
+  if (Api().get_device(device) != cudaSuccess) {
     ClearOurError();
     CountUntimed(format::UntimedCause::kCudaError);
     return false;
-  } else {
-    t_device = t->device;
   }
+  t_device = *device;
+  return true;
+}
+
+}  // namespace
+
+bool BeginTimed(const OpDesc& d, Timing* t) {
+  const CudaApi& api = Api();
+  if (!OpDevice(d, &t->device)) return false;
   DeviceState* ds = DeviceFor(t->device);
   if (ds == nullptr) {
     CountUntimed(format::UntimedCause::kCudaError);
@@ -400,10 +427,43 @@ void EndTimed(const OpDesc& d, Timing* t, bool call_ok, uint32_t group_id) {
   if (!EnqueueWith(fill)) {
     ds->pool.Push(t->start);
     ds->pool.Push(t->end);
+    return;
   }
+  CountTimed(d.kind);
 }
 
-void QueueFollower(const OpDesc& d, int device, int64_t cpu_launch_ns, uint32_t group_id) {
+bool TrackCompletion(const OpDesc& d, Timing* t, uint32_t group_id) {
+  if (!OpDevice(d, &t->device)) return false;
+  DeviceState* ds = DeviceFor(t->device);
+  if (ds == nullptr) {
+    CountUntimed(format::UntimedCause::kCudaError);
+    return false;
+  }
+  cudaEvent_t mark = nullptr;
+  if (!ds->marks.Pop(&mark)) {
+    CountUntimed(format::UntimedCause::kNoEvent);
+    return false;
+  }
+  if (Api().event_record(mark, d.stream) != cudaSuccess) {
+    ClearOurError();
+    ds->marks.Push(mark);
+    CountUntimed(format::UntimedCause::kCudaError);
+    return false;
+  }
+  const bool queued = EnqueueWith([&d, t, mark, group_id](Pending* p) {
+    FillOpRecord(d, t->device, t->cpu_launch_ns, group_id, &p->rec.op);
+    p->start = nullptr;
+    p->end = mark;
+    p->device = t->device;
+    p->state = Pending::kTracked;
+  });
+  if (!queued) ds->marks.Push(mark);
+  return queued;
+}
+
+void QueueFollower(const OpDesc& d, int device, int64_t cpu_launch_ns, uint32_t group_id,
+                   bool timed) {
+  if (timed) CountTimed(d.kind);
   EnqueueWith([&d, device, cpu_launch_ns, group_id](Pending* p) {
     FillOpRecord(d, device, cpu_launch_ns, group_id, &p->rec.op);
     p->start = nullptr;

@@ -18,6 +18,7 @@
 
 #include "format/record.h"
 #include "hook/bounded_queue.h"
+#include "hook/budget.h"
 #include "hook/comm_registry.h"
 #include "hook/config.h"
 #include "hook/kernel_table.h"
@@ -95,7 +96,8 @@ struct Timing {
 
 // One entry of the queue between the hot path and the poller.
 struct Pending {
-  enum State : uint8_t { kReady = 0, kTimed = 1, kFollower = 2 };
+  // kTracked: a collective or send/recv left untimed, with only a completion mark (`end`).
+  enum State : uint8_t { kReady = 0, kTimed = 1, kFollower = 2, kTracked = 3 };
   format::RecordSlot rec;  // an OpRecord (GPU times filled by the poller) or a CommRecord
   cudaEvent_t start;
   cudaEvent_t end;
@@ -105,23 +107,6 @@ struct Pending {
 
 // ------------------------------------------------------------------------------ recorder API
 
-// Adds the host time from its construction to its destruction to the hook's own time on the
-// application's threads (State::own_ns, published as the ring header's hook_own_ns and exported
-// as xtimer_hook_overhead_seconds_total). Put around the work a timed op costs the caller (the
-// capture check, the event records, the queue); two vDSO clock reads and one relaxed add.
-class OwnTimer {
- public:
-  OwnTimer() : start_(MonotonicNs()) {}
-  ~OwnTimer();
-  OwnTimer(const OwnTimer&) = delete;
-  OwnTimer& operator=(const OwnTimer&) = delete;
-
- private:
-  const int64_t start_;
-};
-
-// Sampling (XTIMER_SAMPLE_RATE): true for 1 in N calls of the same signature.
-bool Sampled(const OpDesc& d);
 // Peeks the app's last error and the stream's capture status. False: do not time (and make no
 // further CUDA call of ours for this op). *capturing tells why when known.
 bool CanTime(cudaStream_t stream, bool* capturing);
@@ -131,8 +116,14 @@ bool BeginTimed(const OpDesc& d, Timing* t);
 // After the real call: records the end event (only if `call_ok`) and queues the op; else returns
 // the events to the pool.
 void EndTimed(const OpDesc& d, Timing* t, bool call_ok, uint32_t group_id);
-// Queues an op that shares the timing of the previous timed op of its group on the same stream.
-void QueueFollower(const OpDesc& d, int device, int64_t cpu_launch_ns, uint32_t group_id);
+// After the real call of a collective or send/recv the budget left untimed: records a completion
+// mark on d.stream and queues the op (kTracked) with t->cpu_launch_ns (taken before the call);
+// sets t->device. False: not tracked (counted as untimed with its cause).
+bool TrackCompletion(const OpDesc& d, Timing* t, uint32_t group_id);
+// Queues an op that shares the timing (or, `timed` false, the completion mark) of the previous
+// op of its group on the same stream.
+void QueueFollower(const OpDesc& d, int device, int64_t cpu_launch_ns, uint32_t group_id,
+                   bool timed);
 // Host time blocked in a synchronising call (kHostSync).
 void RecordHostSync(format::Operation op, cudaStream_t stream, int64_t begin_ns, int64_t end_ns);
 

@@ -17,6 +17,7 @@
 #include "format/record.h"
 #include "format/ring.h"
 #include "gtest/gtest.h"
+#include "hook/capture_census.h"
 #include "hook/cuda_api.h"
 #include "hook/state.h"
 #include "hook/testing/fake_cuda.h"
@@ -104,6 +105,7 @@ TEST_F(RecorderTest, CanTimeLeavesThePendingApplicationErrorAndMakesNoOtherCall)
 
 TEST_F(RecorderTest, CanTimeRefusesACapturingStreamWithoutCountingIt) {
   Fake().capturing_stream = 7;
+  GetState()->captures.store(1);  // the census saw the capture begin
   bool capturing = false;
   EXPECT_FALSE(CanTime(FakeStream(7), &capturing));
   EXPECT_TRUE(capturing);
@@ -114,10 +116,26 @@ TEST_F(RecorderTest, CanTimeRefusesACapturingStreamWithoutCountingIt) {
 
 TEST_F(RecorderTest, CanTimeClearsTheErrorOfItsFailedCaptureQuery) {
   Fake().fail_is_capturing = true;
+  GetState()->capture_unknown.store(true);  // a capture the census could not count
   bool capturing;
   EXPECT_FALSE(CanTime(FakeStream(1), &capturing));
   EXPECT_EQ(LastError(), cudaSuccess);
   EXPECT_EQ(Untimed(UntimedCause::kCudaError), 1u);
+}
+
+TEST_F(RecorderTest, CanTimeAsksNoCaptureStatusWhileNoCaptureIsUnderWay) {
+  Fake().capturing_stream = 7;
+  Fake().fail_is_capturing = true;  // would make CanTime refuse, were it asked
+  bool capturing = true;
+  EXPECT_TRUE(CanTime(FakeStream(8), &capturing));
+  EXPECT_FALSE(capturing);
+  GetState()->captures.store(1);
+  EXPECT_FALSE(CanTime(FakeStream(8), &capturing)) << "a capture under way: the status is asked";
+  GetState()->captures.store(0);
+  CaptureEnded();  // an end the census never saw begin
+  EXPECT_EQ(GetState()->captures.load(), 0);
+  EXPECT_TRUE(GetState()->capture_unknown.load());
+  EXPECT_FALSE(CanTime(FakeStream(8), &capturing)) << "after an unexplained end: always asked";
 }
 
 TEST_F(RecorderTest, CanTimeWithoutARuntimeCountsNoRuntime) {
@@ -368,7 +386,7 @@ TEST_F(RecorderTest, AFullQueueDropsTheOpCountsItAndReturnsItsEvents) {
   EndTimed(d, &t, true, 0);
   EXPECT_EQ(PoolSize(0), kInitialEvents) << "the dropped op's events are back in the pool";
   RecordHostSync(format::Operation::kDeviceSynchronize, nullptr, 1, 2);
-  QueueFollower(d, 0, 1, 3);
+  QueueFollower(d, 0, 1, 3, /*timed=*/true);
   EXPECT_EQ(Untimed(UntimedCause::kQueueFull), 3u);
   const Stats stats = GetStats();
   EXPECT_EQ(stats.queue_dropped, 3u);
@@ -395,7 +413,7 @@ TEST_F(RecorderTest, RecordsBeyondTheRingsCapacityAreDroppedAndCounted) {
 
 TEST_F(RecorderTest, AFollowerIsQueuedWithoutEventsOnItsLeadersDevice) {
   OpDesc d = Gemm(FakeStream(4));
-  QueueFollower(d, /*device=*/6, /*cpu_launch_ns=*/12345, /*group_id=*/9);
+  QueueFollower(d, /*device=*/6, /*cpu_launch_ns=*/12345, /*group_id=*/9, /*timed=*/true);
   std::vector<Pending> queued = hook_->TakeQueue();
   ASSERT_EQ(queued.size(), 1u);
   EXPECT_EQ(queued[0].state, Pending::kFollower);

@@ -10,6 +10,7 @@
 
 #include "format/ring.h"
 #include "hook/bounded_queue.h"
+#include "hook/budget.h"
 #include "hook/comm_registry.h"
 #include "hook/config.h"
 #include "hook/kernel_table.h"
@@ -30,15 +31,22 @@ constexpr size_t kInitialEvents = 2048;
 constexpr size_t kSteadyEvents = 8192;
 constexpr size_t kEventGrowStep = 2048;
 constexpr size_t kMaxEvents = 65536;
+// Completion marks (cudaEventDisableTiming events, 628 ns to record on an H200 against 1,932 for
+// a timing event) for the collectives the budget leaves untimed: kInitialMarks made with the
+// device's first events, grown by the poller like the timing events up to kMaxMarks.
+constexpr size_t kInitialMarks = 256;
+constexpr size_t kSteadyMarks = 1024;
+constexpr size_t kMaxMarks = 16384;
 constexpr size_t kQueueCapacity = 16384;
-constexpr size_t kSampleSlots = 1024;
 
 struct DeviceState {
-  explicit DeviceState(int id) : device(id), pool(kMaxEvents) {}
+  explicit DeviceState(int id) : device(id), pool(kMaxEvents), marks(kMaxMarks) {}
   const int device;
   bool ok = false;
   BoundedQueue<cudaEvent_t> pool;
   std::atomic<size_t> created{0};  // events made for the pool (grown by the poller only)
+  BoundedQueue<cudaEvent_t> marks;  // completion marks
+  std::atomic<size_t> marks_created{0};
   // Host-clock alignment: ref_event completed at host time ref_host_ns. Only the poller reads or
   // moves them after initialisation.
   cudaEvent_t ref_event = nullptr;
@@ -59,7 +67,16 @@ struct State {
   KernelTable kernels;
   std::atomic<uint32_t> group_counter{0};
   std::atomic<uint64_t> initall_counter{0};
-  std::atomic<uint32_t> sample_counters[kSampleSlots] = {};
+  budget::Slot budget_slots[budget::kSlots];
+  std::atomic<uint32_t> budget_epoch{0};  // advanced by the poller every budget::kEpochNs
+  // Ops considered for timing and ops timed, by OpKind (the ring header's op_calls / op_timed).
+  std::atomic<uint64_t> op_calls[format::kOpKindSlots] = {};
+  std::atomic<uint64_t> op_timed[format::kOpKindSlots] = {};
+  // Stream captures under way in the process (begun through a hooked call, not yet ended); while
+  // none is, no stream can be capturing and the hot path skips cudaStreamIsCapturing. A capture
+  // the hook cannot account for (an end it saw no begin of) sets capture_unknown for good.
+  std::atomic<int> captures{0};
+  std::atomic<bool> capture_unknown{false};
   // Statistics.
   std::atomic<uint64_t> queued{0};
   std::atomic<uint64_t> queue_dropped{0};
@@ -83,6 +100,8 @@ inline void CountUntimed(format::UntimedCause cause) {
 // Adds up to `n` events to `ds`'s pool (creating them on its device from the calling thread);
 // returns how many were added. Cold: the poller calls it.
 size_t GrowEventPool(DeviceState* ds, size_t n);
+// The same for the completion marks (ds->marks).
+size_t GrowMarkPool(DeviceState* ds, size_t n);
 
 }  // namespace hook
 }  // namespace xtimer

@@ -152,6 +152,14 @@ const RankLive* LiveState::Find(uint64_t process_id, int device) const {
   return nullptr;
 }
 
+static_assert(static_cast<int>(format::InflightState::kStarted) ==
+                      static_cast<int>(analysis::OpState::kStarted) &&
+                  static_cast<int>(format::InflightState::kQueued) ==
+                      static_cast<int>(analysis::OpState::kQueued) &&
+                  static_cast<int>(format::InflightState::kIssued) ==
+                      static_cast<int>(analysis::OpState::kIssued),
+              "the ring's in-flight states are the analysis's");
+
 analysis::Arrival InflightArrival(uint64_t comm_id, const format::InflightCollective& c) {
   Arrival a;
   a.comm_id = comm_id;
@@ -160,8 +168,8 @@ analysis::Arrival InflightArrival(uint64_t comm_id, const format::InflightCollec
   a.bytes = c.bytes;
   a.op = c.op;
   a.dtype = c.dtype;
-  a.state = c.state == format::InflightState::kStarted ? analysis::OpState::kStarted
-                                                       : analysis::OpState::kQueued;
+  // The values match (format/ring.h); Validate bounded the state.
+  a.state = static_cast<analysis::OpState>(c.state);
   a.root = c.root;
   a.comm_size = c.comm_size;
   a.issue_ns = c.launch_ns;

@@ -20,6 +20,7 @@ CollectiveArrival::State StateOf(analysis::OpState s) {
     case analysis::OpState::kCompleted: return CollectiveArrival::completed;
     case analysis::OpState::kStarted: return CollectiveArrival::started;
     case analysis::OpState::kQueued: return CollectiveArrival::queued;
+    case analysis::OpState::kIssued: return CollectiveArrival::issued;
   }
   return CollectiveArrival::STATE_UNSPECIFIED;
 }

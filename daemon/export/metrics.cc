@@ -169,7 +169,7 @@ Labels InflightLabels(Labels l, const format::InflightCollective& c) {
   l.push_back({"dtype", format::DTypeName(static_cast<format::DType>(c.dtype))});
   l.push_back({"count", std::to_string(c.count)});
   l.push_back({"root", std::to_string(c.root)});
-  l.push_back({"state", c.state == format::InflightState::kStarted ? "started" : "queued"});
+  l.push_back({"state", format::InflightStateName(c.state)});
   l.push_back({"blocked_by", format::BlockedByClass(c)});
   return l;
 }

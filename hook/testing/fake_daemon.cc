@@ -99,6 +99,14 @@ void FakeDaemon::ReadAll() {
     ring.dropped = reader.dropped();
     ring.heartbeat_ns = reader.heartbeat_ns();
     ring.hook_own_ns = reader.hook_own_ns();
+    for (uint8_t k = 0; k < format::kOpKindSlots; ++k) {
+      ring.op_calls[k] = reader.op_calls(k);
+      ring.op_timed[k] = reader.op_timed(k);
+    }
+    for (uint32_t c = 0; c < format::kUntimedSlots; ++c) {
+      ring.untimed[c] = reader.untimed(static_cast<format::UntimedCause>(c));
+    }
+    ring.budget_ppm = reader.budget_ppm();
     format::InflightRow rows[format::kMaxInflight];
     int count = 0;
     if (reader.Inflight(rows, &count)) ring.inflight.assign(rows, rows + count);

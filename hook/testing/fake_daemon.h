@@ -38,6 +38,11 @@ class FakeDaemon {
     std::vector<format::InflightRow> inflight;
     int64_t heartbeat_ns = 0;
     uint64_t hook_own_ns = 0;  // the header's hook_own_ns as of the last ReadAll
+    // The header's ops considered / timed by OpKind, untimed ops by cause, and budget.
+    uint64_t op_calls[format::kOpKindSlots] = {};
+    uint64_t op_timed[format::kOpKindSlots] = {};
+    uint64_t untimed[format::kUntimedSlots] = {};
+    uint32_t budget_ppm = 0;
     int connection = -1;  // the registration connection (owned by the daemon)
   };
   // Rings received so far (one per registration; a re-registration adds a new entry).

@@ -68,7 +68,10 @@ bool Runner::RunHooked(const std::vector<std::string>& program_and_args, const c
   auto daemon = FakeDaemon::Start(sock, &error);
   EXPECT_NE(daemon, nullptr) << error;
   if (daemon == nullptr) return false;
-  std::vector<std::string> env = {"XT_HOOK_LIB=" + hook_lib, "XTIMER_DAEMON_SOCKET=" + sock};
+  // The programs' tests check every op: the budget at 100% times them all (an extra_env entry
+  // later in the list overrides it).
+  std::vector<std::string> env = {"XT_HOOK_LIB=" + hook_lib, "XTIMER_DAEMON_SOCKET=" + sock,
+                                  "XTIMER_OVERHEAD_BUDGET=100%"};
   env.insert(env.end(), extra_env.begin(), extra_env.end());
   std::string out_path = TmpDir() + "/" + tag + ".out";
   int rc = ReapProgram(SpawnProgram(Hooked(program_and_args), env, out_path), out_path, out);

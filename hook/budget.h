@@ -1,0 +1,110 @@
+// The overhead budget (XTIMER_OVERHEAD_BUDGET, docs/hook.md "The overhead budget"): which of the
+// ops the hook intercepts it times, so that its own time on each application thread stays under
+// a share of that thread's time (1% by default).
+//
+// Every op that would be timed at 100% is counted (State::op_calls, by kind). Timing one costs
+// the calling thread microseconds of real CUDA calls (two event records, ~1.9 us each on an
+// H200); deciding not to costs a hash and a few loads. Each application thread keeps its own
+// controller in thread-local storage: per window of kWindowNs it measures its own time per timed
+// op (OwnTimer), how many ops it decided on and how long the window was, and picks the period
+// (time 1 op in P per op signature, P a power of two) that spends at most the budget. Every
+// signature is still timed at least once per epoch (kEpochNs, advanced by the poller), so rare
+// ops are never invisible. At 100% every op is timed, as before the budget existed.
+//
+// Collectives and send/recv are always tracked to their completion: hang verdicts and the
+// in-flight table depend on it. Those the budget leaves untimed get a completion mark (one
+// cudaEventDisableTiming event recorded after the call: 628 ns on an H200, a third of a timed
+// pair's 3.9 us), whose cost the budget counts as fixed and takes out of what timing may spend.
+// Which collectives are timed is decided by sequence number, in blocks of kBlockSize consecutive
+// numbers: every rank of a communicator times the same blocks (a rank with a shorter period times
+// a superset: periods are powers of two), so a timed collective can be compared across ranks, and
+// at least 1 in kMaxCollectivePeriod is timed whatever the budget.
+#ifndef XTIMER_HOOK_BUDGET_H_
+#define XTIMER_HOOK_BUDGET_H_
+
+#include <atomic>
+#include <cstdint>
+
+#include "format/record.h"
+#include "util/clock.h"
+
+namespace xtimer {
+namespace hook {
+
+struct OpDesc;
+
+namespace budget {
+
+constexpr int64_t kWindowNs = 50000000;   // a thread's controller re-decides every 50 ms
+constexpr int64_t kEpochNs = 1000000000;  // every signature timed at least once a second
+constexpr uint32_t kMaxPeriod = 1u << 20;
+constexpr size_t kSlots = 1024;           // signatures share slots when they collide
+constexpr int kBlockShift = 4;            // collectives are timed in blocks of 16 sequence numbers
+constexpr uint32_t kMaxCollectivePeriod = 64;
+
+// One signature slot: calls seen, and the epoch of its last timed call. Updated with relaxed
+// loads and stores, not read-modify-writes: two threads racing on a slot may lose a count, which
+// only shifts which call is timed.
+struct Slot {
+  std::atomic<uint32_t> count{0};
+  std::atomic<uint32_t> epoch{0};
+};
+
+// A thread's controller (plain zero-initialised TLS: no init wrapper on the hot path).
+struct ThreadBudget {
+  uint32_t period;          // time 1 in `period` per signature; 0 until the first window ends
+  uint64_t decisions;       // ops decided on in this window
+  uint64_t timed;           // ... of which timed
+  uint64_t timed_ns;        // own time of the timed ops in this window
+  uint64_t other_ns;        // own time of the rest (ops that must be timed count here too)
+  int64_t window_start_ns;  // 0: no window yet
+};
+
+// The period for a window in which `decisions` ops were decided on, `timed` of them timed at a
+// cost of `timed_ns`, `other_ns` went to ops the budget cannot leave out, over `wall_ns`, with a
+// budget of `budget_ppm` of the thread's time; 0 when the window taught nothing (no op timed),
+// which keeps the period. Pure: the controller's one formula.
+uint32_t NextPeriod(uint64_t decisions, uint64_t timed, uint64_t timed_ns, uint64_t other_ns,
+                    int64_t wall_ns, uint32_t budget_ppm);
+
+// Adds `ns` of the hook's own time on this thread (timed op or not) and re-decides the period
+// when the thread's window is over. Called by OwnTimer.
+void AddOwnTime(uint64_t ns, bool timed, int64_t now_ns);
+
+// Tests: forgets the calling thread's controller.
+void ResetThreadForTesting();
+
+// Whether to time an op of signature `d` (not a collective or send/recv): counts it (by kind),
+// applies XTIMER_SAMPLE_RATE, then the thread's period. An op left out by the budget is counted
+// as untimed (cause "budget").
+bool Decide(const OpDesc& d);
+// Counts a collective or send/recv (every one is tracked to its completion).
+void CountMandatory(format::OpKind kind);
+// Whether to time the collective or send/recv that will get sequence number `seq` (else it is
+// only tracked); counts one left untimed under cause "budget". XTIMER_SAMPLE_RATE does not apply.
+bool DecideCollective(uint64_t seq);
+
+}  // namespace budget
+
+// Adds the host time from its construction to its destruction to the hook's own time on the
+// application's threads (State::own_ns, published as the ring header's hook_own_ns and exported
+// as xtimer_hook_overhead_seconds_total) and to the thread's budget. Put around the work a timed
+// op costs the caller (the capture check, the event records, the queue); two vDSO clock reads.
+class OwnTimer {
+ public:
+  OwnTimer() : start_(MonotonicNs()) {}
+  ~OwnTimer();
+  OwnTimer(const OwnTimer&) = delete;
+  OwnTimer& operator=(const OwnTimer&) = delete;
+  // The time was spent on an op that ended up timed (the controller's cost per timed op).
+  void set_timed(bool timed) { timed_ = timed; }
+
+ private:
+  const int64_t start_;
+  bool timed_ = true;
+};
+
+}  // namespace hook
+}  // namespace xtimer
+
+#endif  // XTIMER_HOOK_BUDGET_H_

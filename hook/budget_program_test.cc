@@ -1,0 +1,123 @@
+// The overhead budget on a whole program (hook/budget.h, docs/hook.md "The overhead budget"): the
+// host-bound training step of the overhead benchmark (hook/bench/host_bound_step.cu: per step 96
+// GEMMs, 131 kernels, 64 all-reduces, one sync) with no framework time between ops, on the
+// simulator charging H200 call costs, so that timing every op would cost the thread far more
+// than 1% of its time.
+#include <cstdint>
+#include <cstdio>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "format/record.h"
+#include "format/ring.h"
+#include "gtest/gtest.h"
+#include "hook/testing/fake_daemon.h"
+#include "hook/testing/preloaded_exec.h"
+#include "hook/testing/program_runner.h"
+
+namespace xtimer {
+namespace hook {
+namespace {
+
+using format::OpKind;
+using format::UntimedCause;
+using testing::FakeDaemon;
+
+std::string g_run, g_self, g_lib, g_step;
+
+constexpr int kSteps = 60;
+constexpr uint64_t kGemms = kSteps * 96, kKernels = kSteps * 131, kAllReduces = kSteps * 64;
+
+uint64_t Calls(const FakeDaemon::Ring& r, OpKind k) { return r.op_calls[static_cast<int>(k)]; }
+uint64_t Timed(const FakeDaemon::Ring& r, OpKind k) { return r.op_timed[static_cast<int>(k)]; }
+uint64_t Untimed(const FakeDaemon::Ring& r, UntimedCause c) {
+  return r.untimed[static_cast<int>(c)];
+}
+
+// Runs the step with `budget` (XTIMER_OVERHEAD_BUDGET) and checks what holds at any budget: every
+// op counted, each one timed or counted untimed, every all-reduce tracked to its completion.
+void RunStep(const char* budget, FakeDaemon::Ring* ring) {
+  std::string out;
+  ASSERT_TRUE((testing::Runner{g_run, g_self, g_lib}.RunHooked(
+      {g_step, "--steps", std::to_string(kSteps), "--warmup", "0", "--host-us", "0"}, budget,
+      {std::string("XTIMER_OVERHEAD_BUDGET=") + budget, "XTIMER_SIM_CALL_COSTS=h200"}, ring,
+      &out)));
+  EXPECT_EQ(Calls(*ring, OpKind::kMatmul), kGemms);
+  EXPECT_EQ(Calls(*ring, OpKind::kKernel), kKernels);
+  EXPECT_EQ(Calls(*ring, OpKind::kCollective), kAllReduces);
+  uint64_t calls = 0, timed = 0, untimed = 0;
+  for (int k = 0; k < format::kOpKindSlots; ++k) {
+    calls += ring->op_calls[k];
+    timed += ring->op_timed[k];
+  }
+  for (int c = 0; c < format::kUntimedSlots; ++c) untimed += ring->untimed[c];
+  EXPECT_EQ(calls, timed + untimed) << "each op counted is timed or counted untimed";
+  EXPECT_EQ(Timed(*ring, OpKind::kCollective), testing::OpsOfKind(*ring, OpKind::kCollective).size());
+  // Every all-reduce was tracked to its completion, timed or not: the communicator's row says
+  // all 3,840 completed (rows are published until the process ends).
+  bool row_seen = false;
+  for (const format::InflightRow& row : ring->inflight) {
+    if (row.comm_id == 0) continue;
+    row_seen = true;
+    EXPECT_EQ(row.last_issued_seq, kAllReduces);
+    EXPECT_EQ(row.last_completed_seq, kAllReduces);
+    EXPECT_EQ(row.oldest.state, format::InflightState::kNone);
+  }
+  EXPECT_TRUE(row_seen);
+}
+
+TEST(BudgetProgramTest, AtOnePercentMostOpsAreCountedNotTimedAndEveryCollectiveIsTracked) {
+  FakeDaemon::Ring ring;
+  RunStep("1%", &ring);
+  EXPECT_EQ(ring.budget_ppm, 10000u);
+  const uint64_t held_back = Untimed(ring, UntimedCause::kBudget);
+  EXPECT_GT(held_back, (kGemms + kKernels + kAllReduces) / 2) << "the budget held back most ops";
+  EXPECT_LT(Timed(ring, OpKind::kCollective), kAllReduces);
+  EXPECT_GT(Timed(ring, OpKind::kCollective), 0u);
+  // Every signature was timed (GEMMs of two shapes, the one kernel, the all-reduces of two sizes).
+  std::set<std::tuple<int, int64_t, int64_t, uint64_t>> seen;
+  for (const format::RecordSlot& r : ring.records) {
+    if (r.header.type != static_cast<uint8_t>(format::RecordType::kOp) ||
+        r.op.kind == static_cast<uint8_t>(OpKind::kHostSync)) {
+      continue;
+    }
+    seen.insert({r.op.kind, r.op.n, r.op.k, r.op.kind == 2 ? r.op.count : 0});
+  }
+  EXPECT_EQ(seen.size(), 5u);
+  // Timed collectives come in whole blocks of 16 sequence numbers, the first one included.
+  std::set<uint64_t> timed_seqs;
+  for (const auto& r : testing::OpsOfKind(ring, OpKind::kCollective)) timed_seqs.insert(r.seq);
+  for (uint64_t s = 1; s < 16; ++s) EXPECT_EQ(timed_seqs.count(s), 1u) << s;
+}
+
+TEST(BudgetProgramTest, AtOneHundredPercentEveryOpIsTimed) {
+  FakeDaemon::Ring ring;
+  RunStep("100%", &ring);
+  EXPECT_EQ(ring.budget_ppm, 1000000u);
+  EXPECT_EQ(Untimed(ring, UntimedCause::kBudget), 0u);
+  EXPECT_EQ(Timed(ring, OpKind::kMatmul), kGemms);
+  EXPECT_EQ(Timed(ring, OpKind::kKernel), kKernels);
+  EXPECT_EQ(Timed(ring, OpKind::kCollective), kAllReduces);
+  EXPECT_EQ(testing::OpsOfKind(ring, OpKind::kMatmul).size(), kGemms);
+}
+
+}  // namespace
+}  // namespace hook
+}  // namespace xtimer
+
+int main(int argc, char** argv) {
+  const int exec_status = xtimer::hook::testing::ExecPreloadedIfAsked(argc, argv);
+  if (exec_status >= 0) return exec_status;
+  ::testing::InitGoogleTest(&argc, argv);
+  if (argc != 4) {
+    fprintf(stderr, "usage: budget_program_test GPUSIM_RUN LIBXTIMER_SO HOST_BOUND_STEP\n");
+    return 2;
+  }
+  xtimer::hook::g_run = xtimer::hook::testing::AbsolutePath(argv[1], false);
+  xtimer::hook::g_self = xtimer::hook::testing::AbsolutePath("/proc/self/exe");
+  xtimer::hook::g_lib = xtimer::hook::testing::AbsolutePath(argv[2]);
+  xtimer::hook::g_step = xtimer::hook::testing::AbsolutePath(argv[3]);
+  return RUN_ALL_TESTS();
+}

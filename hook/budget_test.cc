@@ -1,0 +1,99 @@
+#include "hook/budget.h"
+
+#include <memory>
+
+#include "gtest/gtest.h"
+#include "hook/config.h"
+#include "hook/recorder.h"
+#include "hook/state.h"
+#include "hook/testing/fake_cuda.h"
+
+namespace xtimer {
+namespace hook {
+namespace budget {
+namespace {
+
+constexpr int64_t kMs = 1000000;
+
+TEST(NextPeriodTest, FullBudgetTimesEveryOp) {
+  EXPECT_EQ(NextPeriod(1000, 1000, 1000 * 4300, 0, 50 * kMs, kFullBudgetPpm), 1u);
+}
+
+TEST(NextPeriodTest, SpendsAtMostTheBudget) {
+  // 5,000 ops in 50 ms, each timed one costing 4.3 us: 1% of 50 ms buys 116 timed ops, so
+  // 1 in 43 -> 1 in 64 (a power of two, rounded up: never over the budget).
+  EXPECT_EQ(NextPeriod(5000, 5000, 5000 * 4300, 0, 50 * kMs, 10000), 64u);
+  // The same window measured while timing 1 in 64 (78 timed ops) decides the same.
+  EXPECT_EQ(NextPeriod(5000, 78, 78 * 4300, 0, 50 * kMs, 10000), 64u);
+  // Cheap enough: every op.
+  EXPECT_EQ(NextPeriod(100, 100, 100 * 4300, 0, 50 * kMs, 10000), 1u);
+}
+
+TEST(NextPeriodTest, OpsThatMustBeTimedComeOutOfTheBudgetFirst) {
+  // 0.4 ms of the 0.5 ms allowed already went to collectives: 23 timed ops remain.
+  EXPECT_EQ(NextPeriod(5000, 78, 78 * 4300, 400000, 50 * kMs, 10000), 256u);
+  EXPECT_EQ(NextPeriod(5000, 78, 78 * 4300, 600000, 50 * kMs, 10000), kMaxPeriod);
+}
+
+TEST(NextPeriodTest, NothingLearnedKeepsTiming) {
+  EXPECT_EQ(NextPeriod(5000, 0, 0, 0, 50 * kMs, 10000), 0u);
+}
+
+class DecideTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::InstallFakeCuda();
+    hook_ = std::make_unique<testing::HookState>();
+    ResetThreadForTesting();
+  }
+  OpDesc Gemm(int m) {
+    OpDesc d;
+    d.kind = format::OpKind::kMatmul;
+    d.op = format::Operation::kGemmEx;
+    d.m = m;
+    return d;
+  }
+  // Decides on `n` calls of `d`; returns how many were timed.
+  int TimedOf(const OpDesc& d, int n) {
+    int timed = 0;
+    for (int i = 0; i < n; ++i) timed += Decide(d);
+    return timed;
+  }
+  std::unique_ptr<testing::HookState> hook_;
+};
+
+TEST_F(DecideTest, CountsEveryOpAndTimesAllBeforeTheFirstWindowEnds) {
+  EXPECT_EQ(TimedOf(Gemm(8), 100), 100);
+  EXPECT_EQ(hook_->state()->op_calls[static_cast<int>(format::OpKind::kMatmul)].load(), 100u);
+  EXPECT_EQ(hook_->untimed(format::UntimedCause::kBudget), 0u);
+}
+
+TEST_F(DecideTest, AnExpensiveWindowLowersTheRateAndEverySignatureStaysVisible) {
+  // One window in which each of 1,000 timed ops cost 100 us: far over 1% of 50 ms.
+  int64_t now = MonotonicNs();
+  for (int i = 0; i < 1000; ++i) {
+    Decide(Gemm(1));
+    AddOwnTime(100000, true, now);
+  }
+  AddOwnTime(0, true, now + kWindowNs);  // the window ends: a period is chosen
+  AddOwnTime(0, true, now + 2 * kWindowNs);  // a window with nothing timed keeps the period
+  const int timed = TimedOf(Gemm(1), 4096);
+  EXPECT_LT(timed, 64);
+  EXPECT_GE(timed, 1);
+  EXPECT_EQ(hook_->untimed(format::UntimedCause::kBudget), static_cast<uint64_t>(4096 - timed));
+  // A signature not seen before in this epoch is timed once, then sampled like the rest.
+  EXPECT_TRUE(Decide(Gemm(77)));
+  hook_->state()->budget_epoch.fetch_add(1);
+  EXPECT_TRUE(Decide(Gemm(1))) << "a new epoch: every signature is timed again";
+}
+
+TEST_F(DecideTest, SampleRateStillAppliesAndIsNotCountedAsBudget) {
+  hook_->state()->config.sample_rate = 4;
+  EXPECT_EQ(TimedOf(Gemm(3), 12), 3);
+  EXPECT_EQ(hook_->untimed(format::UntimedCause::kBudget), 0u);
+}
+
+}  // namespace
+}  // namespace budget
+}  // namespace hook
+}  // namespace xtimer
