@@ -67,7 +67,9 @@ void AddOwnTime(uint64_t ns, bool timed, int64_t now_ns) {
   } else {
     t.other_ns += ns;
   }
-  if (now_ns - t.window_start_ns >= kWindowNs) EndWindow(&t, now_ns);
+  if (now_ns - t.window_start_ns >= (t.period == 0 ? kFirstWindowNs : kWindowNs)) {
+    EndWindow(&t, now_ns);
+  }
 }
 
 bool Decide(const OpDesc& d) {

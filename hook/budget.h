@@ -36,6 +36,7 @@ struct OpDesc;
 namespace budget {
 
 constexpr int64_t kWindowNs = 50000000;   // a thread's controller re-decides every 50 ms
+constexpr int64_t kFirstWindowNs = 5000000;  // ... and first after 5 ms (it times all until then)
 constexpr int64_t kEpochNs = 1000000000;  // every signature timed at least once a second
 constexpr uint32_t kMaxPeriod = 1u << 20;
 constexpr size_t kSlots = 1024;           // signatures share slots when they collide

@@ -146,13 +146,13 @@ inline ncclResult_t NcclOpCall(Call&& call, const void* comm, Describe&& describ
   describe(&d);
   budget::CountMandatory(d.kind);
   bool capturing = false;
-  bool can_time;
-  {
-    OwnTimer own;  // collectives are always timed: the budget counts them as its fixed cost
-    own.set_timed(false);
-    can_time = d.comm != nullptr && CanTime(d.stream, &capturing);
-  }
   if (InGroup()) {
+    bool can_time;
+    {
+      OwnTimer own;  // the group's end decides and pays for timing or tracking
+      own.set_timed(false);
+      can_time = d.comm != nullptr && CanTime(d.stream, &capturing);
+    }
     errno = saved;
     ncclResult_t r = call();
     saved = errno;
@@ -167,8 +167,8 @@ inline ncclResult_t NcclOpCall(Call&& call, const void* comm, Describe&& describ
   bool timed = false;
   bool tracked = false;
   {
-    OwnTimer own;
-    if (can_time) {
+    OwnTimer own;  // tracking is the budget's fixed cost; timing its choice
+    if (d.comm != nullptr && CanTime(d.stream, &capturing)) {
       timed = budget::DecideCollective(UpcomingSeq(d)) && BeginTimed(d, &t);
       tracked = !timed;
       if (tracked) t.cpu_launch_ns = RealtimeNs();

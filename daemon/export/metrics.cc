@@ -44,6 +44,9 @@ enum Family {
   kRingDropped,
   kUntimedOps,
   kHookOverhead,
+  kHookOps,
+  kHookTimedOps,
+  kHookBudget,
   kRingInvalid,
   kRingLost,
   kRingUnaggregated,
@@ -122,6 +125,14 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
     {"xtimer_hook_overhead_seconds_total", MetricType::Counter,
      "The hook's own host time on the process's application threads: the work around each "
      "timed op, its CUDA calls included (docs/metrics.md)."},
+    {"xtimer_hook_ops_total", MetricType::Counter,
+     "Operations the hook considered timing (every call it intercepts that it would time at a "
+     "budget of 100%), by kind (docs/metrics.md)."},
+    {"xtimer_hook_timed_ops_total", MetricType::Counter,
+     "Operations the hook timed, by kind: divided by xtimer_hook_ops_total, the timing rate."},
+    {"xtimer_hook_overhead_budget_ratio", MetricType::Gauge,
+     "XTIMER_OVERHEAD_BUDGET: the share of an application thread's time the hook may spend "
+     "(0.01 = 1%; absent for hooks that predate it)."},
     {"xtimer_ring_records_invalid_total", MetricType::Counter,
      "Records the daemon rejected as malformed."},
     {"xtimer_ring_records_lost_total", MetricType::Counter,
@@ -172,6 +183,18 @@ Labels InflightLabels(Labels l, const format::InflightCollective& c) {
   l.push_back({"state", format::InflightStateName(c.state)});
   l.push_back({"blocked_by", format::BlockedByClass(c)});
   return l;
+}
+
+// The hook's ops considered and timed by kind (kinds it never saw are left out) and its budget.
+void AddHookTiming(const HookTiming& t, const Labels& rank, Builder* b) {
+  for (uint8_t k = 1; k <= format::kOpKindMax; ++k) {
+    if (t.calls[k] == 0 && t.timed[k] == 0) continue;
+    Labels l = rank;
+    l.push_back({"kind", format::OpKindName(static_cast<format::OpKind>(k))});
+    b->Add(kHookOps, l, static_cast<double>(t.calls[k]));
+    b->Add(kHookTimedOps, l, static_cast<double>(t.timed[k]));
+  }
+  if (t.budget_ppm > 0) b->Add(kHookBudget, rank, t.budget_ppm * 1e-6);
 }
 
 }  // namespace
@@ -264,6 +287,7 @@ std::vector<MetricFamily> BuildFamilies(const Snapshot& snap) {
       b.Add(kUntimedOps, l, static_cast<double>(p.untimed[i]));
     }
     b.Add(kHookOverhead, rank, static_cast<double>(p.hook_own_ns) * 1e-9);
+    AddHookTiming(p.timing, rank, &b);
     b.Add(kRingInvalid, rank, static_cast<double>(p.invalid));
     b.Add(kRingLost, rank, static_cast<double>(p.lost));
     b.Add(kRingFill, rank, p.fill);

@@ -507,6 +507,11 @@ void RingServer::PublishStatus(Connection* c) {
     st.untimed[i] = r.untimed(static_cast<format::UntimedCause>(i));
   }
   st.hook_own_ns = r.hook_own_ns();
+  for (uint8_t k = 0; k < format::kOpKindSlots; ++k) {
+    st.timing.calls[k] = r.op_calls(k);
+    st.timing.timed[k] = r.op_timed(k);
+  }
+  st.timing.budget_ppm = r.budget_ppm();
   st.invalid = c->stats.invalid;
   st.lost = c->stats.lost;
   st.fill = c->max_fill;

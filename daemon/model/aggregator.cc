@@ -359,6 +359,7 @@ bool Aggregator::UpdateStatus(ProcessId id, const ProcessStatus& status) {
   p->status.dropped = status.dropped;
   std::copy(std::begin(status.untimed), std::end(status.untimed), std::begin(p->status.untimed));
   p->status.hook_own_ns = status.hook_own_ns;
+  p->status.timing = status.timing;
   p->status.invalid = status.invalid;
   p->status.lost = status.lost;
   p->status.fill = std::min(1.0, std::max(0.0, status.fill));
@@ -520,6 +521,7 @@ Snapshot Aggregator::TakeSnapshot(int64_t now_ns, bool with_series) const {
     ps.dropped = p.status.dropped;
     std::copy(std::begin(p.status.untimed), std::end(p.status.untimed), std::begin(ps.untimed));
     ps.hook_own_ns = p.status.hook_own_ns;
+    ps.timing = p.status.timing;
     ps.invalid = p.status.invalid;
     ps.lost = p.status.lost;
     ps.fill = p.status.fill;

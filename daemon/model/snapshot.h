@@ -23,6 +23,13 @@ namespace daemon {
 using ExitCause = format::ExitState;  // its name: format::ExitKindName(cause.kind)
 constexpr size_t kMaxCrashFrameBytes = 512;  // Aggregator::SetCrashFrame keeps at most this
 
+// The hook's timing rates and budget, as its ring header gives them (format/ring.h).
+struct HookTiming {
+  uint64_t calls[format::kOpKindSlots] = {};  // ops considered for timing, by OpKind
+  uint64_t timed[format::kOpKindSlots] = {};  // ... of which timed
+  uint32_t budget_ppm = 0;                    // XTIMER_OVERHEAD_BUDGET; 0 from older hooks
+};
+
 // What the transport reads from a process's ring header (and its own read counters).
 struct ProcessStatus {
   format::Identity identity;
@@ -30,6 +37,7 @@ struct ProcessStatus {
   uint64_t dropped = 0;  // header dropped
   uint64_t untimed[format::kUntimedSlots] = {};  // header untimed, by format::UntimedCause
   uint64_t hook_own_ns = 0;  // header hook_own_ns: the hook's own time on application threads
+  HookTiming timing;
   uint64_t invalid = 0;  // records that failed validation (reader's running total)
   uint64_t lost = 0;     // records skipped over impossible positions (reader's running total)
   double fill = 0;       // backlog / capacity seen before the last drain, 0..1
@@ -101,6 +109,7 @@ struct ProcessSnapshot {
   uint64_t written = 0, dropped = 0, invalid = 0, lost = 0, unaggregated = 0;
   uint64_t untimed[format::kUntimedSlots] = {};
   uint64_t hook_own_ns = 0;  // the hook's own time on the process's application threads
+  HookTiming timing;
   double fill = 0;
   int64_t heartbeat_ns = 0;  // the hook's last ring heartbeat (CLOCK_REALTIME), 0 when none
   // Up to when the daemon knows the process's in-flight state: the snapshot's time, its exit,
