@@ -44,7 +44,7 @@ class DecideTest : public ::testing::Test {
   void SetUp() override {
     testing::InstallFakeCuda();
     hook_ = std::make_unique<testing::HookState>();
-    ResetThreadForTesting();
+    hook_->state()->config.budget_ppm = 10000;  // the default 1%
   }
   OpDesc Gemm(int m) {
     OpDesc d;

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <utility>
 
+#include "hook/budget.h"
+#include "hook/config.h"
 #include "hook/cuda_api.h"
 #include "hook/poller.h"
 
@@ -195,6 +197,9 @@ long CallsOnThisThread() { return t_calls; }
 HookState::HookState(uint32_t ring_capacity) : state_(new State()) {
   state_->config.ring_capacity = ring_capacity;
   state_->config.job = "hook-unit-test";
+  // The unit tests check every op: the budget at 100% times them all, from a fresh controller.
+  state_->config.budget_ppm = kFullBudgetPpm;
+  budget::ResetThreadForTesting();
   state_->pid = getpid();
   SetStateForTesting(state_);
   g_mode.store(kOn);
