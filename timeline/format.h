@@ -17,6 +17,9 @@
 //   kTagComms      u32 count, then count x (u64 id, u64 parent_id, i32 size, i32 rank,
 //                  i32 global_rank, u32 nmembers, nmembers x i32 member global ranks (-1: unknown))
 //   kTagDump       i64 dump_time_ns, i64 window_begin_ns, i64 window_end_ns, u32 kinds mask
+//   kTagHookCost   i64 hook_start_ns (CLOCK_REALTIME), u64 own_ns, u32 budget_ppm, u32 count,
+//                  then count (<= 16) x (u64 calls, u64 timed) by OpKind: what the hook cost the
+//                  process up to the dump (docs/timeline.md); absent from daemons before it
 //
 // Events are in completion order per stream; readers must not assume a global order.
 //
@@ -86,7 +89,9 @@ enum MetadataTag : uint16_t {
   kTagStrings = 7,
   kTagComms = 8,
   kTagDump = 9,
+  kTagHookCost = 10,
 };
+constexpr uint32_t kHookCostKinds = 16;  // kTagHookCost's most (calls, timed) pairs
 
 // kind, op and dtype use the values of format/record.h (OpKind, Operation, DType); flags too.
 struct EventRecord {

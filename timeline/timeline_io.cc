@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
@@ -78,6 +79,20 @@ std::string EncodeMetadata(const Metadata& m) {
   Put<int64_t>(&f, m.window_end_ns);
   Put<uint32_t>(&f, m.kinds);
   PutField(&out, kTagDump, f);
+  if (m.hook.present) {
+    f.clear();
+    const uint32_t n = static_cast<uint32_t>(
+        std::min<size_t>({m.hook.calls.size(), m.hook.timed.size(), kHookCostKinds}));
+    Put<int64_t>(&f, m.hook.start_ns);
+    Put<uint64_t>(&f, m.hook.own_ns);
+    Put<uint32_t>(&f, m.hook.budget_ppm);
+    Put<uint32_t>(&f, n);
+    for (uint32_t i = 0; i < n; ++i) {
+      Put<uint64_t>(&f, m.hook.calls[i]);
+      Put<uint64_t>(&f, m.hook.timed[i]);
+    }
+    PutField(&out, kTagHookCost, f);
+  }
   return out;
 }
 
@@ -182,6 +197,24 @@ std::string ParseField(uint16_t tag, Cursor c, Metadata* m) {
         for (uint32_t k = 0; k < nmembers; ++k) c.Get(&ci.members[k]);
         m->comms.push_back(std::move(ci));
       }
+      return "";
+    }
+    case kTagHookCost: {
+      HookCost& h = m->hook;
+      uint32_t n = 0;
+      if (!c.Get(&h.start_ns) || !c.Get(&h.own_ns) || !c.Get(&h.budget_ppm) || !c.Get(&n)) {
+        return "hook cost field shorter than 24 bytes";
+      }
+      if (n > kHookCostKinds || n > c.remaining() / 16) {
+        return "hook cost kind count " + std::to_string(n) + " exceeds the field";
+      }
+      h.calls.resize(n);
+      h.timed.resize(n);
+      for (uint32_t i = 0; i < n; ++i) {
+        c.Get(&h.calls[i]);
+        c.Get(&h.timed[i]);
+      }
+      h.present = true;
       return "";
     }
     default:

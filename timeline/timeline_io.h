@@ -25,6 +25,16 @@ struct CommInfo {
   std::vector<int32_t> members;  // global ranks by communicator rank; -1 where unknown
 };
 
+// What the hook cost its process up to the dump (ring header hook_own_ns, op_calls, op_timed,
+// budget_ppm; the ring's creation). present is false in files from daemons before it.
+struct HookCost {
+  bool present = false;
+  int64_t start_ns = 0;    // the hook's start (its ring's creation), CLOCK_REALTIME
+  uint64_t own_ns = 0;     // its own time on the process's application threads
+  uint32_t budget_ppm = 0;  // XTIMER_OVERHEAD_BUDGET (0: a hook before it)
+  std::vector<uint64_t> calls, timed;  // by OpKind value (index), ops considered and timed
+};
+
 struct Metadata {
   std::string job;
   std::string host;
@@ -43,6 +53,7 @@ struct Metadata {
   int64_t window_begin_ns = 0;
   int64_t window_end_ns = 0;
   uint32_t kinds = 0;  // kDump* mask requested (0: all)
+  HookCost hook;
 };
 
 // "{rank:05d}-{world:05d}.timeline", or "pid-{pid}[-dev{device}].timeline" when the rank is

@@ -50,6 +50,12 @@ Metadata SampleMetadata() {
   m.window_begin_ns = 12;
   m.window_end_ns = 13;
   m.kinds = kDumpMatmul | kDumpNccl;
+  m.hook.present = true;
+  m.hook.start_ns = 5;
+  m.hook.own_ns = 1234;
+  m.hook.budget_ppm = 10000;
+  m.hook.calls = {0, 100, 30};
+  m.hook.timed = {0, 2, 30};
   return m;
 }
 
@@ -138,6 +144,12 @@ TEST(TimelineIo, RoundTrip) {
   EXPECT_EQ(m.window_begin_ns, 12);
   EXPECT_EQ(m.window_end_ns, 13);
   EXPECT_EQ(m.kinds, kDumpMatmul | kDumpNccl);
+  EXPECT_TRUE(m.hook.present);
+  EXPECT_EQ(m.hook.start_ns, 5);
+  EXPECT_EQ(m.hook.own_ns, 1234u);
+  EXPECT_EQ(m.hook.budget_ppm, 10000u);
+  EXPECT_EQ(m.hook.calls, want.hook.calls);
+  EXPECT_EQ(m.hook.timed, want.hook.timed);
   // The buffer reader agrees.
   std::vector<uint8_t> bytes = Slurp(path);
   uint64_t count = 0;

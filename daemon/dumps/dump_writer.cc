@@ -468,6 +468,12 @@ tl::Metadata DumpManager::MetadataOf(const Capture& c, const DumpRequest& q,
   md.comms = c.comms;
   md.dump_time_ns = q.dump_time_ns;
   md.kinds = q.kinds;
+  md.hook.present = true;
+  md.hook.start_ns = p.timing.start_ns;
+  md.hook.own_ns = p.hook_own_ns;
+  md.hook.budget_ppm = p.timing.budget_ppm;
+  md.hook.calls.assign(std::begin(p.timing.calls), std::end(p.timing.calls));
+  md.hook.timed.assign(std::begin(p.timing.timed), std::end(p.timing.timed));
   int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (const OpRecord& r : records) {
     lo = std::min(lo, r.cpu_launch_ns);

@@ -512,6 +512,7 @@ void RingServer::PublishStatus(Connection* c) {
     st.timing.timed[k] = r.op_timed(k);
   }
   st.timing.budget_ppm = r.budget_ppm();
+  st.timing.start_ns = r.start_ns();
   st.invalid = c->stats.invalid;
   st.lost = c->stats.lost;
   st.fill = c->max_fill;

@@ -28,6 +28,7 @@ struct HookTiming {
   uint64_t calls[format::kOpKindSlots] = {};  // ops considered for timing, by OpKind
   uint64_t timed[format::kOpKindSlots] = {};  // ... of which timed
   uint32_t budget_ppm = 0;                    // XTIMER_OVERHEAD_BUDGET; 0 from older hooks
+  int64_t start_ns = 0;  // the ring's creation (the hook's start), CLOCK_REALTIME
 };
 
 // What the transport reads from a process's ring header (and its own read counters).
