@@ -10,7 +10,8 @@
 #   --rounds N     interleaved rounds (default 5)
 #   --steps N      measured steps per run (default 200)
 #   --host-us US   the framework's host time per op (default 8)
-#   --costs C      h200 (default) or off
+#   --costs C      h200 (default), h200-serialized (the driver runs one call at a time: the
+#                  upper bound of the poller's calls slowing the application's) or off
 #   --env VAR=VAL  an extra variable for the runs under xtimer (repeatable)
 set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.."

@@ -14,8 +14,12 @@
 //   cudaStreamIsCapturing                   432 ns
 //   a launch (kernel, copy, set, graph, a cuBLAS GEMM's kernel, an NCCL collective's kernel)
 //                                          2,500 ns
-// Charged time is spent, not slept (the driver's work occupies the calling thread). Not modelled:
-// contention between threads inside the driver (docs/gpusim.md says what that leaves out).
+// Charged time is spent, not slept (the driver's work occupies the calling thread).
+// `h200-serialized` charges the same times under one process-wide lock: every call of every thread
+// waits for the others', as if the driver ran one call at a time. How much a real driver
+// serializes two threads' calls (per context, per stream, per device) is not documented; this is
+// the upper bound of that contention (the poller's queries delaying the application's launches),
+// `h200` the lower (none), and a benchmark runs both (docs/gpusim.md, "Call costs").
 #ifndef XTIMER_TEST_GPUSIM_COMMON_CALL_COST_H_
 #define XTIMER_TEST_GPUSIM_COMMON_CALL_COST_H_
 
