@@ -202,8 +202,9 @@ void Poller::CompleteStreams() {
   int since_check = 0;
   for (auto& kv : fifos_) {
     Fifo& f = kv.second;
+    const bool all_done = TailDone(f);
     while (!f.ops.empty()) {
-      if (!Complete(&f, &f.ops.front())) break;
+      if (!Complete(&f, &f.ops.front(), all_done)) break;
       f.ops.pop_front();
       handled_.fetch_add(1);
       if (++since_check == kGrowCheckEvery) {
@@ -214,7 +215,18 @@ void Poller::CompleteStreams() {
   }
 }
 
-bool Poller::Complete(Fifo* fifo, Pending* p) {
+bool Poller::TailDone(const Fifo& f) {
+  if (f.ops.size() < 2) return false;  // one op: its own query is the same call
+  const Pending& last = f.ops.back();
+  // The per-thread default streams of several threads share one FIFO: no order between them.
+  if (last.rec.op.stream == reinterpret_cast<uint64_t>(cudaStreamPerThread)) return false;
+  if (last.end == nullptr || !UseDevice(last.device)) return false;
+  const cudaError_t q = Api().event_query(last.end);
+  if (q != cudaSuccess && q != cudaErrorNotReady) Api().get_last_error();  // the poller's own slot
+  return q == cudaSuccess;
+}
+
+bool Poller::Complete(Fifo* fifo, Pending* p, bool done) {
   format::OpRecord& r = p->rec.op;
   if (p->state == Pending::kFollower) {
     if (fifo->group_id == r.group_id) {
@@ -227,15 +239,24 @@ bool Poller::Complete(Fifo* fifo, Pending* p) {
     }
     return true;
   }
-  if (p->state == Pending::kTracked) return CompleteTracked(fifo, p);
+  if (p->state == Pending::kTracked) return CompleteTracked(fifo, p, done);
   const CudaApi& api = Api();
-  cudaError_t q = UseDevice(p->device) ? api.event_query(p->end) : cudaErrorInvalidDevice;
+  cudaError_t q = !UseDevice(p->device) ? cudaErrorInvalidDevice
+                  : done                ? cudaSuccess
+                                        : api.event_query(p->end);
   if (q == cudaErrorNotReady) return false;
-  if (r.group_id != 0) fifo->finished_group_id = r.group_id;
   DeviceState* ds = state_->devices[p->device].load(std::memory_order_acquire);
   bool ok = q == cudaSuccess;
   float dur_ms = 0, off_ms = 0;
-  if (ok) ok = api.event_elapsed_time(&dur_ms, p->start, p->end) == cudaSuccess;
+  if (ok) {
+    const cudaError_t e = api.event_elapsed_time(&dur_ms, p->start, p->end);
+    if (e == cudaErrorNotReady && done) {  // launched from two threads out of queue order
+      api.get_last_error();
+      return false;
+    }
+    ok = e == cudaSuccess;
+  }
+  if (r.group_id != 0) fifo->finished_group_id = r.group_id;
   if (ok) ok = api.event_elapsed_time(&off_ms, ds->ref_event, p->start) == cudaSuccess;
   if (!ok) api.get_last_error();  // the poller thread's own error slot
   bool keep_start = false;
@@ -262,9 +283,11 @@ bool Poller::Complete(Fifo* fifo, Pending* p) {
   return true;
 }
 
-bool Poller::CompleteTracked(Fifo* fifo, Pending* p) {
+bool Poller::CompleteTracked(Fifo* fifo, Pending* p, bool done) {
   const CudaApi& api = Api();
-  cudaError_t q = UseDevice(p->device) ? api.event_query(p->end) : cudaErrorInvalidDevice;
+  cudaError_t q = done                  ? cudaSuccess
+                  : UseDevice(p->device) ? api.event_query(p->end)
+                                         : cudaErrorInvalidDevice;
   if (q == cudaErrorNotReady) return false;
   if (q != cudaSuccess) api.get_last_error();  // the poller thread's own error slot
   if (p->rec.op.group_id != 0) fifo->finished_group_id = p->rec.op.group_id;

@@ -1,8 +1,9 @@
 // The poller: one thread per process (started by the first hooked call, every signal blocked).
 //
 // Each cycle it (1) drains the queue fed by the hot path into per-stream FIFOs, (2) completes ops
-// per stream in order: it queries the end event of each stream's head op and stops at the first
-// one not done, so a slow stream never delays another, (3) computes GPU start and duration with
+// per stream in order: when the stream's last op is done every op before it is (a stream
+// completes in order: one query for the backlog), else it queries the end event of each head op
+// and stops at the first one not done, so a slow stream never delays another, (3) computes GPU start and duration with
 // the real cudaEventElapsedTime (a float in ms: the ns value is llround(ms * 1e6), exact to about
 // 1e-7 relative) and aligns the start to the host clock, (4) writes OpRecords, NameRecords and
 // CommRecords to the ring, returns events to their pool, (5) publishes the in-flight table (per
@@ -105,8 +106,13 @@ class Poller {
   // never switched back. False when the runtime refused the device.
   bool UseDevice(int device);
   void CompleteStreams();
-  bool Complete(Fifo* fifo, Pending* p);  // false: head not done yet
-  bool CompleteTracked(Fifo* fifo, Pending* p);  // a kTracked head: its mark
+  // Whether the last op queued on `f` (and so, a stream completing in order, every op before it)
+  // is done: one query for a whole backlog. False for fewer than two ops or an unknown answer.
+  bool TailDone(const Fifo& f);
+  // Completes `p`, the head of `fifo` (`done`: known complete, no query needed); false: the head
+  // is not done yet.
+  bool Complete(Fifo* fifo, Pending* p, bool done);
+  bool CompleteTracked(Fifo* fifo, Pending* p, bool done);  // a kTracked head: its mark
   void Emit(Pending* p);
   void EmitName(uint32_t name_id);
   void Issue(const Pending& p, const Fifo* fifo);

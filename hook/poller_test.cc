@@ -160,6 +160,19 @@ class PollerTest : public ::testing::Test {
     return op;
   }
 
+  // Queues an all-reduce the budget left untimed, as TrackCompletion does: only its mark.
+  FakeEvent* Tracked(uint64_t seq, uint64_t stream) {
+    FakeEvent* mark = NewEvent();
+    Pending p{};
+    p.rec.op = Collective(seq, stream, kRefHostNs + static_cast<int64_t>(seq) * 1000);
+    p.start = nullptr;
+    p.end = Ev(mark);
+    p.device = 0;
+    p.state = Pending::kTracked;
+    EXPECT_TRUE(state_.queue.Push(p));
+    return mark;
+  }
+
   static void Fire(FakeEvent* e, float ms) {
     e->ms = ms;
     e->done = true;
@@ -225,6 +238,29 @@ TEST_F(PollerTest, QueriesRunOnTheOpsDeviceInTheThreadLocalCaptureMode) {
   ASSERT_EQ(Records().size(), 1u);
   EXPECT_EQ(g_queries_without_device.load(), 0);
   EXPECT_EQ(g_queries_in_global_mode.load(), 0);
+}
+
+// An all-reduce left untimed by the budget is in flight as `issued` (started or queued is not
+// known) until its mark fires; then it is completed, with no record (nothing was timed), and its
+// mark goes back to the marks' pool.
+TEST_F(PollerTest, AnUntimedCollectiveIsIssuedUntilItsMarkFires) {
+  FakeEvent* mark = Tracked(1, /*stream=*/1);
+  format::InflightRow row = WaitForRow(
+      [](const format::InflightRow& r) {
+        return r.last_issued_seq == 1 && r.oldest.state == format::InflightState::kIssued;
+      },
+      "issued");
+  EXPECT_EQ(row.oldest.seq, 1u);
+  EXPECT_EQ(row.oldest.gpu_start_ns, 0);
+  EXPECT_EQ(row.oldest.blocker.op, 0);
+  EXPECT_EQ(format::ValidateInflightRow(row), nullptr);
+  Fire(mark, 1.0f);
+  row = WaitForRow([](const format::InflightRow& r) { return r.last_completed_seq == 1; }, "done");
+  EXPECT_EQ(row.oldest.state, format::InflightState::kNone);
+  EXPECT_TRUE(Records().empty());
+  cudaEvent_t back = nullptr;
+  ASSERT_TRUE(device_.marks.Pop(&back));
+  EXPECT_EQ(back, Ev(mark));
 }
 
 TEST_F(PollerTest, TheRowFollowsTheOldestCollectiveFromQueuedToStartedToDone) {
