@@ -48,10 +48,15 @@ def gemm():
     result(gemm_ns=statistics.median(times), copy_ns=statistics.median(copy_times[1:]))
 
 
-def train(steps):
-    """A host-bound loop: 32 bf16 Linear(256) layers, batch 32, SGD; the median step time."""
+def train(steps, port="0"):
+    """A host-bound loop, issue 35's: 32 bf16 Linear(256) layers, batch 32, every gradient
+    all-reduced (NCCL, one rank, the TCP store on 127.0.0.1:`port`), SGD; the median step time.
+    hook/bench/host_bound_step.cu is its shape on the simulator."""
     import torch
+    import torch.distributed as dist
     torch.manual_seed(0)
+    dist.init_process_group("nccl", init_method="tcp://127.0.0.1:%s" % port, rank=0,
+                            world_size=1, device_id=torch.device("cuda:0"))
     layers = [torch.nn.Linear(256, 256, device="cuda", dtype=torch.bfloat16) for _ in range(32)]
     model = torch.nn.Sequential(*layers)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
@@ -62,10 +67,13 @@ def train(steps):
         opt.zero_grad(set_to_none=True)
         loss = model(x).float().pow(2).mean()
         loss.backward()
+        for p in model.parameters():
+            dist.all_reduce(p.grad)
         opt.step()
         torch.cuda.synchronize()
         if i >= 20:
             step_ns.append(time.perf_counter_ns() - t0)
+    dist.destroy_process_group()
     result(step_ns=statistics.median(step_ns))
 
 
