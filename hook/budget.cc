@@ -104,8 +104,8 @@ bool Decide(const OpDesc& d) {
 bool DecideCollective(uint64_t seq) {
   ThreadBudget& t = t_budget;
   ++t.decisions;
-  const uint32_t period = std::min(t.period, kMaxCollectivePeriod);
-  if (period <= 1 || ((seq >> kBlockShift) & (period - 1)) == 0) {
+  if (GetState()->config.budget_ppm >= kFullBudgetPpm || seq < kCollectiveWarmup ||
+      ((seq >> kBlockShift) & (kCollectivePeriod - 1)) == 0) {
     ++t.timed;
     return true;
   }
