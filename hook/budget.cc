@@ -8,27 +8,15 @@
 namespace xtimer {
 namespace hook {
 namespace budget {
-namespace {
 
 __thread ThreadBudget t_budget __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+namespace {
 
 inline uint32_t RoundUpToPowerOfTwo(uint64_t v) {
   uint32_t p = 1;
   while (p < v && p < kMaxPeriod) p <<= 1;
   return p;
-}
-
-// The op's signature: what makes two calls the same op (operation, type, shape, bytes, stream,
-// kernel).
-inline uint64_t Signature(const OpDesc& d) {
-  uint64_t h = static_cast<uint64_t>(d.op) * 0x9e3779b97f4a7c15ULL;
-  h ^= static_cast<uint64_t>(d.dtype) + (h << 6);
-  h ^= static_cast<uint64_t>(d.m) * 0xff51afd7ed558ccdULL;
-  h ^= static_cast<uint64_t>(d.n) * 0xc4ceb9fe1a85ec53ULL;
-  h ^= static_cast<uint64_t>(d.k) + (h >> 17);
-  h ^= d.bytes * 0x94d049bb133111ebULL;
-  h ^= reinterpret_cast<uintptr_t>(d.stream) + d.name_id;
-  return h ^ (h >> 32);
 }
 
 void EndWindow(ThreadBudget* t, int64_t now_ns) {
@@ -72,28 +60,21 @@ void AddOwnTime(uint64_t ns, bool timed, int64_t now_ns) {
   }
 }
 
-bool Decide(const OpDesc& d) {
+bool DecideSlow(Slot* slot, uint32_t count) {
   State* s = GetState();
-  s->op_calls[static_cast<uint8_t>(d.kind) & (format::kOpKindSlots - 1)].fetch_add(
-      1, std::memory_order_relaxed);
   ThreadBudget& t = t_budget;
-  ++t.decisions;
-  Slot& slot = s->budget_slots[Signature(d) & (kSlots - 1)];
-  uint32_t c = slot.count.load(std::memory_order_relaxed);
-  slot.count.store(c + 1, std::memory_order_relaxed);
   const uint32_t rate = s->config.sample_rate;
   if (rate > 1) {
-    if (c % rate != 0) return false;  // XTIMER_SAMPLE_RATE's: not counted
-    c /= rate;
-  }
-  const uint32_t period = t.period;
-  if (period <= 1 || (c & (period - 1)) == 0) {
-    ++t.timed;
-    return true;
+    if (count % rate != 0) return false;  // XTIMER_SAMPLE_RATE's: not counted
+    count /= rate;
+    if (t.period <= 1 || (count & (t.period - 1)) == 0) {
+      ++t.timed;
+      return true;
+    }
   }
   const uint32_t epoch = s->budget_epoch.load(std::memory_order_relaxed);
-  if (slot.epoch.load(std::memory_order_relaxed) != epoch) {
-    slot.epoch.store(epoch, std::memory_order_relaxed);
+  if (slot->epoch.load(std::memory_order_relaxed) != epoch) {
+    slot->epoch.store(epoch, std::memory_order_relaxed);
     ++t.timed;
     return true;
   }

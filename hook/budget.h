@@ -79,10 +79,15 @@ void AddOwnTime(uint64_t ns, bool timed, int64_t now_ns);
 // Tests: forgets the calling thread's controller.
 void ResetThreadForTesting();
 
-// Whether to time an op of signature `d` (not a collective or send/recv): counts it (by kind),
-// applies XTIMER_SAMPLE_RATE, then the thread's period. An op left out by the budget is counted
-// as untimed (cause "budget").
-bool Decide(const OpDesc& d);
+// The calling thread's controller (budget_decide.h reads it on the hot path).
+extern __thread ThreadBudget t_budget
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+// Decide's colder half (budget_decide.h): a call the thread's period skips is still timed when it
+// is its signature's first in this epoch (the slot's `count` before this call is `count`);
+// otherwise it is counted as untimed (cause "budget"). With XTIMER_SAMPLE_RATE set, the sample
+// rate is applied first.
+bool DecideSlow(Slot* slot, uint32_t count);
 // Counts a collective or send/recv (every one is tracked to its completion).
 void CountMandatory(format::OpKind kind);
 // Whether to time the collective or send/recv that will get sequence number `seq` (else it is

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "gtest/gtest.h"
+#include "hook/budget_decide.h"
 #include "hook/config.h"
 #include "hook/recorder.h"
 #include "hook/state.h"

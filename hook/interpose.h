@@ -14,6 +14,7 @@
 #include <cerrno>
 #include <type_traits>
 
+#include "hook/budget_decide.h"
 #include "hook/capture_census.h"
 #include "hook/describe.h"
 #include "hook/driver_hooks.h"
@@ -94,20 +95,22 @@ inline auto KernelCall(Call&& call, const void* key, Classify&& classify, cudaSt
   if (__builtin_expect(known && !timed, 1)) return call();
   int saved = errno;
   if (!known) timed = classify(&name_id);
+  if (!timed || !budget::Decide(format::OpKind::kKernel, budget::KernelSignature(key, stream))) {
+    errno = saved;
+    return call();
+  }
   OpDesc d;
   d.name_id = name_id;
+  d.kind = format::OpKind::kKernel;
+  d.op = format::Operation::kKernelLaunch;
+  d.stream = stream;
+  d.flags = format::kFlagAsync;
   Timing t;
   bool began = false;
   bool capturing;
-  if (timed) {
-    d.kind = format::OpKind::kKernel;
-    d.op = format::Operation::kKernelLaunch;
-    d.stream = stream;
-    d.flags = format::kFlagAsync;
-    if (budget::Decide(d)) {
-      OwnTimer own;
-      if (CanTime(stream, &capturing)) began = BeginTimed(d, &t);
-    }
+  {
+    OwnTimer own;
+    if (CanTime(stream, &capturing)) began = BeginTimed(d, &t);
   }
   errno = saved;
   auto r = call();

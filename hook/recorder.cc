@@ -24,6 +24,7 @@
 namespace xtimer {
 namespace hook {
 
+State* g_state = nullptr;  // never freed: shims may run during exit
 std::atomic<int> g_mode{kUninit};
 KernelTable* g_kernels = nullptr;
 __thread bool t_in_hook __attribute__((tls_model("initial-exec"), visibility("hidden"))) =
@@ -34,7 +35,6 @@ __thread int t_device __attribute__((tls_model("initial-exec"), visibility("hidd
 
 namespace {
 
-State* g_state = nullptr;  // never freed: shims may run during exit
 std::mutex g_init_mu;
 
 void Warn(const char* message) { LogLine("%s", message); }
@@ -197,7 +197,6 @@ void FillOpRecord(const OpDesc& d, int device, int64_t cpu_launch_ns, uint32_t g
 
 }  // namespace
 
-State* GetState() { return g_state; }
 
 void SetStateForTesting(State* s) {
   g_state = s;

@@ -86,8 +86,9 @@ struct State {
   Poller* poller = nullptr;
 };
 
-// Null until InitSlow ran.
-State* GetState();
+// The process state: null until InitSlow ran (recorder.cc owns it).
+extern State* g_state __attribute__((visibility("hidden")));
+inline State* GetState() { return g_state; }
 // Tests: makes `s` the process state as InitSlow would, without reading the environment or
 // starting a poller (g_mode is left to the caller). Cold.
 void SetStateForTesting(State* s);
