@@ -21,6 +21,7 @@
 #include "cli/dump_reader.h"
 #include "cli/op_diff.h"
 #include "cli/op_table.h"
+#include "cli/report_cost.h"
 #include "cli/stacks_input.h"
 #include "format/record.h"
 #include "opmath/op_math.h"
@@ -331,6 +332,7 @@ int ReportMain(int argc, char** argv) {
   page.ops = OpRows(in.table, static_cast<size_t>(a.top));
   page.ops_total = in.table.durations.size();
   page.links = FindLinks(a, in.dump);
+  page.cost = HookCostRows(in.dump.paths, &page.cost_unknown);
   if (!WriteFile(a.out, report::ReportHtml(page))) return 1;
   Note(a, "wrote " + a.out);
   for (const std::string& p : in.problems) {

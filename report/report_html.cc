@@ -191,6 +191,42 @@ void Ops(const ReportPage& p, std::string* out) {
   *out += "</table></section>\n";
 }
 
+void Cost(const ReportPage& p, std::string* out) {
+  *out += "<section id=\"cost\"><h2>What xtimer cost</h2>\n";
+  if (p.cost.empty()) {
+    *out += "<p class=\"note\">The dump does not say (its timeline files were written by an "
+            "xtimerd before the overhead budget).</p></section>\n";
+    return;
+  }
+  const CostRow* most = &p.cost.front();
+  uint64_t calls = 0, timed = 0;
+  for (const CostRow& c : p.cost) {
+    if (c.own_share > most->own_share) most = &c;
+    calls += c.calls;
+    timed += c.timed;
+  }
+  *out += "<p>The hook spent at most " + Fmt("%.2f", most->own_share * 100) +
+          "% of an application thread's time (rank " + std::to_string(most->rank) + ")" +
+          (most->budget > 0 ? ", against a budget of " + Fmt("%.2f", most->budget * 100) + "%" : "") +
+          "; it timed " + std::to_string(timed) + " of the " + std::to_string(calls) +
+          " ops it saw and counted all of them.</p>\n<p class=\"note\">Per process, since the "
+          "hook started (docs/hook.md, \"The overhead budget\"); not in it: the poller thread's "
+          "calls. ";
+  if (p.cost_unknown > 0) {
+    *out += std::to_string(p.cost_unknown) + " file(s) do not say (written before it existed).";
+  }
+  *out += "</p>\n<table><tr><th class=\"l\">rank</th><th>hook time</th><th>budget</th>"
+          "<th>ops</th><th>timed</th></tr>\n";
+  for (const CostRow& c : p.cost) {
+    *out += "<tr><td class=\"l\">" + E("rank " + std::to_string(c.rank) +
+                                         (c.node.empty() ? "" : " (" + c.node + ")")) +
+            "</td><td>" + Fmt("%.3f", c.own_share * 100) + "%</td><td>" +
+            (c.budget > 0 ? Fmt("%.2f", c.budget * 100) + "%" : "") + "</td><td>" +
+            std::to_string(c.calls) + "</td><td>" + std::to_string(c.timed) + "</td></tr>\n";
+  }
+  *out += "</table></section>\n";
+}
+
 void Links(const std::vector<Link>& links, std::string* out) {
   *out += "<section id=\"links\"><h2>Trace and flame graphs</h2>\n";
   if (links.empty()) {
@@ -282,6 +318,7 @@ std::string ReportHtml(const ReportPage& p) {
   RankCharts(p, &out);
   Bandwidth(p.analysis, &out);
   Ops(p, &out);
+  Cost(p, &out);
   Links(p.links, &out);
   return out + "<p class=\"note\">Written by " + E(p.version) +
          " (docs/report.md).</p>\n</body></html>\n";

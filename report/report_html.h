@@ -40,6 +40,16 @@ struct Link {
   std::string path;   // relative to the report's folder
 };
 
+// What xtimer cost one process up to the dump (the timeline files' hook cost, docs/report.md).
+struct CostRow {
+  int32_t rank = -1;
+  std::string node;
+  double own_share = 0;  // the hook's own time on application threads / the time since it started
+  double budget = 0;     // XTIMER_OVERHEAD_BUDGET as a ratio (0: a hook before it)
+  uint64_t calls = 0;    // ops it considered timing
+  uint64_t timed = 0;    // ... and timed
+};
+
 struct ReportPage {
   std::string job;
   std::string version;
@@ -50,6 +60,8 @@ struct ReportPage {
   size_t ops_total = 0;               // signatures in the dump
   analysis::Report analysis;
   std::vector<Link> links;
+  std::vector<CostRow> cost;  // by rank; one per process
+  int cost_unknown = 0;       // timeline files that do not say (written before it existed)
 };
 
 // A rank's step time, estimated from its collectives: the median gap between the arrivals (GPU

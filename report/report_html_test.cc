@@ -62,6 +62,29 @@ TEST(ReportHtmlTest, NamesTheStragglerAndItsCauseAsAnalyzeDoes) {
   EXPECT_TRUE(Has(html, "Partial input"));
 }
 
+TEST(ReportHtmlTest, SaysWhatXtimerCostAndWhenTheDumpDoesNot) {
+  ReportPage p = StragglerPage();
+  const std::string none = ReportHtml(p);
+  EXPECT_NE(none.find("The dump does not say"), std::string::npos);
+  CostRow a;
+  a.rank = 0;
+  a.node = "n0";
+  a.own_share = 0.004;
+  a.budget = 0.01;
+  a.calls = 1000;
+  a.timed = 40;
+  CostRow b = a;
+  b.rank = 1;
+  b.own_share = 0.0091;
+  p.cost = {a, b};
+  const std::string html = ReportHtml(p);
+  EXPECT_NE(html.find("at most 0.91% of an application thread's time (rank 1), against a budget "
+                      "of 1.00%; it timed 80 of the 2000 ops"),
+            std::string::npos)
+      << html;
+  EXPECT_EQ(html.find("The dump does not say"), std::string::npos);
+}
+
 TEST(ReportHtmlTest, SelfContained) {
   const std::string html = ReportHtml(StragglerPage());
   EXPECT_TRUE(Has(html, "<svg xmlns=\"http://www.w3.org/2000/svg\""));

@@ -643,6 +643,25 @@ ReadResult ReadTimelineBlocks(const std::string& path, const BlockCallbacks& cal
   return r;
 }
 
+ReadResult ReadTimelineMetadata(const std::string& path) {
+  ReadResult r;
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    r.error = Errno("cannot open", path);
+    return r;
+  }
+  struct stat st;
+  uint64_t size = fstat(fileno(f), &st) == 0 ? static_cast<uint64_t>(st.st_size) : UINT64_MAX;
+  FileSource src(f, size);
+  FileHeader h;
+  uint64_t offset = 0;
+  r.error = ReadFileHeader(&src, &h, &offset);
+  if (r.error.empty()) r.error = ReadMetadata(&src, &offset, &r.metadata);
+  r.ok = r.error.empty();
+  std::fclose(f);
+  return r;
+}
+
 ReadResult ReadTimeline(const std::string& path,
                         const std::function<void(const EventRecord&)>& on_event) {
   return ReadTimelineBlocks(path, EachEvent(on_event));

@@ -104,6 +104,10 @@ ReadResult ReadTimeline(const std::string& path,
 ReadResult ReadTimelineBuffer(const uint8_t* data, size_t size,
                               const std::function<void(const EventRecord&)>& on_event);
 
+// Reads only the header and metadata of `path` (ok: both were good; complete stays false, no event
+// is read).
+ReadResult ReadTimelineMetadata(const std::string& path);
+
 // Block-wise reading, for readers that work on events in bulk: `on_metadata` (may be empty) is
 // called once, after the metadata was checked and before any event; `on_block` once per intact
 // block with its events, in file order. The result is ReadTimeline's.

@@ -144,6 +144,22 @@ def check_kernels_and_streams(slices, streams):
     return seen
 
 
+def check_report_cost(xtimer, dump_dir, tmp):
+    """`xtimer report` of the daemons' dump says what xtimer cost each of the 8 ranks (the hook
+    cost the daemon wrote into each timeline file) and the default budget of 1%."""
+    html = os.path.join(tmp, "report.html")
+    rc, out = run([xtimer, "report", dump_dir, "-o", html, "-q"], timeout=120)
+    if rc not in (0, 3) or not os.path.exists(html):
+        fail("xtimer report exited %d: %s" % (rc, out))
+    with open(html) as f:
+        page = f.read()
+    section = page[page.find('<section id="cost">'):]
+    section = section[:section.find("</section>")]
+    if "against a budget of 1.00%" not in section or section.count("<tr>") != 9:
+        fail("the report's cost section should name the 1%% budget and 8 ranks:\n" + section)
+    log("xtimer report: " + re.sub("<[^>]+>", "", section.split("\n")[1]))
+
+
 def check_trace(summary_tool, trace, infos):
     """The converted trace of the dumped files, decoded with the project's Perfetto schema."""
     p = subprocess.run([summary_tool, trace], capture_output=True, text=True, timeout=60)
@@ -405,6 +421,7 @@ def demo_part(p, xtimer, check, trace_tools):
         if keep:  # bazel zips these into bazel-testlogs/.../test.outputs for a look afterwards
             shutil.copytree(os.path.join(root, "run1", JOB), os.path.join(keep, "run1"))
             shutil.copy(trace, keep)
+        check_report_cost(xtimer, os.path.join(root, "run1", JOB), tmp)
         check_trace(summary_tool, trace, infos)
         r = subprocess.run([sys.executable, check_trace_py, query_mjs, summary_tool, trace],
                            capture_output=True, text=True, timeout=300)

@@ -1,0 +1,22 @@
+// What xtimer cost each process of a dump, from its timeline files' metadata (the hook cost field,
+// docs/timeline-format.md): `xtimer report`'s "What xtimer cost" section.
+#ifndef XTIMER_CLI_REPORT_COST_H_
+#define XTIMER_CLI_REPORT_COST_H_
+
+#include <string>
+#include <vector>
+
+#include "report/report_html.h"
+
+namespace xtimer {
+namespace cli {
+
+// One row per process (node and pid: a process driving several devices writes one file per
+// device, each with the process's figures), by rank, from the `.timeline` files among `paths`
+// (read to their metadata only). *unknown: files that do not carry the field.
+std::vector<report::CostRow> HookCostRows(const std::vector<std::string>& paths, int* unknown);
+
+}  // namespace cli
+}  // namespace xtimer
+
+#endif  // XTIMER_CLI_REPORT_COST_H_
