@@ -14,7 +14,6 @@
 #include "format/ring.h"
 #include "gtest/gtest.h"
 #include "hook/testing/fake_daemon.h"
-#include "hook/testing/preloaded_exec.h"
 #include "hook/testing/program_runner.h"
 
 namespace xtimer {
@@ -112,16 +111,13 @@ TEST(BudgetProgramTest, AtOneHundredPercentEveryOpIsTimed) {
 }  // namespace xtimer
 
 int main(int argc, char** argv) {
-  const int exec_status = xtimer::hook::testing::ExecPreloadedIfAsked(argc, argv);
-  if (exec_status >= 0) return exec_status;
-  ::testing::InitGoogleTest(&argc, argv);
-  if (argc != 4) {
-    fprintf(stderr, "usage: budget_program_test GPUSIM_RUN LIBXTIMER_SO HOST_BOUND_STEP\n");
-    return 2;
-  }
-  xtimer::hook::g_run = xtimer::hook::testing::AbsolutePath(argv[1], false);
-  xtimer::hook::g_self = xtimer::hook::testing::AbsolutePath("/proc/self/exe");
-  xtimer::hook::g_lib = xtimer::hook::testing::AbsolutePath(argv[2]);
-  xtimer::hook::g_step = xtimer::hook::testing::AbsolutePath(argv[3]);
+  std::vector<std::string> p;
+  const int rc = xtimer::hook::testing::StartProgramTest(
+      &argc, argv, 1, "budget_program_test GPUSIM_RUN LIBXTIMER_SO HOST_BOUND_STEP", &p);
+  if (rc >= 0) return rc;
+  xtimer::hook::g_run = p[0];
+  xtimer::hook::g_self = p[1];
+  xtimer::hook::g_lib = p[2];
+  xtimer::hook::g_step = p[3];
   return RUN_ALL_TESTS();
 }

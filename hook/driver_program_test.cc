@@ -14,7 +14,6 @@
 #include "format/record.h"
 #include "gtest/gtest.h"
 #include "hook/testing/fake_daemon.h"
-#include "hook/testing/preloaded_exec.h"
 #include "hook/testing/program_runner.h"
 
 namespace xtimer {
@@ -158,25 +157,19 @@ TEST(DriverProgramTest, WithoutTheHookTheProgramRunsTheSame) {
 }  // namespace xtimer
 
 int main(int argc, char** argv) {
-  const int exec_status = xtimer::hook::testing::ExecPreloadedIfAsked(argc, argv);
-  if (exec_status >= 0) return exec_status;
-  ::testing::InitGoogleTest(&argc, argv);
-  if (argc != 7) {
-    fprintf(stderr,
-            "usage: driver_program_test GPUSIM_RUN LIBXTIMER_SO CUBIN TRITON_STYLE XLA_STYLE "
-            "CUPY_STYLE\n");
-    return 2;
-  }
-  auto abs = [](const char* p) { return xtimer::hook::testing::AbsolutePath(p); };
-  // gpusim-run must stay where it is (its libraries sit beside it); the others may resolve.
-  xtimer::hook::g_runner.gpusim_run = xtimer::hook::testing::AbsolutePath(argv[1], false);
-  xtimer::hook::g_runner.self = abs("/proc/self/exe");
-  xtimer::hook::g_runner.hook_lib = abs(argv[2]);
-  xtimer::hook::g_cubin = abs(argv[3]);
-  xtimer::hook::g_triton_style = abs(argv[4]);
-  xtimer::hook::g_xla_style = abs(argv[5]);
-  xtimer::hook::g_cupy_style = abs(argv[6]);
-  int rc = RUN_ALL_TESTS();
+  std::vector<std::string> p;
+  const int rc = xtimer::hook::testing::StartProgramTest(
+      &argc, argv, 4,
+      "driver_program_test GPUSIM_RUN LIBXTIMER_SO CUBIN TRITON_STYLE XLA_STYLE CUPY_STYLE", &p);
+  if (rc >= 0) return rc;
+  xtimer::hook::g_runner.gpusim_run = p[0];
+  xtimer::hook::g_runner.self = p[1];
+  xtimer::hook::g_runner.hook_lib = p[2];
+  xtimer::hook::g_cubin = p[3];
+  xtimer::hook::g_triton_style = p[4];
+  xtimer::hook::g_xla_style = p[5];
+  xtimer::hook::g_cupy_style = p[6];
+  const int status = RUN_ALL_TESTS();
   rmdir(xtimer::hook::testing::TmpDir().c_str());  // empty by now
-  return rc;
+  return status;
 }

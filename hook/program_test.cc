@@ -29,7 +29,6 @@
 #include "gtest/gtest.h"
 #include "hook/comm_registry.h"
 #include "hook/testing/fake_daemon.h"
-#include "hook/testing/preloaded_exec.h"
 #include "hook/testing/program_runner.h"
 
 namespace xtimer {
@@ -1072,29 +1071,25 @@ TEST(ProgramTest, ForkedChildPassesThroughAndParentKeepsTiming) {
 }  // namespace xtimer
 
 int main(int argc, char** argv) {
-  const int exec_status = xtimer::hook::testing::ExecPreloadedIfAsked(argc, argv);
-  if (exec_status >= 0) return exec_status;
-  ::testing::InitGoogleTest(&argc, argv);
-  if (argc != 12) {
-    fprintf(stderr,
-            "usage: program_test GPUSIM_RUN LIBXTIMER_SO WORKLOAD ERRORS WORKLOAD_PTSZ EXTRAS "
-            "LOCAL_SCOPE LOCAL_COMM_MODULE LOCAL_GEMM_MODULE FIRST_CALLS CAPTURE\n");
-    return 2;
-  }
-  auto abs = [](const char* p) { return xtimer::hook::testing::AbsolutePath(p); };
-  // gpusim-run must stay where it is (its libraries sit beside it); the others may resolve.
-  xtimer::hook::g_run = xtimer::hook::testing::AbsolutePath(argv[1], false);
-  xtimer::hook::g_self = abs("/proc/self/exe");
-  xtimer::hook::g_lib = abs(argv[2]);
-  xtimer::hook::g_workload = abs(argv[3]);
-  xtimer::hook::g_errors = abs(argv[4]);
-  xtimer::hook::g_workload_ptsz = abs(argv[5]);
-  xtimer::hook::g_extras = abs(argv[6]);
-  xtimer::hook::g_local_scope = abs(argv[7]);
-  xtimer::hook::g_local_comm = abs(argv[8]);
-  xtimer::hook::g_local_gemm = abs(argv[9]);
-  xtimer::hook::g_first_calls = abs(argv[10]);
-  xtimer::hook::g_capture = abs(argv[11]);
+  std::vector<std::string> p;
+  const int start = xtimer::hook::testing::StartProgramTest(
+      &argc, argv, 9,
+      "program_test GPUSIM_RUN LIBXTIMER_SO WORKLOAD ERRORS WORKLOAD_PTSZ EXTRAS LOCAL_SCOPE "
+      "LOCAL_COMM_MODULE LOCAL_GEMM_MODULE FIRST_CALLS CAPTURE",
+      &p);
+  if (start >= 0) return start;
+  xtimer::hook::g_run = p[0];
+  xtimer::hook::g_self = p[1];
+  xtimer::hook::g_lib = p[2];
+  xtimer::hook::g_workload = p[3];
+  xtimer::hook::g_errors = p[4];
+  xtimer::hook::g_workload_ptsz = p[5];
+  xtimer::hook::g_extras = p[6];
+  xtimer::hook::g_local_scope = p[7];
+  xtimer::hook::g_local_comm = p[8];
+  xtimer::hook::g_local_gemm = p[9];
+  xtimer::hook::g_first_calls = p[10];
+  xtimer::hook::g_capture = p[11];
   int rc = RUN_ALL_TESTS();
   rmdir(xtimer::hook::testing::TmpDir().c_str());  // empty by now (sockets and outputs are removed)
   return rc;

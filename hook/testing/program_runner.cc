@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "gtest/gtest.h"
+#include "hook/testing/preloaded_exec.h"
 
 namespace xtimer {
 namespace hook {
@@ -113,6 +114,22 @@ std::string NameOf(const FakeDaemon::Ring& ring, uint32_t name_id) {
     if (r.name.flags & format::kNameLast) return text;
   }
   return "";
+}
+
+int StartProgramTest(int* argc, char** argv, int more, const char* usage,
+                     std::vector<std::string>* paths) {
+  const int exec_status = ExecPreloadedIfAsked(*argc, argv);
+  if (exec_status >= 0) return exec_status;
+  ::testing::InitGoogleTest(argc, argv);
+  if (*argc != 3 + more) {
+    fprintf(stderr, "usage: %s\n", usage);
+    return 2;
+  }
+  paths->clear();
+  paths->push_back(AbsolutePath(argv[1], false));
+  paths->push_back(AbsolutePath("/proc/self/exe"));
+  for (int i = 2; i < *argc; ++i) paths->push_back(AbsolutePath(argv[i]));
+  return -1;
 }
 
 }  // namespace testing

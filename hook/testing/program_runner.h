@@ -43,6 +43,14 @@ struct Runner {
                  std::string* out) const;
 };
 
+// The start of main() in a test that runs programs under the hook, whose arguments are
+// "GPUSIM_RUN LIBXTIMER_SO" and `more` paths: re-executes when asked (preloaded_exec.h), starts
+// gtest, and fills *paths with gpusim-run (absolute, not resolved: its libraries sit beside it),
+// this test binary, libxtimer.so and the others (resolved). Returns -1 to go on to RUN_ALL_TESTS,
+// else main's exit status (2 with `usage` on stderr for wrong arguments).
+int StartProgramTest(int* argc, char** argv, int more, const char* usage,
+                     std::vector<std::string>* paths);
+
 // The ring's OpRecords of kind `kind`, by host launch time.
 std::vector<format::OpRecord> OpsOfKind(const FakeDaemon::Ring& ring, format::OpKind kind);
 // The kernel name the ring's NameRecords give `name_id` ("" until its last part was read).
