@@ -1,22 +1,20 @@
-// The daemon's model of every registered process: per-op-series counters and sliding windows,
-// per-communicator progress (launch and completion times, sequence numbers), transport health, and a bounded history of recent
-// OpRecords.
+// The daemon's model of every registered process, assembled from the parts that own its data
+// (docs/daemon.md "Model"): the process registry (processes, exits, identity claims, refusals and
+// the memory budget's enforcement, daemon/model/process_registry.h), the rank model (what records
+// and ring status do to a process's ranks: series, sliding windows, communicator progress,
+// daemon/model/rank_model.h) and the snapshot builder (daemon/model/snapshot_builder.h). The
+// facade routes records by kind and feeds the op taps; it knows nothing about sockets, rings or
+// Prometheus: the RingServer feeds it records and ring-header status, exporters read Snapshot()s.
+// Tests drive it with synthetic records and clocks.
 //
 // Ranks. A process is one registration, but it may drive several devices (JAX one process per
 // host, nccl-tests -g N, ncclCommInitAll): each device that holds a communicator rank is then a
 // rank of its own, with its own series and communicators (docs/ranks.md). A process whose
 // communicators all live on one device (torchrun: one process per GPU) is one rank, named by its
-// identity, exactly as before. It knows nothing about sockets, rings or Prometheus: the RingServer feeds it
-// records and ring-header status, exporters read Snapshot()s. Tests drive it with synthetic
-// records and clocks.
+// identity.
 //
-// Records reach it through one table of record kinds indexed by the type byte (ingest in
-// daemon/model/aggregator_ingest.cc; AddRecordKind adds a kind in one registration, no switch). Its
-// parts, each with its own unit tests: a process's history (daemon/model/op_history.h), kernel
-// names (daemon/model/kernel_names.h), communicator progress (daemon/model/comm_progress.h), and
-// returning
-// freed memory (daemon/base/memory_return.h). Identity claims are decided by
-// daemon/model/identity_claims.h.
+// Records reach it through one table of record kinds indexed by the type byte (AddRecordKind adds
+// a kind in one registration, no switch).
 //
 // Thread safety: every public method takes one internal mutex, so the ingest thread and
 // scrapes can call it concurrently.
@@ -27,35 +25,21 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <map>
-#include <memory>
 #include <mutex>
-#include <set>
 #include <string>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
-#include "daemon/base/memory_return.h"
-#include "daemon/base/refusal_log.h"
 #include "daemon/model/aggregator_options.h"
-#include "daemon/model/identity_claims.h"
-#include "daemon/model/memory_budget.h"
-#include "daemon/model/op_history.h"
+#include "daemon/model/process_registry.h"
+#include "daemon/model/rank_model.h"
 #include "daemon/model/snapshot.h"
-#include "daemon/model/window.h"
 #include "format/record.h"
 #include "format/record_kinds.h"
 #include "format/ring.h"
 
 namespace xtimer {
 namespace daemon {
-
-
-
-// The per-process state (daemon/model/aggregator_state.h).
-struct Series;
-struct RankState;
-struct ProcessState;
 
 class Aggregator {
  public:
@@ -94,7 +78,7 @@ class Aggregator {
   // with `peer` ("pid P uid U").
   void RefuseRegistration(const std::string& cause, const std::string& peer);
   // Refusals counted so far for `cause`.
-  uint64_t refused(const std::string& cause) const { return refusals_.count(cause); }
+  uint64_t refused(const std::string& cause) const;
   // The estimated bytes held by every process's state (the memory budget's unit).
   size_t memory_bytes() const;
 
@@ -126,14 +110,7 @@ class Aggregator {
   static constexpr int kAllDevices = -2;
   std::vector<format::OpRecord> History(ProcessId id, uint64_t* end_seq = nullptr,
                                         int device = kAllDevices) const;
-  // One op record ingested: the device of the rank it counts for (-1 for a process with one
-  // rank), the process's op sequence number (0, 1, ... per process) and the record (valid for
-  // the tap's call only).
-  struct TapOp {
-    int rank_device;
-    uint64_t seq;
-    const format::OpRecord* op;
-  };
+  using TapOp = daemon::TapOp;  // daemon/model/rank_model.h
   // Called once per ingested batch of a process with its op records in order (n >= 1), under
   // the aggregator's lock: it must be quick and must not call the aggregator. One call per batch,
   // not per op, so that a tap takes its own lock once per read. Dumps capture with one
@@ -154,22 +131,6 @@ class Aggregator {
   uint64_t memory_returns() const;
 
  private:
-  ProcessState* Find(ProcessId id) const;
-  // The rank an in-flight row counts for: its device's; for a row without one (ring version 1),
-  // the first rank that holds its communicator, else the first.
-  static RankState* RankOfRow(const ProcessState& p, const format::InflightRow& row);
-  // The rank of a communicator on `device`, adding one when this is the process's second device
-  // (or a further one) with a communicator. Needs mu_.
-  RankState* RankForComm(ProcessState* p, int device);
-  // The snapshot entries of p's ranks (rank, series, communicators). Needs mu_.
-  // Without `with_series` the ranks' op series are left out (see TakeSnapshot).
-  void SnapshotRanks(const ProcessState& p, const ProcessSnapshot& base, int64_t now_ns,
-                     bool with_series, std::vector<int64_t>* scratch,
-                     std::vector<ProcessSnapshot>* out) const;
-  // The identity claims of every process but `except`. Needs mu_.
-  std::vector<Claim> ClaimsLocked(ProcessId except) const;
-  void IngestLocked(ProcessState* p, ProcessId id, const format::RecordSlot* records, size_t n,
-                    int64_t now_ns);
   // One Ingest call's records of one process: what every kind's handler is given.
   struct IngestBatch {
     ProcessState* p;
@@ -178,57 +139,24 @@ class Aggregator {
     int64_t epoch = -1;  // the windows' step at now_ns, computed by the batch's first op
   };
   // A kind's handler takes a run of consecutive records of its kind (a ring holds long runs of op
-  // records): one dispatch per run, not per record.
+  // records): one dispatch per run, not per record. Need mu_.
   using KindHandler = void (Aggregator::*)(IngestBatch& batch, const format::RecordSlot* slots,
                                            size_t n);
   void RegisterBuiltinKinds();
-  // The built-in kinds' handlers, and the one that calls an AddRecordKind handler. Need mu_.
+  void IngestLocked(ProcessState* p, ProcessId id, const format::RecordSlot* records, size_t n,
+                    int64_t now_ns);
   void IngestOps(IngestBatch& b, const format::RecordSlot* slots, size_t n);
   void IngestNames(IngestBatch& b, const format::RecordSlot* slots, size_t n);
   void IngestComms(IngestBatch& b, const format::RecordSlot* slots, size_t n);
   void IngestExtras(IngestBatch& b, const format::RecordSlot* slots, size_t n);
-  // One op record. Needs mu_.
-  void IngestOp(IngestBatch& b, const format::OpRecord& r);
-  // A new series of `key` (kind, op, dtype, size class) on `rank` for op `r`, when there is room;
-  // nullptr when there is none (the op is counted as unaggregated). Needs mu_.
-  Series* AddSeries(ProcessState* p, RankState* rank, const format::OpRecord& r, uint64_t key);
-  // A completed op of one of rank's communicators: its progress. Needs mu_.
-  void NoteCompleted(RankState* rank, const format::OpRecord& r, int64_t dur, int64_t now_ns);
-  // Marks the ranks whose labels a rank of an earlier live process (or any live one, for an
-  // exited process) already has; counts live conflicts in snap->identity_conflicts. Needs mu_.
-  void MarkHidden(Snapshot* snap) const;
-  // Drops the oldest exited processes while there are too many or they hold too much memory.
-  void EnforceExitedBounds();
-  // Above the high-water mark: drops exited processes oldest first, then halves the longest
-  // histories (oldest records first). Needs mu_.
-  void EnforceBudget();
-  // MayGrow, dropping exited processes (oldest exit first) while that makes room. Needs mu_.
-  bool Reserve(const ProcessState& p, size_t bytes);
-  // Drops the exited process that exited first; false when there is none. Needs mu_.
-  bool DropOldestExited();
-  // Adds `delta` (may be negative) to p's and the total estimate. Needs mu_.
-  void Charge(ProcessState* p, int64_t delta);
-  // Removes a process, returning its memory. Needs mu_.
-  std::map<ProcessId, std::unique_ptr<ProcessState>>::iterator Erase(
-      std::map<ProcessId, std::unique_ptr<ProcessState>>::iterator it);
-  // Appends one record to p's history, shrinking it oldest first rather than growing past the
-  // budget (ingest calls it when OpHistory::TryAppend could not). Needs mu_.
-  void AppendHistory(ProcessState* p, const format::OpRecord& r);
-  // Charges what p's history allocated and freed, and counts its shrinks (MemoryBudget). Needs
-  // mu_.
-  void ChargeHistory(ProcessState* p, const OpHistory::Change& change);
   // Returns freed memory to the system (daemon/base/memory_return.h). Call without mu_.
   void MaybeTrimMalloc();
 
   const AggregatorOptions options_;
   const int64_t start_ns_;
   mutable std::mutex mu_;
-  ProcessId next_id_ = 1;
-  std::map<ProcessId, std::unique_ptr<ProcessState>> processes_;
-  uint64_t registrations_ = 0;
-  MemoryBudget budget_;  // guarded by mu_ (its returner has its own lock)
-  size_t live_ = 0;  // connected processes
-  RefusalLog refusals_{"registration"};
+  ProcessRegistry registry_;  // guarded by mu_ (its budget's returner has its own lock)
+  RankModel ranks_;           // guarded by mu_
   std::vector<std::pair<int, OpTap>> taps_;
   std::vector<TapOp> tap_ops_;  // the batch's ops for the taps (reused: no allocation per batch)
   // The record kinds, indexed by type byte: how readers validate them, and who ingests them.

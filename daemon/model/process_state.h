@@ -1,9 +1,10 @@
-// The aggregator's per-process state (its op series, ranks and processes) and what each costs in
-// the memory budget (daemon/model/memory_budget.h): shared by aggregator.cc (registry,
-// snapshots) and aggregator_ingest.cc (the record kinds' handlers). Internal to the aggregator;
-// it depends on the options and snapshot types, never on the aggregator itself.
-#ifndef XTIMER_DAEMON_AGGREGATOR_STATE_H_
-#define XTIMER_DAEMON_AGGREGATOR_STATE_H_
+// A registered process's state (its op series, ranks and history) and what each costs in the
+// memory budget (daemon/model/memory_budget.h): the process registry holds it
+// (daemon/model/process_registry.h), the rank model fills it (daemon/model/rank_model.h), the
+// snapshot builder reads it (daemon/model/snapshot_builder.h). Internal to the model; it depends
+// on the options and snapshot types, never on the aggregator.
+#ifndef XTIMER_DAEMON_MODEL_PROCESS_STATE_H_
+#define XTIMER_DAEMON_MODEL_PROCESS_STATE_H_
 
 #include <cstddef>
 #include <cstdint>
@@ -69,7 +70,8 @@ struct ProcessState {
   ExitCause exit_cause;
   int64_t exited_ns = 0;
   std::string crash_frame;  // SetCrashFrame (docs/crash.md)
-  // The estimated memory it holds (docs/daemon.md "Memory budget"), kept up to date by Charge.
+  // The estimated memory it holds (docs/daemon.md "Memory budget"), kept up to date by
+  // ProcessRegistry::Charge.
   size_t bytes = 0;
 };
 
@@ -110,4 +112,4 @@ inline int64_t SaturatingAdd(int64_t a, int64_t b) {
 }  // namespace daemon
 }  // namespace xtimer
 
-#endif  // XTIMER_DAEMON_AGGREGATOR_STATE_H_
+#endif  // XTIMER_DAEMON_MODEL_PROCESS_STATE_H_
