@@ -14,9 +14,6 @@ namespace xtimer {
 namespace daemon {
 namespace {
 
-// A rank's key in LiveOps (one per device of a process driving several).
-uint64_t KeyOf(const ProcessSnapshot& p) { return RankKey(p.id, p.device); }
-
 using analysis::Arrival;
 using analysis::RankInput;
 
@@ -240,15 +237,15 @@ analysis::Options LiveDiagnosis::AnalysisOptions(int64_t now_ns) const {
 }
 
 void LiveDiagnosis::CountInstances(const std::string& job, const std::vector<RankLive>& ranks,
-                                   const std::map<ProcessId, ProcessOps>& ops) {
+                                   const std::map<RankKey, ProcessOps>& ops) {
   // Each communicator's live local members and their new slices.
   std::map<uint64_t, std::vector<const RankLive*>> members;
   for (const RankLive& r : ranks) {
-    auto o = ops.find(KeyOf(r.process));
+    auto o = ops.find(r.process.key());
     if (o == ops.end()) continue;
     for (const auto& c : o->second.comms) {
       if (r.process.exited) continue;  // counted among the live members only
-      auto& carried = pending_[{KeyOf(r.process), c.first}];
+      auto& carried = pending_[{r.process.key(), c.first}];
       carried.insert(carried.end(), c.second.new_slices.begin(), c.second.new_slices.end());
       if (carried.size() > kMaxCarriedSlices) {
         carried.erase(carried.begin(), carried.end() - kMaxCarriedSlices);
@@ -263,11 +260,11 @@ void LiveDiagnosis::CountInstances(const std::string& job, const std::vector<Ran
     uint64_t hi = UINT64_MAX;
     for (const RankLive* r : m.second) {
       uint64_t top = 0;
-      for (const Slice& s : pending_[{KeyOf(r->process), comm}]) top = std::max(top, s.seq);
+      for (const Slice& s : pending_[{r->process.key(), comm}]) top = std::max(top, s.seq);
       hi = std::min(hi, top);
     }
     if (m.second.size() < 2) {  // nobody to compare with on this node
-      pending_.erase({KeyOf(m.second.front()->process), comm});
+      pending_.erase({m.second.front()->process.key(), comm});
       continue;
     }
     if (hi <= counted) continue;
@@ -279,7 +276,7 @@ void LiveDiagnosis::CountInstances(const std::string& job, const std::vector<Ran
       for (const CommSnapshot& c : r->process.comms) {
         if (c.comm_id == comm) size = c.comm_size;
       }
-      auto& carried = pending_[{KeyOf(r->process), comm}];
+      auto& carried = pending_[{r->process.key(), comm}];
       for (const Slice& s : carried) {
         if (s.seq > counted && s.seq <= hi) in.arrivals.push_back(ArrivalOfSlice(comm, size, s));
       }
@@ -292,7 +289,7 @@ void LiveDiagnosis::CountInstances(const std::string& job, const std::vector<Ran
     for (const analysis::RankStats& s : report.ranks) {
       for (const RankLive* r : m.second) {
         if (r->input.rank != s.rank) continue;
-        SharedCounters& c = shared_[{KeyOf(r->process), comm}];
+        SharedCounters& c = shared_[{r->process.key(), comm}];
         c.arrived_last += s.arrived_last;
         c.wait_s += s.wait_s;
         c.transfer_s += s.transfer_s;
@@ -303,14 +300,14 @@ void LiveDiagnosis::CountInstances(const std::string& job, const std::vector<Ran
   }
 }
 
-void LiveDiagnosis::AddCommLive(const std::map<ProcessId, ProcessOps>& ops,
+void LiveDiagnosis::AddCommLive(const std::map<RankKey, ProcessOps>& ops,
                                 const std::vector<analysis::CommThreshold>& thresholds,
                                 RankLive* r) const {
   std::set<uint64_t> comm_ids;
   for (const CommSnapshot& c : r->process.comms) {
     if (c.comm_id != 0) comm_ids.insert(c.comm_id);
   }
-  auto o = ops.find(KeyOf(r->process));
+  auto o = ops.find(r->process.key());
   if (o != ops.end()) {
     for (const auto& c : o->second.comms) comm_ids.insert(c.first);
   }
@@ -334,7 +331,7 @@ void LiveDiagnosis::AddCommLive(const std::map<ProcessId, ProcessOps>& ops,
       auto c = o->second.comms.find(id);
       if (c != o->second.comms.end()) cl.own = c->second.counters;
     }
-    auto s = shared_.find({KeyOf(r->process), id});
+    auto s = shared_.find({r->process.key(), id});
     if (s != shared_.end()) cl.shared = s->second;
     r->comms.push_back(cl);
   }
@@ -345,10 +342,10 @@ void LiveDiagnosis::RunOnce() {
   const int64_t cpu0 = ThreadCpuNs();
   const int64_t now = now_();
   const Snapshot snap = aggregator_->TakeSnapshot(now, /*with_series=*/false);
-  std::set<ProcessId> ids;
-  for (const ProcessSnapshot& p : snap.processes) ids.insert(KeyOf(p));
+  std::set<RankKey> ids;
+  for (const ProcessSnapshot& p : snap.processes) ids.insert(p.key());
   size_t forgotten = 0;
-  const std::map<ProcessId, ProcessOps> ops = ops_.Copy(ids, &forgotten);
+  const std::map<RankKey, ProcessOps> ops = ops_.Copy(ids, &forgotten);
   // Ranks that left free their rings here, on this thread: the aggregator's next periodic pass
   // hands that memory (and this pass's copies) back to the system.
   if (forgotten > 0) aggregator_->NoteFreed(forgotten);
@@ -358,7 +355,7 @@ void LiveDiagnosis::RunOnce() {
   auto state = std::make_shared<LiveState>();
   for (const ProcessSnapshot& p : snap.processes) {
     if (p.hidden) continue;
-    auto o = ops.find(KeyOf(p));
+    auto o = ops.find(p.key());
     RankLive r;
     r.process = p;
     r.input = InputOf(p, o == ops.end() ? nullptr : &o->second, members, now);

@@ -129,15 +129,14 @@ class LiveDiagnosis {
   LiveOps* ops() { return &ops_; }
 
  private:
-  using ProcessId = Aggregator::ProcessId;
   // Adds the shared counters of the instances of `job` completed by every live local member
   // since the last pass.
   void CountInstances(const std::string& job, const std::vector<RankLive>& ranks,
-                      const std::map<ProcessId, ProcessOps>& ops);
+                      const std::map<RankKey, ProcessOps>& ops);
   analysis::Options AnalysisOptions(int64_t now_ns) const;
   // The rank's per-communicator state: its thresholds (from the job's analysis) and counters.
   // Also decides the rank's waiting (CommLive::waiting, RankLive::waiting).
-  void AddCommLive(const std::map<ProcessId, ProcessOps>& ops,
+  void AddCommLive(const std::map<RankKey, ProcessOps>& ops,
                    const std::vector<analysis::CommThreshold>& thresholds, RankLive* r) const;
 
   Aggregator* aggregator_;
@@ -149,9 +148,9 @@ class LiveDiagnosis {
 
   std::mutex run_mu_;  // one pass at a time; guards the counting state below
   std::map<std::pair<std::string, uint64_t>, uint64_t> counted_seq_;  // (job, comm) -> seq
-  std::map<std::pair<ProcessId, uint64_t>, SharedCounters> shared_;   // (process, comm)
+  std::map<std::pair<RankKey, uint64_t>, SharedCounters> shared_;  // (rank, comm)
   // Slices of instances not yet completed by every live local member, per (process, comm).
-  std::map<std::pair<ProcessId, uint64_t>, std::vector<Slice>> pending_;
+  std::map<std::pair<RankKey, uint64_t>, std::vector<Slice>> pending_;
   uint64_t passes_ = 0;
 
   mutable std::mutex state_mu_;

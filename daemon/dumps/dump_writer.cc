@@ -82,7 +82,7 @@ std::string JobDirName(const std::string& job) {
 
 struct DumpManager::Capture {
   Aggregator::ProcessId id = 0;
-  int device = -1;  // the rank's device (ProcessSnapshot::device): one file per device rank
+  int device = kWholeProcess;  // the rank's device (ProcessSnapshot::device): a file per rank
   ProcessSnapshot process;
   DumpFileInfo file;
   std::vector<tl::CommInfo> comms;
@@ -111,7 +111,7 @@ struct DumpManager::Job {
   int64_t started_mono_ns = 0;  // when it took the slot
   int64_t window_end_ns = INT64_MAX;  // records launched at or after this are not captured
   std::vector<std::unique_ptr<Capture>> captures;
-  std::map<std::pair<Aggregator::ProcessId, int>, Capture*> by_rank;  // (process, device)
+  std::map<RankKey, Capture*> by_rank;
 };
 
 DumpManager::DumpManager(Aggregator* aggregator, std::string root, std::string node,
@@ -147,7 +147,7 @@ void DumpManager::Tap(Aggregator::ProcessId id, const Aggregator::TapOp* ops, si
 
 void DumpManager::TapLocked(Aggregator::ProcessId id, int rank_device, uint64_t seq,
                             const OpRecord& r) {
-  auto it = job_->by_rank.find({id, rank_device});
+  auto it = job_->by_rank.find(RankKey{id, rank_device});
   if (it == job_->by_rank.end()) return;
   Capture* c = it->second;
   c->ops_seen = seq + 1;
@@ -240,7 +240,7 @@ std::shared_ptr<DumpManager::Job> DumpManager::PlanJob(const DumpRequest& reques
     if (!request.ranks.empty() && request.ranks.count(p.rank) == 0) continue;
     if (!request.jobs.empty() && request.jobs.count(p.job) == 0) continue;
     std::unique_ptr<Capture> c = CaptureOf(p, request, members, &used_paths);
-    job->by_rank[{p.id, p.device}] = c.get();
+    job->by_rank[p.key()] = c.get();
     job->captures.push_back(std::move(c));
   }
   for (const auto& c : job->captures) st.files.push_back(c->file);
@@ -256,8 +256,7 @@ void DumpManager::TakeHistory(Job* job) {
   }
   for (auto& c : job->captures) {
     uint64_t end = 0;
-    std::vector<OpRecord> all = aggregator_->History(
-        c->id, &end, c->device >= 0 ? c->device : Aggregator::kAllDevices);
+    std::vector<OpRecord> all = aggregator_->History(RankKey{c->id, c->device}, &end);
     std::vector<OpRecord> kept;
     for (const OpRecord& r : all) {
       if (KindSelected(request.kinds, r.kind)) kept.push_back(r);

@@ -146,9 +146,9 @@ void OpLogWriter::Refresh() {
     info.rank = p.rank;
     info.pid = p.pid;
     logged[p.id] = logged[p.id] || info.logged;
-    ranks_[RankKey(p.id, p.device)] = info;
+    ranks_[p.key()] = info;
     if (!p.first_rank || p.device < 0) continue;
-    ranks_[RankKey(p.id, -1)] = info;  // its ops queued while it still had one rank
+    ranks_[RankKey{p.id, kWholeProcess}] = info;  // its ops queued while it still had one rank
   }
   for (auto it = detectors_.begin(); it != detectors_.end();) {  // jobs whose ranks all left
     bool present = false;
@@ -173,13 +173,13 @@ void OpLogWriter::Queue(const std::pair<std::string, std::string>& key, const Ra
 }
 
 void OpLogWriter::Handle(const Queued& q) {
-  auto it = ranks_.find(RankKey(q.process, q.rank_device));
+  auto it = ranks_.find(RankKey{q.process, q.rank_device});
   if (it == ranks_.end() || !it->second.logged) return;
   const RankInfo& info = it->second;
   if (options_.anomaly_log) {
     std::unique_ptr<AnomalyDetector>& d = detectors_[info.job];
     if (d == nullptr) d = std::make_unique<AnomalyDetector>(options_.anomaly);
-    const uint64_t member = RankKey(q.process, q.rank_device);
+    const uint64_t member = RankKey{q.process, q.rank_device}.Packed();
     auto known = anomaly_ranks_.try_emplace(member, info).first;  // for its decided ops' lines
     if (known->second.rank != info.rank || known->second.format != info.format) {
       known->second = info;
@@ -194,7 +194,8 @@ void OpLogWriter::Handle(const Queued& q) {
     ++local_.filtered_out;
     return;
   }
-  if (!Sampled(options_.sample_rate, options_.seed, RankKey(q.process, q.rank_device), q.seq)) {
+  if (!Sampled(options_.sample_rate, options_.seed, RankKey{q.process, q.rank_device}.Packed(),
+               q.seq)) {
     ++local_.sampled_out;
     return;
   }
@@ -228,7 +229,7 @@ void OpLogWriter::Drain(bool final) {
   drain_ns_ = now_ns_();
   bool refreshed = false;
   for (const Queued& q : batch_) {
-    if (!refreshed && ranks_.count(RankKey(q.process, q.rank_device)) == 0) {
+    if (!refreshed && ranks_.count(RankKey{q.process, q.rank_device}) == 0) {
       Refresh();  // a rank not seen yet: learn it (once per batch)
       refreshed = true;
     }

@@ -140,9 +140,10 @@ class OpLogWriter {
 
   // The thread's own state.
   std::vector<Queued> batch_;
-  std::unordered_map<uint64_t, RankInfo> ranks_;  // RankKey -> what the last snapshot said
+  std::unordered_map<RankKey, RankInfo, RankKeyHash> ranks_;  // what the last snapshot said
   std::map<std::string, std::unique_ptr<AnomalyDetector>> detectors_;  // by job
-  std::unordered_map<uint64_t, RankInfo> anomaly_ranks_;  // RankKey -> its info when last seen
+  // RankKey::Packed() (the anomaly detector's member) -> its info when last seen
+  std::unordered_map<uint64_t, RankInfo> anomaly_ranks_;
   std::vector<AnomalyDecision> decided_;
   int64_t drain_ns_ = 0;  // now_ns_ at the start of the drain
   struct Pending {

@@ -48,7 +48,7 @@ KernelMetrics::~KernelMetrics() { aggregator_->RemoveOpTap(tap_); }
 void KernelMetrics::AddLocked(Aggregator::ProcessId id, int rank_device,
                               const format::OpRecord& r) {
   if (r.kind != static_cast<uint8_t>(format::OpKind::kKernel) || r.name_id == 0) return;
-  auto& kernels = ranks_[{id, rank_device}];
+  auto& kernels = ranks_[RankKey{id, rank_device}];
   auto it = kernels.find(r.name_id);
   if (it == kernels.end()) {
     if (kernels.size() >= kMaxKernelsPerRank) return;
@@ -85,7 +85,7 @@ std::vector<prometheus::MetricFamily> KernelMetrics::Collect() const {
   FamilyBuilder b(kKernelFamilies, kKernelFamilyCount);
   std::set<RankKey> live;
   for (const ProcessSnapshot& p : snap.processes) {
-    const RankKey key{p.id, p.device};
+    const RankKey key = p.key();
     live.insert(key);
     if (p.hidden) continue;
     // Names cut to the same label are one series (Prometheus forbids duplicates).

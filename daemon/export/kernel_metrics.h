@@ -49,7 +49,6 @@ class KernelMetrics : public prometheus::Collectable {
     uint64_t launches = 0;
     uint64_t ns = 0;
   };
-  using RankKey = std::pair<Aggregator::ProcessId, int>;  // (process, rank device)
   // One op of the tap's batch; needs mu_.
   void AddLocked(Aggregator::ProcessId id, int rank_device, const format::OpRecord& r);
   // The rank's top kernels by total time (name id, totals), most first.

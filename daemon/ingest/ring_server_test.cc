@@ -138,7 +138,7 @@ TEST_F(RingServerTest, RegistersReadsAndForgetsProcesses) {
   EXPECT_STREQ(format::ExitKindName(gone.exit_cause.kind), "connection_lost");
   ASSERT_EQ(gone.series.size(), 1u);
   EXPECT_EQ(gone.series[0].count, 110u);
-  EXPECT_EQ(aggregator_->History(gone.id).size(), 110u);
+  EXPECT_EQ(aggregator_->History(gone.key()).size(), 110u);
   close(fa);
   Cycle();
   EXPECT_EQ(server_->registered(), 0u);

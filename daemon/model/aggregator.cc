@@ -152,13 +152,12 @@ void Aggregator::RemoveOpTap(int id) {
               taps_.end());
 }
 
-std::vector<format::OpRecord> Aggregator::History(ProcessId id, uint64_t* end_seq,
-                                                  int device) const {
+std::vector<format::OpRecord> Aggregator::History(const RankKey& rank, uint64_t* end_seq) const {
   std::lock_guard<std::mutex> lock(mu_);
-  ProcessState* p = registry_.Find(id);
+  ProcessState* p = registry_.Find(rank.process);
   if (end_seq != nullptr) *end_seq = p == nullptr ? 0 : p->ops_seen;
   if (p == nullptr) return {};
-  return RankModel::History(*p, device);
+  return RankModel::History(*p, rank.device);
 }
 
 std::string Aggregator::KernelName(ProcessId id, uint32_t name_id) const {

@@ -104,12 +104,11 @@ class Aggregator {
   Snapshot TakeSnapshot(int64_t now_ns, bool with_series = true) const;
 
   size_t process_count() const;
-  // The retained OpRecords of a process, oldest first (for dumps): all of them, or (`device` >= 0)
-  // those of its rank on that device (ProcessSnapshot::device). *end_seq (if given) gets the op
-  // sequence number (see OpTap) one past the last record of the process.
-  static constexpr int kAllDevices = -2;
-  std::vector<format::OpRecord> History(ProcessId id, uint64_t* end_seq = nullptr,
-                                        int device = kAllDevices) const;
+  // The retained OpRecords of a rank, oldest first (for dumps): of the whole process
+  // (kWholeProcess: all of them, whatever ranks it has) or of its rank on one device
+  // (ProcessSnapshot::key()). *end_seq (if given) gets the op sequence number (see OpTap) one
+  // past the last record of the process.
+  std::vector<format::OpRecord> History(const RankKey& rank, uint64_t* end_seq = nullptr) const;
   using TapOp = daemon::TapOp;  // daemon/model/rank_model.h
   // Called once per ingested batch of a process with its op records in order (n >= 1), under
   // the aggregator's lock: it must be quick and must not call the aggregator. One call per batch,

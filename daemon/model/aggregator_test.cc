@@ -321,9 +321,9 @@ TEST(AggregatorMultiDeviceTest, EachDeviceIsARankNamedByItsLargestCommunicator) 
   }
 
   // Dumps: the history of one device rank, and of the whole process.
-  EXPECT_EQ(agg.History(pid, nullptr, 2).size(), 10u);
-  EXPECT_EQ(agg.History(pid).size(), 42u);
-  EXPECT_EQ(agg.History(pid, nullptr, 0).size(), 12u);  // with the memset and the sync
+  EXPECT_EQ(agg.History({pid, 2}).size(), 10u);
+  EXPECT_EQ(agg.History({pid}).size(), 42u);
+  EXPECT_EQ(agg.History({pid, 0}).size(), 12u);  // with the memset and the sync
 
   // The ring's values once per process; every rank's own series and its pid in rank_info.
   const std::string text = Exposition(snap);
@@ -376,7 +376,7 @@ TEST(AggregatorMultiDeviceTest, OneDeviceStaysOneRankWithTheProcessIdentity) {
   EXPECT_EQ(p.world_size, 16);
   EXPECT_EQ(p.series.size(), 2u);
   EXPECT_EQ(p.comms.size(), 2u);
-  EXPECT_EQ(agg.History(pid, nullptr, 3).size(), 2u);
+  EXPECT_EQ(agg.History({pid, 3}).size(), 2u);
 }
 
 // A process cannot grow ranks without bound: devices past the limit count for its first rank.
@@ -673,7 +673,7 @@ TEST(AggregatorTest, ExitedProcessStaysWithItsCauseUntilTheGraceEnds) {
             std::string::npos);
   EXPECT_NE(text.find("xtimer_processes_registered 1"), std::string::npos);
   EXPECT_NE(text.find("xtimer_processes_exited 1"), std::string::npos);
-  EXPECT_EQ(agg.History(b).size(), 1u);
+  EXPECT_EQ(agg.History({b}).size(), 1u);
   EXPECT_EQ(agg.ExpireExited(kT0 + 600 * kSec), 0u);
   EXPECT_EQ(agg.ExpireExited(kT0 + 601 * kSec), 1u);
   EXPECT_EQ(agg.process_count(), 1u);
@@ -865,7 +865,7 @@ TEST(AggregatorTest, HistoryKeepsTheMostRecentRecords) {
     auto r = MakeOp(Operation::kMemset, DType::kU8, i);
     agg.Ingest(id, &r, 1, kT0);
   }
-  auto h = agg.History(id);
+  auto h = agg.History({id});
   ASSERT_EQ(h.size(), 16u);
   EXPECT_EQ(h.front().duration_ns, 24);
   EXPECT_EQ(h.back().duration_ns, 39);
@@ -927,7 +927,7 @@ TEST(AggregatorBudgetTest, HistoryKeepsTheNewestRecordsAcrossChunks) {
   auto id = agg.AddProcess(1, Id(0));
   const auto ops = Ops(25000, false);
   agg.Ingest(id, ops.data(), ops.size(), kT0);
-  const std::vector<format::OpRecord> h = agg.History(id);
+  const std::vector<format::OpRecord> h = agg.History({id});
   ASSERT_EQ(h.size(), 10000u);
   EXPECT_EQ(h.front().seq, 15000u);
   EXPECT_EQ(h.back().seq, 24999u);
@@ -945,7 +945,7 @@ TEST(AggregatorBudgetTest, AFullHistoryReusesItsChunks) {
   }
   // The newest records, contiguous, in at most the chunks they span plus one spare.
   EXPECT_LE(agg.history_chunks_allocated(), 27u);
-  const std::vector<format::OpRecord> h = agg.History(id);
+  const std::vector<format::OpRecord> h = agg.History({id});
   ASSERT_EQ(h.size(), 100000u);
   EXPECT_EQ(h.front().seq, 300000u);
   for (size_t i = 1; i < h.size(); ++i) ASSERT_EQ(h[i].seq, h[i - 1].seq + 1);
@@ -978,7 +978,7 @@ TEST(AggregatorBudgetTest, HistoriesShrinkOldestFirstUnderTheBudget) {
   const auto ops = Ops(100000, false);
   agg.Ingest(id, ops.data(), ops.size(), kT0);
   EXPECT_LE(agg.memory_bytes(), o.memory_budget_bytes);
-  const std::vector<format::OpRecord> h = agg.History(id);
+  const std::vector<format::OpRecord> h = agg.History({id});
   ASSERT_FALSE(h.empty());
   EXPECT_LT(h.size(), 100000u);
   EXPECT_EQ(h.back().seq, 99999u);  // the newest records stay

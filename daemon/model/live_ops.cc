@@ -58,9 +58,9 @@ LiveOps::Ring* LiveOps::RingFor(Process* p, uint64_t comm_id, int64_t now_ns) {
   return ring;
 }
 
-void LiveOps::Add(uint64_t id, const format::OpRecord& r) {
+void LiveOps::Add(const RankKey& key, const format::OpRecord& r) {
   std::lock_guard<std::mutex> lock(mu_);
-  AddLocked(ProcessOf(id), r);
+  AddLocked(ProcessOf(key), r);
 }
 
 void LiveOps::AddAll(uint64_t process_id, const Aggregator::TapOp* ops, size_t n) {
@@ -71,13 +71,13 @@ void LiveOps::AddAll(uint64_t process_id, const Aggregator::TapOp* ops, size_t n
     // A batch is one process's: its ops mostly count for one rank, one lookup.
     if (p == nullptr || ops[i].rank_device != device) {
       device = ops[i].rank_device;
-      p = ProcessOf(RankKey(process_id, device));
+      p = ProcessOf(RankKey{process_id, device});
     }
     AddLocked(p, *ops[i].op);
   }
 }
 
-LiveOps::Process* LiveOps::ProcessOf(uint64_t key) {
+LiveOps::Process* LiveOps::ProcessOf(const RankKey& key) {
   auto& slot = processes_[key];
   if (!slot) slot = std::make_unique<Process>();
   return slot.get();
@@ -141,9 +141,9 @@ size_t LiveOps::Process::Bytes() const {
   return bytes;
 }
 
-std::map<uint64_t, ProcessOps> LiveOps::Copy(const std::set<uint64_t>& keep,
-                                             size_t* forgotten_bytes) {
-  std::map<uint64_t, ProcessOps> out;
+std::map<RankKey, ProcessOps> LiveOps::Copy(const std::set<RankKey>& keep,
+                                            size_t* forgotten_bytes) {
+  std::map<RankKey, ProcessOps> out;
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = processes_.begin(); it != processes_.end();) {
     if (keep.count(it->first) == 0) {

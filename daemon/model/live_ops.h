@@ -22,6 +22,7 @@
 
 #include "analysis/analysis.h"
 #include "daemon/model/aggregator.h"
+#include "daemon/model/rank_key.h"
 #include "format/record.h"
 
 namespace xtimer {
@@ -79,13 +80,6 @@ struct ProcessOps {
   std::map<uint64_t, CommOps> comms;
 };
 
-// The key of one rank in LiveOps: a process's id and the device of its rank (the op tap's
-// rank_device; -1 for a process with one rank). A process driving several devices has a rank,
-// and so a key, per device.
-inline uint64_t RankKey(uint64_t process_id, int rank_device) {
-  return (process_id << 16) | static_cast<uint16_t>(rank_device + 1);
-}
-
 class LiveOps {
  public:
   explicit LiveOps(size_t ring_size = kArrivalRing, size_t max_comms = 64);
@@ -93,14 +87,14 @@ class LiveOps {
   LiveOps(const LiveOps&) = delete;
   LiveOps& operator=(const LiveOps&) = delete;
 
-  // One completed op record of the rank `key` (RankKey).
-  void Add(uint64_t key, const format::OpRecord& r);
+  // One completed op record of rank `key`.
+  void Add(const RankKey& key, const format::OpRecord& r);
   // The tap: a batch of a process's completed ops (the aggregator's), under one lock.
   void AddAll(uint64_t process_id, const Aggregator::TapOp* ops, size_t n);
-  // Copies of the state of the ranks in `keep` (RankKeys of those it has seen), handing over (and
+  // Copies of the state of the ranks in `keep` (of those it has seen), handing over (and
   // clearing) their new slices; forgets every other rank (gone from the aggregator), adding the
   // estimated bytes that frees to `*forgotten_bytes` when given.
-  std::map<uint64_t, ProcessOps> Copy(const std::set<uint64_t>& keep,
+  std::map<RankKey, ProcessOps> Copy(const std::set<RankKey>& keep,
                                       size_t* forgotten_bytes = nullptr);
   size_t process_count() const;
   uint64_t slices_dropped() const;
@@ -111,14 +105,14 @@ class LiveOps {
   Ring* RingFor(Process* p, uint64_t comm_id, int64_t now_ns);
   void AddP2P(Process* p, uint64_t comm_id, int64_t end_ns);
   // The state of rank `key`, made when new; needs mu_.
-  Process* ProcessOf(uint64_t key);
+  Process* ProcessOf(const RankKey& key);
   // One op into a rank's state; needs mu_.
   void AddLocked(Process* p, const format::OpRecord& r);
 
   const size_t ring_size_;
   const size_t max_comms_;
   mutable std::mutex mu_;
-  std::map<uint64_t, std::unique_ptr<Process>> processes_;
+  std::map<RankKey, std::unique_ptr<Process>> processes_;
   uint64_t slices_dropped_ = 0;
 };
 

@@ -35,11 +35,11 @@ TEST(LiveOpsTest, SendReceiveEndsAreKeptPerCommunicatorNewestLast) {
   LiveOps ops;
   for (uint64_t i = 1; i <= kP2PCadence + 10; ++i) {
     const int64_t t = static_cast<int64_t>(i) * 100 * kMs;
-    ops.Add(7, Op(format::OpKind::kP2P, i % 2 ? format::Operation::kSend : format::Operation::kRecv,
+    ops.Add(RankKey{7}, Op(format::OpKind::kP2P, i % 2 ? format::Operation::kSend : format::Operation::kRecv,
                   0xb, i, t, 5 * kMs));
   }
-  auto copy = ops.Copy({7});
-  const CommOps& c = copy[7].comms.at(0xb);
+  auto copy = ops.Copy({RankKey{7}});
+  const CommOps& c = copy[RankKey{7}].comms.at(0xb);
   EXPECT_TRUE(c.arrivals.empty()) << "sends and receives are not collective arrivals";
   ASSERT_EQ(c.p2p_ends.size(), kP2PCadence);
   EXPECT_EQ(c.p2p_ends.front(), 11 * 100 * kMs + 5 * kMs);
@@ -51,13 +51,13 @@ TEST(LiveOpsTest, RingKeepsTheNewestArrivalsAndCountersKeepEverything) {
   LiveOps ops(/*ring_size=*/4, /*max_comms=*/2);
   for (uint64_t seq = 1; seq <= 10; ++seq) {
     const int64_t t = static_cast<int64_t>(seq) * 100 * kMs;
-    ops.Add(7, Op(format::OpKind::kMatmul, format::Operation::kGemmEx, 0, 0, t, 30 * kMs));
-    ops.Add(7, Op(format::OpKind::kCollective, format::Operation::kAllReduce, 0xa, seq,
+    ops.Add(RankKey{7}, Op(format::OpKind::kMatmul, format::Operation::kGemmEx, 0, 0, t, 30 * kMs));
+    ops.Add(RankKey{7}, Op(format::OpKind::kCollective, format::Operation::kAllReduce, 0xa, seq,
                   t + 50 * kMs, 10 * kMs));
   }
-  auto copy = ops.Copy({7});
+  auto copy = ops.Copy({RankKey{7}});
   ASSERT_EQ(copy.size(), 1u);
-  const ProcessOps& p = copy[7];
+  const ProcessOps& p = copy[RankKey{7}];
   EXPECT_EQ(p.device, 3);
   EXPECT_TRUE(p.last.valid);
   EXPECT_EQ(p.last.seq, 10u);
@@ -73,25 +73,25 @@ TEST(LiveOpsTest, RingKeepsTheNewestArrivalsAndCountersKeepEverything) {
   EXPECT_NEAR(c.counters.bus_bytes, 10 * 1024.0, 1e-6);  // AllReduce on 2 ranks: factor 1
   EXPECT_EQ(c.new_slices.size(), 10u);
   // New slices are handed over once.
-  EXPECT_TRUE(ops.Copy({7})[7].comms.at(0xa).new_slices.empty());
+  EXPECT_TRUE(ops.Copy({RankKey{7}})[RankKey{7}].comms.at(0xa).new_slices.empty());
 }
 
 TEST(LiveOpsTest, CommunicatorsAndProcessesAreBounded) {
   LiveOps ops(4, 2);
-  ops.Add(1, Op(format::OpKind::kCollective, format::Operation::kAllReduce, 0xa, 1, 100, 10));
-  ops.Add(1, Op(format::OpKind::kCollective, format::Operation::kAllReduce, 0xb, 1, 200, 10));
-  ops.Add(1, Op(format::OpKind::kCollective, format::Operation::kAllReduce, 0xc, 1, 300, 10));
-  ops.Add(2, Op(format::OpKind::kCollective, format::Operation::kAllReduce, 0xa, 1, 100, 10));
+  ops.Add(RankKey{1}, Op(format::OpKind::kCollective, format::Operation::kAllReduce, 0xa, 1, 100, 10));
+  ops.Add(RankKey{1}, Op(format::OpKind::kCollective, format::Operation::kAllReduce, 0xb, 1, 200, 10));
+  ops.Add(RankKey{1}, Op(format::OpKind::kCollective, format::Operation::kAllReduce, 0xc, 1, 300, 10));
+  ops.Add(RankKey{2}, Op(format::OpKind::kCollective, format::Operation::kAllReduce, 0xa, 1, 100, 10));
   size_t forgotten = 0;
-  auto copy = ops.Copy({1}, &forgotten);
-  ASSERT_EQ(copy[1].comms.size(), 2u);
-  EXPECT_EQ(copy[1].comms.count(0xa), 0u);  // the least recent went
+  auto copy = ops.Copy({RankKey{1}}, &forgotten);
+  ASSERT_EQ(copy[RankKey{1}].comms.size(), 2u);
+  EXPECT_EQ(copy[RankKey{1}].comms.count(0xa), 0u);  // the least recent went
   EXPECT_EQ(ops.process_count(), 1u);       // process 2 is gone from the aggregator
   // What forgetting it freed is reported (the daemon returns it to the system): its ring of one
   // arrival and one slice at least.
   EXPECT_GE(forgotten, sizeof(analysis::Arrival) + sizeof(Slice));
   forgotten = 0;
-  ops.Copy({1}, &forgotten);
+  ops.Copy({RankKey{1}}, &forgotten);
   EXPECT_EQ(forgotten, 0u);  // nothing more to forget
 }
 

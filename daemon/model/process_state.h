@@ -17,6 +17,7 @@
 #include "daemon/model/kernel_names.h"
 #include "daemon/model/keyed_table.h"
 #include "daemon/model/op_history.h"
+#include "daemon/model/rank_key.h"
 #include "daemon/model/snapshot.h"
 #include "daemon/model/window.h"
 
@@ -44,7 +45,7 @@ struct Series {
 
 // A rank of a process: the whole process, or one of the devices it drives.
 struct RankState {
-  int device = -1;  // -1 while the process has one rank
+  int device = kWholeProcess;  // a device ordinal once the process has several ranks
   KeyedTable<Series> series;  // keyed by kind, op, dtype and size class (IngestOp)
   CommTable comms;
   uint64_t unaggregated = 0;
@@ -60,7 +61,7 @@ struct ProcessState {
   int64_t registered_ns = 0;
   // At least one; more once communicators live on several devices, by ascending device.
   std::vector<std::unique_ptr<RankState>> ranks;
-  int comm_device = -1;     // the device of the first communicator seen (one-rank process)
+  int comm_device = kNoDevice;  // the device of the first communicator seen (one-rank process)
   size_t series_count = 0;  // over every rank (max_series_per_process)
   OpHistory history;        // the newest (at most options_.history) op records
   uint64_t ops_seen = 0;    // op records ever ingested (the tap's sequence number)

@@ -108,9 +108,9 @@ void RankModel::Comms(ProcessState* p, const format::RecordSlot* slots, size_t n
 }
 
 RankState* RankModel::RankForComm(ProcessState* p, int device) {
-  if (device < 0) return p->ranks.front().get();
+  if (device == kNoDevice) return p->ranks.front().get();
   if (p->ranks.size() == 1) {
-    if (p->comm_device < 0) p->comm_device = device;
+    if (p->comm_device == kNoDevice) p->comm_device = device;
     if (p->comm_device == device) return p->ranks.front().get();
     p->ranks.front()->device = p->comm_device;  // a second device: each becomes a rank
   }
@@ -174,7 +174,7 @@ void RankModel::ApplyStatus(ProcessState* p, const format::Identity& identity,
 
 std::vector<format::OpRecord> RankModel::History(const ProcessState& p, int device) {
   std::vector<format::OpRecord> out;
-  const bool all = device < 0 || p.ranks.size() == 1;
+  const bool all = device == kWholeProcess || p.ranks.size() == 1;
   out.reserve(p.history.size());
   p.history.ForEach([&](const format::OpRecord& r) {
     if (all || RankOf(p, r.device)->device == device) out.push_back(r);

@@ -23,9 +23,9 @@
 namespace xtimer {
 namespace daemon {
 
-// One op record ingested: the device of the rank it counts for (-1 for a process with one rank),
-// the process's op sequence number (0, 1, ... per process) and the record (valid for the tap's
-// call only).
+// One op record ingested: the device of the rank it counts for (RankKey::device with the tap's
+// process id: kWholeProcess for a process with one rank), the process's op sequence number
+// (0, 1, ... per process) and the record (valid for the tap's call only).
 struct TapOp {
   int rank_device;
   uint64_t seq;
@@ -49,8 +49,8 @@ class RankModel {
   // rows moved into their ranks' communicators when the table was valid.
   void ApplyStatus(ProcessState* p, const format::Identity& identity, const ProcessStatus& status);
 
-  // The retained records of p, oldest first: all of them, or (`device` >= 0, a process with
-  // several ranks) those of its rank on that device.
+  // The retained records of p, oldest first: all of them (kWholeProcess), or those of its rank
+  // on `device`.
   static std::vector<format::OpRecord> History(const ProcessState& p, int device);
 
  private:

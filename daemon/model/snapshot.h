@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/model/rank_key.h"
 #include "daemon/model/window.h"
 #include "format/record.h"
 #include "format/ring.h"
@@ -72,11 +73,12 @@ struct CommSnapshot {
   // Whether that is a hang is the live diagnosis's decision (daemon/diagnosis/diagnosis.h).
   int64_t oldest_launch_ns = 0;
   int64_t last_completed_ns = 0;  // 0 when unknown
-  // From the ring's in-flight detail (ring version 2): the device of the row (-1 unknown) and the
+  // From the ring's in-flight detail (ring version 2): the device of the row (kNoDevice from a
+  // version 1 ring) and the
   // oldest collective in flight (its times absolute), state kNone when there is none or the
   // writer does not say. When one process drives several devices in one communicator, the row
   // whose op is oldest.
-  int device = -1;
+  int device = kNoDevice;
   format::InflightCollective inflight;
   // For a kQueued collective: what its stream is working on, a sentence
   // (daemon/model/blocked_by.h); empty when unknown.
@@ -96,7 +98,8 @@ struct ProcessSnapshot {
   // its rank and size in its largest communicator (the process's identity when it has none),
   // and local_rank = device.
   int rank = -1, local_rank = -1, world_size = -1;
-  int device = -1;        // the rank's device when the process has several ranks, else -1
+  int device = kWholeProcess;  // the rank's device when the process has several ranks
+  RankKey key() const { return RankKey{id, device}; }
   bool first_rank = true;  // the process's first (or only) rank: it carries the ring's values
   bool up = true;
   bool exited = false;  // the connection closed; kept for the exited grace period
