@@ -5,29 +5,13 @@
 #include <algorithm>
 #include <utility>
 
-#include "daemon/model/job_scope.h"
 #include "daemon/model/snapshot_builder.h"
 #include "util/clock.h"
-#include "util/label.h"
 
 namespace xtimer {
 namespace daemon {
-namespace {
 
 using format::RecordType;
-
-// The identity as the daemon keeps, compares and exports it (util/label.h): the job id under the
-// job-id rule with its uid scope, host and pod under the free-text rule. Two raw identities with
-// one such form are one identity (claims, control access and dumps compare these).
-format::Identity LabelSafe(const format::Identity& raw) {
-  format::Identity i = raw;
-  i.job = SanitizeScopedJobId(raw.job);
-  i.host = SanitizeLabelText(raw.host);
-  i.pod = SanitizeLabelText(raw.pod);
-  return i;
-}
-
-}  // namespace
 
 Aggregator::Aggregator(const AggregatorOptions& options, int64_t start_ns)
     : options_(options), start_ns_(start_ns), registry_(options), ranks_(options, &registry_) {
@@ -43,9 +27,8 @@ Aggregator::ProcessId Aggregator::AddProcess(int pid, const format::Identity& id
 
 Aggregator::ProcessId Aggregator::AddProcess(const Registrant& who, const format::Identity& raw,
                                              std::vector<ProcessId>* evicted) {
-  const format::Identity identity = LabelSafe(raw);
   std::lock_guard<std::mutex> lock(mu_);
-  return registry_.Add(who, identity, evicted);
+  return registry_.Add(who, raw, evicted);
 }
 
 void Aggregator::RemoveProcess(ProcessId id) {

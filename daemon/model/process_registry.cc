@@ -5,6 +5,8 @@
 #include <utility>
 
 #include "daemon/base/log.h"
+#include "daemon/model/job_scope.h"
+#include "util/label.h"
 
 namespace xtimer {
 namespace daemon {
@@ -23,6 +25,17 @@ Claim ClaimOf(uint64_t id, uint32_t uid, const std::string& token, const format:
   c.local_rank = i.local_rank;
   c.live = live;
   return c;
+}
+
+// The identity as the daemon keeps, compares and exports it (util/label.h): the job id under the
+// job-id rule with its uid scope, host and pod under the free-text rule. Two raw identities with
+// one such form are one identity (claims, control access and dumps compare these).
+format::Identity LabelSafe(const format::Identity& raw) {
+  format::Identity i = raw;
+  i.job = SanitizeScopedJobId(raw.job);
+  i.host = SanitizeLabelText(raw.host);
+  i.pod = SanitizeLabelText(raw.pod);
+  return i;
 }
 
 std::string PeerOf(int pid, uint32_t uid) {
@@ -51,8 +64,9 @@ std::vector<Claim> ProcessRegistry::ClaimsExcept(ProcessId except) const {
 }
 
 ProcessRegistry::ProcessId ProcessRegistry::Add(const Registrant& who,
-                                                const format::Identity& identity,
+                                                const format::Identity& raw,
                                                 std::vector<ProcessId>* evicted) {
+  const format::Identity identity = LabelSafe(raw);
   const ClaimDecision d =
       DecideClaim(ClaimsExcept(0), ClaimOf(next_id_, who.uid, who.token, identity, true),
                   static_cast<uint32_t>(geteuid()));

@@ -33,8 +33,8 @@ class ProcessRegistry {
 
   explicit ProcessRegistry(const AggregatorOptions& options);
 
-  // Registers a process under `identity` (already label-safe, util/label.h) unless the claims
-  // refuse it: then 0, and the refusal is counted. Holders of another uid that a privileged
+  // Registers a process under `identity`, kept in its label-safe form (util/label.h), unless the
+  // claims refuse it: then 0, and the refusal is counted. Holders of another uid that a privileged
   // registrant takes the job from are removed and appended to *evicted (may be null).
   ProcessId Add(const Registrant& who, const format::Identity& identity,
                 std::vector<ProcessId>* evicted);
