@@ -131,7 +131,7 @@ void BenchIngest() {
   op_log.Start();
   std::vector<format::RingWriter> writers;
   std::vector<format::RingReader> readers;
-  std::vector<Aggregator::ProcessId> ids;
+  std::vector<ProcessId> ids;
   for (int r = 0; r < kRanks; ++r) {
     std::string error;
     auto w = format::RingWriter::Create(kCapacity, Id(r), &error);

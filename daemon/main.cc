@@ -63,7 +63,7 @@ bool PrepareDumps(const std::string& root, std::string* resolved, std::string* e
 constexpr int kGoOn = -1;
 
 // What the process holds from its start to its end.
-struct Process {
+struct Resources {
   Flags flags;
   int run_fd = -1;
   int lock_fd = -1;       // holds the run directory's lock
@@ -92,7 +92,7 @@ int ParseCommandLine(int argc, char** argv, Flags* flags) {
 }
 
 // Opens the run directory and takes its lock; exits 0 when another daemon holds it.
-int LockRunDir(Process* p) {
+int LockRunDir(Resources* p) {
   std::string error;
   p->run_fd = OpenRunDir(p->flags.run_dir, geteuid(), &error);
   if (p->run_fd < 0) {
@@ -118,7 +118,7 @@ int LockRunDir(Process* p) {
 }
 
 // The log file (--log-file, or the run directory's with --daemonize), and detaching.
-int StartLogging(Process* p) {
+int StartLogging(Resources* p) {
   const Flags& flags = p->flags;
   if (!flags.daemonize && flags.log_file.empty()) return kGoOn;
   std::string error;
@@ -140,7 +140,7 @@ int StartLogging(Process* p) {
 }
 
 // Logs `what` and hands it to a waiting --daemonize caller; returns the exit status.
-int Fail(const Process& p, const std::string& what) {
+int Fail(const Resources& p, const std::string& what) {
   Logf("%s", what.c_str());
   SignalReady(p.ready_fd, "error: " + what);
   return 1;
@@ -246,7 +246,7 @@ struct Daemon {
 
 // The operation log (docs/oplog.md), whose tap is on before the first ring is read, and the
 // registration socket.
-bool StartIngest(const Process& p, Daemon* d, std::string* error) {
+bool StartIngest(const Resources& p, Daemon* d, std::string* error) {
   OpLogOptions oo;
   if (!OpLogOptionsFromFlags(p.flags, p.dump_root, &oo, error)) return false;
   d->op_log = std::make_unique<OpLogWriter>(&d->aggregator, oo, RealtimeNs, p.hostname);
@@ -257,7 +257,7 @@ bool StartIngest(const Process& p, Daemon* d, std::string* error) {
 
 // The live diagnosis (its automatic dumps go through the HangDumper made in StartControl),
 // stack captures and crash reports.
-void StartDiagnosis(const Process& p, Daemon* d) {
+void StartDiagnosis(const Resources& p, Daemon* d) {
   d->diagnosis = std::make_unique<LiveDiagnosis>(
       &d->aggregator, DiagnosisOptionsOf(p.flags), RealtimeNs, [d](LiveState* state) {
         HangDumper* dumper = d->dumper.load(std::memory_order_acquire);
@@ -267,7 +267,7 @@ void StartDiagnosis(const Process& p, Daemon* d) {
   RingServer* ring = d->server.get();
   d->stacks = std::make_unique<StackCapturer>(
       &d->aggregator,
-      [ring](Aggregator::ProcessId id, int timeout_ms, StackSink sink) {
+      [ring](ProcessId id, int timeout_ms, StackSink sink) {
         ring->AskStacks(id, timeout_ms, std::move(sink));
       },
       p.dump_root, p.hostname, RealtimeNs);
@@ -283,7 +283,7 @@ void StartDiagnosis(const Process& p, Daemon* d) {
 
 // The metrics port; every collectable is registered before it starts, and the control port's
 // refusals join the refusal family once that port exists.
-bool StartMetrics(const Process& p, Daemon* d, std::string* error) {
+bool StartMetrics(const Resources& p, Daemon* d, std::string* error) {
   const Flags& flags = p.flags;
   d->metrics = std::make_unique<MetricsServer>(MetricsServerOptionsOf(flags));
   MetricsServer* m = d->metrics.get();
@@ -309,7 +309,7 @@ bool StartMetrics(const Process& p, Daemon* d, std::string* error) {
 }
 
 // Dumps, the automatic hang dumps, and the control port (gRPC + HTTP/JSON).
-bool StartControl(const Process& p, Daemon* d, std::string* error) {
+bool StartControl(const Resources& p, Daemon* d, std::string* error) {
   const Flags& flags = p.flags;
   d->dumps = std::make_unique<DumpManager>(&d->aggregator, p.dump_root, p.hostname, RealtimeNs);
   ControlOptions co;
@@ -336,7 +336,7 @@ bool StartControl(const Process& p, Daemon* d, std::string* error) {
   return true;
 }
 
-void LogServing(const Process& p, const Daemon& d) {
+void LogServing(const Resources& p, const Daemon& d) {
   const Flags& flags = p.flags;
   Logf("serving: socket %s, metrics http://%s:%d/metrics, control %s:%d (gRPC + HTTP/JSON, dump "
        "root %s), window %llds, hang timeout %llds (live threshold from %llds, %lldx cadence), "
@@ -369,7 +369,7 @@ void WaitForStop(const Flags& flags, const sigset_t& signals, const RingServer& 
 }
 
 // Reads the rings on their own thread until WaitForStop returns, then stops the parts in order.
-void Serve(const Process& p, const sigset_t& signals, Daemon* d) {
+void Serve(const Resources& p, const sigset_t& signals, Daemon* d) {
   std::atomic<bool> stop{false};
   std::thread reader([&] { d->server->Run(&stop); });
   WaitForStop(p.flags, signals, *d->server);
@@ -388,7 +388,7 @@ void Serve(const Process& p, const sigset_t& signals, Daemon* d) {
 }
 
 int Main(int argc, char** argv) {
-  Process p;
+  Resources p;
   int rc = ParseCommandLine(argc, argv, &p.flags);
   if (rc == kGoOn) rc = LockRunDir(&p);
   if (rc == kGoOn) rc = StartLogging(&p);

@@ -223,7 +223,7 @@ struct ControlServer::Conn {
 
 // A connection handed to a worker: a parsed request (or parse error) to answer, or bytes that
 // are neither protocol.
-struct ControlServer::Job {
+struct ControlServer::Handoff {
   uint64_t id = 0;
   int fd = -1;
   std::unique_ptr<HttpRequestParser> parser;  // null: not our protocol
@@ -499,7 +499,7 @@ void ControlServer::HandToGrpc(Conn* c) {
 // Hands the connection to the worker pool (or answers 503 when its queue is full).
 void ControlServer::Dispatch(Conn* c, bool not_ours) {
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
-  auto job = std::make_unique<Job>();
+  auto job = std::make_unique<Handoff>();
   job->id = c->id;
   job->fd = c->fd;
   if (!not_ours) job->parser = std::move(c->parser);
@@ -567,7 +567,7 @@ void ControlServer::ReapFinished() {
 
 void ControlServer::Worker() {
   for (;;) {
-    std::unique_ptr<Job> job;
+    std::unique_ptr<Handoff> job;
     {
       std::unique_lock<std::mutex> l(mu_);
       cv_.wait(l, [this] { return workers_stop_ || !jobs_.empty(); });
@@ -587,7 +587,7 @@ void ControlServer::Worker() {
   }
 }
 
-void ControlServer::Answer(Job* job) {
+void ControlServer::Answer(Handoff* job) {
   MakeBlocking(job->fd, limits_.request_timeout_ms);
   if (job->parser == nullptr) {
     Logf("control port: a client sent bytes that are neither HTTP/1.1 nor gRPC (is it "

@@ -77,7 +77,7 @@ class ControlServer {
  private:
   class Service;
   struct Conn;
-  struct Job;
+  struct Handoff;
 
   bool StartGrpc(std::string* error);
   void Loop();
@@ -92,7 +92,7 @@ class ControlServer {
   void Close(uint64_t id, const char* cause);
   void ReapFinished();
   void Worker();
-  void Answer(Job* job);
+  void Answer(Handoff* job);
   void ServeHttp(int fd, const HttpRequestParser& parser);
   // Who is at the other end of an accepted connection (daemon/control/control_caller.h).
   Caller CallerAt(const sockaddr_storage& client) const;
@@ -120,7 +120,7 @@ class ControlServer {
   // Worker pool.
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::unique_ptr<Job>> jobs_;
+  std::deque<std::unique_ptr<Handoff>> jobs_;
   std::vector<uint64_t> finished_;
   bool workers_stop_ = false;
   std::vector<std::thread> workers_;

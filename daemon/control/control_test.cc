@@ -102,7 +102,7 @@ class ControlTest : public ::testing::Test {
     testing::RemoveTree(tmp_);
   }
 
-  Aggregator::ProcessId AddRank(int rank, int world, const std::string& job = "job1") {
+  ProcessId AddRank(int rank, int world, const std::string& job = "job1") {
     format::Identity id;
     id.job = job;
     id.host = "h";
@@ -113,7 +113,7 @@ class ControlTest : public ::testing::Test {
   }
 
   // n records launched at t0, t0+1ms, ...: matmul, allreduce, memcpy in turn.
-  void Feed(Aggregator::ProcessId id, int n, int64_t t0_ns) {
+  void Feed(ProcessId id, int n, int64_t t0_ns) {
     std::vector<format::RecordSlot> v;
     for (int i = 0; i < n; ++i) {
       const format::Operation ops[] = {format::Operation::kGemmEx, format::Operation::kAllReduce,
@@ -548,7 +548,7 @@ TEST_F(ControlTest, StatusDescribesTheOldestCollectiveInFlight) {
 // Rank 0 waits in AllReduce seq 1000 for 400 s (past --hang-timeout: no cadence is known);
 // rank 1 never issued it.
 TEST_F(ControlTest, HangCheckOverBothTransports) {
-  const Aggregator::ProcessId ids[2] = {AddRank(0, 2), AddRank(1, 2)};
+  const ProcessId ids[2] = {AddRank(0, 2), AddRank(1, 2)};
   const int64_t now = RealtimeNs();
   for (int r = 0; r < 2; ++r) {
     Feed(ids[r], 30, now - int64_t{500} * 1000000000);
@@ -615,15 +615,14 @@ TEST_F(ControlTest, HangCheckOverBothTransports) {
 // Access (docs/security.md "Peers and identity"): a caller that is not privileged sees, dumps and
 // HangChecks only the jobs its uid registered; a remote one none without --control-allow-remote.
 TEST_F(ControlTest, AUserSeesDumpsAndHangChecksOnlyItsOwnJobs) {
-  const Aggregator::ProcessId root_job = AddRank(0, 1);  // job1, this test's uid (root)
+  const ProcessId root_job = AddRank(0, 1);  // job1, this test's uid (root)
   format::Identity id;
   id.job = "userjob";
   id.host = "h";
   id.rank = 0;
   id.local_rank = 0;
   id.world_size = 1;
-  const Aggregator::ProcessId user_job =
-      aggregator_->AddProcess(Registrant{2000, 1000, "t"}, id, nullptr);
+  const ProcessId user_job = aggregator_->AddProcess(Registrant{2000, 1000, "t"}, id, nullptr);
   ASSERT_NE(user_job, 0u);
   const int64_t now = RealtimeNs();
   Feed(root_job, 10, now - int64_t{2} * 1000000000);

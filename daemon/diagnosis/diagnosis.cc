@@ -184,9 +184,7 @@ LiveDiagnosis::LiveDiagnosis(Aggregator* aggregator, DiagnosisOptions options,
       ops_(options.ring_size, options.max_comms),
       latest_(std::make_shared<LiveState>()) {
   tap_id_ = aggregator_->AddOpTap(
-      [this](Aggregator::ProcessId id, const Aggregator::TapOp* ops, size_t n) {
-        ops_.AddAll(id, ops, n);
-      });
+      [this](ProcessId id, const TapOp* ops, size_t n) { ops_.AddAll(id, ops, n); });
 }
 
 LiveDiagnosis::~LiveDiagnosis() {

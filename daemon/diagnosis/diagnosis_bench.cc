@@ -70,7 +70,7 @@ struct Result {
 
 Result Run(bool diagnose) {
   Aggregator agg(AggregatorOptions(), kT0);
-  Aggregator::ProcessId ids[kRanks];
+  ProcessId ids[kRanks];
   for (int r = 0; r < kRanks; ++r) {
     format::Identity id;
     id.job = "bench";

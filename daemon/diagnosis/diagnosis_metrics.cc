@@ -17,7 +17,7 @@ namespace {
 using prometheus::MetricFamily;
 using prometheus::MetricType;
 
-enum Family {
+enum DiagnosisFamily {
   kCommWaiting,
   kRankWaiting,
   kThreshold,
@@ -83,12 +83,6 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
      "Bus bandwidth from the rank's own GPU time, over the same collectives."},
 };
 
-// The families of kFamilies, in Family order.
-class Builder : public FamilyBuilder {
- public:
-  Builder() : FamilyBuilder(kFamilies, kFamilyCount) {}
-};
-
 const RankLive* FindRank(const JobLive& job, int32_t rank) {
   for (const RankLive& r : job.ranks) {
     if (r.input.rank == rank) return &r;
@@ -100,7 +94,7 @@ std::string OpName(uint16_t op) {
   return format::OperationName(static_cast<format::Operation>(op));
 }
 
-void AddCounters(const Labels& l, const CommLive& c, Builder* b) {
+void AddCounters(const Labels& l, const CommLive& c, FamilyBuilder* b) {
   b->Add(kThreshold, l, c.threshold_s);
   b->Add(kInstances, l, static_cast<double>(c.own.instances));
   b->Add(kTime, l, c.own.time_s);
@@ -115,7 +109,7 @@ void AddCounters(const Labels& l, const CommLive& c, Builder* b) {
 
 // The report has one entry per (rank, comm, op, bytes); the gauges one per (rank, comm, op): the
 // sizes combine as their total bus bytes over their total time.
-void AddBandwidth(const JobLive& job, Builder* b) {
+void AddBandwidth(const JobLive& job, FamilyBuilder* b) {
   std::map<std::tuple<int32_t, uint64_t, uint16_t>, analysis::BusBandwidth> sums;
   for (const analysis::BusBandwidth& bw : job.report.bus_bandwidth) {
     if (bw.observed_bytes_per_second() <= 0 || bw.true_bytes_per_second() <= 0) continue;
@@ -137,7 +131,7 @@ void AddBandwidth(const JobLive& job, Builder* b) {
 }
 
 // The waiting decision of a rank and its communicators; with `counters`, their counters.
-void AddRank(const RankLive& r, bool counters, Builder* b) {
+void AddRank(const RankLive& r, bool counters, FamilyBuilder* b) {
   const Labels rank = RankLabels(r.process);
   for (const CommLive& c : r.comms) {
     Labels l = rank;
@@ -151,7 +145,7 @@ void AddRank(const RankLive& r, bool counters, Builder* b) {
 }  // namespace
 
 std::vector<MetricFamily> BuildDiagnosisFamilies(const LiveState& state) {
-  Builder b;
+  FamilyBuilder b(kFamilies, kFamilyCount);  // in DiagnosisFamily order
   for (const RankLive& r : state.unranked) AddRank(r, /*counters=*/false, &b);
   for (const JobLive& job : state.jobs) {
     for (const RankLive& r : job.ranks) AddRank(r, /*counters=*/true, &b);

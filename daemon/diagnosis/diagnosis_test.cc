@@ -73,7 +73,7 @@ class DiagnosisTest : public ::testing::Test {
     // the hook; the ring server's part is daemon/stack_capture_test).
     stacks_ = std::make_unique<StackCapturer>(
         aggregator_.get(),
-        [](Aggregator::ProcessId, int, StackSink sink) {
+        [](ProcessId, int, StackSink sink) {
           const std::string raw =
               R"({"format": "xtimer-raw-stacks", "version": 1, "threads": [{"tid": 7, "name": )"
               R"("main", "pcs": []}], "python_threads": [{"tid": 7, "frames": [{"function": )"
@@ -205,7 +205,7 @@ class DiagnosisTest : public ::testing::Test {
   std::unique_ptr<HangDumper> dumper_;
   std::unique_ptr<LiveDiagnosis> diagnosis_;
   std::unique_ptr<ControlHandler> handler_;
-  Aggregator::ProcessId ids_[kRanks] = {};
+  ProcessId ids_[kRanks] = {};
   format::Identity identity_[kRanks];
 };
 

@@ -88,7 +88,7 @@ void AnomalyDetector::Add(uint64_t member, const format::OpRecord& r, int64_t no
     instances_[{r.comm_id, r.seq}].push_back(id);
     auto c = comm_members_.find(r.comm_id);
     if (c == comm_members_.end() && comm_members_.size() < options_.max_comms) {
-      c = comm_members_.emplace(r.comm_id, CommMembers{}).first;
+      c = comm_members_.emplace(r.comm_id, LocalMembers{}).first;
     }
     if (c != comm_members_.end() &&
         std::find(c->second.seen.begin(), c->second.seen.end(), member) == c->second.seen.end() &&

@@ -137,11 +137,11 @@ class AnomalyDetector {
   std::unordered_map<PairKey, std::vector<uint64_t>, PairHash> instances_;  // (comm, seq) -> ids
   // A communicator's members on this node: until an instance of it was decided by the hold time
   // (it spans nodes, or a member is gone), all comm_size of them are waited for; then those seen.
-  struct CommMembers {
+  struct LocalMembers {
     std::vector<uint64_t> seen;
     bool learned = false;
   };
-  std::unordered_map<uint64_t, CommMembers> comm_members_;
+  std::unordered_map<uint64_t, LocalMembers> comm_members_;
 };
 
 }  // namespace daemon

@@ -119,7 +119,7 @@ CrashReporter::~CrashReporter() {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
     for (auto& q : queues_) {
-      for (const Job& j : q.second) close(j.memfd);
+      for (const QueuedReport& j : q.second) close(j.memfd);
     }
     queues_.clear();
   }
@@ -131,7 +131,7 @@ void CrashReporter::Submit(uint64_t process_id, uint32_t uid, int memfd, uint64_
   const char* why = nullptr;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    std::deque<Job>& q = queues_[uid];
+    std::deque<QueuedReport>& q = queues_[uid];
     if (stop_) {
       why = "the daemon stops";
     } else if (queued_ >= kMaxQueuedCrashReports) {
@@ -153,7 +153,7 @@ void CrashReporter::Submit(uint64_t process_id, uint32_t uid, int memfd, uint64_
        static_cast<unsigned long long>(process_id), uid, why);
 }
 
-bool CrashReporter::NextLocked(Job* job) {
+bool CrashReporter::NextLocked(QueuedReport* job) {
   if (queues_.empty()) return false;
   // Round robin over users: the first user after the last one served that has a report.
   auto it = queues_.upper_bound(last_uid_);
@@ -168,7 +168,7 @@ bool CrashReporter::NextLocked(Job* job) {
 
 void CrashReporter::Run() {
   for (;;) {
-    Job job;
+    QueuedReport job;
     {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait(lock, [this] { return stop_ || !queues_.empty(); });
@@ -185,7 +185,7 @@ uint64_t CrashReporter::Dropped() const {
   return dropped_;
 }
 
-void CrashReporter::WriteFiles(const std::vector<ProcessSnapshot>& ranks, const Job& job,
+void CrashReporter::WriteFiles(const std::vector<ProcessSnapshot>& ranks, const QueuedReport& job,
                                CrashReport* r) {
   StackAnswer answer;
   answer.memfd = fcntl(job.memfd, F_DUPFD_CLOEXEC, 0);  // WriteAnswer closes its copy
@@ -207,7 +207,7 @@ void CrashReporter::WriteFiles(const std::vector<ProcessSnapshot>& ranks, const 
   }
 }
 
-void CrashReporter::Handle(const Job& job) {
+void CrashReporter::Handle(const QueuedReport& job) {
   const Snapshot snap = aggregator_->TakeSnapshot(now_(), /*with_series=*/false);
   std::vector<ProcessSnapshot> ranks;
   for (const ProcessSnapshot& p : snap.processes) {

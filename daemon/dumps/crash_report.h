@@ -83,18 +83,19 @@ class CrashReporter {
   const ExitHookRunner& exit_hooks() const { return hooks_; }
 
  private:
-  struct Job {
+  struct QueuedReport {
     uint64_t id;
     uint32_t uid;
     int memfd;
     uint64_t size;
   };
   // The next report to handle, users in turn (mu_ held). False when none waits.
-  bool NextLocked(Job* job);
+  bool NextLocked(QueuedReport* job);
   void Run();
-  void Handle(const Job& job);
+  void Handle(const QueuedReport& job);
   // Symbolizes and writes the files; fills r.frames and r.files. Acknowledges the process.
-  void WriteFiles(const std::vector<ProcessSnapshot>& ranks, const Job& job, CrashReport* r);
+  void WriteFiles(const std::vector<ProcessSnapshot>& ranks, const QueuedReport& job,
+                  CrashReport* r);
 
   Aggregator* aggregator_;
   StackCapturer* stacks_;
@@ -102,7 +103,7 @@ class CrashReporter {
   const std::function<int64_t()> now_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::map<uint32_t, std::deque<Job>> queues_;  // by user; no empty deque is kept
+  std::map<uint32_t, std::deque<QueuedReport>> queues_;  // by user; no empty deque is kept
   size_t queued_ = 0;
   uint32_t last_uid_ = 0;  // the user served last
   uint64_t dropped_ = 0;

@@ -112,7 +112,7 @@ class DumpWriterRootTest : public DumpRootTest {
     id.rank = 0;
     id.local_rank = 0;
     id.world_size = 1;
-    const Aggregator::ProcessId pid = aggregator_->AddProcess(4242, id);
+    const ProcessId pid = aggregator_->AddProcess(4242, id);
     std::vector<format::RecordSlot> v;
     for (int i = 0; i < 10; ++i) {
       format::RecordSlot s = testing::MakeOp(format::Operation::kGemmEx, format::DType::kBF16, 1000);

@@ -81,7 +81,7 @@ std::string JobDirName(const std::string& job) {
 }
 
 struct DumpManager::Capture {
-  Aggregator::ProcessId id = 0;
+  ProcessId id = 0;
   int device = kWholeProcess;  // the rank's device (ProcessSnapshot::device): a file per rank
   ProcessSnapshot process;
   DumpFileInfo file;
@@ -118,8 +118,8 @@ DumpManager::DumpManager(Aggregator* aggregator, std::string root, std::string n
                          std::function<int64_t()> realtime_ns)
     : aggregator_(aggregator), root_(std::move(root)), node_(std::move(node)),
       now_(std::move(realtime_ns)) {
-  tap_id_ = aggregator_->AddOpTap(
-      [this](Aggregator::ProcessId id, const Aggregator::TapOp* ops, size_t n) { Tap(id, ops, n); });
+  tap_id_ =
+      aggregator_->AddOpTap([this](ProcessId id, const TapOp* ops, size_t n) { Tap(id, ops, n); });
 }
 
 DumpManager::~DumpManager() {
@@ -139,14 +139,13 @@ void DumpManager::CancelAndJoin() {
   cancel_ = false;
 }
 
-void DumpManager::Tap(Aggregator::ProcessId id, const Aggregator::TapOp* ops, size_t n) {
+void DumpManager::Tap(ProcessId id, const TapOp* ops, size_t n) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!running_ || !job_) return;
   for (size_t i = 0; i < n; ++i) TapLocked(id, ops[i].rank_device, ops[i].seq, *ops[i].op);
 }
 
-void DumpManager::TapLocked(Aggregator::ProcessId id, int rank_device, uint64_t seq,
-                            const OpRecord& r) {
+void DumpManager::TapLocked(ProcessId id, int rank_device, uint64_t seq, const OpRecord& r) {
   auto it = job_->by_rank.find(RankKey{id, rank_device});
   if (it == job_->by_rank.end()) return;
   Capture* c = it->second;

@@ -166,9 +166,8 @@ class DumpManager {
                         const std::vector<format::OpRecord>& records, DumpFileInfo* f);
   void CancelAndJoin();
   // The op tap: a batch of a process's ops; TapLocked, one of them (needs mu_ and a job).
-  void Tap(Aggregator::ProcessId id, const Aggregator::TapOp* ops, size_t n);
-  void TapLocked(Aggregator::ProcessId id, int rank_device, uint64_t seq,
-                 const format::OpRecord& r);
+  void Tap(ProcessId id, const TapOp* ops, size_t n);
+  void TapLocked(ProcessId id, int rank_device, uint64_t seq, const format::OpRecord& r);
 
   Aggregator* aggregator_;
   int tap_id_ = 0;

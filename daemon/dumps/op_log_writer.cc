@@ -90,7 +90,7 @@ OpLogWriter::~OpLogWriter() { Stop(); }
 void OpLogWriter::AddTap() {
   if (options_.mode == OpLogMode::kOff || tap_id_ != 0) return;
   tap_id_ = aggregator_->AddOpTap(
-      [this](uint64_t process, const Aggregator::TapOp* ops, size_t n) { Tap(process, ops, n); });
+      [this](uint64_t process, const TapOp* ops, size_t n) { Tap(process, ops, n); });
 }
 
 void OpLogWriter::Start() {
@@ -112,7 +112,7 @@ void OpLogWriter::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-void OpLogWriter::Tap(uint64_t process, const Aggregator::TapOp* ops, size_t n) {
+void OpLogWriter::Tap(uint64_t process, const TapOp* ops, size_t n) {
   const uint64_t known = known_[process % kKnownSlots].load(std::memory_order_relaxed);
   if (known == process << 1) return;  // asked for no log: the common case, no lock
   std::lock_guard<std::mutex> lock(mu_);
@@ -166,7 +166,7 @@ void OpLogWriter::Refresh() {
 
 void OpLogWriter::Queue(const std::pair<std::string, std::string>& key, const RankInfo& info,
                         bool anomaly, const OpLogLine& line) {
-  Pending& p = pending_[key];
+  PendingLines& p = pending_[key];
   p.format = info.format;
   p.uid = info.uid;
   AppendOpLogLine(info.format, anomaly, line, &p.text);

@@ -107,7 +107,7 @@ class OpLogWriter {
     int pid = 0;
   };
   // The op tap: a batch of one process's ops, queued for the writer thread.
-  void Tap(uint64_t process, const Aggregator::TapOp* ops, size_t n);
+  void Tap(uint64_t process, const TapOp* ops, size_t n);
   // Re-reads every rank's identity and log request from an aggregator snapshot.
   void Refresh();
   void Handle(const Queued& q);
@@ -146,12 +146,12 @@ class OpLogWriter {
   std::unordered_map<uint64_t, RankInfo> anomaly_ranks_;
   std::vector<AnomalyDecision> decided_;
   int64_t drain_ns_ = 0;  // now_ns_ at the start of the drain
-  struct Pending {
+  struct PendingLines {
     std::string text;
     OpLogFormat format = OpLogFormat::kNone;
     uint32_t uid = 0;
   };
-  std::map<std::pair<std::string, std::string>, Pending> pending_;  // (job, stream) -> lines
+  std::map<std::pair<std::string, std::string>, PendingLines> pending_;  // (job, stream) -> lines
   // Appends the line to the stream's pending text.
   void Queue(const std::pair<std::string, std::string>& key, const RankInfo& info, bool anomaly,
              const OpLogLine& line);

@@ -42,7 +42,7 @@ class OpLogWriterTest : public ::testing::Test {
   }
   void TearDown() override { testing::RemoveTree(root_); }
 
-  Aggregator::ProcessId Add(Aggregator* agg, int pid, int rank, format::OpLogRequest request) {
+  ProcessId Add(Aggregator* agg, int pid, int rank, format::OpLogRequest request) {
     format::Identity id;
     id.job = "train";
     id.host = "node-a";
@@ -54,7 +54,7 @@ class OpLogWriterTest : public ::testing::Test {
   }
   // `steps` GEMMs of one shape, 100 us each, the one numbered `slow` (if any) 5x, issued by a host
   // far ahead of its stream (their whole durations are work: docs/oplog.md).
-  void Run(Aggregator* agg, Aggregator::ProcessId id, int steps, int slow) {
+  void Run(Aggregator* agg, ProcessId id, int steps, int slow) {
     for (int i = 0; i < steps; ++i) {
       format::RecordSlot s = MakeOp(Operation::kGemmEx, DType::kBF16, i == slow ? 500000 : 100000);
       s.op.m = s.op.n = s.op.k = 1024;

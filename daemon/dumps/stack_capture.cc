@@ -190,11 +190,11 @@ std::string ProcessState(const std::string& proc_root, int pid) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ? std::string(1, c) : "";
 }
 
-struct StackCapturer::Pending {
+struct StackCapturer::PendingAnswers {
   std::mutex mu;
   std::condition_variable cv;
-  std::deque<std::pair<Aggregator::ProcessId, StackAnswer>> answers;
-  ~Pending() {
+  std::deque<std::pair<ProcessId, StackAnswer>> answers;
+  ~PendingAnswers() {
     for (auto& a : answers) {
       if (a.second.memfd >= 0) close(a.second.memfd);
     }
@@ -224,13 +224,13 @@ std::vector<StackFileInfo> StackCapturer::Capture(const StackDumpRequest& reques
 std::vector<StackFileInfo> StackCapturer::CaptureProcesses(
     const std::vector<ProcessSnapshot>& processes, const std::string& dir, int timeout_ms) {
   // A process with several device ranks is asked once; each of its ranks gets the file.
-  std::map<Aggregator::ProcessId, std::vector<ProcessSnapshot>> by_process;
+  std::map<ProcessId, std::vector<ProcessSnapshot>> by_process;
   for (const ProcessSnapshot& p : processes) {
     if (!p.exited) by_process[p.id].push_back(p);
   }
-  auto pending = std::make_shared<Pending>();
+  auto pending = std::make_shared<PendingAnswers>();
   for (const auto& entry : by_process) {
-    const Aggregator::ProcessId id = entry.first;
+    const ProcessId id = entry.first;
     ask_(id, timeout_ms, [pending, id](StackAnswer a) {
       std::lock_guard<std::mutex> lock(pending->mu);
       pending->answers.emplace_back(id, std::move(a));

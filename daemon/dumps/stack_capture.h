@@ -53,7 +53,7 @@ struct StackFileInfo {
 class StackCapturer {
  public:
   // RingServer::AskStacks, or a stand-in in tests.
-  using AskFn = std::function<void(Aggregator::ProcessId, int timeout_ms, StackSink)>;
+  using AskFn = std::function<void(ProcessId, int timeout_ms, StackSink)>;
   StackCapturer(Aggregator* aggregator, AskFn ask, std::string root, std::string node,
                 std::function<int64_t()> realtime_ns, std::string proc_root = "/proc");
 
@@ -76,7 +76,7 @@ class StackCapturer {
   const std::string& root() const { return root_; }
 
  private:
-  struct Pending;
+  struct PendingAnswers;
   void Count(const std::string& outcome);
   // The process's stacks from its answer into *file (threads, frames, time, state; not whose
   // they are): returns the outcome, and in *error why stacks are missing.

@@ -184,8 +184,7 @@ TEST_F(StackCaptureAccessTest, NoModuleOfASetuidProgramTheUserRuns) {
   server_ = std::make_unique<RingServer>(so, aggregator_.get());
   ASSERT_TRUE(server_->Listen(&error)) << error;
   capturer_ = std::make_unique<StackCapturer>(
-      aggregator_.get(),
-      [this](Aggregator::ProcessId id, int t, StackSink s) { server_->AskStacks(id, t, s); },
+      aggregator_.get(), [this](ProcessId id, int t, StackSink s) { server_->AskStacks(id, t, s); },
       root_, "node-a", [] { return int64_t{1764000000} * 1000000000; });
   thread_ = std::thread([this] { server_->Run(&stop_); });
   ASSERT_EQ(write(go[1], "g", 1), 1);

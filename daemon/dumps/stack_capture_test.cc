@@ -154,8 +154,8 @@ class StackCaptureTest : public ::testing::Test {
     thread_ = std::thread([this] { server_->Run(&stop_); });
     capturer_ = std::make_unique<StackCapturer>(
         aggregator_.get(),
-        [this](Aggregator::ProcessId id, int t, StackSink s) { server_->AskStacks(id, t, s); },
-        root_, "node-a", [] { return int64_t{1764000000} * 1000000000; });
+        [this](ProcessId id, int t, StackSink s) { server_->AskStacks(id, t, s); }, root_, "node-a",
+        [] { return int64_t{1764000000} * 1000000000; });
   }
   // The control port in front of the capturer (DumpStack over HTTP/JSON and gRPC).
   int StartControl() {

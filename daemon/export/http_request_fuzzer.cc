@@ -14,14 +14,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t step = data[0] % 16 + 1;
   const char* p = reinterpret_cast<const char*>(data + 1);
   const size_t n = size - 1;
-  xtimer::daemon::HttpRequestParser parser(256, kBody);
-  using State = xtimer::daemon::HttpRequestParser::State;
+  using xtimer::daemon::HttpRequestParser;
+  HttpRequestParser parser(256, kBody);
   for (size_t i = 0; i < n; i += step) parser.Feed(p + i, n - i < step ? n - i : step);
-  if (parser.state() == State::kError) {
+  if (parser.state() == HttpRequestParser::State::kError) {
     const int s = parser.error_status();
     if (s != 400 && s != 405 && s != 413 && s != 431 && s != 501 && s != 505) abort();
     if (parser.error_reason().empty()) abort();
-  } else if (parser.state() == State::kComplete) {
+  } else if (parser.state() == HttpRequestParser::State::kComplete) {
     const auto& r = parser.request();
     if (r.body.size() != r.content_length || r.content_length > kBody) abort();
     if (r.method != "GET" && r.method != "POST") abort();

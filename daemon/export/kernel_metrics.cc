@@ -36,17 +36,15 @@ std::string KernelLabel(const std::string& name) {
 
 KernelMetrics::KernelMetrics(Aggregator* aggregator, size_t top, std::function<int64_t()> clock)
     : aggregator_(aggregator), top_(std::max<size_t>(top, 1)), clock_(std::move(clock)) {
-  tap_ = aggregator_->AddOpTap(
-      [this](Aggregator::ProcessId id, const Aggregator::TapOp* ops, size_t n) {
-        std::lock_guard<std::mutex> lock(mu_);
-        for (size_t i = 0; i < n; ++i) AddLocked(id, ops[i].rank_device, *ops[i].op);
-      });
+  tap_ = aggregator_->AddOpTap([this](ProcessId id, const TapOp* ops, size_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < n; ++i) AddLocked(id, ops[i].rank_device, *ops[i].op);
+  });
 }
 
 KernelMetrics::~KernelMetrics() { aggregator_->RemoveOpTap(tap_); }
 
-void KernelMetrics::AddLocked(Aggregator::ProcessId id, int rank_device,
-                              const format::OpRecord& r) {
+void KernelMetrics::AddLocked(ProcessId id, int rank_device, const format::OpRecord& r) {
   if (r.kind != static_cast<uint8_t>(format::OpKind::kKernel) || r.name_id == 0) return;
   auto& kernels = ranks_[RankKey{id, rank_device}];
   auto it = kernels.find(r.name_id);

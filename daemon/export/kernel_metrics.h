@@ -50,7 +50,7 @@ class KernelMetrics : public prometheus::Collectable {
     uint64_t ns = 0;
   };
   // One op of the tap's batch; needs mu_.
-  void AddLocked(Aggregator::ProcessId id, int rank_device, const format::OpRecord& r);
+  void AddLocked(ProcessId id, int rank_device, const format::OpRecord& r);
   // The rank's top kernels by total time (name id, totals), most first.
   std::vector<std::pair<uint32_t, Totals>> Top(const RankKey& rank) const;
 

@@ -16,7 +16,7 @@ using prometheus::MetricFamily;
 using prometheus::MetricType;
 
 // Indices into the family table below; the order is the exposition order.
-enum Family {
+enum ModelFamily {
   kOpsTotal,
   kOpSecondsTotal,
   kOpBytesTotal,
@@ -165,12 +165,6 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
     {"xtimer_daemon_start_time_seconds", MetricType::Gauge, "Unix time the daemon started."},
 };
 
-// The families of kFamilies, in Family order.
-class Builder : public FamilyBuilder {
- public:
-  Builder() : FamilyBuilder(kFamilies, kFamilyCount) {}
-};
-
 // xtimer_comm_inflight_info appears once an op is this old, so short ops make no label churn.
 constexpr double kInflightInfoMinAgeS = 1.0;
 
@@ -186,7 +180,7 @@ Labels InflightLabels(Labels l, const format::InflightCollective& c) {
 }
 
 // The hook's ops considered and timed by kind (kinds it never saw are left out) and its budget.
-void AddHookTiming(const HookTiming& t, const Labels& rank, Builder* b) {
+void AddHookTiming(const HookTiming& t, const Labels& rank, FamilyBuilder* b) {
   for (uint8_t k = 1; k <= format::kOpKindMax; ++k) {
     if (t.calls[k] == 0 && t.timed[k] == 0) continue;
     Labels l = rank;
@@ -214,7 +208,7 @@ std::string CommLabel(uint64_t id) {
 }
 
 std::vector<MetricFamily> BuildFamilies(const Snapshot& snap) {
-  Builder b;
+  FamilyBuilder b(kFamilies, kFamilyCount);  // in ModelFamily order
   for (const ProcessSnapshot& p : snap.processes) {
     if (p.hidden) continue;
     const Labels rank = RankLabels(p);

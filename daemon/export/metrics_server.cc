@@ -100,16 +100,19 @@ int BoundPort(int fd) {
 
 }  // namespace
 
-struct MetricsServer::Conn {
-  enum class State { kReading, kWriting, kDraining };
-  Conn(int f, std::string p, int64_t now, int64_t timeout)
-      : fd(f), peer(std::move(p)), since_ns(now), deadline_ns(now + timeout),
+struct MetricsServer::ScrapeConn {
+  enum class Stage { kReading, kWriting, kDraining };
+  ScrapeConn(int f, std::string p, int64_t now, int64_t timeout)
+      : fd(f),
+        peer(std::move(p)),
+        since_ns(now),
+        deadline_ns(now + timeout),
         parser(kMaxHttpHeaderBytes, 0) {}
   int fd;
   std::string peer;
   int64_t since_ns;     // accepted
-  int64_t deadline_ns;  // of the current state
-  State state = State::kReading;
+  int64_t deadline_ns;  // of the current stage
+  Stage stage = Stage::kReading;
   HttpRequestParser parser;
   std::string out;
   size_t sent = 0;
@@ -184,7 +187,7 @@ void MetricsServer::Loop() {
     fds.push_back({wake_[0], POLLIN, 0});
     fds.push_back({accepting ? listen_fd_ : -1, POLLIN, 0});
     for (const auto& c : conns_) {
-      const short ev = c->state == Conn::State::kWriting ? POLLOUT : POLLIN;
+      const short ev = c->stage == ScrapeConn::Stage::kWriting ? POLLOUT : POLLIN;
       fds.push_back({c->fd, ev, 0});
     }
     const int timeout_ms = static_cast<int>(std::max<int64_t>(0, (next - now) / kMs) + 1);
@@ -195,8 +198,9 @@ void MetricsServer::Loop() {
     for (size_t i = conns_.size(); i-- > 0;) {
       const short re = fds[i + 2].revents;
       if (re == 0) continue;
-      Conn* c = conns_[i].get();
-      const bool keep = c->state == Conn::State::kWriting ? OnWritable(c, t) : OnReadable(c, t);
+      ScrapeConn* c = conns_[i].get();
+      const bool keep =
+          c->stage == ScrapeConn::Stage::kWriting ? OnWritable(c, t) : OnReadable(c, t);
       if (!keep) Close(i, nullptr);
     }
     if (fds[1].revents != 0) AcceptAll(t);
@@ -206,11 +210,11 @@ void MetricsServer::Loop() {
 
 void MetricsServer::ExpireDeadlines(int64_t now) {
   for (size_t i = conns_.size(); i-- > 0;) {
-    const Conn& c = *conns_[i];
+    const ScrapeConn& c = *conns_[i];
     if (now < c.deadline_ns) continue;
-    Close(i, c.state == Conn::State::kReading   ? "request_timeout"
-             : c.state == Conn::State::kWriting ? "response_timeout"
-                                                : nullptr);
+    Close(i, c.stage == ScrapeConn::Stage::kReading   ? "request_timeout"
+             : c.stage == ScrapeConn::Stage::kWriting ? "response_timeout"
+                                                      : nullptr);
   }
 }
 
@@ -229,8 +233,8 @@ void MetricsServer::AcceptAll(int64_t now) {
       return;
     }
     if (conns_.size() >= static_cast<size_t>(options_.max_connections)) Evict();
-    conns_.push_back(std::make_unique<Conn>(fd, PeerName(sa), now,
-                                            options_.request_timeout_ms * kMs));
+    conns_.push_back(
+        std::make_unique<ScrapeConn>(fd, PeerName(sa), now, options_.request_timeout_ms * kMs));
     open_.store(static_cast<int>(conns_.size()), std::memory_order_relaxed);
   }
 }
@@ -241,8 +245,10 @@ void MetricsServer::Evict() {
   size_t victim = conns_.size();
   int rank = 3;  // lower is evicted first
   for (size_t i = 0; i < conns_.size(); ++i) {
-    const Conn& c = *conns_[i];
-    const int r = c.state == Conn::State::kDraining ? 0 : c.state == Conn::State::kReading ? 1 : 2;
+    const ScrapeConn& c = *conns_[i];
+    const int r = c.stage == ScrapeConn::Stage::kDraining  ? 0
+                  : c.stage == ScrapeConn::Stage::kReading ? 1
+                                                           : 2;
     if (r < rank || (r == rank && c.since_ns < conns_[victim]->since_ns)) {
       victim = i;
       rank = r;
@@ -260,13 +266,13 @@ void MetricsServer::Close(size_t i, const char* cause) {
 }
 
 // Returns false when the connection is to be closed.
-bool MetricsServer::OnReadable(Conn* c, int64_t now) {
+bool MetricsServer::OnReadable(ScrapeConn* c, int64_t now) {
   char buf[kReadChunk];
   for (int reads = 0; reads < 16; ++reads) {
     const ssize_t n = recv(c->fd, buf, sizeof(buf), 0);
     if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
     if (n == 0) return false;  // the peer closed (before its request completed, or draining)
-    if (c->state == Conn::State::kDraining) continue;
+    if (c->stage == ScrapeConn::Stage::kDraining) continue;
     if (c->parser.Feed(buf, static_cast<size_t>(n)) != HttpRequestParser::State::kNeedMore) {
       Answer(c, now);
       return OnWritable(c, now);
@@ -275,7 +281,7 @@ bool MetricsServer::OnReadable(Conn* c, int64_t now) {
   return true;
 }
 
-bool MetricsServer::OnWritable(Conn* c, int64_t now) {
+bool MetricsServer::OnWritable(ScrapeConn* c, int64_t now) {
   while (c->sent < c->out.size()) {
     const ssize_t n = send(c->fd, c->out.data() + c->sent, c->out.size() - c->sent, MSG_NOSIGNAL);
     if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
@@ -285,13 +291,13 @@ bool MetricsServer::OnWritable(Conn* c, int64_t now) {
   // that closing with unread input (a reset) cannot destroy the answer in flight.
   KeepSpare(&c->out);
   shutdown(c->fd, SHUT_WR);
-  c->state = Conn::State::kDraining;
+  c->stage = ScrapeConn::Stage::kDraining;
   c->deadline_ns = now + kDrainNs;
   return true;
 }
 
-void MetricsServer::Answer(Conn* c, int64_t now) {
-  c->state = Conn::State::kWriting;
+void MetricsServer::Answer(ScrapeConn* c, int64_t now) {
+  c->stage = ScrapeConn::Stage::kWriting;
   c->deadline_ns = now + options_.request_timeout_ms * kMs;
   const HttpRequestParser& p = c->parser;
   if (p.state() == HttpRequestParser::State::kError) {

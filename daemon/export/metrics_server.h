@@ -69,15 +69,15 @@ class MetricsServer {
   int open_connections() const { return open_.load(std::memory_order_relaxed); }
 
  private:
-  struct Conn;
+  struct ScrapeConn;
 
   void Loop();
   void AcceptAll(int64_t now);
   void Evict();
   void Close(size_t i, const char* cause);
-  bool OnReadable(Conn* c, int64_t now);
-  bool OnWritable(Conn* c, int64_t now);
-  void Answer(Conn* c, int64_t now);
+  bool OnReadable(ScrapeConn* c, int64_t now);
+  bool OnWritable(ScrapeConn* c, int64_t now);
+  void Answer(ScrapeConn* c, int64_t now);
   // Every collectable's families, in registration order.
   std::vector<prometheus::MetricFamily> Collect();
   // Keeps *out's buffer as the next scrape's answer buffer when it fits (see kSpareSlackBytes);
@@ -95,7 +95,7 @@ class MetricsServer {
   int listen_fd_ = -1;
   int wake_[2] = {-1, -1};  // Stop() writes to wake_[1]
   int64_t accept_paused_until_ns_ = 0;
-  std::vector<std::unique_ptr<Conn>> conns_;  // the loop thread's only
+  std::vector<std::unique_ptr<ScrapeConn>> conns_;  // the loop thread's only
   // The loop thread's only: a finished answer's buffer, reused by the next scrape (no page
   // faults for the exposition), and the size and time of the last /metrics answer.
   std::string spare_;

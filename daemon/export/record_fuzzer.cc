@@ -43,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   daemon::AggregatorOptions options;
   options.history = 128;
   static daemon::Aggregator* aggregator = new daemon::Aggregator(options);
-  static daemon::Aggregator::ProcessId id = aggregator->AddProcess(1, format::Identity());
+  static daemon::ProcessId id = aggregator->AddProcess(1, format::Identity());
   format::RecordSlot buffer[64];
   format::ReadStats stats;
   size_t n = reader->Read(buffer, 64, &stats);

@@ -41,7 +41,7 @@ struct RingServer::Connection {
   Peer peer;
   int64_t accepted_ns = 0;  // monotonic
   std::optional<format::RingReader> reader;
-  Aggregator::ProcessId id = 0;
+  ProcessId id = 0;
   int pid = 0;
   format::ReadStats stats;
   uint64_t invalid_logged = 0;
@@ -306,11 +306,11 @@ void RingServer::Register(Connection* c) {
   const bool privileged = c->peer.uid == 0 || c->peer.uid == geteuid();
   id.job = JobIdFor(SanitizeJobId(id.job), c->peer.uid, privileged,
                     ReadKernelJob(options_.kernel_roots, c->pid));
-  std::vector<Aggregator::ProcessId> evicted;
+  std::vector<ProcessId> evicted;
   // The owner is the connection's uid (SO_PEERCRED), never what the ring or the Hello says.
   const Registrant who{c->pid, c->peer.uid, format::HelloToken(hello)};
   c->id = aggregator_->AddProcess(who, id, &evicted);
-  for (Aggregator::ProcessId gone : evicted) Evict(gone);
+  for (ProcessId gone : evicted) Evict(gone);
   if (c->id == 0) {  // another owner holds this identity: refused and counted
     Close(c->fd, nullptr);
     return;
@@ -323,7 +323,7 @@ void RingServer::Register(Connection* c) {
   PublishStatus(c);
 }
 
-void RingServer::Evict(Aggregator::ProcessId id) {
+void RingServer::Evict(ProcessId id) {
   for (auto& entry : connections_) {
     Connection* c = entry.second.get();
     if (c->reader.has_value() && c->id == id) {
@@ -409,7 +409,7 @@ bool RingServer::ReceiveStackReplies(Connection* c) {
 
 void RingServer::SetCrashSink(CrashSink sink) { crash_sink_ = std::move(sink); }
 
-void RingServer::AskStacks(Aggregator::ProcessId id, int timeout_ms, StackSink sink) {
+void RingServer::AskStacks(ProcessId id, int timeout_ms, StackSink sink) {
   std::lock_guard<std::mutex> lock(asks_mu_);
   asks_.push_back({id, timeout_ms, std::move(sink)});
 }

@@ -98,7 +98,7 @@ class RingServer {
   // exactly once, on the ring thread: with the reply, or when the process is not registered, has
   // kMaxPendingStackRequests requests unanswered already, sends a malformed reply, closes its
   // connection, or does not answer within `timeout_ms`. Never blocks the ring thread.
-  void AskStacks(Aggregator::ProcessId id, int timeout_ms, StackSink sink);
+  void AskStacks(ProcessId id, int timeout_ms, StackSink sink);
 
   // Where crash reports go (called on the ring thread: it must not block). Set before Run; without
   // a sink reports are dropped. One report per connection is taken.
@@ -131,7 +131,7 @@ class RingServer {
   void Close(int fd, const char* why);
   // The connection of a process the aggregator removed for its identity is closed at the end of
   // the cycle (never while the cycle walks the connections).
-  void Evict(Aggregator::ProcessId id);
+  void Evict(ProcessId id);
   void CloseDoomed();
   // Drains the ring of `c` (at most one ring's worth of records).
   void Drain(Connection* c, int64_t now_ns);
@@ -158,7 +158,7 @@ class RingServer {
   int64_t last_status_ns_ = 0;
   size_t mapped_kept_ = 0;  // record bytes of the rings kept mapped whole
   struct StackAsk {
-    Aggregator::ProcessId id;
+    ProcessId id;
     int timeout_ms;
     StackSink sink;
   };

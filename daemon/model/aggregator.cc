@@ -21,12 +21,12 @@ Aggregator::Aggregator(const AggregatorOptions& options, int64_t start_ns)
 
 Aggregator::~Aggregator() = default;
 
-Aggregator::ProcessId Aggregator::AddProcess(int pid, const format::Identity& identity) {
+ProcessId Aggregator::AddProcess(int pid, const format::Identity& identity) {
   return AddProcess(Registrant{pid, static_cast<uint32_t>(geteuid()), ""}, identity, nullptr);
 }
 
-Aggregator::ProcessId Aggregator::AddProcess(const Registrant& who, const format::Identity& raw,
-                                             std::vector<ProcessId>* evicted) {
+ProcessId Aggregator::AddProcess(const Registrant& who, const format::Identity& raw,
+                                 std::vector<ProcessId>* evicted) {
   std::lock_guard<std::mutex> lock(mu_);
   return registry_.Add(who, raw, evicted);
 }

@@ -43,8 +43,6 @@ namespace daemon {
 
 class Aggregator {
  public:
-  using ProcessId = uint64_t;
-
   explicit Aggregator(const AggregatorOptions& options, int64_t start_ns = 0);
   ~Aggregator();
   Aggregator(const Aggregator&) = delete;
@@ -109,7 +107,6 @@ class Aggregator {
   // (ProcessSnapshot::key()). *end_seq (if given) gets the op sequence number (see OpTap) one
   // past the last record of the process.
   std::vector<format::OpRecord> History(const RankKey& rank, uint64_t* end_seq = nullptr) const;
-  using TapOp = daemon::TapOp;  // daemon/model/rank_model.h
   // Called once per ingested batch of a process with its op records in order (n >= 1), under
   // the aggregator's lock: it must be quick and must not call the aggregator. One call per batch,
   // not per op, so that a tap takes its own lock once per read. Dumps capture with one

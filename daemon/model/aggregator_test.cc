@@ -689,7 +689,7 @@ TEST(AggregatorTest, ZeroGraceDropsAtOnceAndBoundsDropTheOldestExited) {
   o.exited_grace_ns = 600 * kSec;
   o.max_exited = 2;
   Aggregator agg(o);
-  std::vector<Aggregator::ProcessId> ids;
+  std::vector<ProcessId> ids;
   for (int i = 0; i < 4; ++i) ids.push_back(agg.AddProcess(10 + i, Id(i)));
   for (int i = 0; i < 4; ++i) agg.MarkExited(ids[i], ExitCause(), kT0 + i * kSec);
   Snapshot snap = agg.TakeSnapshot(kT0 + 10 * kSec);
@@ -800,9 +800,9 @@ TEST(AggregatorIdentityTest, RootTakesAJobLabelFromAnUnprivilegedFirstComer) {
   const auto impostor = agg.AddProcess(Registrant{20, 1000, ""}, Id(0), nullptr);
   ASSERT_NE(impostor, 0u);
   EXPECT_EQ(agg.AddProcess(Registrant{30, 1001, ""}, Id(0), nullptr), 0u);  // first uid wins
-  std::vector<Aggregator::ProcessId> evicted;
+  std::vector<ProcessId> evicted;
   ASSERT_NE(agg.AddProcess(Registrant{11, 0, "T"}, Id(0), &evicted), 0u);
-  EXPECT_EQ(evicted, std::vector<Aggregator::ProcessId>{impostor});
+  EXPECT_EQ(evicted, std::vector<ProcessId>{impostor});
   EXPECT_EQ(agg.refused("identity_owner"), 2u);
   EXPECT_FALSE(agg.UpdateStatus(impostor, ProcessStatus{}));  // its connection must close
   Snapshot snap = agg.TakeSnapshot(kT0);
@@ -990,7 +990,7 @@ TEST(AggregatorBudgetTest, ALateProcessStillGetsSeriesWhenOthersFilledTheBudget)
   AggregatorOptions o = Options();
   o.memory_budget_bytes = size_t{64} << 20;  // shares of 256 KiB
   Aggregator agg(o);
-  std::vector<Aggregator::ProcessId> hostile;
+  std::vector<ProcessId> hostile;
   for (int i = 0; i < 8; ++i) {
     hostile.push_back(agg.AddProcess(10 + i, Id(i)));
     const auto ops = Ops(600, true);
@@ -1011,7 +1011,7 @@ TEST(AggregatorBudgetTest, MemoryIsReturnedWhenProcessesLeave) {
   o.history = 100000;
   o.exited_grace_ns = kSec;
   Aggregator agg(o);
-  std::vector<Aggregator::ProcessId> ids;
+  std::vector<ProcessId> ids;
   for (int i = 0; i < 4; ++i) {
     ids.push_back(agg.AddProcess(10 + i, Id(i)));
     const auto ops = Ops(20000, true);

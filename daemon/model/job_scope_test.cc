@@ -17,8 +17,6 @@ namespace xtimer {
 namespace daemon {
 namespace {
 
-using Kind = KernelJob::Kind;
-
 constexpr char kPodUid[] = "1b2c3d4e-0000-4abc-8def-0123456789ab";
 constexpr char kPodSlice[] = "kubepods-burstable-pod1b2c3d4e_0000_4abc_8def_0123456789ab.slice";
 
@@ -52,7 +50,7 @@ class JobScopeTest : public ::testing::Test {
 TEST_F(JobScopeTest, SlurmJobOfCgroupV2) {
   const std::string path = "system.slice/slurmstepd.scope/job_1234/step_0/user/task_0";
   const KernelJob j = Job("0::/" + path + "\n", path);
-  EXPECT_EQ(j.kind, Kind::kSlurm);
+  EXPECT_EQ(j.kind, KernelJob::Kind::kSlurm);
   EXPECT_EQ(j.id, "1234");
 }
 
@@ -60,7 +58,7 @@ TEST_F(JobScopeTest, SlurmJobOfCgroupV1) {
   const std::string path = "slurm/uid_1000/job_77/step_0/task_0";
   const KernelJob j =
       Job("12:pids:/user.slice\n4:freezer:/" + path + "\n1:name=systemd:/x\n", "freezer/" + path);
-  EXPECT_EQ(j.kind, Kind::kSlurm);
+  EXPECT_EQ(j.kind, KernelJob::Kind::kSlurm);
   EXPECT_EQ(j.id, "77");
 }
 
@@ -68,28 +66,29 @@ TEST_F(JobScopeTest, PodOfSystemdAndCgroupfsDrivers) {
   const std::string systemd = std::string("kubepods.slice/kubepods-burstable.slice/") +
                               kPodSlice + "/cri-containerd-abc.scope";
   KernelJob j = Job("0::/" + systemd + "\n", systemd);
-  EXPECT_EQ(j.kind, Kind::kPod);
+  EXPECT_EQ(j.kind, KernelJob::Kind::kPod);
   EXPECT_EQ(j.id, kPodUid);
   const std::string cgroupfs = std::string("kubepods/burstable/pod") + kPodUid + "/c0ffee";
   j = Job("5:memory:/" + cgroupfs + "\n", "memory/" + cgroupfs);
-  EXPECT_EQ(j.kind, Kind::kPod);
+  EXPECT_EQ(j.kind, KernelJob::Kind::kPod);
   EXPECT_EQ(j.id, kPodUid);
 }
 
 TEST_F(JobScopeTest, NoJobWhereTheTreeDoesNotConfirmIt) {
   // Not in the cgroup tree (the process lies about nothing: the kernel's file names a path that
   // is not there, e.g. another namespace's).
-  EXPECT_EQ(Job("0::/system.slice/slurmstepd.scope/job_9/step_0\n", "").kind, Kind::kNone);
+  EXPECT_EQ(Job("0::/system.slice/slurmstepd.scope/job_9/step_0\n", "").kind,
+            KernelJob::Kind::kNone);
   // A symlink on the way.
   MakeDirs(roots_.cgroup + "/real/job_5");
   ASSERT_EQ(symlink((roots_.cgroup + "/real").c_str(), (roots_.cgroup + "/link").c_str()), 0);
-  EXPECT_EQ(Job("0::/link/job_5\n", "").kind, Kind::kNone);
+  EXPECT_EQ(Job("0::/link/job_5\n", "").kind, KernelJob::Kind::kNone);
   // Names that only look like a job, a pod outside kubepods, no pid, no file.
-  EXPECT_EQ(Job("0::/a/job_12x/b\n", "a/job_12x/b").kind, Kind::kNone);
+  EXPECT_EQ(Job("0::/a/job_12x/b\n", "a/job_12x/b").kind, KernelJob::Kind::kNone);
   EXPECT_EQ(Job(std::string("0::/pod") + kPodUid + "\n", std::string("pod") + kPodUid).kind,
-            Kind::kNone);
-  EXPECT_EQ(ReadKernelJob(roots_, 0).kind, Kind::kNone);
-  EXPECT_EQ(ReadKernelJob(roots_, 43).kind, Kind::kNone);
+            KernelJob::Kind::kNone);
+  EXPECT_EQ(ReadKernelJob(roots_, 0).kind, KernelJob::Kind::kNone);
+  EXPECT_EQ(ReadKernelJob(roots_, 43).kind, KernelJob::Kind::kNone);
 }
 
 TEST_F(JobScopeTest, UserDelegatedSubtreeIsNoJob) {
@@ -103,16 +102,16 @@ TEST_F(JobScopeTest, UserDelegatedSubtreeIsNoJob) {
                     "root only): "
                  << strerror(errno);
   }
-  EXPECT_EQ(Job("0::/" + path + "\n", "").kind, Kind::kNone);
+  EXPECT_EQ(Job("0::/" + path + "\n", "").kind, KernelJob::Kind::kNone);
   // The same path owned by root all the way is a job: the owner check made the difference.
   ASSERT_EQ(chown((roots_.cgroup + "/" + user).c_str(), 0, 0), 0);
-  EXPECT_EQ(Job("0::/" + path + "\n", "").kind, Kind::kSlurm);
+  EXPECT_EQ(Job("0::/" + path + "\n", "").kind, KernelJob::Kind::kSlurm);
 }
 
 TEST(JobIdForTest, ScopedByUidUnlessPrivilegedOrBoundByTheKernel) {
   const KernelJob none;
-  const KernelJob slurm{Kind::kSlurm, "1234"};
-  const KernelJob pod{Kind::kPod, kPodUid};
+  const KernelJob slurm{KernelJob::Kind::kSlurm, "1234"};
+  const KernelJob pod{KernelJob::Kind::kPod, kPodUid};
   EXPECT_EQ(JobIdFor("train", 1000, false, none), "train@u1000");
   EXPECT_EQ(JobIdFor("train", 1001, false, none), "train@u1001");
   EXPECT_EQ(JobIdFor("train", 0, true, none), "train");

@@ -63,7 +63,7 @@ void LiveOps::Add(const RankKey& key, const format::OpRecord& r) {
   AddLocked(ProcessOf(key), r);
 }
 
-void LiveOps::AddAll(uint64_t process_id, const Aggregator::TapOp* ops, size_t n) {
+void LiveOps::AddAll(uint64_t process_id, const TapOp* ops, size_t n) {
   std::lock_guard<std::mutex> lock(mu_);
   Process* p = nullptr;
   int device = 0;

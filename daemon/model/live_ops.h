@@ -21,8 +21,8 @@
 #include <vector>
 
 #include "analysis/analysis.h"
-#include "daemon/model/aggregator.h"
 #include "daemon/model/rank_key.h"
+#include "daemon/model/rank_model.h"
 #include "format/record.h"
 
 namespace xtimer {
@@ -90,7 +90,7 @@ class LiveOps {
   // One completed op record of rank `key`.
   void Add(const RankKey& key, const format::OpRecord& r);
   // The tap: a batch of a process's completed ops (the aggregator's), under one lock.
-  void AddAll(uint64_t process_id, const Aggregator::TapOp* ops, size_t n);
+  void AddAll(uint64_t process_id, const TapOp* ops, size_t n);
   // Copies of the state of the ranks in `keep` (of those it has seen), handing over (and
   // clearing) their new slices; forgets every other rank (gone from the aggregator), adding the
   // estimated bytes that frees to `*forgotten_bytes` when given.

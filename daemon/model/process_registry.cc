@@ -63,9 +63,8 @@ std::vector<Claim> ProcessRegistry::ClaimsExcept(ProcessId except) const {
   return claims;
 }
 
-ProcessRegistry::ProcessId ProcessRegistry::Add(const Registrant& who,
-                                                const format::Identity& raw,
-                                                std::vector<ProcessId>* evicted) {
+ProcessId ProcessRegistry::Add(const Registrant& who, const format::Identity& raw,
+                               std::vector<ProcessId>* evicted) {
   const format::Identity identity = LabelSafe(raw);
   const ClaimDecision d =
       DecideClaim(ClaimsExcept(0), ClaimOf(next_id_, who.uid, who.token, identity, true),

@@ -28,7 +28,6 @@ namespace daemon {
 
 class ProcessRegistry {
  public:
-  using ProcessId = uint64_t;
   using Processes = std::map<ProcessId, std::unique_ptr<ProcessState>>;
 
   explicit ProcessRegistry(const AggregatorOptions& options);

@@ -78,7 +78,7 @@ TEST(ProcessRegistryTest, TooManyExitedDropsTheOldestExitFirst) {
   AggregatorOptions o;
   o.max_exited = 2;
   ProcessRegistry reg{o};
-  std::vector<ProcessRegistry::ProcessId> ids;
+  std::vector<ProcessId> ids;
   for (int r = 0; r < 3; ++r) ids.push_back(reg.Add(Own(10 + r), Id("job", r), nullptr));
   reg.MarkExited(ids[1], ExitCause{}, 1 * kSec);  // exits first
   reg.MarkExited(ids[0], ExitCause{}, 2 * kSec);

@@ -16,11 +16,15 @@
 namespace xtimer {
 namespace daemon {
 
+// A registered process: ids count registrations from 1 and are never reused; 0 is none (a
+// refused registration). Every part of the daemon names a process by this one type.
+using ProcessId = uint64_t;
+
 constexpr int kWholeProcess = -1;
 constexpr int kNoDevice = -1;
 
 struct RankKey {
-  uint64_t process = 0;
+  ProcessId process = 0;
   int device = kWholeProcess;
 
   // One word, for hashing and sampling: the process id's low 48 bits (ids count registrations)

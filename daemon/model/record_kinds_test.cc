@@ -69,10 +69,10 @@ std::vector<format::RecordSlot> ThroughRing(const format::RecordKinds* kinds,
 
 TEST(RecordKindsTest, ANewKindIsOneRegistration) {
   Aggregator agg(AggregatorOptions{});
-  const Aggregator::ProcessId pid = agg.AddProcess(42, format::Identity{});
-  std::vector<std::pair<Aggregator::ProcessId, uint32_t>> seen;
+  const ProcessId pid = agg.AddProcess(42, format::Identity{});
+  std::vector<std::pair<ProcessId, uint32_t>> seen;
   agg.AddRecordKind(kMarkType, {"mark", ValidateMark},
-                    [&seen](Aggregator::ProcessId id, const format::RecordSlot& slot) {
+                    [&seen](ProcessId id, const format::RecordSlot& slot) {
                       seen.emplace_back(id, StepOf(slot));
                     });
   ASSERT_NE(agg.kinds().Find(kMarkType), nullptr);
@@ -99,10 +99,10 @@ TEST(RecordKindsTest, ANewKindIsOneRegistration) {
 // the ring's order, and nothing of another kind.
 TEST(RecordKindsTest, RunsOfEachKindReachTheirHandlerInOrder) {
   Aggregator agg(AggregatorOptions{});
-  const Aggregator::ProcessId pid = agg.AddProcess(42, format::Identity{});
+  const ProcessId pid = agg.AddProcess(42, format::Identity{});
   std::vector<uint32_t> steps;
   agg.AddRecordKind(kMarkType, {"mark", ValidateMark},
-                    [&steps](Aggregator::ProcessId, const format::RecordSlot& slot) {
+                    [&steps](ProcessId, const format::RecordSlot& slot) {
                       ASSERT_EQ(slot.header.type, kMarkType);
                       steps.push_back(StepOf(slot));
                     });
