@@ -227,6 +227,21 @@ class ScoreTest(unittest.TestCase):
         self.assertEqual(len(fc.misses(broken)), 1)
         self.assertIn("(not run to the end: setup_error)", fc.table([broken]))
 
+    def test_an_answer_after_an_error_is_an_answer(self):
+        # A healthy run's hosts surface erred once, before the live diagnosis had seen the
+        # ranks (seed 2922 run 4 under load): not a miss once a later probe answered.
+        s = fc.Surface("hosts", None, True)
+
+        def no_rank_yet():
+            raise fc.Failure("xtimer analyze: no rank of job 'h' on the 4 node(s) that answered")
+        s.probe(no_rank_yet, 0.4)
+        rec = self.record("healthy")
+        rec["surfaces"]["hosts"] = s.record()
+        self.assertEqual(len(fc.misses(rec)), 1)
+        s.probe(lambda: None, 1.4)  # answered: no verdict, as a healthy run should
+        rec["surfaces"]["hosts"] = s.record()
+        self.assertEqual(fc.misses(rec), [])
+
     def test_table_counts_per_kind_and_surface(self):
         rec = self.record("hang_collective")
         right = {"kind": "never_issued", "culprits": [rec["rank"]], "cause": None}
