@@ -1,19 +1,36 @@
 #!/usr/bin/env python3
-"""One hang, one truth (issue 18): every second of a hang, every surface says the same thing.
+"""One hang, one truth (issues 18, 37): every second of a hang, a crash or a mismatch, every
+surface says the same thing.
+
+SCENARIO (the last argument; default hang) picks the fault of rank 5 at step 40:
+
+  hang      --stop-before-dp-allreduce: the culprit {(never_issued, 5)}, as below
+  crash     --crash 5:40:segv, before its TP all-reduce: {(exited, 5)}. The daemons name an
+            abnormal exit at once, before any peer waits past its threshold, so the waiting
+            ranks may be none at first (the surfaces must still agree on them every second) and
+            must be some before the end; the rules name it at once as the job's first failure
+            (xtimer:job_first_failure) and, once peers wait, as xtimer:job_hang_culprit's
+            exited: their view is both, as (exited, rank)
+  mismatch  --mismatch-dtype 5:40: ncclInt32 where its peers of the loss all-reduce (ranks 4-7,
+            all on node 1) pass ncclFloat32: {(mismatch, 5)}. The culprit waits in its own call,
+            so it counts among the waiting ranks here
+
+The stacks check (below) is the hang scenario's.
 
 The diagnosis job on 2 emulated nodes (8 ranks, tp2-pp2-dp2, each node its own xtimerd, one
-real Prometheus with the shipped rules); rank 5 stops in host code, in a function of its own,
-before the DP all-reduce of step 40 (--stop-before-dp-allreduce): its DP peer (7) waits in that
-all-reduce, its pipeline peer (1) in the embedding all-reduce, its TP peer (4) and 6 in the loss
-all-reduce, the others behind them, every host in cudaEventSynchronize of step 40's event. From
-the moment the fault is printed, once a second, the test reads every surface:
+real Prometheus with the shipped rules); in the hang scenario rank 5 stops in host code, in a
+function of its own, before the DP all-reduce of step 40 (--stop-before-dp-allreduce): its DP
+peer (7) waits in that all-reduce, its pipeline peer (1) in the embedding all-reduce, its TP peer
+(4) and 6 in the loss all-reduce, the others behind them, every host in cudaEventSynchronize of
+step 40's event. From the moment the fault is printed, once a second, the test reads every
+surface:
 
   metric     the daemons' xtimer_hang_culprit / xtimer_hang_verdict series
   gauges     the waiting gauges: ranks with xtimer_rank_waiting_hang 1
   status     Status: ranks whose process says `hang`
   hangcheck  HangCheck: the verdicts' (kind, culprit) and waiting ranks, and the ranks whose
              progress shows them waiting past their communicator's threshold
-  rules      the rules' xtimer:job_hang_culprit (Prometheus)
+  rules      the rules' xtimer:job_hang_culprit, xtimer:job_first_failure as exited (Prometheus)
   dump       the automatic dump's hang summaries: their verdicts' (kind, culprit)
 
 and requires: before any surface shows the hang, none shows a culprit or a waiting rank; the
@@ -30,7 +47,7 @@ rank's group waits in the (simulated) NCCL/CUDA runtime: a frame of libnccl*/lib
 nccl*/cuda*) inside the job's innermost frame.
 
 Usage: hang_agreement_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH XTIMER
-       DIAG_JOB RULES
+       DIAG_JOB RULES [SCENARIO]
 """
 
 import glob
@@ -41,10 +58,23 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from diag_cluster import Cluster, run  # noqa: E402
-from e2e_lib import Paths, fail, log, parse, scrape, select, status  # noqa: E402
+from e2e_lib import (Paths, fail, log, parse, prometheus_query, scrape, select,  # noqa: E402
+                     status)
 
 JOB = "agree"
-WANT = {("never_issued", "5")}
+# Per scenario: the job's fault flags, the line the faulty rank prints, the culprits every
+# surface must name, whether the waiting ranks must be some from the start (a hang is its
+# waiters; an exit is evidence by itself), whether the culprit itself waits, whether the
+# stacks are checked.
+SCENARIOS = {
+    "hang": (["--stop-before-dp-allreduce", "5:40"], r"rank 5 stops in host code",
+             {("never_issued", "5")}, True, False, True),
+    "crash": (["--crash", "5:40:segv"], r"rank 5 raises SIGSEGV",
+              {("exited", "5")}, False, False, False),
+    "mismatch": (["--mismatch-dtype", "5:40"], r"rank 5 passes ncclInt32",
+                 {("mismatch", "5")}, True, True, False),
+}
+FLAGS, FAULT_LINE, WANT, WAITERS_FIRST, CULPRIT_WAITS, STACKS = SCENARIOS["hang"]
 HANG_TIMEOUT_S = 20
 DAEMON_LAG = 1    # samples the daemon's own surfaces may trail the first one
 RULES_LAG = 5     # seconds: a scrape (1 s) and a rule evaluation (1 s), with room for load
@@ -109,13 +139,21 @@ def dump_view(cluster):
     return culprits
 
 
+def rules_view(cluster):
+    """The rules' culprits: xtimer:job_hang_culprit's, and the job's first failure as (exited,
+    rank) (the rules' answer to a crash before any peer waits past its threshold)."""
+    first = {("exited", labels.get("rank")) for labels, _ in prometheus_query(
+        cluster.prom_port, 'xtimer:job_first_failure{job="%s"}' % JOB)}
+    return cluster.rule_culprits(JOB) | first
+
+
 def sample(cluster):
     metric, gauges = metric_view(cluster)
     hangcheck, in_verdicts, progress, kinds = hangcheck_view(cluster)
     return {"metric": metric, "gauges": gauges, "status": status_waiting(cluster),
             "hangcheck": hangcheck, "hc_waiting": progress, "hc_verdict_waiting": in_verdicts,
             "kinds": kinds,
-            "rules": cluster.rule_culprits(JOB), "dump": dump_view(cluster),
+            "rules": rules_view(cluster), "dump": dump_view(cluster),
             "stacks": stacks_files(cluster)}
 
 
@@ -130,6 +168,7 @@ def shows_hang(s, keys):
 def check(samples, first):
     """Fails unless the samples (time since the fault, views) agree as the docstring says."""
     daemon = ("metric", "gauges", "status", "hangcheck", "hc_waiting", "hc_verdict_waiting")
+    waited = False
     for t, s in samples:
         if t < first - 1e-9 and shows_hang(s, daemon + ("rules", "dump")):
             fail("at %.1f s, before the first surface showed the hang (%.1f s), one did: %s" %
@@ -140,17 +179,24 @@ def check(samples, first):
         if late >= DAEMON_LAG:
             if s["metric"] != WANT or s["hangcheck"] != WANT:
                 fail("at %.1f s the verdicts disagree: %s" % (t, show(s)))
-            if not s["gauges"] or not (s["gauges"] == s["status"] == s["hc_waiting"]):
+            if not s["gauges"] == s["status"] == s["hc_waiting"]:
                 fail("at %.1f s the waiting ranks disagree: %s" % (t, show(s)))
+            if WAITERS_FIRST and not (s["gauges"] and s["hc_verdict_waiting"]):
+                fail("at %.1f s a verdict without waiting ranks: %s" % (t, show(s)))
             # A verdict's waiting ranks wait in its instance; the others wait downstream of it.
-            if not s["hc_verdict_waiting"] or not s["hc_verdict_waiting"] <= s["gauges"]:
+            if not s["hc_verdict_waiting"] <= s["gauges"]:
                 fail("at %.1f s a verdict's waiting ranks are not waiting: %s" % (t, show(s)))
-            if any(int(r) in s["gauges"] for _, r in WANT):
+            if not CULPRIT_WAITS and any(int(r) in s["gauges"] for _, r in WANT):
                 fail("at %.1f s the culprit counts as waiting: %s" % (t, show(s)))
+            if waited and not s["gauges"]:
+                fail("at %.1f s the waiting ranks are retracted: %s" % (t, show(s)))
+            waited = waited or bool(s["gauges"])
         if late >= RULES_LAG and s["rules"] != WANT:
             fail("at %.1f s the rules disagree: %s" % (t, show(s)))
         if late >= DUMP_LAG and s["dump"] != WANT:
             fail("at %.1f s the automatic dump disagrees: %s" % (t, show(s)))
+    if not waited:
+        fail("no rank ever waited past its threshold: %s" % show(samples[-1][1]))
 
 
 def stacks_files(cluster):
@@ -220,16 +266,19 @@ def check_stacks(cluster, xtimer, job_module, samples, first, tmp):
 
 
 def main(argv):
-    if len(argv) != 10:
+    global FLAGS, FAULT_LINE, WANT, WAITERS_FIRST, CULPRIT_WAITS, STACKS
+    if len(argv) not in (10, 11) or (len(argv) == 11 and argv[10] not in SCENARIOS):
         fail(__doc__)
+    scenario = argv[10] if len(argv) == 11 else "hang"
+    FLAGS, FAULT_LINE, WANT, WAITERS_FIRST, CULPRIT_WAITS, STACKS = SCENARIOS[scenario]
     xtimer, diag_job, rules = [os.path.abspath(a) for a in argv[7:10]]
     p = Paths(argv[:7], __doc__)
     cluster = Cluster(p, xtimer, diag_job, rules, hang_timeout=HANG_TIMEOUT_S)
     nodes = []
     try:
-        nodes = cluster.start_job(JOB, ["--stop-before-dp-allreduce", "5:40"], 100000)
+        nodes = cluster.start_job(JOB, FLAGS, 100000)
         cluster.wait_running(nodes, JOB)
-        nodes[1].wait_for_line(r"rank 5 stops in host code", 120)
+        nodes[1].wait_for_line(FAULT_LINE, 120)
         t0 = time.monotonic()
         samples, first = [], None
         while True:
@@ -247,10 +296,11 @@ def main(argv):
                 break
             time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
         check(samples, first)
-        check_stacks(cluster, xtimer, os.path.basename(diag_job), samples, first, p.tmp)
-        log("%d samples over %.0f s: metric, gauges, Status and HangCheck agreed from %.1f s, "
-            "the rules from %.1f s, the dump from %.1f s; last: %s" % (
-                len(samples), samples[-1][0], first,
+        if STACKS:
+            check_stacks(cluster, xtimer, os.path.basename(diag_job), samples, first, p.tmp)
+        log("%s: %d samples over %.0f s: metric, gauges, Status and HangCheck agreed from "
+            "%.1f s, the rules from %.1f s, the dump from %.1f s; last: %s" % (
+                scenario, len(samples), samples[-1][0], first,
                 min(t for t, s in samples if s["rules"] == WANT),
                 min(t for t, s in samples if s["dump"] == WANT), show(samples[-1][1])))
     finally:
