@@ -681,20 +681,31 @@ std::string Range(const char* field, int64_t v, int64_t lo, int64_t hi) {
          ", " + std::to_string(hi) + "]";
 }
 
+// One field's bounds, checked before any text is made: every event of every file passes here.
+struct Limit {
+  const char* field;
+  int64_t value, lo, hi;
+  bool ok() const { return value >= lo && value <= hi; }
+};
+
 }  // namespace
 
 std::string EventOutOfRange(const EventRecord& e) {
   if (e.duration_ns < 0) return "duration_ns " + std::to_string(e.duration_ns) + " is negative";
-  std::string bad = Range("duration_ns", e.duration_ns, 0, kMaxDurationNs);
-  if (bad.empty()) bad = Range("gpu_start_ns", e.gpu_start_ns, 0, kMaxTimeNs - 1);
-  if (bad.empty()) bad = Range("cpu_launch_ns", e.cpu_launch_ns, 0, kMaxTimeNs - 1);
-  if (bad.empty()) bad = Range("m", e.m, 0, kMaxGemmDim);
-  if (bad.empty()) bad = Range("n", e.n, 0, kMaxGemmDim);
-  if (bad.empty()) bad = Range("k", e.k, 0, kMaxGemmDim);
-  if (bad.empty()) bad = Range("batch", e.batch, 0, kMaxGemmDim);
-  if (bad.empty()) bad = Range("peer", e.peer, -1, kMaxWorldSize - 1);
-  if (bad.empty()) bad = Range("root", e.root, -1, kMaxWorldSize - 1);
-  if (!bad.empty()) return bad;
+  const Limit limits[] = {
+      {"duration_ns", e.duration_ns, 0, kMaxDurationNs},
+      {"gpu_start_ns", e.gpu_start_ns, 0, kMaxTimeNs - 1},
+      {"cpu_launch_ns", e.cpu_launch_ns, 0, kMaxTimeNs - 1},
+      {"m", e.m, 0, kMaxGemmDim},
+      {"n", e.n, 0, kMaxGemmDim},
+      {"k", e.k, 0, kMaxGemmDim},
+      {"batch", e.batch, 0, kMaxGemmDim},
+      {"peer", e.peer, -1, kMaxWorldSize - 1},
+      {"root", e.root, -1, kMaxWorldSize - 1},
+  };
+  for (const Limit& l : limits) {
+    if (!l.ok()) return Range(l.field, l.value, l.lo, l.hi);
+  }
   if (e.bytes > kMaxOpBytes) {
     return "bytes " + std::to_string(e.bytes) + " is over " + std::to_string(kMaxOpBytes);
   }
@@ -704,7 +715,7 @@ std::string EventOutOfRange(const EventRecord& e) {
     return "GEMM shape " + std::to_string(e.m) + "x" + std::to_string(e.n) + "x" +
            std::to_string(e.k) + " has a matrix of more than 2^40 elements";
   }
-  return "";
+  return std::string();
 }
 
 std::string MetadataOutOfRange(const Metadata& m) {
