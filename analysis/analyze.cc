@@ -49,7 +49,7 @@ std::string VerdictWhere(const HangVerdict& v) {
 
 Report Analyze(const std::vector<RankInput>& ranks, const Options& options) {
   Report report;
-  std::vector<CommView> comms = IndexComms(ranks);
+  std::vector<CommView> comms = IndexComms(ranks, options);
   report.hangs = FindHangs(ranks, comms, options, &report.thresholds);
   FindStragglers(ranks, comms, options, &report);
   return report;

@@ -85,11 +85,10 @@ uint64_t SignatureHash(const Arrival& a) {
   return Mix(h, static_cast<uint32_t>(a.root));
 }
 
-std::vector<CommView> IndexComms(const std::vector<RankInput>& ranks) {
+std::vector<CommView> CommsOf(const std::vector<RankInput>& ranks,
+                              const std::vector<std::vector<ArrivalComm>>& arrival_comms) {
   std::vector<CommView> comms;
   CommMap map(&comms);
-  // Pass 1: communicators, members and sizes; entries counted.
-  std::vector<size_t> counts;
   for (uint32_t r = 0; r < ranks.size(); ++r) {
     const RankInput& in = ranks[r];
     for (const Communicator& c : in.comms) {
@@ -101,20 +100,63 @@ std::vector<CommView> IndexComms(const std::vector<RankInput>& ranks) {
       }
     }
     for (const Progress& p : in.progress) SlotOf(&map.Get(p.comm_id), r);
-    for (const Arrival& a : in.arrivals) {
+    if (r >= arrival_comms.size()) continue;
+    for (const ArrivalComm& a : arrival_comms[r]) {
       CommView& v = map.Get(a.comm_id);
       SlotOf(&v, r);
       if (a.comm_size > v.size) v.size = a.comm_size;
-      size_t i = &v - comms.data();
-      if (counts.size() <= i) counts.resize(i + 1, 0);
-      ++counts[i];
     }
   }
-  for (size_t i = 0; i < counts.size(); ++i) comms[i].entries.reserve(counts[i]);
-  // Pass 2: the entries, in rank order.
+  for (CommView& v : comms) {
+    v.size = std::max<int32_t>(v.size, static_cast<int32_t>(v.inputs.size()));
+  }
+  std::sort(comms.begin(), comms.end(),
+            [](const CommView& a, const CommView& b) { return a.id < b.id; });
+  return comms;
+}
+
+size_t CommIndexOf(const std::vector<CommView>& comms, uint64_t id) {
+  auto it = std::lower_bound(comms.begin(), comms.end(), id,
+                             [](const CommView& c, uint64_t v) { return c.id < v; });
+  return it != comms.end() && it->id == id ? static_cast<size_t>(it - comms.begin())
+                                           : comms.size();
+}
+
+namespace {
+
+// Each rank's communicators with arrivals (in first-seen order, each once), for CommsOf.
+std::vector<std::vector<ArrivalComm>> ArrivalCommsOf(const std::vector<RankInput>& ranks) {
+  std::vector<std::vector<ArrivalComm>> out(ranks.size());
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    std::vector<ArrivalComm>& mine = out[r];
+    size_t last = 0;
+    for (const Arrival& a : ranks[r].arrivals) {
+      if (last >= mine.size() || mine[last].comm_id != a.comm_id) {
+        last = 0;
+        while (last < mine.size() && mine[last].comm_id != a.comm_id) ++last;
+        if (last == mine.size()) mine.push_back({a.comm_id, 0});
+      }
+      mine[last].comm_size = std::max(mine[last].comm_size, a.comm_size);
+    }
+  }
+  return out;
+}
+
+// The entries of every communicator, in rank order, then sorted by (seq, slot).
+void FillEntries(const std::vector<RankInput>& ranks, std::vector<CommView>* comms) {
+  std::vector<size_t> counts(comms->size(), 0);
+  size_t c = 0;
+  for (const RankInput& in : ranks) {
+    for (const Arrival& a : in.arrivals) {
+      if (c >= comms->size() || (*comms)[c].id != a.comm_id) c = CommIndexOf(*comms, a.comm_id);
+      ++counts[c];
+    }
+  }
+  for (size_t i = 0; i < comms->size(); ++i) (*comms)[i].entries.reserve(counts[i]);
   for (uint32_t r = 0; r < ranks.size(); ++r) {
     for (const Arrival& a : ranks[r].arrivals) {
-      CommView& v = map.Get(a.comm_id);
+      if (c >= comms->size() || (*comms)[c].id != a.comm_id) c = CommIndexOf(*comms, a.comm_id);
+      CommView& v = (*comms)[c];
       uint32_t slot = static_cast<uint32_t>(
           std::lower_bound(v.inputs.begin(), v.inputs.end(), r) - v.inputs.begin());
       v.entries.push_back({a.seq, a.start_ns, a.end_ns, a.busy_before_ns, a.idle_before_ns,
@@ -123,12 +165,35 @@ std::vector<CommView> IndexComms(const std::vector<RankInput>& ranks) {
   }
   std::vector<CommEntry> scratch;
   std::vector<uint32_t> start;
-  for (CommView& v : comms) {
-    SortEntries(&v.entries, &scratch, &start);
-    v.size = std::max<int32_t>(v.size, static_cast<int32_t>(v.inputs.size()));
+  for (CommView& v : *comms) SortEntries(&v.entries, &scratch, &start);
+}
+
+// Folds a communicator's sorted entries, instance by instance, and frees them.
+void FoldEntries(const std::vector<RankInput>& ranks, const Options& options, CommView* v) {
+  std::vector<uint64_t> last(v->inputs.size(), 0);
+  std::vector<uint8_t> has(v->inputs.size(), 0);
+  for (const CommEntry& e : v->entries) {
+    last[e.slot] = std::max(last[e.slot], e.seq);
+    has[e.slot] = 1;
   }
-  std::sort(comms.begin(), comms.end(),
-            [](const CommView& a, const CommView& b) { return a.id < b.id; });
+  v->facts.keep_seqs = SeqsToKeep(*v, ranks, last, has);
+  InstanceFolder folder(v, options);
+  const std::vector<CommEntry>& e = v->entries;
+  for (size_t i = 0; i < e.size();) {
+    size_t j = i + 1;
+    while (j < e.size() && e[j].seq == e[i].seq) ++j;
+    folder.Fold(&e[i], j - i);
+    i = j;
+  }
+  std::vector<CommEntry>().swap(v->entries);
+}
+
+}  // namespace
+
+std::vector<CommView> IndexComms(const std::vector<RankInput>& ranks, const Options& options) {
+  std::vector<CommView> comms = CommsOf(ranks, ArrivalCommsOf(ranks));
+  FillEntries(ranks, &comms);
+  for (CommView& v : comms) FoldEntries(ranks, options, &v);
   return comms;
 }
 

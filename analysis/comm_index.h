@@ -1,5 +1,6 @@
-// Internal to analysis/: every rank's arrivals grouped by communicator and instance, with flat
-// vectors (no per-instance allocation), shared by the hang and straggler passes.
+// Internal to analysis/: the communicators of the inputs with their members, and every rank's
+// arrivals grouped by communicator and instance (flat vectors, no per-instance allocation) and
+// folded into the facts the hang and straggler passes read (instance_fold.h).
 #ifndef XTIMER_ANALYSIS_COMM_INDEX_H_
 #define XTIMER_ANALYSIS_COMM_INDEX_H_
 
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/instance_fold.h"
 
 namespace xtimer {
 namespace analysis {
@@ -35,12 +37,28 @@ struct CommView {
   std::vector<uint32_t> inputs;
   // Global ranks of every member when a Communicator listed them (-1 where unknown); else empty.
   std::vector<int32_t> known_members;
-  // Completed arrivals sorted by seq, then slot. An instance is a run of equal seq.
+  // Completed arrivals sorted by seq, then slot (an instance is a run of equal seq), while they
+  // are folded; empty after.
   std::vector<CommEntry> entries;
+  CommFacts facts;
 };
 
-// Communicators in ascending id order.
-std::vector<CommView> IndexComms(const std::vector<RankInput>& ranks);
+// A communicator a rank has arrivals on, and the largest size they give it.
+struct ArrivalComm {
+  uint64_t comm_id = 0;
+  int32_t comm_size = 0;
+};
+
+// The communicators of the inputs in ascending id order, with their members and sizes (no
+// entries): those each rank lists, has progress on, or has arrivals on (`arrival_comms[r]`).
+std::vector<CommView> CommsOf(const std::vector<RankInput>& ranks,
+                              const std::vector<std::vector<ArrivalComm>>& arrival_comms);
+
+// The index of communicator `id` in `comms` (ascending ids), or comms.size().
+size_t CommIndexOf(const std::vector<CommView>& comms, uint64_t id);
+
+// CommsOf the ranks' arrivals, each communicator's arrivals folded (CommView::facts).
+std::vector<CommView> IndexComms(const std::vector<RankInput>& ranks, const Options& options);
 
 // The global ranks of a communicator's members: known_members when complete, else the given
 // members' ranks; ascending.

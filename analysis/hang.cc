@@ -63,6 +63,7 @@ constexpr int64_t kSameFailureNs = 1000000000;
 struct Member {
   const RankInput* input = nullptr;
   const Progress* progress = nullptr;  // nullptr: state unknown (no in-flight table)
+  uint32_t slot = 0;                   // its place in CommView::inputs
   uint64_t last_completed = 0;
   bool has_completed = false;
   bool waits = false;
@@ -217,23 +218,10 @@ class CommHang {
       }
     }
     if (carried > 0) return carried;
-    std::vector<int64_t> ends = CollectiveEnds();
+    std::vector<int64_t> ends = comm_.facts.instance_ends;
     if (ends.empty()) ends = P2PEnds();
     history_ = static_cast<int>(ends.size());
     return HangThresholdNs(std::move(ends), options_);
-  }
-
-  std::vector<int64_t> CollectiveEnds() const {
-    std::vector<int64_t> ends;
-    const auto& e = comm_.entries;
-    for (size_t i = 0; i < e.size();) {
-      int64_t end = 0;
-      size_t j = i;
-      for (; j < e.size() && e[j].seq == e[i].seq; ++j) end = std::max(end, e[j].end_ns);
-      if (end > 0) ends.push_back(end);
-      i = j;
-    }
-    return ends;
   }
 
   std::vector<int64_t> P2PEnds() const {
@@ -252,11 +240,9 @@ class CommHang {
       Member& m = members_[s];
       m.input = &ranks_[comm_.inputs[s]];
       m.progress = FindProgress(*m.input, comm_.id);
-    }
-    for (const CommEntry& e : comm_.entries) {
-      Member& m = members_[e.slot];
-      m.last_completed = std::max(m.last_completed, e.seq);
-      m.has_completed = true;
+      m.slot = static_cast<uint32_t>(s);
+      m.last_completed = comm_.facts.last_completed[s];
+      m.has_completed = comm_.facts.has_completed[s] != 0;
     }
     for (Member& m : members_) {
       if (m.progress) m.last_completed = std::max(m.last_completed, m.progress->last_completed_seq);
@@ -279,12 +265,13 @@ class CommHang {
     return std::max(m.progress->last_issued_seq, m.last_completed);
   }
 
+  // The member's completed arrival at `seq`, kept by the fold for the stalls it can be asked for
+  // (SeqsToKeep).
   const Arrival* CompletedAt(const Member& m, uint64_t seq) const {
-    auto it = std::lower_bound(
-        comm_.entries.begin(), comm_.entries.end(), seq,
-        [](const CommEntry& e, uint64_t s) { return e.seq < s; });
-    for (; it != comm_.entries.end() && it->seq == seq; ++it) {
-      if (m.input == &ranks_[comm_.inputs[it->slot]]) return it->arrival;
+    auto kept = comm_.facts.kept.find(seq);
+    if (kept == comm_.facts.kept.end()) return nullptr;
+    for (const KeptArrival& k : kept->second) {
+      if (k.slot == m.slot) return &k.arrival;
     }
     return nullptr;
   }
@@ -304,8 +291,7 @@ class CommHang {
   }
 
   int64_t StalledNs() const {
-    int64_t last = 0;
-    for (const CommEntry& e : comm_.entries) last = std::max(last, e.end_ns);
+    const int64_t last = comm_.facts.last_end;
     int64_t first_issue = 0;
     for (const Member& m : members_) {
       if (m.waits && (first_issue == 0 || m.progress->oldest_issue_ns < first_issue)) {

@@ -86,38 +86,23 @@ size_t FillMismatch(const SigGroups& groups, const char* verb, const std::string
 // Completed instances whose members' signatures differ: a mismatch even without a stall.
 void CompletedMismatch(const std::vector<RankInput>& ranks, const CommView& comm,
                        std::vector<HangVerdict>* out) {
-  const auto& e = comm.entries;
-  size_t first_bad = e.size();
-  uint64_t bad_instances = 0, instances = 0;
-  for (size_t i = 0; i < e.size();) {
-    size_t j = i + 1;
-    bool bad = false;
-    for (; j < e.size() && e[j].seq == e[i].seq; ++j) {
-      if (e[j].signature != e[i].signature) bad = true;
-    }
-    ++instances;
-    if (bad) {
-      ++bad_instances;
-      if (first_bad == e.size()) first_bad = i;
-    }
-    i = j;
-  }
-  if (!bad_instances) return;
+  const CommFacts& f = comm.facts;
+  if (!f.bad_instances) return;
   SigGroups groups;
-  for (size_t j = first_bad; j < e.size() && e[j].seq == e[first_bad].seq; ++j) {
-    AddToGroups(SignatureOf(*e[j].arrival), ranks[comm.inputs[e[j].slot]].rank, &groups);
+  for (const KeptArrival& k : f.first_bad) {
+    AddToGroups(SignatureOf(k.arrival), ranks[comm.inputs[k.slot]].rank, &groups);
   }
   size_t given = 0;
   for (const auto& g : groups) given += g.second.size();
   if (!MajorityCertain(groups, given, comm.size)) return;
   HangVerdict v;
   v.comm_id = comm.id;
-  v.seq = e[first_bad].seq;
+  v.seq = f.first_bad.front().arrival.seq;
   size_t major = FillMismatch(
       groups, "completed", "seq " + std::to_string(v.seq) + " on communicator " + CommText(comm.id),
       &v);
   v.waiting_ranks = groups[major].second;
-  v.evidence.push_back(std::to_string(bad_instances) + " of " + std::to_string(instances) +
+  v.evidence.push_back(std::to_string(f.bad_instances) + " of " + std::to_string(f.instances) +
                        " completed instances on the communicator differ between members");
   out->push_back(std::move(v));
 }

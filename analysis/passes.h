@@ -23,6 +23,10 @@ std::vector<HangVerdict> FindHangs(const std::vector<RankInput>& ranks,
 void FindStragglers(const std::vector<RankInput>& ranks, const std::vector<CommView>& comms,
                     const Options& options, Report* report);
 
+// The median of v (reorders v); 0 when empty (instance_fold.cc).
+double Median(std::vector<double>* v);
+double Median(std::vector<int64_t>* v);
+
 // CommText, OpText, DurationText: analysis/report_text.h.
 std::string RankList(const std::vector<int32_t>& ranks);  // "0, 1 and 3"
 // Where a verdict's waiters wait: "AllReduce seq 57 on communicator 0x...", "seq 57 on

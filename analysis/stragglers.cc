@@ -6,167 +6,12 @@
 #include <tuple>
 
 #include "analysis/passes.h"
-#include "opmath/op_math.h"
 
 namespace xtimer {
 namespace analysis {
 namespace {
 
 constexpr double kNsPerS = 1e9;
-
-// The median of v (reorders v); 0 when empty.
-double Median(std::vector<double>* v) {
-  if (v->empty()) return 0;
-  size_t mid = v->size() / 2;
-  std::nth_element(v->begin(), v->begin() + mid, v->end());
-  double hi = (*v)[mid];
-  if (v->size() % 2) return hi;
-  double lo = *std::max_element(v->begin(), v->begin() + mid);
-  return (lo + hi) / 2;
-}
-
-double Median(std::vector<int64_t>* v) {
-  if (v->empty()) return 0;
-  size_t mid = v->size() / 2;
-  std::nth_element(v->begin(), v->begin() + mid, v->end());
-  double hi = static_cast<double>((*v)[mid]);
-  if (v->size() % 2) return hi;
-  double lo = static_cast<double>(*std::max_element(v->begin(), v->begin() + mid));
-  return (lo + hi) / 2;
-}
-
-// One member's sums on one communicator (nanoseconds).
-struct SlotSums {
-  uint64_t instances = 0;
-  uint64_t last = 0;
-  double lateness = 0;
-  double wait = 0;
-  double wait_caused = 0;
-  double transfer = 0;
-  double busy = 0;
-  double idle = 0;
-};
-
-// Instances of one (op, bytes) on a communicator: the unit of bus bandwidth.
-struct SigSums {
-  uint16_t op = 0;
-  uint64_t bytes = 0;
-  double bus_bytes = 0;                 // per instance (opmath)
-  std::vector<double> transfers;        // per instance, in seq order
-  std::vector<double> own;              // per slot: the member's own GPU time
-  std::vector<uint64_t> own_instances;  // per slot
-  double transfer_total() const {
-    double t = 0;
-    for (double x : transfers) t += x;
-    return t;
-  }
-};
-
-struct CommSums {
-  const CommView* comm = nullptr;
-  std::vector<SlotSums> slots;
-  std::vector<SigSums> sigs;
-  uint64_t instances = 0;
-  double transfer = 0;
-  int64_t first_start = INT64_MAX, last_end = INT64_MIN;  // over the instances
-  bool slow_link = false;
-  double span_ns() const {
-    return instances ? static_cast<double>(last_end - first_start) : 0.0;
-  }
-};
-
-class CommPass {
- public:
-  CommPass(const CommView& comm, const Options& options) : options_(options) {
-    sums_.comm = &comm;
-    sums_.slots.resize(comm.inputs.size());
-    stamp_.assign(comm.inputs.size(), ~uint64_t{0});
-  }
-
-  CommSums Run() {
-    const CommView& c = *sums_.comm;
-    size_t required = options_.partial_instances ? c.inputs.size() : static_cast<size_t>(c.size);
-    if (required < 2 || c.inputs.size() < required) return std::move(sums_);
-    const auto& e = c.entries;
-    for (size_t i = 0; i < e.size();) {
-      size_t j = i + 1;
-      while (j < e.size() && e[j].seq == e[i].seq) ++j;
-      if (j - i == required && Distinct(i, j)) Instance(i, j);
-      i = j;
-    }
-    return std::move(sums_);
-  }
-
- private:
-  bool Distinct(size_t i, size_t j) {
-    const auto& e = sums_.comm->entries;
-    for (size_t k = i; k < j; ++k) {
-      if (stamp_[e[k].slot] == e[i].seq) return false;
-      stamp_[e[k].slot] = e[i].seq;
-    }
-    return true;
-  }
-
-  SigSums& SigOf(const Arrival& a) {
-    for (SigSums& s : sums_.sigs) {
-      if (s.op == a.op && s.bytes == a.bytes) return s;
-    }
-    sums_.sigs.emplace_back();
-    SigSums& s = sums_.sigs.back();
-    s.op = a.op;
-    s.bytes = a.bytes;
-    s.bus_bytes = opmath::BusBytes(a.op, a.bytes, sums_.comm->size);
-    s.own.assign(sums_.slots.size(), 0);
-    s.own_instances.assign(sums_.slots.size(), 0);
-    return s;
-  }
-
-  void Instance(size_t i, size_t j) {
-    const auto& e = sums_.comm->entries;
-    starts_.clear();
-    ends_.clear();
-    int64_t last = e[i].start_ns;
-    uint32_t last_slot = e[i].slot;
-    for (size_t k = i; k < j; ++k) {
-      starts_.push_back(e[k].start_ns);
-      ends_.push_back(e[k].end_ns);
-      sums_.first_start = std::min(sums_.first_start, e[k].start_ns);
-      sums_.last_end = std::max(sums_.last_end, e[k].end_ns);
-      if (e[k].start_ns > last) {
-        last = e[k].start_ns;
-        last_slot = e[k].slot;
-      }
-    }
-    double median_start = Median(&starts_);
-    double transfer = std::max(0.0, Median(&ends_) - static_cast<double>(last));
-    SigSums& sig = SigOf(*e[i].arrival);
-    sig.transfers.push_back(transfer);
-    double caused = 0;
-    for (size_t k = i; k < j; ++k) {
-      const CommEntry& a = e[k];
-      SlotSums& s = sums_.slots[a.slot];
-      double wait = static_cast<double>(last - a.start_ns);
-      ++s.instances;
-      s.lateness += a.start_ns - median_start;
-      s.wait += wait;
-      s.transfer += transfer;
-      s.busy += a.busy_ns;
-      s.idle += a.idle_ns;
-      caused += wait;
-      sig.own[a.slot] += static_cast<double>(a.end_ns - a.start_ns);
-      ++sig.own_instances[a.slot];
-    }
-    sums_.slots[last_slot].last++;
-    sums_.slots[last_slot].wait_caused += caused;
-    sums_.transfer += transfer;
-    ++sums_.instances;
-  }
-
-  const Options& options_;
-  CommSums sums_;
-  std::vector<uint64_t> stamp_;
-  std::vector<int64_t> starts_, ends_;
-};
 
 double Gbps(double bytes, double ns) { return ns > 0 ? bytes / ns : 0; }
 
@@ -378,7 +223,8 @@ void FindStragglers(const std::vector<RankInput>& ranks, const std::vector<CommV
   std::vector<CommSums> all;
   all.reserve(comms.size());
   for (const CommView& c : comms) {
-    all.push_back(CommPass(c, options).Run());
+    all.push_back(c.facts.sums);
+    all.back().comm = &c;
     report->instances += all.back().instances;
   }
   LinkFinder links(options);
