@@ -47,12 +47,16 @@ std::string VerdictWhere(const HangVerdict& v) {
          " on " + comm;
 }
 
-Report Analyze(const std::vector<RankInput>& ranks, const Options& options) {
+Report ReportOf(const std::vector<RankInput>& ranks, const std::vector<CommView>& comms,
+                const Options& options) {
   Report report;
-  std::vector<CommView> comms = IndexComms(ranks, options);
   report.hangs = FindHangs(ranks, comms, options, &report.thresholds);
   FindStragglers(ranks, comms, options, &report);
   return report;
+}
+
+Report Analyze(const std::vector<RankInput>& ranks, const Options& options) {
+  return ReportOf(ranks, IndexComms(ranks, options), options);
 }
 
 }  // namespace analysis

@@ -23,6 +23,10 @@ std::vector<HangVerdict> FindHangs(const std::vector<RankInput>& ranks,
 void FindStragglers(const std::vector<RankInput>& ranks, const std::vector<CommView>& comms,
                     const Options& options, Report* report);
 
+// The hang and straggler passes over communicators whose arrivals are folded (Analyze's report).
+Report ReportOf(const std::vector<RankInput>& ranks, const std::vector<CommView>& comms,
+                const Options& options);
+
 // The median of v (reorders v); 0 when empty (instance_fold.cc).
 double Median(std::vector<double>* v);
 double Median(std::vector<int64_t>* v);
