@@ -99,6 +99,12 @@ TimedOp TimedOpOfRecord(const Record& r, int32_t comm_size, uint64_t count) {
   return t;
 }
 
+// Whether the summaries below make an Arrival of `op`: a collective that reached the GPU and
+// completed (a first pass that only counts a rank's arrivals asks this).
+bool IsArrival(const TimedOp& op);
+// The same from the fields it looks at (op, kind, GPU start and duration: format::OpRecord's).
+bool IsArrival(uint16_t op, uint8_t kind, int64_t start_ns, int64_t duration_ns);
+
 // Reduces one rank's completed ops (any order) to Arrivals of its collectives, oldest first.
 // Host syncs are ignored; p2p ops are not collectives (they count as GPU work). Memory: the ops
 // of one rank at a time.
@@ -142,6 +148,12 @@ class OrderedRankSummarizer {
   void AddBlock(std::vector<TimedOp>* block);
   // Summarises what is held; the Arrivals of all blocks, oldest (GPU start) first.
   std::vector<Arrival> Finish();
+  // For a reader that streams the Arrivals on (AnalysisStream): appends those made so far to
+  // *out in the order they were made (completion order), all that are held too when `all`.
+  void Drain(std::vector<Arrival>* out, bool all);
+  // False once an op came after an op that completes later had been summarised: the Arrivals
+  // are then not SummarizeRank's (a larger window, or the whole rank at once, would tell).
+  bool in_order() const { return in_order_; }
 
  private:
   void Emit(size_t n);
@@ -149,6 +161,9 @@ class OrderedRankSummarizer {
   std::vector<TimedOp> held_;  // sorted in SummarizeRank's order
   RankSummarizer summarizer_;
   std::vector<Arrival> arrivals_;
+  bool emitted_ = false;
+  TimedOp last_emitted_;
+  bool in_order_ = true;
 };
 
 // A communicator as a member sees it.

@@ -35,15 +35,15 @@ struct CommStream {
 
 }  // namespace
 
-void RankPlan::Add(const Arrival& a) {
+void RankPlan::Add(uint64_t comm_id, int32_t comm_size, uint64_t seq) {
   for (Comm& c : comms) {
-    if (c.comm_id == a.comm_id) {
-      c.comm_size = std::max(c.comm_size, a.comm_size);
-      c.last_seq = std::max(c.last_seq, a.seq);
+    if (c.comm_id == comm_id) {
+      c.comm_size = std::max(c.comm_size, comm_size);
+      c.last_seq = std::max(c.last_seq, seq);
       return;
     }
   }
-  comms.push_back({a.comm_id, a.comm_size, a.seq});
+  comms.push_back({comm_id, comm_size, seq});
 }
 
 struct AnalysisStream::State {
@@ -60,7 +60,7 @@ struct AnalysisStream::State {
   size_t held = 0;
   bool failed = false;
 
-  bool AddOne(size_t rank, const Arrival& a);
+  bool AddOne(const std::vector<Place>& mine, size_t* place, const Arrival& a);
   void FoldComm(size_t c, bool all);
 };
 
@@ -113,17 +113,23 @@ size_t AnalysisStream::held() const { return state_->held; }
 bool AnalysisStream::Add(size_t rank, const std::vector<Arrival>& arrivals) {
   State& s = *state_;
   if (s.failed || rank >= s.ranks.size()) return s.failed = true, false;
+  const std::vector<State::Place>& mine = s.places[rank];
+  size_t place = 0;
   for (const Arrival& a : arrivals) {
-    if (!s.AddOne(rank, a)) return s.failed = true, false;
+    if (!s.AddOne(mine, &place, a)) return s.failed = true, false;
   }
   return true;
 }
 
-bool AnalysisStream::State::AddOne(size_t rank, const Arrival& a) {
-  const std::vector<Place>& mine = places[rank];
-  size_t p = 0;
-  while (p < mine.size() && mine[p].comm_id != a.comm_id) ++p;
-  if (p == mine.size()) return false;
+// `*place`: where the rank's previous arrival went (consecutive arrivals mostly share one).
+bool AnalysisStream::State::AddOne(const std::vector<Place>& mine, size_t* place,
+                                   const Arrival& a) {
+  size_t p = *place;
+  if (p >= mine.size() || mine[p].comm_id != a.comm_id) {
+    for (p = 0; p < mine.size() && mine[p].comm_id != a.comm_id;) ++p;
+    if (p == mine.size()) return false;
+    *place = p;
+  }
   CommStream& cs = streams[mine[p].comm];
   const uint32_t slot = mine[p].slot;
   if (cs.done[slot] || a.seq == std::numeric_limits<uint64_t>::max() || a.seq < cs.next[slot] ||
@@ -139,7 +145,9 @@ bool AnalysisStream::State::AddOne(size_t rank, const Arrival& a) {
   const uint64_t i = a.seq - cs.base;
   if (i >= kMaxSeqSpan) return false;
   if (i >= cs.pending.size()) cs.pending.resize(i + 1);
-  cs.pending[i].push_back({slot, a});
+  std::vector<Held>& group = cs.pending[i];
+  if (group.empty()) group.reserve(cs.next.size());  // every member, usually
+  group.push_back({slot, a});
   cs.next[slot] = a.seq + 1;
   cs.done[slot] = a.seq == cs.last[slot];
   ++held;
@@ -160,8 +168,10 @@ void AnalysisStream::State::FoldComm(size_t c, bool all) {
   }
   while (!cs.pending.empty() && (all || cs.base < limit)) {
     std::vector<Held>& group = cs.pending.front();
-    std::sort(group.begin(), group.end(),
-              [](const Held& x, const Held& y) { return x.slot < y.slot; });
+    auto by_slot = [](const Held& x, const Held& y) { return x.slot < y.slot; };
+    if (!std::is_sorted(group.begin(), group.end(), by_slot)) {
+      std::sort(group.begin(), group.end(), by_slot);
+    }
     cs.entries.clear();
     for (const Held& h : group) {
       const Arrival& a = h.arrival;

@@ -25,8 +25,8 @@ struct RankPlan {
     uint64_t last_seq = 0;
   };
   std::vector<Comm> comms;
-  // Adds one arrival to the plan.
-  void Add(const Arrival& a);
+  // Adds an arrival on `comm_id` of that size and seq to the plan.
+  void Add(uint64_t comm_id, int32_t comm_size, uint64_t seq);
 };
 
 class AnalysisStream {

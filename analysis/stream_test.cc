@@ -24,7 +24,7 @@ Report Streamed(const std::vector<RankInput>& ranks, const Options& options, siz
   std::vector<RankPlan> plans(ranks.size());
   for (size_t r = 0; r < ranks.size(); ++r) {
     bare[r].arrivals.clear();
-    for (const Arrival& a : ranks[r].arrivals) plans[r].Add(a);
+    for (const Arrival& a : ranks[r].arrivals) plans[r].Add(a.comm_id, a.comm_size, a.seq);
   }
   AnalysisStream stream(std::move(bare), plans, options);
   *most_held = 0;
@@ -129,7 +129,7 @@ TEST(AnalysisStream, RefusesWhatItCannotStream) {
   std::vector<RankPlan> plans(ranks.size());
   for (size_t r = 0; r < ranks.size(); ++r) {
     bare[r].arrivals.clear();
-    for (const Arrival& a : ranks[r].arrivals) plans[r].Add(a);
+    for (const Arrival& a : ranks[r].arrivals) plans[r].Add(a.comm_id, a.comm_size, a.seq);
   }
   {  // a seq again on its communicator
     AnalysisStream s(bare, plans, Options());

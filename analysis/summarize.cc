@@ -110,12 +110,22 @@ RankSummarizer::RankSummarizer(size_t max_pending_work) : state_(new State) {
 
 RankSummarizer::~RankSummarizer() { delete state_; }
 
+bool IsArrival(uint16_t op, uint8_t kind, int64_t start_ns, int64_t duration_ns) {
+  if (kind == 0) kind = format::KindOfOperation(op);
+  return kind == static_cast<uint8_t>(format::OpKind::kCollective) && start_ns > 0 &&
+         duration_ns >= 0;
+}
+
+bool IsArrival(const TimedOp& op) {
+  return IsArrival(op.op, op.kind, op.start_ns, op.duration_ns);
+}
+
 bool RankSummarizer::Add(const TimedOp& op, Arrival* arrival) {
   uint8_t kind = KindOf(op);
   if (kind == static_cast<uint8_t>(format::OpKind::kHostSync) || kind == 0) return false;
   if (op.start_ns <= 0 || op.duration_ns < 0) return false;  // never reached the GPU
   int64_t end = op.start_ns + op.duration_ns;
-  if (kind != static_cast<uint8_t>(format::OpKind::kCollective)) {
+  if (!IsArrival(op)) {
     state_->AddWork(op.start_ns, end, kind == static_cast<uint8_t>(format::OpKind::kP2P));
     return false;
   }
@@ -162,16 +172,30 @@ void OrderedRankSummarizer::AddBlock(std::vector<TimedOp>* block) {
   block->clear();
   if (!in_order) std::inplace_merge(held_.begin(), held_.begin() + mid, held_.end(),
                                     CompletesBefore);
+  if (emitted_ && CompletesBefore(held_.front(), last_emitted_)) in_order_ = false;
   // Summarise in batches of a window, so that each op is moved about once.
   if (held_.size() >= 2 * window_) Emit(held_.size() - window_);
 }
 
 void OrderedRankSummarizer::Emit(size_t n) {
+  if (n == 0) return;
   Arrival a;
   for (size_t i = 0; i < n; ++i) {
     if (summarizer_.Add(held_[i], &a)) arrivals_.push_back(a);
   }
+  emitted_ = true;
+  last_emitted_ = held_[n - 1];
   held_.erase(held_.begin(), held_.begin() + n);
+}
+
+void OrderedRankSummarizer::Drain(std::vector<Arrival>* out, bool all) {
+  if (all) Emit(held_.size());
+  if (out->empty()) {
+    out->swap(arrivals_);
+  } else {
+    out->insert(out->end(), arrivals_.begin(), arrivals_.end());
+  }
+  arrivals_.clear();
 }
 
 std::vector<Arrival> OrderedRankSummarizer::Finish() {

@@ -120,12 +120,13 @@ struct Outcome {
   analysis::ReportContext context;
   std::vector<std::string> problems;  // partial input, each named
   std::string summary;                // one line on what was read
+  DumpReplay replay;                  // from dumps: the ranks' arrivals, read when judged
 };
 
 int FromDumps(const Args& a, Outcome* o) {
   DumpInput in;
   std::string error;
-  if (!ReadDump(ReadOptionsOf(a), &in, &error)) {
+  if (!OpenDump(ReadOptionsOf(a), &in, &o->replay, &error)) {
     if (in.wrong_job) return BadArg(kCommand, error);
     std::fprintf(stderr, "xtimer analyze: %s\n", error.c_str());
     return 1;
@@ -258,7 +259,9 @@ int AnalyzeMain(int argc, char** argv) {
   for (const analysis::RankInput& r : o.ranks) o.context.inputs.ranks.push_back(r.rank);
   o.context.inputs.warnings = o.problems;
   o.context.inputs.groups = a.groups_text;
-  analysis::Report report = analysis::Analyze(o.ranks, opt);
+  // From dumps, the arrivals are read and judged as a stream (cli/dump_replay.h).
+  analysis::Report report = a.live ? analysis::Analyze(o.ranks, opt)
+                                   : AnalyzeDump(o.replay, std::move(o.ranks), opt);
   if (!a.live) AddCulpritStacks(a.inputs, a.job, world, &report);  // stacks in the dump
   std::string text;
   if (a.json) {

@@ -5,13 +5,13 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <deque>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 
 #include "cli/job_inputs.h"
@@ -41,7 +41,9 @@ struct FileResult {
   timeline::Metadata meta;
   uint64_t events = 0;
   int64_t end_ns = 0;  // the capture's end (node clock)
-  analysis::RankInput input;
+  analysis::RankInput input;  // without arrivals (the second pass reads them: dump_replay.h)
+  RankReplay replay;
+  std::vector<CollectiveEnd> ends;  // its arrivals' ends (node clock), until merged
 };
 
 std::string Describe(const EventRecord& e, const timeline::Metadata& m) {
@@ -62,41 +64,11 @@ std::string Describe(const EventRecord& e, const timeline::Metadata& m) {
   return s;
 }
 
-// The elements of a collective's or send/recv's send buffer (opmath's table read backwards).
-uint64_t CountOf(uint16_t op, uint8_t dtype, uint64_t bytes, int32_t comm_size) {
-  const int elem = opmath::ElementSize(static_cast<format::DType>(dtype));
-  const int blocks = opmath::SendBlocks(op, comm_size);
-  return elem > 0 && blocks > 0 ? bytes / static_cast<uint64_t>(elem * blocks) : 0;
-}
-
 std::string Ago(int64_t ns) {
   char b[48];
   std::snprintf(b, sizeof(b), "%.1f s before the dump", ns * 1e-9);
   return b;
 }
-
-// The communicator sizes of one file's metadata, looked up per event (a file has few
-// communicators, and consecutive events mostly share one).
-class CommSizes {
- public:
-  explicit CommSizes(const std::vector<timeline::CommInfo>& comms) {
-    for (const timeline::CommInfo& c : comms) sizes_.emplace_back(c.id, c.size);
-    std::sort(sizes_.begin(), sizes_.end());
-  }
-  int32_t Of(uint64_t comm_id) {
-    if (comm_id == 0) return 0;
-    if (comm_id == last_id_) return last_size_;
-    auto it = std::lower_bound(sizes_.begin(), sizes_.end(), std::make_pair(comm_id, INT32_MIN));
-    last_id_ = comm_id;
-    last_size_ = it != sizes_.end() && it->first == comm_id ? it->second : 0;
-    return last_size_;
-  }
-
- private:
-  std::vector<std::pair<uint64_t, int32_t>> sizes_;
-  uint64_t last_id_ = 0;
-  int32_t last_size_ = 0;
-};
 
 // The newest send/receive ends per communicator: the hang threshold of communicators without
 // collectives (analysis::RankInput::p2p_completions).
@@ -124,22 +96,35 @@ class P2PCadence {
   std::map<uint64_t, std::deque<int64_t>> ends_;
 };
 
-// Reads one file block by block, summarising as it goes (no full op vector is held): the rank's
-// arrivals (node clock), its communicators and what it did last.
-void ReadOne(FileResult* f) {
-  std::unique_ptr<CommSizes> sizes;
-  analysis::OrderedRankSummarizer summarizer;
-  std::vector<analysis::TimedOp> block;
-  block.reserve(timeline::kEventsPerBlock);
+// An arrival of the file's: its plan, its end for clock alignment.
+void AddArrival(const EventRecord& e, int32_t comm_size, FileResult* f) {
+  RankReplay& r = f->replay;
+  r.plan.Add(e.comm_id, comm_size, e.seq);
+  ++r.arrivals;
+  const int64_t end = e.gpu_start_ns + e.duration_ns;
+  if (end > 0 && e.comm_id != 0) f->ends.push_back({{e.comm_id, e.seq}, end});
+  r.first_end_ns = r.first_end_ns == 0 ? end : std::min(r.first_end_ns, end);
+  r.last_end_ns = std::max(r.last_end_ns, end);
+}
+
+// The first pass over one file: its identity, communicators, send/receive cadence and last
+// activity, its arrivals' communicators, seqs and ends (clock alignment), and where its intact
+// blocks lie, for the second pass that summarises its ops (dump_replay.h). Nothing of the size of
+// the file is held.
+void ScanOne(FileResult* f) {
   EventRecord last{};
   int64_t last_at = 0;
   P2PCadence p2p;
+  RankReplay& replay = f->replay;
   timeline::BlockCallbacks cb;
-  cb.on_metadata = [&](const timeline::Metadata& m) { sizes.reset(new CommSizes(m.comms)); };
+  cb.on_metadata = [&](const timeline::Metadata& m) { replay.sizes = CommSizes(m.comms); };
+  cb.on_block_at = [&](uint64_t offset, uint32_t count) { replay.blocks.push_back({offset, count}); };
   cb.on_block = [&](const EventRecord* events, size_t count) {
     for (size_t i = 0; i < count; ++i) {
       const EventRecord& e = events[i];
-      block.push_back(TimedOpOf(e, sizes ? sizes->Of(e.comm_id) : 0));
+      if (analysis::IsArrival(e.op, e.kind, e.gpu_start_ns, e.duration_ns)) {
+        AddArrival(e, replay.sizes.Of(e.comm_id), f);
+      }
       p2p.Add(e);
       const int64_t at = std::max(e.gpu_start_ns + std::max<int64_t>(e.duration_ns, 0),
                                   e.cpu_launch_ns);
@@ -148,7 +133,6 @@ void ReadOne(FileResult* f) {
         last = e;
       }
     }
-    summarizer.AddBlock(&block);
   };
   timeline::ReadResult r = timeline::ReadTimelineBlocks(f->path, cb);
   f->ok = r.ok;
@@ -173,7 +157,6 @@ void ReadOne(FileResult* f) {
   in.node = f->node;
   in.pid = m.pid;
   in.device = m.device;
-  in.arrivals = summarizer.Finish();
   in.p2p_completions = p2p.Take();
   if (last_at > 0) {
     in.last_activity_ns = last_at;
@@ -181,6 +164,11 @@ void ReadOne(FileResult* f) {
   }
   f->meta.strings.clear();
   f->meta.comms.clear();
+}
+
+// Whether `f` is the file read for its rank: readable, with a rank, the first such of that rank.
+bool Chosen(const FileResult& f, std::set<int32_t>* ranks_seen) {
+  return f.ok && f.meta.rank >= 0 && ranks_seen->insert(f.meta.rank).second;
 }
 
 // Chooses one file per rank (the first read), reporting rejected, partial and duplicate files.
@@ -211,18 +199,6 @@ std::vector<FileResult*> SelectRanks(std::vector<FileResult>* files, DumpInput* 
     ranks.push_back(&f);
   }
   return ranks;
-}
-
-// Aligns node clocks; returns each node's offset by name.
-std::map<std::string, int64_t> Align(const std::vector<FileResult*>& ranks, bool align,
-                                     DumpInput* out) {
-  std::map<std::string, std::vector<CollectiveEnd>> by_node;
-  for (FileResult* f : ranks) {
-    std::vector<CollectiveEnd>& node = by_node[f->node];
-    if (align) timeline::MergeEnds(&node, EndsOf(f->input));
-  }
-  out->offsets = DomainOffsets(std::move(by_node), align ? &out->notes : nullptr);
-  return std::map<std::string, int64_t>(out->offsets.begin(), out->offsets.end());
 }
 
 // The node whose clock a summary's times are on, as the timeline files name it: its ranks' host
@@ -332,10 +308,6 @@ std::vector<std::string> HangSummariesIn(const std::string& dir) {
   return paths;
 }
 
-analysis::TimedOp TimedOpOf(const EventRecord& e, int32_t comm_size) {
-  return analysis::TimedOpOfRecord(e, comm_size, CountOf(e.op, e.dtype, e.bytes, comm_size));
-}
-
 void AddDumpArgs(DumpArgs* args, CommandLine* cl) {
   cl->Text("--job", &args->job);
   cl->Integer("-j,--jobs", 1, 1024, &args->jobs);
@@ -354,7 +326,44 @@ DumpReadOptions ReadOptionsOf(const DumpArgs& args) {
   return ro;
 }
 
-bool ReadDump(const DumpReadOptions& opt, DumpInput* out, std::string* error) {
+namespace {
+
+// The first pass over every file, on opt.jobs threads; as each file and those before it are
+// done, the ends of the chosen ones (Chosen) are merged into their node's (when aligning) and
+// freed, so that no more than a few files' ends are held at once.
+std::map<std::string, std::vector<CollectiveEnd>> ScanFiles(const DumpReadOptions& opt,
+                                                            std::vector<FileResult>* files) {
+  std::map<std::string, std::vector<CollectiveEnd>> by_node;
+  std::mutex mu;
+  std::vector<uint8_t> scanned(files->size(), 0);
+  size_t merged = 0, done = 0;
+  std::set<int32_t> ranks_seen;
+  ParallelFor(files->size(), opt.jobs, [&](size_t i) {
+    ScanOne(&(*files)[i]);
+    std::lock_guard<std::mutex> lock(mu);
+    scanned[i] = 1;
+    for (; merged < files->size() && scanned[merged]; ++merged) {
+      FileResult& f = (*files)[merged];
+      if (Chosen(f, &ranks_seen)) {
+        std::vector<CollectiveEnd>& node = by_node[f.node];
+        if (opt.align_clocks) timeline::MergeEnds(&node, SortedEnds(std::move(f.ends)));
+      }
+      std::vector<CollectiveEnd>().swap(f.ends);
+    }
+    const size_t n = ++done;
+    if (opt.progress != nullptr && (n % 16 == 0 || n == files->size())) {
+      std::fprintf(opt.progress, "\rreading %zu/%zu files", n, files->size());
+      if (n == files->size()) std::fprintf(opt.progress, "\n");
+      std::fflush(opt.progress);
+    }
+  });
+  return by_node;
+}
+
+}  // namespace
+
+bool OpenDump(const DumpReadOptions& opt, DumpInput* out, DumpReplay* replay,
+              std::string* error) {
   JobFiles list;
   if (!SelectJobFiles(opt.inputs, opt.job, opt.jobs, &list, error)) {
     out->wrong_job = true;
@@ -369,21 +378,12 @@ bool ReadDump(const DumpReadOptions& opt, DumpInput* out, std::string* error) {
     files[i].path = list.files[i].path;
     files[i].dir = list.files[i].dir;
   }
-  std::mutex mu;
-  std::atomic<size_t> done{0};
-  ParallelFor(files.size(), opt.jobs, [&](size_t i) {
-    ReadOne(&files[i]);
-    const size_t n = ++done;
-    if (opt.progress != nullptr && (n % 16 == 0 || n == files.size())) {
-      std::lock_guard<std::mutex> lock(mu);
-      std::fprintf(opt.progress, "\rreading %zu/%zu files", n, files.size());
-      if (n == files.size()) std::fprintf(opt.progress, "\n");
-      std::fflush(opt.progress);
-    }
-  });
+  std::map<std::string, std::vector<CollectiveEnd>> by_node = ScanFiles(opt, &files);
   std::vector<FileResult*> chosen = SelectRanks(&files, out);
-  const std::map<std::string, int64_t> offsets = Align(chosen, opt.align_clocks, out);
+  out->offsets = DomainOffsets(std::move(by_node), opt.align_clocks ? &out->notes : nullptr);
+  const std::map<std::string, int64_t> offsets(out->offsets.begin(), out->offsets.end());
   std::map<int32_t, analysis::RankInput> ranks;
+  std::map<int32_t, RankReplay> replays;
   std::map<std::string, std::string> node_of_dir;
   for (FileResult* f : chosen) {
     const int64_t offset = offsets.at(f->node);
@@ -394,6 +394,9 @@ bool ReadDump(const DumpReadOptions& opt, DumpInput* out, std::string* error) {
     ++out->files;
     out->paths.push_back(f->path);
     ranks[f->meta.rank] = std::move(f->input);
+    f->replay.path = f->path;
+    f->replay.offset_ns = offset;
+    replays[f->meta.rank] = std::move(f->replay);
   }
   files.clear();
   std::vector<Summary> summaries;
@@ -414,7 +417,22 @@ bool ReadDump(const DumpReadOptions& opt, DumpInput* out, std::string* error) {
     if (!ranks.count(r)) out->missing.push_back(r);
   }
   out->ranks.reserve(ranks.size());
-  for (auto& r : ranks) out->ranks.push_back(std::move(r.second));
+  replay->jobs = opt.jobs;
+  for (auto& r : ranks) {
+    auto it = replays.find(r.first);
+    if (it != replays.end()) {
+      it->second.input = out->ranks.size();
+      replay->ranks.push_back(std::move(it->second));
+    }
+    out->ranks.push_back(std::move(r.second));
+  }
+  return true;
+}
+
+bool ReadDump(const DumpReadOptions& opt, DumpInput* out, std::string* error) {
+  DumpReplay replay;
+  if (!OpenDump(opt, out, &replay, error)) return false;
+  ReadArrivals(replay, &out->ranks);
   return true;
 }
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "cli/dump_replay.h"
 #include "timeline/format.h"
 #include "util/command_line.h"
 
@@ -77,11 +78,14 @@ void AddDumpArgs(DumpArgs* args, CommandLine* cl);
 DumpReadOptions ReadOptionsOf(const DumpArgs& args);
 
 // Returns false with *error when nothing could be read, or when the job is not chosen (above).
+// The ranks hold every arrival (OpenDump, then ReadArrivals).
 bool ReadDump(const DumpReadOptions& options, DumpInput* out, std::string* error);
 
-// One timeline event as the analysis library takes it. `comm_size` is the communicator's size
-// from the file's metadata (0 when unknown); the element count is derived from the bytes.
-analysis::TimedOp TimedOpOf(const timeline::EventRecord& e, int32_t comm_size);
+// ReadDump's first pass: the ranks without their arrivals, and what a second pass needs to read
+// them (*replay: ReadArrivals, AnalyzeDump in cli/dump_replay.h). Memory: each rank's own
+// facts and each node's collective ends, not the files' events.
+bool OpenDump(const DumpReadOptions& options, DumpInput* out, DumpReplay* replay,
+              std::string* error);
 
 }  // namespace cli
 }  // namespace xtimer

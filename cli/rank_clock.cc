@@ -14,6 +14,10 @@ std::vector<CollectiveEnd> EndsOf(const analysis::RankInput& in) {
   for (const analysis::Arrival& a : in.arrivals) {
     if (a.end_ns > 0 && a.comm_id != 0) ends.push_back({{a.comm_id, a.seq}, a.end_ns});
   }
+  return SortedEnds(std::move(ends));
+}
+
+std::vector<CollectiveEnd> SortedEnds(std::vector<CollectiveEnd> ends) {
   if (!std::is_sorted(ends.begin(), ends.end())) std::sort(ends.begin(), ends.end());
   ends.erase(std::unique(ends.begin(), ends.end(),
                          [](const CollectiveEnd& a, const CollectiveEnd& b) {
@@ -23,16 +27,18 @@ std::vector<CollectiveEnd> EndsOf(const analysis::RankInput& in) {
   return ends;
 }
 
+void ShiftArrival(int64_t offset, analysis::Arrival* a) {
+  if (a->issue_ns != 0) a->issue_ns += offset;
+  if (a->start_ns != 0) a->start_ns += offset;
+  if (a->end_ns != 0) a->end_ns += offset;
+}
+
 void ShiftTimes(int64_t offset, analysis::RankInput* in) {
   if (offset == 0) return;
   auto shift = [offset](int64_t* t) {
     if (*t != 0) *t += offset;
   };
-  auto shift_arrival = [&shift](analysis::Arrival* a) {
-    shift(&a->issue_ns);
-    shift(&a->start_ns);
-    shift(&a->end_ns);
-  };
+  auto shift_arrival = [offset](analysis::Arrival* a) { ShiftArrival(offset, a); };
   for (analysis::Arrival& a : in->arrivals) shift_arrival(&a);
   for (analysis::P2PCompletion& c : in->p2p_completions) shift(&c.end_ns);
   for (analysis::Progress& p : in->progress) {

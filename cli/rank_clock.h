@@ -18,6 +18,11 @@ namespace cli {
 
 // The rank's collectives' end times, sorted by key, one per collective.
 std::vector<timeline::CollectiveEnd> EndsOf(const analysis::RankInput& in);
+// The same from a rank's ends in any order, several per key (the earliest is kept).
+std::vector<timeline::CollectiveEnd> SortedEnds(std::vector<timeline::CollectiveEnd> ends);
+
+// Adds `offset` to the arrival's times that are set (non-zero).
+void ShiftArrival(int64_t offset, analysis::Arrival* a);
 
 // Adds `offset` to every time of the rank that is set (non-zero): arrivals, send/receive
 // completions, progress, exit and last activity.

@@ -111,16 +111,23 @@ ReadResult ReadTimelineMetadata(const std::string& path);
 // Block-wise reading, for readers that work on events in bulk: `on_metadata` (may be empty) is
 // called once, after the metadata was checked and before any event; `on_block` once per intact
 // block with its events, in file order. The result is ReadTimeline's.
+// `on_block_at` (may be empty) is called before it with where the block's events lie in the file
+// (`offset`, `count` records before the range check): a reader that comes back for them later
+// reads them there (the block's CRC was checked).
 struct BlockCallbacks {
   std::function<void(const Metadata&)> on_metadata;
   std::function<void(const EventRecord* events, size_t count)> on_block;
+  std::function<void(uint64_t offset, uint32_t count)> on_block_at;
 };
 ReadResult ReadTimelineBlocks(const std::string& path, const BlockCallbacks& callbacks);
 
 uint32_t Crc32(const void* data, size_t size, uint32_t crc = 0);
 
 // What makes `e` break the limits of timeline/format.h ("duration_ns -5 is negative"), or "".
+// Readers leave such events out.
 std::string EventOutOfRange(const EventRecord& e);
+// Whether `e` keeps within those limits (EventOutOfRange(e) is ""), without making any text.
+bool EventWithinLimits(const EventRecord& e);
 // The same for the metadata's identity and communicators.
 std::string MetadataOutOfRange(const Metadata& m);
 
