@@ -18,8 +18,9 @@ namespace {
 
 using timeline::EventRecord;
 
-// Events read at once from one block (a block holds up to timeline::kEventsPerBlock).
-constexpr uint32_t kChunkEvents = 512;
+// Events a streamed rank reads at once (a block holds up to timeline::kEventsPerBlock): with
+// the window, what each rank holds between rounds (about 20 KB).
+constexpr uint32_t kChunkEvents = 128;
 
 // The elements of a collective's or send/recv's send buffer (opmath's table read backwards).
 uint64_t CountOf(uint16_t op, uint8_t dtype, uint64_t bytes, int32_t comm_size) {
@@ -69,6 +70,9 @@ class Replayer {
 
  private:
   bool Read(uint32_t n, bool* reached, int64_t until_ns) {
+    // Per reader thread, not per rank: thousands of ranks are read in turns.
+    thread_local std::vector<EventRecord> events_;
+    thread_local std::vector<analysis::TimedOp> ops_;
     events_.resize(n);
     const size_t bytes = static_cast<size_t>(n) * sizeof(EventRecord);
     const uint64_t at = r_.blocks[block_].first + static_cast<uint64_t>(pos_) * sizeof(EventRecord);
@@ -94,8 +98,6 @@ class Replayer {
   const RankReplay& r_;
   CommSizes sizes_ = r_.sizes;
   analysis::OrderedRankSummarizer summarizer_;
-  std::vector<EventRecord> events_;
-  std::vector<analysis::TimedOp> ops_;
   size_t block_ = 0;
   uint32_t pos_ = 0;
   size_t drained_ = 0;
