@@ -111,11 +111,16 @@ void AddArrival(const EventRecord& e, int32_t comm_size, FileResult* f) {
 // activity, its arrivals' communicators, seqs and ends (clock alignment), and where its intact
 // blocks lie, for the second pass that summarises its ops (dump_replay.h). Nothing of the size of
 // the file is held.
-void ScanOne(FileResult* f) {
+// With `summarize`, the rank's ops are also summarised to its arrivals as they are read (a
+// window of 8,192 ops), for a reader that holds them all (ReadDump): one pass instead of two.
+void ScanOne(FileResult* f, bool summarize) {
   EventRecord last{};
   int64_t last_at = 0;
   P2PCadence p2p;
   RankReplay& replay = f->replay;
+  std::unique_ptr<analysis::OrderedRankSummarizer> summarizer;
+  if (summarize) summarizer.reset(new analysis::OrderedRankSummarizer());
+  std::vector<analysis::TimedOp> block;
   timeline::BlockCallbacks cb;
   cb.on_metadata = [&](const timeline::Metadata& m) { replay.sizes = CommSizes(m.comms); };
   cb.on_block_at = [&](uint64_t offset, uint32_t count) { replay.blocks.push_back({offset, count}); };
@@ -132,9 +137,12 @@ void ScanOne(FileResult* f) {
         last_at = at;
         last = e;
       }
+      if (summarizer) block.push_back(TimedOpOf(e, replay.sizes.Of(e.comm_id)));
     }
+    if (summarizer) summarizer->AddBlock(&block);
   };
   timeline::ReadResult r = timeline::ReadTimelineBlocks(f->path, cb);
+  if (summarizer) f->input.arrivals = summarizer->Finish();
   f->ok = r.ok;
   f->error = r.complete ? "" : r.error;
   f->events = r.events;
@@ -339,7 +347,7 @@ std::map<std::string, std::vector<CollectiveEnd>> ScanFiles(const DumpReadOption
   size_t merged = 0, done = 0;
   std::set<int32_t> ranks_seen;
   ParallelFor(files->size(), opt.jobs, [&](size_t i) {
-    ScanOne(&(*files)[i]);
+    ScanOne(&(*files)[i], opt.arrivals);
     std::lock_guard<std::mutex> lock(mu);
     scanned[i] = 1;
     for (; merged < files->size() && scanned[merged]; ++merged) {
@@ -430,10 +438,10 @@ bool OpenDump(const DumpReadOptions& opt, DumpInput* out, DumpReplay* replay,
 }
 
 bool ReadDump(const DumpReadOptions& opt, DumpInput* out, std::string* error) {
+  DumpReadOptions with_arrivals = opt;
+  with_arrivals.arrivals = true;
   DumpReplay replay;
-  if (!OpenDump(opt, out, &replay, error)) return false;
-  ReadArrivals(replay, &out->ranks);
-  return true;
+  return OpenDump(with_arrivals, out, &replay, error);
 }
 
 }  // namespace cli

@@ -35,6 +35,7 @@ struct DumpReadOptions {
   int jobs = 0;                     // reader threads; 0: hardware threads
   bool align_clocks = true;
   FILE* progress = nullptr;         // draws "reading i/n files" here when set
+  bool arrivals = false;            // OpenDump: read the ranks' arrivals too (ReadDump sets it)
 };
 
 struct DumpInput {
@@ -78,12 +79,13 @@ void AddDumpArgs(DumpArgs* args, CommandLine* cl);
 DumpReadOptions ReadOptionsOf(const DumpArgs& args);
 
 // Returns false with *error when nothing could be read, or when the job is not chosen (above).
-// The ranks hold every arrival (OpenDump, then ReadArrivals).
+// The ranks hold every arrival (OpenDump with `arrivals`: each file is read once).
 bool ReadDump(const DumpReadOptions& options, DumpInput* out, std::string* error);
 
-// ReadDump's first pass: the ranks without their arrivals, and what a second pass needs to read
-// them (*replay: ReadArrivals, AnalyzeDump in cli/dump_replay.h). Memory: each rank's own
-// facts and each node's collective ends, not the files' events.
+// The first pass of a reader that does not hold the arrivals: the ranks without them (unless
+// options.arrivals), and what a second pass needs to read them (*replay: ReadArrivals,
+// AnalyzeDump in cli/dump_replay.h). Memory: each rank's own facts and each node's collective
+// ends, not the files' events.
 bool OpenDump(const DumpReadOptions& options, DumpInput* out, DumpReplay* replay,
               std::string* error);
 

@@ -6,6 +6,7 @@
 
 #include <limits>
 #include <memory>
+#include <thread>
 
 #include "cli/parallel_for.h"
 #include "cli/rank_clock.h"
@@ -139,27 +140,52 @@ std::vector<int64_t> RoundEnds(const DumpReplay& replay) {
   return ends;
 }
 
-// Streams every rank's arrivals into `stream`, round by round. False when one cannot be.
+// One round's arrivals of every rank, and whether each rank's could be read in order.
+struct Round {
+  std::vector<std::vector<analysis::Arrival>> made;
+  std::vector<uint8_t> ok;
+};
+
+// Gives a round to the stream and folds; false when a rank's arrivals cannot be streamed.
+bool Feed(const DumpReplay& replay, const Round& round, analysis::AnalysisStream* stream) {
+  for (size_t i = 0; i < round.made.size(); ++i) {
+    if (!round.ok[i] || !stream->Add(replay.ranks[i].input, round.made[i])) return false;
+  }
+  stream->Fold();
+  return true;
+}
+
+// Streams every rank's arrivals into `stream`, round by round: while the readers read a round,
+// one more thread folds the round before. False when a rank's arrivals cannot be streamed.
 bool Stream(const DumpReplay& replay, analysis::AnalysisStream* stream) {
   const size_t n = replay.ranks.size();
   std::vector<std::unique_ptr<Replayer>> readers(n);
   for (size_t i = 0; i < n; ++i) readers[i].reset(new Replayer(replay.ranks[i], kStreamWindow));
-  std::vector<std::vector<analysis::Arrival>> made(n);
-  std::vector<uint8_t> ok(n, 1);
-  const bool keep_open = CanKeepOpen(n);
-  for (int64_t until : RoundEnds(replay)) {
-    ParallelFor(n, replay.jobs, [&](size_t i) {
-      made[i].clear();
-      readers[i]->Restart();
-      ok[i] = readers[i]->Advance(until, kChunkEvents, keep_open, &made[i]) &&
-              readers[i]->in_order();
-    });
-    for (size_t i = 0; i < n; ++i) {
-      if (!ok[i] || !stream->Add(replay.ranks[i].input, made[i])) return false;
-    }
-    stream->Fold();
+  Round rounds[2];
+  for (Round& r : rounds) {
+    r.made.resize(n);
+    r.ok.assign(n, 1);
   }
-  return true;
+  const bool keep_open = CanKeepOpen(n);
+  bool fed = true;
+  size_t index = 0;
+  for (int64_t until : RoundEnds(replay)) {
+    Round& read = rounds[index % 2];
+    std::thread folder;
+    if (index > 0) {
+      folder = std::thread([&] { fed = Feed(replay, rounds[(index - 1) % 2], stream); });
+    }
+    ParallelFor(n, replay.jobs, [&](size_t i) {
+      read.made[i].clear();
+      readers[i]->Restart();
+      read.ok[i] = readers[i]->Advance(until, kChunkEvents, keep_open, &read.made[i]) &&
+                   readers[i]->in_order();
+    });
+    if (folder.joinable()) folder.join();
+    if (!fed) return false;
+    ++index;
+  }
+  return index == 0 || Feed(replay, rounds[(index - 1) % 2], stream);
 }
 
 }  // namespace
