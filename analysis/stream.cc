@@ -36,6 +36,11 @@ struct CommStream {
 }  // namespace
 
 void RankPlan::Add(uint64_t comm_id, int32_t comm_size, uint64_t seq) {
+  if (!comms.empty() && comms.back().comm_id == comm_id) {  // consecutive arrivals, mostly
+    comms.back().comm_size = std::max(comms.back().comm_size, comm_size);
+    comms.back().last_seq = std::max(comms.back().last_seq, seq);
+    return;
+  }
   for (Comm& c : comms) {
     if (c.comm_id == comm_id) {
       c.comm_size = std::max(c.comm_size, comm_size);

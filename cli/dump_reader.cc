@@ -125,6 +125,7 @@ void ScanOne(FileResult* f, bool summarize) {
   cb.on_metadata = [&](const timeline::Metadata& m) { replay.sizes = CommSizes(m.comms); };
   cb.on_block_at = [&](uint64_t offset, uint32_t count) { replay.blocks.push_back({offset, count}); };
   cb.on_block = [&](const EventRecord* events, size_t count) {
+    const EventRecord* latest = nullptr;  // the block's last activity, copied once
     for (size_t i = 0; i < count; ++i) {
       const EventRecord& e = events[i];
       if (analysis::IsArrival(e.op, e.kind, e.gpu_start_ns, e.duration_ns)) {
@@ -135,10 +136,11 @@ void ScanOne(FileResult* f, bool summarize) {
                                   e.cpu_launch_ns);
       if (at >= last_at) {
         last_at = at;
-        last = e;
+        latest = &e;
       }
       if (summarizer) block.push_back(TimedOpOf(e, replay.sizes.Of(e.comm_id)));
     }
+    if (latest != nullptr) last = *latest;
     if (summarizer) summarizer->AddBlock(&block);
   };
   timeline::ReadResult r = timeline::ReadTimelineBlocks(f->path, cb);

@@ -681,30 +681,23 @@ std::string Range(const char* field, int64_t v, int64_t lo, int64_t hi) {
          ", " + std::to_string(hi) + "]";
 }
 
-// Every event's fields are held to these (timeline/format.h); every event of every file passes
-// here, so the test makes no text, and the reason is written only for an event that fails it.
-template <typename T>
-struct Limit {
-  const char* field;
-  T EventRecord::*member;
-  int64_t lo, hi;
-  bool ok(const EventRecord& e) const { return e.*member >= lo && e.*member <= hi; }
-};
-constexpr Limit<int64_t> kLimits64[] = {
-    {"duration_ns", &EventRecord::duration_ns, 0, kMaxDurationNs},
-    {"gpu_start_ns", &EventRecord::gpu_start_ns, 0, kMaxTimeNs - 1},
-    {"cpu_launch_ns", &EventRecord::cpu_launch_ns, 0, kMaxTimeNs - 1},
-    {"m", &EventRecord::m, 0, kMaxGemmDim},
-    {"n", &EventRecord::n, 0, kMaxGemmDim},
-    {"k", &EventRecord::k, 0, kMaxGemmDim},
-    {"batch", &EventRecord::batch, 0, kMaxGemmDim},
-};
-constexpr Limit<int32_t> kLimits32[] = {
-    {"peer", &EventRecord::peer, -1, kMaxWorldSize - 1},
-    {"root", &EventRecord::root, -1, kMaxWorldSize - 1},
-};
+// Every event's fields are held to these (timeline/format.h): calls check(field, value, lo, hi)
+// for each, in order, until one returns false. Every event of every file passes here, so the
+// test (EventWithinLimits) makes no text; the reason is written only for an event that fails.
+template <typename Check>
+bool EachLimit(const EventRecord& e, Check check) {
+  return check("duration_ns", e.duration_ns, 0, kMaxDurationNs) &&
+         check("gpu_start_ns", e.gpu_start_ns, 0, kMaxTimeNs - 1) &&
+         check("cpu_launch_ns", e.cpu_launch_ns, 0, kMaxTimeNs - 1) &&
+         check("m", e.m, 0, kMaxGemmDim) && check("n", e.n, 0, kMaxGemmDim) &&
+         check("k", e.k, 0, kMaxGemmDim) && check("batch", e.batch, 0, kMaxGemmDim) &&
+         check("peer", e.peer, -1, kMaxWorldSize - 1) &&
+         check("root", e.root, -1, kMaxWorldSize - 1);
+}
 
+// m, n and k are within [0, kMaxGemmDim] here.
 bool GemmTooLarge(const EventRecord& e) {
+  if ((e.m | e.n | e.k) < (int64_t{1} << 20)) return false;  // every product below 2^40
   const double m = static_cast<double>(e.m), n = static_cast<double>(e.n),
                k = static_cast<double>(e.k);
   return m * k > kMaxGemmElements || k * n > kMaxGemmElements || m * n > kMaxGemmElements;
@@ -713,24 +706,23 @@ bool GemmTooLarge(const EventRecord& e) {
 }  // namespace
 
 bool EventWithinLimits(const EventRecord& e) {
-  for (const auto& l : kLimits64) {
-    if (!l.ok(e)) return false;
-  }
-  for (const auto& l : kLimits32) {
-    if (!l.ok(e)) return false;
-  }
-  return e.bytes <= kMaxOpBytes && !GemmTooLarge(e);
+  // lo <= v <= hi as one unsigned comparison (lo <= hi).
+  auto within = [](const char*, int64_t v, int64_t lo, int64_t hi) {
+    return static_cast<uint64_t>(v) - static_cast<uint64_t>(lo) <=
+           static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
+  };
+  return EachLimit(e, within) && e.bytes <= kMaxOpBytes && !GemmTooLarge(e);
 }
 
 std::string EventOutOfRange(const EventRecord& e) {
   if (EventWithinLimits(e)) return std::string();
   if (e.duration_ns < 0) return "duration_ns " + std::to_string(e.duration_ns) + " is negative";
-  for (const auto& l : kLimits64) {
-    if (!l.ok(e)) return Range(l.field, e.*l.member, l.lo, l.hi);
-  }
-  for (const auto& l : kLimits32) {
-    if (!l.ok(e)) return Range(l.field, e.*l.member, l.lo, l.hi);
-  }
+  std::string bad;
+  EachLimit(e, [&bad](const char* field, int64_t v, int64_t lo, int64_t hi) {
+    bad = Range(field, v, lo, hi);
+    return bad.empty();
+  });
+  if (!bad.empty()) return bad;
   if (e.bytes > kMaxOpBytes) {
     return "bytes " + std::to_string(e.bytes) + " is over " + std::to_string(kMaxOpBytes);
   }
