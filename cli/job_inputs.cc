@@ -33,7 +33,7 @@ Header ReadHeader(const std::string& path) {
   const size_t got = static_cast<size_t>(in.gcount());
   auto ignore = [](const timeline::EventRecord&) {};
   timeline::ReadResult r =
-      timeline::ReadTimelineBuffer(reinterpret_cast<const uint8_t*>(prefix.data()), got, ignore);
+      timeline::ReadTimelineMetadata(reinterpret_cast<const uint8_t*>(prefix.data()), got);
   if (!r.ok && got == prefix.size()) r = timeline::ReadTimeline(path, ignore);
   if (!r.ok) return h;
   h.ok = true;

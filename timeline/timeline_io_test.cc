@@ -185,6 +185,33 @@ TEST(TimelineIo, BlocksComeAfterTheMetadata) {
   EXPECT_EQ(counts, (std::vector<size_t>{kEventsPerBlock, kEventsPerBlock, 17}));
 }
 
+TEST(TimelineIo, BlocksAreWhereTheReaderSaysAndMetadataAloneReadsNoEvent) {
+  const uint64_t n = kEventsPerBlock + 5;
+  std::string path = WriteSample(n, "layout.timeline");
+  std::vector<uint8_t> bytes = Slurp(path);
+  std::vector<std::pair<uint64_t, uint32_t>> blocks;
+  BlockCallbacks cb;
+  cb.on_block_at = [&](uint64_t offset, uint32_t count) { blocks.push_back({offset, count}); };
+  cb.on_block = [](const EventRecord*, size_t) {};
+  ASSERT_TRUE(ReadTimelineBlocks(path, cb).complete);
+  ASSERT_EQ(blocks.size(), 2u);
+  uint64_t next = 0;
+  for (const auto& b : blocks) {
+    for (uint32_t i = 0; i < b.second; ++i, ++next) {
+      const EventRecord want = Event(next);
+      ASSERT_LE(b.first + (i + 1) * sizeof(EventRecord), bytes.size());
+      EXPECT_EQ(std::memcmp(bytes.data() + b.first + i * sizeof(EventRecord), &want,
+                            sizeof(EventRecord)), 0) << next;
+    }
+  }
+  EXPECT_EQ(next, n);
+  ReadResult m = ReadTimelineMetadata(bytes.data(), bytes.size());
+  EXPECT_TRUE(m.ok) << m.error;
+  EXPECT_EQ(m.metadata.comms.size(), 2u);
+  EXPECT_EQ(m.events, 0u);
+  EXPECT_FALSE(ReadTimelineMetadata(bytes.data(), 16).ok);  // cut inside the header
+}
+
 TEST(TimelineIo, EmptyFileIsComplete) {
   std::string path = WriteSample(0, "empty.timeline");
   ReadResult r = ReadTimeline(path, [](const EventRecord&) {});
