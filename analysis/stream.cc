@@ -77,7 +77,9 @@ AnalysisStream::AnalysisStream(std::vector<RankInput> ranks, const std::vector<R
   s.options = options;
   std::vector<std::vector<ArrivalComm>> arrival_comms(s.ranks.size());
   for (size_t r = 0; r < s.ranks.size() && r < plans.size(); ++r) {
-    for (const RankPlan::Comm& c : plans[r].comms) arrival_comms[r].push_back({c.comm_id, c.comm_size});
+    for (const RankPlan::Comm& c : plans[r].comms) {
+      arrival_comms[r].push_back({c.comm_id, c.comm_size});
+    }
   }
   s.comms = CommsOf(s.ranks, arrival_comms);
   s.streams.resize(s.comms.size());

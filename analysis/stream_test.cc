@@ -85,7 +85,8 @@ TEST(AnalysisStream, StragglersAndLinksAsAnalyze) {
     ASSERT_FALSE(whole.stragglers.empty()) << variant;
     for (size_t chunk : {1, 7, 1000}) {
       size_t most_held = 0;
-      EXPECT_EQ(Json(Streamed(ranks, o, chunk, &most_held)), Json(whole)) << variant << " " << chunk;
+      EXPECT_EQ(Json(Streamed(ranks, o, chunk, &most_held)), Json(whole))
+          << variant << " " << chunk;
       // Folding keeps up: a round's arrivals, not the job's, are held.
       if (chunk == 7) {
         EXPECT_LE(most_held, 3 * 7 * ranks.size()) << variant;

@@ -222,11 +222,11 @@ bool Write(const std::string& text, const std::string& path) {
   return std::fclose(f) == 0 && ok;
 }
 
-// Reading allocates and frees per-file buffers (a block, the reorder window, a rank's arrivals
-// while they grow) on every reader thread. glibc would give those of over 128 KiB back to the
-// kernel and fault them in again, zeroed, for the next file: that doubled the page faults and cost
-// about a quarter of the run's CPU time (docs/benchmarks.md). Keeping freed memory in
-// the process reuses it; the peak (every rank's arrivals) is unchanged.
+// Reading allocates and frees buffers over and over (a file's block, each round's arrivals, the
+// instances not yet judged). glibc would give those of over 128 KiB back to the kernel and fault
+// them in again, zeroed: that doubled the page faults and cost about a quarter of the run's CPU
+// time (docs/benchmarks.md). Keeping freed memory in the process reuses it; the peak is
+// unchanged.
 void KeepFreedMemory() {
   mallopt(M_MMAP_THRESHOLD, 256 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);

@@ -123,7 +123,9 @@ void ScanOne(FileResult* f, bool summarize) {
   std::vector<analysis::TimedOp> block;
   timeline::BlockCallbacks cb;
   cb.on_metadata = [&](const timeline::Metadata& m) { replay.sizes = CommSizes(m.comms); };
-  cb.on_block_at = [&](uint64_t offset, uint32_t count) { replay.blocks.push_back({offset, count}); };
+  cb.on_block_at = [&](uint64_t offset, uint32_t count) {
+    replay.blocks.push_back({offset, count});
+  };
   cb.on_block = [&](const EventRecord* events, size_t count) {
     const EventRecord* latest = nullptr;  // the block's last activity, copied once
     for (size_t i = 0; i < count; ++i) {

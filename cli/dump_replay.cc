@@ -40,7 +40,8 @@ class Replayer {
   // Reads on until an event ending at `until_ns` or later (aligned clock) was read, or to the end;
   // appends the arrivals made to *out (all of them at the end), aligned. False when the file
   // cannot be read as the first pass read it.
-  bool Advance(int64_t until_ns, size_t chunk, bool keep_open, std::vector<analysis::Arrival>* out) {
+  bool Advance(int64_t until_ns, size_t chunk, bool keep_open,
+               std::vector<analysis::Arrival>* out) {
     if (fd_ < 0 && block_ < r_.blocks.size()) {
       fd_ = open(r_.path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd_ < 0) return false;
@@ -72,22 +73,22 @@ class Replayer {
  private:
   bool Read(uint32_t n, bool* reached, int64_t until_ns) {
     // Per reader thread, not per rank: thousands of ranks are read in turns.
-    thread_local std::vector<EventRecord> events_;
-    thread_local std::vector<analysis::TimedOp> ops_;
-    events_.resize(n);
+    thread_local std::vector<EventRecord> events;
+    thread_local std::vector<analysis::TimedOp> ops;
+    events.resize(n);
     const size_t bytes = static_cast<size_t>(n) * sizeof(EventRecord);
     const uint64_t at = r_.blocks[block_].first + static_cast<uint64_t>(pos_) * sizeof(EventRecord);
-    if (pread(fd_, events_.data(), bytes, static_cast<off_t>(at)) != static_cast<ssize_t>(bytes)) {
+    if (pread(fd_, events.data(), bytes, static_cast<off_t>(at)) != static_cast<ssize_t>(bytes)) {
       return false;
     }
-    ops_.clear();
-    for (const EventRecord& e : events_) {
+    ops.clear();
+    for (const EventRecord& e : events) {
       // Left out as the first pass left them out (checked again: the file is outside input).
       if (!timeline::EventWithinLimits(e)) continue;
-      ops_.push_back(TimedOpOf(e, sizes_.Of(e.comm_id)));
+      ops.push_back(TimedOpOf(e, sizes_.Of(e.comm_id)));
       if (e.gpu_start_ns + e.duration_ns + r_.offset_ns >= until_ns) *reached = true;
     }
-    summarizer_.AddBlock(&ops_);
+    summarizer_.AddBlock(&ops);
     return true;
   }
 
