@@ -25,9 +25,10 @@ constexpr uint32_t kChunkEvents = 128;
 
 // The elements of a collective's or send/recv's send buffer (opmath's table read backwards).
 uint64_t CountOf(uint16_t op, uint8_t dtype, uint64_t bytes, int32_t comm_size) {
-  const int elem = opmath::ElementSize(static_cast<format::DType>(dtype));
   const int blocks = opmath::SendBlocks(op, comm_size);
-  return elem > 0 && blocks > 0 ? bytes / static_cast<uint64_t>(elem * blocks) : 0;
+  if (blocks <= 0) return 0;  // not communication (most events)
+  const int elem = opmath::ElementSize(static_cast<format::DType>(dtype));
+  return elem > 0 ? bytes / static_cast<uint64_t>(elem * blocks) : 0;
 }
 
 // One rank's file read again from the first pass's block list, events within the limits
