@@ -134,29 +134,49 @@ std::vector<std::vector<ArrivalComm>> ArrivalCommsOf(const std::vector<RankInput
       if (last >= mine.size() || mine[last].comm_id != a.comm_id) {
         last = 0;
         while (last < mine.size() && mine[last].comm_id != a.comm_id) ++last;
-        if (last == mine.size()) mine.push_back({a.comm_id, 0});
+        if (last == mine.size()) mine.push_back({a.comm_id, 0, 0});
       }
       mine[last].comm_size = std::max(mine[last].comm_size, a.comm_size);
+      ++mine[last].count;
     }
   }
   return out;
 }
 
-// The entries of every communicator, in rank order, then sorted by (seq, slot).
-void FillEntries(const std::vector<RankInput>& ranks, std::vector<CommView>* comms) {
-  std::vector<size_t> counts(comms->size(), 0);
-  size_t c = 0;
-  for (const RankInput& in : ranks) {
-    for (const Arrival& a : in.arrivals) {
-      if (c >= comms->size() || (*comms)[c].id != a.comm_id) c = CommIndexOf(*comms, a.comm_id);
-      ++counts[c];
+// CommIndexOf with a small cache: a rank's arrivals cycle through few communicators.
+class CommFinder {
+ public:
+  explicit CommFinder(const std::vector<CommView>& comms) : comms_(comms) {}
+  size_t Of(uint64_t id) {
+    for (size_t i : recent_) {
+      if (i < comms_.size() && comms_[i].id == id) return i;
     }
+    const size_t i = CommIndexOf(comms_, id);
+    recent_[next_] = i;
+    next_ = (next_ + 1) % kRecent;
+    return i;
+  }
+
+ private:
+  static constexpr size_t kRecent = 4;
+  const std::vector<CommView>& comms_;
+  size_t recent_[kRecent] = {~size_t{0}, ~size_t{0}, ~size_t{0}, ~size_t{0}};
+  size_t next_ = 0;
+};
+
+// The entries of every communicator, in rank order, then sorted by (seq, slot).
+void FillEntries(const std::vector<RankInput>& ranks,
+                 const std::vector<std::vector<ArrivalComm>>& arrival_comms,
+                 std::vector<CommView>* comms) {
+  std::vector<size_t> counts(comms->size(), 0);
+  for (const std::vector<ArrivalComm>& mine : arrival_comms) {
+    for (const ArrivalComm& a : mine) counts[CommIndexOf(*comms, a.comm_id)] += a.count;
   }
   for (size_t i = 0; i < comms->size(); ++i) (*comms)[i].entries.reserve(counts[i]);
+  CommFinder find(*comms);
   for (uint32_t r = 0; r < ranks.size(); ++r) {
     for (const Arrival& a : ranks[r].arrivals) {
-      if (c >= comms->size() || (*comms)[c].id != a.comm_id) c = CommIndexOf(*comms, a.comm_id);
-      CommView& v = (*comms)[c];
+      CommView& v = (*comms)[find.Of(a.comm_id)];
       uint32_t slot = static_cast<uint32_t>(
           std::lower_bound(v.inputs.begin(), v.inputs.end(), r) - v.inputs.begin());
       v.entries.push_back({a.seq, a.start_ns, a.end_ns, a.busy_before_ns, a.idle_before_ns,
@@ -191,8 +211,9 @@ void FoldEntries(const std::vector<RankInput>& ranks, const Options& options, Co
 }  // namespace
 
 std::vector<CommView> IndexComms(const std::vector<RankInput>& ranks, const Options& options) {
-  std::vector<CommView> comms = CommsOf(ranks, ArrivalCommsOf(ranks));
-  FillEntries(ranks, &comms);
+  const std::vector<std::vector<ArrivalComm>> arrival_comms = ArrivalCommsOf(ranks);
+  std::vector<CommView> comms = CommsOf(ranks, arrival_comms);
+  FillEntries(ranks, arrival_comms, &comms);
   for (CommView& v : comms) FoldEntries(ranks, options, &v);
   return comms;
 }

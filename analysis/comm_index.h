@@ -43,10 +43,11 @@ struct CommView {
   CommFacts facts;
 };
 
-// A communicator a rank has arrivals on, and the largest size they give it.
+// A communicator a rank has arrivals on, the largest size they give it, and how many there are.
 struct ArrivalComm {
   uint64_t comm_id = 0;
   int32_t comm_size = 0;
+  size_t count = 0;
 };
 
 // The communicators of the inputs in ascending id order, with their members and sizes (no

@@ -78,7 +78,7 @@ AnalysisStream::AnalysisStream(std::vector<RankInput> ranks, const std::vector<R
   std::vector<std::vector<ArrivalComm>> arrival_comms(s.ranks.size());
   for (size_t r = 0; r < s.ranks.size() && r < plans.size(); ++r) {
     for (const RankPlan::Comm& c : plans[r].comms) {
-      arrival_comms[r].push_back({c.comm_id, c.comm_size});
+      arrival_comms[r].push_back({c.comm_id, c.comm_size, 0});
     }
   }
   s.comms = CommsOf(s.ranks, arrival_comms);
