@@ -1,7 +1,6 @@
 #include "cli/job_inputs.h"
 
 #include <algorithm>
-#include <fstream>
 #include <map>
 #include <set>
 #include <utility>
@@ -13,10 +12,6 @@ namespace xtimer {
 namespace cli {
 namespace {
 
-// Enough for the header and the metadata of any file xtimerd writes; a larger metadata block is
-// read from the whole file.
-constexpr size_t kMetadataPrefixBytes = 256 << 10;
-
 struct Header {
   bool ok = false;
   std::string job;
@@ -26,15 +21,7 @@ struct Header {
 
 Header ReadHeader(const std::string& path) {
   Header h;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return h;
-  std::string prefix(kMetadataPrefixBytes, '\0');
-  in.read(&prefix[0], static_cast<std::streamsize>(prefix.size()));
-  const size_t got = static_cast<size_t>(in.gcount());
-  auto ignore = [](const timeline::EventRecord&) {};
-  timeline::ReadResult r =
-      timeline::ReadTimelineMetadata(reinterpret_cast<const uint8_t*>(prefix.data()), got);
-  if (!r.ok && got == prefix.size()) r = timeline::ReadTimeline(path, ignore);
+  timeline::ReadResult r = timeline::ReadTimelineMetadata(path);  // no event is read
   if (!r.ok) return h;
   h.ok = true;
   h.job = std::move(r.metadata.job);

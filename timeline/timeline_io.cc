@@ -461,7 +461,6 @@ ReadResult ReadFrom(Source* src, const BlockCallbacks& cb) {
   if (!r.error.empty()) return r;
   r.ok = true;
   if (cb.on_metadata) cb.on_metadata(r.metadata);
-  if (!cb.on_block) return r;  // the metadata only (ReadTimelineMetadata)
   ReadBlocks(src, cb, h, offset, &r);
   r.complete = r.error.empty();
   return r;
@@ -666,11 +665,6 @@ ReadResult ReadTimelineMetadata(const std::string& path) {
 ReadResult ReadTimeline(const std::string& path,
                         const std::function<void(const EventRecord&)>& on_event) {
   return ReadTimelineBlocks(path, EachEvent(on_event));
-}
-
-ReadResult ReadTimelineMetadata(const uint8_t* data, size_t size) {
-  BufferSource src(data, size);
-  return ReadFrom(&src, BlockCallbacks());
 }
 
 ReadResult ReadTimelineBuffer(const uint8_t* data, size_t size,

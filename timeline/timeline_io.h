@@ -100,10 +100,6 @@ struct ReadResult {
 ReadResult ReadTimeline(const std::string& path,
                         const std::function<void(const EventRecord&)>& on_event);
 
-// The header and metadata at the start of a file's bytes, no event read (ok: they parse and
-// keep within the limits; events, complete: unset).
-ReadResult ReadTimelineMetadata(const uint8_t* data, size_t size);
-
 // The same from a memory buffer (fuzzing, tests).
 ReadResult ReadTimelineBuffer(const uint8_t* data, size_t size,
                               const std::function<void(const EventRecord&)>& on_event);
@@ -115,8 +111,7 @@ ReadResult ReadTimelineMetadata(const std::string& path);
 // Block-wise reading, for readers that work on events in bulk: `on_metadata` (may be empty) is
 // called once, after the metadata was checked and before any event; `on_block` once per intact
 // block with its events, in file order. The result is ReadTimeline's.
-// With `on_block` empty, reading stops after the metadata. `on_block_at` (may be empty) is
-// called before each block with where the block's events lie in the file
+// `on_block_at` (may be empty) is called before each block with where the block's events lie in the file
 // (`offset`, `count` records before the range check): a reader that comes back for them later
 // reads them there (the block's CRC was checked).
 struct BlockCallbacks {
