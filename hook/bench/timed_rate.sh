@@ -22,13 +22,8 @@ echo "building (-c opt)..." >&2
 bazel build --symlink_prefix=/ -c opt //hook:libxtimer.so //hook/bench:timed_rate \
   //test/gpusim:gpusim-run //daemon:xtimerd >&2
 bin="$(bazel info --symlink_prefix=/ -c opt bazel-bin 2>/dev/null)"
-run_dir=$(mktemp -d /tmp/xtimer-rate-XXXXXX)
-metrics_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-"$bin/daemon/xtimerd" --run-dir="$run_dir" --metrics-port="$metrics_port" --control-port=0 \
-  >"$run_dir/xtimerd.log" 2>&1 &
-daemon=$!
-trap 'kill $daemon 2>/dev/null || true; wait $daemon 2>/dev/null || true; rm -rf "$run_dir"' EXIT
-for _ in $(seq 100); do [[ -S "$run_dir/xtimerd.sock" ]] && break; sleep 0.1; done
+source hook/bench/bench_daemon.sh
+start_bench_daemon rate
 export XTIMER_DAEMON_SOCKET="$run_dir/xtimerd.sock" XTIMER_SIM_KERNEL_TIME_US=0
 IFS=, read -ra list <<<"$rates"
 for rate in "${list[@]}"; do
