@@ -6,7 +6,7 @@
 #include <thread>
 #include <utility>
 
-#include "cli/parallel_for.h"
+#include "util/parallel_for.h"
 #include "util/default_ports.h"
 
 namespace xtimer {

@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "cli/job_inputs.h"
-#include "cli/parallel_for.h"
+#include "util/parallel_for.h"
 #include "cli/rank_clock.h"
 #include "cli/rank_progress.h"
 #include "format/record.h"

@@ -8,7 +8,7 @@
 #include <memory>
 #include <thread>
 
-#include "cli/parallel_for.h"
+#include "util/parallel_for.h"
 #include "cli/rank_clock.h"
 #include "opmath/op_math.h"
 #include "timeline/timeline_io.h"

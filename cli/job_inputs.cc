@@ -5,7 +5,7 @@
 #include <set>
 #include <utility>
 
-#include "cli/parallel_for.h"
+#include "util/parallel_for.h"
 #include "timeline/timeline_io.h"
 
 namespace xtimer {

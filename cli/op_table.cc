@@ -7,7 +7,7 @@
 #include <tuple>
 #include <utility>
 
-#include "cli/parallel_for.h"
+#include "util/parallel_for.h"
 #include "format/record.h"
 #include "timeline/clock_align.h"
 #include "timeline/flows.h"

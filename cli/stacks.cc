@@ -25,7 +25,7 @@
 #include "cli/commands.h"
 #include "cli/control_client.h"
 #include "cli/job_inputs.h"
-#include "cli/parallel_for.h"
+#include "util/parallel_for.h"
 #include "cli/stacks_input.h"
 #include "proto/hosting.grpc.pb.h"
 #include "stacktrace/flamegraph_svg.h"

@@ -24,6 +24,7 @@
 #include "timeline/rank_encoder.h"
 #include "timeline/slice_args.h"
 #include "timeline/timeline_io.h"
+#include "util/parallel_for.h"
 
 namespace xtimer {
 namespace timeline {
@@ -237,19 +238,6 @@ void ListFiles(Conversion* c) {
   c->stats->skipped = std::move(inputs.skipped);
   c->stats->notes = std::move(inputs.notes);
   c->stats->files = static_cast<int>(c->files.size());
-}
-
-// Runs fn(0), ..., fn(count - 1) on up to `jobs` threads.
-void ParallelFor(size_t count, int jobs, const std::function<void(size_t)>& fn) {
-  std::atomic<size_t> next{0};
-  std::vector<std::thread> threads;
-  int nt = static_cast<int>(std::min<size_t>(jobs, std::max<size_t>(count, 1)));
-  for (int t = 0; t < nt; ++t) {
-    threads.emplace_back([&] {
-      for (size_t i; (i = next.fetch_add(1)) < count;) fn(i);
-    });
-  }
-  for (auto& t : threads) t.join();
 }
 
 // Pass 1: metadata, streams, collective end times (merged per node for the clock alignment).

@@ -1,7 +1,7 @@
-// fn(0..count-1) on up to `jobs` threads (0: hardware threads), for the commands that read one
-// file per rank.
-#ifndef XTIMER_CLI_PARALLEL_FOR_H_
-#define XTIMER_CLI_PARALLEL_FOR_H_
+// fn(0..count-1) on up to `jobs` threads (0: hardware threads): the readers that take one file per
+// rank (the CLI's commands, the timeline converter).
+#ifndef XTIMER_UTIL_PARALLEL_FOR_H_
+#define XTIMER_UTIL_PARALLEL_FOR_H_
 
 #include <algorithm>
 #include <atomic>
@@ -10,7 +10,6 @@
 #include <vector>
 
 namespace xtimer {
-namespace cli {
 
 template <typename Fn>
 void ParallelFor(size_t count, int jobs, Fn fn) {
@@ -26,7 +25,6 @@ void ParallelFor(size_t count, int jobs, Fn fn) {
   for (std::thread& t : threads) t.join();
 }
 
-}  // namespace cli
 }  // namespace xtimer
 
-#endif  // XTIMER_CLI_PARALLEL_FOR_H_
+#endif  // XTIMER_UTIL_PARALLEL_FOR_H_
