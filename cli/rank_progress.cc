@@ -20,6 +20,7 @@ namespace {
 analysis::OpState StateOf(CollectiveArrival::State s) {
   if (s == CollectiveArrival::started) return analysis::OpState::kStarted;
   if (s == CollectiveArrival::queued) return analysis::OpState::kQueued;
+  if (s == CollectiveArrival::issued) return analysis::OpState::kIssued;  // untimed, in flight
   return analysis::OpState::kCompleted;
 }
 
