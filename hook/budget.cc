@@ -83,20 +83,14 @@ bool DecideSlow(Slot* slot, uint32_t count) {
 }
 
 bool DecideCollective(uint64_t seq) {
-  ThreadBudget& t = t_budget;
-  ++t.decisions;
+  // Not the thread's period: neither a decision of its controller nor one of its timed ops (the
+  // controller counts a collective's whole cost as fixed, OwnTimer::set_timed(false)).
   if (GetState()->config.budget_ppm >= kFullBudgetPpm || seq < kCollectiveWarmup ||
       ((seq >> kBlockShift) & (kCollectivePeriod - 1)) == 0) {
-    ++t.timed;
     return true;
   }
   CountUntimed(format::UntimedCause::kBudget);
   return false;
-}
-
-void CountMandatory(format::OpKind kind) {
-  GetState()->op_calls[static_cast<uint8_t>(kind) & (format::kOpKindSlots - 1)].fetch_add(
-      1, std::memory_order_relaxed);
 }
 
 }  // namespace budget

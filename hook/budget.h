@@ -88,8 +88,6 @@ extern __thread ThreadBudget t_budget
 // otherwise it is counted as untimed (cause "budget"). With XTIMER_SAMPLE_RATE set, the sample
 // rate is applied first.
 bool DecideSlow(Slot* slot, uint32_t count);
-// Counts a collective or send/recv (every one is tracked to its completion).
-void CountMandatory(format::OpKind kind);
 // Whether to time the collective or send/recv that will get sequence number `seq` (else it is
 // only tracked); counts one left untimed under cause "budget". XTIMER_SAMPLE_RATE does not apply.
 bool DecideCollective(uint64_t seq);

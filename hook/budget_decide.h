@@ -38,13 +38,18 @@ inline uint64_t KernelSignature(const void* kernel, const void* stream) {
   return h ^ (h >> 29);
 }
 
+// Counts an op the hook considered timing (State::op_calls: every one, timed or not).
+inline void CountCall(format::OpKind kind) {
+  GetState()->op_calls[static_cast<uint8_t>(kind) & (format::kOpKindSlots - 1)].fetch_add(
+      1, std::memory_order_relaxed);
+}
+
 // Whether to time an op of `kind` and `signature` (not a collective or send/recv): counts it,
 // then applies the thread's period (1 in P calls of the signature), the epoch rule and
 // XTIMER_SAMPLE_RATE (DecideSlow).
 inline bool Decide(format::OpKind kind, uint64_t signature) {
+  CountCall(kind);
   State* s = GetState();
-  s->op_calls[static_cast<uint8_t>(kind) & (format::kOpKindSlots - 1)].fetch_add(
-      1, std::memory_order_relaxed);
   ThreadBudget& t = t_budget;
   ++t.decisions;
   Slot* slot = &s->budget_slots[signature & (kSlots - 1)];

@@ -147,7 +147,7 @@ inline ncclResult_t NcclOpCall(Call&& call, const void* comm, Describe&& describ
   OpDesc d;
   d.comm = LookupComm(comm);
   describe(&d);
-  budget::CountMandatory(d.kind);
+  budget::CountCall(d.kind);
   bool capturing = false;
   if (InGroup()) {
     bool can_time;
@@ -170,20 +170,20 @@ inline ncclResult_t NcclOpCall(Call&& call, const void* comm, Describe&& describ
   bool timed = false;
   bool tracked = false;
   {
-    OwnTimer own;  // tracking is the budget's fixed cost; timing its choice
+    OwnTimer own;  // the budget's fixed cost, timed or tracked (budget.h)
+    own.set_timed(false);
     if (d.comm != nullptr && CanTime(d.stream, &capturing)) {
       timed = budget::DecideCollective(UpcomingSeq(d)) && BeginTimed(d, &t);
       tracked = !timed;
       if (tracked) t.cpu_launch_ns = RealtimeNs();
     }
-    own.set_timed(timed);
   }
   errno = saved;
   ncclResult_t r = call();
   saved = errno;
   {
     OwnTimer own;
-    own.set_timed(timed);
+    own.set_timed(false);
     if (IsOk(r) && d.comm != nullptr && !capturing) AssignSeq(&d);
     if (timed) EndTimed(d, &t, IsOk(r), 0);
     if (tracked && IsOk(r)) TrackCompletion(d, &t, 0);

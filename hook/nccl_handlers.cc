@@ -125,8 +125,8 @@ ncclResult_t OnGroupEnd(decltype(&::ncclGroupEnd) real) {
   // The group is timed or not as a whole, by its first member's sequence number.
   const bool time_group = g.count > 0 && budget::DecideCollective(g.members[0].d.seq);
   for (int l = 0; l < n_leads; ++l) {
-    OwnTimer own;
-    own.set_timed(time_group);
+    OwnTimer own;  // a collective's cost is the budget's fixed cost, timed or not
+    own.set_timed(false);
     bool capturing;
     if (CanTime(lead(l).stream, &capturing)) {
       if (time_group) lead(l).timed = BeginTimed(g.members[lead(l).first].d, &lead(l).t);
@@ -140,7 +140,7 @@ ncclResult_t OnGroupEnd(decltype(&::ncclGroupEnd) real) {
   uint32_t group_id = g.count > 0 ? NextGroupId() : 0;
   for (int l = 0; l < n_leads; ++l) {
     OwnTimer own;
-    own.set_timed(lead(l).timed);
+    own.set_timed(false);
     lead(l).t.cpu_launch_ns = g.members[lead(l).first].cpu_launch_ns;
     if (lead(l).timed) EndTimed(g.members[lead(l).first].d, &lead(l).t, Ok(r), group_id);
     if (lead(l).tracked) {
