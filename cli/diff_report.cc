@@ -5,6 +5,7 @@
 
 #include "format/record.h"
 #include "util/json.h"
+#include "util/kernel_name.h"
 
 namespace xtimer {
 namespace cli {
@@ -41,7 +42,8 @@ std::string Row(const DiffRow& r) {
   }
   char line[512];
   std::snprintf(line, sizeof(line), "%+14.3f  %-22.22s %-16s %-6s %5s %9llu %9llu %11.1f %11.1f %8s %s\n",
-                r.impact_s * 1e3, s.name.c_str(), s.Shape().c_str(), DType(s).c_str(),
+                r.impact_s * 1e3, util::ShortKernelName(s.name).c_str(), s.Shape().c_str(),
+                DType(s).c_str(),
                 s.comm_size ? std::to_string(s.comm_size).c_str() : "-",
                 static_cast<unsigned long long>(r.a.count),
                 static_cast<unsigned long long>(r.b.count), r.a.mean_s * 1e6, r.b.mean_s * 1e6,
@@ -59,7 +61,8 @@ std::string RankLine(const RankDiff& d) {
   for (const RankOpDiff& op : d.ops) {
     if (n == kOpsPerRank || !(op.excess_s >= kOpShareOfGrowth * d.excess_s)) break;
     const std::string shape = op.signature.Shape();
-    out += std::string(n++ ? "; " : " ") + op.signature.name + (shape.empty() ? "" : " " + shape);
+    out += std::string(n++ ? "; " : " ") + util::ShortKernelName(op.signature.name) +
+           (shape.empty() ? "" : " " + shape);
     if (std::isfinite(op.change)) {
       out += " mean " + Change(op.change, op.a.count) + " (median rank " +
              Format("%+.1f%%", op.median_change * 100) + ")";

@@ -26,6 +26,7 @@
 #include "format/record.h"
 #include "opmath/op_math.h"
 #include "report/report_html.h"
+#include "util/kernel_name.h"
 #include "util/version.h"
 
 namespace xtimer {
@@ -182,7 +183,8 @@ std::vector<report::OpRow> OpRows(const OpTable& table, size_t top) {
     const OpStats st = StatsOf(kv.first, table);
     if (st.count == 0) continue;
     report::OpRow r;
-    r.name = kv.first.name;
+    r.name = util::ShortKernelName(kv.first.name);
+    if (r.name != kv.first.name) r.signature = kv.first.name;
     r.shape = kv.first.Shape();
     r.dtype = format::DTypeName(static_cast<format::DType>(kv.first.dtype));
     r.unit = UnitOf(kv.first);

@@ -181,7 +181,11 @@ void Ops(const ReportPage& p, std::string* out) {
           "dtype</th><th>calls</th><th>total s</th><th>mean ms</th><th>median ms</th>"
           "<th>p90 ms</th><th>throughput</th></tr>\n";
   for (const OpRow& o : p.ops) {
-    *out += "<tr><td class=\"l\">" + E(o.name) + "</td><td class=\"l\">" + E(o.shape) +
+    // A shortened kernel name opens to its full signature with one click.
+    const std::string name = o.signature.empty() ? E(o.name)
+                                                 : "<details><summary>" + E(o.name) +
+                                                       "</summary>" + E(o.signature) + "</details>";
+    *out += "<tr><td class=\"l\">" + name + "</td><td class=\"l\">" + E(o.shape) +
             "</td><td class=\"l\">" + E(o.dtype) + "</td><td>" + std::to_string(o.count) +
             "</td><td>" + Fmt("%.4f", o.total_s) + "</td><td>" + Fmt("%.3f", o.mean_s * 1e3) +
             "</td><td>" + Fmt("%.3f", o.median_s * 1e3) + "</td><td>" +

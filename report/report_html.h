@@ -25,7 +25,8 @@ struct RankRow {
 
 // One operation signature of the dump (cli/op_table.h), waiting removed.
 struct OpRow {
-  std::string name;   // operation or kernel name
+  std::string name;   // operation or kernel name (a kernel's short name, util/kernel_name.h)
+  std::string signature;  // the kernel's full name where `name` is shorter, else ""
   std::string shape;  // "4096x4096x4096", "64 MiB", ""
   std::string dtype;
   std::string unit;   // of `throughput`: "TFLOPS", "GB/s bus", "GB/s", ""

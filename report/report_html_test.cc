@@ -33,6 +33,7 @@ ReportPage StragglerPage() {
   p.analysis.instances = 20;
   OpRow op;
   op.name = kHostile;
+  op.signature = std::string("void ns::") + kHostile + "(int)";
   op.count = 80;
   op.mean_s = 0.002;
   op.total_s = 0.16;
@@ -50,6 +51,24 @@ TEST(ReportHtmlTest, EscapesEveryInputString) {
   EXPECT_FALSE(Has(html, "<script")) << html;
   EXPECT_TRUE(Has(html, "&lt;script&gt;alert(1)&lt;/script&gt;"));
   EXPECT_FALSE(Has(html, "trace \"x\""));
+}
+
+// A shortened kernel name opens to its full signature (one click: <details>); a name that is not
+// shortened is shown as it is.
+TEST(ReportHtmlTest, ShortKernelNameOpensToItsSignature) {
+  ReportPage p = StragglerPage();
+  p.ops[0].name = "vectorized_elementwise_kernel<4, ...>";
+  p.ops[0].signature = "void at::native::vectorized_elementwise_kernel<4, F>(int)";
+  OpRow plain = p.ops[0];
+  plain.name = "GemmEx";
+  plain.signature.clear();
+  p.ops.push_back(plain);
+  const std::string html = ReportHtml(p);
+  EXPECT_TRUE(Has(html, "<td class=\"l\"><details><summary>vectorized_elementwise_kernel&lt;4, "
+                        "...&gt;</summary>void at::native::vectorized_elementwise_kernel&lt;4, "
+                        "F&gt;(int)</details></td>"))
+      << html;
+  EXPECT_TRUE(Has(html, "<td class=\"l\">GemmEx</td>")) << html;
 }
 
 TEST(ReportHtmlTest, NamesTheStragglerAndItsCauseAsAnalyzeDoes) {

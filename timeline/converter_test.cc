@@ -310,6 +310,57 @@ TEST(Converter, OverlapsOnOneStream) {
   EXPECT_EQ(launches, (std::vector<int64_t>{1000, 4000}));
 }
 
+// A kernel's slice shows its short name (util/kernel_name.h) and keeps the full one in its
+// `signature` argument; a name that is short already gets no such argument.
+TEST(Converter, KernelSlicesShowShortNamesAndKeepTheSignature) {
+  std::string dir = Tmp() + "/names";
+  mkdir(dir.c_str(), 0755);
+  Metadata m;
+  m.job = "names";
+  m.host = m.node = "n0";
+  m.pid = 7;
+  m.rank = 0;
+  m.world_size = 1;
+  m.clock_realtime_ns = 1700000000000000000;
+  const std::string full =
+      "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, "
+      "at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>)";
+  m.strings = {"", full, "triton_poi_fused_add_0"};
+  std::string error;
+  auto w = TimelineWriter::Create(dir + "/" + TimelineFileName(0, 1, 7), m, &error);
+  ASSERT_TRUE(w) << error;
+  for (uint32_t i = 0; i < 4; ++i) {
+    EventRecord e{};
+    e.kind = static_cast<uint8_t>(format::OpKind::kKernel);
+    e.op = static_cast<uint16_t>(format::Operation::kKernelLaunch);
+    e.name = 1 + i % 2;
+    e.stream = 0x10;
+    e.gpu_start_ns = m.clock_realtime_ns + 1000 * (i + 1);
+    e.duration_ns = 500;
+    e.peer = e.root = -1;
+    ASSERT_TRUE(w->Append(e));
+  }
+  ASSERT_TRUE(w->Finish(&error)) << error;
+  ConvertOptions opt;
+  opt.inputs = {dir};
+  opt.output = Tmp() + "/names.pftrace";
+  opt.quiet = true;
+  ConvertStats stats;
+  ASSERT_TRUE(ConvertTimelines(opt, &stats, &error, nullptr)) << error;
+  DecodedTrace d = DecodeTrace(Slurp(opt.output));
+  ASSERT_TRUE(d.errors.empty()) << d.errors[0];
+  ASSERT_EQ(d.slices.size(), 4u);
+  for (const DecodedSlice& s : d.slices) {
+    if (s.name == "vectorized_elementwise_kernel<4, ...>") {
+      EXPECT_EQ(s.args.at("signature"), full);
+    } else {
+      EXPECT_EQ(s.name, "triton_poi_fused_add_0");
+      EXPECT_EQ(s.args.count("signature"), 0u);
+    }
+  }
+  EXPECT_EQ(d.names.count(full), 0u);
+}
+
 // Each file knows some members of a communicator; the slices name what all files know together,
 // '?' for the rest; a file that disagrees on the size is reported.
 TEST(Converter, MergesCommunicatorMembersOverFiles) {

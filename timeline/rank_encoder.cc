@@ -8,6 +8,7 @@
 #include "format/record.h"
 #include "timeline/packet_sequence.h"
 #include "timeline/proto_wire.h"
+#include "util/kernel_name.h"
 
 namespace xtimer {
 namespace timeline {
@@ -38,10 +39,16 @@ struct Item {
   Mark mark;
 };
 
+// The full name of an event's kernel ("" when it has none).
+const std::string& FullName(const EventRecord& e, const Metadata& m) {
+  static const std::string kNone;
+  return e.name != 0 && e.name < m.strings.size() ? m.strings[e.name] : kNone;
+}
+
+// A slice's name: the kernel's short name (util/kernel_name.h), else the operation's.
 std::string EventName(const EventRecord& e, const Metadata& m) {
-  if (e.name != 0 && e.name < m.strings.size() && !m.strings[e.name].empty()) {
-    return m.strings[e.name];
-  }
+  const std::string& full = FullName(e, m);
+  if (!full.empty()) return util::ShortKernelName(full);
   return format::OperationName(static_cast<format::Operation>(e.op));
 }
 
@@ -91,6 +98,9 @@ struct RankEncoding {
   // slice that begins first, so ending it on the receive's own slice would draw a receive posted
   // before its send as receive -> send.
   std::unordered_map<uint32_t, uint64_t> p2p_flows;  // event index -> flow id
+  // Name id -> whether its slices show a shorter name than the full one (then a `signature`
+  // argument carries the full name).
+  std::unordered_map<uint32_t, bool> shortened;
   RankResult* res = nullptr;
 };
 
@@ -180,7 +190,22 @@ void EmitItem(RankEncoding* enc, Sequence* seq, size_t t, const Item& it) {
     seq->Instant(it.begin, name, cat);
     return;
   }
-  if (opt.args) AddArgs(seq, e, *enc->ctx.comms);
+  if (opt.args) {
+    AddArgs(seq, e, *enc->ctx.comms);
+    // The full name one click away, where the slice shows a shorter one.
+    const std::string& full = FullName(e, enc->meta);
+    if (!full.empty()) {
+      auto it = enc->shortened.find(e.name);
+      if (it == enc->shortened.end()) {
+        it = enc->shortened.emplace(e.name, full != util::ShortKernelName(full)).first;
+      }
+      if (it->second) {
+        std::string key(1, 'N');  // slice_args.cc's keys use other tags
+        key.append(reinterpret_cast<const char*>(&e.name), sizeof(e.name));
+        seq->ArgSIid("signature", seq->CachedArgString(key, [&] { return full; }));
+      }
+    }
+  }
   if (opt.flows && e.kind == static_cast<uint8_t>(OpKind::kCollective) && e.comm_id != 0) {
     seq->Flow(CollectiveFlowId(e.comm_id, e.seq));
   }

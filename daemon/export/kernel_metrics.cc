@@ -5,6 +5,7 @@
 
 #include "daemon/export/metric_families.h"
 #include "daemon/export/metrics.h"
+#include "util/kernel_name.h"
 #include "util/label.h"
 
 namespace xtimer {
@@ -86,18 +87,20 @@ std::vector<prometheus::MetricFamily> KernelMetrics::Collect() const {
     const RankKey key = p.key();
     live.insert(key);
     if (p.hidden) continue;
-    // Names cut to the same label are one series (Prometheus forbids duplicates).
-    std::map<std::string, Totals> by_label;
+    // Names cut to the same label are one series (Prometheus forbids duplicates). `kernel` is
+    // the short name people read, `signature` the full one.
+    std::map<std::pair<std::string, std::string>, Totals> by_label;
     for (const auto& k : Top(key)) {
       std::string name = aggregator_->KernelName(p.id, k.first);
       if (name.empty()) name = "kernel #" + std::to_string(k.first);
-      Totals& t = by_label[KernelLabel(name)];
+      Totals& t = by_label[{KernelLabel(util::ShortKernelName(name)), KernelLabel(name)}];
       t.launches += k.second.launches;
       t.ns += k.second.ns;
     }
     for (const auto& kv : by_label) {
       Labels l = RankLabels(p);
-      l.push_back({"kernel", kv.first});
+      l.push_back({"kernel", kv.first.first});
+      l.push_back({"signature", kv.first.second});
       b.Add(kKernelSeconds, l, static_cast<double>(kv.second.ns) * 1e-9);
       b.Add(kKernelLaunches, l, static_cast<double>(kv.second.launches));
     }

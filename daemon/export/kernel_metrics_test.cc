@@ -60,17 +60,37 @@ TEST(KernelMetricsTest, TopKernelsByTotalTimeWithEscapedNames) {
   const std::string rank = "job=\"job\",host=\"host\",pod=\"\",rank=\"0\",local_rank=\"0\",";
   ASSERT_EQ(Lines(text, "xtimer_kernel_seconds_total{").size(), 2u) << text;  // top 2 of 3
   EXPECT_DOUBLE_EQ(Sample(text, "xtimer_kernel_seconds_total{" + rank +
-                                    "kernel=\"big(float*)\"}"),
+                                    "kernel=\"big\",signature=\"big(float*)\"}"),
                    1e-5);
   EXPECT_DOUBLE_EQ(Sample(text, "xtimer_kernel_launches_total{" + rank +
-                                    "kernel=\"big(float*)\"}"),
+                                    "kernel=\"big\",signature=\"big(float*)\"}"),
                    2);
   // The serializer escapes the quote and the backslash.
-  EXPECT_NE(text.find("kernel=\"void k<\\\"a\\\\b\\\">(float*)\""), std::string::npos) << text;
+  EXPECT_NE(text.find("kernel=\"k<\\\"a\\\\b\\\">\",signature=\"void k<\\\"a\\\\b\\\">(float*)\""),
+            std::string::npos)
+      << text;
   EXPECT_EQ(text.find("small(float*)"), std::string::npos) << text;
 
   agg.RemoveProcess(id);
   EXPECT_TRUE(Lines(Scrape(metrics), "xtimer_kernel_seconds_total{").empty());
+}
+
+// Kernels that differ only past their template's head share `kernel` (sum by (kernel) adds them)
+// and keep one series each by `signature`.
+TEST(KernelMetricsTest, ShortNameAndFullSignature) {
+  AggregatorOptions o;
+  Aggregator agg(o);
+  KernelMetrics metrics(&agg, 5, [] { return kT0; });
+  auto id = agg.AddProcess(100, Id(0));
+  const std::string fill = "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float> >(int)";
+  const std::string mul = "void at::native::vectorized_elementwise_kernel<4, at::native::MulFunctor<float> >(int)";
+  format::RecordSlot recs[] = {Name(1, fill), Name(2, mul), Kernel(1, 1000), Kernel(2, 3000)};
+  agg.Ingest(id, recs, sizeof(recs) / sizeof(recs[0]), kT0);
+  const std::string text = Scrape(metrics);
+  const std::string series = "xtimer_kernel_seconds_total{job=\"job\",host=\"host\",pod=\"\",rank=\"0\","
+                             "local_rank=\"0\",kernel=\"vectorized_elementwise_kernel<4, ...>\",signature=\"";
+  EXPECT_DOUBLE_EQ(Sample(text, series + fill + "\"}"), 1e-6) << text;
+  EXPECT_DOUBLE_EQ(Sample(text, series + mul + "\"}"), 3e-6) << text;
 }
 
 TEST(KernelMetricsTest, LabelIsPrintableAndCapped) {
