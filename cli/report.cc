@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/steps.h"
 #include "cli/args.h"
 #include "cli/groups_arg.h"
 #include "cli/commands.h"
@@ -168,7 +169,9 @@ std::vector<report::RankRow> RankRows(const Inputs& in) {
     report::RankRow row;
     row.rank = r.rank;
     row.node = r.node;
-    row.step_s = report::StepSeconds(r.arrivals);
+    const analysis::StepGuess steps = analysis::GuessSteps(r.arrivals);
+    row.step_s = steps.median_s;
+    row.collectives_per_step = steps.per_step;
     auto it = in.table.own.find(r.rank);
     if (it != in.table.own.end()) row.matmul_flops = MatmulFlops(it->second);
     rows.push_back(row);

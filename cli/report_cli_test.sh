@@ -50,13 +50,15 @@ grep -qE "https?://[^w]" "$R" && fail "the report refers to the network"
 # The charts' figures are the table's: rank 3's matmul TFLOP/s is the others' / 1.3.
 python3 - "$R" <<'PY' || fail "per-rank FLOP/s"
 import re, sys
-rows = re.findall(r"<tr(?: class=\"hl\")?><td>(\d+)</td><td class=\"l\">[^<]*</td><td>([\d.]+)</td><td>([\d.]+)</td>", open(sys.argv[1]).read())
+rows = re.findall(r"<tr(?: class=\"hl\")?><td>(\d+)</td><td class=\"l\">[^<]*</td><td>([\d.]+)</td><td>(\d+)</td><td>([\d.]+)</td>", open(sys.argv[1]).read())
 assert len(rows) == 8, rows
-f = {int(r): float(t) for r, _, t in rows}
+f = {int(r): float(t) for r, _, _, t in rows}
 others = sorted(v for r, v in f.items() if r != 3)
 assert abs(others[3] / f[3] - 1.3) < 0.02, f
-steps = [float(s) for _, s, _ in rows]
+steps = [float(s) for _, s, _, _ in rows]
 assert max(steps) / min(steps) < 1.01, steps
+per_step = {int(n) for _, _, n, _ in rows}
+assert len(per_step) == 1 and min(per_step) >= 1, per_step
 PY
 
 # A hang: the verdict and its evidence, as analyze prints them, with the culprit's stacks

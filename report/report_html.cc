@@ -126,18 +126,21 @@ void RankCharts(const ReportPage& p, std::string* out) {
     flops.rows.push_back({RankLabel(r), {r.matmul_flops / 1e12}, hl});
   }
   *out += "<section id=\"ranks\"><h2>Per rank</h2>\n<h3>Step time</h3>\n<p class=\"note\">"
-          "Estimated per rank: the median gap between consecutive instances of its least "
-          "frequent recurring collective; empty where no collective recurs " +
-          std::to_string(kMinSteps) + " times. Stragglers in red.</p>\n" +
+          "Guessed per rank from its collectives (no step markers in the dump): the shortest "
+          "period over which its collectives repeat, in operations and in time (the count per "
+          "step in the table); empty where none repeats " +
+          std::to_string(analysis::kMinStepPeriods) + " times. Stragglers in red.</p>\n" +
           ChartBlock(step, true, "ranks") +
           "<h3>Matmul FLOP/s</h3>\n<p class=\"note\">The rank's matmul FLOP over their GPU "
           "time.</p>\n" + ChartBlock(flops, false, "ranks");
   *out += "<table><tr><th>rank</th><th class=\"l\">node</th><th>step time (ms)</th>"
-          "<th>matmul TFLOP/s</th></tr>\n";
+          "<th>collectives per step</th><th>matmul TFLOP/s</th></tr>\n";
   for (const RankRow& r : p.ranks) {
     *out += std::string(slow.count(r.rank) ? "<tr class=\"hl\">" : "<tr>") + "<td>" +
             std::to_string(r.rank) + "</td><td class=\"l\">" + E(r.node) + "</td><td>" +
             (r.step_s > 0 ? Fmt("%.3f", r.step_s * 1e3) : "") + "</td><td>" +
+            (r.collectives_per_step > 0 ? std::to_string(r.collectives_per_step) : "") +
+            "</td><td>" +
             (r.matmul_flops > 0 ? Fmt("%.2f", r.matmul_flops / 1e12) : "") + "</td></tr>\n";
   }
   *out += "</table></section>\n";
@@ -249,24 +252,6 @@ void Links(const std::vector<Link>& links, std::string* out) {
 }
 
 }  // namespace
-
-double StepSeconds(const std::vector<analysis::Arrival>& arrivals) {
-  std::map<std::tuple<uint64_t, uint16_t, uint64_t>, std::vector<int64_t>> starts;
-  for (const analysis::Arrival& a : arrivals) {
-    if (a.start_ns > 0) starts[std::make_tuple(a.comm_id, a.op, a.bytes)].push_back(a.start_ns);
-  }
-  const std::vector<int64_t>* rarest = nullptr;
-  for (const auto& kv : starts) {
-    if (kv.second.size() >= kMinSteps && (!rarest || kv.second.size() < rarest->size()))
-      rarest = &kv.second;
-  }
-  if (rarest == nullptr) return 0;
-  std::vector<int64_t> t = *rarest, gaps;
-  std::sort(t.begin(), t.end());
-  for (size_t i = 1; i < t.size(); ++i) gaps.push_back(t[i] - t[i - 1]);
-  std::nth_element(gaps.begin(), gaps.begin() + gaps.size() / 2, gaps.end());
-  return static_cast<double>(gaps[gaps.size() / 2]) * 1e-9;
-}
 
 std::vector<BusBandwidth> PerCommunicator(const std::vector<BusBandwidth>& rows) {
   std::vector<BusBandwidth> out;

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/steps.h"
 
 namespace xtimer {
 namespace report {
@@ -19,8 +20,9 @@ namespace report {
 struct RankRow {
   int32_t rank = -1;
   std::string node;
-  double step_s = 0;        // StepSeconds; 0: not known
+  double step_s = 0;        // analysis::GuessSteps' median; 0: not known
   double matmul_flops = 0;  // FLOP per second over the rank's matmuls; 0: none timed
+  size_t collectives_per_step = 0;  // what the step guess counted
 };
 
 // One operation signature of the dump (cli/op_table.h), waiting removed.
@@ -64,13 +66,6 @@ struct ReportPage {
   std::vector<CostRow> cost;  // by rank; one per process
   int cost_unknown = 0;       // timeline files that do not say (written before it existed)
 };
-
-// A rank's step time, estimated from its collectives: the median gap between the arrivals (GPU
-// starts) of consecutive instances of its least frequent collective signature (communicator,
-// operation, bytes) that occurs at least kMinSteps times (a training step issues each of its
-// collectives a fixed number of times; the rarest, once). 0 when no signature occurs that often.
-constexpr size_t kMinSteps = 3;
-double StepSeconds(const std::vector<analysis::Arrival>& arrivals);
 
 // Bus bandwidth per communicator, operation and size: the report's rows summed over ranks (sums
 // added, never rates; rank -1), in the report's order of first appearance.

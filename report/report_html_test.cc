@@ -119,28 +119,6 @@ TEST(ReportHtmlTest, RelativeHrefNeverReadsAsAScheme) {
   EXPECT_EQ(RelativeHref("a b#c?.pftrace"), "./a%20b%23c%3F.pftrace");
 }
 
-TEST(StepSecondsTest, MedianPeriodOfTheRarestRecurringCollective) {
-  std::vector<analysis::Arrival> a;
-  for (int step = 0; step < 5; ++step) {
-    const int64_t t0 = 1000000000 + step * int64_t{3000000} + (step == 2 ? 400000 : 0);
-    for (int i = 0; i < 4; ++i) {  // a tensor-parallel collective, 4 a step
-      analysis::Arrival x;
-      x.comm_id = 1;
-      x.bytes = 1024;
-      x.start_ns = t0 + i * 100000;
-      a.push_back(x);
-    }
-    analysis::Arrival dp;  // the data-parallel gradient all-reduce, once a step
-    dp.comm_id = 2;
-    dp.bytes = 1 << 20;
-    dp.start_ns = t0 + 2000000;
-    a.push_back(dp);
-  }
-  EXPECT_DOUBLE_EQ(StepSeconds(a), 0.003);
-  a.resize(2);  // two instances: not known
-  EXPECT_EQ(StepSeconds(a), 0);
-}
-
 TEST(PerCommunicatorTest, AddsSumsNotRates) {
   analysis::BusBandwidth x, y;
   x.rank = 0;

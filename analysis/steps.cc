@@ -1,0 +1,97 @@
+#include "analysis/steps.h"
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <cmath>
+
+namespace xtimer {
+namespace analysis {
+namespace {
+
+// A period must repeat the operations on at least this share of the collective pairs it spans,
+// and this share of its durations must lie within kSpread of their median.
+constexpr double kSameOps = 0.9;
+constexpr double kConsistent = 0.97;
+constexpr double kSpread = 0.25;
+// Of each communicator, the newest collectives looked at.
+constexpr size_t kMaxCallsPerComm = 4096;
+
+struct Call {
+  uint64_t seq;
+  int64_t start_ns;
+  std::tuple<uint16_t, uint64_t, uint8_t, int32_t> what;  // op, bytes, dtype, root
+};
+
+double Quantile(std::vector<int64_t>* v, double q) {
+  size_t i = static_cast<size_t>(q * static_cast<double>(v->size() - 1));
+  std::nth_element(v->begin(), v->begin() + i, v->end());
+  return static_cast<double>((*v)[i]) * 1e-9;
+}
+
+// The step over period `p` of `calls` (ascending, distinct seqs), or not found.
+StepGuess TryPeriod(const std::vector<Call>& calls, size_t p) {
+  StepGuess g;
+  std::vector<int64_t> d;
+  size_t same = 0;
+  for (size_t i = 0, j = 0; i < calls.size(); ++i) {
+    const uint64_t want = calls[i].seq + p;
+    while (j < calls.size() && calls[j].seq < want) ++j;
+    if (j == calls.size()) break;
+    if (calls[j].seq != want) continue;
+    same += calls[j].what == calls[i].what;
+    d.push_back(calls[j].start_ns - calls[i].start_ns);
+  }
+  if (d.size() < kMinStepPeriods || static_cast<double>(same) < kSameOps * d.size()) return g;
+  const double median = Quantile(&d, 0.5);
+  if (!(median > 0)) return g;
+  size_t near = 0;
+  for (int64_t x : d) near += std::abs(static_cast<double>(x) * 1e-9 - median) <= kSpread * median;
+  if (static_cast<double>(near) < kConsistent * d.size()) return g;
+  g.per_step = p;
+  g.periods = d.size();
+  g.median_s = median;
+  g.p10_s = Quantile(&d, 0.1);
+  g.p90_s = Quantile(&d, 0.9);
+  return g;
+}
+
+StepGuess GuessComm(std::vector<Call>* calls) {
+  std::sort(calls->begin(), calls->end(),
+            [](const Call& a, const Call& b) { return a.seq < b.seq; });
+  calls->erase(std::unique(calls->begin(), calls->end(),
+                           [](const Call& a, const Call& b) { return a.seq == b.seq; }),
+               calls->end());
+  // The newest kMaxCallsPerComm: a step's time now, and a bounded cost.
+  if (calls->size() > kMaxCallsPerComm) calls->erase(calls->begin(), calls->end() - kMaxCallsPerComm);
+  if (calls->size() < kMinStepPeriods + 1) return StepGuess();
+  const uint64_t span = calls->back().seq - calls->front().seq;
+  const size_t longest = static_cast<size_t>(
+      std::min<uint64_t>(kMaxCollectivesPerStep, span / kMinStepPeriods));
+  for (size_t p = 1; p <= longest; ++p) {
+    StepGuess g = TryPeriod(*calls, p);
+    if (g.found()) return g;
+  }
+  return StepGuess();
+}
+
+}  // namespace
+
+StepGuess GuessSteps(const std::vector<Arrival>& arrivals) {
+  std::map<uint64_t, std::vector<Call>> by_comm;
+  for (const Arrival& a : arrivals) {
+    if (a.start_ns <= 0) continue;
+    by_comm[a.comm_id].push_back({a.seq, a.start_ns, {a.op, a.bytes, a.dtype, a.root}});
+  }
+  StepGuess best;
+  for (auto& kv : by_comm) {
+    StepGuess g = GuessComm(&kv.second);
+    if (!g.found()) continue;
+    g.comm_id = kv.first;
+    if (!best.found() || g.median_s > best.median_s) best = g;
+  }
+  return best;
+}
+
+}  // namespace analysis
+}  // namespace xtimer

@@ -1,0 +1,44 @@
+// Training steps guessed from the collectives, for when nothing on the host marks them (an NVTX
+// range, a Python function: docs/analysis.md "Steps"). A training step issues the same sequence
+// of collectives on each communicator every time: per-parameter all-reduces, TP all-reduces per
+// layer, one DP all-reduce. The step is the shortest period P (in collectives of one
+// communicator, by sequence number) over which both the operations repeat and the time from a
+// collective to the one P later is the same all through the window; the time of that period is
+// the step. Gaps between the collectives of one step are never reported as steps unless the
+// collectives are as evenly spaced as steps are (the guess then says how many it counted).
+#ifndef XTIMER_ANALYSIS_STEPS_H_
+#define XTIMER_ANALYSIS_STEPS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "analysis/analysis.h"
+
+namespace xtimer {
+namespace analysis {
+
+struct StepGuess {
+  uint64_t comm_id = 0;     // the communicator whose collectives recur
+  size_t per_step = 0;      // its collectives per step (0: no step found)
+  size_t periods = 0;       // step-long intervals measured
+  double median_s = 0;      // the step time
+  double p10_s = 0, p90_s = 0;
+  bool found() const { return per_step > 0; }
+};
+
+// The fewest step-long intervals a guess needs.
+constexpr size_t kMinStepPeriods = 3;
+// The longest period tried, in collectives of one communicator.
+constexpr size_t kMaxCollectivesPerStep = 512;
+
+// The step of one rank from its completed collectives (any order; those without a GPU start are
+// left out). Per communicator the shortest consistent period; of the communicators, the longest
+// step (a communicator used per micro-batch repeats within the optimizer step). Not found when
+// no communicator repeats consistently at least kMinStepPeriods times.
+StepGuess GuessSteps(const std::vector<Arrival>& arrivals);
+
+}  // namespace analysis
+}  // namespace xtimer
+
+#endif  // XTIMER_ANALYSIS_STEPS_H_

@@ -1,0 +1,138 @@
+#include "analysis/steps.h"
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "format/record.h"
+
+namespace xtimer {
+namespace analysis {
+namespace {
+
+constexpr uint64_t kDp = 0xd0, kTp = 0x70;
+
+// Appends collectives of `comm` to `out`: each step issues `offsets_us.size()` all-reduces at
+// those offsets from the step's start, of sizes `bytes` (cycled), for `steps` steps of `step_us`
+// with +-`jitter` relative noise on the step.
+struct Job {
+  std::vector<Arrival> arrivals;
+  std::mt19937 rng{7};
+  void Add(uint64_t comm, int steps, double step_us, const std::vector<double>& offsets_us,
+           const std::vector<uint64_t>& bytes, double jitter, uint64_t first_seq = 0) {
+    std::uniform_real_distribution<double> noise(-jitter, jitter);
+    double t = 1e6;
+    uint64_t seq = first_seq;
+    for (int s = 0; s < steps; ++s) {
+      for (size_t i = 0; i < offsets_us.size(); ++i) {
+        Arrival a;
+        a.comm_id = comm;
+        a.seq = seq++;
+        a.op = static_cast<uint16_t>(format::Operation::kAllReduce);
+        a.bytes = bytes[i % bytes.size()];
+        a.start_ns = static_cast<int64_t>((t + offsets_us[i]) * 1e3);
+        a.end_ns = a.start_ns + 10000;
+        arrivals.push_back(a);
+      }
+      t += step_us * (1 + noise(rng));
+    }
+  }
+};
+
+// Per-parameter all-reduces in backward: 20 per step, four sizes (each recurs five times a
+// step), 5 us apart, then the optimizer step and the next forward: a 6.6 ms step. The rarest
+// recurring signature's median gap is 20 us (what the report used to call the step).
+TEST(GuessStepsTest, PerParameterAllReducesGiveTheStepNotTheGapBetweenThem) {
+  std::vector<double> offsets;
+  for (int i = 0; i < 20; ++i) offsets.push_back(4000 + 5 * i);
+  Job job;
+  job.Add(kDp, 40, 6600, offsets, {4096, 1 << 20, 4096, 1 << 22}, 0.03);
+  StepGuess g = GuessSteps(job.arrivals);
+  ASSERT_TRUE(g.found());
+  EXPECT_EQ(g.per_step, 20u);
+  EXPECT_EQ(g.comm_id, kDp);
+  EXPECT_NEAR(g.median_s, 6.6e-3, 0.05 * 6.6e-3);
+  EXPECT_LE(g.p10_s, g.median_s);
+  EXPECT_GE(g.p90_s, g.median_s);
+  EXPECT_GE(g.periods, 30u);
+}
+
+// Same-size all-reduces evenly spaced through backward: only the step repeats the times.
+TEST(GuessStepsTest, EvenlySpacedEqualCollectivesWithinAStepAreNotSteps) {
+  std::vector<double> offsets;
+  for (int i = 0; i < 8; ++i) offsets.push_back(2000 + 300 * i);
+  Job job;
+  job.Add(kDp, 30, 10000, offsets, {1 << 20}, 0.02);
+  StepGuess g = GuessSteps(job.arrivals);
+  ASSERT_TRUE(g.found());
+  EXPECT_EQ(g.per_step, 8u);
+  EXPECT_NEAR(g.median_s, 10e-3, 0.05 * 10e-3);
+}
+
+// Megatron-like: TP all-reduces per micro-batch (4 micro-batches, 6 each), one DP all-reduce per
+// optimizer step: the step is the DP period, the longest of the communicators'.
+TEST(GuessStepsTest, TheLongestCommunicatorPeriodIsTheStep) {
+  std::vector<double> tp;
+  for (int mb = 0; mb < 4; ++mb) {
+    for (int i = 0; i < 6; ++i) tp.push_back(mb * 2000 + 100 + 250 * i);
+  }
+  Job job;
+  job.Add(kTp, 25, 9000, tp, {1 << 16}, 0.02);
+  job.Add(kDp, 25, 9000, {8500}, {1 << 24}, 0.02);
+  StepGuess g = GuessSteps(job.arrivals);
+  ASSERT_TRUE(g.found());
+  EXPECT_EQ(g.comm_id, kDp);
+  EXPECT_EQ(g.per_step, 1u);
+  EXPECT_NEAR(g.median_s, 9e-3, 0.05 * 9e-3);
+}
+
+// The budget times a sample of collectives (a block of 16 in 64 after the first 1,024): the
+// step is still found from the seqs that were timed.
+TEST(GuessStepsTest, SampledCollectivesStillGiveTheStep) {
+  std::vector<double> offsets;
+  for (int i = 0; i < 4; ++i) offsets.push_back(1000 + 40 * i);
+  Job job;
+  job.Add(kDp, 200, 5000, offsets, {256, 512}, 0.02, /*first_seq=*/1024);
+  std::vector<Arrival> sampled;
+  for (const Arrival& a : job.arrivals) {
+    if (a.seq % 64 < 16) sampled.push_back(a);
+  }
+  StepGuess g = GuessSteps(sampled);
+  ASSERT_TRUE(g.found());
+  EXPECT_EQ(g.per_step, 4u);
+  EXPECT_NEAR(g.median_s, 5e-3, 0.05 * 5e-3);
+}
+
+TEST(GuessStepsTest, NoStepWithoutARepeatingPattern) {
+  EXPECT_FALSE(GuessSteps({}).found());
+  Job few;
+  few.Add(kDp, 3, 5000, {100}, {256}, 0);  // 2 intervals: fewer than kMinStepPeriods
+  EXPECT_FALSE(GuessSteps(few.arrivals).found());
+  // Collectives at random times of random sizes.
+  Job random;
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int64_t> gap(1000, 2000000);
+  std::uniform_int_distribution<uint64_t> size(1, 1000);
+  int64_t t = 1000000;
+  for (uint64_t seq = 0; seq < 300; ++seq) {
+    Arrival a;
+    a.comm_id = kDp;
+    a.seq = seq;
+    a.bytes = size(rng);
+    t += gap(rng);
+    a.start_ns = t;
+    random.arrivals.push_back(a);
+  }
+  EXPECT_FALSE(GuessSteps(random.arrivals).found());
+  // Collectives without a GPU start are left out.
+  Job unstarted;
+  unstarted.Add(kDp, 20, 5000, {100}, {256}, 0);
+  for (Arrival& a : unstarted.arrivals) a.start_ns = 0;
+  EXPECT_FALSE(GuessSteps(unstarted.arrivals).found());
+}
+
+}  // namespace
+}  // namespace analysis
+}  // namespace xtimer
