@@ -358,6 +358,7 @@ void LiveDiagnosis::RunOnce() {
     r.process = p;
     r.input = InputOf(p, o == ops.end() ? nullptr : &o->second, members, now);
     if (p.rank >= 0) {
+      r.steps = steps_.Update(p.key(), r.input.arrivals);
       by_job[p.job].push_back(std::move(r));
     } else {
       AddCommLive(ops, {}, &r);
@@ -396,6 +397,7 @@ void LiveDiagnosis::RunOnce() {
   for (auto it = pending_.begin(); it != pending_.end();) {
     it = ids.count(it->first.first) ? std::next(it) : pending_.erase(it);
   }
+  steps_.Retain(ids);
   for (auto it = counted_seq_.begin(); it != counted_seq_.end();) {
     it = by_job.count(it->first.first) ? std::next(it) : counted_seq_.erase(it);
   }

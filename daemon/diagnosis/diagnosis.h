@@ -32,6 +32,7 @@
 
 #include "analysis/analysis.h"
 #include "daemon/model/aggregator.h"
+#include "daemon/diagnosis/step_tracker.h"
 #include "daemon/model/live_ops.h"
 
 namespace xtimer {
@@ -77,6 +78,7 @@ struct RankLive {
   analysis::RankInput input;
   std::vector<CommLive> comms;  // ascending comm id
   bool waiting = false;  // waiting on any of its communicators (CommLive::waiting)
+  StepHistogram steps;   // its steps so far, guessed from its collectives (step_tracker.h)
   // This rank's decision for a communicator; nullptr when it has none.
   const CommLive* Comm(uint64_t comm_id) const;
 };
@@ -151,6 +153,7 @@ class LiveDiagnosis {
   std::map<std::pair<RankKey, uint64_t>, SharedCounters> shared_;  // (rank, comm)
   // Slices of instances not yet completed by every live local member, per (process, comm).
   std::map<std::pair<RankKey, uint64_t>, std::vector<Slice>> pending_;
+  StepTracker steps_;
   uint64_t passes_ = 0;
 
   mutable std::mutex state_mu_;

@@ -34,6 +34,7 @@ enum DiagnosisFamily {
   kIdleBefore,
   kTrueBandwidth,
   kObservedBandwidth,
+  kStepSeconds,
   kFamilyCount,
 };
 
@@ -81,6 +82,9 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
      "rank's last 256 collectives per communicator."},
     {"xtimer_bus_bandwidth_observed_bytes_per_second", MetricType::Gauge,
      "Bus bandwidth from the rank's own GPU time, over the same collectives."},
+    {"xtimer_step_seconds", MetricType::Histogram,
+     "The rank's training steps, each observed once: source=\"collectives\" where the step is "
+     "guessed from the period over which its collectives repeat (docs/analysis.md)."},
 };
 
 const RankLive* FindRank(const JobLive& job, int32_t rank) {
@@ -140,6 +144,12 @@ void AddRank(const RankLive& r, bool counters, FamilyBuilder* b) {
     if (counters) AddCounters(l, c, b);
   }
   b->Add(kRankWaiting, rank, r.waiting ? 1 : 0);
+  if (counters && r.steps.count > 0) {
+    Labels l = rank;
+    l.push_back({"source", "collectives"});
+    b->AddHistogram(kStepSeconds, l, kStepBucketsS.data(), r.steps.counts.data(),
+                    kStepBucketsS.size(), r.steps.sum_s);
+  }
 }
 
 }  // namespace

@@ -465,6 +465,32 @@ struct Surfaces {
 // last pass), so they agree with each other and with the pass at every read, including a read
 // made after the stall crossed the threshold but before a pass judged it; the automatic dump's
 // summary carries the decision of the pass that wrote it.
+// One all-reduce a second: every rank's step histogram counts each step once over passes that
+// each see the whole ring (kSteps - 1 steps between kSteps collectives), all in the 1 s bucket.
+TEST_F(DiagnosisTest, StepHistogramCountsEveryStepOnce) {
+  StepsWithPasses();
+  const std::string text = Exposition();
+  for (int r = 0; r < kRanks; ++r) {
+    const std::string labels = "{job=\"train\",host=\"node\",pod=\"pod\",rank=\"" +
+                               std::to_string(r) + "\",local_rank=\"" + std::to_string(r) +
+                               "\",source=\"collectives\"";
+    EXPECT_NE(text.find("xtimer_step_seconds_count" + labels + "} " +
+                        std::to_string(kSteps - 1)),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("xtimer_step_seconds_bucket" + labels + ",le=\"0.5\"} 0"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("xtimer_step_seconds_bucket" + labels + ",le=\"1\"} " +
+                        std::to_string(kSteps - 1)),
+              std::string::npos)
+        << text;
+  }
+  const RankLive& r0 = diagnosis_->Latest()->jobs.at(0).ranks.at(0);
+  EXPECT_EQ(r0.steps.guess.per_step, 1u);
+  EXPECT_DOUBLE_EQ(r0.steps.sum_s, kSteps - 1);
+}
+
 TEST_F(DiagnosisTest, SurfacesShowTheOneDecisionOfTheLastPass) {
   StepsWithPasses();
   const int64_t stall_t = kT0 + (kSteps + 1) * kSec;

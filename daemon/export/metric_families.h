@@ -5,6 +5,8 @@
 #define XTIMER_DAEMON_METRIC_FAMILIES_H_
 
 #include <cstddef>
+#include <cstdint>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -42,6 +44,26 @@ class FamilyBuilder {
     } else {
       m.gauge.value = value;
     }
+    families_[family].metric.push_back(std::move(m));
+  }
+
+  // One histogram series of family `family`: `bounds` the buckets' upper bounds (ascending; a
+  // +Inf bucket follows), `counts` the observations per bucket (bounds.size() + 1 of them, not
+  // cumulative), `sum` their sum.
+  void AddHistogram(size_t family, const std::vector<prometheus::ClientMetric::Label>& labels,
+                    const double* bounds, const uint64_t* counts, size_t n_bounds, double sum) {
+    prometheus::ClientMetric m;
+    m.label = labels;
+    uint64_t cumulative = 0;
+    for (size_t i = 0; i <= n_bounds; ++i) {
+      cumulative += counts[i];
+      prometheus::ClientMetric::Bucket b;
+      b.cumulative_count = cumulative;
+      b.upper_bound = i < n_bounds ? bounds[i] : std::numeric_limits<double>::infinity();
+      m.histogram.bucket.push_back(b);
+    }
+    m.histogram.sample_count = cumulative;
+    m.histogram.sample_sum = sum;
     families_[family].metric.push_back(std::move(m));
   }
 

@@ -1,0 +1,69 @@
+// Each rank's training steps, live: the step guessed from its collectives (analysis/steps.h,
+// GuessSteps) over the arrivals the live diagnosis holds (the newest 256 per communicator), and
+// every step completed since the previous pass observed once into a histogram
+// (docs/metrics.md "Steps": xtimer_step_seconds).
+//
+// A step is observed at one collective per period: with the guess "P collectives per step on
+// communicator C", the arrivals on C whose seq is congruent to a fixed phase modulo P, each
+// measured from the GPU start of the collective P before it. A rank's counts only grow; a new
+// guess (another communicator or period) picks a new phase and goes on from the newest seq
+// observed, so no step is counted twice.
+//
+// Thread safety: none; the diagnosis pass (one thread) owns it.
+#ifndef XTIMER_DAEMON_DIAGNOSIS_STEP_TRACKER_H_
+#define XTIMER_DAEMON_DIAGNOSIS_STEP_TRACKER_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "analysis/analysis.h"
+#include "analysis/steps.h"
+#include "daemon/model/rank_key.h"
+
+namespace xtimer {
+namespace daemon {
+
+// The histogram's upper bounds in seconds (a +Inf bucket follows): from a 1 ms step of a small
+// model to a minute-long step of a large one.
+constexpr std::array<double, 16> kStepBucketsS = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                 0.1,   0.25,   0.5,   1,    2.5,   5,
+                                                 10,    20,     30,    60};
+
+struct StepHistogram {
+  std::array<uint64_t, kStepBucketsS.size() + 1> counts{};  // per bucket, not cumulative
+  uint64_t count = 0;
+  double sum_s = 0;
+  analysis::StepGuess guess;  // the guess of the latest pass that found one
+
+  void Observe(double seconds);
+};
+
+class StepTracker {
+ public:
+  // Observes the steps rank `key` completed since the previous call, from its arrivals (any
+  // order); returns its histogram.
+  const StepHistogram& Update(const RankKey& key, const std::vector<analysis::Arrival>& arrivals);
+  // Forgets every rank not in `keep`.
+  void Retain(const std::set<RankKey>& keep);
+
+ private:
+  struct Rank {
+    StepHistogram histogram;
+    uint64_t comm_id = 0;
+    size_t per_step = 0;
+    uint64_t phase = 0;                   // seq modulo per_step at which a step is observed
+    std::map<uint64_t, uint64_t> newest;  // communicator -> newest seq looked at
+  };
+  void Observe(Rank* rank, const std::vector<analysis::Arrival>& arrivals);
+
+  std::map<RankKey, Rank> ranks_;
+};
+
+}  // namespace daemon
+}  // namespace xtimer
+
+#endif  // XTIMER_DAEMON_DIAGNOSIS_STEP_TRACKER_H_

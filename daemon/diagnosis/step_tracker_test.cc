@@ -1,0 +1,72 @@
+#include "daemon/diagnosis/step_tracker.h"
+
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "format/record.h"
+
+namespace xtimer {
+namespace daemon {
+namespace {
+
+constexpr int64_t kMs = 1000000;
+
+// `steps` steps of `step_ms` from seq `first`: per step `per_step` all-reduces 1 ms apart.
+std::vector<analysis::Arrival> Steps(uint64_t comm, uint64_t first_step, int steps, int per_step,
+                                     int64_t step_ms) {
+  std::vector<analysis::Arrival> v;
+  for (int s = 0; s < steps; ++s) {
+    for (int i = 0; i < per_step; ++i) {
+      analysis::Arrival a;
+      a.comm_id = comm;
+      a.seq = (first_step + s) * per_step + i;
+      a.op = static_cast<uint16_t>(format::Operation::kAllReduce);
+      a.bytes = 1024 * (i % 3 + 1);
+      a.start_ns = int64_t{1} << 50;
+      a.start_ns += static_cast<int64_t>(first_step + s) * step_ms * kMs + i * kMs;
+      v.push_back(a);
+    }
+  }
+  return v;
+}
+
+TEST(StepTrackerTest, EachStepIsObservedOnceAcrossOverlappingPasses) {
+  StepTracker t;
+  const RankKey key{1, 0};
+  // The diagnosis keeps a ring: each pass sees the newest arrivals, overlapping the last pass's.
+  const StepHistogram& h1 = t.Update(key, Steps(7, 0, 10, 6, 40));
+  EXPECT_EQ(h1.count, 9u);  // 10 steps: 9 measured from the one before
+  EXPECT_EQ(h1.guess.per_step, 6u);
+  const StepHistogram& h2 = t.Update(key, Steps(7, 5, 10, 6, 40));
+  EXPECT_EQ(h2.count, 14u);  // steps 10..14 are new
+  EXPECT_NEAR(h2.sum_s, 14 * 0.040, 1e-9);
+  EXPECT_EQ(h2.counts[5], 14u);  // 40 ms: the (25 ms, 50 ms] bucket
+  const StepHistogram& h3 = t.Update(key, Steps(7, 5, 10, 6, 40));
+  EXPECT_EQ(h3.count, 14u);  // the same arrivals again: nothing new
+}
+
+TEST(StepTrackerTest, NoGuessNoObservationAndForgottenRanksStartOver) {
+  StepTracker t;
+  const RankKey key{2, -1};
+  EXPECT_EQ(t.Update(key, Steps(7, 0, 2, 4, 40)).count, 0u);  // too few steps to guess
+  EXPECT_FALSE(t.Update(key, {}).guess.found());
+  EXPECT_EQ(t.Update(key, Steps(7, 0, 5, 4, 40)).count, 4u);
+  t.Retain({});
+  EXPECT_EQ(t.Update(key, Steps(7, 0, 5, 4, 40)).count, 4u);  // a new rank: from scratch
+}
+
+TEST(StepHistogramTest, BucketsByUpperBound) {
+  StepHistogram h;
+  h.Observe(0.001);  // on a bound: that bucket
+  h.Observe(0.0011);
+  h.Observe(1000);   // +Inf
+  EXPECT_EQ(h.counts[0], 1u);
+  EXPECT_EQ(h.counts[1], 1u);
+  EXPECT_EQ(h.counts[kStepBucketsS.size()], 1u);
+  EXPECT_EQ(h.count, 3u);
+}
+
+}  // namespace
+}  // namespace daemon
+}  // namespace xtimer
