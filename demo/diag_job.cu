@@ -126,7 +126,8 @@ const char kUsage[] =
     "                      segv (raise SIGSEGV, the default), kill (raise SIGKILL) or exit\n"
     "                      (exit(1))\n"
     "  --compute-factor RANK:F  the rank's GEMMs do F times more work (k = F * D), F >= 1\n"
-    "  --host-gap RANK:MS  the rank sleeps MS milliseconds before its launches of every step\n"
+    "  --host-gap RANK:MS  the rank sleeps MS milliseconds before its launches of every step,\n"
+    "                      in LoadBatch (a slow data loader)\n"
     "  --help              print this help and exit\n"
     "Flags take their value as '--flag V' or '--flag=V'.\n"
     "\n"
@@ -506,12 +507,19 @@ void WaitForStep(Rank& r, long step) {
   }
 }
 
+// The step's data loading on the host, where a rank named by --host-gap spends its gap: a slow
+// data loader (the GPU idles meanwhile once the gap exceeds the work queued). Never inlined, so
+// that a stack taken meanwhile names it.
+__attribute__((noinline)) void LoadBatch(const Rank& r) {
+  if (r.host_gap_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(r.host_gap_ms));
+}
+
 // Queues step `step`; returns the host milliseconds since the previous step was queued.
 double Step(Rank& r, long step) {
   const Options& o = r.opt;
   auto t0 = std::chrono::steady_clock::now();
   if (step > o.queue_steps) WaitForStep(r, step - o.queue_steps);
-  if (r.host_gap_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(r.host_gap_ms));
+  LoadBatch(r);
   const int prev = r.pp_idx - 1, next = r.pp_idx + 1;
   PipelineP2p(r, r.act, prev, false);  // recv_forward
   Gemms(r, o.gemms / 2);               // forward
