@@ -15,6 +15,7 @@ import json
 import os
 import re
 import sys
+import textwrap
 
 ORDER = ["tp", "cp", "ep", "dp", "pp"]  # Megatron's rank order, tp varying fastest
 CAUSES = {
@@ -26,6 +27,13 @@ CAUSES = {
 }
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+
+
+def say(text, indent=2, more=None):
+    """Prints text wrapped at 100 columns, indented; continuation lines 2 more."""
+    more = indent + 2 if more is None else more
+    print(textwrap.fill(text, 100, initial_indent=" " * indent, subsequent_indent=" " * more,
+                        break_on_hyphens=False, break_long_words=False))
 
 
 def parse_metrics(path):
@@ -92,8 +100,8 @@ def node_sections(a, sizes, nodes):
     print("   GEMMs: the rank's matmul rate (xtimer_matmul_flop_per_second, the largest series);")
     print("   bus bandwidth: bus bytes / the rank's own time in collectives, waiting included")
     print("   (xtimer_collective_bus_bytes_total / xtimer_collective_time_seconds_total);")
-    print("   waited: its time in collectives before the last member arrived")
-    print("   (xtimer_collective_wait_seconds_total)")
+    print("   waited: its time in collectives before the last member arrived, on communicators")
+    print("   within its node: a daemon sees its own node's ranks (xtimer_collective_wait_seconds_total)")
     for i, samples in enumerate(nodes):
         up = per_rank(samples, "xtimer_rank_up", max)
         flops = per_rank(samples, "xtimer_matmul_flop_per_second", max)
@@ -129,17 +137,18 @@ def print_hangs(report, sizes, rank_node):
     head = hangs[0]
     culprits = sorted({r for h in hangs for r in h.get("culprit_ranks", [])})
     waiting = sorted({r for h in hangs for r in h.get("waiting_ranks", [])} - set(culprits))
-    print("  Hang (%s): culprit %s (%s); %s wait in it." % (
+    say("Hang (%s): culprit %s (%s); %s wait for it in collectives of its communicators, "
+        "the other ranks behind them." % (
         head["kind"], ranks_text(culprits),
         "; ".join(where(r, sizes, rank_node) for r in culprits), ranks_text(waiting)))
-    print("    xtimer's first verdict: %s %s seq %s on communicator %s%s, stalled %.1f s "
+    say("xtimer's first verdict: %s %s seq %s on communicator %s%s, stalled %.1f s "
           "(threshold %.1f s); %d verdict(s) in all" % (
               "point-to-point" if head.get("point_to_point") else "collective",
               head.get("op"), head.get("seq"), head.get("comm"),
               " (%s)" % head["group"] if head.get("group") else "", head.get("stalled_s") or 0,
-              head.get("threshold_s") or 0, len(hangs)))
+              head.get("threshold_s") or 0, len(hangs)), 4)
     for e in head.get("evidence", [])[:4]:
-        print("    - " + e)
+        say("- " + e, 4, 6)
 
 
 def print_stragglers(report, sizes, rank_node):
@@ -147,17 +156,17 @@ def print_stragglers(report, sizes, rank_node):
     for s in report.get("stragglers", [])[:3]:
         group = " (%s)" % s["group"] if s.get("group") else ""
         if s.get("rank") is None:
-            print("  Slow link: communicator %s%s, %s; cause link: %s. It cost %.2f rank-s." % (
+            say("Slow link: communicator %s%s, %s; cause link: %s. It cost %.2f rank-s." % (
                 s["comm"], group, ranks_text(members.get(s["comm"], [])), CAUSES["link"],
                 s["wait_caused_s"]))
         else:
             r = s["rank"]
-            print("  Straggler: rank %d (%s), cause %s: %s. It made its peers on communicator %s%s "
+            say("Straggler: rank %d (%s), cause %s: %s. It made its peers on communicator %s%s "
                   "wait %.2f s in all." % (r, where(r, sizes, rank_node), s["cause"],
                                              CAUSES.get(s["cause"], s["cause"]), s["comm"], group,
                                              s["wait_caused_s"]))
         for e in s.get("evidence", [])[:3]:
-            print("    - " + e)
+            say("- " + e, 4, 6)
 
 
 def verdict_words(report):
@@ -180,34 +189,47 @@ def print_verdicts(a, report, live, sizes, rank_node):
     if report.get("stragglers"):
         print_stragglers(report, sizes, rank_node)
     if not hangs and not report.get("stragglers"):
-        print("  No problem found: no hang, no straggler, no slow link over %d complete "
+        say("No problem found: no hang, no straggler, no slow link over %d complete "
               "collective instances." % report.get("instances", 0))
     if report.get("bounding_stage") is not None:
-        print("  The pipeline stage that bounds the step: %d." % report["bounding_stage"])
+        say("The pipeline stage that bounds the step: %d." % report["bounding_stage"])
     if live is not None:
-        print("  Live, during the run (xtimer analyze --hosts %s): %s." % (
+        say("Live, during the run (xtimer analyze --hosts %s): %s." % (
             ",".join("127.0.0.1:" + p for p in a.control_ports), verdict_words(live)))
 
 
-def print_bandwidth(report):
+def print_bandwidth(report, nodes):
     rows = report.get("true_bus_bandwidth", [])
     if not rows:
         return
-    worst = min(rows, key=lambda r: r["observed_bytes_per_second"] / r["true_bytes_per_second"])
     obs = [r["observed_bytes_per_second"] / 1e9 for r in rows]
     true = [r["true_bytes_per_second"] / 1e9 for r in rows]
-    print("  Bus bandwidth of the collectives: observed (the rank's own GPU time, waiting "
-          "included) %.2f to %.2f GB/s; true (after the last member arrived) %.2f to %.2f GB/s."
-          % (min(obs), max(obs), min(true), max(true)))
-    waiters = sorted({r["rank"] for r in rows
-                      if r["observed_bytes_per_second"] < 0.5 * r["true_bytes_per_second"]})
-    if waiters:
-        print("    %s look slow (observed under half the true rate, worst: rank %d, %s on %s, "
-              "%.2f vs %.2f GB/s): they wait inside collectives for a late peer; read as slow "
-              "links, these figures blame the wrong ranks." % (
-                  ranks_text(waiters).capitalize(), worst["rank"], worst["op"], worst["comm"],
-                  worst["observed_bytes_per_second"] / 1e9,
-                  worst["true_bytes_per_second"] / 1e9))
+    say("Bus bandwidth: true (bus bytes / the transfer time after the last member arrived) %.2f "
+        "to %.2f GB/s; observed (bus bytes / the rank's own time in the collective, waiting "
+        "included) %.2f to %.2f GB/s, per rank and communicator (xtimer analyze's table)." % (
+            min(true), max(true), min(obs), max(obs)))
+    links = [s for s in report.get("stragglers", []) if s.get("rank") is None]
+    if links:
+        slow = min(rows, key=lambda r: r["true_bytes_per_second"])
+        say("The lowest true bus bandwidth, %.2f GB/s, is communicator %s's: the slow link." % (
+            slow["true_bytes_per_second"] / 1e9, slow["comm"]), 4)
+    late = [s["rank"] for s in report.get("stragglers", []) if s.get("rank") is not None]
+    if not late:
+        return
+    bus, secs = {}, {}
+    for samples in nodes:
+        bus.update(per_rank(samples, "xtimer_collective_bus_bytes_total"))
+        secs.update(per_rank(samples, "xtimer_collective_time_seconds_total"))
+    per = {r: bus[r] / secs[r] / 1e9 for r in bus if secs.get(r)}
+    if late[0] not in per:
+        return
+    others = sorted(r for r in per if per[r] < 0.5 * per[late[0]])
+    if others:
+        say("Read naively, the per-rank figures above (rank %d: %.2f GB/s; %s: %.2f to %.2f GB/s) "
+            "blame %s for slow links. They are not slow: they wait inside their collectives for "
+            "rank %d, and the true bus bandwidth shows the links are fine." % (
+                late[0], per[late[0]], ranks_text(others), min(per[r] for r in others),
+                max(per[r] for r in others), ranks_text(others), late[0]), 4)
 
 
 def print_cost(a, nodes_end):
@@ -216,10 +238,10 @@ def print_cost(a, nodes_end):
         spent.update(per_rank(samples, "xtimer_hook_overhead_seconds_total"))
         budget.update(per_rank(samples, "xtimer_hook_overhead_budget_ratio", max))
     if not spent or a.job_seconds <= 0:
-        print("  What xtimer cost: the daemons reported no hook overhead.")
+        say("What xtimer cost: the daemons reported no hook overhead.")
         return
     top = max(spent, key=spent.get)
-    print("  What xtimer cost: the hook's own time on a rank's application threads was %.3f to "
+    say("What xtimer cost: the hook's own time on a rank's application threads was %.3f to "
           "%.3f s (the most: rank %d) over the %d s the job ran, at most %.2f%% (budget %.0f%%, "
           "XTIMER_OVERHEAD_BUDGET); xtimer_hook_overhead_seconds_total, and per process the "
           "report's \"What xtimer cost\"." % (
@@ -231,7 +253,7 @@ def print_stacks(d):
     summary = os.path.join(d, "stacks", "summary.txt")
     if not os.path.exists(summary):
         return
-    print("  Where every rank is stuck (xtimer stacks: the ranks' main-thread stacks merged, "
+    say("Where every rank is stuck (xtimer stacks: the ranks' main-thread stacks merged, "
           "grouped by identical stack):")
     with open(summary) as f:
         for line in f.read().splitlines()[:8]:
@@ -282,7 +304,7 @@ def main():
     print("== what xtimer found (xtimer analyze of the dump, %s)" % a.dir)
     print_verdicts(a, report, load_json(os.path.join(a.dir, "live.json")), sizes, rank_node)
     print_stacks(a.dir)
-    print_bandwidth(report)
+    print_bandwidth(report, nodes)
     print_cost(a, [e or n for e, n in zip(nodes_end, nodes)])
     print_files(a)
 
