@@ -194,7 +194,7 @@ def print_verdicts(a, report, live, sizes, rank_node):
     if report.get("bounding_stage") is not None:
         say("The pipeline stage that bounds the step: %d." % report["bounding_stage"])
     if live is not None:
-        say("Live, during the run (xtimer analyze --hosts %s): %s." % (
+        say("Live, from the daemons (xtimer analyze --hosts %s): %s." % (
             ",".join("127.0.0.1:" + p for p in a.control_ports), verdict_words(live)))
 
 

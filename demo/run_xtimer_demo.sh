@@ -143,7 +143,8 @@ start_job() {
   for i in 0 1; do
     XTIMER_HOST="node$i" XTIMER_DUMP_ROOT="$dumps" XTIMER_HANG_TIMEOUT=60 \
       "$bin_dir/launcher/xtimer-launch" --run-dir "$root/node$i" --metrics-port "${mports[$i]}" \
-      --control-port "${cports[$i]}" --job "$job" -- \
+      --control-port "${cports[$i]}" --lib "$bin_dir/hook/libxtimer.so" \
+      --daemon "$bin_dir/daemon/xtimerd" --job "$job" -- \
       "$here/launch.py" --nnodes 2 --nproc-per-node 4 --node-rank "$i" --rdzv-dir "$root/rdzv" \
       --timeout 600 --grace "$grace" -- "$bin_dir/test/gpusim/gpusim-run" "$bin_dir/demo/diag_job" \
       --steps "$steps" ${flags[@]+"${flags[@]}"} >"$logs/node$i.log" 2>&1 &
