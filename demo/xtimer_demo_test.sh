@@ -58,7 +58,7 @@ case "$scenario" in
          dom=("Hang (exited" "rank $rank exited: signal 11") ;;
   mismatch) want="Hang \(mismatch\): culprit rank $rank "; live="hang mismatch of rank $rank"
             dom=("Hang (mismatch" "rank $rank issued") ;;
-  healthy) want="No problem found: no hang, no straggler, no slow link"; live=": no problem\."
+  healthy) want="No problem found: no hang, no straggler, no slow link"; live="no problem\."
            dom=("No stragglers") ;;
   *) fail "unknown scenario $scenario" ;;
 esac
@@ -93,7 +93,9 @@ for text in "${dom[@]}"; do
 done
 
 if [[ $scenario == healthy ]]; then  # --keep: the daemons still answer
-  curl -sf "127.0.0.1:$m0/metrics" | grep -q '^xtimer_rank_up' || fail "--keep: node 0's daemon is gone"
-  curl -sf "127.0.0.1:$m1/metrics" | grep -q '^xtimer_rank_up' || fail "--keep: node 1's daemon is gone"
+  for port in "$m0" "$m1"; do
+    curl -sf "127.0.0.1:$port/metrics" >"$TMP/metrics" || fail "--keep: the daemon on :$port is gone"
+    grep -q '^xtimer_rank_up' "$TMP/metrics" || fail "--keep: the daemon on :$port has no rank"
+  done
 fi
 echo PASS
