@@ -26,9 +26,10 @@ root=/tmp/xtimer-demo
 fault=slow-loader
 rank=""
 keep=0
+python=0
 metrics_ports=18889,28889
 control_ports=18888,28888
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 die() { echo "run_xtimer_demo.sh: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -36,7 +37,7 @@ while [[ $# -gt 0 ]]; do
     --healthy) fault=healthy; shift ;;
     --rank) rank="${2:-}"; shift 2 || die "--rank needs a rank" ;;
     --keep|--keep-daemons) keep=1; shift ;;
-    --python) shift; exec "$here/python/run_xtimer_pydemo.sh" "$@" ;;
+    --python) python=1; shift ;;
     --bin-dir) bin_dir="${2:-}"; shift 2 || die "--bin-dir needs a directory" ;;
     --root) root="${2:-}"; shift 2 || die "--root needs a directory" ;;
     --metrics-ports) metrics_ports="${2:-}"; shift 2 || die "--metrics-ports needs A,B" ;;
@@ -49,6 +50,12 @@ done
 IFS=, read -r -a mports <<<"$metrics_ports"
 IFS=, read -r -a cports <<<"$control_ports"
 [[ ${#mports[@]} == 2 && ${#cports[@]} == 2 ]] || die "--metrics-ports and --control-ports take two ports each"
+if [[ $python == 1 ]]; then  # the Python job observed by one daemon (docs/demo.md)
+  [[ $fault == slow-loader && -z "$rank" ]] || die "--python runs the Python job as it is: no --fault, --healthy or --rank"
+  opts=(--bin-dir "$bin_dir" --metrics-port "${mports[0]}" --control-port "${cports[0]}")
+  [[ $keep == 1 ]] && opts+=(--keep-daemon)
+  exec "$here/python/run_xtimer_pydemo.sh" "${opts[@]}"
+fi
 for f in demo/diag_job test/gpusim/gpusim-run launcher/xtimer-launch daemon/xtimerd hook/libxtimer.so cli/xtimer; do
   [[ -e "$bin_dir/$f" ]] || die "$bin_dir/$f is missing (build it first: tools/dev.sh build)"
 done

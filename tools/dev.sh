@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tools/dev.sh: the project's entry points; each installs missing packages and builds first.
 #
-#   tools/dev.sh demo    build everything and run the demo jobs end to end on the GPU simulator,
-#                        observed by xtimer: the C++ job (two emulated nodes, each with its own
-#                        xtimerd), then the Python job (CUDA loaded through ctypes, RTLD_LOCAL)
+#   tools/dev.sh demo [ARGS]  build everything and run the demo on the GPU simulator: a job on
+#                        two emulated nodes, each with its own xtimerd, one rank with a slow data
+#                        loader, and what xtimer found; ARGS go to demo/run_xtimer_demo.sh
+#                        (--fault hang|crash|slow-link|..., --healthy, --keep, --python)
 #   tools/dev.sh test    run the whole test suite: plain, ASan+UBSan, and TSan on the concurrent parts,
 #                        the fuzz run and the code size limits (tools/code_size.sh); ends with the
 #                        line "N passed, N failed"
@@ -15,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/.."
 
-usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; }
 
 # Targets that run threads against each other: also run under ThreadSanitizer.
 TSAN_TARGETS=(//test/gpusim/... //format/... //daemon/... //hook/... //timeline/... //cli/...)
@@ -123,18 +124,17 @@ fuzz() {
   return $status
 }
 
+# Runs the demo (demo/run_xtimer_demo.sh) with the arguments given: `tools/dev.sh demo --fault
+# hang`, `--healthy`, `--keep`, `--python` (docs/demo.md).
 demo() {
   build
   local bin
   bin="$(bazel info $(bazel_flags) bazel-bin 2>/dev/null)"
-  demo/run_xtimer_demo.sh --bin-dir "$bin"
-  echo
-  echo "== the Python demo job: CUDA, NCCL and (late) cuBLAS loaded with ctypes (RTLD_LOCAL)"
-  demo/python/run_xtimer_pydemo.sh --bin-dir "$bin"
+  demo/run_xtimer_demo.sh --bin-dir "$bin" "$@"
 }
 
 case "${1:-}" in
-  demo) demo ;;
+  demo) shift; demo "$@" ;;
   test) test_all ;;
   build) build ;;
   fuzz) fuzz ;;
