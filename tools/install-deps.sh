@@ -35,13 +35,10 @@ PACKAGES=(
   python3-pandas
   # finds functions and their ends for the code size limits (tools/code_size.sh)
   universal-ctags
+  # the container image, built and run by //docker:image_test on every machine that runs the
+  # suite (its bases come from debootstrap: docker/build-base.sh)
+  podman runc debootstrap
 )
-
-# The container test (//docker:image_test) skips without podman: XTIMER_CONTAINER_TESTS=1 installs
-# what it needs (its first run builds Debian bases with debootstrap: about 27 minutes).
-if [[ "${XTIMER_CONTAINER_TESTS:-0}" == 1 ]]; then
-  PACKAGES+=(podman runc debootstrap)
-fi
 
 missing=()
 for p in "${PACKAGES[@]}"; do
