@@ -4,8 +4,8 @@
     tools/readme_images.py [--bin-dir DIR] [--out DIR] [--work DIR]
 
 The diagnosis job (demo/diag_job) runs 8 ranks (tp2-pp2-dp2) on two emulated nodes under
-xtimer-launch, one xtimerd each, on the GPU simulator, with rank 5's GEMMs doing twice the work
-(--compute-factor 5:2). While it runs, `xtimer dump` captures 4 s of every rank; then
+xtimer-launch, one xtimerd each, on the GPU simulator, with rank 2's host sleeping 40 ms before
+its launches every step, as a slow data loader does (--host-gap 2:40). While it runs, `xtimer dump` captures 4 s of every rank; then
 `xtimer analyze` (its text is printed: the README quotes it), `xtimer timeline` and
 `xtimer report` read the dump, and headless Chromium takes two screenshots into --out
 (default docs/images):
@@ -33,7 +33,7 @@ import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
 TP_DIR = os.environ.get("XTIMER_PERFETTO_TP", "/var/cache/xtimer/perfetto-tp-v55.3")
-FAULT = ["--compute-factor", "5:2"]
+FAULT = ["--host-gap", "2:40"]
 WINDOW_NS = 100 * 1000 * 1000
 COLORS = {"matmul": "#4477aa", "collective": "#ee7733", "p2p": "#228833"}
 
@@ -69,7 +69,8 @@ def run_job(bin_dir, work):
         wait_for(outs[0], "step 50/400", procs)
         hosts = "127.0.0.1:%d,127.0.0.1:%d" % (ports[1], ports[3])
         subprocess.run([bin_dir + "/cli/xtimer", "dump", "--hosts", hosts, "--path", "run1",
-                        "--count", "100000", "--duration", "4"], check=True, env=env)
+                        "--count", "100000", "--duration", "4"], check=True, env=env,
+                       stdout=sys.stderr)
         for p in procs:
             if p.wait(timeout=300) != 0:
                 sys.exit("readme_images: the job failed; see %s" % " ".join(outs))
