@@ -10,7 +10,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)"
 export XTIMER_JOB="${XTIMER_JOB:-xtimer-demo}"
 # The simulated GPU's bf16 rate: low enough that it, not the CPU that plays every rank's host,
-# is the bottleneck (as in demo/run_xtimer_demo.sh).
+# is the bottleneck, as in a real training job.
 export XTIMER_SIM_TFLOPS_BF16="${XTIMER_SIM_TFLOPS_BF16:-0.2}"
 exec /opt/xtimer/bin/xtimer-launch -- python3 "$here/launch.py" --nnodes 1 \
   --nproc-per-node "${XTIMER_DEMO_RANKS:-4}" -- "$here/gpusim/gpusim-run" "$here/train_step" \

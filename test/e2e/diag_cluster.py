@@ -149,11 +149,12 @@ class Cluster:
                 prometheus_query(self.prom_port, 'xtimer:job_hang_culprit{job="%s"}' % job)}
 
     # ---- offline
-    def dump(self, job, path, nodes=None):
-        """`xtimer dump --hosts` of the nodes' whole histories; the job folders."""
+    def dump(self, job, path, nodes=None, history=100000):
+        """`xtimer dump --hosts` of the nodes' last `history` events per rank (default: the
+        whole histories); the job folders."""
         nodes = nodes or len(self.roots)
         rc, out, err = run([self.xtimer, "dump", "--hosts", self.hosts_of(nodes), "--path", path,
-                            "--history", "100000", "--job", job], timeout=120)
+                            "--history", str(history), "--job", job], timeout=120)
         if rc != 0:
             fail("xtimer dump exited %d:\n%s%s" % (rc, out, err))
         return [os.path.join(root, path, job) for root in self.roots[:nodes]]

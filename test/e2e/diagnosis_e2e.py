@@ -8,13 +8,17 @@ Scenarios (named on the command line to run only some: healthy straggler host li
 mismatch_op mismatch_count exited stuck):
   healthy         300 steps: no verdict live (daemons' metrics, HangCheck, the rules) or offline
                   (`xtimer analyze` of a dump of both nodes: hang null, no straggler); the
-                  rules' true bus bandwidth is the daemons' (within 5%).
+                  rules' true bus bandwidth is the daemons' (within 5%); every rank's step
+                  histogram (xtimer_step_seconds, steps guessed from its collectives) passes
+                  `promtool check metrics` and its mean step is rank 0's printed one (25%);
+                  histogram_quantile over both nodes in Prometheus lands in its bucket.
   straggler       rank 1's GEMMs do 1.3x the work for 400 steps: the rules' xtimer:straggler
                   names rank 1 alone, cause compute, live; offline, first straggler rank 1,
                   cause compute, the others' wait attributed to it; every rank's true bus
                   bandwidth equals the simulator's configured link rate within 5%; `xtimer
                   diff` of the healthy and this run: a GEMM first, no communication slowdown,
-                  rank 1 alone named for its own work.
+                  rank 1 alone named for its own work; the same for dumps of the last 3,000
+                  events per rank of both runs.
   host            rank 2 sleeps before its launches every step, long enough to leave its GPU
                   idle past the pipeline bubble: the rules name rank 2 alone, cause host, live;
                   offline, first straggler rank 2, cause host.
@@ -46,12 +50,13 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_lib import (Paths, check_rules_finite, check_true_bus_bandwidth, fail,  # noqa: E402
-                     log, prometheus_query, true_bus_bandwidths)
+                     log, parse, prometheus_query, scrape, select, true_bus_bandwidths)
 from diag_cluster import (INTER_GBPS, INTRA_GBPS, STEP_GPU_MS, Cluster,  # noqa: E402
                           run, wait_for)
 
@@ -86,7 +91,13 @@ def kill(nodes):
 # Straggler scenarios: run, dump while the ranks linger, analyze.
 # ---------------------------------------------------------------------------------------------
 
-def dumped_run(cluster, job, flags, steps, env_extra=None, live_check=None):
+# The window of the second dump of the healthy and straggler runs: the newest events per rank, as
+# a history dump of a long job holds (its windows begin at different operations per rank).
+WINDOW_EVENTS = 3000
+
+
+def dumped_run(cluster, job, flags, steps, env_extra=None, live_check=None, steps_check=None,
+               windows=None):
     nodes = cluster.start_job(job, flags, steps, env_extra, linger=600)
     try:
         cluster.wait_running(nodes, job)
@@ -94,7 +105,11 @@ def dumped_run(cluster, job, flags, steps, env_extra=None, live_check=None):
             n.wait_for_line(r"diag_job: done: %d steps" % steps, 300)
         if live_check:
             live_check(job)
+        if steps_check:
+            steps_check(job, nodes[0].output())
         dirs = cluster.dump(job, job)
+        if windows is not None:
+            windows.extend(cluster.dump(job, job + "-window", history=WINDOW_EVENTS))
     finally:
         kill(nodes)
     return dirs
@@ -143,11 +158,55 @@ def log_straggler_evidence(cluster, job):
                                                  float(v)))
 
 
+def check_step_histograms(cluster, job, rank0_output):
+    """Every rank's xtimer_step_seconds (steps guessed from its collectives) passes `promtool
+    check metrics`, its mean step is rank 0's printed median step within 25%, and
+    histogram_quantile over every rank of both nodes lands in the bucket of that median."""
+    printed = [float(ms) for n, ms in re.findall(r"^\[rank 0\] step (\d+)/\d+ ([\d.]+) ms$", rank0_output,
+                                                 re.M) if int(n) > 20]
+    if len(printed) < 50:
+        fail("%s: rank 0 printed %d step times" % (job, len(printed)))
+    want = sorted(printed)[len(printed) // 2] / 1e3
+    ranks = set()
+    for port in cluster.metrics:
+        text = scrape(port)
+        lines = [l for l in text.splitlines() if "xtimer_step_seconds" in l and
+                 (l.startswith("#") or 'job="%s"' % job in l)]
+        r = subprocess.run(["promtool", "check", "metrics"], input="\n".join(lines) + "\n",
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if r.returncode != 0:
+            fail("promtool check metrics on :%d's step histograms:\n%s" % (port, r.stdout))
+        samples = parse(text)
+        sums = {l["rank"]: v for l, v in select(samples, "xtimer_step_seconds_sum", job=job)}
+        for labels, count in select(samples, "xtimer_step_seconds_count", job=job):
+            mean = sums[labels["rank"]] / count
+            if count < 50 or abs(mean - want) > 0.25 * want:
+                fail("%s rank %s: %d steps of %.4f s on average, rank 0 printed %.4f s" % (
+                    job, labels["rank"], count, mean, want))
+            ranks.add(labels["rank"])
+    if ranks != {str(r) for r in range(8)}:
+        fail("%s: step histograms of ranks %s, expected 0..7" % (job, sorted(ranks)))
+    q = prometheus_query(cluster.prom_port, 'histogram_quantile(0.5, sum by (le) '
+                         '(increase(xtimer_step_seconds_bucket{job="%s"}[30m])))' % job)
+    if len(q) != 1:
+        fail("%s: histogram_quantile answered %s" % (job, q))
+    bounds = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60]
+    hi = next(b for b in bounds + [float("inf")] if want <= b)
+    lo = max([0] + [b for b in bounds if b < hi])
+    if not lo <= q[0][1] <= hi:
+        fail("%s: median step by histogram_quantile %.4f s, outside (%g, %g] of rank 0's %.4f s"
+             % (job, q[0][1], lo, hi, want))
+    log("%s: step histograms of 8 ranks on 2 nodes; median step %.4f s (histogram_quantile), "
+        "rank 0 printed %.4f s" % (job, q[0][1], want))
+
+
 def healthy(cluster, state):
     job = "diag-healthy"
     dirs = dumped_run(cluster, job, [], 300, live_check=lambda j: (
         check_no_verdict_live(cluster, j),
-        check_true_bus_bandwidth(true_bus_bandwidths(cluster.prom_port, j), j)))
+        check_true_bus_bandwidth(true_bus_bandwidths(cluster.prom_port, j), j)),
+        steps_check=lambda j, out: check_step_histograms(cluster, j, out),
+        windows=state.setdefault("healthy_windows", []))
     report = cluster.analyze(dirs, GROUPS)
     if report["hang"] is not None or report["hangs"]:
         fail("healthy run: analyze found a hang: %s" % report["hang"])
@@ -172,7 +231,8 @@ def straggler(cluster, state):
         cluster, job, ["--compute-factor", "1:1.3"], 400,  # about a minute: the rules' 1m rates
         live_check=lambda j: (nodes_of.update(comm_nodes(cluster, j)),
                               check_rule_straggler(cluster, j, 1, "compute"),
-                              live.update(cluster.analyze_hosts(j, GROUPS))))
+                              live.update(cluster.analyze_hosts(j, GROUPS))),
+        windows=state.setdefault("straggler_windows", []))
     # Live, from the daemons' last 256 collectives per communicator (HangCheck arrivals).
     s = first_straggler(live, "xtimer analyze --hosts: compute factor 1.3 on rank 1")
     if s["rank"] != 1 or s["cause"] != "compute":
@@ -194,6 +254,8 @@ def straggler(cluster, state):
     log("straggler: rank 1 first, cause compute, wait caused %.3f s" % s["wait_caused_s"])
     if "healthy_dirs" in state:
         check_straggler_diff(cluster, state["healthy_dirs"], dirs)
+        # The last 3,000 events per rank of each run: windows of different steps per rank.
+        check_straggler_diff(cluster, state["healthy_windows"], state["straggler_windows"])
     else:
         log("straggler: xtimer diff not checked (it needs the healthy scenario's dump: name both)")
 
