@@ -19,12 +19,12 @@ size_t NamePartCount(size_t size) {
   return size == 0 ? 1 : (size + kNameChunk - 1) / kNameChunk;
 }
 
-RecordSlot NamePart(uint32_t name_id, const std::string& name, size_t part) {
+RecordSlot NamePart(uint32_t name_id, const std::string& name, size_t part, RecordType type) {
   RecordSlot slot;
   std::memset(&slot, 0, sizeof(slot));
   NameRecord& n = slot.name;
   n.version = kRecordVersion;
-  n.type = static_cast<uint8_t>(RecordType::kName);
+  n.type = static_cast<uint8_t>(type);
   n.flags = part + 1 == NamePartCount(name.size()) ? kNameLast : 0;
   n.name_id = name_id;
   n.part = static_cast<uint16_t>(part);

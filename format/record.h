@@ -12,6 +12,12 @@
 //             kNameChunk bytes, the last with kNameLast; OpRecord::name_id refers to it. A name is
 //             sent once per process, before the first op that uses it.
 //   kComm     a communicator this process joined: id, this rank's place in it, its size.
+//   kNvtx     an NVTX event of the application (hook/nvtx_injection.cc): a push/pop range
+//             (written at its pop, with both times), the start or the end of a start/end range,
+//             or a mark. Its strings (message, domain name) are NVTX string ids.
+//   kNvtxString  a chunk of an NVTX string (a message, a domain's name, a registered string),
+//             framed exactly as kName (a NameRecord with this type); its ids are a space of their
+//             own (1, 2, ... per process), sent once per process before the first kNvtx using it.
 //
 // Times are CLOCK_REALTIME nanoseconds (host clock, comparable across processes of a node). GPU
 // times are aligned to that clock by the writer (see hook/), so cpu_launch_ns <= gpu_start_ns
@@ -30,7 +36,7 @@ namespace format {
 constexpr uint16_t kRecordVersion = 1;
 constexpr size_t kRecordSize = 128;
 
-enum class RecordType : uint8_t { kOp = 1, kName = 2, kComm = 3 };
+enum class RecordType : uint8_t { kOp = 1, kName = 2, kComm = 3, kNvtx = 4, kNvtxString = 5 };
 
 // What an operation is, for metrics. Values are stable (they are in files).
 enum class OpKind : uint8_t {
@@ -173,11 +179,50 @@ struct CommRecord {
 };
 static_assert(sizeof(CommRecord) == kRecordSize, "CommRecord layout is part of the ring format");
 
-// A slot in the ring: any of the three, discriminated by `type` at byte 2.
+// NvtxRecord::event. Values are stable (they are in files).
+enum class NvtxEvent : uint8_t {
+  kRange = 1,  // a push/pop range, complete: start_ns (push) .. end_ns (pop), its depth
+  kStart = 2,  // nvtxRangeStart: start_ns; range_id pairs it with its kEnd (any thread)
+  kEnd = 3,    // nvtxRangeEnd: end_ns and range_id only
+  kMark = 4,   // an instant: start_ns == end_ns
+};
+constexpr uint8_t kNvtxEventMax = 4;
+constexpr int32_t kMaxNvtxDepth = 1024;  // a reader's bound on NvtxRecord::depth
+
+// NvtxRecord::flags
+constexpr uint8_t kNvtxHasColor = 1 << 0;    // color holds an ARGB color
+constexpr uint8_t kNvtxHasPayload = 1 << 1;  // payload_type and payload are set
+
+struct NvtxRecord {
+  uint16_t version;      //   0
+  uint8_t type;          //   2  RecordType::kNvtx
+  uint8_t event;         //   3  NvtxEvent
+  uint32_t tid;          //   4  the OS thread id (gettid) of the calling thread
+  uint32_t name_id;      //   8  NVTX string id of the message (0: none)
+  uint32_t domain_id;    //  12  NVTX string id of the domain's name (0: the default domain)
+  int64_t start_ns;      //  16  kRange, kStart, kMark: host time of the push / start / mark
+  int64_t end_ns;        //  24  kRange, kEnd, kMark: host time of the pop / end
+  uint64_t range_id;     //  32  kStart, kEnd: the nvtxRangeId_t the application holds, else 0
+  int32_t depth;         //  40  kRange: 0-based nesting level in its domain on its thread
+  uint32_t category;     //  44  the event attributes' category (0: none)
+  uint32_t color;        //  48  ARGB (kNvtxHasColor)
+  uint8_t flags;         //  52  kNvtx*
+  uint8_t payload_type;  //  53  NVTX_PAYLOAD_TYPE_* of nvToolsExt.h (kNvtxHasPayload)
+  uint16_t reserved0;    //  54
+  uint64_t payload;      //  56  the payload's 8 bytes as given (kNvtxHasPayload)
+  uint8_t reserved[64];  //  64
+};
+static_assert(sizeof(NvtxRecord) == kRecordSize, "NvtxRecord layout is part of the ring format");
+static_assert(offsetof(NvtxRecord, start_ns) == 16, "NvtxRecord layout");
+static_assert(offsetof(NvtxRecord, depth) == 40, "NvtxRecord layout");
+static_assert(offsetof(NvtxRecord, payload) == 56, "NvtxRecord layout");
+
+// A slot in the ring: any of the kinds, discriminated by `type` at byte 2.
 union RecordSlot {
   OpRecord op;
   NameRecord name;
   CommRecord comm;
+  NvtxRecord nvtx;
   struct {
     uint16_t version;
     uint8_t type;
@@ -214,9 +259,11 @@ inline uint8_t KindOfOperation(uint16_t op) {
 
 // The NameRecords of kernel name `name_id`: how many parts `size` bytes take (at least 1, so an
 // empty name still sends its kNameLast part), and part `part` of `name` as a ring slot (the
-// writer's one encoding of a name; kNameLast on the last part).
+// writer's one encoding of a name; kNameLast on the last part). `type` kNvtxString makes the
+// parts of NVTX string `name_id` instead.
 size_t NamePartCount(size_t size);
-RecordSlot NamePart(uint32_t name_id, const std::string& name, size_t part);
+RecordSlot NamePart(uint32_t name_id, const std::string& name, size_t part,
+                    RecordType type = RecordType::kName);
 
 // Validates a record read from untrusted memory against the built-in kinds
 // (RecordKinds::Builtin(), format/record_kinds.h). Returns nullptr when it is well formed, else a

@@ -41,11 +41,28 @@ const char* ValidateComm(const RecordSlot& slot) {
   return nullptr;
 }
 
+const char* ValidateNvtx(const RecordSlot& slot) {
+  const NvtxRecord& r = slot.nvtx;
+  if (r.event == 0 || r.event > kNvtxEventMax) return "unknown NVTX event";
+  const auto event = static_cast<NvtxEvent>(r.event);
+  if (event == NvtxEvent::kRange || event == NvtxEvent::kMark) {
+    if (static_cast<uint64_t>(r.end_ns - r.start_ns) > kMaxDurationNs) {
+      return "NVTX range duration out of range";
+    }
+  }
+  if (event == NvtxEvent::kRange && static_cast<uint32_t>(r.depth) >= uint32_t{kMaxNvtxDepth}) {
+    return "NVTX depth out of range";
+  }
+  return nullptr;
+}
+
 RecordKinds MakeBuiltin() {
   RecordKinds kinds;
   kinds.Register(static_cast<uint8_t>(RecordType::kOp), {"op", ValidateOp});
   kinds.Register(static_cast<uint8_t>(RecordType::kName), {"name", ValidateName});
   kinds.Register(static_cast<uint8_t>(RecordType::kComm), {"comm", ValidateComm});
+  kinds.Register(static_cast<uint8_t>(RecordType::kNvtx), {"nvtx", ValidateNvtx});
+  kinds.Register(static_cast<uint8_t>(RecordType::kNvtxString), {"nvtx_string", ValidateName});
   return kinds;
 }
 

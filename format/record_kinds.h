@@ -22,7 +22,7 @@ struct RecordKind {
 
 class RecordKinds {
  public:
-  // The kinds every reader knows: kOp, kName and kComm (format/record.h).
+  // The kinds every reader knows: kOp, kName, kComm, kNvtx and kNvtxString (format/record.h).
   static const RecordKinds& Builtin();
 
   // Adds (or replaces) the kind of records whose type byte is `type`. Not thread safe: register

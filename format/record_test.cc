@@ -49,6 +49,48 @@ TEST(NamePartTest, SplitsANameIntoChunksTheLastMarked) {
   EXPECT_EQ(NamePart(3, "", 0).name.flags, kNameLast);  // an empty name is one empty last part
 }
 
+TEST(NamePartTest, NvtxStringsAreFramedAsNamesWithTheirOwnType) {
+  const RecordSlot s = NamePart(4, "step", 0, RecordType::kNvtxString);
+  EXPECT_EQ(s.header.type, static_cast<uint8_t>(RecordType::kNvtxString));
+  EXPECT_EQ(s.name.name_id, 4u);
+  EXPECT_EQ(s.name.flags, kNameLast);
+  EXPECT_EQ(Validate(s), nullptr);
+  EXPECT_STREQ(RecordKinds::Builtin().Find(s.header.type)->name, "nvtx_string");
+  EXPECT_STREQ(Validate(NamePart(0, "x", 0, RecordType::kNvtxString)), "name id 0");
+}
+
+RecordSlot NvtxRange(int64_t start, int64_t end, int32_t depth) {
+  RecordSlot s{};
+  s.nvtx.version = kRecordVersion;
+  s.nvtx.type = static_cast<uint8_t>(RecordType::kNvtx);
+  s.nvtx.event = static_cast<uint8_t>(NvtxEvent::kRange);
+  s.nvtx.start_ns = start;
+  s.nvtx.end_ns = end;
+  s.nvtx.depth = depth;
+  return s;
+}
+
+TEST(ValidateNvtx, ChecksEventDurationAndDepth) {
+  const int64_t day = int64_t{86400} * 1000000000;
+  EXPECT_EQ(Validate(NvtxRange(100, 100, 0)), nullptr);
+  EXPECT_EQ(Validate(NvtxRange(100, 100 + day, kMaxNvtxDepth - 1)), nullptr);
+  EXPECT_STREQ(Validate(NvtxRange(100, 101 + day, 0)), "NVTX range duration out of range");
+  EXPECT_STREQ(Validate(NvtxRange(100, 99, 0)), "NVTX range duration out of range");
+  EXPECT_STREQ(Validate(NvtxRange(100, 200, kMaxNvtxDepth)), "NVTX depth out of range");
+  EXPECT_STREQ(Validate(NvtxRange(100, 200, -1)), "NVTX depth out of range");
+  RecordSlot s = NvtxRange(100, 200, 0);
+  s.nvtx.event = kNvtxEventMax + 1;
+  EXPECT_STREQ(Validate(s), "unknown NVTX event");
+  s.nvtx.event = 0;
+  EXPECT_STREQ(Validate(s), "unknown NVTX event");
+  // A start carries no end, an end no start: neither is a duration.
+  s.nvtx.event = static_cast<uint8_t>(NvtxEvent::kStart);
+  s.nvtx.start_ns = 100;
+  s.nvtx.end_ns = 0;
+  EXPECT_EQ(Validate(s), nullptr);
+  EXPECT_STREQ(RecordKinds::Builtin().Find(s.header.type)->name, "nvtx");
+}
+
 RecordSlot ValidAllReduce() {
   RecordSlot s{};
   s.op.version = kRecordVersion;

@@ -375,7 +375,24 @@ void Poller::EmitName(uint32_t name_id) {
   for (size_t i = 0; i < parts; ++i) Write(format::NamePart(name_id, name, i));
 }
 
+void Poller::EmitNvtxString(uint32_t id) {
+  if (id == 0 || (id < nvtx_strings_sent_.size() && nvtx_strings_sent_[id])) return;
+  if (nvtx_strings_sent_.size() <= id) nvtx_strings_sent_.resize(id + 1, false);
+  nvtx_strings_sent_[id] = true;
+  const std::string text = state_->nvtx_strings.Text(id);
+  const size_t parts = format::NamePartCount(text.size());
+  for (size_t i = 0; i < parts; ++i) {
+    Write(format::NamePart(id, text, i, format::RecordType::kNvtxString));
+  }
+}
+
 void Poller::Emit(Pending* p) {
+  if (p->rec.header.type == static_cast<uint8_t>(format::RecordType::kNvtx)) {
+    EmitNvtxString(p->rec.nvtx.domain_id);
+    EmitNvtxString(p->rec.nvtx.name_id);
+    Write(p->rec);
+    return;
+  }
   if (p->rec.header.type == static_cast<uint8_t>(format::RecordType::kComm)) {
     format::CommRecord& c = p->rec.comm;
     if (c.global_rank == -2) {  // a root communicator (made by an init call)
@@ -584,6 +601,7 @@ void Poller::ResendIdentity() {
   resend_.clear();
   for (const auto& kv : comm_records_) resend_.push_back(kv.first);
   names_sent_.assign(names_sent_.size(), false);
+  nvtx_strings_sent_.assign(nvtx_strings_sent_.size(), false);
   ResendPending();
 }
 

@@ -115,6 +115,8 @@ class Poller {
   bool CompleteTracked(Fifo* fifo, Pending* p, bool done);  // a kTracked head: its mark
   void Emit(Pending* p);
   void EmitName(uint32_t name_id);
+  // Sends NVTX string `id` (format::RecordType::kNvtxString) unless it was sent; 0 is none.
+  void EmitNvtxString(uint32_t id);
   void Issue(const Pending& p, const Fifo* fifo);
   void Finish(const Pending& p);
   // Drops f's collectives listed before sequence number `seq`, which just completed.
@@ -152,6 +154,7 @@ class Poller {
   std::vector<std::pair<int64_t, std::map<FlightKey, Flight>::value_type*>> publish_order_;
   format::InflightRow publish_rows_[format::kMaxInflight];
   std::vector<bool> names_sent_;
+  std::vector<bool> nvtx_strings_sent_;
   // Every CommRecord written, by (comm id, device): a communicator of ncclCommInitAll has a rank
   // on each device of the process. Sent again on each registration after the first, so a
   // restarted daemon (which reads on from where its predecessor stopped) knows every

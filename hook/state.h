@@ -14,6 +14,7 @@
 #include "hook/comm_registry.h"
 #include "hook/config.h"
 #include "hook/kernel_table.h"
+#include "hook/nvtx_strings.h"
 #include "hook/recorder.h"
 
 namespace xtimer {
@@ -65,6 +66,8 @@ struct State {
   std::mutex device_mu;
   CommRegistry comms;
   KernelTable kernels;
+  NvtxStrings nvtx_strings;  // the NVTX injection's messages and domain names
+  std::atomic<uint64_t> nvtx_dropped{0};  // NVTX records the full queue dropped
   std::atomic<uint32_t> group_counter{0};
   std::atomic<uint64_t> initall_counter{0};
   budget::Slot budget_slots[budget::kSlots];

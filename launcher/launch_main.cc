@@ -203,6 +203,17 @@ std::string AppendPreload(const std::string& lib) {
   return current.empty() ? lib : current + ":" + lib;
 }
 
+// NVTX (docs/hook.md "NVTX"): libxtimer.so becomes the NVTX injection library. A library the
+// user named already (Nsight Systems', ...) moves to XTIMER_NVTX_FORWARD, and the hook forwards
+// every NVTX call to it, so both see the ranges (an XTIMER_NVTX_FORWARD already set stays).
+void ExportNvtx(const std::string& lib) {
+  const std::string user = Env("NVTX_INJECTION64_PATH", "");
+  if (!user.empty() && user != lib && Env("XTIMER_NVTX_FORWARD", "").empty()) {
+    setenv("XTIMER_NVTX_FORWARD", user.c_str(), 1);
+  }
+  setenv("NVTX_INJECTION64_PATH", lib.c_str(), 1);
+}
+
 // The job label (util/job_identity.h). --job, or a source this launcher sees (XTIMER_JOB, a
 // scheduler's or MPI launcher's job id), becomes XTIMER_JOB of every process of COMMAND. With none,
 // COMMAND's name only becomes XTIMER_JOB_DEFAULT, the last source: what a launcher started here
@@ -272,6 +283,7 @@ int main(int argc, char** argv) {
   if (o.start_daemon) EnsureDaemon(o);
 
   setenv("LD_PRELOAD", AppendPreload(o.lib).c_str(), 1);
+  ExportNvtx(o.lib);
   setenv("XTIMER_RUN_DIR", o.run_dir.c_str(), 1);
   setenv("XTIMER_DAEMON_SOCKET", (o.run_dir + "/xtimerd.sock").c_str(), 1);
   ExportJob(o);

@@ -16,6 +16,14 @@ out=$(LD_PRELOAD= "$launch" --no-daemon --lib "$lib" --job myjob -- sh -c 'echo 
 out=$(LD_PRELOAD=/x/other.so "$launch" --no-daemon --lib "$lib" sh -c 'echo "$LD_PRELOAD"')
 [[ "$out" == "/x/other.so:$lib" ]] || fail "preload not appended: '$out'"
 
+echo "== NVTX: libxtimer.so is the injection library; the user's own is forwarded to (docs/hook.md)"
+nvtx() { env -u XTIMER_NVTX_FORWARD "$@" "$launch" --no-daemon --lib "$lib" -- sh -c 'echo "$NVTX_INJECTION64_PATH|${XTIMER_NVTX_FORWARD-}"'; }
+[[ "$(nvtx -u NVTX_INJECTION64_PATH)" == "$lib|" ]] || fail "NVTX injection not set: '$(nvtx -u NVTX_INJECTION64_PATH)'"
+[[ "$(nvtx NVTX_INJECTION64_PATH=/x/nsys.so)" == "$lib|/x/nsys.so" ]] || fail "user's NVTX library not forwarded: '$(nvtx NVTX_INJECTION64_PATH=/x/nsys.so)'"
+[[ "$(nvtx NVTX_INJECTION64_PATH=$lib)" == "$lib|" ]] || fail "libxtimer.so forwarded to itself"
+out=$(XTIMER_NVTX_FORWARD=/x/mine.so NVTX_INJECTION64_PATH=/x/nsys.so "$launch" --no-daemon --lib "$lib" -- sh -c 'echo "$XTIMER_NVTX_FORWARD"')
+[[ "$out" == "/x/mine.so" ]] || fail "XTIMER_NVTX_FORWARD replaced: '$out'"
+
 echo "== a job token per launch (docs/security.md); an outer launcher's stays"
 tok() { env -u XTIMER_JOB_TOKEN "$@" "$launch" --no-daemon --lib "$lib" -- sh -c 'echo "$XTIMER_JOB_TOKEN"'; }
 t1=$(tok); t2=$(tok)

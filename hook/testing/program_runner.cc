@@ -103,10 +103,10 @@ std::vector<format::OpRecord> OpsOfKind(const FakeDaemon::Ring& ring, format::Op
   return out;
 }
 
-std::string NameOf(const FakeDaemon::Ring& ring, uint32_t name_id) {
+std::string NameOf(const FakeDaemon::Ring& ring, uint32_t name_id, format::RecordType type) {
   std::string text;
   for (const auto& r : ring.records) {
-    if (r.header.type != static_cast<uint8_t>(format::RecordType::kName) ||
+    if (r.header.type != static_cast<uint8_t>(type) ||
         r.name.name_id != name_id) {
       continue;
     }

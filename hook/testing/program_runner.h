@@ -53,8 +53,10 @@ int StartProgramTest(int* argc, char** argv, int more, const char* usage,
 
 // The ring's OpRecords of kind `kind`, by host launch time.
 std::vector<format::OpRecord> OpsOfKind(const FakeDaemon::Ring& ring, format::OpKind kind);
-// The kernel name the ring's NameRecords give `name_id` ("" until its last part was read).
-std::string NameOf(const FakeDaemon::Ring& ring, uint32_t name_id);
+// The kernel name the ring's NameRecords give `name_id` ("" until its last part was read); with
+// `type` kNvtxString, the NVTX string of that id.
+std::string NameOf(const FakeDaemon::Ring& ring, uint32_t name_id,
+                   format::RecordType type = format::RecordType::kName);
 
 }  // namespace testing
 }  // namespace hook

@@ -1,0 +1,161 @@
+#include "hook/nvtx_recorder.h"
+
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstring>
+
+#include "format/record.h"
+#include "hook/recorder.h"
+#include "hook/state.h"
+#include "util/clock.h"
+
+namespace xtimer {
+namespace hook {
+namespace nvtx {
+namespace {
+
+struct Frame {
+  int64_t start_ns;
+  Attrs attrs;
+  uint32_t domain_id;
+  int32_t level;
+};
+
+struct ThreadRanges {
+  uint32_t tid;
+  int open;      // frames in use
+  int overflow;  // pushes beyond kMaxOpenRanges still open (not recorded)
+  Frame frames[kMaxOpenRanges];
+};
+
+thread_local ThreadRanges t_ranges;
+
+inline uint32_t ThreadId() {
+  if (__builtin_expect(t_ranges.tid == 0, 0)) {
+    t_ranges.tid = static_cast<uint32_t>(syscall(SYS_gettid));  // once per thread
+  }
+  return t_ranges.tid;
+}
+
+inline bool Recording() { return g_mode.load(std::memory_order_acquire) == kOn; }
+
+// Hands a record to the poller; a full queue drops it (counted).
+void Emit(const format::NvtxRecord& r) {
+  State* s = GetState();
+  const bool ok = s->queue.PushWith([&r](Pending* cell) {
+    std::memcpy(&cell->rec.nvtx, &r, sizeof(r));
+    cell->start = nullptr;
+    cell->end = nullptr;
+    cell->device = -1;
+    cell->state = Pending::kReady;
+  });
+  if (ok) {
+    s->queued.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    s->nvtx_dropped.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+format::NvtxRecord MakeRecord(format::NvtxEvent event, uint32_t domain_id, const Attrs& a) {
+  format::NvtxRecord r;
+  std::memset(&r, 0, sizeof(r));
+  r.version = format::kRecordVersion;
+  r.type = static_cast<uint8_t>(format::RecordType::kNvtx);
+  r.event = static_cast<uint8_t>(event);
+  r.tid = ThreadId();
+  r.name_id = a.name_id;
+  r.domain_id = domain_id;
+  r.category = a.category;
+  r.color = a.color;
+  r.flags = a.flags;
+  r.payload_type = a.payload_type;
+  r.payload = a.payload;
+  return r;
+}
+
+// The level a new range of `domain_id` gets: one below the innermost open range of the domain.
+int NextLevel(const ThreadRanges& t, uint32_t domain_id) {
+  for (int i = t.open - 1; i >= 0; --i) {
+    if (t.frames[i].domain_id == domain_id) return t.frames[i].level + 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int Push(uint32_t domain_id, const Attrs& attrs) {
+  ThreadRanges& t = t_ranges;
+  if (t.open == kMaxOpenRanges) {
+    ++t.overflow;
+    return kMaxOpenRanges + t.overflow - 1;  // deeper than the frames kept
+  }
+  const int level = NextLevel(t, domain_id);
+  Frame& f = t.frames[t.open++];
+  f.start_ns = RealtimeNs();
+  f.attrs = attrs;
+  f.domain_id = domain_id;
+  f.level = level;
+  return level;
+}
+
+int Pop(uint32_t domain_id) {
+  const int64_t now = RealtimeNs();
+  ThreadRanges& t = t_ranges;
+  if (t.overflow > 0) {
+    --t.overflow;
+    return kMaxOpenRanges + t.overflow;
+  }
+  int i = t.open - 1;
+  while (i >= 0 && t.frames[i].domain_id != domain_id) --i;
+  if (i < 0) return -1;
+  const Frame f = t.frames[i];
+  // Ranges of other domains opened inside it stay open (domains nest independently).
+  for (int j = i; j + 1 < t.open; ++j) t.frames[j] = t.frames[j + 1];
+  --t.open;
+  if (Recording()) {
+    format::NvtxRecord r = MakeRecord(format::NvtxEvent::kRange, domain_id, f.attrs);
+    r.start_ns = f.start_ns;
+    r.end_ns = now;
+    r.depth = f.level;
+    Emit(r);
+  }
+  return f.level;
+}
+
+uint64_t NextRangeId() {
+  static std::atomic<uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Start(uint32_t domain_id, const Attrs& attrs, uint64_t range_id) {
+  if (!Recording()) return;
+  format::NvtxRecord r = MakeRecord(format::NvtxEvent::kStart, domain_id, attrs);
+  r.start_ns = RealtimeNs();
+  r.range_id = range_id;
+  Emit(r);
+}
+
+void End(uint32_t domain_id, uint64_t range_id) {
+  if (!Recording()) return;
+  format::NvtxRecord r = MakeRecord(format::NvtxEvent::kEnd, domain_id, Attrs());
+  r.end_ns = RealtimeNs();
+  r.range_id = range_id;
+  Emit(r);
+}
+
+void Mark(uint32_t domain_id, const Attrs& attrs) {
+  if (!Recording()) return;
+  format::NvtxRecord r = MakeRecord(format::NvtxEvent::kMark, domain_id, attrs);
+  r.start_ns = r.end_ns = RealtimeNs();
+  Emit(r);
+}
+
+uint32_t Intern(const char* text) {
+  State* s = GetState();
+  return s == nullptr ? 0 : s->nvtx_strings.Intern(text);
+}
+
+}  // namespace nvtx
+}  // namespace hook
+}  // namespace xtimer
