@@ -38,15 +38,25 @@ namespace {
 
 using nvtx::Attrs;
 
-// Our handles: the application holds these, the forwarded consumer gets its own.
+// Our handles: the application holds these, the forwarded consumer gets its own. Both stay
+// listed (g_handles) while they live: registered strings until the process ends, domains until
+// nvtxDomainDestroy.
 struct Domain {
   uint32_t name_id;
   nvtxDomainHandle_t downstream;
+  Domain* next;
 };
 struct RegisteredString {
   uint32_t id;
   nvtxStringHandle_t downstream;
+  RegisteredString* next;
 };
+struct Handles {
+  std::mutex mu;
+  Domain* domains = nullptr;
+  RegisteredString* strings = nullptr;
+};
+Handles* g_handles = new Handles;  // never freed: handles are used until exit
 
 // The forwarded consumer's CORE and CORE2 functions, as it filled them through our proxy table.
 struct Downstream {
@@ -316,8 +326,9 @@ void DomainNameCategoryW(nvtxDomainHandle_t dom, uint32_t c, const wchar_t* n) {
 
 // Registration (cold): our handle wraps the string's id and the consumer's handle.
 nvtxStringHandle_t NewString(uint32_t id, nvtxStringHandle_t downstream) {
-  auto* s = new RegisteredString{id, downstream};  // lives as long as the process
-  return reinterpret_cast<nvtxStringHandle_t>(s);
+  std::lock_guard<std::mutex> lock(g_handles->mu);
+  g_handles->strings = new RegisteredString{id, downstream, g_handles->strings};
+  return reinterpret_cast<nvtxStringHandle_t>(g_handles->strings);
 }
 
 nvtxStringHandle_t DomainRegisterStringA(nvtxDomainHandle_t dom, const char* text) {
@@ -331,8 +342,9 @@ nvtxStringHandle_t DomainRegisterStringW(nvtxDomainHandle_t dom, const wchar_t* 
 }
 
 nvtxDomainHandle_t NewDomain(uint32_t name_id, nvtxDomainHandle_t downstream) {
-  auto* d = new Domain{name_id, downstream};  // freed by DomainDestroy
-  return reinterpret_cast<nvtxDomainHandle_t>(d);
+  std::lock_guard<std::mutex> lock(g_handles->mu);
+  g_handles->domains = new Domain{name_id, downstream, g_handles->domains};
+  return reinterpret_cast<nvtxDomainHandle_t>(g_handles->domains);
 }
 
 nvtxDomainHandle_t DomainCreateA(const char* name) {
@@ -349,7 +361,15 @@ void DomainDestroy(nvtxDomainHandle_t dom) {
   if (dom == nullptr) return;
   auto f = Core2<nvtxDomainDestroy_impl_fntype>(NVTX_CBID_CORE2_DomainDestroy);
   if (f != nullptr) f(DownDomain(dom));
-  delete reinterpret_cast<Domain*>(dom);
+  auto* d = reinterpret_cast<Domain*>(dom);
+  std::lock_guard<std::mutex> lock(g_handles->mu);
+  for (Domain** at = &g_handles->domains; *at != nullptr; at = &(*at)->next) {
+    if (*at == d) {
+      *at = d->next;
+      delete d;
+      return;
+    }
+  }
 }
 
 void Initialize(const void* reserved) {

@@ -151,6 +151,21 @@ std::string Aggregator::KernelName(ProcessId id, uint32_t name_id) const {
   return name == nullptr ? "" : *name;
 }
 
+std::vector<format::NvtxRecord> Aggregator::NvtxEvents(
+    ProcessId id, int64_t begin_ns, int64_t end_ns, std::map<uint32_t, std::string>* strings) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  ProcessState* p = registry_.Find(id);
+  if (p == nullptr) return {};
+  std::vector<format::NvtxRecord> out = p->nvtx.Between(begin_ns, end_ns);
+  for (const format::NvtxRecord& r : out) {
+    for (uint32_t s : {r.name_id, r.domain_id}) {
+      const std::string* text = s == 0 ? nullptr : p->nvtx.String(s);
+      if (text != nullptr) (*strings)[s] = *text;
+    }
+  }
+  return out;
+}
+
 // Ingest: the record kinds and their handlers (built-in op, name and comm records, and those
 // added with AddRecordKind), one table indexed by the record's type byte.
 
@@ -171,6 +186,8 @@ void Aggregator::RegisterBuiltinKinds() {
   handlers_[static_cast<uint8_t>(RecordType::kOp)] = &Aggregator::IngestOps;
   handlers_[static_cast<uint8_t>(RecordType::kName)] = &Aggregator::IngestNames;
   handlers_[static_cast<uint8_t>(RecordType::kComm)] = &Aggregator::IngestComms;
+  handlers_[static_cast<uint8_t>(RecordType::kNvtx)] = &Aggregator::IngestNvtx;
+  handlers_[static_cast<uint8_t>(RecordType::kNvtxString)] = &Aggregator::IngestNvtxStrings;
 }
 
 void Aggregator::AddRecordKind(uint8_t type, format::RecordKind kind, RecordHandler handler) {
@@ -207,6 +224,14 @@ void Aggregator::IngestNames(IngestBatch& b, const format::RecordSlot* slots, si
 
 void Aggregator::IngestComms(IngestBatch& b, const format::RecordSlot* slots, size_t n) {
   ranks_.Comms(b.p, slots, n, b.now_ns);
+}
+
+void Aggregator::IngestNvtx(IngestBatch& b, const format::RecordSlot* slots, size_t n) {
+  ranks_.Nvtx(b.p, slots, n);
+}
+
+void Aggregator::IngestNvtxStrings(IngestBatch& b, const format::RecordSlot* slots, size_t n) {
+  ranks_.NvtxStrings(b.p, slots, n);
 }
 
 void Aggregator::IngestExtras(IngestBatch& b, const format::RecordSlot* slots, size_t n) {

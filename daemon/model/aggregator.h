@@ -25,6 +25,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -118,6 +119,10 @@ class Aggregator {
   void RemoveOpTap(int id);
   // The kernel name for a name_id, or "" when unknown.
   std::string KernelName(ProcessId id, uint32_t name_id) const;
+  // The process's NVTX events that meet [begin_ns, end_ns] (daemon/model/nvtx_history.h), in
+  // ingest order, and the texts of the strings they name (id -> text; unknown ids left out).
+  std::vector<format::NvtxRecord> NvtxEvents(ProcessId id, int64_t begin_ns, int64_t end_ns,
+                                             std::map<uint32_t, std::string>* strings) const;
 
   const AggregatorOptions& options() const { return options_; }
 
@@ -144,6 +149,8 @@ class Aggregator {
   void IngestOps(IngestBatch& b, const format::RecordSlot* slots, size_t n);
   void IngestNames(IngestBatch& b, const format::RecordSlot* slots, size_t n);
   void IngestComms(IngestBatch& b, const format::RecordSlot* slots, size_t n);
+  void IngestNvtx(IngestBatch& b, const format::RecordSlot* slots, size_t n);
+  void IngestNvtxStrings(IngestBatch& b, const format::RecordSlot* slots, size_t n);
   void IngestExtras(IngestBatch& b, const format::RecordSlot* slots, size_t n);
   // Returns freed memory to the system (daemon/base/memory_return.h). Call without mu_.
   void MaybeTrimMalloc();

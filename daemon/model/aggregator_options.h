@@ -13,6 +13,7 @@ struct AggregatorOptions {
   int window_buckets = 60;                          // expiry steps per window
   size_t window_samples = 4096;                     // raw samples kept per series for p99
   size_t history = 100000;                          // --history: OpRecords kept per process
+  size_t nvtx_history = 16384;  // NVTX records kept per process (for dumps)
   int64_t stale_heartbeat_ns = int64_t{60} * 1000000000;  // rank_up is 0 past this
   size_t max_series_per_process = 512;  // op series; records beyond are counted, not aggregated
   size_t max_comms_per_process = 64;    // communicators tracked per process

@@ -83,7 +83,7 @@ ProcessId ProcessRegistry::Add(const Registrant& who, const format::Identity& ra
     Erase(it);
     if (evicted != nullptr) evicted->push_back(gone);
   }
-  auto p = std::make_unique<ProcessState>(options_.history);
+  auto p = std::make_unique<ProcessState>(options_.history, options_.nvtx_history);
   p->pid = who.pid;
   p->uid = who.uid;
   p->token = who.token;

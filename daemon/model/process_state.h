@@ -16,6 +16,7 @@
 #include "daemon/model/comm_progress.h"
 #include "daemon/model/kernel_names.h"
 #include "daemon/model/keyed_table.h"
+#include "daemon/model/nvtx_history.h"
 #include "daemon/model/op_history.h"
 #include "daemon/model/rank_key.h"
 #include "daemon/model/snapshot.h"
@@ -52,7 +53,8 @@ struct RankState {
 };
 
 struct ProcessState {
-  explicit ProcessState(size_t history_capacity) : history(history_capacity) {}
+  ProcessState(size_t history_capacity, size_t nvtx_capacity)
+      : history(history_capacity), nvtx(nvtx_capacity) {}
   int pid = 0;
   uint32_t uid = 0;   // SO_PEERCRED of its connection
   std::string token;  // its job token
@@ -66,6 +68,7 @@ struct ProcessState {
   OpHistory history;        // the newest (at most options_.history) op records
   uint64_t ops_seen = 0;    // op records ever ingested (the tap's sequence number)
   KernelNames names;
+  NvtxHistory nvtx;  // NVTX events and strings (docs/daemon.md "NVTX")
   mutable bool conflict_logged = false;
   bool connected = true;
   ExitCause exit_cause;

@@ -93,6 +93,22 @@ void RankModel::Names(ProcessState* p, const format::RecordSlot* slots, size_t n
   }
 }
 
+void RankModel::Nvtx(ProcessState* p, const format::RecordSlot* slots, size_t n) {
+  const auto reserve = [this, p](size_t bytes) { return registry_->Reserve(*p, bytes); };
+  for (size_t i = 0; i < n; ++i) {
+    const size_t charged = p->nvtx.Add(slots[i].nvtx, reserve);
+    if (charged != 0) registry_->Charge(p, static_cast<int64_t>(charged));
+  }
+}
+
+void RankModel::NvtxStrings(ProcessState* p, const format::RecordSlot* slots, size_t n) {
+  const auto reserve = [this, p](size_t bytes) { return registry_->Reserve(*p, bytes); };
+  for (size_t i = 0; i < n; ++i) {
+    const int64_t delta = p->nvtx.AddString(slots[i].name, options_.max_names_per_process, reserve);
+    if (delta != 0) registry_->Charge(p, delta);
+  }
+}
+
 void RankModel::Comms(ProcessState* p, const format::RecordSlot* slots, size_t n,
                       int64_t now_ns) {
   for (size_t i = 0; i < n; ++i) {

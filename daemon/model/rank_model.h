@@ -45,6 +45,9 @@ class RankModel {
   // Runs of name and communicator records.
   void Names(ProcessState* p, const format::RecordSlot* slots, size_t n);
   void Comms(ProcessState* p, const format::RecordSlot* slots, size_t n, int64_t now_ns);
+  // NVTX events and strings: kept in the process's NVTX history.
+  void Nvtx(ProcessState* p, const format::RecordSlot* slots, size_t n);
+  void NvtxStrings(ProcessState* p, const format::RecordSlot* slots, size_t n);
   // A ring's status (its identity already checked by the registry): counters, and the in-flight
   // rows moved into their ranks' communicators when the table was valid.
   void ApplyStatus(ProcessState* p, const format::Identity& identity, const ProcessStatus& status);
