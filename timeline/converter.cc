@@ -18,6 +18,7 @@
 #include "timeline/clock_align.h"
 #include "timeline/flows.h"
 #include "timeline/inputs.h"
+#include "timeline/nvtx_tracks.h"
 #include "timeline/packet_compressor.h"
 #include "timeline/packet_sequence.h"
 #include "timeline/proto_wire.h"
@@ -98,6 +99,9 @@ void Pass1(FileInfo* f) {
   f->meta = std::move(r.metadata);
   DropNodeLocal(f->meta.comms, &f->ends);  // before the communicators are dropped below
   for (const auto& op : P2POps(p2p, f->meta.comms)) f->p2p.push_back(op.second);
+  f->nvtx_tracks = static_cast<uint32_t>(NvtxTracks(f->meta).size());
+  f->meta.nvtx.clear();
+  f->meta.nvtx.shrink_to_fit();
   f->meta.strings.clear();
   f->meta.strings.shrink_to_fit();
   for (const CommInfo& c : f->meta.comms) {
@@ -421,7 +425,7 @@ std::vector<RankContext> RankContexts(const Conversion& c) {
     x.file = ranks[i];
     x.ordinal = static_cast<int>(i);
     x.first_seq = seq;
-    seq += static_cast<uint32_t>(ranks[i]->streams.size() + 1);
+    seq += static_cast<uint32_t>(ranks[i]->streams.size() + 1 + ranks[i]->nvtx_tracks);
     x.pid = ranks[i]->meta.rank >= 0 ? ranks[i]->meta.rank + 1 : 1000000 + static_cast<int>(i);
     x.offset = c.offsets[ranks[i]->node_index];
     x.label =

@@ -20,6 +20,8 @@
 //   kTagHookCost   i64 hook_start_ns (CLOCK_REALTIME), u64 own_ns, u32 budget_ppm, u32 count,
 //                  then count (<= 16) x (u64 calls, u64 timed) by OpKind: what the hook cost the
 //                  process up to the dump (docs/timeline.md); absent from daemons before it
+//   kTagNvtx       u32 count, then count x NvtxEntry (48 bytes): the process's NVTX events in
+//                  the dump's window (host slices); absent when there were none
 //
 // Events are in completion order per stream; readers must not assume a global order.
 //
@@ -90,7 +92,24 @@ enum MetadataTag : uint16_t {
   kTagComms = 8,
   kTagDump = 9,
   kTagHookCost = 10,
+  kTagNvtx = 11,
 };
+
+// One NVTX event of kTagNvtx: format::NvtxRecord with its strings as string-table indexes.
+struct NvtxEntry {
+  uint8_t event;      //  0  format::NvtxEvent: 1 range (push/pop), 2 start, 3 end, 4 mark
+  uint8_t flags;      //  1  format::kNvtx*
+  uint16_t reserved;  //  2
+  uint32_t tid;       //  4  OS thread id
+  uint32_t name;      //  8  string table index of the message (0: none)
+  uint32_t domain;    // 12  string table index of the domain's name (0: the default domain)
+  int64_t start_ns;   // 16  range, start, mark
+  int64_t end_ns;     // 24  range, end, mark
+  uint64_t range_id;  // 32  start, end: pairs them
+  int32_t depth;      // 40  range: nesting level in its domain on its thread, [0, 1024)
+  uint32_t color;     // 44  ARGB (flags bit 0)
+};
+static_assert(sizeof(NvtxEntry) == 48, "NvtxEntry layout is part of the file format");
 constexpr uint32_t kHookCostKinds = 16;  // kTagHookCost's most (calls, timed) pairs
 
 // kind, op and dtype use the values of format/record.h (OpKind, Operation, DType); flags too.

@@ -48,3 +48,30 @@ out=$(python3 timeline/perfetto_tp/check_trace.py timeline/perfetto_tp/query.mjs
 echo "$out"
 # 2 senders x 4 steps; odd steps (1 and 3) post the receive first.
 grep -q "8 send -> receive flows in the data's direction (4 receives posted before" <<<"$out"
+
+# NVTX host slices (docs/perfetto.md "NVTX"): 4 ranks x 3 steps, each train_step with forward,
+# all_reduce_wait and the step_done mark nested in it, and data_loader start/end ranges that
+# overlap the next step's on two lanes per rank. Each rank's AllReduce lies inside its
+# all_reduce_wait on the aligned clock (node1's clock is skewed by a millisecond and corrected).
+timeline/write_synthetic_job "$TMP/nvtx" 4 2 3 --nvtx >/dev/null
+$XT timeline "$TMP/nvtx/node0" "$TMP/nvtx/node1" -q -o "$TMP/nvtx.pftrace"
+nesting="select s.name, s.depth, substr(t.name, 1, 11) as track,
+  (select p.name from slice p where p.id = s.parent_id) as parent, count(*) as n
+  from slice s join thread_track tt on s.track_id = tt.id join thread t using(utid)
+  where s.category = 'nvtx' group by 1, 2, 3, 4 order by 1, 2, 3, 4"
+lanes="select count(distinct track_id) as n from slice where name = 'data_loader'"
+inside="select count(*) as n from slice a join thread_track ta on a.track_id = ta.id
+  join thread tha on ta.utid = tha.utid join slice w join thread_track tw on w.track_id = tw.id
+  join thread thw on tw.utid = thw.utid where a.name = 'AllReduce' and w.name = 'all_reduce_wait'
+  and tha.upid = thw.upid and w.ts <= a.ts and a.ts + a.dur <= w.ts + w.dur"
+got=$(node timeline/perfetto_tp/query.mjs "$TP" "$TMP/nvtx.pftrace" "$nesting" "$lanes" "$inside" \
+  2>/dev/null | sed 's/.*"rows"://')
+want='[{"name":"all_reduce_wait","depth":1,"track":"NVTX thread","parent":"train_step","n":12},{"name":"data_loader","depth":0,"track":"NVTX start/","parent":null,"n":12},{"name":"forward","depth":1,"track":"NVTX thread","parent":"train_step","n":12},{"name":"step_done","depth":1,"track":"NVTX thread","parent":"train_step","n":12},{"name":"train_step","depth":0,"track":"NVTX thread","parent":null,"n":12}]}
+[{"n":8}]}
+[{"n":12}]}'
+if [ "$got" != "$want" ]; then
+  echo "FAIL: NVTX slices in the trace processor"
+  diff <(echo "$want") <(echo "$got")
+  exit 1
+fi
+echo "NVTX: nested host slices per thread, start/end lanes, on the GPU ops' clock"

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "format/record.h"
+#include "timeline/nvtx_tracks.h"
 #include "timeline/packet_sequence.h"
 #include "timeline/proto_wire.h"
 #include "util/kernel_name.h"
@@ -239,6 +240,51 @@ void EncodeTrack(RankEncoding* enc, size_t t, std::vector<Item>* items) {
   EmitTrack(items, &seq, &enc->res->truncated, [&](const Item& it) { EmitItem(enc, &seq, t, it); });
 }
 
+// One NVTX event of track `t`'s items: a slice (a range) or an instant (a mark), named by its
+// message, with its domain, level and color as arguments.
+void EmitNvtxItem(RankEncoding* enc, Sequence* seq, const NvtxItem& it) {
+  const NvtxEntry& e = enc->meta.nvtx[it.entry];
+  const std::string& message = NvtxString(enc->meta, e.name);
+  const uint64_t name = seq->Name(message.empty() ? "(unnamed NVTX range)" : message);
+  const uint64_t cat = seq->Category("nvtx");
+  if (it.instant) {
+    seq->Instant(it.begin, name, cat);
+    return;
+  }
+  if (enc->opt.args) {
+    const std::string& domain = NvtxString(enc->meta, e.domain);
+    if (!domain.empty()) seq->ArgS("domain", domain);
+    if (e.event == static_cast<uint8_t>(format::NvtxEvent::kRange)) seq->ArgI("level", e.depth);
+    if (e.flags & format::kNvtxHasColor) seq->ArgU("color", e.color);
+  }
+  seq->Begin(it.begin, name, cat);
+}
+
+// The rank's NVTX tracks, after its host and stream tracks.
+void EncodeNvtxTracks(RankEncoding* enc) {
+  const RankContext& ctx = enc->ctx;
+  std::vector<NvtxTrack> tracks = NvtxTracks(enc->meta);
+  for (size_t j = 0; j < tracks.size() && j < ctx.file->nvtx_tracks; ++j) {
+    const size_t t = ctx.file->streams.size() + 1 + j;
+    const uint64_t uuid = enc->base_uuid + 1 + t;
+    WriteThreadTrack(*enc, uuid, ctx.pid * 1000 + static_cast<int>(t), tracks[j].name);
+    std::vector<Item> items;
+    for (uint32_t i = 0; i < tracks[j].items.size(); ++i) {
+      const NvtxItem& it = tracks[j].items[i];
+      items.push_back({it.begin + ctx.offset, it.end + ctx.offset, i,
+                       it.instant ? Mark::kLaunch : Mark::kSlice});
+    }
+    int64_t first = items.empty() ? 0 : items[0].begin;
+    for (const Item& it : items) first = std::min(first, it.begin);
+    Sequence seq(enc->out, ctx.first_seq + static_cast<uint32_t>(t), uuid, first);
+    EmitTrack(&items, &seq, &enc->res->truncated, [&](const Item& it) {
+      NvtxItem shifted = tracks[j].items[it.index];
+      shifted.begin = it.begin;
+      EmitNvtxItem(enc, &seq, shifted);
+    });
+  }
+}
+
 }  // namespace
 
 RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
@@ -260,6 +306,7 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
   for (size_t t = 0; t < tracks.size(); ++t) {
     if (!tracks[t].empty()) EncodeTrack(&enc, t, &tracks[t]);
   }
+  EncodeNvtxTracks(&enc);
   if (compressor) compressor->Compress(packets, &res.bytes);
   if (res.truncated) {
     res.warning =

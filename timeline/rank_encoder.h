@@ -38,6 +38,7 @@ struct FileInfo {
   uint64_t rejected = 0;            // events left out for breaking a limit (timeline/format.h)
   std::vector<StreamInfo> streams;  // sorted by (device, stream)
   bool has_host = false;
+  uint32_t nvtx_tracks = 0;  // host tracks of its NVTX events (nvtx_tracks.h)
   std::string node;
   int node_index = -1;
   std::vector<CollectiveEnd> ends;  // pass 1 only: sorted, one per collective

@@ -32,7 +32,51 @@ EventRecord Base(OpKind kind, Operation op, uint64_t stream) {
 
 struct RankState {
   std::vector<EventRecord> events;
+  std::vector<NvtxEntry> nvtx;
 };
+
+// The NVTX strings of a job with NVTX events (after the kernel names of the string table).
+enum NvtxString : uint32_t {
+  kTrainStep = 3,
+  kForward = 4,
+  kAllReduceWait = 5,
+  kStepDone = 6,
+  kDataLoader = 7,
+};
+
+NvtxEntry NvtxAt(format::NvtxEvent event, uint32_t tid, uint32_t name, int64_t start,
+                 int64_t end, int32_t depth) {
+  NvtxEntry e{};
+  e.event = static_cast<uint8_t>(event);
+  e.tid = tid;
+  e.name = name;
+  e.start_ns = start;
+  e.end_ns = end;
+  e.depth = depth;
+  return e;
+}
+
+// One step's NVTX events of every rank, on its main thread: train_step (from the step's start to
+// after its AllReduce) > forward (its compute) and all_reduce_wait (the AllReduce), a step_done
+// mark, and, on its loader thread, a data_loader start/end range that runs into the next step.
+void AddNvtx(int64_t t, const std::vector<int64_t>& ready, const std::vector<int64_t>& ag_end,
+             int64_t ar_end, std::vector<RankState>* st) {
+  using format::NvtxEvent;
+  for (size_t r = 0; r < st->size(); ++r) {
+    std::vector<NvtxEntry>& n = (*st)[r].nvtx;
+    const uint32_t main = 5000 + static_cast<uint32_t>(r), loader = main + 100;
+    n.push_back(NvtxAt(NvtxEvent::kRange, main, kForward, t + 500, ready[r], 1));
+    n.push_back(NvtxAt(NvtxEvent::kRange, main, kAllReduceWait, ag_end[r], ar_end + 20000, 1));
+    n.push_back(NvtxAt(NvtxEvent::kRange, main, kTrainStep, t, ar_end + 50000, 0));
+    n.push_back(NvtxAt(NvtxEvent::kMark, main, kStepDone, ar_end + 30000, ar_end + 30000, 0));
+    const uint64_t id = static_cast<uint64_t>(t);
+    NvtxEntry start = NvtxAt(NvtxEvent::kStart, loader, kDataLoader, t + 200, 0, 0);
+    NvtxEntry end = NvtxAt(NvtxEvent::kEnd, loader, 0, 0, ar_end + 300000, 0);
+    start.range_id = end.range_id = id;
+    n.push_back(start);
+    n.push_back(end);
+  }
+}
 
 // Rank r sends 16 MiB to rank r + per_node 20 us after the AllReduce ends; the receive ends 2 us
 // after the send and begins 10 us before it on odd steps, 5 us after it on even ones.
@@ -192,6 +236,15 @@ bool WriteRank(const SyntheticJob& job, int r, int per_node, int64_t end,
   Metadata m = SyntheticRankMetadata(job.job, r, job.ranks, per_node, kWorldComm);
   m.clock_realtime_ns = end + skew;
   m.strings = {"", "vectorized_elementwise_kernel<float>", "reduce_kernel<bf16>"};
+  if (!state->nvtx.empty()) {
+    m.strings.insert(m.strings.end(),
+                     {"train_step", "forward", "all_reduce_wait", "step_done", "data_loader"});
+  }
+  for (NvtxEntry e : state->nvtx) {
+    if (e.start_ns != 0) e.start_ns += skew;
+    if (e.end_ns != 0) e.end_ns += skew;
+    m.nvtx.push_back(e);
+  }
   CommInfo tp;
   tp.id = kTpCommBase + r / job.tp;
   tp.size = job.tp;
@@ -241,6 +294,7 @@ std::vector<std::string> WriteSyntheticJob(const SyntheticJob& job, const std::s
     const int64_t ag_end_max = AddAllGathers(job, per_node, step, ready, &rng, &st, &ag_end);
     const int64_t ar_end = AddAllReduce(job, per_node, step, ag_end_max, ag_end, &rng, &st);
     if (job.p2p) AddPipelineSends(step, per_node, ar_end, &rng, &st);
+    if (job.nvtx) AddNvtx(t, ready, ag_end, ar_end, &st);
     t = ar_end + 100000;
   }
   for (int r = 0; r < job.ranks; ++r) {

@@ -13,6 +13,7 @@
 
 #include <libdeflate.h>
 
+#include "format/record.h"
 #include "util/clock.h"
 #include "util/process_name.h"
 
@@ -92,6 +93,12 @@ std::string EncodeMetadata(const Metadata& m) {
       Put<uint64_t>(&f, m.hook.timed[i]);
     }
     PutField(&out, kTagHookCost, f);
+  }
+  if (!m.nvtx.empty()) {
+    f.clear();
+    Put<uint32_t>(&f, static_cast<uint32_t>(m.nvtx.size()));
+    f.append(reinterpret_cast<const char*>(m.nvtx.data()), m.nvtx.size() * sizeof(NvtxEntry));
+    PutField(&out, kTagNvtx, f);
   }
   return out;
 }
@@ -215,6 +222,16 @@ std::string ParseField(uint16_t tag, Cursor c, Metadata* m) {
         c.Get(&h.timed[i]);
       }
       h.present = true;
+      return "";
+    }
+    case kTagNvtx: {
+      uint32_t count = 0;
+      if (!c.Get(&count)) return "NVTX table without a count";
+      if (count > c.remaining() / sizeof(NvtxEntry)) {
+        return "NVTX event count " + std::to_string(count) + " exceeds the field";
+      }
+      m->nvtx.resize(count);
+      for (NvtxEntry& e : m->nvtx) c.Get(&e);
       return "";
     }
     default:
@@ -730,6 +747,24 @@ std::string EventOutOfRange(const EventRecord& e) {
          std::to_string(e.k) + " has a matrix of more than 2^40 elements";
 }
 
+// What makes an NVTX event break the limits, or "" (its strings index a table of `strings`).
+std::string NvtxEntryOutOfRange(const NvtxEntry& e, size_t strings) {
+  if (e.event == 0 || e.event > format::kNvtxEventMax) {
+    return "unknown event " + std::to_string(e.event);
+  }
+  if (e.name >= strings || e.domain >= strings) return "string index past the string table";
+  std::string bad = Range("start_ns", e.start_ns, 0, kMaxTimeNs - 1);
+  if (bad.empty()) bad = Range("end_ns", e.end_ns, 0, kMaxTimeNs - 1);
+  const auto event = static_cast<format::NvtxEvent>(e.event);
+  if (bad.empty() && (event == format::NvtxEvent::kRange || event == format::NvtxEvent::kMark)) {
+    bad = Range("duration", e.end_ns - e.start_ns, 0, kMaxDurationNs);
+  }
+  if (bad.empty() && event == format::NvtxEvent::kRange) {
+    bad = Range("depth", e.depth, 0, format::kMaxNvtxDepth - 1);
+  }
+  return bad;
+}
+
 std::string MetadataOutOfRange(const Metadata& m) {
   std::string bad = Range("world_size", m.world_size, -1, kMaxWorldSize);
   if (bad.empty()) bad = Range("rank", m.rank, -1, (m.world_size > 0 ? m.world_size : kMaxWorldSize) - 1);
@@ -743,6 +778,10 @@ std::string MetadataOutOfRange(const Metadata& m) {
       bad = std::to_string(c.members.size()) + " members";
     }
     if (!bad.empty()) bad = "communicator " + std::to_string(i) + ": " + bad;
+  }
+  for (size_t i = 0; bad.empty() && i < m.nvtx.size(); ++i) {
+    bad = NvtxEntryOutOfRange(m.nvtx[i], m.strings.size());
+    if (!bad.empty()) bad = "NVTX event " + std::to_string(i) + ": " + bad;
   }
   return bad;
 }

@@ -54,6 +54,7 @@ struct Metadata {
   int64_t window_end_ns = 0;
   uint32_t kinds = 0;  // kDump* mask requested (0: all)
   HookCost hook;
+  std::vector<NvtxEntry> nvtx;  // kTagNvtx
 };
 
 // "{rank:05d}-{world:05d}.timeline", or "pid-{pid}[-dev{device}].timeline" when the rank is

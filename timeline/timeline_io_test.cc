@@ -431,6 +431,72 @@ TEST(TimelineIo, UnknownMetadataTagsAreSkipped) {
   EXPECT_EQ(r.metadata.strings, std::vector<std::string>{""});
 }
 
+
+NvtxEntry NvtxRange(int64_t start, int64_t end, int32_t depth) {
+  NvtxEntry e{};
+  e.event = 1;  // format::NvtxEvent::kRange
+  e.tid = 77;
+  e.name = 1;
+  e.start_ns = start;
+  e.end_ns = end;
+  e.depth = depth;
+  return e;
+}
+
+std::string NvtxFile(const std::vector<NvtxEntry>& nvtx, const std::string& name) {
+  Metadata m = SampleMetadata();
+  m.nvtx = nvtx;
+  const std::string path = TempDir() + "/" + name;
+  std::string error;
+  auto w = TimelineWriter::Create(path, m, &error);
+  EXPECT_NE(w, nullptr) << error;
+  if (w != nullptr) {
+    EXPECT_TRUE(w->Finish(&error)) << error;
+  }
+  return path;
+}
+
+TEST(TimelineIo, NvtxEventsRoundTrip) {
+  NvtxEntry mark = NvtxRange(30, 30, 0);
+  mark.event = 4;
+  mark.domain = 2;
+  mark.color = 0xff00ff00;
+  const std::vector<NvtxEntry> nvtx = {NvtxRange(10, 20, 0), NvtxRange(12, 18, 1), mark};
+  ReadResult r = ReadTimelineMetadata(NvtxFile(nvtx, "nvtx.timeline"));
+  ASSERT_TRUE(r.ok) << r.error;
+  ASSERT_EQ(r.metadata.nvtx.size(), nvtx.size());
+  for (size_t i = 0; i < nvtx.size(); ++i) {
+    EXPECT_EQ(std::memcmp(&r.metadata.nvtx[i], &nvtx[i], sizeof(NvtxEntry)), 0) << i;
+  }
+  // A file without NVTX events carries no NVTX field.
+  EXPECT_TRUE(ReadTimelineMetadata(NvtxFile({}, "no_nvtx.timeline")).metadata.nvtx.empty());
+}
+
+TEST(TimelineIo, NvtxEventsOutsideTheLimitsRejectTheFile) {
+  NvtxEntry bad_string = NvtxRange(10, 20, 0);
+  bad_string.name = 3;  // SampleMetadata's string table has 3 entries
+  NvtxEntry bad_event = NvtxRange(10, 20, 0);
+  bad_event.event = 9;
+  const std::vector<std::pair<NvtxEntry, std::string>> cases = {
+      {NvtxRange(20, 10, 0), "NVTX event 0: duration -10 is outside"},
+      {NvtxRange(10, 20, 1024), "NVTX event 0: depth 1024 is outside"},
+      {NvtxRange(-1, 20, 0), "NVTX event 0: start_ns -1 is outside"},
+      {bad_string, "NVTX event 0: string index past the string table"},
+      {bad_event, "NVTX event 0: unknown event 9"},
+  };
+  for (const auto& c : cases) {
+    ReadResult r = ReadTimelineMetadata(NvtxFile({c.first}, "bad_nvtx.timeline"));
+    EXPECT_FALSE(r.ok);
+    EXPECT_NE(r.error.find(c.second), std::string::npos) << r.error;
+  }
+  std::string field;
+  Put<uint32_t>(&field, 2);  // two entries announced, one present
+  field.append(std::string(sizeof(NvtxEntry), '\0'));
+  ReadResult r = ReadBytes(BuildFile(Field(kTagNvtx, field)));
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.error.find("NVTX event count 2 exceeds the field"), std::string::npos) << r.error;
+}
+
 }  // namespace
 }  // namespace timeline
 }  // namespace xtimer

@@ -1,5 +1,5 @@
 // Writes the synthetic job (synthetic_job.h) for shell tests and manual checks.
-//   write_synthetic_job DIR RANKS NODES STEPS [--p2p]
+//   write_synthetic_job DIR RANKS NODES STEPS [--p2p] [--nvtx]
 // Prints the node directories, one per line.
 #include <cstdio>
 #include <cstdlib>
@@ -8,17 +8,28 @@
 #include "timeline/synthetic_job.h"
 
 int main(int argc, char** argv) {
-  if (argc < 5 || argc > 6 || (argc == 6 && std::string(argv[5]) != "--p2p")) {
+  xtimer::timeline::SyntheticJob job;
+  bool usage = argc < 5;
+  for (int i = 5; i < argc; ++i) {
+    const std::string flag = argv[i];
+    if (flag == "--p2p") {
+      job.p2p = true;
+    } else if (flag == "--nvtx") {
+      job.nvtx = true;
+    } else {
+      usage = true;
+    }
+  }
+  if (usage) {
     std::fprintf(stderr,
-                 "usage: write_synthetic_job DIR RANKS NODES STEPS [--p2p]\n"
-                 "  --p2p: pipeline sends between nodes, some receives posted before their send\n");
+                 "usage: write_synthetic_job DIR RANKS NODES STEPS [--p2p] [--nvtx]\n"
+                 "  --p2p: pipeline sends between nodes, some receives posted before their send\n"
+                 "  --nvtx: nested NVTX ranges, marks and start/end ranges on every rank\n");
     return 2;
   }
-  xtimer::timeline::SyntheticJob job;
   job.ranks = std::atoi(argv[2]);
   job.nodes = std::atoi(argv[3]);
   job.steps = std::atoi(argv[4]);
-  job.p2p = argc == 6;
   if (job.ranks <= 0 || job.nodes <= 0 || job.steps <= 0 || job.ranks % job.nodes != 0) {
     std::fprintf(stderr, "write_synthetic_job: RANKS, NODES and STEPS must be positive, and "
                          "RANKS a multiple of NODES\n");

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <cstring>
 #include <unordered_map>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "daemon/base/log.h"
 #include "daemon/base/memory_return.h"
 #include "daemon/dumps/dump_root.h"
+#include "daemon/dumps/nvtx_entries.h"
 #include "daemon/model/job_scope.h"
 #include "timeline/format.h"
 #include "timeline/timeline_io.h"
@@ -487,6 +489,10 @@ tl::Metadata DumpManager::MetadataOf(const Capture& c, const DumpRequest& q,
     (*names)[r.name_id] = static_cast<uint32_t>(md.strings.size());
     md.strings.push_back(std::move(name));
   }
+  // The process's NVTX events that meet the window: host slices beside its ops.
+  std::map<uint32_t, std::string> texts;
+  AddNvtxEntries(aggregator_->NvtxEvents(c.id, md.window_begin_ns, md.window_end_ns, &texts),
+                 texts, &md);
   return md;
 }
 
