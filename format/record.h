@@ -192,6 +192,7 @@ constexpr int32_t kMaxNvtxDepth = 1024;  // a reader's bound on NvtxRecord::dept
 // NvtxRecord::flags
 constexpr uint8_t kNvtxHasColor = 1 << 0;    // color holds an ARGB color
 constexpr uint8_t kNvtxHasPayload = 1 << 1;  // payload_type and payload are set
+constexpr uint8_t kNvtxStep = 1 << 2;        // a range named XTIMER_STEP_RANGE: one training step
 
 struct NvtxRecord {
   uint16_t version;      //   0

@@ -487,6 +487,7 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjectionNvtx2(
     g_down.app_table = get_export_table;
     LoadDownstream();
     g_down.recording = RecordingWanted();
+    if (g_down.recording) nvtx::SetStepRange(getenv("XTIMER_STEP_RANGE"));
   }
   if (!g_down.recording) {  // pass-through: the consumer takes this copy's slots itself
     return g_down.init != nullptr ? g_down.init(get_export_table) : 0;

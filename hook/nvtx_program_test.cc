@@ -31,7 +31,7 @@ std::string g_program, g_counter;
 constexpr int kSteps = 3;
 
 std::vector<std::string> Env() {
-  return {"XTIMER_JOB=nvtxtest", "XTIMER_HOST=testhost",
+  return {"XTIMER_JOB=nvtxtest", "XTIMER_HOST=testhost", "XTIMER_STEP_RANGE=step",
           "NVTX_INJECTION64_PATH=" + g_runner.hook_lib};
 }
 
@@ -95,6 +95,8 @@ TEST(NvtxProgramTest, RangesAreRecordedNestedPerThreadWithTheirNames) {
       const std::string domain = Text(ring, r.domain_id);
       ++count[domain + "/" + name];
       EXPECT_LE(r.start_ns, r.end_ns);
+      // XTIMER_STEP_RANGE=step: the step ranges, and only they, are flagged as steps.
+      EXPECT_EQ((r.flags & format::kNvtxStep) != 0, name == "step") << name;
       if (name == "step") {
         EXPECT_EQ(r.depth, 0);
         continue;

@@ -3,7 +3,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstring>
+#include <type_traits>
 
 #include "format/record.h"
 #include "hook/recorder.h"
@@ -15,11 +17,14 @@ namespace hook {
 namespace nvtx {
 namespace {
 
+// Plain data (no initializers): the thread-local stack then needs no constructor, so reaching it
+// is one instruction (no TLS wrapper or guard).
 struct Frame {
   int64_t start_ns;
-  Attrs attrs;
-  uint32_t domain_id;
+  uint64_t payload;
+  uint32_t name_id, category, color, domain_id;
   int32_t level;
+  uint8_t flags, payload_type;
 };
 
 struct ThreadRanges {
@@ -29,7 +34,11 @@ struct ThreadRanges {
   Frame frames[kMaxOpenRanges];
 };
 
-thread_local ThreadRanges t_ranges;
+// Initial-exec, as the hook's other thread-local state (recorder.h t_in_hook): one instruction to
+// reach, no __tls_get_addr call (libxtimer.so is preloaded, so its TLS is static).
+static_assert(std::is_trivially_default_constructible<ThreadRanges>::value, "no TLS constructor");
+thread_local ThreadRanges t_ranges __attribute__((tls_model("initial-exec")));
+std::atomic<uint32_t> g_step_name{0};  // the step range's string id, 0: none
 
 inline uint32_t ThreadId() {
   if (__builtin_expect(t_ranges.tid == 0, 0)) {
@@ -93,9 +102,14 @@ int Push(uint32_t domain_id, const Attrs& attrs) {
   const int level = NextLevel(t, domain_id);
   Frame& f = t.frames[t.open++];
   f.start_ns = RealtimeNs();
-  f.attrs = attrs;
+  f.payload = attrs.payload;
+  f.name_id = attrs.name_id;
+  f.category = attrs.category;
+  f.color = attrs.color;
   f.domain_id = domain_id;
   f.level = level;
+  f.flags = attrs.flags;
+  f.payload_type = attrs.payload_type;
   return level;
 }
 
@@ -114,10 +128,20 @@ int Pop(uint32_t domain_id) {
   for (int j = i; j + 1 < t.open; ++j) t.frames[j] = t.frames[j + 1];
   --t.open;
   if (Recording()) {
-    format::NvtxRecord r = MakeRecord(format::NvtxEvent::kRange, domain_id, f.attrs);
+    Attrs a;
+    a.name_id = f.name_id;
+    a.category = f.category;
+    a.color = f.color;
+    a.flags = f.flags;
+    a.payload_type = f.payload_type;
+    a.payload = f.payload;
+    format::NvtxRecord r = MakeRecord(format::NvtxEvent::kRange, domain_id, a);
     r.start_ns = f.start_ns;
     r.end_ns = now;
     r.depth = f.level;
+    if (f.name_id != 0 && f.name_id == g_step_name.load(std::memory_order_relaxed)) {
+      r.flags |= format::kNvtxStep;
+    }
     Emit(r);
   }
   return f.level;
@@ -154,6 +178,10 @@ void Mark(uint32_t domain_id, const Attrs& attrs) {
 uint32_t Intern(const char* text) {
   State* s = GetState();
   return s == nullptr ? 0 : s->nvtx_strings.Intern(text);
+}
+
+void SetStepRange(const char* message) {
+  g_step_name.store(message == nullptr ? 0 : Intern(message), std::memory_order_relaxed);
 }
 
 }  // namespace nvtx

@@ -43,6 +43,9 @@ void End(uint32_t domain_id, uint64_t range_id);
 void Mark(uint32_t domain_id, const Attrs& attrs);
 // Interns a string (NvtxStrings::Intern of the process state); 0 before the hook initialised.
 uint32_t Intern(const char* text);
+// XTIMER_STEP_RANGE: push/pop ranges with this message are training steps (their records carry
+// format::kNvtxStep). Null or "": none. Cold; call before the application's NVTX calls run.
+void SetStepRange(const char* message);
 
 }  // namespace nvtx
 }  // namespace hook

@@ -140,6 +140,24 @@ TEST(NvtxRecorderTest, MarksStartsAndEnds) {
   EXPECT_LE(r[0].start_ns, r[2].end_ns);
 }
 
+
+TEST(NvtxRecorderTest, RangesNamedAsTheStepRangeAreFlaggedAsSteps) {
+  testing::HookState hook;
+  nvtx::SetStepRange("train_step");
+  nvtx::Push(0, Named("train_step"));
+  nvtx::Push(0, Named("forward"));
+  nvtx::Pop(0);
+  nvtx::Pop(0);
+  nvtx::SetStepRange(nullptr);
+  nvtx::Push(0, Named("train_step"));
+  nvtx::Pop(0);
+  const auto r = Records(&hook);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].flags & format::kNvtxStep, 0);  // forward
+  EXPECT_NE(r[1].flags & format::kNvtxStep, 0);  // train_step
+  EXPECT_EQ(r[2].flags & format::kNvtxStep, 0);  // no step range any more
+}
+
 }  // namespace
 }  // namespace hook
 }  // namespace xtimer

@@ -84,7 +84,8 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
      "Bus bandwidth from the rank's own GPU time, over the same collectives."},
     {"xtimer_step_seconds", MetricType::Histogram,
      "The rank's training steps, each observed once: source=\"collectives\" where the step is "
-     "guessed from the period over which its collectives repeat (docs/analysis.md)."},
+     "guessed from the period over which its collectives repeat (docs/analysis.md), "
+     "source=\"nvtx\" the NVTX ranges named XTIMER_STEP_RANGE."},
 };
 
 const RankLive* FindRank(const JobLive& job, int32_t rank) {
@@ -149,6 +150,13 @@ void AddRank(const RankLive& r, bool counters, FamilyBuilder* b) {
     l.push_back({"source", "collectives"});
     b->AddHistogram(kStepSeconds, l, kStepBucketsS.data(), r.steps.counts.data(),
                     kStepBucketsS.size(), r.steps.sum_s);
+  }
+  const NvtxSteps& nvtx = r.process.steps;  // the process's, once: on its first rank
+  if (counters && nvtx.count > 0 && r.process.first_rank) {
+    Labels l = rank;
+    l.push_back({"source", "nvtx"});
+    b->AddHistogram(kStepSeconds, l, kStepBucketsS.data(), nvtx.counts.data(),
+                    kStepBucketsS.size(), nvtx.sum_s);
   }
 }
 

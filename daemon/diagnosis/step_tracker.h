@@ -23,16 +23,12 @@
 #include "analysis/analysis.h"
 #include "analysis/steps.h"
 #include "daemon/model/rank_key.h"
+#include "daemon/model/snapshot.h"
 
 namespace xtimer {
 namespace daemon {
 
-// The histogram's upper bounds in seconds (a +Inf bucket follows): from a 1 ms step of a small
-// model to a minute-long step of a large one.
-constexpr std::array<double, 16> kStepBucketsS = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                                 0.1,   0.25,   0.5,   1,    2.5,   5,
-                                                 10,    20,     30,    60};
-
+// The buckets: kStepBucketsS (daemon/model/snapshot.h), shared with the NVTX steps.
 struct StepHistogram {
   std::array<uint64_t, kStepBucketsS.size() + 1> counts{};  // per bucket, not cumulative
   uint64_t count = 0;

@@ -96,7 +96,12 @@ void RankModel::Names(ProcessState* p, const format::RecordSlot* slots, size_t n
 void RankModel::Nvtx(ProcessState* p, const format::RecordSlot* slots, size_t n) {
   const auto reserve = [this, p](size_t bytes) { return registry_->Reserve(*p, bytes); };
   for (size_t i = 0; i < n; ++i) {
-    const size_t charged = p->nvtx.Add(slots[i].nvtx, reserve);
+    const format::NvtxRecord& r = slots[i].nvtx;
+    const bool range = r.event == static_cast<uint8_t>(format::NvtxEvent::kRange);
+    if (range && (r.flags & format::kNvtxStep) != 0) {
+      p->steps.Observe(static_cast<double>(r.end_ns - r.start_ns) * 1e-9);
+    }
+    const size_t charged = p->nvtx.Add(r, reserve);
     if (charged != 0) registry_->Charge(p, static_cast<int64_t>(charged));
   }
 }

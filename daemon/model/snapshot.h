@@ -5,6 +5,7 @@
 #ifndef XTIMER_DAEMON_MODEL_SNAPSHOT_H_
 #define XTIMER_DAEMON_MODEL_SNAPSHOT_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -89,6 +90,28 @@ struct CommSnapshot {
 };
 
 // One rank of a process: the whole process, or one device of a process that drives several.
+// The step histograms' upper bounds in seconds (a +Inf bucket follows), one set for every source
+// of steps (xtimer_step_seconds, docs/metrics.md): from a 1 ms step of a small model to a
+// minute-long step of a large one.
+constexpr std::array<double, 16> kStepBucketsS = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                 0.1,   0.25,   0.5,   1,    2.5,   5,
+                                                 10,    20,     30,    60};
+
+// A process's training steps from NVTX: the push/pop ranges its hook flagged as steps
+// (XTIMER_STEP_RANGE, format::kNvtxStep), by duration.
+struct NvtxSteps {
+  std::array<uint64_t, kStepBucketsS.size() + 1> counts{};  // per bucket, not cumulative
+  uint64_t count = 0;
+  double sum_s = 0;
+  void Observe(double s) {
+    size_t i = 0;
+    while (i < kStepBucketsS.size() && s > kStepBucketsS[i]) ++i;
+    ++counts[i];
+    ++count;
+    sum_s += s;
+  }
+};
+
 struct ProcessSnapshot {
   uint64_t id = 0;  // the process (shared by its ranks)
   int pid = 0;
@@ -122,6 +145,7 @@ struct ProcessSnapshot {
   // (InflightAgeSeconds), never across a stall of the daemon's reader or of the hook's poller.
   int64_t observed_ns = 0;
   uint64_t history = 0;
+  NvtxSteps steps;  // the process's NVTX steps (the same on each of its ranks)
   std::vector<SeriesSnapshot> series;
   std::vector<CommSnapshot> comms;
 };

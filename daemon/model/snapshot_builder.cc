@@ -133,6 +133,7 @@ ProcessSnapshot ProcessOf(uint64_t id, const ProcessState& p, const AggregatorOp
                           AgeSeconds(now_ns, p.status.heartbeat_ns) * 1e9 <
                               static_cast<double>(o.stale_heartbeat_ns));
   ps.history = p.history.size();
+  ps.steps = p.steps;
   return ps;
 }
 

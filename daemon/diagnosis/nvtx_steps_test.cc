@@ -1,0 +1,92 @@
+// Training steps from NVTX (ranges the hook flagged as steps, format::kNvtxStep) in the metrics:
+// the histogram of step time per rank, xtimer_step_seconds{source="nvtx"} (docs/metrics.md), that
+// promtool accepts and whose buckets count every step once.
+#include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "daemon/base/test_util.h"
+#include "daemon/diagnosis/diagnosis.h"
+#include "daemon/diagnosis/diagnosis_metrics.h"
+#include "daemon/model/aggregator.h"
+#include "format/record.h"
+
+namespace xtimer {
+namespace daemon {
+namespace {
+
+constexpr int64_t kNow = 1700000000000000000;
+
+format::RecordSlot Range(int64_t duration_ns, bool step) {
+  format::RecordSlot s;
+  std::memset(&s, 0, sizeof(s));
+  s.nvtx.version = format::kRecordVersion;
+  s.nvtx.type = static_cast<uint8_t>(format::RecordType::kNvtx);
+  s.nvtx.event = static_cast<uint8_t>(format::NvtxEvent::kRange);
+  s.nvtx.name_id = step ? 1 : 2;
+  s.nvtx.start_ns = kNow - duration_ns;
+  s.nvtx.end_ns = kNow;
+  s.nvtx.flags = step ? format::kNvtxStep : 0;
+  return s;
+}
+
+std::string Exposition(const std::vector<format::RecordSlot>& records) {
+  Aggregator agg(AggregatorOptions{}, kNow);
+  format::Identity id;
+  id.job = "train";
+  id.host = "h";
+  id.rank = 5;
+  id.local_rank = 1;
+  id.world_size = 8;
+  const ProcessId p = agg.AddProcess(1, id);
+  agg.Ingest(p, records.data(), records.size(), kNow);
+  // The live diagnosis's view of the rank: its process snapshot (the steps are the model's).
+  LiveState state;
+  JobLive job;
+  job.job = "train";
+  RankLive rank;
+  rank.process = agg.TakeSnapshot(kNow + 1000000000, /*with_series=*/false).processes.at(0);
+  job.ranks.push_back(rank);
+  state.jobs.push_back(job);
+  return prometheus::TextSerializer().Serialize(BuildDiagnosisFamilies(state));
+}
+
+TEST(StepMetricsTest, StepRangesFillAHistogramPerRank) {
+  const int64_t ms = 1000000;
+  const std::string m = Exposition({Range(3 * ms, true), Range(20 * ms, true),
+                                    Range(20 * ms, true), Range(700 * ms, false),
+                                    Range(2000 * ms, true), Range(200000 * ms, true)});
+  const std::string labels =
+      "job=\"train\",host=\"h\",pod=\"\",rank=\"5\",local_rank=\"1\",source=\"nvtx\"";
+  const auto line = [&](const std::string& le, const std::string& n) {
+    return "xtimer_step_seconds_bucket{" + labels + ",le=\"" + le + "\"} " + n + "\n";
+  };
+  EXPECT_NE(m.find("# TYPE xtimer_step_seconds histogram\n"), std::string::npos) << m;
+  EXPECT_NE(m.find(line("0.0025", "0")), std::string::npos) << m;
+  EXPECT_NE(m.find(line("0.005", "1")), std::string::npos) << m;
+  EXPECT_NE(m.find(line("0.01", "1")), std::string::npos) << m;
+  EXPECT_NE(m.find(line("0.025", "3")), std::string::npos) << m;
+  EXPECT_NE(m.find(line("2.5", "4")), std::string::npos) << m;
+  EXPECT_NE(m.find(line("60", "4")), std::string::npos) << m;
+  EXPECT_NE(m.find(line("+Inf", "5")), std::string::npos) << m;
+  EXPECT_NE(m.find("xtimer_step_seconds_count{" + labels + "} 5\n"), std::string::npos);
+  EXPECT_NE(m.find("xtimer_step_seconds_sum{" + labels + "} 202.043\n"),
+            std::string::npos)
+      << m;
+  std::string promtool;
+  EXPECT_EQ(testing::RunCapture({"/usr/bin/promtool", "check", "metrics"}, m, &promtool), 0)
+      << promtool;
+}
+
+TEST(StepMetricsTest, WithoutStepsThereIsNoSeries) {
+  const std::string m = Exposition({Range(1000000, false)});
+  EXPECT_NE(m.find("# TYPE xtimer_step_seconds histogram\n"), std::string::npos);
+  EXPECT_EQ(m.find("xtimer_step_seconds_count"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace daemon
+}  // namespace xtimer
