@@ -151,8 +151,10 @@ std::string Aggregator::KernelName(ProcessId id, uint32_t name_id) const {
   return name == nullptr ? "" : *name;
 }
 
-std::vector<format::NvtxRecord> Aggregator::NvtxEvents(
-    ProcessId id, int64_t begin_ns, int64_t end_ns, std::map<uint32_t, std::string>* strings) const {
+std::vector<format::NvtxRecord> Aggregator::NvtxEvents(ProcessId id, int64_t begin_ns,
+                                                       int64_t end_ns,
+                                                       std::map<uint32_t, std::string>* strings)
+    const {
   std::lock_guard<std::mutex> lock(mu_);
   ProcessState* p = registry_.Find(id);
   if (p == nullptr) return {};
