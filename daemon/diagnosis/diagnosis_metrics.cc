@@ -83,9 +83,10 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
     {"xtimer_bus_bandwidth_observed_bytes_per_second", MetricType::Gauge,
      "Bus bandwidth from the rank's own GPU time, over the same collectives."},
     {"xtimer_step_seconds", MetricType::Histogram,
-     "The rank's training steps, each observed once: source=\"collectives\" where the step is "
-     "guessed from the period over which its collectives repeat (docs/analysis.md), "
-     "source=\"nvtx\" the NVTX ranges named XTIMER_STEP_RANGE."},
+     "The rank's training steps, each observed once, from one source per rank: "
+     "source=\"nvtx\" the NVTX ranges named XTIMER_STEP_RANGE where its process marks steps, "
+     "else source=\"collectives\": guessed from the period over which its collectives repeat "
+     "(docs/analysis.md)."},
 };
 
 const RankLive* FindRank(const JobLive& job, int32_t rank) {
@@ -145,13 +146,15 @@ void AddRank(const RankLive& r, bool counters, FamilyBuilder* b) {
     if (counters) AddCounters(l, c, b);
   }
   b->Add(kRankWaiting, rank, r.waiting ? 1 : 0);
-  if (counters && r.steps.count > 0) {
+  // One source per rank, so that sums over ranks count each step once: the steps its process
+  // marks (NVTX) where it marks any, else the guess from its collectives.
+  const StepCounts& nvtx = r.process.steps;  // the process's, once: on its first rank
+  if (counters && r.steps.count > 0 && nvtx.count == 0) {
     Labels l = rank;
     l.push_back({"source", "collectives"});
     b->AddHistogram(kStepSeconds, l, kStepBucketsS.data(), r.steps.counts.data(),
                     kStepBucketsS.size(), r.steps.sum_s);
   }
-  const NvtxSteps& nvtx = r.process.steps;  // the process's, once: on its first rank
   if (counters && nvtx.count > 0 && r.process.first_rank) {
     Labels l = rank;
     l.push_back({"source", "nvtx"});

@@ -33,7 +33,9 @@ format::RecordSlot Range(int64_t duration_ns, bool step) {
   return s;
 }
 
-std::string Exposition(const std::vector<format::RecordSlot>& records) {
+// `guessed`: the rank's steps guessed from its collectives (the diagnosis pass's StepTracker).
+std::string Exposition(const std::vector<format::RecordSlot>& records,
+                       const StepHistogram& guessed = StepHistogram()) {
   Aggregator agg(AggregatorOptions{}, kNow);
   format::Identity id;
   id.job = "train";
@@ -49,6 +51,7 @@ std::string Exposition(const std::vector<format::RecordSlot>& records) {
   job.job = "train";
   RankLive rank;
   rank.process = agg.TakeSnapshot(kNow + 1000000000, /*with_series=*/false).processes.at(0);
+  rank.steps = guessed;
   job.ranks.push_back(rank);
   state.jobs.push_back(job);
   return prometheus::TextSerializer().Serialize(BuildDiagnosisFamilies(state));
@@ -79,6 +82,20 @@ TEST(StepMetricsTest, StepRangesFillAHistogramPerRank) {
   std::string promtool;
   EXPECT_EQ(testing::RunCapture({"/usr/bin/promtool", "check", "metrics"}, m, &promtool), 0)
       << promtool;
+}
+
+// A rank's histogram has one source, so that a sum over ranks counts each step once: the steps
+// its process marks where it marks any, else those guessed from its collectives.
+TEST(StepMetricsTest, MarkedStepsWinOverTheGuess) {
+  StepHistogram guessed;
+  guessed.Observe(0.02);
+  guessed.Observe(0.02);
+  const std::string marked = Exposition({Range(20000000, true)}, guessed);
+  EXPECT_NE(marked.find("source=\"nvtx\"} 1\n"), std::string::npos) << marked;
+  EXPECT_EQ(marked.find(",source=\"collectives\""), std::string::npos) << marked;
+  const std::string unmarked = Exposition({Range(20000000, false)}, guessed);
+  EXPECT_NE(unmarked.find("source=\"collectives\"} 2\n"), std::string::npos) << unmarked;
+  EXPECT_EQ(unmarked.find(",source=\"nvtx\""), std::string::npos) << unmarked;
 }
 
 TEST(StepMetricsTest, WithoutStepsThereIsNoSeries) {

@@ -6,14 +6,6 @@
 namespace xtimer {
 namespace daemon {
 
-void StepHistogram::Observe(double seconds) {
-  size_t i = 0;
-  while (i < kStepBucketsS.size() && seconds > kStepBucketsS[i]) ++i;
-  ++counts[i];
-  ++count;
-  sum_s += seconds;
-}
-
 const StepHistogram& StepTracker::Update(const RankKey& key,
                                          const std::vector<analysis::Arrival>& arrivals) {
   Rank& rank = ranks_[key];

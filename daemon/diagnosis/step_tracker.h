@@ -28,14 +28,10 @@
 namespace xtimer {
 namespace daemon {
 
-// The buckets: kStepBucketsS (daemon/model/snapshot.h), shared with the NVTX steps.
-struct StepHistogram {
-  std::array<uint64_t, kStepBucketsS.size() + 1> counts{};  // per bucket, not cumulative
-  uint64_t count = 0;
-  double sum_s = 0;
+// The steps of a rank guessed from its collectives (StepCounts: kStepBucketsS, shared with the
+// NVTX steps) and the guess they follow.
+struct StepHistogram : StepCounts {
   analysis::StepGuess guess;  // the guess of the latest pass that found one
-
-  void Observe(double seconds);
 };
 
 class StepTracker {

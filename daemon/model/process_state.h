@@ -69,7 +69,7 @@ struct ProcessState {
   uint64_t ops_seen = 0;    // op records ever ingested (the tap's sequence number)
   KernelNames names;
   NvtxHistory nvtx;  // NVTX events and strings (docs/daemon.md "NVTX")
-  NvtxSteps steps;   // its NVTX step ranges (format::kNvtxStep)
+  StepCounts steps;   // its NVTX step ranges (format::kNvtxStep)
   mutable bool conflict_logged = false;
   bool connected = true;
   ExitCause exit_cause;

@@ -97,9 +97,10 @@ constexpr std::array<double, 16> kStepBucketsS = {0.001, 0.0025, 0.005, 0.01, 0.
                                                  0.1,   0.25,   0.5,   1,    2.5,   5,
                                                  10,    20,     30,    60};
 
-// A process's training steps from NVTX: the push/pop ranges its hook flagged as steps
-// (XTIMER_STEP_RANGE, format::kNvtxStep), by duration.
-struct NvtxSteps {
+// Training steps by duration, in kStepBucketsS: a process's from NVTX (the push/pop ranges its
+// hook flagged as steps: XTIMER_STEP_RANGE, format::kNvtxStep), a rank's guessed from its
+// collectives (daemon/diagnosis/step_tracker.h).
+struct StepCounts {
   std::array<uint64_t, kStepBucketsS.size() + 1> counts{};  // per bucket, not cumulative
   uint64_t count = 0;
   double sum_s = 0;
@@ -145,7 +146,7 @@ struct ProcessSnapshot {
   // (InflightAgeSeconds), never across a stall of the daemon's reader or of the hook's poller.
   int64_t observed_ns = 0;
   uint64_t history = 0;
-  NvtxSteps steps;  // the process's NVTX steps (the same on each of its ranks)
+  StepCounts steps;  // the process's NVTX steps (the same on each of its ranks)
   std::vector<SeriesSnapshot> series;
   std::vector<CommSnapshot> comms;
 };
