@@ -221,19 +221,6 @@ RankProgress Waiting(int rank, const std::string& node, uint64_t seq, double age
   return p;
 }
 
-// Hex text as the daemon writes it; decimal as older hang summaries carry it; anything else 0.
-TEST(RankProgress, CommIdOfText) {
-  EXPECT_EQ(CommIdOfText("0x00000000000000ab"), 0xabu);
-  EXPECT_EQ(CommIdOfText("0xc0ffee0000000002"), 0xc0ffee0000000002ull);
-  EXPECT_EQ(CommIdOfText("171"), 171u);
-  EXPECT_EQ(CommIdOfText("18446744073709551615"), UINT64_MAX);
-  EXPECT_EQ(CommIdOfText(""), 0u);
-  EXPECT_EQ(CommIdOfText("0x"), 0u);
-  EXPECT_EQ(CommIdOfText("-1"), 0u);
-  EXPECT_EQ(CommIdOfText("0xab junk"), 0u);
-  EXPECT_EQ(CommIdOfText("18446744073709551616"), 0u);
-}
-
 TEST(RankProgress, CombinesNodesOnOneClock) {
   HangCheckResponse n0, n1;
   n0.set_node("n0");

@@ -1,33 +1,21 @@
 #include "cli/rank_progress.h"
 
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
 #include <cmath>
-#include <cstdlib>
 #include <map>
 #include <set>
 
 #include "cli/job_inputs.h"
 #include "cli/rank_clock.h"
-#include "format/record.h"
+#include "proto/wire_arrival.h"
 #include "proto/wire_enums.h"
 
 namespace xtimer {
 namespace cli {
 namespace {
 
-analysis::OpState StateOf(CollectiveArrival::State s) {
-  if (s == CollectiveArrival::started) return analysis::OpState::kStarted;
-  if (s == CollectiveArrival::queued) return analysis::OpState::kQueued;
-  if (s == CollectiveArrival::issued) return analysis::OpState::kIssued;  // untimed, in flight
-  return analysis::OpState::kCompleted;
-}
-
-// Seconds of a message as ns: 0 for negative or NaN, at most 10^9 s.
-int64_t DurationNs(double s) {
-  return s > 0 ? static_cast<int64_t>(std::llround(std::min(s, 1e9) * 1e9)) : 0;
-}
+using proto::CommIdOf;
+using proto::TimeOfAge;
 
 analysis::Communicator* FindComm(analysis::RankInput* in, uint64_t id) {
   for (analysis::Communicator& c : in->comms) {
@@ -52,47 +40,6 @@ std::vector<std::string> ClockNames(const std::vector<HangCheckResponse>& answer
 
 }  // namespace
 
-uint64_t CommIdOfText(const std::string& text) {
-  const bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
-  const char* digits = text.c_str() + (hex ? 2 : 0);
-  if (*digits == '\0' || *digits == '-' || *digits == '+' || std::isspace(*digits)) return 0;
-  char* end = nullptr;
-  errno = 0;
-  const unsigned long long id = std::strtoull(digits, &end, hex ? 16 : 10);
-  return errno == 0 && *end == '\0' ? id : 0;
-}
-
-int64_t TimeOfAge(int64_t now_ns, double age_s) {
-  if (!(age_s > 0)) return now_ns;
-  return now_ns - static_cast<int64_t>(std::llround(std::min(age_s, 1e9) * 1e9));
-}
-
-analysis::Arrival ArrivalFromProto(const CollectiveArrival& a, int64_t now_ns) {
-  analysis::Arrival r;
-  r.comm_id = CommIdOfText(a.comm_id());
-  r.seq = a.seq();
-  r.count = a.count();
-  r.bytes = a.bytes();
-  r.op = proto::OperationOf(a.op());
-  r.dtype = proto::DTypeOf(a.dtype());
-  r.state = StateOf(a.state());
-  r.root = a.root();
-  r.comm_size = a.comm_size();
-  r.issue_ns = TimeOfAge(now_ns, a.issue_age_s());
-  return r;
-}
-
-// One of RankProgress.recent: a completed collective with its GPU start and end (an op that
-// ended at the answer's `now` has age 0) and what came before it on the rank's GPU.
-analysis::Arrival CompletedFromProto(const CollectiveArrival& a, int64_t now_ns) {
-  analysis::Arrival r = ArrivalFromProto(a, now_ns);
-  r.start_ns = TimeOfAge(now_ns, a.start_age_s());
-  r.end_ns = TimeOfAge(now_ns, a.end_age_s());
-  r.busy_before_ns = DurationNs(a.busy_before_s());
-  r.idle_before_ns = DurationNs(a.idle_before_s());
-  return r;
-}
-
 void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInput* in) {
   if (in->rank < 0) in->rank = p.rank();
   if (in->node.empty()) in->node = p.node();
@@ -115,17 +62,17 @@ void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInpu
     in->arrivals.clear();
     for (const CollectiveArrival& a : p.recent()) {
       if (a.state() == CollectiveArrival::completed) {
-        in->arrivals.push_back(CompletedFromProto(a, now_ns));
+        in->arrivals.push_back(proto::ArrivalOf(a, now_ns));
       }
     }
   }
   in->progress.clear();
   for (const CommProgress& c : p.comms()) {
-    const uint64_t id = CommIdOfText(c.comm_id());
+    const uint64_t id = CommIdOf(c.comm_id());
     if (FindComm(in, id) == nullptr) {
       analysis::Communicator comm;
       comm.id = id;
-      comm.parent_id = CommIdOfText(c.parent_id());
+      comm.parent_id = CommIdOf(c.parent_id());
       comm.size = c.comm_size();
       comm.rank = c.comm_rank();
       comm.members.assign(c.members().begin(), c.members().end());
@@ -138,12 +85,12 @@ void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInpu
     pr.oldest_issue_ns =
         c.oldest_inflight_age_s() > 0 ? TimeOfAge(now_ns, c.oldest_inflight_age_s()) : 0;
     pr.has_inflight = c.has_inflight();
-    if (pr.has_inflight) pr.inflight = ArrivalFromProto(c.inflight(), now_ns);
+    if (pr.has_inflight) pr.inflight = proto::ArrivalOf(c.inflight(), now_ns);
     pr.blocked_by = c.blocked_by();
     pr.blocked_by_communication = c.blocked_by_communication();
     pr.threshold_ns = static_cast<int64_t>(std::llround(std::max(0.0, c.hang_threshold_s()) * 1e9));
     pr.cadence_samples = c.cadence_samples();
-    pr.blocked_by_comm_id = CommIdOfText(c.blocked_by_comm_id());
+    pr.blocked_by_comm_id = CommIdOf(c.blocked_by_comm_id());
     in->progress.push_back(std::move(pr));
   }
 }

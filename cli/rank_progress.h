@@ -16,19 +16,6 @@
 namespace xtimer {
 namespace cli {
 
-// A communicator id of a control-service message: hex text ("0x00000000000000ab",
-// format::CommIdText), or decimal as hang summaries written before the change carry it; 0 for
-// text that is neither.
-uint64_t CommIdOfText(const std::string& text);
-
-// `age_s` seconds before now_ns (ages <= 0 give now_ns).
-int64_t TimeOfAge(int64_t now_ns, double age_s);
-
-// An in-flight collective (issue time only) / one of RankProgress.recent (completed: GPU start
-// and end, busy and idle time before it).
-analysis::Arrival ArrivalFromProto(const CollectiveArrival& a, int64_t now_ns);
-analysis::Arrival CompletedFromProto(const CollectiveArrival& a, int64_t now_ns);
-
 // Sets the rank's identity (when unset), exit, last activity, communicators (adding those it
 // does not know yet) and progress from `p`.
 void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInput* in);

@@ -5,42 +5,15 @@
 #include <google/protobuf/util/json_util.h>
 
 #include "format/record.h"
+#include "proto/wire_arrival.h"
 #include "proto/wire_enums.h"
 
 namespace xtimer {
 namespace daemon {
 namespace {
 
-double AgeS(int64_t now_ns, int64_t then_ns) {
-  return std::max(0.0, static_cast<double>(now_ns - then_ns) * 1e-9);
-}
-
-CollectiveArrival::State StateOf(analysis::OpState s) {
-  switch (s) {
-    case analysis::OpState::kCompleted: return CollectiveArrival::completed;
-    case analysis::OpState::kStarted: return CollectiveArrival::started;
-    case analysis::OpState::kQueued: return CollectiveArrival::queued;
-    case analysis::OpState::kIssued: return CollectiveArrival::issued;
-  }
-  return CollectiveArrival::STATE_UNSPECIFIED;
-}
-
-void FillArrival(const analysis::Arrival& a, int64_t now_ns, CollectiveArrival* out) {
-  out->set_comm_id(CommIdField(a.comm_id));
-  out->set_seq(a.seq);
-  out->set_count(a.count);
-  out->set_bytes(a.bytes);
-  out->set_op(proto::OpCodeOf(a.op));
-  out->set_dtype(proto::DTypeCodeOf(a.dtype));
-  out->set_state(StateOf(a.state));
-  out->set_root(a.root);
-  out->set_comm_size(a.comm_size);
-  out->set_issue_age_s(a.issue_ns > 0 ? AgeS(now_ns, a.issue_ns) : 0);
-  out->set_start_age_s(a.start_ns > 0 ? AgeS(now_ns, a.start_ns) : 0);
-  out->set_end_age_s(a.end_ns > 0 ? AgeS(now_ns, a.end_ns) : 0);
-  out->set_busy_before_s(static_cast<double>(a.busy_before_ns) * 1e-9);
-  out->set_idle_before_s(static_cast<double>(a.idle_before_ns) * 1e-9);
-}
+using proto::AgeOf;
+using proto::CommIdField;
 
 void FillRank(const std::string& job, const RankLive& r, const std::string& node, int64_t now_ns,
               bool arrivals, RankProgress* out) {
@@ -58,12 +31,12 @@ void FillRank(const std::string& job, const RankLive& r, const std::string& node
   if (p.exited) {
     out->set_exit_cause(proto::ExitCauseCodeOf(p.exit_cause.kind));
     out->set_exit_code(in.exit.code);
-    out->set_exited_age_s(AgeS(now_ns, p.exited_ns));
+    out->set_exited_age_s(AgeOf(now_ns, p.exited_ns));
   }
   out->set_last_activity(in.last_activity);
-  out->set_last_activity_age_s(in.last_activity_ns > 0 ? AgeS(now_ns, in.last_activity_ns) : -1);
+  out->set_last_activity_age_s(in.last_activity_ns > 0 ? AgeOf(now_ns, in.last_activity_ns) : -1);
   if (arrivals) {
-    for (const analysis::Arrival& a : in.arrivals) FillArrival(a, now_ns, out->add_recent());
+    for (const analysis::Arrival& a : in.arrivals) proto::FillArrival(a, now_ns, out->add_recent());
   }
   for (const CommSnapshot& c : p.comms) {
     if (c.comm_id == 0) continue;
@@ -106,14 +79,14 @@ void FillCommProgress(const ProcessSnapshot& p, const CommSnapshot& c, const Com
   out->set_last_issued_seq(c.last_issued_seq);
   out->set_last_completed_seq(c.last_completed_seq);
   out->set_oldest_inflight_age_s(InflightAgeSeconds(p, c.oldest_launch_ns));
-  out->set_last_completed_age_s(c.last_completed_ns > 0 ? AgeS(now_ns, c.last_completed_ns) : -1);
+  out->set_last_completed_age_s(c.last_completed_ns > 0 ? AgeOf(now_ns, c.last_completed_ns) : -1);
   if (decision != nullptr) {
     out->set_hang(decision->waiting);
     out->set_hang_threshold_s(decision->threshold_s);
     out->set_cadence_samples(decision->cadence_samples);
   }
   if (c.inflight.state == format::InflightState::kNone) return;
-  FillArrival(InflightArrival(c.comm_id, c.inflight), now_ns, out->mutable_inflight());
+  proto::FillArrival(InflightArrival(c.comm_id, c.inflight), now_ns, out->mutable_inflight());
   out->set_blocked_by(c.blocked_by);
   out->set_blocked_by_communication(format::QueuedBehindCommunication(c.inflight));
   if (out->blocked_by_communication() && c.inflight.blocker.comm_id != 0) {
@@ -141,11 +114,6 @@ VerdictKind::Value VerdictKindOf(analysis::HangKind kind) {
   const int v = static_cast<int>(kind);  // the same numbers (hosting.proto; hang_check_test)
   return VerdictKind::Value_IsValid(v) ? static_cast<VerdictKind::Value>(v)
                                        : VerdictKind::VERDICT_KIND_UNSPECIFIED;
-}
-
-std::string CommIdField(uint64_t id) {
-  char buf[format::kCommIdTextSize];
-  return format::CommIdText(id, buf);
 }
 
 bool MessageToJson(const google::protobuf::Message& message, std::string* json,

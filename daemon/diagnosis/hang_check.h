@@ -26,10 +26,6 @@ void FillHangCheck(const LiveState& state, const HangCheckRequest& request,
 void FillCommProgress(const ProcessSnapshot& p, const CommSnapshot& c, const CommLive* decision,
                       int64_t now_ns, CommProgress* out);
 
-// A communicator id as the control service's messages carry it: format::CommIdText's hex text
-// (proto/hosting.proto).
-std::string CommIdField(uint64_t id);
-
 // A verdict's kind on the wire (VerdictKind carries analysis::HangKind's numbers and names).
 VerdictKind::Value VerdictKindOf(analysis::HangKind kind);
 
