@@ -127,7 +127,7 @@ PY
 expect_rc 3 $XT diff "$TMP/a" "$TMP/corrupt"
 grep -q "B: .*00007-00008.timeline" "$TMP/err" || fail "diff partial message: $(cat "$TMP/err")"
 expect_rc 1 $XT diff "$TMP/a" "$TMP/no-such-dir"
-# Two jobs in one input are never merged (cli/job_inputs.h): without --job, analyze, timeline
+# Two jobs in one input are never merged (cli/readers/job_inputs.h): without --job, analyze, timeline
 # and diff read the job with the most files (a tie: the first by name, otherjob), leave the other
 # out and exit 3, naming it and asking for --job; --job picks one; a --job that names none fails
 # listing the jobs present.

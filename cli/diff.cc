@@ -10,9 +10,9 @@
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/diff_report.h"
-#include "cli/job_inputs.h"
+#include "cli/readers/job_inputs.h"
 #include "cli/op_diff.h"
-#include "cli/op_table.h"
+#include "cli/readers/op_table.h"
 #include "util/split.h"
 #include "util/version.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cli/op_diff.h"
-#include "cli/op_table.h"
+#include "cli/readers/op_table.h"
 
 namespace xtimer {
 namespace cli {

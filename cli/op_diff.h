@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cli/op_table.h"
+#include "cli/readers/op_table.h"
 
 namespace xtimer {
 namespace cli {

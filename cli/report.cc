@@ -1,6 +1,6 @@
 // xtimer report DIR... -o report.html: one self-contained HTML report of a dump (see --help and
-// docs/report.md). Reads as `xtimer analyze` reads (cli/dump_reader.h) and as `xtimer diff` reads
-// (cli/op_table.h); the page is written by report/report_html.h.
+// docs/report.md). Reads as `xtimer analyze` reads (cli/readers/dump_reader.h) and as `xtimer diff` reads
+// (cli/readers/op_table.h); the page is written by report/report_html.h.
 #include <dirent.h>
 #include <limits.h>
 #include <sys/stat.h>
@@ -19,11 +19,12 @@
 #include "cli/args.h"
 #include "cli/groups_arg.h"
 #include "cli/commands.h"
-#include "cli/dump_reader.h"
+#include "cli/readers/dump_reader.h"
+#include "cli/readers/file_reads.h"
 #include "cli/op_diff.h"
-#include "cli/op_table.h"
+#include "cli/readers/op_table.h"
 #include "cli/report_cost.h"
-#include "cli/stacks_input.h"
+#include "cli/readers/stacks_input.h"
 #include "format/record.h"
 #include "opmath/op_math.h"
 #include "report/report_html.h"
@@ -109,36 +110,29 @@ bool EndsWith(const std::string& s, const std::string& tail) {
 }
 
 // What the report is made of: the analysis input (as `xtimer analyze` reads it) and the op table
-// of the same files (as `xtimer diff` reads it).
+// of the same files (as `xtimer diff` makes it), from one pass over each file's events.
 struct Inputs {
   DumpInput dump;
-  OpTable table;
   std::vector<std::string> problems;
 };
 
 // Returns -1 when something was read, else the exit status.
 int Read(const Args& a, Inputs* in) {
   std::string error;
-  Note(a, "reading the dump for the diagnosis");
-  if (!ReadDump(ReadOptionsOf(a), &in->dump, &error)) {
+  Note(a, "reading the dump for the diagnosis and the op table");
+  DumpReadOptions options = ReadOptionsOf(a);
+  options.op_table = true;
+  const FileReads before = FileReadsSoFar();
+  if (!ReadDump(options, &in->dump, &error)) {
     if (in->dump.wrong_job) return BadArg(kCommand, error);
     std::fprintf(stderr, "xtimer report: %s\n", error.c_str());
     return 1;
   }
+  const uint64_t passes = FileReadsSoFar().event_passes - before.event_passes;
+  Note(a, "read " + std::to_string(in->dump.files) + " timeline file(s), " +
+              std::to_string(passes) + " pass(es) over their events");
   for (const std::string& n : in->dump.notes) Note(a, "note: " + n);
   in->problems = in->dump.problems;
-  std::vector<std::string> files;
-  for (const std::string& f : in->dump.paths) {
-    if (EndsWith(f, ".timeline")) files.push_back(f);
-  }
-  if (!files.empty()) {
-    Note(a, "reading " + std::to_string(files.size()) + " timeline file(s) for the op table");
-    if (!ReadOpTable(files, a.jobs, &in->table, &error)) in->problems.push_back(error);
-  }
-  std::set<std::string> seen(in->problems.begin(), in->problems.end());
-  for (const std::string& p : in->table.problems) {
-    if (seen.insert(p).second) in->problems.push_back(p);
-  }
   if (!in->dump.missing.empty()) {
     std::string list;
     for (size_t i = 0; i < in->dump.missing.size() && i < 32; ++i)
@@ -172,8 +166,8 @@ std::vector<report::RankRow> RankRows(const Inputs& in) {
     const analysis::StepGuess steps = analysis::GuessSteps(r.arrivals);
     row.step_s = steps.median_s;
     row.collectives_per_step = steps.per_step;
-    auto it = in.table.own.find(r.rank);
-    if (it != in.table.own.end()) row.matmul_flops = MatmulFlops(it->second);
+    auto it = in.dump.table.own.find(r.rank);
+    if (it != in.dump.table.own.end()) row.matmul_flops = MatmulFlops(it->second);
     rows.push_back(row);
   }
   return rows;
@@ -334,10 +328,10 @@ int ReportMain(int argc, char** argv) {
   page.summary = Summary(in);
   page.problems = in.problems;
   page.ranks = RankRows(in);
-  page.ops = OpRows(in.table, static_cast<size_t>(a.top));
-  page.ops_total = in.table.durations.size();
+  page.ops = OpRows(in.dump.table, static_cast<size_t>(a.top));
+  page.ops_total = in.dump.table.durations.size();
   page.links = FindLinks(a, in.dump);
-  page.cost = HookCostRows(in.dump.paths, &page.cost_unknown);
+  page.cost = HookCostRows(in.dump.metadata, &page.cost_unknown);
   if (!WriteFile(a.out, report::ReportHtml(page))) return 1;
   Note(a, "wrote " + a.out);
   for (const std::string& p : in.problems) {

@@ -30,6 +30,8 @@ $XT timeline "$TMP/slow" -o "$TMP/slow/trace.pftrace" -q || fail "xtimer timelin
 mkdir -p "$TMP/slow/stacks" "$TMP/html" && echo '<svg/>' >"$TMP/slow/stacks/stacks.svg"
 expect_rc 0 $XT report "$TMP/slow" -o "$TMP/html/report.html" --groups tp2-pp2-dp2
 R="$TMP/html/report.html"
+# One pass over each file's events makes the diagnosis and the op table (cli/readers/file_reads.h).
+has "read 8 timeline file(s), 8 pass(es) over their events" "$TMP/err"
 $XT analyze "$TMP/slow" --groups tp2-pp2-dp2 >"$TMP/analyze.txt" 2>/dev/null || fail "xtimer analyze"
 SENTENCE=$(grep -o "Rank 3 on communicator .*" "$TMP/analyze.txt" | head -1)
 [ -n "$SENTENCE" ] || fail "analyze names no straggler: $(cat "$TMP/analyze.txt")"

@@ -10,10 +10,6 @@ namespace xtimer {
 namespace cli {
 namespace {
 
-bool EndsWith(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 report::CostRow RowOf(const timeline::Metadata& m) {
   report::CostRow row;
   row.rank = m.rank;
@@ -31,21 +27,19 @@ report::CostRow RowOf(const timeline::Metadata& m) {
 
 }  // namespace
 
-std::vector<report::CostRow> HookCostRows(const std::vector<std::string>& paths, int* unknown) {
+std::vector<report::CostRow> HookCostRows(const std::vector<timeline::Metadata>& files,
+                                          int* unknown) {
   std::vector<report::CostRow> rows;
   std::set<std::pair<std::string, int32_t>> seen;  // (node, pid)
   *unknown = 0;
-  for (const std::string& path : paths) {
-    if (!EndsWith(path, ".timeline")) continue;
-    const timeline::ReadResult r = timeline::ReadTimelineMetadata(path);
-    if (!r.ok) continue;  // the dump's own reading reports it
-    if (!r.metadata.hook.present) {
+  for (const timeline::Metadata& m : files) {
+    if (!m.hook.present) {
       ++*unknown;
       continue;
     }
-    const std::string node = r.metadata.node.empty() ? r.metadata.host : r.metadata.node;
-    if (!seen.insert({node, r.metadata.pid}).second) continue;
-    rows.push_back(RowOf(r.metadata));
+    const std::string node = m.node.empty() ? m.host : m.node;
+    if (!seen.insert({node, m.pid}).second) continue;
+    rows.push_back(RowOf(m));
   }
   std::stable_sort(rows.begin(), rows.end(), [](const report::CostRow& a,
                                                 const report::CostRow& b) {

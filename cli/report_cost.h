@@ -7,14 +7,17 @@
 #include <vector>
 
 #include "report/report_html.h"
+#include "timeline/timeline_io.h"
 
 namespace xtimer {
 namespace cli {
 
 // One row per process (node and pid: a process driving several devices writes one file per
-// device, each with the process's figures), by rank, from the `.timeline` files among `paths`
-// (read to their metadata only). *unknown: files that do not carry the field.
-std::vector<report::CostRow> HookCostRows(const std::vector<std::string>& paths, int* unknown);
+// device, each with the process's figures), by rank, from the metadata of the dump's timeline
+// files (DumpInput::metadata: the dump reader read them). *unknown: files that do not carry the
+// field.
+std::vector<report::CostRow> HookCostRows(const std::vector<timeline::Metadata>& files,
+                                          int* unknown);
 
 }  // namespace cli
 }  // namespace xtimer

@@ -24,9 +24,9 @@
 #include "cli/groups_arg.h"
 #include "cli/commands.h"
 #include "cli/control_client.h"
-#include "cli/job_inputs.h"
+#include "cli/readers/job_inputs.h"
 #include "util/parallel_for.h"
-#include "cli/stacks_input.h"
+#include "cli/readers/stacks_input.h"
 #include "proto/hosting.grpc.pb.h"
 #include "stacktrace/flamegraph_svg.h"
 #include "stacktrace/frame_owner.h"
@@ -168,7 +168,7 @@ void KeepOnePerMember(const std::vector<st::StacksFile>& parsed,
   }
 }
 
-// Picks the job (--job, else the one with the most files, ties by name: as cli/job_inputs.h does
+// Picks the job (--job, else the one with the most files, ties by name: as cli/readers/job_inputs.h does
 // for timelines; the others' files are left out and named) and the agreed world size; leaves out
 // the files of other world sizes and repeated ranks. False with *error on a bad --job.
 bool SelectRanks(std::vector<st::StacksFile>* parsed, const std::vector<std::string>& paths,

@@ -8,7 +8,7 @@
 
 #include "cli/args.h"
 #include "cli/commands.h"
-#include "cli/job_inputs.h"
+#include "cli/readers/job_inputs.h"
 #include "timeline/converter.h"
 #include "util/version.h"
 

@@ -1,4 +1,4 @@
-// Writes cli/test_job.h's job for shell tests and the analyze benchmark:
+// Writes cli/readers/test_job.h's job for shell tests and the analyze benchmark:
 //   write_test_job DIR [--ranks N] [--nodes N] [--steps N] [--slow-rank R] [--stop-rank R
 //                  --stop-step S] [--transfer-factor F] [--gemm-factor F] [--skew-ns NS]
 //                  [--slow-factor F] [--noise-seed N] [--pipeline 0|1] [--job LABEL]
@@ -8,7 +8,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "cli/test_job.h"
+#include "cli/readers/test_job.h"
 
 int main(int argc, char** argv) {
   if (argc < 2 || argv[1][0] == '-') {

@@ -25,7 +25,7 @@ struct RankRow {
   size_t collectives_per_step = 0;  // what the step guess counted
 };
 
-// One operation signature of the dump (cli/op_table.h), waiting removed.
+// One operation signature of the dump (cli/readers/op_table.h), waiting removed.
 struct OpRow {
   std::string name;   // operation or kernel name (a kernel's short name, util/kernel_name.h)
   std::string signature;  // the kernel's full name where `name` is shorter, else ""

@@ -36,7 +36,7 @@ OPT_TARGETS=("${README_TARGETS[@]}" //demo:train_step //demo:diag_job //demo/pyt
 
 # libFuzzer targets (clang) and their seconds in the suite's fuzz run: the dump reader is the
 # input the crafted-header attacks of issue 20 aim at; the daemon's parse what local clients send.
-FUZZ_TARGETS=("//cli:dump_reader_fuzzer 120" "//timeline:timeline_reader_fuzzer 60"
+FUZZ_TARGETS=("//cli/readers:dump_reader_fuzzer 120" "//timeline:timeline_reader_fuzzer 60"
   "//daemon/export:http_request_fuzzer 30" "//daemon/export:record_fuzzer 30")
 # Their own output tree (platform suffix), so the clang objects never replace the gcc ASan ones.
 FUZZ_FLAGS=(--config=asan --platform_suffix=asanfuzz --copt=-fsanitize=fuzzer-no-link

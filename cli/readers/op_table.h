@@ -2,14 +2,17 @@
 // compared by cli/op_diff.h). A signature is what makes two calls the same work: the operation (a
 // kernel's name), its shape (GEMM m, n, k, batch) or bytes, its dtype, and for communication the
 // communicator's size.
-#ifndef XTIMER_CLI_OP_TABLE_H_
-#define XTIMER_CLI_OP_TABLE_H_
+#ifndef XTIMER_CLI_READERS_OP_TABLE_H_
+#define XTIMER_CLI_READERS_OP_TABLE_H_
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include "timeline/timeline_io.h"
 
 namespace xtimer {
 namespace cli {
@@ -55,12 +58,53 @@ struct OpTable {
   std::vector<std::string> problems;  // "path: why" for inputs or files (partly) unreadable
 };
 
-// Reads every timeline file of `inputs` (timeline/inputs.h); host synchronisations are left out.
-// Returns false with *error when no file could be read.
+// Reads every timeline file of `inputs` (timeline/inputs.h), each once; host synchronisations
+// are left out. Returns false with *error when no file could be read.
 bool ReadOpTable(const std::vector<std::string>& inputs, int jobs, OpTable* table,
                  std::string* error);
+
+// One file's part of a table, made as the file is read, so that a reader of the file's events
+// for another purpose builds the table in the same pass (the dump reader for `xtimer report`):
+// Begin with its metadata, Add its events in file order (timeline::BlockCallbacks), Finish.
+// Only its sends and receives are held until Finish (they are paired as a whole).
+class OpTableFile {
+ public:
+  OpTableFile();
+  ~OpTableFile();
+  OpTableFile(const OpTableFile&) = delete;
+  OpTableFile& operator=(const OpTableFile&) = delete;
+
+  // `dir`: the file's folder, its node when the metadata names none.
+  void Begin(const timeline::Metadata& m, const std::string& dir);
+  void Add(const timeline::EventRecord* events, size_t count);
+  void Finish(uint64_t events_read);
+
+  struct Ops;  // what the file contributes (op_table.cc)
+
+ private:
+  friend class OpTableBuilder;
+  std::unique_ptr<Ops> ops_;
+};
+
+// The files' parts in one table. Not thread-safe: one Add at a time.
+class OpTableBuilder {
+ public:
+  OpTableBuilder();
+  ~OpTableBuilder();
+  OpTableBuilder(const OpTableBuilder&) = delete;
+  OpTableBuilder& operator=(const OpTableBuilder&) = delete;
+
+  void Add(OpTableFile* file);  // a finished file, whose part it takes
+  // The table of the files added (table->problems left as they are); false with *error when
+  // none was.
+  bool Finish(OpTable* table, std::string* error);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace cli
 }  // namespace xtimer
 
-#endif  // XTIMER_CLI_OP_TABLE_H_
+#endif  // XTIMER_CLI_READERS_OP_TABLE_H_

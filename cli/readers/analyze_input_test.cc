@@ -10,9 +10,9 @@
 #include <string>
 
 #include "analysis/analysis.h"
-#include "cli/dump_reader.h"
-#include "cli/rank_progress.h"
-#include "cli/test_job.h"
+#include "cli/readers/dump_reader.h"
+#include "cli/readers/rank_progress.h"
+#include "cli/readers/test_job.h"
 #include "format/record.h"
 
 namespace xtimer {

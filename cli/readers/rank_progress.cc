@@ -1,12 +1,12 @@
-#include "cli/rank_progress.h"
+#include "cli/readers/rank_progress.h"
 
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
 
-#include "cli/job_inputs.h"
-#include "cli/rank_clock.h"
+#include "cli/readers/job_inputs.h"
+#include "cli/readers/rank_clock.h"
 #include "proto/wire_arrival.h"
 #include "proto/wire_enums.h"
 

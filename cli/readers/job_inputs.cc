@@ -1,10 +1,11 @@
-#include "cli/job_inputs.h"
+#include "cli/readers/job_inputs.h"
 
 #include <algorithm>
 #include <map>
 #include <set>
 #include <utility>
 
+#include "cli/readers/file_reads.h"
 #include "util/parallel_for.h"
 #include "timeline/timeline_io.h"
 
@@ -21,7 +22,7 @@ struct Header {
 
 Header ReadHeader(const std::string& path) {
   Header h;
-  timeline::ReadResult r = timeline::ReadTimelineMetadata(path);  // no event is read
+  timeline::ReadResult r = ReadFileMetadata(path);  // no event is read
   if (!r.ok) return h;
   h.ok = true;
   h.job = std::move(r.metadata.job);

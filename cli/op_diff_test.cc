@@ -1,5 +1,3 @@
-#include "cli/op_table.h"
-
 #include "cli/op_diff.h"
 
 #include <gtest/gtest.h>
@@ -10,7 +8,8 @@
 #include <fstream>
 #include <string>
 
-#include "cli/test_job.h"
+#include "cli/readers/op_table.h"
+#include "cli/readers/test_job.h"
 #include "format/record.h"
 
 namespace xtimer {

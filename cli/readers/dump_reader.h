@@ -2,8 +2,8 @@
 // as `xtimer timeline` finds them, timeline/inputs.h) and the hang-summary.json beside them (an
 // automatic dump's HangCheckResponse), into the analysis library's per-rank input, on one clock
 // (node clocks aligned from shared collectives' end times, as the converter aligns them).
-#ifndef XTIMER_CLI_DUMP_READER_H_
-#define XTIMER_CLI_DUMP_READER_H_
+#ifndef XTIMER_CLI_READERS_DUMP_READER_H_
+#define XTIMER_CLI_READERS_DUMP_READER_H_
 
 #include <cstdint>
 #include <cstdio>
@@ -12,8 +12,10 @@
 #include <vector>
 
 #include "analysis/analysis.h"
-#include "cli/dump_replay.h"
+#include "cli/readers/dump_replay.h"
+#include "cli/readers/op_table.h"
 #include "timeline/format.h"
+#include "timeline/timeline_io.h"
 #include "util/command_line.h"
 
 namespace xtimer {
@@ -36,6 +38,8 @@ struct DumpReadOptions {
   bool align_clocks = true;
   FILE* progress = nullptr;         // draws "reading i/n files" here when set
   bool arrivals = false;            // OpenDump: read the ranks' arrivals too (ReadDump sets it)
+  // Also the op table of the files read (DumpInput::table), made in the same pass.
+  bool op_table = false;
 };
 
 struct DumpInput {
@@ -59,6 +63,10 @@ struct DumpInput {
   // A false return because the inputs hold several jobs and no --job, or --job names none of
   // them: a bad argument (exit 2), not unreadable input.
   bool wrong_job = false;
+  // The metadata of each timeline file read, in `paths` order, without its strings and
+  // communicators (the hook's cost, the process).
+  std::vector<timeline::Metadata> metadata;
+  OpTable table;  // with DumpReadOptions::op_table: the files read (ranks 0 when none)
 };
 
 // The arguments of a command that reads one dump (`xtimer analyze`, `xtimer report`): the dump's
@@ -79,7 +87,8 @@ void AddDumpArgs(DumpArgs* args, CommandLine* cl);
 DumpReadOptions ReadOptionsOf(const DumpArgs& args);
 
 // Returns false with *error when nothing could be read, or when the job is not chosen (above).
-// The ranks hold every arrival (OpenDump with `arrivals`: each file is read once).
+// The ranks hold every arrival (OpenDump with `arrivals`): each file's events are read once,
+// for the op table too when options.op_table.
 bool ReadDump(const DumpReadOptions& options, DumpInput* out, std::string* error);
 
 // The first pass of a reader that does not hold the arrivals: the ranks without them (unless
@@ -92,4 +101,4 @@ bool OpenDump(const DumpReadOptions& options, DumpInput* out, DumpReplay* replay
 }  // namespace cli
 }  // namespace xtimer
 
-#endif  // XTIMER_CLI_DUMP_READER_H_
+#endif  // XTIMER_CLI_READERS_DUMP_READER_H_

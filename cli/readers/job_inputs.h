@@ -6,8 +6,8 @@
 // chosen job, the world size most files give is the job's, and a file that
 // says otherwise (or whose rank is not below it) is left out and reported: a stray or corrupt
 // file never sizes the world.
-#ifndef XTIMER_CLI_JOB_INPUTS_H_
-#define XTIMER_CLI_JOB_INPUTS_H_
+#ifndef XTIMER_CLI_READERS_JOB_INPUTS_H_
+#define XTIMER_CLI_READERS_JOB_INPUTS_H_
 
 #include <string>
 #include <vector>
@@ -51,4 +51,4 @@ std::vector<std::string> PathsOf(const std::vector<timeline::InputFile>& files);
 }  // namespace cli
 }  // namespace xtimer
 
-#endif  // XTIMER_CLI_JOB_INPUTS_H_
+#endif  // XTIMER_CLI_READERS_JOB_INPUTS_H_

@@ -1,4 +1,4 @@
-#include "cli/dump_reader.h"
+#include "cli/readers/dump_reader.h"
 
 #include <dirent.h>
 #include <unistd.h>
@@ -14,10 +14,11 @@
 #include <set>
 #include <sstream>
 
-#include "cli/job_inputs.h"
+#include "cli/readers/file_reads.h"
+#include "cli/readers/job_inputs.h"
 #include "util/parallel_for.h"
-#include "cli/rank_clock.h"
-#include "cli/rank_progress.h"
+#include "cli/readers/rank_clock.h"
+#include "cli/readers/rank_progress.h"
 #include "format/record.h"
 #include "opmath/op_math.h"
 #include "proto/hosting.pb.h"
@@ -44,6 +45,7 @@ struct FileResult {
   analysis::RankInput input;  // without arrivals (the second pass reads them: dump_replay.h)
   RankReplay replay;
   std::vector<CollectiveEnd> ends;  // its arrivals' ends (node clock), until merged
+  std::unique_ptr<OpTableFile> table;  // its part of the op table, until merged
 };
 
 std::string Describe(const EventRecord& e, const timeline::Metadata& m) {
@@ -113,7 +115,7 @@ void AddArrival(const EventRecord& e, int32_t comm_size, FileResult* f) {
 // the file is held.
 // With `summarize`, the rank's ops are also summarised to its arrivals as they are read (a
 // window of 8,192 ops), for a reader that holds them all (ReadDump): one pass instead of two.
-void ScanOne(FileResult* f, bool summarize) {
+void ScanOne(FileResult* f, bool summarize, bool op_table) {
   EventRecord last{};
   int64_t last_at = 0;
   P2PCadence p2p;
@@ -121,8 +123,12 @@ void ScanOne(FileResult* f, bool summarize) {
   std::unique_ptr<analysis::OrderedRankSummarizer> summarizer;
   if (summarize) summarizer.reset(new analysis::OrderedRankSummarizer());
   std::vector<analysis::TimedOp> block;
+  if (op_table) f->table.reset(new OpTableFile());
   timeline::BlockCallbacks cb;
-  cb.on_metadata = [&](const timeline::Metadata& m) { replay.sizes = CommSizes(m.comms); };
+  cb.on_metadata = [&](const timeline::Metadata& m) {
+    replay.sizes = CommSizes(m.comms);
+    if (f->table) f->table->Begin(m, f->dir);
+  };
   cb.on_block_at = [&](uint64_t offset, uint32_t count) {
     replay.blocks.push_back({offset, count});
   };
@@ -144,14 +150,16 @@ void ScanOne(FileResult* f, bool summarize) {
     }
     if (latest != nullptr) last = *latest;
     if (summarizer) summarizer->AddBlock(&block);
+    if (f->table) f->table->Add(events, count);
   };
-  timeline::ReadResult r = timeline::ReadTimelineBlocks(f->path, cb);
+  timeline::ReadResult r = ReadFileEvents(f->path, cb);
   if (summarizer) f->input.arrivals = summarizer->Finish();
   f->ok = r.ok;
   f->error = r.complete ? "" : r.error;
   f->events = r.events;
   f->meta = std::move(r.metadata);
   if (!f->ok) return;
+  if (f->table) f->table->Finish(r.events);
   const timeline::Metadata& m = f->meta;
   f->node = !m.host.empty() ? m.host : !m.node.empty() ? m.node : f->dir;
   f->end_ns = m.window_end_ns > 0 ? m.window_end_ns : m.clock_realtime_ns;
@@ -343,15 +351,17 @@ namespace {
 // The first pass over every file, on opt.jobs threads; as each file and those before it are
 // done, the ends of the chosen ones (Chosen) are merged into their node's (when aligning) and
 // freed, so that no more than a few files' ends are held at once.
+// With opt.op_table, the chosen files' parts of the op table go to *table the same way.
 std::map<std::string, std::vector<CollectiveEnd>> ScanFiles(const DumpReadOptions& opt,
-                                                            std::vector<FileResult>* files) {
+                                                            std::vector<FileResult>* files,
+                                                            OpTableBuilder* table) {
   std::map<std::string, std::vector<CollectiveEnd>> by_node;
   std::mutex mu;
   std::vector<uint8_t> scanned(files->size(), 0);
   size_t merged = 0, done = 0;
   std::set<int32_t> ranks_seen;
   ParallelFor(files->size(), opt.jobs, [&](size_t i) {
-    ScanOne(&(*files)[i], opt.arrivals);
+    ScanOne(&(*files)[i], opt.arrivals, opt.op_table);
     std::lock_guard<std::mutex> lock(mu);
     scanned[i] = 1;
     for (; merged < files->size() && scanned[merged]; ++merged) {
@@ -359,8 +369,10 @@ std::map<std::string, std::vector<CollectiveEnd>> ScanFiles(const DumpReadOption
       if (Chosen(f, &ranks_seen)) {
         std::vector<CollectiveEnd>& node = by_node[f.node];
         if (opt.align_clocks) timeline::MergeEnds(&node, SortedEnds(std::move(f.ends)));
+        if (f.table) table->Add(f.table.get());
       }
       std::vector<CollectiveEnd>().swap(f.ends);
+      f.table.reset();
     }
     const size_t n = ++done;
     if (opt.progress != nullptr && (n % 16 == 0 || n == files->size())) {
@@ -390,7 +402,10 @@ bool OpenDump(const DumpReadOptions& opt, DumpInput* out, DumpReplay* replay,
     files[i].path = list.files[i].path;
     files[i].dir = list.files[i].dir;
   }
-  std::map<std::string, std::vector<CollectiveEnd>> by_node = ScanFiles(opt, &files);
+  OpTableBuilder table;
+  std::map<std::string, std::vector<CollectiveEnd>> by_node = ScanFiles(opt, &files, &table);
+  std::string no_table;
+  if (opt.op_table) table.Finish(&out->table, &no_table);  // no file read: ranks 0
   std::vector<FileResult*> chosen = SelectRanks(&files, out);
   out->offsets = DomainOffsets(std::move(by_node), opt.align_clocks ? &out->notes : nullptr);
   const std::map<std::string, int64_t> offsets(out->offsets.begin(), out->offsets.end());
@@ -405,10 +420,12 @@ bool OpenDump(const DumpReadOptions& opt, DumpInput* out, DumpReplay* replay,
     out->events += f->events;
     ++out->files;
     out->paths.push_back(f->path);
-    ranks[f->meta.rank] = std::move(f->input);
+    const int32_t rank = f->meta.rank;
+    out->metadata.push_back(std::move(f->meta));
+    ranks[rank] = std::move(f->input);
     f->replay.path = f->path;
     f->replay.offset_ns = offset;
-    replays[f->meta.rank] = std::move(f->replay);
+    replays[rank] = std::move(f->replay);
   }
   files.clear();
   std::vector<Summary> summaries;

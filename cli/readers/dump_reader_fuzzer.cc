@@ -12,7 +12,7 @@
 #include <cstring>
 #include <string>
 
-#include "cli/dump_reader.h"
+#include "cli/readers/dump_reader.h"
 #include "timeline/format.h"
 #include "timeline/timeline_io.h"
 

@@ -1,4 +1,4 @@
-#include "cli/rank_clock.h"
+#include "cli/readers/rank_clock.h"
 
 #include <algorithm>
 #include <map>

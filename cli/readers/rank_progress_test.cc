@@ -1,4 +1,4 @@
-#include "cli/rank_progress.h"
+#include "cli/readers/rank_progress.h"
 
 #include "gtest/gtest.h"
 

@@ -1,4 +1,4 @@
-#include "cli/dump_replay.h"
+#include "cli/readers/dump_replay.h"
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -9,7 +9,8 @@
 #include <thread>
 
 #include "util/parallel_for.h"
-#include "cli/rank_clock.h"
+#include "cli/readers/file_reads.h"
+#include "cli/readers/rank_clock.h"
 #include "opmath/op_math.h"
 #include "timeline/timeline_io.h"
 
@@ -46,6 +47,8 @@ class Replayer {
     if (fd_ < 0 && block_ < r_.blocks.size()) {
       fd_ = open(r_.path.c_str(), O_RDONLY | O_CLOEXEC);
       if (fd_ < 0) return false;
+      if (!passed_) CountEventPass();  // reopened between rounds: the same pass
+      passed_ = true;
     }
     bool reached = false;
     while (block_ < r_.blocks.size() && !reached) {
@@ -105,6 +108,7 @@ class Replayer {
   uint32_t pos_ = 0;
   size_t drained_ = 0;
   int fd_ = -1;
+  bool passed_ = false;  // counted (file_reads.h)
 };
 
 // Whether `files` more descriptors may stay open (raising the soft limit toward the hard one).

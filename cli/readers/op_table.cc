@@ -1,4 +1,4 @@
-#include "cli/op_table.h"
+#include "cli/readers/op_table.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -7,21 +7,17 @@
 #include <tuple>
 #include <utility>
 
-#include "util/parallel_for.h"
+#include "cli/readers/file_reads.h"
 #include "format/record.h"
 #include "timeline/clock_align.h"
 #include "timeline/flows.h"
 #include "timeline/inputs.h"
 #include "timeline/timeline_io.h"
+#include "util/parallel_for.h"
 
 namespace xtimer {
 namespace cli {
 namespace {
-
-using format::OpKind;
-using timeline::CollectiveEnd;
-using timeline::EventRecord;
-using timeline::P2POp;
 
 using Durations = std::map<OpSignature, std::vector<int64_t>>;
 
@@ -34,6 +30,37 @@ struct Instance {
 };
 using Instances = std::map<CollectiveKey, Instance>;
 
+// One file's sends and receives that can be matched with their other half (timeline/flows.h),
+// sorted as P2POps sorts them; the signature and duration of each.
+struct FileP2P {
+  std::string node;
+  std::vector<timeline::P2POp> ops;
+  std::vector<std::pair<OpSignature, int64_t>> calls;
+};
+
+}  // namespace
+
+struct OpTableFile::Ops {
+  timeline::Metadata meta;  // names and communicators
+  std::map<uint64_t, int32_t> sizes;  // communicator sizes
+  std::vector<timeline::EventRecord> p2p_events;  // held until Finish
+  int32_t rank = -1;
+  uint64_t events = 0;
+  uint64_t comm_calls = 0;
+  Durations durations;  // everything but matched communication
+  std::map<OpSignature, RankWork> own;
+  Instances collectives;
+  std::vector<timeline::CollectiveEnd> ends;  // the collectives' end times, for clock alignment
+  FileP2P p2p;
+};
+
+namespace {
+
+using format::OpKind;
+using timeline::CollectiveEnd;
+using timeline::EventRecord;
+using timeline::P2POp;
+
 void AddCalls(const OpSignature& s, int64_t duration_ns, uint32_t calls, Instance* in) {
   in->shortest_ns = std::min(in->shortest_ns, duration_ns);
   for (auto& c : in->calls) {
@@ -44,26 +71,6 @@ void AddCalls(const OpSignature& s, int64_t duration_ns, uint32_t calls, Instanc
   }
   in->calls.emplace_back(s, calls);
 }
-
-// One file's sends and receives that can be matched with their other half (timeline/flows.h),
-// sorted as P2POps sorts them; the signature and duration of each.
-struct FileP2P {
-  std::string node;
-  std::vector<P2POp> ops;
-  std::vector<std::pair<OpSignature, int64_t>> calls;
-};
-
-// What one file contributes.
-struct FileOps {
-  int32_t rank = -1;
-  uint64_t events = 0;
-  uint64_t comm_calls = 0;
-  Durations durations;  // everything but matched communication
-  std::map<OpSignature, RankWork> own;
-  Instances collectives;
-  std::vector<CollectiveEnd> ends;  // the collectives' end times, for clock alignment
-  FileP2P p2p;
-};
 
 OpSignature SignatureOf(const EventRecord& e, const timeline::Metadata& m,
                         const std::map<uint64_t, int32_t>& sizes) {
@@ -103,64 +110,28 @@ void SortEnds(std::vector<CollectiveEnd>* ends) {
               ends->end());
 }
 
-// Sorts one file's kept events into `f`.
-void Classify(const std::vector<EventRecord>& kept, const timeline::Metadata& m, FileOps* f) {
-  std::map<uint64_t, int32_t> sizes;
-  for (const timeline::CommInfo& c : m.comms) sizes[c.id] = c.size;
-  std::vector<bool> matched(kept.size());
-  for (const auto& [i, op] : timeline::P2POps(kept, m.comms)) {
-    f->p2p.ops.push_back(op);
-    f->p2p.calls.emplace_back(SignatureOf(kept[i], m, sizes), kept[i].duration_ns);
-    matched[i] = true;
+// One event that is not a matched send or receive into `f`.
+void Classify(const EventRecord& e, OpTableFile::Ops* f) {
+  const OpSignature s = SignatureOf(e, f->meta, f->sizes);
+  if (e.kind == static_cast<uint8_t>(OpKind::kCollective) && e.comm_id != 0) {
+    AddCalls(s, e.duration_ns, 1, &f->collectives[{e.comm_id, e.seq}]);
     ++f->comm_calls;
+    f->ends.push_back({{e.comm_id, e.seq}, e.gpu_start_ns + e.duration_ns});
+    return;
   }
-  for (size_t i = 0; i < kept.size(); ++i) {
-    const EventRecord& e = kept[i];
-    if (matched[i]) continue;
-    const OpSignature s = SignatureOf(e, m, sizes);
-    if (e.kind == static_cast<uint8_t>(OpKind::kCollective) && e.comm_id != 0) {
-      AddCalls(s, e.duration_ns, 1, &f->collectives[{e.comm_id, e.seq}]);
-      ++f->comm_calls;
-      f->ends.push_back({{e.comm_id, e.seq}, e.gpu_start_ns + e.duration_ns});
-      continue;
-    }
-    f->durations[s].push_back(e.duration_ns);
-    if (e.kind == static_cast<uint8_t>(OpKind::kCollective) ||
-        e.kind == static_cast<uint8_t>(OpKind::kP2P)) {
-      ++f->comm_calls;
-      continue;  // communication is its members' together, not one rank's own work
-    }
-    RankWork& w = f->own[s];
-    ++w.count;
-    w.total_ns += static_cast<double>(e.duration_ns);
+  f->durations[s].push_back(e.duration_ns);
+  if (e.kind == static_cast<uint8_t>(OpKind::kCollective) ||
+      e.kind == static_cast<uint8_t>(OpKind::kP2P)) {
+    ++f->comm_calls;
+    return;  // communication is its members' together, not one rank's own work
   }
-  SortEnds(&f->ends);
-}
-
-// One file; the metadata (names, communicators) is only known once the file is read, so events
-// are kept until then.
-bool ReadFile(const timeline::InputFile& in, FileOps* f, std::string* problem) {
-  std::vector<EventRecord> kept;
-  timeline::ReadResult r = timeline::ReadTimeline(in.path, [&](const EventRecord& e) {
-    if (e.kind != static_cast<uint8_t>(OpKind::kHostSync) && e.duration_ns >= 0) kept.push_back(e);
-  });
-  if (!r.ok) {
-    *problem = in.path + ": " + r.error;
-    return false;
-  }
-  if (!r.complete) {
-    *problem = in.path + ": read " + std::to_string(r.events) + " events, then: " + r.error;
-  }
-  const timeline::Metadata& m = r.metadata;
-  f->rank = m.rank;
-  f->events = r.events;
-  f->p2p.node = !m.host.empty() ? m.host : !m.node.empty() ? m.node : in.dir;
-  Classify(kept, m, f);
-  return true;
+  RankWork& w = f->own[s];
+  ++w.count;
+  w.total_ns += static_cast<double>(e.duration_ns);
 }
 
 // Adds one file's contribution to the table (everything but matched send/recv).
-void Merge(FileOps* f, OpTable* table, Instances* collectives,
+void Merge(OpTableFile::Ops* f, OpTable* table, Instances* collectives,
            std::map<std::string, std::vector<CollectiveEnd>>* node_ends) {
   ++table->ranks;
   table->events += f->events;
@@ -257,33 +228,106 @@ std::string OpSignature::Shape() const {
   return b;
 }
 
-bool ReadOpTable(const std::vector<std::string>& inputs, int jobs, OpTable* table,
-                 std::string* error) {
-  timeline::InputList list = timeline::ListTimelineInputs(inputs);
-  table->problems = std::move(list.skipped);
-  std::mutex mu;
+OpTableFile::OpTableFile() : ops_(new Ops) {}
+OpTableFile::~OpTableFile() = default;
+
+void OpTableFile::Begin(const timeline::Metadata& m, const std::string& dir) {
+  ops_->meta = m;
+  for (const timeline::CommInfo& c : m.comms) ops_->sizes[c.id] = c.size;
+  ops_->rank = m.rank;
+  ops_->p2p.node = !m.host.empty() ? m.host : !m.node.empty() ? m.node : dir;
+}
+
+void OpTableFile::Add(const EventRecord* events, size_t count) {
+  for (size_t i = 0; i < count; ++i) {
+    const EventRecord& e = events[i];
+    if (e.kind == static_cast<uint8_t>(OpKind::kHostSync) || e.duration_ns < 0) continue;
+    // Sends and receives are paired once all are read (P2POps looks at no other kind).
+    if (e.kind == static_cast<uint8_t>(OpKind::kP2P)) {
+      ops_->p2p_events.push_back(e);
+    } else {
+      Classify(e, ops_.get());
+    }
+  }
+}
+
+void OpTableFile::Finish(uint64_t events_read) {
+  Ops* f = ops_.get();
+  f->events = events_read;
+  std::vector<bool> matched(f->p2p_events.size());
+  for (const auto& [i, op] : timeline::P2POps(f->p2p_events, f->meta.comms)) {
+    f->p2p.ops.push_back(op);
+    f->p2p.calls.emplace_back(SignatureOf(f->p2p_events[i], f->meta, f->sizes),
+                              f->p2p_events[i].duration_ns);
+    matched[i] = true;
+    ++f->comm_calls;
+  }
+  for (size_t i = 0; i < f->p2p_events.size(); ++i) {
+    if (!matched[i]) Classify(f->p2p_events[i], f);
+  }
+  std::vector<EventRecord>().swap(f->p2p_events);
+  f->meta = timeline::Metadata();
+  SortEnds(&f->ends);
+}
+
+struct OpTableBuilder::State {
+  OpTable table;
   Instances collectives;
   std::map<std::string, std::vector<CollectiveEnd>> node_ends;
   std::vector<FileP2P> p2p;
-  ParallelFor(list.files.size(), jobs, [&](size_t i) {
-    FileOps f;
-    std::string problem;
-    const bool ok = ReadFile(list.files[i], &f, &problem);
-    std::lock_guard<std::mutex> lock(mu);
-    if (!problem.empty()) table->problems.push_back(problem);
-    if (!ok) return;
-    Merge(&f, table, &collectives, &node_ends);
-    p2p.push_back(std::move(f.p2p));
-  });
-  AddCollectives(collectives, table);
-  AddTransfers(p2p, node_ends, table);
-  std::sort(table->problems.begin(), table->problems.end());
+};
+
+OpTableBuilder::OpTableBuilder() : state_(new State) {}
+OpTableBuilder::~OpTableBuilder() = default;
+
+void OpTableBuilder::Add(OpTableFile* file) {
+  Merge(file->ops_.get(), &state_->table, &state_->collectives, &state_->node_ends);
+  state_->p2p.push_back(std::move(file->ops_->p2p));
+  file->ops_.reset(new OpTableFile::Ops);
+}
+
+bool OpTableBuilder::Finish(OpTable* table, std::string* error) {
+  State& s = *state_;
+  AddCollectives(s.collectives, &s.table);
+  AddTransfers(s.p2p, s.node_ends, &s.table);
+  s.table.problems = std::move(table->problems);
+  *table = std::move(s.table);
+  state_.reset(new State);
   if (table->ranks == 0) {
     *error = "no readable timeline files";
     for (const std::string& p : table->problems) *error += "\n  " + p;
     return false;
   }
   return true;
+}
+
+bool ReadOpTable(const std::vector<std::string>& inputs, int jobs, OpTable* table,
+                 std::string* error) {
+  timeline::InputList list = timeline::ListTimelineInputs(inputs);
+  table->problems = std::move(list.skipped);
+  std::mutex mu;
+  OpTableBuilder builder;
+  ParallelFor(list.files.size(), jobs, [&](size_t i) {
+    const timeline::InputFile& in = list.files[i];
+    OpTableFile f;
+    timeline::BlockCallbacks cb;
+    cb.on_metadata = [&](const timeline::Metadata& m) { f.Begin(m, in.dir); };
+    cb.on_block = [&](const EventRecord* events, size_t count) { f.Add(events, count); };
+    const timeline::ReadResult r = ReadFileEvents(in.path, cb);
+    if (r.ok) f.Finish(r.events);
+    std::lock_guard<std::mutex> lock(mu);
+    if (!r.ok) {
+      table->problems.push_back(in.path + ": " + r.error);
+      return;
+    }
+    if (!r.complete) {
+      table->problems.push_back(in.path + ": read " + std::to_string(r.events) +
+                                " events, then: " + r.error);
+    }
+    builder.Add(&f);
+  });
+  std::sort(table->problems.begin(), table->problems.end());
+  return builder.Finish(table, error);
 }
 
 }  // namespace cli

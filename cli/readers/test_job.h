@@ -13,8 +13,8 @@
 // calls of a group carry the group's timing: from the rank's arrival to the later arrival of the
 // two plus `p2p_ns`, so the first to arrive waits. Seqs are numbered per peer with one counter
 // for both directions, as the hook numbers them, so a send and its receive carry different seqs.
-#ifndef XTIMER_CLI_TEST_JOB_H_
-#define XTIMER_CLI_TEST_JOB_H_
+#ifndef XTIMER_CLI_READERS_TEST_JOB_H_
+#define XTIMER_CLI_READERS_TEST_JOB_H_
 
 #include <cstdint>
 #include <string>
@@ -64,4 +64,4 @@ std::vector<std::string> WriteTestJob(const TestJob& job, const std::string& roo
 }  // namespace cli
 }  // namespace xtimer
 
-#endif  // XTIMER_CLI_TEST_JOB_H_
+#endif  // XTIMER_CLI_READERS_TEST_JOB_H_

@@ -3,8 +3,8 @@
 // to Arrivals on the aligned clock, either whole, rank by rank (ReadArrivals: the ranks then
 // hold every arrival), or all ranks together a time window at a time into an
 // analysis::AnalysisStream (AnalyzeDump: memory is a window of instances, not the dump).
-#ifndef XTIMER_CLI_DUMP_REPLAY_H_
-#define XTIMER_CLI_DUMP_REPLAY_H_
+#ifndef XTIMER_CLI_READERS_DUMP_REPLAY_H_
+#define XTIMER_CLI_READERS_DUMP_REPLAY_H_
 
 #include <algorithm>
 #include <climits>
@@ -88,4 +88,4 @@ analysis::TimedOp TimedOpOf(const timeline::EventRecord& e, int32_t comm_size);
 }  // namespace cli
 }  // namespace xtimer
 
-#endif  // XTIMER_CLI_DUMP_REPLAY_H_
+#endif  // XTIMER_CLI_READERS_DUMP_REPLAY_H_

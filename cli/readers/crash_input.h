@@ -3,8 +3,8 @@
 // each crashed rank's crashing frame (for a Python exception also its type and message) into the
 // rank's exit, so that the exited verdict shows it. Every file goes through a bounded reader: a
 // file that cannot be read or parsed is reported, never trusted.
-#ifndef XTIMER_CLI_CRASH_INPUT_H_
-#define XTIMER_CLI_CRASH_INPUT_H_
+#ifndef XTIMER_CLI_READERS_CRASH_INPUT_H_
+#define XTIMER_CLI_READERS_CRASH_INPUT_H_
 
 #include <cstdint>
 #include <string>
@@ -49,4 +49,4 @@ void AddCrashFrames(const std::vector<std::string>& dirs, std::vector<analysis::
 }  // namespace cli
 }  // namespace xtimer
 
-#endif  // XTIMER_CLI_CRASH_INPUT_H_
+#endif  // XTIMER_CLI_READERS_CRASH_INPUT_H_

@@ -1,4 +1,4 @@
-#include "cli/stacks_input.h"
+#include "cli/readers/stacks_input.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 // xtimer analyze's streamed judgment (AnalyzeDump) gives the report of the whole dump read at
 // once (ReadDump + Analyze), with the files read in several rounds, and falls back to reading
 // whole a file more out of order than the stream's window.
-#include "cli/dump_replay.h"
+#include "cli/readers/dump_replay.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -10,8 +10,8 @@
 
 #include "analysis/analysis.h"
 #include "analysis/report_json.h"
-#include "cli/dump_reader.h"
-#include "cli/test_job.h"
+#include "cli/readers/dump_reader.h"
+#include "cli/readers/test_job.h"
 #include "gtest/gtest.h"
 #include "timeline/timeline_io.h"
 

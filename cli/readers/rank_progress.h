@@ -2,8 +2,8 @@
 // input: used for the hang-summary.json of an automatic dump (`xtimer analyze DIR`) and for the
 // live answers of `xtimer analyze --hosts`. The messages give ages (seconds before the answer's
 // `now`); they come out as times on the caller's clock: now_ns - age.
-#ifndef XTIMER_CLI_RANK_PROGRESS_H_
-#define XTIMER_CLI_RANK_PROGRESS_H_
+#ifndef XTIMER_CLI_READERS_RANK_PROGRESS_H_
+#define XTIMER_CLI_READERS_RANK_PROGRESS_H_
 
 #include <cstdint>
 #include <string>
@@ -42,4 +42,4 @@ bool CombineHangChecks(const std::vector<HangCheckResponse>& answers, const std:
 }  // namespace cli
 }  // namespace xtimer
 
-#endif  // XTIMER_CLI_RANK_PROGRESS_H_
+#endif  // XTIMER_CLI_READERS_RANK_PROGRESS_H_

@@ -1,4 +1,4 @@
-#include "cli/test_job.h"
+#include "cli/readers/test_job.h"
 
 #include <google/protobuf/util/json_util.h>
 #include <sys/stat.h>

@@ -1,8 +1,8 @@
 // Node clocks of analysis inputs: each rank's collective end times (what clock alignment compares
 // across nodes), shifting a rank's times by its node's offset, and aligning a set of ranks by
 // node (timeline::AlignClocks). Shared by the dump reader and `xtimer analyze --hosts`.
-#ifndef XTIMER_CLI_RANK_CLOCK_H_
-#define XTIMER_CLI_RANK_CLOCK_H_
+#ifndef XTIMER_CLI_READERS_RANK_CLOCK_H_
+#define XTIMER_CLI_READERS_RANK_CLOCK_H_
 
 #include <cstdint>
 #include <map>
@@ -46,4 +46,4 @@ std::vector<std::pair<std::string, int64_t>> AlignRankClocks(
 }  // namespace cli
 }  // namespace xtimer
 
-#endif  // XTIMER_CLI_RANK_CLOCK_H_
+#endif  // XTIMER_CLI_READERS_RANK_CLOCK_H_

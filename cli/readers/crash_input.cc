@@ -1,4 +1,4 @@
-#include "cli/crash_input.h"
+#include "cli/readers/crash_input.h"
 
 #include <dirent.h>
 #include <sys/stat.h>
@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <set>
 
-#include "cli/stacks_input.h"
+#include "cli/readers/stacks_input.h"
 #include "stacktrace/json_reader.h"
 #include "stacktrace/stacks_file.h"
 

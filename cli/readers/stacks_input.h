@@ -1,7 +1,7 @@
 // Finding and reading per-rank .stacks files (docs/stacks.md): `xtimer stacks` merges them,
 // `xtimer analyze` shows the hang culprits' top frames from them.
-#ifndef XTIMER_CLI_STACKS_INPUT_H_
-#define XTIMER_CLI_STACKS_INPUT_H_
+#ifndef XTIMER_CLI_READERS_STACKS_INPUT_H_
+#define XTIMER_CLI_READERS_STACKS_INPUT_H_
 
 #include <cstdint>
 #include <string>
@@ -43,4 +43,4 @@ void AddCulpritStacks(const std::vector<std::string>& dirs, const std::string& j
 }  // namespace cli
 }  // namespace xtimer
 
-#endif  // XTIMER_CLI_STACKS_INPUT_H_
+#endif  // XTIMER_CLI_READERS_STACKS_INPUT_H_

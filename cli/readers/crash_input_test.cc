@@ -1,4 +1,4 @@
-#include "cli/crash_input.h"
+#include "cli/readers/crash_input.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
