@@ -1,4 +1,4 @@
-// libFuzzer target for the control service's JSON entry (ControlHandler::HandleJson): the first
+// libFuzzer target for the control service's JSON entry (HandleJson, control_json.h): the first
 // byte picks the method, the rest is the body. Dumps go under a private temporary dump root and
 // there are no registered processes, so a valid request writes nothing.
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 #include <string>
 
 #include "daemon/control/control_handler.h"
+#include "daemon/control/control_json.h"
 #include "daemon/dumps/dump_writer.h"
 #include "daemon/model/aggregator.h"
 
@@ -43,7 +44,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string method = kMethods[data[0] % 3];
   const std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
   std::string json;
-  const int status = world->handler->HandleJson(method, body, &json);
+  const int status = xtimer::daemon::HandleJson(world->handler.get(), method, body, &json);
   if (status != 200 && status != 400 && status != 404 && status != 409 && status != 413) abort();
   if (json.empty()) abort();
   return 0;

@@ -1,53 +1,25 @@
 #include "daemon/control/control_handler.h"
 
-#include <errno.h>
-#include <limits.h>
-#include <stdlib.h>
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
 #include <utility>
 #include <vector>
 
-#include <google/protobuf/util/json_util.h>
-
 #include "daemon/diagnosis/hang_check.h"
 #include "format/record.h"
 #include "format/ring.h"
 #include "proto/wire_enums.h"
 #include "timeline/format.h"
-#include "util/json.h"
 #include "util/process_name.h"
 
 namespace xtimer {
 namespace daemon {
 namespace {
 
-const char* CodeName(Code c) {
-  switch (c) {
-    case Code::kOk: return "OK";
-    case Code::kInvalidArgument: return "INVALID_ARGUMENT";
-    case Code::kNotFound: return "NOT_FOUND";
-    case Code::kPermissionDenied: return "PERMISSION_DENIED";
-    case Code::kFailedPrecondition: return "FAILED_PRECONDITION";
-    case Code::kResourceExhausted: return "RESOURCE_EXHAUSTED";
-    case Code::kUnimplemented: return "UNIMPLEMENTED";
-    case Code::kInternal: return "INTERNAL";
-  }
-  return "UNKNOWN";
-}
-
 CallStatus Invalid(const std::string& m) { return CallStatus{Code::kInvalidArgument, m}; }
-
-bool InsideRoot(const std::string& root, const std::string& path) {
-  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
-                          (root == "/" || path[root.size()] == '/'));
-}
 
 // The file and rank identity a dump file and a stack file share (DumpFile, StackFile).
 template <typename Info, typename Proto>
@@ -69,49 +41,6 @@ void FillFile(const DumpFileInfo& f, DumpFile* out) {
   out->set_requested(f.requested);
   out->set_ended(f.ended);
   out->set_fell_short(f.fell_short);
-}
-
-// One table entry per method: parse JSON into the request type, call, print the response.
-using JsonCall = std::function<CallStatus(ControlHandler*, const std::string&, std::string*,
-                                          const Caller&)>;
-
-template <typename Req, typename Resp>
-JsonCall MakeJsonCall(CallStatus (ControlHandler::*method)(const Req&, Resp*, const Caller&)) {
-  return [method](ControlHandler* h, const std::string& body, std::string* json,
-                  const Caller& caller) {
-    namespace pbu = google::protobuf::util;
-    Req req;
-    pbu::JsonParseOptions po;
-    po.ignore_unknown_fields = false;
-    const std::string text = body.find_first_not_of(" \t\r\n") == std::string::npos ? "{}" : body;
-    auto st = pbu::JsonStringToMessage(text, &req, po);
-    if (!st.ok()) {
-      std::string why(st.message());
-      for (char& c : why) {
-        if (c == '\n' || c == '\r') c = ' ';
-      }
-      return Invalid("bad request body: " + why +
-                     " (expected a JSON object with the fields of " + Req::descriptor()->name() +
-                     ", see docs/control.md)");
-    }
-    Resp resp;
-    CallStatus cs = (h->*method)(req, &resp, caller);
-    if (!cs.ok()) return cs;
-    std::string error;
-    if (!MessageToJson(resp, json, &error)) return CallStatus{Code::kInternal, error};
-    return cs;
-  };
-}
-
-// The method table (transport-independent): one line per rpc of proto/hosting.proto.
-const std::map<std::string, JsonCall>& Methods() {
-  static const auto* m = new std::map<std::string, JsonCall>{
-      {"DumpKernelTrace", MakeJsonCall(&ControlHandler::DumpKernelTrace)},
-      {"DumpStack", MakeJsonCall(&ControlHandler::DumpStack)},
-      {"HangCheck", MakeJsonCall(&ControlHandler::HangCheck)},
-      {"Status", MakeJsonCall(&ControlHandler::Status)},
-  };
-  return *m;
 }
 
 // "0-3 5" for {0, 1, 2, 3, 5}; "?" for ranks that are unknown (-1).
@@ -175,104 +104,6 @@ CallStatus ParseSelection(const Ranks& ranks, const Jobs& jobs, DumpRequest* r) 
 }
 
 }  // namespace
-
-int HttpStatus(Code code) {
-  switch (code) {
-    case Code::kOk: return 200;
-    case Code::kInvalidArgument: return 400;
-    case Code::kNotFound: return 404;
-    case Code::kPermissionDenied: return 403;
-    case Code::kFailedPrecondition: return 409;
-    case Code::kResourceExhausted: return 413;
-    case Code::kUnimplemented: return 405;
-    case Code::kInternal: return 500;
-  }
-  return 500;
-}
-
-std::string ErrorJson(Code code, const std::string& message) {
-  return std::string("{\"code\":\"") + CodeName(code) + "\",\"error\":" + JsonQuote(message) +
-         "}\n";
-}
-
-namespace {
-
-// The first component of `path` below `root` ("" for the root itself); `path` is inside it.
-std::string FirstComponentBelow(const std::string& root, const std::string& path) {
-  if (path.size() <= root.size() + 1) return "";
-  const std::string rel = path.substr(root.size() + (root == "/" ? 0 : 1));
-  return rel.substr(0, rel.find('/'));
-}
-
-}  // namespace
-
-bool ResolveDumpPath(const std::string& root, const std::string& path, std::string* resolved,
-                     std::string* error) {
-  if (path.empty()) {
-    *error = "dump_path: required (a directory inside the dump root " + root + ")";
-    return false;
-  }
-  if (path.size() > kMaxPathBytes) {
-    *error = "dump_path: longer than " + std::to_string(kMaxPathBytes) + " bytes";
-    return false;
-  }
-  if (path.find('\0') != std::string::npos) {
-    *error = "dump_path: contains a NUL byte";
-    return false;
-  }
-  const std::string abs = path[0] == '/' ? path : root + "/" + path;
-  std::vector<std::string> parts;
-  size_t i = 0;
-  while (i < abs.size()) {
-    size_t j = abs.find('/', i);
-    if (j == std::string::npos) j = abs.size();
-    std::string part = abs.substr(i, j - i);
-    if (part == "..") {
-      *error = "dump_path: '..' components are not allowed (" + path + ")";
-      return false;
-    }
-    if (!part.empty() && part != ".") parts.push_back(part);
-    i = j + 1;
-  }
-  // The deepest existing ancestor, resolved; the rest appended.
-  for (size_t keep = parts.size() + 1; keep-- > 0;) {
-    std::string prefix = "/";
-    for (size_t k = 0; k < keep; ++k) prefix += (k ? "/" : "") + parts[k];
-    struct stat st;
-    if (stat(prefix.c_str(), &st) != 0) {
-      if (errno == ENOENT || errno == ENOTDIR) continue;
-      *error = "dump_path: cannot examine " + prefix + ": " + strerror(errno);
-      return false;
-    }
-    if (!S_ISDIR(st.st_mode)) {
-      *error = "dump_path: " + prefix + " exists and is not a directory";
-      return false;
-    }
-    char real[PATH_MAX];
-    if (realpath(prefix.c_str(), real) == nullptr) {
-      *error = "dump_path: cannot resolve " + prefix + ": " + strerror(errno);
-      return false;
-    }
-    std::string out = real;
-    for (size_t k = keep; k < parts.size(); ++k) out += (out == "/" ? "" : "/") + parts[k];
-    if (!InsideRoot(root, out)) {
-      *error = "dump_path: " + path + " resolves to " + out + ", outside the dump root " + root +
-               " (xtimerd --dump-root / XTIMER_DUMP_ROOT)";
-      return false;
-    }
-    const std::string first = FirstComponentBelow(root, out);
-    if (first.rfind("crash-", 0) == 0 || first == "oplog") {
-      *error = "dump_path: " + path + " is in " + root + "/" + first +
-               ", a folder of the daemon's own (crash-* and oplog hold its crash reports and op "
-               "logs): choose another name";
-      return false;
-    }
-    *resolved = out;
-    return true;
-  }
-  *error = "dump_path: cannot resolve " + path;
-  return false;
-}
 
 ControlHandler::ControlHandler(Aggregator* aggregator, DumpManager* dumps, ControlOptions options)
     : aggregator_(aggregator), dumps_(dumps), options_(std::move(options)) {}
@@ -594,31 +425,6 @@ CallStatus ControlHandler::HangCheck(const HangCheckRequest& request,
     if (own.count(ranks->Get(i).job()) == 0) ranks->DeleteSubrange(i, 1);
   }
   return CallStatus();
-}
-
-int ControlHandler::HandleJson(const std::string& method, const std::string& body,
-                               std::string* json, const Caller& caller) {
-  if (body.size() > kMaxRequestBytes) {
-    *json = ErrorJson(Code::kResourceExhausted,
-                      "request body larger than " + std::to_string(kMaxRequestBytes) + " bytes");
-    return HttpStatus(Code::kResourceExhausted);
-  }
-  auto it = Methods().find(method);
-  if (it == Methods().end()) {
-    std::string names;
-    for (const auto& m : Methods()) names += (names.empty() ? "" : ", ") + m.first;
-    *json = ErrorJson(Code::kNotFound,
-                      "no method '" + method + "' in HostingService (methods: " + names + ")");
-    return HttpStatus(Code::kNotFound);
-  }
-  std::string out;
-  CallStatus cs = it->second(this, body, &out, caller);
-  if (!cs.ok()) {
-    *json = ErrorJson(cs.code, cs.message);
-    return HttpStatus(cs.code);
-  }
-  *json = std::move(out);
-  return 200;
 }
 
 }  // namespace daemon

@@ -1,10 +1,11 @@
-// The control service's logic, independent of the transport: ControlServer
-// (daemon/control/control_server.h) calls it for gRPC requests and for HTTP/1.1 JSON requests,
-// tests and
-// the fuzzer call it directly.
+// The control service's logic, independent of the transport: requests and answers are the
+// messages of proto/hosting.proto, errors a code and a sentence. ControlServer
+// (daemon/control/control_server.h) calls it for gRPC requests, and through the JSON front
+// (daemon/control/control_json.h) for HTTP/1.1 JSON requests; tests and the fuzzer call either.
+// Dump paths are resolved by the dump root's rules (daemon/dumps/dump_root.h).
 //
-// Adding a method: an rpc in proto/hosting.proto, a method here, and its line in the table in
-// control_handler.cc (Methods()); the gRPC service in control_server.cc forwards one line too.
+// Adding a method: an rpc in proto/hosting.proto, a method here, its line in the table in
+// control_json.cc (Methods()); the gRPC service in control_server.cc forwards one line too.
 #ifndef XTIMER_DAEMON_CONTROL_HANDLER_H_
 #define XTIMER_DAEMON_CONTROL_HANDLER_H_
 
@@ -51,18 +52,8 @@ struct Caller {
   uint32_t uid = 0;
 };
 
-// HTTP status for a code: 200, 400, 403, 404, 409, 413, 405, 500.
-int HttpStatus(Code code);
-
 constexpr size_t kMaxRequestBytes = 64 * 1024;  // JSON body or protobuf message
 constexpr size_t kMaxFilterEntries = 4096;      // ranks, jobs
-constexpr size_t kMaxPathBytes = 4096;
-
-// Resolves `path` (absolute, or relative to the root) against the resolved dump root `root`:
-// the deepest existing ancestor's real path (symlinks resolved) plus the rest must lie inside the
-// root; ".." components are refused. Returns false with *error (naming dump_path).
-bool ResolveDumpPath(const std::string& root, const std::string& path, std::string* resolved,
-                     std::string* error);
 
 struct ControlOptions {
   std::string version = kVersion;  // //:VERSION
@@ -95,19 +86,11 @@ class ControlHandler {
   // Validation alone (the table-driven tests and the fuzzer use it too).
   CallStatus Validate(const DumpKernelTraceRequest& request, DumpRequest* out) const;
 
-  // The HTTP/1.1 entry: `method` is the path after "/HostingService/", `body` the JSON request.
-  // Returns the HTTP status and sets *json to the JSON response or {"error": ..., "code": ...}.
-  int HandleJson(const std::string& method, const std::string& body, std::string* json,
-                 const Caller& caller = Caller());
-
  private:
   Aggregator* aggregator_;
   DumpManager* dumps_;
   ControlOptions options_;
 };
-
-// JSON error body: {"code": "INVALID_ARGUMENT", "error": message}.
-std::string ErrorJson(Code code, const std::string& message);
 
 }  // namespace daemon
 }  // namespace xtimer

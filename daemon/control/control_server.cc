@@ -22,6 +22,7 @@
 
 #include "daemon/base/log.h"
 #include "daemon/control/control_caller.h"
+#include "daemon/control/control_json.h"
 #include "daemon/export/http_request.h"
 #include "proto/hosting.grpc.pb.h"
 #include "util/clock.h"
@@ -625,7 +626,7 @@ void ControlServer::ServeHttp(int fd, const HttpRequestParser& parser) {
     client.ss_family = AF_UNSPEC;  // gone: treated as remote
   }
   const int status =
-      handler_->HandleJson(r.path.substr(kPrefix.size()), r.body, &json, CallerAt(client));
+      HandleJson(handler_, r.path.substr(kPrefix.size()), r.body, &json, CallerAt(client));
   Reply(fd, status, json);
 }
 

@@ -23,6 +23,7 @@
 
 #include "daemon/base/test_util.h"
 #include "daemon/control/control_handler.h"
+#include "daemon/control/control_json.h"
 #include "daemon/control/control_server.h"
 #include "daemon/diagnosis/diagnosis.h"
 #include "daemon/diagnosis/hang_check.h"
@@ -686,7 +687,7 @@ TEST_F(ControlTest, AUserSeesDumpsAndHangChecksOnlyItsOwnJobs) {
   EXPECT_EQ(cs.code, Code::kPermissionDenied);
   EXPECT_NE(cs.message.find("--control-allow-remote"), std::string::npos) << cs.message;
   std::string json;
-  EXPECT_EQ(handler_->HandleJson("HangCheck", "{}", &json, remote), 403);
+  EXPECT_EQ(HandleJson(handler_.get(), "HangCheck", "{}", &json, remote), 403);
   EXPECT_NE(json.find("PERMISSION_DENIED"), std::string::npos) << json;
 
   // This test runs as root or as the daemon's user: privileged over the real port.
@@ -794,7 +795,7 @@ TEST_F(ControlTest, RandomizedJsonRequests) {
     body += "}";
     if (rng() % 4 == 0) body.insert(rng() % (body.size() + 1), junk[rng() % junk.size()]);
     std::string json;
-    const int status = handler_->HandleJson(rng() % 8 ? "DumpKernelTrace" : "Status", body, &json);
+    const int status = HandleJson(handler_.get(), rng() % 8 ? "DumpKernelTrace" : "Status", body, &json);
     ASSERT_TRUE(status == 200 || status == 400 || status == 409) << status << " " << body;
     ASSERT_FALSE(json.empty());
     ASSERT_EQ(json[0], '{') << json;

@@ -19,6 +19,7 @@
 
 #include "daemon/base/test_util.h"
 #include "daemon/control/control_handler.h"
+#include "daemon/control/control_json.h"
 #include "daemon/diagnosis/diagnosis_metrics.h"
 #include "daemon/diagnosis/hang_check.h"
 #include "daemon/diagnosis/hang_dumper.h"
@@ -318,7 +319,7 @@ TEST_F(DiagnosisTest, RankThatNeverIssuesIsTheCulpritWithinTheAdaptiveThreshold)
 
   // HangCheck over the JSON path names the culprit, the evidence and the dump.
   std::string json;
-  ASSERT_EQ(handler_->HandleJson("HangCheck", "{}", &json), 200) << json;
+  ASSERT_EQ(HandleJson(handler_.get(), "HangCheck", "{}", &json), 200) << json;
   EXPECT_NE(json.find("\"kind\":\"never_issued\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"culprit_ranks\":[2]"), std::string::npos) << json;
   EXPECT_NE(json.find("\"waiting_ranks\":[0,1,3]"), std::string::npos) << json;
@@ -326,9 +327,9 @@ TEST_F(DiagnosisTest, RankThatNeverIssuesIsTheCulpritWithinTheAdaptiveThreshold)
   EXPECT_NE(json.find("\"dump_dir\":\"" + root_ + "/" + hang_dir + "/train\""),
             std::string::npos)
       << json;
-  ASSERT_EQ(handler_->HandleJson("HangCheck", "{\"job\": \"other\"}", &json), 200);
+  ASSERT_EQ(HandleJson(handler_.get(), "HangCheck", "{\"job\": \"other\"}", &json), 200);
   EXPECT_EQ(json.find("never_issued"), std::string::npos) << json;
-  EXPECT_EQ(handler_->HandleJson("HangCheck", "{\"jobs\": 1}", &json), 400) << json;
+  EXPECT_EQ(HandleJson(handler_.get(), "HangCheck", "{\"jobs\": 1}", &json), 400) << json;
 
   // Once per hang: later passes write nothing more.
   now_ = stall_t + 25 * kSec;
@@ -509,11 +510,11 @@ TEST_F(DiagnosisTest, SurfacesShowTheOneDecisionOfTheLastPass) {
       if (at != std::string::npos) s.gauge[r] = text.compare(at + key.size(), 1, "1") == 0;
     }
     std::string json;
-    EXPECT_EQ(handler_->HandleJson("Status", "{}", &json), 200) << json;
+    EXPECT_EQ(HandleJson(handler_.get(), "Status", "{}", &json), 200) << json;
     StatusResponse status;
     EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &status).ok()) << json;
     for (const ProcessInfo& p : status.processes()) s.status[p.rank()] = p.hang();
-    EXPECT_EQ(handler_->HandleJson("HangCheck", "{}", &json), 200) << json;
+    EXPECT_EQ(HandleJson(handler_.get(), "HangCheck", "{}", &json), 200) << json;
     HangCheckResponse check;
     EXPECT_TRUE(google::protobuf::util::JsonStringToMessage(json, &check).ok()) << json;
     for (const RankProgress& r : check.ranks()) {
@@ -578,7 +579,7 @@ TEST_F(DiagnosisTest, HangCheckWithoutDiagnosisAndTheThreadPublishes) {
   co.now_ns = [] { return kT0; };
   ControlHandler bare(aggregator_.get(), dumps_.get(), co);
   std::string json;
-  EXPECT_EQ(bare.HandleJson("HangCheck", "{}", &json), 409) << json;
+  EXPECT_EQ(HandleJson(&bare, "HangCheck", "{}", &json), 409) << json;
 
   Step(1);
   diagnosis_->Start();

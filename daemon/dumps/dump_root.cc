@@ -8,8 +8,10 @@
 #include <dirent.h>
 #include <signal.h>
 
+#include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "daemon/base/owned_dir.h"
@@ -187,6 +189,91 @@ Leftovers RemoveDumpLeftovers(const std::string& root) {
   CleanDir(fd, 0, false, &out);
   return out;
 }
+
+namespace {
+
+bool InsideRoot(const std::string& root, const std::string& path) {
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          (root == "/" || path[root.size()] == '/'));
+}
+
+// The first component of `path` below `root` ("" for the root itself); `path` is inside it.
+std::string FirstComponentBelow(const std::string& root, const std::string& path) {
+  if (path.size() <= root.size() + 1) return "";
+  const std::string rel = path.substr(root.size() + (root == "/" ? 0 : 1));
+  return rel.substr(0, rel.find('/'));
+}
+
+}  // namespace
+
+bool ResolveDumpPath(const std::string& root, const std::string& path, std::string* resolved,
+                     std::string* error) {
+  if (path.empty()) {
+    *error = "dump_path: required (a directory inside the dump root " + root + ")";
+    return false;
+  }
+  if (path.size() > kMaxPathBytes) {
+    *error = "dump_path: longer than " + std::to_string(kMaxPathBytes) + " bytes";
+    return false;
+  }
+  if (path.find('\0') != std::string::npos) {
+    *error = "dump_path: contains a NUL byte";
+    return false;
+  }
+  const std::string abs = path[0] == '/' ? path : root + "/" + path;
+  std::vector<std::string> parts;
+  size_t i = 0;
+  while (i < abs.size()) {
+    size_t j = abs.find('/', i);
+    if (j == std::string::npos) j = abs.size();
+    std::string part = abs.substr(i, j - i);
+    if (part == "..") {
+      *error = "dump_path: '..' components are not allowed (" + path + ")";
+      return false;
+    }
+    if (!part.empty() && part != ".") parts.push_back(part);
+    i = j + 1;
+  }
+  // The deepest existing ancestor, resolved; the rest appended.
+  for (size_t keep = parts.size() + 1; keep-- > 0;) {
+    std::string prefix = "/";
+    for (size_t k = 0; k < keep; ++k) prefix += (k ? "/" : "") + parts[k];
+    struct stat st;
+    if (stat(prefix.c_str(), &st) != 0) {
+      if (errno == ENOENT || errno == ENOTDIR) continue;
+      *error = "dump_path: cannot examine " + prefix + ": " + strerror(errno);
+      return false;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+      *error = "dump_path: " + prefix + " exists and is not a directory";
+      return false;
+    }
+    char real[PATH_MAX];
+    if (realpath(prefix.c_str(), real) == nullptr) {
+      *error = "dump_path: cannot resolve " + prefix + ": " + strerror(errno);
+      return false;
+    }
+    std::string out = real;
+    for (size_t k = keep; k < parts.size(); ++k) out += (out == "/" ? "" : "/") + parts[k];
+    if (!InsideRoot(root, out)) {
+      *error = "dump_path: " + path + " resolves to " + out + ", outside the dump root " + root +
+               " (xtimerd --dump-root / XTIMER_DUMP_ROOT)";
+      return false;
+    }
+    const std::string first = FirstComponentBelow(root, out);
+    if (first.rfind("crash-", 0) == 0 || first == "oplog") {
+      *error = "dump_path: " + path + " is in " + root + "/" + first +
+               ", a folder of the daemon's own (crash-* and oplog hold its crash reports and op "
+               "logs): choose another name";
+      return false;
+    }
+    *resolved = out;
+    return true;
+  }
+  *error = "dump_path: cannot resolve " + path;
+  return false;
+}
+
 
 }  // namespace daemon
 }  // namespace xtimer

@@ -9,10 +9,20 @@
 #ifndef XTIMER_DAEMON_DUMP_ROOT_H_
 #define XTIMER_DAEMON_DUMP_ROOT_H_
 
+#include <cstddef>
 #include <string>
 
 namespace xtimer {
 namespace daemon {
+
+constexpr size_t kMaxPathBytes = 4096;  // a request's dump_path
+
+// Resolves a request's dump_path `path` (absolute, or relative to the root) against the resolved
+// dump root `root`: the deepest existing ancestor's real path (symlinks resolved) plus the rest
+// must lie inside the root, and not in the daemon's own folders there (crash-*, oplog); ".."
+// components are refused. Returns false with *error (naming dump_path).
+bool ResolveDumpPath(const std::string& root, const std::string& path, std::string* resolved,
+                     std::string* error);
 
 // Opens the directory `dir` (absolute; `root` itself or under it, with no "." or ".."
 // components), creating the missing directories below `root` with mode 0755. Returns an

@@ -84,6 +84,35 @@ TEST_F(DumpRootTest, RefusesPathsOutsideAndDotComponents) {
   EXPECT_FALSE(IsDir(root_ + "x"));
 }
 
+// A request's dump_path: resolved inside the root (relative or absolute, existing or not),
+// refused outside it, through a symlink out of it, with '..', or in the daemon's own folders.
+TEST_F(DumpRootTest, ResolvesARequestsDumpPathInsideTheRootOnly) {
+  ASSERT_EQ(symlink(outside_.c_str(), (root_ + "/out").c_str()), 0);
+  std::string resolved, error;
+  ASSERT_TRUE(ResolveDumpPath(root_, "run1/job", &resolved, &error)) << error;
+  EXPECT_EQ(resolved, root_ + "/run1/job");
+  ASSERT_TRUE(ResolveDumpPath(root_, root_ + "/./run2", &resolved, &error)) << error;
+  EXPECT_EQ(resolved, root_ + "/run2");
+  const struct {
+    std::string path, why;
+  } refused[] = {{"", "required"},
+                 {"a/../../outside", "'..'"},
+                 {outside_ + "/x", "outside the dump root"},
+                 {root_ + "x/y", "outside the dump root"},  // a sibling sharing a prefix
+                 {"out/x", "outside the dump root"},        // a symlink out of the root
+                 {"crash-3/job", "a folder of the daemon's own"},
+                 {"oplog", "a folder of the daemon's own"},
+                 {std::string(kMaxPathBytes + 1, 'a'), "longer than"},
+                 {std::string("a\0b", 3), "NUL"}};
+  for (const auto& r : refused) {
+    error.clear();
+    EXPECT_FALSE(ResolveDumpPath(root_, r.path, &resolved, &error)) << r.path;
+    EXPECT_NE(error.find(r.why), std::string::npos) << error;
+    EXPECT_EQ(error.rfind("dump_path: ", 0), 0u) << error;
+  }
+  EXPECT_TRUE(List(outside_).empty());  // nothing is created by resolving
+}
+
 TEST_F(DumpRootTest, RefusesASymlinkAnywhereBelowTheRoot) {
   ASSERT_EQ(mkdir((root_ + "/d").c_str(), 0755), 0);
   ASSERT_EQ(symlink(outside_.c_str(), (root_ + "/d/link").c_str()), 0);
