@@ -259,7 +259,7 @@ int AnalyzeMain(int argc, char** argv) {
   for (const analysis::RankInput& r : o.ranks) o.context.inputs.ranks.push_back(r.rank);
   o.context.inputs.warnings = o.problems;
   o.context.inputs.groups = a.groups_text;
-  // From dumps, the arrivals are read and judged as a stream (cli/dump_replay.h).
+  // From dumps, the arrivals are read and judged as a stream (cli/readers/dump_replay.h).
   analysis::Report report = a.live ? analysis::Analyze(o.ranks, opt)
                                    : AnalyzeDump(o.replay, std::move(o.ranks), opt);
   if (!a.live) AddCulpritStacks(a.inputs, a.job, world, &report);  // stacks in the dump
