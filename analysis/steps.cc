@@ -93,5 +93,26 @@ StepGuess GuessSteps(const std::vector<Arrival>& arrivals) {
   return best;
 }
 
+RankSteps StepsOf(std::vector<int64_t> marked_ns, const std::vector<Arrival>& arrivals) {
+  RankSteps s;
+  marked_ns.erase(std::remove_if(marked_ns.begin(), marked_ns.end(),
+                                 [](int64_t d) { return d <= 0; }),
+                  marked_ns.end());
+  if (marked_ns.size() >= kMinStepPeriods) {
+    s.marked = true;
+    s.count = marked_ns.size();
+    s.median_s = Quantile(&marked_ns, 0.5);
+    s.p10_s = Quantile(&marked_ns, 0.1);
+    s.p90_s = Quantile(&marked_ns, 0.9);
+    return s;
+  }
+  s.guess = GuessSteps(arrivals);
+  s.count = s.guess.periods;
+  s.median_s = s.guess.median_s;
+  s.p10_s = s.guess.p10_s;
+  s.p90_s = s.guess.p90_s;
+  return s;
+}
+
 }  // namespace analysis
 }  // namespace xtimer

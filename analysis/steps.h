@@ -38,6 +38,17 @@ constexpr size_t kMaxCollectivesPerStep = 512;
 // no communicator repeats consistently at least kMinStepPeriods times.
 StepGuess GuessSteps(const std::vector<Arrival>& arrivals);
 
+// A rank's step time, from the best source it has: the steps the job marks (NVTX ranges named
+// XTIMER_STEP_RANGE: docs/hook.md) where it marked at least kMinStepPeriods, else the guess from
+// its collectives.
+struct RankSteps {
+  bool marked = false;  // from marked steps; false: guessed (guess) or unknown
+  size_t count = 0;     // marked steps, or the guess's periods
+  double median_s = 0, p10_s = 0, p90_s = 0;  // 0: unknown
+  StepGuess guess;      // when not marked
+};
+RankSteps StepsOf(std::vector<int64_t> marked_ns, const std::vector<Arrival>& arrivals);
+
 }  // namespace analysis
 }  // namespace xtimer
 

@@ -133,6 +133,23 @@ TEST(GuessStepsTest, NoStepWithoutARepeatingPattern) {
   EXPECT_FALSE(GuessSteps(unstarted.arrivals).found());
 }
 
+// Marked steps (NVTX) win over the guess once there are kMinStepPeriods of them.
+TEST(StepsOfTest, MarkedStepsWinOverTheGuess) {
+  Job job;
+  job.Add(kDp, 20, 5000, {100}, {256}, 0);
+  RankSteps s = StepsOf({7000000, 7100000, 6900000, 0}, job.arrivals);
+  EXPECT_TRUE(s.marked);
+  EXPECT_EQ(s.count, 3u);  // a zero duration is not a step
+  EXPECT_DOUBLE_EQ(s.median_s, 0.007);
+  s = StepsOf({7000000, 7100000}, job.arrivals);  // too few marks: the guess
+  EXPECT_FALSE(s.marked);
+  EXPECT_EQ(s.guess.per_step, 1u);
+  EXPECT_NEAR(s.median_s, 0.005, 1e-9);
+  s = StepsOf({}, {});
+  EXPECT_FALSE(s.marked);
+  EXPECT_EQ(s.median_s, 0);
+}
+
 }  // namespace
 }  // namespace analysis
 }  // namespace xtimer

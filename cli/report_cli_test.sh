@@ -52,7 +52,7 @@ grep -qE "https?://[^w]" "$R" && fail "the report refers to the network"
 # The charts' figures are the table's: rank 3's matmul TFLOP/s is the others' / 1.3.
 python3 - "$R" <<'PY' || fail "per-rank FLOP/s"
 import re, sys
-rows = re.findall(r"<tr(?: class=\"hl\")?><td>(\d+)</td><td class=\"l\">[^<]*</td><td>([\d.]+)</td><td>(\d+)</td><td>([\d.]+)</td>", open(sys.argv[1]).read())
+rows = re.findall(r"<tr(?: class=\"hl\")?><td>(\d+)</td><td class=\"l\">[^<]*</td><td>([\d.]+)</td><td class=\"l\">guessed: (\d+) collectives? per step</td><td>([\d.]+)</td>", open(sys.argv[1]).read())
 assert len(rows) == 8, rows
 f = {int(r): float(t) for r, _, _, t in rows}
 others = sorted(v for r, v in f.items() if r != 3)

@@ -116,6 +116,14 @@ void Diagnosis(const analysis::Report& r, std::string* out) {
   *out += "</section>\n";
 }
 
+// Where a rank's step time comes from, for its table row.
+std::string StepSource(const RankRow& r) {
+  if (r.step_marked) return "marked steps";
+  if (r.collectives_per_step == 0) return "";
+  return "guessed: " + std::to_string(r.collectives_per_step) +
+         (r.collectives_per_step == 1 ? " collective" : " collectives") + " per step";
+}
+
 void RankCharts(const ReportPage& p, std::string* out) {
   const std::set<int32_t> slow = StragglerRanks(p.analysis);
   Chart step{"Step time per rank", "ms", {}, {}};
@@ -126,21 +134,21 @@ void RankCharts(const ReportPage& p, std::string* out) {
     flops.rows.push_back({RankLabel(r), {r.matmul_flops / 1e12}, hl});
   }
   *out += "<section id=\"ranks\"><h2>Per rank</h2>\n<h3>Step time</h3>\n<p class=\"note\">"
-          "Guessed per rank from its collectives (no step markers in the dump): the shortest "
-          "period over which its collectives repeat, in operations and in time (the count per "
-          "step in the table); empty where none repeats " +
-          std::to_string(analysis::kMinStepPeriods) + " times. Stragglers in red.</p>\n" +
+          "The median step per rank: of the steps the job marks (NVTX ranges named "
+          "XTIMER_STEP_RANGE) where it marks them, else guessed from its collectives: the "
+          "shortest period over which they repeat, in operations and in time (the table says "
+          "which, and how many collectives per step it counted); empty where neither is known. "
+          "Stragglers in red.</p>\n" +
           ChartBlock(step, true, "ranks") +
           "<h3>Matmul FLOP/s</h3>\n<p class=\"note\">The rank's matmul FLOP over their GPU "
           "time.</p>\n" + ChartBlock(flops, false, "ranks");
   *out += "<table><tr><th>rank</th><th class=\"l\">node</th><th>step time (ms)</th>"
-          "<th>collectives per step</th><th>matmul TFLOP/s</th></tr>\n";
+          "<th class=\"l\">step from</th><th>matmul TFLOP/s</th></tr>\n";
   for (const RankRow& r : p.ranks) {
     *out += std::string(slow.count(r.rank) ? "<tr class=\"hl\">" : "<tr>") + "<td>" +
             std::to_string(r.rank) + "</td><td class=\"l\">" + E(r.node) + "</td><td>" +
-            (r.step_s > 0 ? Fmt("%.3f", r.step_s * 1e3) : "") + "</td><td>" +
-            (r.collectives_per_step > 0 ? std::to_string(r.collectives_per_step) : "") +
-            "</td><td>" +
+            (r.step_s > 0 ? Fmt("%.3f", r.step_s * 1e3) : "") + "</td><td class=\"l\">" +
+            StepSource(r) + "</td><td>" +
             (r.matmul_flops > 0 ? Fmt("%.2f", r.matmul_flops / 1e12) : "") + "</td></tr>\n";
   }
   *out += "</table></section>\n";

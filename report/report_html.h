@@ -20,9 +20,10 @@ namespace report {
 struct RankRow {
   int32_t rank = -1;
   std::string node;
-  double step_s = 0;        // analysis::GuessSteps' median; 0: not known
+  double step_s = 0;        // analysis::StepsOf's median; 0: not known
   double matmul_flops = 0;  // FLOP per second over the rank's matmuls; 0: none timed
-  size_t collectives_per_step = 0;  // what the step guess counted
+  bool step_marked = false;         // the job marked its steps (NVTX): not a guess
+  size_t collectives_per_step = 0;  // else what the guess from its collectives counted
 };
 
 // One operation signature of the dump (cli/readers/op_table.h), waiting removed.

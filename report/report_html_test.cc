@@ -71,6 +71,20 @@ TEST(ReportHtmlTest, ShortKernelNameOpensToItsSignature) {
   EXPECT_TRUE(Has(html, "<td class=\"l\">GemmEx</td>")) << html;
 }
 
+// The rank table says where each step time comes from: marked steps, or the guess and its count.
+TEST(ReportHtmlTest, SaysWhereEachStepTimeComesFrom) {
+  ReportPage p = StragglerPage();
+  p.ranks[0].step_marked = true;
+  p.ranks[1].collectives_per_step = 20;
+  p.ranks[2].collectives_per_step = 1;
+  p.ranks[3].step_s = 0;
+  const std::string html = ReportHtml(p);
+  EXPECT_TRUE(Has(html, "<td>3.500</td><td class=\"l\">marked steps</td>")) << html;
+  EXPECT_TRUE(Has(html, "<td>3.500</td><td class=\"l\">guessed: 20 collectives per step</td>"));
+  EXPECT_TRUE(Has(html, "<td>3.500</td><td class=\"l\">guessed: 1 collective per step</td>"));
+  EXPECT_TRUE(Has(html, "<td></td><td class=\"l\"></td>"));  // rank 3: not known
+}
+
 TEST(ReportHtmlTest, NamesTheStragglerAndItsCauseAsAnalyzeDoes) {
   const ReportPage p = StragglerPage();
   const std::string html = ReportHtml(p);
