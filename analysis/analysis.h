@@ -256,6 +256,9 @@ struct RankInput {
   // completed 42.0 s ago"), filled by the caller; quoted for culprits.
   std::string last_activity;
   int64_t last_activity_ns = 0;  // the last issue or completion of any op
+  // Durations of the training steps the job marked (NVTX ranges named XTIMER_STEP_RANGE), any
+  // order; empty when it marks none (docs/analysis.md "Steps").
+  std::vector<int64_t> marked_steps_ns;
 };
 
 // Parallel groups, Megatron order tp-cp-ep-dp-pp: "tp2-pp2-dp2" (any order in the text; the
@@ -417,6 +420,13 @@ struct CommThreshold {
   int cadence_samples = 0;  // completions it was derived from (Progress::cadence_samples)
 };
 
+// A rank's marked steps (RankInput::marked_steps_ns, at least kMinStepPeriods of them).
+struct RankStepStats {
+  int32_t rank = -1;
+  size_t count = 0;
+  double median_s = 0, p10_s = 0, p90_s = 0;
+};
+
 struct Report {
   std::vector<HangVerdict> hangs;  // most severe first; empty: no hang
   std::vector<CommThreshold> thresholds;  // one per communicator, ascending id
@@ -427,6 +437,7 @@ struct Report {
   // caused the most wait), -1 without groups, pipeline or rank stragglers.
   int bounding_stage = -1;
   uint64_t instances = 0;  // complete collective instances analysed
+  std::vector<RankStepStats> steps;  // ranks with marked steps, ascending rank
 };
 
 Report Analyze(const std::vector<RankInput>& ranks, const Options& options);

@@ -3,6 +3,7 @@
 
 #include "analysis/comm_index.h"
 #include "analysis/passes.h"
+#include "analysis/steps.h"
 #include "format/record.h"
 
 namespace xtimer {
@@ -52,6 +53,7 @@ Report ReportOf(const std::vector<RankInput>& ranks, const std::vector<CommView>
   Report report;
   report.hangs = FindHangs(ranks, comms, options, &report.thresholds);
   FindStragglers(ranks, comms, options, &report);
+  report.steps = MarkedStepStats(ranks);
   return report;
 }
 

@@ -113,6 +113,15 @@ void BandwidthJson(std::string* out, const BusBandwidth& b) {
   o.Num("true_bytes_per_second", b.true_bytes_per_second());
 }
 
+void StepJson(std::string* out, const RankStepStats& s) {
+  Object o(out);
+  o.Int("rank", s.rank);
+  o.Uint("count", s.count);
+  o.Num("median_s", s.median_s);
+  o.Num("p10_s", s.p10_s);
+  o.Num("p90_s", s.p90_s);
+}
+
 void RankJson(std::string* out, const RankStats& r) {
   Object o(out);
   o.Int("rank", r.rank);
@@ -159,6 +168,7 @@ std::string ReportJson(const Report& report, const ReportContext& context) {
     Array(o.Key("true_bus_bandwidth"), report.bus_bandwidth,
           [&out](const BusBandwidth& b) { BandwidthJson(&out, b); });
     Array(o.Key("ranks"), report.ranks, [&out](const RankStats& r) { RankJson(&out, r); });
+    Array(o.Key("steps"), report.steps, [&out](const RankStepStats& s) { StepJson(&out, s); });
     if (report.bounding_stage < 0) {
       *o.Key("bounding_stage") += "null";
     } else {

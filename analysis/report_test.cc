@@ -34,7 +34,7 @@ TEST(ReportJson, EmptyReportHasEveryKey) {
   ctx.inputs.groups = "tp2";
   EXPECT_EQ(ReportJson(Report(), ctx),
             "{\"hang\":null,\"hangs\":[],\"stragglers\":[],\"true_bus_bandwidth\":[],"
-            "\"ranks\":[],\"bounding_stage\":null,\"instances\":0,"
+            "\"ranks\":[],\"steps\":[],\"bounding_stage\":null,\"instances\":0,"
             "\"clock_offsets_s\":{\"node0\":0,\"node1\":-0.0015},"
             "\"inputs\":{\"files\":[\"a/rank0.xtl\"],\"ranks\":[0,1],\"missing_ranks\":[5],"
             "\"warnings\":[],\"groups\":\"tp2\"}}");

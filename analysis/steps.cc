@@ -114,5 +114,17 @@ RankSteps StepsOf(std::vector<int64_t> marked_ns, const std::vector<Arrival>& ar
   return s;
 }
 
+std::vector<RankStepStats> MarkedStepStats(const std::vector<RankInput>& ranks) {
+  std::vector<RankStepStats> out;
+  for (const RankInput& r : ranks) {
+    const RankSteps s = StepsOf(r.marked_steps_ns, {});
+    if (!s.marked) continue;
+    out.push_back({r.rank, s.count, s.median_s, s.p10_s, s.p90_s});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const RankStepStats& a, const RankStepStats& b) { return a.rank < b.rank; });
+  return out;
+}
+
 }  // namespace analysis
 }  // namespace xtimer

@@ -49,6 +49,11 @@ struct RankSteps {
 };
 RankSteps StepsOf(std::vector<int64_t> marked_ns, const std::vector<Arrival>& arrivals);
 
+// The marked steps of the ranks that have at least kMinStepPeriods, ascending rank (the
+// Report's `steps`: what `xtimer analyze` prints; the guess needs arrivals, which a streamed
+// analysis does not keep).
+std::vector<RankStepStats> MarkedStepStats(const std::vector<RankInput>& ranks);
+
 }  // namespace analysis
 }  // namespace xtimer
 

@@ -10,7 +10,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -158,29 +157,13 @@ double MatmulFlops(const std::map<OpSignature, RankWork>& own) {
   return ns > 0 ? flop / ns * 1e9 : 0;
 }
 
-// Each rank's marked steps (NVTX push/pop ranges the hook flagged: XTIMER_STEP_RANGE), by
-// duration, from its files' metadata.
-std::map<int32_t, std::vector<int64_t>> MarkedSteps(const std::vector<timeline::Metadata>& files) {
-  std::map<int32_t, std::vector<int64_t>> steps;
-  for (const timeline::Metadata& m : files) {
-    for (const timeline::NvtxEntry& e : m.nvtx) {
-      if (e.event == static_cast<uint8_t>(format::NvtxEvent::kRange) &&
-          (e.flags & format::kNvtxStep) != 0) {
-        steps[m.rank].push_back(e.end_ns - e.start_ns);
-      }
-    }
-  }
-  return steps;
-}
-
 std::vector<report::RankRow> RankRows(const Inputs& in) {
   std::vector<report::RankRow> rows;
-  std::map<int32_t, std::vector<int64_t>> marked = MarkedSteps(in.dump.metadata);
   for (const analysis::RankInput& r : in.dump.ranks) {
     report::RankRow row;
     row.rank = r.rank;
     row.node = r.node;
-    const analysis::RankSteps steps = analysis::StepsOf(std::move(marked[r.rank]), r.arrivals);
+    const analysis::RankSteps steps = analysis::StepsOf(r.marked_steps_ns, r.arrivals);
     row.step_s = steps.median_s;
     row.step_marked = steps.marked;
     row.collectives_per_step = steps.guess.per_step;

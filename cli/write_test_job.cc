@@ -1,7 +1,8 @@
 // Writes cli/readers/test_job.h's job for shell tests and the analyze benchmark:
 //   write_test_job DIR [--ranks N] [--nodes N] [--steps N] [--slow-rank R] [--stop-rank R
 //                  --stop-step S] [--transfer-factor F] [--gemm-factor F] [--skew-ns NS]
-//                  [--slow-factor F] [--noise-seed N] [--pipeline 0|1] [--job LABEL]
+//                  [--slow-factor F] [--noise-seed N] [--pipeline 0|1] [--step-marks 0|1]
+//                  [--job LABEL]
 //                  [--craft world|rank|job|duration|shape|time --craft-rank R]
 // Prints the node directories, one per line.
 #include <cstdio>
@@ -15,7 +16,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: write_test_job DIR [--ranks N] [--nodes N] [--steps N] "
                          "[--slow-rank R] [--stop-rank R --stop-step S] [--transfer-factor F] "
                          "[--gemm-factor F] [--skew-ns NS] [--slow-factor F] [--noise-seed N] "
-                         "[--pipeline 0|1] [--job LABEL]\n");
+                         "[--pipeline 0|1] [--step-marks 0|1] [--job LABEL]\n");
     return 2;
   }
   xtimer::cli::TestJob job;
@@ -35,6 +36,7 @@ int main(int argc, char** argv) {
     else if (a == "--slow-factor") job.slow_factor = std::atof(v);
     else if (a == "--noise-seed") job.noise_seed = std::strtoull(v, nullptr, 10);
     else if (a == "--pipeline") job.pipeline = std::atoi(v) != 0;
+    else if (a == "--step-marks") job.step_marks = std::atoi(v) != 0;
     else if (a == "--job") job.job = v;
     else if (a == "--craft") job.craft = v;
     else if (a == "--craft-rank") job.craft_rank = std::atoi(v);

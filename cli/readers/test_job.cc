@@ -112,6 +112,22 @@ int64_t GemmDuration(const TestJob& job, int r, int step) {
   return static_cast<int64_t>(job.compute_ns * f) + static_cast<int64_t>(noise % 20000);
 }
 
+// The steps as NVTX step ranges on the rank's clock (`skew` added).
+std::vector<timeline::NvtxEntry> StepMarks(const std::vector<std::pair<int64_t, int64_t>>& steps,
+                                           int64_t skew) {
+  std::vector<timeline::NvtxEntry> marks;
+  for (const auto& s : steps) {
+    timeline::NvtxEntry e{};
+    e.event = static_cast<uint8_t>(format::NvtxEvent::kRange);
+    e.flags = format::kNvtxStep;
+    e.tid = 1;
+    e.start_ns = s.first + skew;
+    e.end_ns = s.second + skew;
+    marks.push_back(e);
+  }
+  return marks;
+}
+
 timeline::Metadata RankMetadata(const TestJob& job, int r, int per_node, int64_t end) {
   timeline::Metadata m =
       timeline::SyntheticRankMetadata(job.job, r, job.ranks, per_node, kTestWorldComm);
@@ -213,6 +229,7 @@ std::vector<std::string> WriteTestJob(const TestJob& job, const std::string& roo
   const bool hang = job.stop_rank >= 0 && job.stop_step >= 1 && job.stop_step < job.steps;
   const int rounds = hang ? job.stop_step + 1 : job.steps;
   std::vector<std::vector<EventRecord>> events(job.ranks);
+  std::vector<std::pair<int64_t, int64_t>> steps;  // each step's start and end
   std::vector<int64_t> ready(job.ranks);
   int64_t t = job.start_ns, last_end = t;
   for (int step = 0; step < rounds; ++step) {
@@ -231,6 +248,7 @@ std::vector<std::string> WriteTestJob(const TestJob& job, const std::string& roo
     for (int r = 0; r < job.ranks; ++r) {
       events[r].push_back(AllReduce(step, ready[r] - 40000, ready[r] + 1000, end));
     }
+    steps.emplace_back(t, end);
     last_end = end;
     t = end + 50000;
   }
@@ -242,6 +260,7 @@ std::vector<std::string> WriteTestJob(const TestJob& job, const std::string& roo
     if (craft == "world") m.world_size = INT32_MAX;
     if (craft == "rank") m.rank = INT32_MAX;
     if (craft == "job") m.job = "other" + job.job;
+    if (job.step_marks) m.nvtx = StepMarks(steps, skew);
     auto w = timeline::TimelineWriter::Create(
         dirs[node] + "/" + timeline::TimelineFileName(r, job.ranks, m.pid), m, error);
     if (!w) return {};

@@ -43,6 +43,9 @@ struct TestJob {
   // run twice).
   uint64_t noise_seed = 0;
   bool pipeline = false;     // see above; needs an even number of ranks
+  // Each rank marks its steps (NVTX ranges flagged as steps, as XTIMER_STEP_RANGE makes them):
+  // from the step's start to the end of its AllReduce.
+  bool step_marks = false;
   int64_t p2p_ns = 500000;   // a pipeline transfer after the later of its two arrivals
   // Hang: this rank stops in host code before the AllReduce of stop_step; the others issue it
   // and wait. Its files end there, and root/node<n>/hang-summary.json (per node) holds each
