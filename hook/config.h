@@ -31,6 +31,8 @@ struct Config {
   // `off`, `0` or an empty value turn kernel timing off (kernels = false).
   bool kernels = true;
   std::string kernel_filter;
+  // XTIMER_PY_TRACE: the Python functions traced (hook/python_trace.h); "" when off.
+  std::string python_trace = "default";
   int rank = -1, local_rank = -1, world_size = -1;  // from torchrun / MPI / PMI / Slurm
   int exit_flush_ms = 1000;         // XTIMER_EXIT_FLUSH_MS: wait at exit for ops still in flight
   bool verbose = false;             // XTIMER_VERBOSE=1: log hook decisions to stderr

@@ -127,6 +127,14 @@ TEST(ConfigTest, KernelFilter) {
   EXPECT_EQ(c.kernel_filter, "gemm");
 }
 
+TEST(ConfigTest, PythonTrace) {
+  EXPECT_EQ(Read({}).python_trace, "default");
+  for (const char* off : {"off", "0", ""}) {
+    EXPECT_EQ(Read({{"XTIMER_PY_TRACE", off}}).python_trace, "") << off;
+  }
+  EXPECT_EQ(Read({{"XTIMER_PY_TRACE", "m:f,default"}}).python_trace, "m:f,default");
+}
+
 TEST(ConfigTest, OpLogRequest) {
   std::string w;
   EXPECT_EQ(Read({}, &w).op_log, format::OpLogRequest::kNone);

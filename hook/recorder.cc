@@ -18,6 +18,7 @@
 #include "hook/log.h"
 #include "hook/poller.h"
 #include "hook/python_exception.h"
+#include "hook/python_trace.h"
 #include "hook/stack_capture.h"
 #include "hook/state.h"
 
@@ -275,6 +276,11 @@ bool InitSlow() {
   std::string python_error;
   if (!InstallPythonExceptionReports(&python_error)) {
     Warn(("no reports of uncaught Python exceptions: " + python_error).c_str());
+  }
+  std::string trace_error;
+  if (!s->config.python_trace.empty() &&
+      !InstallPythonTracing(s->config.python_trace, &trace_error)) {
+    Warn(("no Python tracing: " + trace_error).c_str());
   }
   std::string stack_error;
   if (s->config.stack_signal > 0 && !InstallStackSignal(s->config.stack_signal, &stack_error)) {
