@@ -26,6 +26,7 @@
 #include "daemon/dumps/op_log_writer.h"
 #include "daemon/dumps/stack_capture.h"
 #include "daemon/export/kernel_metrics.h"
+#include "daemon/export/python_metrics.h"
 #include "daemon/export/metrics.h"
 #include "daemon/export/metrics_server.h"
 #include "daemon/export/refusal_metrics.h"
@@ -292,6 +293,7 @@ bool StartMetrics(const Resources& p, Daemon* d, std::string* error) {
   m->RegisterCollectable(std::make_shared<StackCaptureCollector>(d->stacks.get()));
   m->RegisterCollectable(std::make_shared<CrashCollector>(d->crashes.get()));
   m->RegisterCollectable(std::make_shared<OpLogCollector>(d->op_log.get()));
+  m->RegisterCollectable(std::make_shared<PythonMetrics>(&d->aggregator, RealtimeNs));
   if (flags.kernel_metrics_top > 0) {
     m->RegisterCollectable(std::make_shared<KernelMetrics>(
         &d->aggregator, static_cast<size_t>(flags.kernel_metrics_top), RealtimeNs));

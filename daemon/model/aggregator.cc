@@ -168,6 +168,12 @@ std::vector<format::NvtxRecord> Aggregator::NvtxEvents(ProcessId id, int64_t beg
   return out;
 }
 
+PythonStats Aggregator::PythonTotals(ProcessId id) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const ProcessState* p = registry_.Find(id);
+  return p == nullptr ? PythonStats() : p->python;
+}
+
 // Ingest: the record kinds and their handlers (built-in op, name and comm records, and those
 // added with AddRecordKind), one table indexed by the record's type byte.
 

@@ -33,6 +33,7 @@
 
 #include "daemon/model/aggregator_options.h"
 #include "daemon/model/process_registry.h"
+#include "daemon/model/python_stats.h"
 #include "daemon/model/rank_model.h"
 #include "daemon/model/snapshot.h"
 #include "format/record.h"
@@ -123,6 +124,9 @@ class Aggregator {
   // ingest order, and the texts of the strings they name (id -> text; unknown ids left out).
   std::vector<format::NvtxRecord> NvtxEvents(ProcessId id, int64_t begin_ns, int64_t end_ns,
                                              std::map<uint32_t, std::string>* strings) const;
+
+  // The process's Python totals (daemon/model/python_stats.h); empty when it is unknown.
+  PythonStats PythonTotals(ProcessId id) const;
 
   const AggregatorOptions& options() const { return options_; }
 

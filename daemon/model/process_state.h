@@ -18,6 +18,7 @@
 #include "daemon/model/keyed_table.h"
 #include "daemon/model/nvtx_history.h"
 #include "daemon/model/op_history.h"
+#include "daemon/model/python_stats.h"
 #include "daemon/model/rank_key.h"
 #include "daemon/model/snapshot.h"
 #include "daemon/model/window.h"
@@ -70,6 +71,7 @@ struct ProcessState {
   KernelNames names;
   NvtxHistory nvtx;  // NVTX events and strings (docs/daemon.md "NVTX")
   StepCounts steps;   // its NVTX step ranges (format::kNvtxStep)
+  PythonStats python;  // its Python spans' totals (docs/metrics.md "Python")
   mutable bool conflict_logged = false;
   bool connected = true;
   ExitCause exit_cause;

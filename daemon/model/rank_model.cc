@@ -101,6 +101,7 @@ void RankModel::Nvtx(ProcessState* p, const format::RecordSlot* slots, size_t n)
     if (range && (r.flags & format::kNvtxStep) != 0) {
       p->steps.Observe(static_cast<double>(r.end_ns - r.start_ns) * 1e-9);
     }
+    p->python.Add(r, p->nvtx);
     const size_t charged = p->nvtx.Add(r, reserve);
     if (charged != 0) registry_->Charge(p, static_cast<int64_t>(charged));
   }
