@@ -144,6 +144,7 @@ Config ReadConfig(GetEnvFn get, WarnFn warn) {
   if (const char* f = get("XTIMER_PY_TRACE")) {
     const std::string v = f;
     c.python_trace = v == "off" || v == "0" ? "" : v;
+    c.python_trace_explicit = true;
   }
   c.stack_signal = SIGRTMIN + 3;
   if (const char* s = get("XTIMER_STACK_SIGNAL")) {

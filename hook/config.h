@@ -33,6 +33,7 @@ struct Config {
   std::string kernel_filter;
   // XTIMER_PY_TRACE: the Python functions traced (hook/python_trace.h); "" when off.
   std::string python_trace = "default";
+  bool python_trace_explicit = false;  // XTIMER_PY_TRACE was set
   int rank = -1, local_rank = -1, world_size = -1;  // from torchrun / MPI / PMI / Slurm
   int exit_flush_ms = 1000;         // XTIMER_EXIT_FLUSH_MS: wait at exit for ops still in flight
   bool verbose = false;             // XTIMER_VERBOSE=1: log hook decisions to stderr

@@ -129,6 +129,8 @@ TEST(ConfigTest, KernelFilter) {
 
 TEST(ConfigTest, PythonTrace) {
   EXPECT_EQ(Read({}).python_trace, "default");
+  EXPECT_FALSE(Read({}).python_trace_explicit);
+  EXPECT_TRUE(Read({{"XTIMER_PY_TRACE", "default"}}).python_trace_explicit);
   for (const char* off : {"off", "0", ""}) {
     EXPECT_EQ(Read({{"XTIMER_PY_TRACE", off}}).python_trace, "") << off;
   }

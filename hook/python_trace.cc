@@ -76,6 +76,7 @@ struct Api {
 Api g_api;
 PyObj* g_what[kTraceEvents];
 std::string* g_specs = nullptr;  // lives as long as the process (read by the pending call)
+bool g_explicit = false;         // XTIMER_PY_TRACE was set
 std::atomic<bool> g_installed{false};
 
 template <typename F>
@@ -214,6 +215,27 @@ PyObj* SetProfile(PyObj*, PyObj* const* args, ssize_t nargs) {
   return None();
 }
 
+// The pending call of _on_main: runs the callable on the main thread (errors printed, cleared).
+int RunOnMain(void* callable) {
+  PyObj* result = g_api.call(static_cast<PyObj*>(callable), nullptr);
+  if (result == nullptr) {
+    g_api.err_print();
+  } else {
+    g_api.decref(result);
+  }
+  g_api.decref(static_cast<PyObj*>(callable));
+  return 0;
+}
+
+// _on_main(callable): calls it on the main thread, between two bytecodes (Py_AddPendingCall).
+PyObj* OnMain(PyObj*, PyObj* const* args, ssize_t nargs) {
+  if (nargs >= 1) {
+    g_api.incref(args[0]);
+    if (g_api.add_pending_call(&RunOnMain, args[0]) != 0) g_api.decref(args[0]);
+  }
+  return None();
+}
+
 MethodDef g_functions[] = {
     {"_start", &Start, kMethFastcall, nullptr},
     {"_stop", &Stop, kMethFastcall, nullptr},
@@ -221,6 +243,7 @@ MethodDef g_functions[] = {
     {"_gc", &Gc, kMethFastcall, nullptr},
     {"_warn", &Warn, kMethFastcall, nullptr},
     {"_set_profile", &SetProfile, kMethFastcall, nullptr},
+    {"_on_main", &OnMain, kMethFastcall, nullptr},
 };
 
 void SetString(PyObj* dict, const char* key, const char* value) {
@@ -239,6 +262,7 @@ int RunTracer(void*) {
   SetString(dict, "__name__", "xtimer_pytrace");
   SetString(dict, "_specs", g_specs->c_str());
   SetString(dict, "_defaults", kDefaultPythonTraceSpecs);
+  SetString(dict, "_explicit", g_explicit ? "1" : "");
   for (MethodDef& def : g_functions) {
     PyObj* f = g_api.cfunction_new(&def, nullptr, nullptr);
     if (f == nullptr) continue;
@@ -257,7 +281,7 @@ int RunTracer(void*) {
 
 }  // namespace
 
-bool InstallPythonTracing(const std::string& specs, std::string* error) {
+bool InstallPythonTracing(const std::string& specs, bool is_explicit, std::string* error) {
   if (FindPythonSymbol("Py_IsInitialized") == nullptr) return true;  // no CPython here
   Api api;
   if (!ResolveApi(&api)) {
@@ -267,6 +291,7 @@ bool InstallPythonTracing(const std::string& specs, std::string* error) {
   if (api.is_initialized() == 0 || g_installed.exchange(true)) return true;
   g_api = api;
   g_specs = new std::string(specs);
+  g_explicit = is_explicit;
   if (api.add_pending_call(&RunTracer, nullptr) != 0) {
     *error = "Py_AddPendingCall refused the tracer's installation";
     return false;

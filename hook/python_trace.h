@@ -20,14 +20,16 @@ namespace hook {
 extern const char kDefaultPythonTraceSpecs[];
 
 // Description: queues the tracer's installation (once per process) with `specs`, the value of
-// XTIMER_PY_TRACE (hook/config.h). Does nothing in a process without an initialized CPython.
+// XTIMER_PY_TRACE (hook/config.h); `is_explicit`: the variable was set (on 3.8-3.11 functions are
+// traced only then: a profile function costs every call). Does nothing in a process without an
+// initialized CPython.
 // Thread safety: any thread, GIL held or not; not from a signal handler.
 // Return: false with *error when a CPython function is missing or the pending call was refused.
-bool InstallPythonTracing(const std::string& specs, std::string* error);
+bool InstallPythonTracing(const std::string& specs, bool is_explicit, std::string* error);
 
 // The tracer's Python source (python_trace_source.cc), run in a fresh namespace that holds the C
-// functions (_start, _stop, _register, _gc, _set_profile, _warn) and the strings _specs and
-// _defaults.
+// functions (_start, _stop, _register, _gc, _set_profile, _on_main, _warn) and the strings
+// _specs, _defaults and _explicit ("1" or "").
 const char* PythonTraceSource();
 
 }  // namespace hook

@@ -106,8 +106,8 @@ struct ProgramRun {
 ProgramRun RunProgram(const std::string& python, const std::string& mode) {
   ProgramRun run;
   FakeDaemon::Ring ring;
-  const std::vector<std::string> env = {"XTIMER_JOB=pytrace", "XTIMER_HOST=testhost",
-                                        std::string("XTIMER_PY_TRACE=") + kSpecs};
+  std::vector<std::string> env = {"XTIMER_JOB=pytrace", "XTIMER_HOST=testhost"};
+  if (mode != "idle") env.push_back(std::string("XTIMER_PY_TRACE=") + kSpecs);
   EXPECT_TRUE(g_runner.RunHooked({python, g_program, mode, std::to_string(kCalls)}, "pytrace",
                                  env, &ring, &run.out));
   run.spans = PythonSpans(ring);
@@ -170,6 +170,7 @@ TEST(PythonTraceProgramTest, TracesEveryThreadWithoutAProfilerOfTheProgram) {
     CheckSpans(run, python, true);
     EXPECT_EQ(Line(run.out, "profiler"), "call=0 return=0");
     EXPECT_GE(run.minor, 8) << run.out;
+    EXPECT_EQ(Line(run.out, "profile_hook"), run.minor >= 12 ? "none" : "set") << python;
   }
 }
 
@@ -187,6 +188,24 @@ TEST(PythonTraceProgramTest, TheProgramsProfilerKeepsAllItsEvents) {
       EXPECT_EQ(Line(run.out, "profiler"), all) << label << run.out;
       CheckSpans(run, label, run.minor >= 12 || std::string(mode) == "before");
     }
+  }
+}
+
+// Without XTIMER_PY_TRACE (the PyTorch/Megatron defaults, none of which this program imports):
+// on 3.8-3.11 no profile function is installed (it would slow every call), on 3.12+ the
+// monitoring tool waits with no local event; collections are traced everywhere.
+TEST(PythonTraceProgramTest, TheDefaultsCostUntracedCallsNothing) {
+  for (const std::string& python : Pythons()) {
+    const ProgramRun run = RunProgram(python, "idle");
+    EXPECT_NE(run.out.find("\nOK"), std::string::npos) << python << run.out;
+    EXPECT_EQ(Line(run.out, "profile_hook"), "none") << python;
+    EXPECT_EQ(Line(run.out, "tool4"), run.minor >= 12 ? "xtimer" : "None") << python;
+    std::map<uint64_t, int> gc;
+    for (const Span& s : run.spans) {
+      EXPECT_EQ(s.r.category, uint32_t(PythonSpanKind::kGc)) << python << " " << s.name;
+      ++gc[s.r.payload];
+    }
+    for (uint64_t g = 0; g < 3; ++g) EXPECT_GE(gc[g], 1) << python << " generation " << g;
   }
 }
 

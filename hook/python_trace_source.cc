@@ -191,20 +191,26 @@ def _monitoring():
 
 
 def _profiling():
-    """3.8-3.11: our C profile function on this thread, chaining its Python profiler; threads
-    started later through threading install it as their first profile event."""
-    prev = sys.getprofile()
-    if prev is None or callable(prev):
-        _set_profile(prev)
-    else:
-        _warn("the main thread runs a C profiler (cProfile?): its calls are not traced")
-    hooked = []
+    """3.8-3.11, only when XTIMER_PY_TRACE was set (a profile function slows every call of its
+    thread) and from the first traced function on: our C profile function on the main thread,
+    chaining its Python profiler; threads started later through threading install it as their
+    first profile event."""
+    import _thread
+    main = _thread.get_ident()
+    active = []
+
+    def install_main():
+        prev = sys.getprofile()
+        if prev is None or callable(prev):
+            _set_profile(prev)
+        else:
+            _warn("the main thread runs a C profiler (cProfile?): its calls are not traced")
 
     def hook_threads():
         th = sys.modules.get("threading")
-        if th is None or hooked:
+        if th is None or not active or len(active) > 1:
             return
-        hooked.append(th)
+        active.append(th)
         before = getattr(th, "_profile_hook", None)
 
         def xtimer_thread_start(frame, event, arg):
@@ -214,7 +220,17 @@ def _profiling():
 
         th.setprofile(xtimer_thread_start)
 
-    return hook_threads
+    def trace_code(code):
+        if active:
+            return
+        active.append(True)
+        if _thread.get_ident() == main:
+            install_main()
+        else:
+            _on_main(install_main)
+        hook_threads()
+
+    return trace_code, hook_threads
 
 
 def _install():
@@ -222,7 +238,7 @@ def _install():
     if hasattr(sys, "monitoring"):
         tracer = _Tracer(specs, _monitoring(), None)
     else:
-        tracer = _Tracer(specs, lambda code: None, _profiling())
+        tracer = _Tracer(specs, *_profiling()) if _explicit else _Tracer(specs, None, None)
     tracer.poke()
 
     def audit(event, args):

@@ -279,7 +279,8 @@ bool InitSlow() {
   }
   std::string trace_error;
   if (!s->config.python_trace.empty() &&
-      !InstallPythonTracing(s->config.python_trace, &trace_error)) {
+      !InstallPythonTracing(s->config.python_trace, s->config.python_trace_explicit,
+                            &trace_error)) {
     Warn(("no Python tracing: " + trace_error).c_str());
   }
   std::string stack_error;

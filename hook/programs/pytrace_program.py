@@ -8,8 +8,10 @@ and forces one collection of each generation. MODE adds a profiler of its own:
   none          no profiler;
   before        sys.setprofile before the hook starts (3.8-3.11: xtimer chains it);
   after         sys.setprofile after the tracer is installed (it replaces xtimer's on that thread);
-  monitoring    3.12+: sys.monitoring with tool id 2 (PROFILER_ID) and global events.
-Prints what the program saw: "calls N", "profiler call=A return=B", "loader_ns X,Y,..." (the time
+  monitoring    3.12+: sys.monitoring with tool id 2 (PROFILER_ID) and global events;
+  idle          as none (the test leaves XTIMER_PY_TRACE unset).
+Prints what the program saw: "minor V", whether threading has a profile hook and who holds
+sys.monitoring's tool 4, "calls N", "profiler call=A return=B", "loader_ns X,Y,..." (the time
 each __next__ measured of itself), then "OK".
 Usage: pytrace_program.py MODE CALLS
 """
@@ -130,6 +132,8 @@ def main(argv):
     for generation in (0, 1, 2):
         gc.collect(generation)
     print("minor %d" % sys.version_info[1])
+    print("profile_hook %s" % ("set" if getattr(threading, "_profile_hook", None) else "none"))
+    print("tool4 %s" % (sys.monitoring.get_tool(4) if hasattr(sys, "monitoring") else None))
     print("calls %d" % calls)
     print("profiler call=%d return=%d" % (counter.calls, counter.returns))
     print("loader_ns " + ",".join(str(n) for n in loader.inner_ns))
