@@ -15,7 +15,7 @@ while [[ $# -gt 0 ]]; do
   case "$1" in
     --runs) runs=$2; shift 2 ;;
     --calls) calls=$2; shift 2 ;;
-    -h|--help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --version) cat VERSION; exit 0 ;;
     *) echo "python_trace_bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac

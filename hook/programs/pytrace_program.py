@@ -13,11 +13,12 @@ and forces one collection of each generation. MODE adds a profiler of its own:
 Prints what the program saw: "minor V", whether threading has a profile hook and who holds
 sys.monitoring's tool 4, "calls N", "profiler call=A return=B", "loader_ns X,Y,..." (the time
 each __next__ measured of itself), then "OK".
-Usage: pytrace_program.py MODE CALLS
+Usage: pytrace_program.py MODE CALLS [GO_FILE: exit once it exists]
 """
 
 import ctypes
 import gc
+import os
 import sys
 import threading
 import time
@@ -97,7 +98,7 @@ def monitor(counter):
 
 
 def main(argv):
-    mode, calls = argv[1], int(argv[2])
+    mode, calls = argv[1], int(argv[2])  # argv[3], if given: a file to wait for at the end
     counter = Counter()
     if mode == "before":
         sys.setprofile(counter)
@@ -138,6 +139,8 @@ def main(argv):
     print("profiler call=%d return=%d" % (counter.calls, counter.returns))
     print("loader_ns " + ",".join(str(n) for n in loader.inner_ns))
     print("OK", flush=True)
+    while len(argv) > 3 and not os.path.exists(argv[3]):  # the e2e test scrapes the daemon
+        time.sleep(0.01)
     return 0
 
 
