@@ -10,7 +10,32 @@
 namespace xtimer {
 namespace hook {
 namespace pyspans {
+// Initial-exec TLS with external, hidden linkage, as the hook's other thread-local state
+// (recorder.h t_in_hook): no __tls_get_addr call, and no local TLS symbol of the general-dynamic
+// model beside the initial-exec ones of internal linkage (nccl_handlers.cc t_group,
+// nvtx_recorder.cc t_ranges), which made binutils 2.40 relocate those to the wrong offsets.
+namespace internal {
+
+// Spans a thread keeps open: deeper calls are counted, not recorded.
+constexpr int kMaxOpen = 64;
+struct Open {
+  uint32_t name_id;
+  uint32_t folded;  // nested calls of the same name inside this span
+};
+struct ThreadSpans {
+  int depth;
+  int overflow;
+  Open open[kMaxOpen];
+};
+__thread ThreadSpans t_spans __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+}  // namespace internal
+
 namespace {
+
+using internal::kMaxOpen;
+using internal::t_spans;
+using internal::ThreadSpans;
 
 constexpr uint32_t kSlots = 2048;  // open addressing, at most a quarter full
 static_assert(kSlots >= 4 * kMaxTracedCodes, "the table stays sparse");
@@ -26,18 +51,6 @@ int g_registered = 0;
 std::atomic<uint32_t> g_domain{0};
 std::atomic<uint32_t> g_gc_names[format::kPythonGcGenerations];
 
-// Spans a thread keeps open: deeper calls are counted, not recorded.
-constexpr int kMaxOpen = 64;
-struct Open {
-  uint32_t name_id;
-  uint32_t folded;  // nested calls of the same name inside this span
-};
-struct ThreadSpans {
-  int depth;
-  int overflow;
-  Open open[kMaxOpen];
-};
-thread_local ThreadSpans t_spans;
 
 inline uint32_t SlotOf(const void* code) {
   const uint64_t h = (reinterpret_cast<uintptr_t>(code) >> 4) * 0x9E3779B97F4A7C15ull;
