@@ -11,7 +11,6 @@
 
 namespace xtimer {
 namespace hook {
-namespace {
 
 constexpr int kMaxGroupMembers = 256;
 constexpr int kMaxGroupStreams = 32;
@@ -21,7 +20,9 @@ struct GroupMember {
   int64_t cpu_launch_ns;
 };
 
-// Plain data (zero-initialised __thread: no TLS init wrapper on the hot path).
+// Plain data (zero-initialised __thread: no TLS init wrapper on the hot path). Like every
+// thread-local of the hook: initial-exec, hidden, external linkage (exports_test checks it). An
+// internal-linkage one beside others once made ld (binutils 2.40) shift their relocations.
 struct GroupState {
   int depth;
   int count;
@@ -29,6 +30,8 @@ struct GroupState {
 };
 __thread GroupState t_group
     __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+namespace {
 
 inline bool Ok(ncclResult_t r) { return r == ncclSuccess || r == ncclInProgress; }
 

@@ -15,7 +15,6 @@
 namespace xtimer {
 namespace hook {
 namespace nvtx {
-namespace {
 
 // Plain data (no initializers): the thread-local stack then needs no constructor, so reaching it
 // is one instruction (no TLS wrapper or guard).
@@ -34,10 +33,14 @@ struct ThreadRanges {
   Frame frames[kMaxOpenRanges];
 };
 
-// Initial-exec, as the hook's other thread-local state (recorder.h t_in_hook): one instruction to
-// reach, no __tls_get_addr call (libxtimer.so is preloaded, so its TLS is static).
+// Initial-exec, hidden, external linkage, as the hook's other thread-local state (recorder.h
+// t_in_hook): one instruction to reach, no __tls_get_addr call (libxtimer.so is preloaded, so
+// its TLS is static); exports_test checks that no thread-local has internal linkage.
 static_assert(std::is_trivially_default_constructible<ThreadRanges>::value, "no TLS constructor");
-thread_local ThreadRanges t_ranges __attribute__((tls_model("initial-exec")));
+__thread ThreadRanges t_ranges __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+namespace {
+
 std::atomic<uint32_t> g_step_name{0};  // the step range's string id, 0: none
 
 inline uint32_t ThreadId() {
