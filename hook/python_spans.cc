@@ -78,6 +78,9 @@ void Open(uint32_t name_id, format::PythonSpanKind kind, nvtx::Attrs attrs) {
   }
   attrs.name_id = name_id;
   attrs.category = static_cast<uint32_t>(kind);
+  // A step function's span is a training step, as a range named XTIMER_STEP_RANGE is: every
+  // reader of steps (the daemon, dumps, the report) takes both.
+  if (kind == format::PythonSpanKind::kStep) attrs.flags |= format::kNvtxStep;
   nvtx::Push(Domain(), attrs);
   t.open[t.depth++] = {name_id, 0};
 }

@@ -138,7 +138,11 @@ void CheckSpans(const ProgramRun& run, const std::string& label, bool main_trace
   EXPECT_EQ(by_thread.size(), main_traced ? 2u : 1u) << label;
   const auto step = Named(run.spans, "__main__:Model.step");  // Sub.step wraps Model.step: one
   EXPECT_EQ(static_cast<int>(step.size()), main_calls) << label;
-  for (const Span& s : step) EXPECT_EQ(s.r.category, uint32_t(PythonSpanKind::kStep)) << label;
+  for (const Span& s : step) {
+    EXPECT_EQ(s.r.category, uint32_t(PythonSpanKind::kStep)) << label;
+    EXPECT_NE(s.r.flags & format::kNvtxStep, 0) << label;  // a training step for every reader
+  }
+  for (const Span& s : compute) EXPECT_EQ(s.r.flags & format::kNvtxStep, 0) << label;
   const auto fails = Named(run.spans, "__main__:fails");
   EXPECT_EQ(static_cast<int>(fails.size()), main_calls) << label;
   int nested = 0;  // compute inside a step is one level down; a raise closed its span

@@ -85,7 +85,8 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
     {"xtimer_step_seconds", MetricType::Histogram,
      "The rank's training steps, each observed once, from one source per rank: "
      "source=\"nvtx\" the NVTX ranges named XTIMER_STEP_RANGE where its process marks steps, "
-     "else source=\"collectives\": guessed from the period over which its collectives repeat "
+     "else source=\"python\" its Python step functions (XTIMER_PY_TRACE ...@step), else "
+     "source=\"collectives\": guessed from the period over which its collectives repeat "
      "(docs/analysis.md)."},
 };
 
@@ -136,6 +137,25 @@ void AddBandwidth(const JobLive& job, FamilyBuilder* b) {
   }
 }
 
+// The rank's step histogram from one source, so that sums over ranks count each step once: the
+// steps its process marks (an NVTX range named XTIMER_STEP_RANGE, else a Python step function;
+// the process's, once: on its first rank), else the guess from its collectives.
+void AddSteps(const RankLive& r, const Labels& rank, FamilyBuilder* b) {
+  const ProcessSnapshot& p = r.process;
+  const StepCounts* steps = &r.steps;
+  const char* source = "collectives";
+  if (p.steps.count > 0 || p.python_steps.count > 0) {
+    if (!p.first_rank) return;
+    steps = p.steps.count > 0 ? &p.steps : &p.python_steps;
+    source = p.steps.count > 0 ? "nvtx" : "python";
+  }
+  if (steps->count == 0) return;
+  Labels l = rank;
+  l.push_back({"source", source});
+  b->AddHistogram(kStepSeconds, l, kStepBucketsS.data(), steps->counts.data(),
+                  kStepBucketsS.size(), steps->sum_s);
+}
+
 // The waiting decision of a rank and its communicators; with `counters`, their counters.
 void AddRank(const RankLive& r, bool counters, FamilyBuilder* b) {
   const Labels rank = RankLabels(r.process);
@@ -146,21 +166,7 @@ void AddRank(const RankLive& r, bool counters, FamilyBuilder* b) {
     if (counters) AddCounters(l, c, b);
   }
   b->Add(kRankWaiting, rank, r.waiting ? 1 : 0);
-  // One source per rank, so that sums over ranks count each step once: the steps its process
-  // marks (NVTX) where it marks any, else the guess from its collectives.
-  const StepCounts& nvtx = r.process.steps;  // the process's, once: on its first rank
-  if (counters && r.steps.count > 0 && nvtx.count == 0) {
-    Labels l = rank;
-    l.push_back({"source", "collectives"});
-    b->AddHistogram(kStepSeconds, l, kStepBucketsS.data(), r.steps.counts.data(),
-                    kStepBucketsS.size(), r.steps.sum_s);
-  }
-  if (counters && nvtx.count > 0 && r.process.first_rank) {
-    Labels l = rank;
-    l.push_back({"source", "nvtx"});
-    b->AddHistogram(kStepSeconds, l, kStepBucketsS.data(), nvtx.counts.data(),
-                    kStepBucketsS.size(), nvtx.sum_s);
-  }
+  if (counters) AddSteps(r, rank, b);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "daemon/diagnosis/diagnosis.h"
 #include "daemon/diagnosis/diagnosis_metrics.h"
 #include "daemon/model/aggregator.h"
+#include "format/python_spans.h"
 #include "format/record.h"
 
 namespace xtimer {
@@ -96,6 +97,23 @@ TEST(StepMetricsTest, MarkedStepsWinOverTheGuess) {
   const std::string unmarked = Exposition({Range(20000000, false)}, guessed);
   EXPECT_NE(unmarked.find("source=\"collectives\"} 2\n"), std::string::npos) << unmarked;
   EXPECT_EQ(unmarked.find(",source=\"nvtx\""), std::string::npos) << unmarked;
+}
+
+// A Python step function's spans (the hook flags them as steps in the xtimer.python domain) are
+// the source "python"; an NVTX step range of the application wins over them.
+TEST(StepMetricsTest, PythonStepFunctionsAreTheirOwnSource) {
+  format::RecordSlot domain = format::NamePart(7, format::kPythonSpanDomain, 0,
+                                               format::RecordType::kNvtxString);
+  format::RecordSlot py = Range(30000000, true);
+  py.nvtx.domain_id = 7;
+  py.nvtx.name_id = 0;
+  py.nvtx.category = static_cast<uint32_t>(format::PythonSpanKind::kStep);
+  const std::string python = Exposition({domain, py, py});
+  EXPECT_NE(python.find(",source=\"python\"} 2\n"), std::string::npos) << python;
+  EXPECT_EQ(python.find(",source=\"nvtx\""), std::string::npos) << python;
+  const std::string both = Exposition({domain, py, py, Range(20000000, true)});
+  EXPECT_NE(both.find(",source=\"nvtx\"} 1\n"), std::string::npos) << both;
+  EXPECT_EQ(both.find(",source=\"python\""), std::string::npos) << both;
 }
 
 TEST(StepMetricsTest, WithoutStepsThereIsNoSeries) {

@@ -71,6 +71,7 @@ struct ProcessState {
   KernelNames names;
   NvtxHistory nvtx;  // NVTX events and strings (docs/daemon.md "NVTX")
   StepCounts steps;   // its NVTX step ranges (format::kNvtxStep)
+  StepCounts python_steps;  // its Python step functions' spans (format::PythonSpanKind::kStep)
   PythonStats python;  // its Python spans' totals (docs/metrics.md "Python")
   mutable bool conflict_logged = false;
   bool connected = true;

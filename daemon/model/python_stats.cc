@@ -19,10 +19,10 @@ bool PythonStats::IsPython(uint32_t domain_id, const NvtxHistory& strings) {
   return true;
 }
 
-void PythonStats::Add(const format::NvtxRecord& r, const NvtxHistory& strings) {
+bool PythonStats::Add(const format::NvtxRecord& r, const NvtxHistory& strings) {
   if (r.event != static_cast<uint8_t>(format::NvtxEvent::kRange) ||
       !IsPython(r.domain_id, strings)) {
-    return;
+    return false;
   }
   ++spans_;
   const double seconds = static_cast<double>(std::max<int64_t>(r.end_ns - r.start_ns, 0)) * 1e-9;
@@ -32,17 +32,18 @@ void PythonStats::Add(const format::NvtxRecord& r, const NvtxHistory& strings) {
         ++gc_pauses_[r.payload];
         gc_seconds_[r.payload] += seconds;
       }
-      return;
+      return true;
     case format::PythonSpanKind::kData:
       ++data_waits_;
       data_wait_seconds_ += seconds;
       AddCall(r, seconds, strings);
-      return;
+      return true;
     case format::PythonSpanKind::kCall:
     case format::PythonSpanKind::kStep:
       AddCall(r, seconds, strings);
-      return;
+      return true;
   }
+  return true;  // a kind of a newer hook: a Python span, not counted
 }
 
 void PythonStats::AddCall(const format::NvtxRecord& r, double seconds,

@@ -37,7 +37,8 @@ class PythonStats {
 
   // Counts `r` when it is a complete range of the Python domain (`strings` gives the domain's
   // name); other records are ignored.
-  void Add(const format::NvtxRecord& r, const NvtxHistory& strings);
+  // Returns whether `r` is a Python span (a range of format::kPythonSpanDomain).
+  bool Add(const format::NvtxRecord& r, const NvtxHistory& strings);
 
   bool empty() const { return spans_ == 0; }
   uint64_t gc_pauses(int generation) const { return gc_pauses_[generation]; }

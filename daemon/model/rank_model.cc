@@ -98,10 +98,11 @@ void RankModel::Nvtx(ProcessState* p, const format::RecordSlot* slots, size_t n)
   for (size_t i = 0; i < n; ++i) {
     const format::NvtxRecord& r = slots[i].nvtx;
     const bool range = r.event == static_cast<uint8_t>(format::NvtxEvent::kRange);
+    const bool python = p->python.Add(r, p->nvtx);
     if (range && (r.flags & format::kNvtxStep) != 0) {
-      p->steps.Observe(static_cast<double>(r.end_ns - r.start_ns) * 1e-9);
+      (python ? p->python_steps : p->steps)
+          .Observe(static_cast<double>(r.end_ns - r.start_ns) * 1e-9);
     }
-    p->python.Add(r, p->nvtx);
     const size_t charged = p->nvtx.Add(r, reserve);
     if (charged != 0) registry_->Charge(p, static_cast<int64_t>(charged));
   }

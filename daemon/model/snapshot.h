@@ -147,6 +147,7 @@ struct ProcessSnapshot {
   int64_t observed_ns = 0;
   uint64_t history = 0;
   StepCounts steps;  // the process's NVTX steps (the same on each of its ranks)
+  StepCounts python_steps;  // its Python step functions' (XTIMER_PY_TRACE ...@step)
   std::vector<SeriesSnapshot> series;
   std::vector<CommSnapshot> comms;
 };

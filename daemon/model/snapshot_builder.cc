@@ -134,6 +134,7 @@ ProcessSnapshot ProcessOf(uint64_t id, const ProcessState& p, const AggregatorOp
                               static_cast<double>(o.stale_heartbeat_ns));
   ps.history = p.history.size();
   ps.steps = p.steps;
+  ps.python_steps = p.python_steps;
   return ps;
 }
 
