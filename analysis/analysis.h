@@ -256,9 +256,9 @@ struct RankInput {
   // completed 42.0 s ago"), filled by the caller; quoted for culprits.
   std::string last_activity;
   int64_t last_activity_ns = 0;  // the last issue or completion of any op
-  // Durations of the training steps the job marked (NVTX ranges named XTIMER_STEP_RANGE), any
-  // order; empty when it marks none (docs/analysis.md "Steps").
-  std::vector<int64_t> marked_steps_ns;
+  // Start times of the training steps the job marked (NVTX ranges named XTIMER_STEP_RANGE,
+  // Python step functions), any order; empty when it marks none (docs/analysis.md "Steps").
+  std::vector<int64_t> marked_step_starts_ns;
 };
 
 // Parallel groups, Megatron order tp-cp-ep-dp-pp: "tp2-pp2-dp2" (any order in the text; the
@@ -420,7 +420,7 @@ struct CommThreshold {
   int cadence_samples = 0;  // completions it was derived from (Progress::cadence_samples)
 };
 
-// A rank's marked steps (RankInput::marked_steps_ns, at least kMinStepPeriods of them).
+// A rank's marked steps (RankInput::marked_step_starts_ns: at least kMinStepPeriods steps).
 struct RankStepStats {
   int32_t rank = -1;
   size_t count = 0;

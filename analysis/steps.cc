@@ -93,11 +93,15 @@ StepGuess GuessSteps(const std::vector<Arrival>& arrivals) {
   return best;
 }
 
-RankSteps StepsOf(std::vector<int64_t> marked_ns, const std::vector<Arrival>& arrivals) {
+RankSteps StepsOf(std::vector<int64_t> marked_starts_ns, const std::vector<Arrival>& arrivals) {
   RankSteps s;
-  marked_ns.erase(std::remove_if(marked_ns.begin(), marked_ns.end(),
-                                 [](int64_t d) { return d <= 0; }),
-                  marked_ns.end());
+  std::sort(marked_starts_ns.begin(), marked_starts_ns.end());
+  marked_starts_ns.erase(std::unique(marked_starts_ns.begin(), marked_starts_ns.end()),
+                         marked_starts_ns.end());
+  std::vector<int64_t> marked_ns;  // start to next start
+  for (size_t i = 1; i < marked_starts_ns.size(); ++i) {
+    marked_ns.push_back(marked_starts_ns[i] - marked_starts_ns[i - 1]);
+  }
   if (marked_ns.size() >= kMinStepPeriods) {
     s.marked = true;
     s.count = marked_ns.size();
@@ -117,7 +121,7 @@ RankSteps StepsOf(std::vector<int64_t> marked_ns, const std::vector<Arrival>& ar
 std::vector<RankStepStats> MarkedStepStats(const std::vector<RankInput>& ranks) {
   std::vector<RankStepStats> out;
   for (const RankInput& r : ranks) {
-    const RankSteps s = StepsOf(r.marked_steps_ns, {});
+    const RankSteps s = StepsOf(r.marked_step_starts_ns, {});
     if (!s.marked) continue;
     out.push_back({r.rank, s.count, s.median_s, s.p10_s, s.p90_s});
   }

@@ -39,15 +39,16 @@ constexpr size_t kMaxCollectivesPerStep = 512;
 StepGuess GuessSteps(const std::vector<Arrival>& arrivals);
 
 // A rank's step time, from the best source it has: the steps the job marks (NVTX ranges named
-// XTIMER_STEP_RANGE: docs/hook.md) where it marked at least kMinStepPeriods, else the guess from
-// its collectives.
+// XTIMER_STEP_RANGE, Python step functions: docs/hook.md), each from its mark's start to the
+// next mark's start (an optimizer step's span covers only part of the iteration), where there
+// are at least kMinStepPeriods such steps, else the guess from its collectives.
 struct RankSteps {
   bool marked = false;  // from marked steps; false: guessed (guess) or unknown
   size_t count = 0;     // marked steps, or the guess's periods
   double median_s = 0, p10_s = 0, p90_s = 0;  // 0: unknown
   StepGuess guess;      // when not marked
 };
-RankSteps StepsOf(std::vector<int64_t> marked_ns, const std::vector<Arrival>& arrivals);
+RankSteps StepsOf(std::vector<int64_t> marked_starts_ns, const std::vector<Arrival>& arrivals);
 
 // The marked steps of the ranks that have at least kMinStepPeriods, ascending rank (the
 // Report's `steps`: what `xtimer analyze` prints; the guess needs arrivals, which a streamed

@@ -137,11 +137,12 @@ TEST(GuessStepsTest, NoStepWithoutARepeatingPattern) {
 TEST(StepsOfTest, MarkedStepsWinOverTheGuess) {
   Job job;
   job.Add(kDp, 20, 5000, {100}, {256}, 0);
-  RankSteps s = StepsOf({7000000, 7100000, 6900000, 0}, job.arrivals);
+  // Marks at 0, 7.0, 14.1, 21.0 ms (and 14.1 again: one mark): steps of 7.0, 7.1, 6.9 ms.
+  RankSteps s = StepsOf({21000000, 0, 7000000, 14100000, 14100000}, job.arrivals);
   EXPECT_TRUE(s.marked);
-  EXPECT_EQ(s.count, 3u);  // a zero duration is not a step
+  EXPECT_EQ(s.count, 3u);
   EXPECT_DOUBLE_EQ(s.median_s, 0.007);
-  s = StepsOf({7000000, 7100000}, job.arrivals);  // too few marks: the guess
+  s = StepsOf({0, 7000000, 14100000}, job.arrivals);  // two steps: too few, the guess
   EXPECT_FALSE(s.marked);
   EXPECT_EQ(s.guess.per_step, 1u);
   EXPECT_NEAR(s.median_s, 0.005, 1e-9);

@@ -163,7 +163,7 @@ std::vector<report::RankRow> RankRows(const Inputs& in) {
     report::RankRow row;
     row.rank = r.rank;
     row.node = r.node;
-    const analysis::RankSteps steps = analysis::StepsOf(r.marked_steps_ns, r.arrivals);
+    const analysis::RankSteps steps = analysis::StepsOf(r.marked_step_starts_ns, r.arrivals);
     row.step_s = steps.median_s;
     row.step_marked = steps.marked;
     row.collectives_per_step = steps.guess.per_step;

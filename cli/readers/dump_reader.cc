@@ -178,7 +178,7 @@ void ScanOne(FileResult* f, bool summarize, bool op_table) {
   for (const timeline::NvtxEntry& e : m.nvtx) {
     if (e.event == static_cast<uint8_t>(format::NvtxEvent::kRange) &&
         (e.flags & format::kNvtxStep) != 0) {
-      in.marked_steps_ns.push_back(e.end_ns - e.start_ns);
+      in.marked_step_starts_ns.push_back(e.start_ns);
     }
   }
   in.pid = m.pid;

@@ -35,6 +35,15 @@ format::RecordSlot Range(int64_t duration_ns, bool step) {
 }
 
 // `guessed`: the rank's steps guessed from its collectives (the diagnosis pass's StepTracker).
+// A range that starts `start_ms` after the first and lasts 1 ms (a step lasts from its range's
+// start to the next one's).
+format::RecordSlot At(int64_t start_ms, bool step) {
+  format::RecordSlot s = Range(1000000, step);
+  s.nvtx.start_ns = kNow - int64_t{300} * 1000000000 + start_ms * 1000000;
+  s.nvtx.end_ns = s.nvtx.start_ns + 1000000;
+  return s;
+}
+
 std::string Exposition(const std::vector<format::RecordSlot>& records,
                        const StepHistogram& guessed = StepHistogram()) {
   Aggregator agg(AggregatorOptions{}, kNow);
@@ -60,9 +69,10 @@ std::string Exposition(const std::vector<format::RecordSlot>& records,
 
 TEST(StepMetricsTest, StepRangesFillAHistogramPerRank) {
   const int64_t ms = 1000000;
-  const std::string m = Exposition({Range(3 * ms, true), Range(20 * ms, true),
-                                    Range(20 * ms, true), Range(700 * ms, false),
-                                    Range(2000 * ms, true), Range(200000 * ms, true)});
+  // Steps of 3, 20, 20, 2000 and 200000 ms between six step ranges; another range between.
+  const std::string m = Exposition({At(0, true), At(3, true), At(23, true), At(30, false),
+                                    At(43, true), At(2043, true), At(202043, true)});
+  (void)ms;
   const std::string labels =
       "job=\"train\",host=\"h\",pod=\"\",rank=\"5\",local_rank=\"1\",source=\"nvtx\"";
   const auto line = [&](const std::string& le, const std::string& n) {
@@ -91,10 +101,10 @@ TEST(StepMetricsTest, MarkedStepsWinOverTheGuess) {
   StepHistogram guessed;
   guessed.Observe(0.02);
   guessed.Observe(0.02);
-  const std::string marked = Exposition({Range(20000000, true)}, guessed);
+  const std::string marked = Exposition({At(0, true), At(20, true)}, guessed);
   EXPECT_NE(marked.find("source=\"nvtx\"} 1\n"), std::string::npos) << marked;
   EXPECT_EQ(marked.find(",source=\"collectives\""), std::string::npos) << marked;
-  const std::string unmarked = Exposition({Range(20000000, false)}, guessed);
+  const std::string unmarked = Exposition({At(0, false), At(20, false)}, guessed);
   EXPECT_NE(unmarked.find("source=\"collectives\"} 2\n"), std::string::npos) << unmarked;
   EXPECT_EQ(unmarked.find(",source=\"nvtx\""), std::string::npos) << unmarked;
 }
@@ -104,14 +114,22 @@ TEST(StepMetricsTest, MarkedStepsWinOverTheGuess) {
 TEST(StepMetricsTest, PythonStepFunctionsAreTheirOwnSource) {
   format::RecordSlot domain = format::NamePart(7, format::kPythonSpanDomain, 0,
                                                format::RecordType::kNvtxString);
-  format::RecordSlot py = Range(30000000, true);
-  py.nvtx.domain_id = 7;
-  py.nvtx.name_id = 0;
-  py.nvtx.category = static_cast<uint32_t>(format::PythonSpanKind::kStep);
-  const std::string python = Exposition({domain, py, py});
+  std::vector<format::RecordSlot> py = {domain};
+  for (int64_t start_ms : {0, 30, 60}) {  // optimizer steps 30 ms apart: two steps
+    format::RecordSlot s = At(start_ms, true);
+    s.nvtx.domain_id = 7;
+    s.nvtx.name_id = 0;
+    s.nvtx.category = static_cast<uint32_t>(format::PythonSpanKind::kStep);
+    py.push_back(s);
+  }
+  const std::string python = Exposition(py);
   EXPECT_NE(python.find(",source=\"python\"} 2\n"), std::string::npos) << python;
+  EXPECT_NE(python.find(",source=\"python\",le=\"0.025\"} 0\n"), std::string::npos) << python;
+  EXPECT_NE(python.find(",source=\"python\",le=\"0.05\"} 2\n"), std::string::npos) << python;
   EXPECT_EQ(python.find(",source=\"nvtx\""), std::string::npos) << python;
-  const std::string both = Exposition({domain, py, py, Range(20000000, true)});
+  py.push_back(At(0, true));
+  py.push_back(At(20, true));
+  const std::string both = Exposition(py);
   EXPECT_NE(both.find(",source=\"nvtx\"} 1\n"), std::string::npos) << both;
   EXPECT_EQ(both.find(",source=\"python\""), std::string::npos) << both;
 }

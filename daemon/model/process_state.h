@@ -70,8 +70,12 @@ struct ProcessState {
   uint64_t ops_seen = 0;    // op records ever ingested (the tap's sequence number)
   KernelNames names;
   NvtxHistory nvtx;  // NVTX events and strings (docs/daemon.md "NVTX")
-  StepCounts steps;   // its NVTX step ranges (format::kNvtxStep)
-  StepCounts python_steps;  // its Python step functions' spans (format::PythonSpanKind::kStep)
+  // Its steps, start to next start: of its NVTX step ranges (format::kNvtxStep), and of its
+  // Python step functions' spans (format::PythonSpanKind::kStep); the newest start of each.
+  StepCounts steps;
+  StepCounts python_steps;
+  int64_t nvtx_step_start_ns = 0;
+  int64_t python_step_start_ns = 0;
   PythonStats python;  // its Python spans' totals (docs/metrics.md "Python")
   mutable bool conflict_logged = false;
   bool connected = true;

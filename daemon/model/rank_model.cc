@@ -100,8 +100,14 @@ void RankModel::Nvtx(ProcessState* p, const format::RecordSlot* slots, size_t n)
     const bool range = r.event == static_cast<uint8_t>(format::NvtxEvent::kRange);
     const bool python = p->python.Add(r, p->nvtx);
     if (range && (r.flags & format::kNvtxStep) != 0) {
-      (python ? p->python_steps : p->steps)
-          .Observe(static_cast<double>(r.end_ns - r.start_ns) * 1e-9);
+      // A step lasts from its mark's start to the next one's (an optimizer step's span covers
+      // only part of the iteration): docs/analysis.md "Steps".
+      int64_t& last = python ? p->python_step_start_ns : p->nvtx_step_start_ns;
+      if (last > 0 && r.start_ns > last) {
+        (python ? p->python_steps : p->steps)
+            .Observe(static_cast<double>(r.start_ns - last) * 1e-9);
+      }
+      last = std::max(last, r.start_ns);
     }
     const size_t charged = p->nvtx.Add(r, reserve);
     if (charged != 0) registry_->Charge(p, static_cast<int64_t>(charged));
