@@ -16,6 +16,11 @@ against /usr/include/python3.11, with importlib (dlopen with sys.getdlopenflags(
 local scope; DT_NEEDED libcudart.so.13), and every step round-trips its results through that
 module's device memory (host to device, device to device, device to host).
 
+Each step's inputs come from a data loader (the iterator Loader, whose __next__ builds them on
+the host); with --slow-loader it also waits on one rank, and --gc-rank forces a full garbage
+collection (gc.collect()) every step on another: the host-side causes of a late rank that
+XTIMER_PY_TRACE ('__main__:Loader.__next__@data') and xtimer's GC tracing show.
+
 Every step checks the three results exactly (they depend on copies and NCCL only) and prints a
 checksum of them, so that runs with and without a preloaded hook can be compared line by line.
 
@@ -28,6 +33,7 @@ any CPython 3.6 or later. Exit status: 0 success, 1 a failed CUDA/cuBLAS/NCCL ca
 
 import argparse
 import ctypes
+import gc
 import hashlib
 import importlib.machinery
 import importlib.util
@@ -89,7 +95,16 @@ def parse_args(argv):
                         "of): WHERE is 'python' (spins in the Python function stall_in_python) "
                         "or 'native' (sleeps in libc's sleep called through ctypes.PyDLL, which "
                         "holds the GIL, from stall_in_native); repeatable")
+    p.add_argument("--slow-loader", metavar="R:MS",
+                   help="on rank R, the data loader's __next__ waits MS milliseconds more per "
+                        "batch (a slow disk, a starved loader worker)")
+    p.add_argument("--gc-rank", type=int, metavar="R",
+                   help="rank R runs gc.collect() (a full collection, generation 2) every step")
     args = p.parse_args(argv)
+    try:
+        args.slow_loader = parse_slow_loader(args.slow_loader)
+    except ValueError as e:
+        p.error("--slow-loader %s" % e)
     try:
         args.stall = dict(parse_stall(s) for s in args.stall)
     except ValueError as e:
@@ -115,6 +130,37 @@ def parse_stall(text):
     if int(parts[1]) < 1:
         raise ValueError("%r: steps count from 1" % text)
     return int(parts[0]), (int(parts[1]), parts[2])
+
+
+def parse_slow_loader(text):
+    """'R:MS' -> (R, seconds); None -> (-1, 0); ValueError says what is wrong."""
+    if text is None:
+        return -1, 0.0
+    rank, _, ms = text.partition(":")
+    try:
+        if not rank.isdigit() or float(ms) <= 0:
+            raise ValueError
+        return int(rank), float(ms) / 1000
+    except ValueError:
+        raise ValueError("%r: expected RANK:MILLISECONDS, milliseconds positive" % text)
+
+
+class Loader:
+    """The data loader: each step's inputs (inputs()), built on the host; `delay_s` more per
+    batch on a slow rank."""
+
+    def __init__(self, rank, world, sizes, delay_s):
+        self.rank, self.world, self.sizes, self.delay_s = rank, world, sizes, delay_s
+        self.step = 0
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        self.step += 1
+        return inputs(self.rank, self.world, self.step, *self.sizes)
 
 
 def stall_in_python():
@@ -300,6 +346,12 @@ def run(args):
     gemm, gemm_handle = None, VP()
     outs = (floats(bytes(4 * n)), floats(bytes(4 * m * world)), floats(bytes(4 * b)))
     digest = hashlib.sha256()
+    slow_rank, delay_s = args.slow_loader
+    loader = Loader(rank, world, (n, m, b), delay_s if rank == slow_rank else 0)
+    if rank == slow_rank:
+        say("rank %d: the data loader waits %g ms more per batch" % (rank, delay_s * 1000))
+    if rank == args.gc_rank:
+        say("rank %d: gc.collect() every step" % rank)
     for step in range(1, args.steps + 1):
         if gemm is None and step > args.late_step:
             gemm = Library(args.lib_dir, "libpydemo_gemm.so", "pydemo_gemm", GEMM)
@@ -310,7 +362,9 @@ def run(args):
             where = args.stall[rank][1]
             say("stalling in %s before step %d" % (STALLS[where].__name__, step))
             STALLS[where]()
-        root, ins, want = inputs(rank, world, step, n, m, b)
+        root, ins, want = next(loader)
+        if rank == args.gc_rank:
+            gc.collect()
         core.check(core.step(handle, *[pointer(a) for a in ins], root, *[pointer(a) for a in outs]),
                    "step %d" % step)
         if gemm is not None:

@@ -168,6 +168,29 @@ PYDEMO_API int pydemo_core_step(void* handle, const float* reduce_in, const floa
   return 0;
 }
 
+// The pieces of a PyTorch-shaped step (demo/python/pysteps.py): the forward kernels, an in-place
+// fp32 sum all-reduce of the first `count` (<= n) elements of the reduce buffer (one parameter's
+// gradient), and the step's one synchronize (the stream drained, the communicator's error read).
+PYDEMO_API int pydemo_core_forward(void* handle) {
+  return LaunchKernels(static_cast<Core*>(handle));
+}
+
+PYDEMO_API int pydemo_core_allreduce(void* handle, int count) {
+  auto* c = static_cast<Core*>(handle);
+  if (count < 1 || count > c->n) return pydemo::Fail("pydemo_core_allreduce: bad count %d", count);
+  PYDEMO_NCCL(ncclAllReduce(c->reduce, c->reduce, count, ncclFloat32, ncclSum, c->comm, c->stream));
+  return 0;
+}
+
+PYDEMO_API int pydemo_core_synchronize(void* handle) {
+  auto* c = static_cast<Core*>(handle);
+  PYDEMO_CUDA(cudaStreamSynchronize(c->stream));
+  ncclResult_t async = ncclSuccess;
+  PYDEMO_NCCL(ncclCommGetAsyncError(c->comm, &async));
+  PYDEMO_NCCL(async);
+  return 0;
+}
+
 PYDEMO_API int pydemo_core_close(void* handle) {
   auto* c = static_cast<Core*>(handle);
   cudaError_t err = cudaStreamSynchronize(c->stream);

@@ -17,7 +17,7 @@ namespace pydemo {
 // Python calls one module from one thread at a time.
 static char last_error[1024];
 
-[[gnu::format(printf, 1, 2)]] static int Fail(const char* fmt, ...) {
+[[gnu::format(printf, 1, 2)]] [[maybe_unused]] static int Fail(const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(last_error, sizeof(last_error), fmt, ap);
