@@ -7,17 +7,18 @@ all-reduce per parameter (PARAMS, of 4 sizes), Optimizer.step (the step's one sy
 Python update). Three runs, one per source:
   nvtx         each step an NVTX push/pop range (libpydemo_nvtx.so through NVTX's injection),
                XTIMER_STEP_RANGE naming it; XTIMER_PY_TRACE also names Optimizer.step (the NVTX
-               range must win);
+               range must win); a step is one range's push to the next one's;
   python       XTIMER_PY_TRACE='__main__:Optimizer.step@step' alone: a step is one call's entry
-               to the next one's (the call itself is a fraction of the step);
+               to the next one's (the call itself is a fraction of the step: a histogram of the
+               calls' durations would be far off);
   collectives  XTIMER_PY_TRACE=off, no range: the step guessed from the period over which the
                per-parameter all-reduces repeat.
 Each rank's xtimer_step_seconds must carry that one source, and its mean (_sum / _count: all a
 histogram tells exactly) must be within 5% of the mean of the same steps as the program measured
-them (iteration top to top): the last _count of them, since the python source has one step less
-than calls and the collectives' guess starts once the pattern is seen. Steps are ~50 ms of data
-loading plus the rest, so the one-step shift between where a source starts a step and where the
-program does changes the mean by far less than 5%.
+them (iteration top to top): the last _count of them, since a marked step lasts from its mark to
+the next (one step fewer than marks) and the collectives' guess starts once the pattern is seen.
+Steps are ~50 ms of data loading plus the rest, so the shift between where a source starts a step
+and where the program does changes the mean by far less than 5%.
 
 Usage: pysteps_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH PYSTEPS_PY
        PYDEMO_PY LIBPYDEMO_CORE LIBPYDEMO_NVTX
@@ -44,7 +45,7 @@ PYTHON = "/usr/bin/python3"
 TIMES = re.compile(r"^\[rank (\d+)\] pysteps: rank \d+ step-times-ns ([0-9,]+)$", re.M)
 # source: (environment, the fewest steps the daemon must count per rank)
 SOURCES = {
-    "nvtx": ({"XTIMER_STEP_RANGE": RANGE, "XTIMER_PY_TRACE": OPTIMIZER}, STEPS),
+    "nvtx": ({"XTIMER_STEP_RANGE": RANGE, "XTIMER_PY_TRACE": OPTIMIZER}, STEPS - 1),
     "python": ({"XTIMER_PY_TRACE": OPTIMIZER}, STEPS - 1),
     "collectives": ({"XTIMER_PY_TRACE": "off"}, STEPS // 2),
 }
