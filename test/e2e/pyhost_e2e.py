@@ -3,8 +3,9 @@
 
 demo/python/pydemo.py runs 4 ranks on Debian's python3 under xtimer-launch with its own xtimerd,
 CUDA, NCCL and cuBLAS (after step 3) through modules loaded RTLD_LOCAL (ctypes.CDLL, and the
-extension module with importlib: --ext), with XTIMER_PY_TRACE='__main__:Loader.__next__@data': rank SLOW's data loader waits
-DELAY_MS more per batch (--slow-loader) and rank GC runs gc.collect() every step (--gc-rank).
+extension module with importlib: --ext), with XTIMER_PY_TRACE='__main__:Loader.__next__@data':
+rank SLOW's data loader waits DELAY_MS more per batch (--slow-loader) and rank GC runs
+gc.collect() every step (--gc-rank).
 While the ranks linger after their last step:
   - /metrics: SLOW's xtimer_python_data_wait_seconds_total is at least what its loader waited
     (STEPS x DELAY_MS) and above every other rank's by more than half of it; every rank counts
@@ -139,7 +140,8 @@ def main(argv):
     metrics, control = free_ports(2)
     job = Background(JOB, p.launch_argv(run_dir, metrics, control, JOB) + [
         PYTHON, p.demo_launch, "--nproc", str(RANKS), "--timeout", "240", "--", p.gpusim_run,
-        PYTHON, pydemo, "--lib-dir", os.path.dirname(core), "--steps", str(STEPS), "--elements", str(ELEMENTS), "--ext",
+        PYTHON, pydemo, "--lib-dir", os.path.dirname(core), "--steps", str(STEPS), "--elements",
+        str(ELEMENTS), "--ext",
         "--slow-loader", "%d:%d" % (SLOW, DELAY_MS), "--gc-rank", str(GC), "--linger", "120"],
         env, p.tmp)
     try:

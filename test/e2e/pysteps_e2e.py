@@ -78,7 +78,8 @@ def run(p, args, source):
     argv = p.launch_argv(run_dir, metrics, control, job_name) + [
         PYTHON, p.demo_launch, "--nproc", str(RANKS), "--timeout", "240", "--",
         p.gpusim_run, PYTHON, args["pysteps"], "--lib-dir", args["lib_dir"], "--steps",
-        str(STEPS), "--params", str(PARAMS), "--load-ms", str(LOAD_MS), "--wait-file", go] + (["--nvtx", RANGE] if source == "nvtx" else [])
+        str(STEPS), "--params", str(PARAMS), "--load-ms", str(LOAD_MS), "--wait-file", go] + \
+        (["--nvtx", RANGE] if source == "nvtx" else [])
     job = Background(job_name, argv, env, p.tmp)
     try:
         wait_for("%s: every rank's step times" % source,
