@@ -12,7 +12,6 @@
 #include <string>
 #include <thread>
 
-#include "daemon/base/flags.h"
 #include "daemon/base/log.h"
 #include "daemon/control/control_handler.h"
 #include "daemon/control/control_server.h"
@@ -30,6 +29,7 @@
 #include "daemon/export/metrics.h"
 #include "daemon/export/metrics_server.h"
 #include "daemon/export/refusal_metrics.h"
+#include "daemon/flags.h"
 #include "daemon/ingest/ring_server.h"
 #include "daemon/model/aggregator.h"
 #include "daemon/port_owner.h"
@@ -165,65 +165,6 @@ std::string Hostname() {
   return hostname;
 }
 
-AggregatorOptions AggregatorOptionsOf(const Flags& flags) {
-  AggregatorOptions ao;
-  ao.window_ns = flags.window_s * 1000000000;
-  ao.window_buckets = static_cast<int>(flags.window_s < 60 ? flags.window_s : 60);
-  ao.window_samples = static_cast<size_t>(flags.window_samples);
-  ao.history = static_cast<size_t>(flags.history);
-  ao.stale_heartbeat_ns = flags.stale_timeout_s * 1000000000;
-  ao.exited_grace_ns = flags.exited_grace_s * 1000000000;
-  ao.max_exited = static_cast<size_t>(flags.exited_max);
-  ao.max_exited_bytes = static_cast<size_t>(flags.exited_memory_mb) << 20;
-  ao.memory_budget_bytes = static_cast<size_t>(flags.memory_budget_mb) << 20;
-  ao.max_process_bytes = static_cast<size_t>(flags.process_memory_mb) << 20;
-  return ao;
-}
-
-RingServerOptions RingServerOptionsOf(const Flags& flags) {
-  RingServerOptions so;
-  so.socket_path = flags.socket;
-  so.socket_mode = flags.socket_mode;
-  so.socket_group = flags.socket_group;
-  so.poll_interval_ms = static_cast<int>(flags.poll_ms);
-  so.max_connections = static_cast<size_t>(flags.max_registrations);
-  so.max_per_uid = static_cast<size_t>(flags.max_registrations_per_uid);
-  so.max_per_pid = static_cast<size_t>(flags.max_registrations_per_pid);
-  so.reserve = static_cast<size_t>(flags.registration_reserve);
-  so.register_timeout_ms = static_cast<int>(flags.register_timeout_ms);
-  so.max_ring_bytes = static_cast<size_t>(flags.max_ring_mb) << 20;
-  return so;
-}
-
-MetricsServerOptions MetricsServerOptionsOf(const Flags& flags) {
-  MetricsServerOptions mo;
-  mo.address = flags.metrics_address;
-  mo.port = flags.metrics_port;
-  mo.max_connections = static_cast<int>(flags.metrics_max_connections);
-  mo.request_timeout_ms = static_cast<int>(flags.metrics_request_timeout_ms);
-  return mo;
-}
-
-DiagnosisOptions DiagnosisOptionsOf(const Flags& flags) {
-  DiagnosisOptions dio;
-  dio.hang_timeout_ns = flags.hang_timeout_s * 1000000000;
-  dio.min_hang_ns = flags.hang_min_s * 1000000000;
-  dio.early_hang_ns = flags.hang_early_s * 1000000000;
-  dio.cadence_factor = static_cast<double>(flags.hang_cadence_factor);
-  dio.max_comms = AggregatorOptionsOf(flags).max_comms_per_process;
-  return dio;
-}
-
-ControlLimits ControlLimitsOf(const Flags& flags) {
-  ControlLimits limits;
-  limits.idle_timeout_ms = flags.control_idle_timeout_s * 1000;
-  limits.request_timeout_ms = flags.control_request_timeout_s * 1000;
-  limits.max_connections = static_cast<size_t>(flags.control_max_connections);
-  limits.max_connections_per_peer = static_cast<size_t>(flags.control_max_per_peer);
-  limits.allow_remote = flags.control_allow_remote;
-  return limits;
-}
-
 // The daemon's parts, declared in the order they are made, so that what Stop leaves is destroyed
 // in the reverse order.
 struct Daemon {
@@ -249,7 +190,7 @@ struct Daemon {
 // registration socket.
 bool StartIngest(const Resources& p, Daemon* d, std::string* error) {
   OpLogOptions oo;
-  if (!OpLogOptionsFromFlags(p.flags, p.dump_root, &oo, error)) return false;
+  if (!OpLogOptionsFromFlags(p.flags.op_log, p.dump_root, &oo, error)) return false;
   d->op_log = std::make_unique<OpLogWriter>(&d->aggregator, oo, RealtimeNs, p.hostname);
   d->op_log->Start();
   d->server = std::make_unique<RingServer>(RingServerOptionsOf(p.flags), &d->aggregator);

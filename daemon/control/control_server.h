@@ -43,7 +43,7 @@ namespace daemon {
 class HttpRequestParser;
 
 // Flags: --control-idle-timeout, --control-request-timeout, --control-max-connections,
-// --control-max-connections-per-peer (daemon/base/flags.h).
+// --control-max-connections-per-peer (daemon/flags.h).
 struct ControlLimits {
   int64_t idle_timeout_ms = 5000;      // silence allowed before a complete request; gRPC idle
   int64_t request_timeout_ms = 10000;  // a whole HTTP request, from accept; sending the answer

@@ -46,31 +46,31 @@ bool ParseOpLogMode(const std::string& text, OpLogMode* mode, std::string* error
   return false;
 }
 
-bool OpLogOptionsFromFlags(const Flags& flags, const std::string& dump_root,
+bool OpLogOptionsFromFlags(const OpLogFlags& flags, const std::string& dump_root,
                            OpLogOptions* o, std::string* error) {
   std::string why;
   const auto fail = [&](const char* flag) {
     *error = std::string(flag) + ": " + why;
     return false;
   };
-  if (!ParseOpLogMode(flags.op_log, &o->mode, &why)) return fail("--op-log");
-  if (!ParseRate(flags.op_log_sample, &o->sample_rate, &why)) return fail("--op-log-sample");
-  if (!ParseKinds(flags.op_log_kinds, &o->filter.kinds, &why)) return fail("--op-log-kinds");
-  if (!ParseOps(flags.op_log_ops, &o->filter.ops, &why)) return fail("--op-log-ops");
-  if (!ParseRanks(flags.op_log_ranks, &o->filter.ranks, &why)) return fail("--op-log-ranks");
+  if (!ParseOpLogMode(flags.mode, &o->mode, &why)) return fail("--op-log");
+  if (!ParseRate(flags.sample, &o->sample_rate, &why)) return fail("--op-log-sample");
+  if (!ParseKinds(flags.kinds, &o->filter.kinds, &why)) return fail("--op-log-kinds");
+  if (!ParseOps(flags.ops, &o->filter.ops, &why)) return fail("--op-log-ops");
+  if (!ParseRanks(flags.ranks, &o->filter.ranks, &why)) return fail("--op-log-ranks");
   char* end = nullptr;
-  o->anomaly.factor = strtod(flags.op_log_anomaly_factor.c_str(), &end);
+  o->anomaly.factor = strtod(flags.anomaly_factor.c_str(), &end);
   if (*end != '\0' || !(o->anomaly.factor > 1) || o->anomaly.factor > 1e6) {
-    why = "expected a number above 1, e.g. 3, got '" + flags.op_log_anomaly_factor + "'";
+    why = "expected a number above 1, e.g. 3, got '" + flags.anomaly_factor + "'";
     return fail("--op-log-anomaly-factor");
   }
-  o->seed = static_cast<uint64_t>(flags.op_log_seed);
-  o->filter.min_bytes = static_cast<uint64_t>(flags.op_log_min_bytes);
-  if (flags.op_log_max_bytes >= 0) o->filter.max_bytes = static_cast<uint64_t>(flags.op_log_max_bytes);
+  o->seed = static_cast<uint64_t>(flags.seed);
+  o->filter.min_bytes = static_cast<uint64_t>(flags.min_bytes);
+  if (flags.max_bytes >= 0) o->filter.max_bytes = static_cast<uint64_t>(flags.max_bytes);
   o->files.root = dump_root;
-  o->files.rotate_bytes = static_cast<uint64_t>(flags.op_log_rotate_mb) << 20;
-  o->files.max_total_bytes = static_cast<uint64_t>(flags.op_log_max_mb) << 20;
-  o->flush_ms = static_cast<int>(flags.op_log_flush_ms);
+  o->files.rotate_bytes = static_cast<uint64_t>(flags.rotate_mb) << 20;
+  o->files.max_total_bytes = static_cast<uint64_t>(flags.max_mb) << 20;
+  o->flush_ms = static_cast<int>(flags.flush_ms);
   return true;
 }
 

@@ -24,7 +24,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "daemon/base/flags.h"
 #include "daemon/dumps/anomaly.h"
 #include "daemon/dumps/op_log.h"
 #include "daemon/dumps/op_log_files.h"
@@ -66,9 +65,26 @@ struct OpLogCounters {
   uint64_t file_dropped = 0;  // lines the files dropped (disk cap, unwritable folder)
 };
 
+// xtimerd's --op-log-* flags as given (daemon/flags.cc registers them); the numeric defaults are
+// OpLogOptions's.
+struct OpLogFlags {
+  std::string mode = "job";  // --op-log: job, off, jsonl, csv
+  std::string sample = "1";  // --op-log-sample
+  int64_t seed = static_cast<int64_t>(OpLogOptions().seed);  // --op-log-seed
+  std::string kinds;                                         // --op-log-kinds
+  std::string ops;                                           // --op-log-ops
+  std::string ranks;                                         // --op-log-ranks
+  int64_t min_bytes = 0;                                     // --op-log-min-bytes
+  int64_t max_bytes = -1;                                    // --op-log-max-bytes (-1: none)
+  int64_t rotate_mb = static_cast<int64_t>(OpLogFilesOptions().rotate_bytes >> 20);
+  int64_t max_mb = static_cast<int64_t>(OpLogFilesOptions().max_total_bytes >> 20);
+  int64_t flush_ms = OpLogOptions().flush_ms;  // --op-log-flush-ms
+  std::string anomaly_factor = "3";             // --op-log-anomaly-factor
+};
+
 // The options xtimerd's --op-log-* flags ask for, the files under `dump_root`. False with *error
 // naming the flag and what it accepts.
-bool OpLogOptionsFromFlags(const Flags& flags, const std::string& dump_root,
+bool OpLogOptionsFromFlags(const OpLogFlags& flags, const std::string& dump_root,
                            OpLogOptions* options, std::string* error);
 
 class OpLogWriter {

@@ -146,7 +146,7 @@ TEST_F(OpLogWriterTest, StartedWriterWritesEverythingByStop) {
 }
 
 TEST(OpLogOptionsTest, FromFlagsNamesTheBadFlag) {
-  Flags flags;
+  OpLogFlags flags;
   OpLogOptions o;
   std::string error;
   ASSERT_TRUE(OpLogOptionsFromFlags(flags, "/r", &o, &error)) << error;
@@ -157,12 +157,12 @@ TEST(OpLogOptionsTest, FromFlagsNamesTheBadFlag) {
   EXPECT_EQ(o.files.max_total_bytes, uint64_t{1} << 30);
   EXPECT_EQ(o.filter.max_bytes, UINT64_MAX);
   EXPECT_EQ(o.anomaly.factor, 3);
-  flags.op_log_kinds = "matmul,gemm";
+  flags.kinds = "matmul,gemm";
   EXPECT_FALSE(OpLogOptionsFromFlags(flags, "/r", &o, &error));
   EXPECT_NE(error.find("--op-log-kinds: unknown kind 'gemm': use matmul"), std::string::npos)
       << error;
-  flags.op_log_kinds = "";
-  flags.op_log_anomaly_factor = "1";
+  flags.kinds = "";
+  flags.anomaly_factor = "1";
   EXPECT_FALSE(OpLogOptionsFromFlags(flags, "/r", &o, &error));
   EXPECT_NE(error.find("--op-log-anomaly-factor: expected a number above 1"), std::string::npos)
       << error;

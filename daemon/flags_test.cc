@@ -1,4 +1,4 @@
-#include "daemon/base/flags.h"
+#include "daemon/flags.h"
 
 #include <gtest/gtest.h>
 
@@ -178,12 +178,12 @@ TEST(FlagsTest, OpLogFlagsAndVariables) {
                     {{"XTIMER_OP_LOG_MAX_MB", "10"}, {"XTIMER_OP_LOG_ANOMALY_FACTOR", "4"}}, &f,
                     &error))
       << error;
-  EXPECT_EQ(f.op_log, "csv");
-  EXPECT_EQ(f.op_log_sample, "0.1");
-  EXPECT_EQ(f.op_log_ranks, "0,2-3");
-  EXPECT_EQ(f.op_log_max_mb, 10);
-  EXPECT_EQ(f.op_log_anomaly_factor, "4");
-  EXPECT_EQ(f.op_log_flush_ms, 1000);
+  EXPECT_EQ(f.op_log.mode, "csv");
+  EXPECT_EQ(f.op_log.sample, "0.1");
+  EXPECT_EQ(f.op_log.ranks, "0,2-3");
+  EXPECT_EQ(f.op_log.max_mb, 10);
+  EXPECT_EQ(f.op_log.anomaly_factor, "4");
+  EXPECT_EQ(f.op_log.flush_ms, 1000);
   EXPECT_FALSE(Parse({"--op-log-flush-ms=5"}, {}, &f, &error));
   EXPECT_NE(error.find("--op-log-flush-ms must be a number from 10 to 600000"),
             std::string::npos)
