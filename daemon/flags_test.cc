@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
+#include <vector>
 
 namespace xtimer {
 namespace daemon {
@@ -203,6 +206,155 @@ TEST(FlagsTest, UsageListsEveryFlagAndVariable) {
         "--socket-group", "XTIMER_SOCKET_GROUP", "--control-allow-remote",
         "XTIMER_CONTROL_ALLOW_REMOTE", "--kernel-metrics-top", "XTIMER_KERNEL_METRICS_TOP"}) {
     EXPECT_NE(u.find(s), std::string::npos) << s;
+  }
+}
+
+
+// The text after "(default " up to a space, ';', ':', ',' or ')': "300" in "(default 300)".
+std::string DefaultToken(const std::string& text) {
+  std::string token;
+  for (char c : text) {
+    if (c == ' ' || c == ';' || c == ':' || c == ',' || c == ')') break;
+    if (c != '`') token += c;
+  }
+  return token;
+}
+
+// --help's flags: each spelling -> the default its line shows ("" when it shows none).
+std::map<std::string, std::string> HelpDefaults() {
+  std::map<std::string, std::string> out;
+  std::istringstream lines(Usage());
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("  -", 0) != 0) continue;
+    std::istringstream words(line);
+    std::vector<std::string> names;
+    std::string word;
+    while (words >> word && word[0] == '-') {
+      if (word.back() == ',') word.pop_back();
+      names.push_back(word);
+    }
+    const size_t at = line.find("(default ");
+    const std::string value = at == std::string::npos ? "" : DefaultToken(line.substr(at + 9));
+    for (const std::string& name : names) out[name] = value;
+  }
+  return out;
+}
+
+// Splits a Markdown table row into its cells, trimmed.
+std::vector<std::string> Cells(const std::string& row) {
+  std::vector<std::string> cells;
+  std::string cell;
+  for (size_t i = 1; i < row.size(); ++i) {
+    if (row[i] != '|') {
+      cell += row[i];
+      continue;
+    }
+    const size_t b = cell.find_first_not_of(' '), e = cell.find_last_not_of(' ');
+    cells.push_back(b == std::string::npos ? "" : cell.substr(b, e - b + 1));
+    cell.clear();
+  }
+  return cells;
+}
+
+// docs/daemon.md's flag table: each spelling in a row's first cell -> that row's default cell
+// (the matching item where the cell lists one default per flag, "64, 1024"; else the whole cell).
+std::map<std::string, std::string> DocDefaults() {
+  std::ifstream in("docs/daemon.md");
+  EXPECT_TRUE(in.good()) << "docs/daemon.md is not in the test's runfiles";
+  std::map<std::string, std::string> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("| `-", 0) != 0) continue;
+    const std::vector<std::string> cells = Cells(line);
+    if (cells.size() < 3) continue;
+    std::vector<std::string> names, defaults;
+    for (size_t at = cells[0].find('`'); at != std::string::npos;
+         at = cells[0].find('`', cells[0].find('`', at + 1) + 1)) {
+      const std::string code = cells[0].substr(at + 1, cells[0].find('`', at + 1) - at - 1);
+      names.push_back(code.substr(0, code.find_first_of(" [=")));
+    }
+    std::istringstream items(cells[2]);
+    for (std::string item; std::getline(items, item, ',');) {
+      defaults.push_back(DefaultToken(item.substr(item.find_first_not_of(' '))));
+    }
+    for (size_t i = 0; i < names.size(); ++i) {
+      out[names[i]] = defaults.size() == names.size() ? defaults[i] : DefaultToken(cells[2]);
+    }
+  }
+  return out;
+}
+
+TEST(FlagsTest, HelpShowsTheComponentsDefaults) {
+  constexpr int64_t kS = 1000000000;
+  const AggregatorOptions ao;
+  const DiagnosisOptions dio;
+  const ControlLimits cl;
+  const MetricsServerOptions mo;
+  const RingServerOptions so;
+  const OpLogOptions oo;
+  const std::map<std::string, int64_t> want = {
+      {"--hang-timeout", dio.hang_timeout_ns / kS},
+      {"--hang-min-seconds", dio.min_hang_ns / kS},
+      {"--hang-early-seconds", dio.early_hang_ns / kS},
+      {"--hang-cadence-factor", static_cast<int64_t>(dio.cadence_factor)},
+      {"--control-idle-timeout", cl.idle_timeout_ms / 1000},
+      {"--control-request-timeout", cl.request_timeout_ms / 1000},
+      {"--control-max-connections", static_cast<int64_t>(cl.max_connections)},
+      {"--control-max-connections-per-peer", static_cast<int64_t>(cl.max_connections_per_peer)},
+      {"--metrics-max-connections", mo.max_connections},
+      {"--metrics-request-timeout-ms", mo.request_timeout_ms},
+      {"--window", ao.window_ns / kS},
+      {"--window-samples", static_cast<int64_t>(ao.window_samples)},
+      {"--history", static_cast<int64_t>(ao.history)},
+      {"--stale-timeout", ao.stale_heartbeat_ns / kS},
+      {"--exited-grace", ao.exited_grace_ns / kS},
+      {"--exited-max", static_cast<int64_t>(ao.max_exited)},
+      {"--exited-memory-mb", static_cast<int64_t>(ao.max_exited_bytes >> 20)},
+      {"--memory-budget-mb", static_cast<int64_t>(ao.memory_budget_bytes >> 20)},
+      {"--process-memory-mb", static_cast<int64_t>(ao.max_process_bytes >> 20)},
+      {"--max-registrations", static_cast<int64_t>(so.max_connections)},
+      {"--max-registrations-per-uid", static_cast<int64_t>(so.max_per_uid)},
+      {"--max-registrations-per-pid", static_cast<int64_t>(so.max_per_pid)},
+      {"--registration-reserve", static_cast<int64_t>(so.reserve)},
+      {"--register-timeout-ms", so.register_timeout_ms},
+      {"--max-ring-mb", static_cast<int64_t>(so.max_ring_bytes >> 20)},
+      {"--poll-interval-ms", so.poll_interval_ms},
+      {"--op-log-seed", static_cast<int64_t>(oo.seed)},
+      {"--op-log-rotate-mb", static_cast<int64_t>(oo.files.rotate_bytes >> 20)},
+      {"--op-log-max-mb", static_cast<int64_t>(oo.files.max_total_bytes >> 20)},
+      {"--op-log-flush-ms", oo.flush_ms},
+  };
+  const std::map<std::string, std::string> help = HelpDefaults();
+  for (const auto& w : want) {
+    ASSERT_EQ(help.count(w.first), 1u) << w.first << " is not in --help";
+    EXPECT_EQ(help.at(w.first), std::to_string(w.second)) << w.first;
+  }
+  EXPECT_EQ(help.at("--metrics-address"), mo.address);
+  EXPECT_EQ(help.at("--socket-mode"), "0666");
+  EXPECT_EQ(so.socket_mode, 0666);
+  // What parsing nothing gives is what --help says.
+  Flags f;
+  std::string error;
+  ASSERT_TRUE(ParseFlags(1, std::vector<const char*>{"xtimerd"}.data(),
+                         [](const char*) -> const char* { return nullptr; }, &f, &error, 0));
+  EXPECT_EQ(std::to_string(f.hang_timeout_s), help.at("--hang-timeout"));
+  EXPECT_EQ(DiagnosisOptionsOf(f).hang_timeout_ns, dio.hang_timeout_ns);
+  EXPECT_EQ(AggregatorOptionsOf(f).memory_budget_bytes, ao.memory_budget_bytes);
+  EXPECT_EQ(ControlLimitsOf(f).idle_timeout_ms, cl.idle_timeout_ms);
+  EXPECT_EQ(MetricsServerOptionsOf(f).request_timeout_ms, mo.request_timeout_ms);
+  EXPECT_EQ(RingServerOptionsOf(f).max_ring_bytes, so.max_ring_bytes);
+}
+
+TEST(FlagsTest, EveryFlagInHelpHasItsRowInTheDocsWithTheSameDefault) {
+  const std::map<std::string, std::string> docs = DocDefaults();
+  const std::map<std::string, std::string> help = HelpDefaults();
+  EXPECT_GT(help.size(), 50u);
+  for (const auto& h : help) {
+    ASSERT_EQ(docs.count(h.first), 1u) << h.first << " has no row in docs/daemon.md";
+    if (!h.second.empty() && docs.at(h.first) != "all") {
+      EXPECT_EQ(docs.at(h.first), h.second) << h.first << ": docs/daemon.md vs --help";
+    }
   }
 }
 
