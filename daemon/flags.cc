@@ -14,12 +14,12 @@ namespace {
 constexpr int64_t kNsPerS = 1000000000;
 
 // A flag's help line ending in the default it shows, e.g. "(default 300)".
-std::string Help(const char* text, const std::string& value, const char* note = "") {
+std::string Help(const char *text, const std::string &value, const char *note = "") {
   std::string help = text;
   while (!help.empty() && help.back() == ' ') help.pop_back();
   return help + " (default " + value + note + ")";
 }
-std::string Help(const char* text, int64_t value, const char* note = "") {
+std::string Help(const char *text, int64_t value, const char *note = "") {
   return Help(text, std::to_string(value), note);
 }
 std::string Octal(int mode) {
@@ -67,18 +67,21 @@ void PortFlags(Flags *f, CommandLine *cl) {
   cl->Integer("--metrics-port", 0, 65535, &f->metrics_port,
               "Prometheus /metrics port (default 18889; 0 picks a free port, logged)")
       .Env("XTIMER_METRICS_PORT");
-  cl->Text("--metrics-address", &f->metrics_address,
-           Help("address /metrics binds", f->metrics_address, "; 0.0.0.0 for every interface")
-               .c_str())
+  cl->Text(
+        "--metrics-address", &f->metrics_address,
+        Help("address /metrics binds", f->metrics_address, "; 0.0.0.0 for every interface").c_str())
       .Env("XTIMER_METRICS_ADDRESS");
   cl->Integer("--metrics-max-connections", 1, 65536, &f->metrics_max_connections,
               Help("connections the metrics port keeps open at most; a new one "
-              "beyond closes the oldest", f->metrics_max_connections).c_str())
+                   "beyond closes the oldest",
+                   f->metrics_max_connections)
+                  .c_str())
       .Env("XTIMER_METRICS_MAX_CONNECTIONS");
   cl->Integer("--metrics-request-timeout-ms", 100, 600000, &f->metrics_request_timeout_ms,
               Help("a metrics-port client must send its whole request, and read the "
-              "whole answer, within this many milliseconds, or is disconnected "
-              "", f->metrics_request_timeout_ms).c_str())
+                   "whole answer, within this many milliseconds, or is disconnected",
+                   f->metrics_request_timeout_ms)
+                  .c_str())
       .Env("XTIMER_METRICS_REQUEST_TIMEOUT_MS");
   cl->Integer("--control-port", 0, 65535, &f->control_port,
               "control service port, gRPC and HTTP/JSON (default 18888; 0 "
@@ -95,20 +98,27 @@ void PortFlags(Flags *f, CommandLine *cl) {
       .Env("XTIMER_CONTROL_ALLOW_REMOTE");
   cl->Integer("--control-idle-timeout", 1, 3600, &f->control_idle_timeout_s,
               Help("control port: seconds a connection may stay silent before its "
-              "request is complete; idle gRPC connections are closed after it "
-              "too", f->control_idle_timeout_s).c_str())
+                   "request is complete; idle gRPC connections are closed after it "
+                   "too",
+                   f->control_idle_timeout_s)
+                  .c_str())
       .Env("XTIMER_CONTROL_IDLE_TIMEOUT");
   cl->Integer("--control-request-timeout", 1, 3600, &f->control_request_timeout_s,
               Help("control port: seconds a whole HTTP request may take to arrive, "
-              "from connect", f->control_request_timeout_s).c_str())
+                   "from connect",
+                   f->control_request_timeout_s)
+                  .c_str())
       .Env("XTIMER_CONTROL_REQUEST_TIMEOUT");
   cl->Integer("--control-max-connections", 1, 100000, &f->control_max_connections,
               Help("control port: connections open at once; at the cap the oldest "
-              "one without a complete request is closed", f->control_max_connections).c_str())
+                   "one without a complete request is closed",
+                   f->control_max_connections)
+                  .c_str())
       .Env("XTIMER_CONTROL_MAX_CONNECTIONS");
   cl->Integer("--control-max-connections-per-peer", 1, 100000, &f->control_max_per_peer,
-              Help("control port: connections from one address at once, same policy "
-              "", f->control_max_per_peer).c_str())
+              Help("control port: connections from one address at once, same policy",
+                   f->control_max_per_peer)
+                  .c_str())
       .Env("XTIMER_CONTROL_MAX_PER_PEER");
 }
 
@@ -122,20 +132,26 @@ void DiagnosisFlags(Flags *f, CommandLine *cl) {
       .Env("XTIMER_DUMP_ROOT");
   cl->Integer("--hang-timeout", 1, 86400 * 7, &f->hang_timeout_s,
               Help("seconds an op may stay in flight before the hang gauges turn 1; "
-              "also the live diagnosis's longest hang threshold", f->hang_timeout_s).c_str())
+                   "also the live diagnosis's longest hang threshold",
+                   f->hang_timeout_s)
+                  .c_str())
       .Env("XTIMER_HANG_TIMEOUT");
   cl->Integer("--hang-min-seconds", 1, 86400 * 7, &f->hang_min_s,
               Help("the live diagnosis's shortest hang threshold, seconds", f->hang_min_s).c_str())
       .Env("XTIMER_HANG_MIN_SECONDS");
   cl->Integer("--hang-early-seconds", 1, 86400 * 7, &f->hang_early_s,
               Help("the hang threshold of a communicator with fewer than 8 "
-              "completed instances (a job's first steps), and of one with none "
-              "when the stall carries its own evidence", f->hang_early_s).c_str())
+                   "completed instances (a job's first steps), and of one with none "
+                   "when the stall carries its own evidence",
+                   f->hang_early_s)
+                  .c_str())
       .Env("XTIMER_HANG_EARLY_SECONDS");
   cl->Integer("--hang-cadence-factor", 1, 1000, &f->hang_cadence_factor,
               Help("a communicator's hang threshold is this many times its median "
-              "gap between completed collectives, within [--hang-min-seconds, "
-              "--hang-timeout]", f->hang_cadence_factor).c_str())
+                   "gap between completed collectives, within [--hang-min-seconds, "
+                   "--hang-timeout]",
+                   f->hang_cadence_factor)
+                  .c_str())
       .Env("XTIMER_HANG_CADENCE_FACTOR");
   cl->Switch("--hang-dump", &f->hang_dump,
              "write an automatic history dump to DUMP_ROOT/hang-<comm>-<seq>/<job>/ "
@@ -154,7 +170,9 @@ void DiagnosisFlags(Flags *f, CommandLine *cl) {
 void MemoryFlags(Flags *f, CommandLine *cl) {
   cl->Integer("--window", 1, 86400, &f->window_s,
               Help("sliding window of the latency, FLOP/s and bandwidth gauges, "
-              "seconds", f->window_s).c_str())
+                   "seconds",
+                   f->window_s)
+                  .c_str())
       .Env("XTIMER_METRICS_WINDOW");
   cl->Integer("--window-samples", 1, 1 << 20, &f->window_samples,
               Help("raw durations kept per series for the p99", f->window_samples).c_str())
@@ -169,51 +187,70 @@ void MemoryFlags(Flags *f, CommandLine *cl) {
       .Env("XTIMER_KERNEL_METRICS_TOP");
   cl->Integer("--stale-timeout", 0, 86400 * 7, &f->stale_timeout_s,
               Help("seconds without a ring heartbeat before rank_up turns 0; 0 "
-              "never", f->stale_timeout_s).c_str())
+                   "never",
+                   f->stale_timeout_s)
+                  .c_str())
       .Env("XTIMER_STALE_TIMEOUT");
   cl->Integer("--exited-grace", 0, 86400 * 7, &f->exited_grace_s,
               Help("seconds an exited process's series (rank_up 0, exit cause) and "
-              "history are kept; 0 drops them at once", f->exited_grace_s).c_str())
+                   "history are kept; 0 drops them at once",
+                   f->exited_grace_s)
+                  .c_str())
       .Env("XTIMER_EXITED_GRACE");
   cl->Integer("--exited-max", 0, 100000, &f->exited_max,
               Help("exited processes kept at most; the oldest go first", f->exited_max).c_str())
       .Env("XTIMER_EXITED_MAX");
   cl->Integer("--exited-memory-mb", 1, 1 << 20, &f->exited_memory_mb,
               Help("memory (estimated, MiB) the kept exited processes may hold; the "
-              "oldest go first", f->exited_memory_mb).c_str())
+                   "oldest go first",
+                   f->exited_memory_mb)
+                  .c_str())
       .Env("XTIMER_EXITED_MEMORY_MB");
   cl->Integer("--memory-budget-mb", 16, 1 << 20, &f->memory_budget_mb,
               Help("estimated memory (MiB) all processes' series, names and "
-              "histories may hold; over it exited processes go first, then the "
-              "oldest history records", f->memory_budget_mb).c_str())
+                   "histories may hold; over it exited processes go first, then the "
+                   "oldest history records",
+                   f->memory_budget_mb)
+                  .c_str())
       .Env("XTIMER_MEMORY_BUDGET_MB");
-  cl->Integer("--process-memory-mb", 1, 1 << 20, &f->process_memory_mb,
-              Help("estimated memory (MiB) one process's state may hold", f->process_memory_mb).c_str())
+  cl->Integer(
+        "--process-memory-mb", 1, 1 << 20, &f->process_memory_mb,
+        Help("estimated memory (MiB) one process's state may hold", f->process_memory_mb).c_str())
       .Env("XTIMER_PROCESS_MEMORY_MB");
 }
 
 // Who may register and how rings are read.
 void RegistrationFlags(Flags *f, CommandLine *cl) {
-  cl->Integer("--max-registrations", 1, 65536, &f->max_registrations,
-              Help("registration connections open at once, all processes", f->max_registrations).c_str())
+  cl->Integer(
+        "--max-registrations", 1, 65536, &f->max_registrations,
+        Help("registration connections open at once, all processes", f->max_registrations).c_str())
       .Env("XTIMER_MAX_REGISTRATIONS");
-  cl->Integer("--max-registrations-per-uid", 1, 65536, &f->max_registrations_per_uid,
-              Help("registration connections open at once from one user id", f->max_registrations_per_uid).c_str())
+  cl->Integer(
+        "--max-registrations-per-uid", 1, 65536, &f->max_registrations_per_uid,
+        Help("registration connections open at once from one user id", f->max_registrations_per_uid)
+            .c_str())
       .Env("XTIMER_MAX_REGISTRATIONS_PER_UID");
-  cl->Integer("--max-registrations-per-pid", 1, 65536, &f->max_registrations_per_pid,
-              Help("registration connections open at once from one process", f->max_registrations_per_pid).c_str())
+  cl->Integer(
+        "--max-registrations-per-pid", 1, 65536, &f->max_registrations_per_pid,
+        Help("registration connections open at once from one process", f->max_registrations_per_pid)
+            .c_str())
       .Env("XTIMER_MAX_REGISTRATIONS_PER_PID");
   cl->Integer("--registration-reserve", 0, 65536, &f->registration_reserve,
               Help("the last N registration slots go only to user ids holding fewer "
-              "than max(1, N/4)", f->registration_reserve).c_str())
+                   "than max(1, N/4)",
+                   f->registration_reserve)
+                  .c_str())
       .Env("XTIMER_REGISTRATION_RESERVE");
   cl->Integer("--register-timeout-ms", 100, 60000, &f->register_timeout_ms,
-              Help("a registration connection that sends no ring by then is closed "
-              "", f->register_timeout_ms).c_str())
+              Help("a registration connection that sends no ring by then is closed",
+                   f->register_timeout_ms)
+                  .c_str())
       .Env("XTIMER_REGISTER_TIMEOUT_MS");
   cl->Integer("--max-ring-mb", 1, 512, &f->max_ring_mb,
-              Help("largest ring accepted, MiB of records", f->max_ring_mb, ": "
-              "XTIMER_RING_CAPACITY up to 524288").c_str())
+              Help("largest ring accepted, MiB of records", f->max_ring_mb,
+                   ": "
+                   "XTIMER_RING_CAPACITY up to 524288")
+                  .c_str())
       .Env("XTIMER_MAX_RING_MB");
   cl->Integer("--poll-interval-ms", 1, 10, &f->poll_ms,
               Help("ring read cycle, milliseconds", f->poll_ms).c_str())
@@ -247,8 +284,8 @@ void OpLogFlags(Flags *f, CommandLine *cl) {
            "anomaly log sees every operation)")
       .Env("XTIMER_OP_LOG_SAMPLE");
   cl->Integer("--op-log-seed", 0, INT64_MAX, &f->op_log.seed,
-              Help("seed of the sampling: the same seed keeps the same operations "
-              "", f->op_log.seed).c_str())
+              Help("seed of the sampling: the same seed keeps the same operations", f->op_log.seed)
+                  .c_str())
       .Env("XTIMER_OP_LOG_SEED");
   cl->Text("--op-log-kinds", &f->op_log.kinds,
            "op log keeps only these kinds, comma-separated "
@@ -271,15 +308,21 @@ void OpLogFlags(Flags *f, CommandLine *cl) {
       .Env("XTIMER_OP_LOG_MAX_BYTES");
   cl->Integer("--op-log-rotate-mb", 1, 1 << 20, &f->op_log.rotate_mb,
               Help("an op log file is closed and the next segment begun at this "
-              "size, MiB", f->op_log.rotate_mb).c_str())
+                   "size, MiB",
+                   f->op_log.rotate_mb)
+                  .c_str())
       .Env("XTIMER_OP_LOG_ROTATE_MB");
   cl->Integer("--op-log-max-mb", 1, 1 << 30, &f->op_log.max_mb,
               Help("all op and anomaly log files together, MiB; the oldest closed "
-              "segments are deleted first", f->op_log.max_mb).c_str())
+                   "segments are deleted first",
+                   f->op_log.max_mb)
+                  .c_str())
       .Env("XTIMER_OP_LOG_MAX_MB");
   cl->Integer("--op-log-flush-ms", 10, 600000, &f->op_log.flush_ms,
               Help("op log lines reach their files at least this often, "
-              "milliseconds", f->op_log.flush_ms).c_str())
+                   "milliseconds",
+                   f->op_log.flush_ms)
+                  .c_str())
       .Env("XTIMER_OP_LOG_FLUSH_MS");
   cl->Text("--op-log-anomaly-factor", &f->op_log.anomaly_factor,
            "the anomaly log names operations slower than this many times the "
@@ -376,7 +419,7 @@ std::string Usage() {
          "\nSee docs/daemon.md and docs/metrics.md.\n";
 }
 
-AggregatorOptions AggregatorOptionsOf(const Flags& flags) {
+AggregatorOptions AggregatorOptionsOf(const Flags &flags) {
   AggregatorOptions ao;
   ao.window_ns = flags.window_s * kNsPerS;
   ao.window_buckets = static_cast<int>(flags.window_s < 60 ? flags.window_s : 60);
@@ -391,7 +434,7 @@ AggregatorOptions AggregatorOptionsOf(const Flags& flags) {
   return ao;
 }
 
-RingServerOptions RingServerOptionsOf(const Flags& flags) {
+RingServerOptions RingServerOptionsOf(const Flags &flags) {
   RingServerOptions so;
   so.socket_path = flags.socket;
   so.socket_mode = flags.socket_mode;
@@ -406,7 +449,7 @@ RingServerOptions RingServerOptionsOf(const Flags& flags) {
   return so;
 }
 
-MetricsServerOptions MetricsServerOptionsOf(const Flags& flags) {
+MetricsServerOptions MetricsServerOptionsOf(const Flags &flags) {
   MetricsServerOptions mo;
   mo.address = flags.metrics_address;
   mo.port = flags.metrics_port;
@@ -415,7 +458,7 @@ MetricsServerOptions MetricsServerOptionsOf(const Flags& flags) {
   return mo;
 }
 
-DiagnosisOptions DiagnosisOptionsOf(const Flags& flags) {
+DiagnosisOptions DiagnosisOptionsOf(const Flags &flags) {
   DiagnosisOptions dio;
   dio.hang_timeout_ns = flags.hang_timeout_s * kNsPerS;
   dio.min_hang_ns = flags.hang_min_s * kNsPerS;
@@ -425,7 +468,7 @@ DiagnosisOptions DiagnosisOptionsOf(const Flags& flags) {
   return dio;
 }
 
-ControlLimits ControlLimitsOf(const Flags& flags) {
+ControlLimits ControlLimitsOf(const Flags &flags) {
   ControlLimits limits;
   limits.idle_timeout_ms = flags.control_idle_timeout_s * 1000;
   limits.request_timeout_ms = flags.control_request_timeout_s * 1000;

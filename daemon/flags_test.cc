@@ -12,8 +12,8 @@ namespace xtimer {
 namespace daemon {
 namespace {
 
-bool Parse(std::vector<const char*> args, const std::map<std::string, std::string>& env,
-           Flags* f, std::string* error, uid_t euid = 0) {
+bool Parse(std::vector<const char*> args, const std::map<std::string, std::string>& env, Flags* f,
+           std::string* error, uid_t euid = 0) {
   args.insert(args.begin(), "xtimerd");
   return ParseFlags(
       static_cast<int>(args.size()), args.data(),
@@ -145,10 +145,10 @@ TEST(FlagsTest, MetricsPortLimits) {
   std::string error;
   EXPECT_EQ(f.metrics_max_connections, 256);
   EXPECT_EQ(f.metrics_request_timeout_ms, 5000);
-  ASSERT_TRUE(Parse({"--metrics-request-timeout-ms=2000"},
-                    {{"XTIMER_METRICS_MAX_CONNECTIONS", "64"},
-                     {"XTIMER_METRICS_REQUEST_TIMEOUT_MS", "900"}},
-                    &f, &error))
+  ASSERT_TRUE(Parse(
+      {"--metrics-request-timeout-ms=2000"},
+      {{"XTIMER_METRICS_MAX_CONNECTIONS", "64"}, {"XTIMER_METRICS_REQUEST_TIMEOUT_MS", "900"}}, &f,
+      &error))
       << error;
   EXPECT_EQ(f.metrics_max_connections, 64);
   EXPECT_EQ(f.metrics_request_timeout_ms, 2000);
@@ -188,27 +188,45 @@ TEST(FlagsTest, OpLogFlagsAndVariables) {
   EXPECT_EQ(f.op_log.anomaly_factor, "4");
   EXPECT_EQ(f.op_log.flush_ms, 1000);
   EXPECT_FALSE(Parse({"--op-log-flush-ms=5"}, {}, &f, &error));
-  EXPECT_NE(error.find("--op-log-flush-ms must be a number from 10 to 600000"),
-            std::string::npos)
+  EXPECT_NE(error.find("--op-log-flush-ms must be a number from 10 to 600000"), std::string::npos)
       << error;
   EXPECT_NE(Usage().find("XTIMER_OP_LOG_ROTATE_MB"), std::string::npos);
 }
 
 TEST(FlagsTest, UsageListsEveryFlagAndVariable) {
   std::string u = Usage();
-  for (const char* s :
-       {"--run-dir", "--socket", "--metrics-port", "--metrics-address", "--control-port",
-        "--hang-timeout", "--window", "--history", "--daemonize", "--log-file", "--exit-when-idle",
-        "--once", "XTIMER_RUN_DIR", "XTIMER_DAEMON_SOCKET", "XTIMER_METRICS_PORT",
-        "XTIMER_HANG_TIMEOUT", "XTIMER_CONTROL_PORT", "--metrics-max-connections",
-        "XTIMER_METRICS_MAX_CONNECTIONS", "--metrics-request-timeout-ms",
-        "XTIMER_METRICS_REQUEST_TIMEOUT_MS", "--socket-mode", "XTIMER_SOCKET_MODE",
-        "--socket-group", "XTIMER_SOCKET_GROUP", "--control-allow-remote",
-        "XTIMER_CONTROL_ALLOW_REMOTE", "--kernel-metrics-top", "XTIMER_KERNEL_METRICS_TOP"}) {
+  for (const char* s : {"--run-dir",
+                        "--socket",
+                        "--metrics-port",
+                        "--metrics-address",
+                        "--control-port",
+                        "--hang-timeout",
+                        "--window",
+                        "--history",
+                        "--daemonize",
+                        "--log-file",
+                        "--exit-when-idle",
+                        "--once",
+                        "XTIMER_RUN_DIR",
+                        "XTIMER_DAEMON_SOCKET",
+                        "XTIMER_METRICS_PORT",
+                        "XTIMER_HANG_TIMEOUT",
+                        "XTIMER_CONTROL_PORT",
+                        "--metrics-max-connections",
+                        "XTIMER_METRICS_MAX_CONNECTIONS",
+                        "--metrics-request-timeout-ms",
+                        "XTIMER_METRICS_REQUEST_TIMEOUT_MS",
+                        "--socket-mode",
+                        "XTIMER_SOCKET_MODE",
+                        "--socket-group",
+                        "XTIMER_SOCKET_GROUP",
+                        "--control-allow-remote",
+                        "XTIMER_CONTROL_ALLOW_REMOTE",
+                        "--kernel-metrics-top",
+                        "XTIMER_KERNEL_METRICS_TOP"}) {
     EXPECT_NE(u.find(s), std::string::npos) << s;
   }
 }
-
 
 // The text after "(default " up to a space, ';', ':', ',' or ')': "300" in "(default 300)".
 std::string DefaultToken(const std::string& text) {
@@ -336,8 +354,9 @@ TEST(FlagsTest, HelpShowsTheComponentsDefaults) {
   // What parsing nothing gives is what --help says.
   Flags f;
   std::string error;
-  ASSERT_TRUE(ParseFlags(1, std::vector<const char*>{"xtimerd"}.data(),
-                         [](const char*) -> const char* { return nullptr; }, &f, &error, 0));
+  ASSERT_TRUE(ParseFlags(
+      1, std::vector<const char*>{"xtimerd"}.data(),
+      [](const char*) -> const char* { return nullptr; }, &f, &error, 0));
   EXPECT_EQ(std::to_string(f.hang_timeout_s), help.at("--hang-timeout"));
   EXPECT_EQ(DiagnosisOptionsOf(f).hang_timeout_ns, dio.hang_timeout_ns);
   EXPECT_EQ(AggregatorOptionsOf(f).memory_budget_bytes, ao.memory_budget_bytes);
