@@ -55,6 +55,10 @@ struct Arrival {
   // its send/receive time outside own work (both 0 when the previous collective overlaps this
   // one, or for the rank's first collective). docs/analysis.md "Inputs".
   int64_t idle_before_ns = 0;
+  // Where that interval begins: the end of the rank's previous collective (0 when there is no
+  // interval: the first collective, or one overlapping the previous). What the host did in it
+  // (HostSpan) is matched against [gap_begin_ns, start_ns].
+  int64_t gap_begin_ns = 0;
 };
 
 // A timed operation of any kind, as RankSummarizer takes it (the fields of format::OpRecord and
@@ -240,6 +244,19 @@ std::string CrashFrameText(const std::string& frame, const std::string& app_fram
                            bool python_exception, const std::string& exception_type,
                            const std::string& exception_message);
 
+// A span of the rank's host time: an NVTX range, or a Python span the hook's tracer sends as one
+// (a traced function, a garbage collection, a data-loader wait; docs/format.md "Python spans").
+// The readers copy them from the dump's NVTX entries or the daemon's NVTX history; what each is
+// taken for is ClassifyHostSpan's (analysis/host_spans.h, docs/analysis.md "Host spans").
+struct HostSpan {
+  std::string name;
+  std::string domain;     // the NVTX domain's name; "" for the default domain
+  uint32_t category = 0;  // the NVTX category (in the Python domain: the span's kind)
+  uint32_t tid = 0;
+  int64_t start_ns = 0;
+  int64_t end_ns = 0;
+};
+
 struct RankInput {
   int32_t rank = -1;   // global rank
   std::string node;
@@ -259,6 +276,9 @@ struct RankInput {
   // Start times of the training steps the job marked (NVTX ranges named XTIMER_STEP_RANGE,
   // Python step functions), any order; empty when it marks none (docs/analysis.md "Steps").
   std::vector<int64_t> marked_step_starts_ns;
+  // What the host did, any order (empty when the rank sends no NVTX or Python spans): names
+  // what a straggler of cause host was doing before its late arrivals.
+  std::vector<HostSpan> host_spans;
 };
 
 // Parallel groups, Megatron order tp-cp-ep-dp-pp: "tp2-pp2-dp2" (any order in the text; the
@@ -371,6 +391,14 @@ struct HangVerdict {
 enum class Cause : uint8_t { kCompute = 1, kHost = 2, kLink = 3 };
 const char* CauseName(Cause cause);  // "compute", "host", "link"
 
+// One thing the host was doing while the GPU sat idle before a straggler's late arrivals.
+struct HostActivity {
+  std::string kind;  // "data_loading", "gc", "traced_function", "nvtx_range"
+  std::string name;  // the span's name ("torch.utils.data...:__next__", "gc gen2", "load_batch")
+  std::string text;  // how the verdict says it: "the data loader (…)", "GC generation 2", ...
+  double seconds = 0;  // the idle time it is credited with, over those arrivals
+};
+
 struct Straggler {
   int32_t rank = -1;     // -1 for a link finding (no rank to blame)
   uint64_t comm_id = 0;  // the communicator it was found on (the slowest one for link)
@@ -380,7 +408,12 @@ struct Straggler {
   double wait_caused_s = 0;     // sum over instances of the others' waiting for it
   std::string group;            // "tp", "dp", ... when groups are given; else ""
   std::vector<std::string> evidence;
+  // Cause host, when the rank gave host spans: what they covered of the GPU's idle time before
+  // the arrivals it was last in (largest first, at most kMaxHostActivities), and that idle time.
+  std::vector<HostActivity> host;
+  double host_idle_s = 0;
 };
+constexpr size_t kMaxHostActivities = 3;
 
 // Per rank, communicator, op and size: the sums behind observed and true bus bandwidth (bus
 // bytes by opmath's factors). Consumers that combine rows (the daemon's gauges) add the sums,

@@ -189,7 +189,8 @@ void FillEntries(const std::vector<RankInput>& ranks,
 }
 
 // Folds a communicator's sorted entries, instance by instance, and frees them.
-void FoldEntries(const std::vector<RankInput>& ranks, const Options& options, CommView* v) {
+void FoldEntries(const std::vector<RankInput>& ranks, const Options& options,
+                 const std::vector<HostIndex>& hosts, CommView* v) {
   std::vector<uint64_t> last(v->inputs.size(), 0);
   std::vector<uint8_t> has(v->inputs.size(), 0);
   for (const CommEntry& e : v->entries) {
@@ -197,7 +198,7 @@ void FoldEntries(const std::vector<RankInput>& ranks, const Options& options, Co
     has[e.slot] = 1;
   }
   v->facts.keep_seqs = SeqsToKeep(*v, ranks, last, has);
-  InstanceFolder folder(v, options);
+  InstanceFolder folder(v, options, hosts.empty() ? nullptr : &hosts);
   const std::vector<CommEntry>& e = v->entries;
   for (size_t i = 0; i < e.size();) {
     size_t j = i + 1;
@@ -214,7 +215,8 @@ std::vector<CommView> IndexComms(const std::vector<RankInput>& ranks, const Opti
   const std::vector<std::vector<ArrivalComm>> arrival_comms = ArrivalCommsOf(ranks);
   std::vector<CommView> comms = CommsOf(ranks, arrival_comms);
   FillEntries(ranks, arrival_comms, &comms);
-  for (CommView& v : comms) FoldEntries(ranks, options, &v);
+  const std::vector<HostIndex> hosts = HostIndexes(ranks);
+  for (CommView& v : comms) FoldEntries(ranks, options, hosts, &v);
   return comms;
 }
 

@@ -45,8 +45,9 @@ std::vector<uint64_t> SeqsToKeep(const CommView& comm, const std::vector<RankInp
   return seqs;
 }
 
-InstanceFolder::InstanceFolder(CommView* comm, const Options& options)
-    : comm_(comm), facts_(&comm->facts) {
+InstanceFolder::InstanceFolder(CommView* comm, const Options& options,
+                               const std::vector<HostIndex>* hosts)
+    : comm_(comm), hosts_(hosts), facts_(&comm->facts) {
   const size_t members = comm->inputs.size();
   std::vector<uint64_t> keep = std::move(facts_->keep_seqs);
   *facts_ = CommFacts();
@@ -114,6 +115,7 @@ void InstanceFolder::Sums(const CommEntry* e, size_t n) {
   ends_.clear();
   int64_t last = e[0].start_ns;
   uint32_t last_slot = e[0].slot;
+  size_t last_k = 0;
   for (size_t k = 0; k < n; ++k) {
     starts_.push_back(e[k].start_ns);
     ends_.push_back(e[k].end_ns);
@@ -122,6 +124,7 @@ void InstanceFolder::Sums(const CommEntry* e, size_t n) {
     if (e[k].start_ns > last) {
       last = e[k].start_ns;
       last_slot = e[k].slot;
+      last_k = k;
     }
   }
   double median_start = Median(&starts_);
@@ -147,6 +150,18 @@ void InstanceFolder::Sums(const CommEntry* e, size_t n) {
   sums.slots[last_slot].wait_caused += caused;
   sums.transfer += transfer;
   ++sums.instances;
+  CreditHost(e[last_k]);
+}
+
+// The last member's idle time before this arrival, and its host spans' credit in it.
+void InstanceFolder::CreditHost(const CommEntry& last) {
+  SlotSums& s = facts_->sums.slots[last.slot];
+  s.late_idle += static_cast<double>(last.idle_ns);
+  if (hosts_ == nullptr || last.arrival->gap_begin_ns <= 0) return;
+  const uint32_t input = comm_->inputs[last.slot];
+  if (input >= hosts_->size()) return;
+  (*hosts_)[input].Credit(last.arrival->gap_begin_ns, last.start_ns, last.idle_ns, &s.host,
+                          &edges_);
 }
 
 }  // namespace analysis

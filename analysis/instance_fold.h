@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "analysis/host_spans.h"
 
 namespace xtimer {
 namespace analysis {
@@ -27,6 +28,10 @@ struct SlotSums {
   double transfer = 0;
   double busy = 0;
   double idle = 0;
+  // Over the instances it arrived last in: the GPU's idle time before those arrivals, and what
+  // of it the rank's host spans are credited with (HostIndex::Credit, by the rank's label).
+  double late_idle = 0;
+  std::vector<double> host;
 };
 
 // Instances of one (op, bytes) on a communicator: the unit of bus bandwidth.
@@ -89,8 +94,10 @@ std::vector<uint64_t> SeqsToKeep(const CommView& comm, const std::vector<RankInp
 // Folds the instances of one communicator, given in ascending seq order.
 class InstanceFolder {
  public:
-  // `comm`'s members and size are final; its facts are (re)started here.
-  InstanceFolder(CommView* comm, const Options& options);
+  // `comm`'s members and size are final; its facts are (re)started here. `hosts`, when given,
+  // is every input rank's HostIndex (by its index among the inputs); it must outlive the folder.
+  InstanceFolder(CommView* comm, const Options& options,
+                 const std::vector<HostIndex>* hosts = nullptr);
   // One instance: the entries of one seq, ascending slot.
   void Fold(const CommEntry* entries, size_t n);
 
@@ -98,8 +105,11 @@ class InstanceFolder {
   bool Distinct(const CommEntry* e, size_t n);
   SigSums& SigOf(const Arrival& a);
   void Sums(const CommEntry* e, size_t n);
+  void CreditHost(const CommEntry& last);
 
   CommView* comm_;
+  const std::vector<HostIndex>* hosts_;
+  std::vector<int64_t> edges_;  // HostIndex::Credit's scratch
   CommFacts* facts_;
   size_t required_ = 0;  // members an instance needs to be summed; 0: none is
   std::vector<uint64_t> stamp_;

@@ -100,6 +100,15 @@ void StragglerJson(std::string* out, const Straggler& s) {
     o.Str("group", s.group);
   }
   Strings(o.Key("evidence"), s.evidence);
+  if (s.cause != Cause::kHost) return;
+  o.Num("host_idle_s", s.host_idle_s);
+  Array(o.Key("host"), s.host, [out](const HostActivity& h) {
+    Object a(out);
+    a.Str("kind", h.kind);
+    a.Str("name", h.name);
+    a.Str("text", h.text);
+    a.Num("seconds", h.seconds);
+  });
 }
 
 void BandwidthJson(std::string* out, const BusBandwidth& b) {

@@ -98,8 +98,14 @@ std::string StragglerSentence(const Straggler& s) {
            ": cause link, no rank blamed; about " + DurationText(s.wait_caused_s) +
            " of rank time lost.";
   }
+  std::string doing;
+  if (!s.host.empty()) {
+    doing = " (the host was in " + s.host.front().text + " " +
+            DurationText(s.host.front().seconds) + " of the " + DurationText(s.host_idle_s) +
+            " its GPU sat idle before its late arrivals)";
+  }
   return "Rank " + std::to_string(s.rank) + " on communicator " + CommText(s.comm_id) +
-         (s.group.empty() ? "" : " (" + s.group + ")") + ": cause " + CauseName(s.cause) +
+         (s.group.empty() ? "" : " (" + s.group + ")") + ": cause " + CauseName(s.cause) + doing +
          "; arrived last in " + Fixed("%.0f%%", 100 * s.share_last) + " of instances, " +
          DurationText(s.mean_lateness_s) + " late on average, caused " +
          DurationText(s.wait_caused_s) + " of waiting.";

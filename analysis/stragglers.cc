@@ -5,6 +5,7 @@
 #include <map>
 #include <tuple>
 
+#include "analysis/host_spans.h"
 #include "analysis/passes.h"
 
 namespace xtimer {
@@ -123,6 +124,32 @@ class LinkFinder {
   std::map<std::tuple<int32_t, uint16_t, uint64_t>, std::vector<double>> classes_;
 };
 
+// Cause host: what the rank's host spans are credited with of its GPU's idle time before the
+// arrivals it was last in (InstanceFolder::CreditHost), largest first; credits under 1% of that
+// idle time are left out.
+void AddHostActivities(const RankInput& rank, const SlotSums& s, Straggler* out) {
+  out->host_idle_s = s.late_idle / kNsPerS;
+  if (s.host.empty() || s.late_idle <= 0) return;
+  const HostIndex index(rank.host_spans);  // the fold's labels: built the same way
+  std::vector<size_t> order;
+  for (size_t i = 0; i < s.host.size() && i < index.labels(); ++i) {
+    if (s.host[i] >= 0.01 * s.late_idle) order.push_back(i);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&s](size_t a, size_t b) { return s.host[a] > s.host[b]; });
+  if (order.size() > kMaxHostActivities) order.resize(kMaxHostActivities);
+  std::string list;
+  for (size_t i : order) {
+    const HostSpanClass c = ClassifyHostSpan(index.label(i));
+    out->host.push_back({HostKindName(c.kind), index.label(i).name, c.text, s.host[i] / kNsPerS});
+    list += (list.empty() ? "" : ", ") + c.text + " " + DurationText(out->host.back().seconds);
+  }
+  if (list.empty()) return;
+  out->evidence.push_back("its GPU sat idle " + DurationText(out->host_idle_s) + " before the " +
+                          std::to_string(s.last) + " arrivals it was last in; its host was in " +
+                          list);
+}
+
 // The straggler finding for one member, if it is one.
 bool RankFinding(const std::vector<RankInput>& ranks, const CommSums& c, size_t slot,
                  const Options& options, Straggler* out) {
@@ -171,6 +198,7 @@ bool RankFinding(const std::vector<RankInput>& ranks, const CommSums& c, size_t 
                           " before its arrivals vs " + DurationText(peer_busy / kNsPerS) +
                           " for its peers (median); idle " + DurationText(my_idle / kNsPerS) +
                           " vs " + DurationText(peer_idle / kNsPerS));
+  if (out->cause == Cause::kHost) AddHostActivities(ranks[c.comm->inputs[slot]], s, out);
   return true;
 }
 

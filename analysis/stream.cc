@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "analysis/comm_index.h"
+#include "analysis/host_spans.h"
 #include "analysis/instance_fold.h"
 #include "analysis/passes.h"
 
@@ -53,6 +54,7 @@ void RankPlan::Add(uint64_t comm_id, int32_t comm_size, uint64_t seq) {
 
 struct AnalysisStream::State {
   std::vector<RankInput> ranks;
+  std::vector<HostIndex> hosts;  // by rank; empty when no rank has host spans
   Options options;
   std::vector<CommView> comms;
   std::vector<CommStream> streams;  // parallel to comms
@@ -74,6 +76,7 @@ AnalysisStream::AnalysisStream(std::vector<RankInput> ranks, const std::vector<R
     : state_(new State) {
   State& s = *state_;
   s.ranks = std::move(ranks);
+  s.hosts = HostIndexes(s.ranks);
   s.options = options;
   std::vector<std::vector<ArrivalComm>> arrival_comms(s.ranks.size());
   for (size_t r = 0; r < s.ranks.size() && r < plans.size(); ++r) {
@@ -105,7 +108,7 @@ AnalysisStream::AnalysisStream(std::vector<RankInput> ranks, const std::vector<R
     CommView& v = s.comms[c];
     CommStream& cs = s.streams[c];
     v.facts.keep_seqs = SeqsToKeep(v, s.ranks, last[c], has[c]);
-    cs.folder.reset(new InstanceFolder(&v, options));
+    cs.folder.reset(new InstanceFolder(&v, options, s.hosts.empty() ? nullptr : &s.hosts));
     cs.next.assign(v.inputs.size(), 0);
     cs.last = last[c];
     cs.done.resize(v.inputs.size());

@@ -141,6 +141,7 @@ bool RankSummarizer::Add(const TimedOp& op, Arrival* arrival) {
     int64_t occupied = 0;
     state_->Within(state_->last_collective_end, op.start_ns, &arrival->busy_before_ns, &occupied);
     arrival->idle_before_ns = op.start_ns - state_->last_collective_end - occupied;
+    arrival->gap_begin_ns = state_->last_collective_end;
   }
   if (alone && state_->has_collective) {
     state_->AddWork(op.start_ns, end, /*p2p=*/false);

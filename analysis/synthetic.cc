@@ -67,6 +67,7 @@ std::vector<RankInput> MakeJob(const SyntheticJob& job) {
       a.end_ns = end + std::abs(jitter()) / 100;
       a.busy_before_ns = busy[m];
       a.idle_before_ns = idle[m];
+      a.gap_begin_ns = clock[m];  // the previous collective's end; the idle time comes first
       ranks[m].arrivals.push_back(a);
       clock[m] = a.end_ns;
     }
