@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
+#include <utility>
+
+#include "format/record.h"
 
 namespace xtimer {
 namespace analysis {
@@ -19,34 +22,68 @@ const char* HostKindName(HostKind kind) {
 
 HostSpanClass ClassifyHostSpan(const HostSpan& span) {
   HostSpanClass c;
-  if (span.domain == kPythonSpanDomain) {
-    switch (span.category) {
-      case kPythonData:
-        c.kind = HostKind::kDataLoading;
-        c.text = "the data loader (" + span.name + ")";
-        return c;
-      case kPythonGc: {
-        c.kind = HostKind::kGc;
-        const std::string prefix = "gc gen";
-        const bool generation = span.name.size() == prefix.size() + 1 &&
-                                span.name.compare(0, prefix.size(), prefix) == 0;
-        c.text = generation ? "GC generation " + span.name.substr(prefix.size())
-                            : "garbage collection (" + span.name + ")";
-        return c;
-      }
-      case kPythonCall:
-      case kPythonStep:
-        c.kind = HostKind::kTracedFunction;
-        c.text = "the traced function " + span.name;
-        return c;
-      default:
-        break;
-    }
+  if (span.domain != kPythonSpanDomain) {
+    c.kind = HostKind::kNvtxRange;
+    c.text = "NVTX range '" + span.name + "'";
+    if (!span.domain.empty()) c.text += " in domain '" + span.domain + "'";
+    return c;
   }
-  c.kind = HostKind::kNvtxRange;
-  c.text = "NVTX range '" + span.name + "'";
-  if (!span.domain.empty()) c.text += " in domain '" + span.domain + "'";
+  const std::string gc = "gc gen";
+  const bool gc_name = span.name.compare(0, gc.size(), gc) == 0;
+  // Category 0 (a file of a daemon that did not keep categories): by the name alone.
+  if (span.category == kPythonGc || (span.category == 0 && gc_name)) {
+    c.kind = HostKind::kGc;
+    c.text = gc_name && span.name.size() == gc.size() + 1
+                 ? "GC generation " + span.name.substr(gc.size())
+                 : "garbage collection (" + span.name + ")";
+  } else if (span.category == kPythonData) {
+    c.kind = HostKind::kDataLoading;
+    c.text = "the data loader (" + span.name + ")";
+  } else {
+    c.kind = HostKind::kTracedFunction;
+    c.text = "the traced function " + span.name;
+  }
   return c;
+}
+
+void NvtxSpanBuilder::Add(uint8_t event, uint64_t range_id, int64_t start_ns, int64_t end_ns,
+                          uint32_t tid, uint32_t category, const std::string& name,
+                          const std::string& domain) {
+  const bool start = event == static_cast<uint8_t>(format::NvtxEvent::kStart);
+  const bool end = event == static_cast<uint8_t>(format::NvtxEvent::kEnd);
+  if (event == static_cast<uint8_t>(format::NvtxEvent::kRange)) {
+    spans_.push_back({name, domain, category, tid, start_ns, end_ns});
+    return;
+  }
+  if (!start && !end) return;
+  auto it = open_.find(range_id);
+  if (it == open_.end()) {
+    open_[range_id] = spans_.size();
+    spans_.push_back({name, domain, category, tid, start ? start_ns : 0, end ? end_ns : 0});
+    return;
+  }
+  HostSpan& s = spans_[it->second];
+  if (start) {  // the end came first: the start carries the message and the thread
+    s.name = name;
+    s.domain = domain;
+    s.category = category;
+    s.tid = tid;
+    s.start_ns = start_ns;
+  } else {
+    s.end_ns = end_ns;
+  }
+  open_.erase(it);
+}
+
+std::vector<HostSpan> NvtxSpanBuilder::Take() {
+  std::vector<HostSpan> out;
+  out.reserve(spans_.size());
+  for (HostSpan& s : spans_) {
+    if (s.start_ns > 0 && s.end_ns > s.start_ns) out.push_back(std::move(s));
+  }
+  spans_.clear();
+  open_.clear();
+  return out;
 }
 
 HostIndex::HostIndex(const std::vector<HostSpan>& spans) {

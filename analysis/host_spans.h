@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -27,14 +28,30 @@ enum class HostKind : uint8_t { kDataLoading = 1, kGc = 2, kTracedFunction = 3, 
 const char* HostKindName(HostKind kind);
 
 // A span's kind and how a verdict names it: in the Python domain, category 3 is data loading
-// ("the data loader (NAME)"), 2 a garbage collection ("GC generation N" for "gc genN"), 1 and 4
-// a traced function ("the traced function NAME"); any other span is an NVTX range
+// ("the data loader (NAME)"), 2 a garbage collection ("GC generation N" for "gc genN"), any
+// other a traced function ("the traced function NAME"), except that category 0 (files that did
+// not keep it) named "gc gen…" is a collection; any span of another domain is an NVTX range
 // ("NVTX range 'NAME'", with " in domain 'D'" outside the default domain).
 struct HostSpanClass {
   HostKind kind = HostKind::kNvtxRange;
   std::string text;
 };
 HostSpanClass ClassifyHostSpan(const HostSpan& span);
+
+// NVTX events (format::NvtxEvent; the fields of format::NvtxRecord and timeline::NvtxEntry) to
+// host spans: a push/pop range as it is, a start and its end (paired by range id, in either
+// order) as one span; marks, unpaired starts and ends, and spans of no duration are left out.
+class NvtxSpanBuilder {
+ public:
+  void Add(uint8_t event, uint64_t range_id, int64_t start_ns, int64_t end_ns, uint32_t tid,
+           uint32_t category, const std::string& name, const std::string& domain);
+  // The spans built, in the order their first event came.
+  std::vector<HostSpan> Take();
+
+ private:
+  std::vector<HostSpan> spans_;
+  std::map<uint64_t, size_t> open_;  // range id -> its span, one end known
+};
 
 // One rank's host spans, indexed for crediting the GPU's idle time before its arrivals.
 // Thread safety: Credit is const and takes its scratch from the caller.

@@ -51,10 +51,38 @@ TEST(ClassifyHostSpan, EachKind) {
             "NVTX range 'fwd' in domain 'megatron'");
   // Category 3 outside the Python domain is the application's own: an NVTX range.
   EXPECT_EQ(ClassifyHostSpan(Span("x", "other", kPythonData, 0, 1)).kind, HostKind::kNvtxRange);
+  // Category 0 in the Python domain (a file without categories): by the name.
+  EXPECT_EQ(ClassifyHostSpan(Span("gc gen1", kPythonSpanDomain, 0, 0, 1)).text, "GC generation 1");
+  EXPECT_EQ(ClassifyHostSpan(Span("m:f", kPythonSpanDomain, 0, 0, 1)).kind,
+            HostKind::kTracedFunction);
   EXPECT_STREQ(HostKindName(HostKind::kDataLoading), "data_loading");
   EXPECT_STREQ(HostKindName(HostKind::kGc), "gc");
   EXPECT_STREQ(HostKindName(HostKind::kTracedFunction), "traced_function");
   EXPECT_STREQ(HostKindName(HostKind::kNvtxRange), "nvtx_range");
+}
+
+TEST(NvtxSpanBuilder, RangesAndPairedStartsAndEnds) {
+  NvtxSpanBuilder b;
+  b.Add(1, 0, 10, 20, 7, 0, "push", "");
+  b.Add(4, 0, 15, 15, 7, 0, "mark", "");
+  b.Add(2, 42, 30, 0, 8, 3, "started", "d");
+  b.Add(3, 99, 0, 70, 9, 0, "", "");  // its start comes later
+  b.Add(3, 42, 0, 50, 9, 0, "", "");
+  b.Add(2, 99, 60, 0, 8, kPythonData, "late start", kPythonSpanDomain);
+  b.Add(2, 5, 80, 0, 8, 0, "never ended", "");
+  const std::vector<HostSpan> spans = b.Take();
+  ASSERT_EQ(spans.size(), 3u);
+  EXPECT_EQ(spans[0].name, "push");
+  EXPECT_EQ(spans[1].name, "started");
+  EXPECT_EQ(spans[1].domain, "d");
+  EXPECT_EQ(spans[1].category, 3u);
+  EXPECT_EQ(spans[1].tid, 8u);
+  EXPECT_EQ(spans[1].start_ns, 30);
+  EXPECT_EQ(spans[1].end_ns, 50);
+  EXPECT_EQ(spans[2].name, "late start");
+  EXPECT_EQ(spans[2].start_ns, 60);
+  EXPECT_EQ(spans[2].end_ns, 70);
+  EXPECT_TRUE(b.Take().empty());
 }
 
 TEST(HostIndex, CreditsTheInnermostSpanWithinTheWindow) {

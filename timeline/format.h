@@ -99,7 +99,7 @@ enum MetadataTag : uint16_t {
 struct NvtxEntry {
   uint8_t event;      //  0  format::NvtxEvent: 1 range (push/pop), 2 start, 3 end, 4 mark
   uint8_t flags;      //  1  format::kNvtx*
-  uint16_t reserved;  //  2
+  uint16_t category;  //  2  the NVTX category when below 65536, else 0 (older files: 0)
   uint32_t tid;       //  4  OS thread id
   uint32_t name;      //  8  string table index of the message (0: none)
   uint32_t domain;    // 12  string table index of the domain's name (0: the default domain)

@@ -34,6 +34,46 @@ DumpInput ReadDirs(const std::vector<std::string>& dirs) {
   return in;
 }
 
+// A rank whose host keeps its GPU idle 1 ms before every GEMM, inside an NVTX range its file
+// carries, on the node whose clock runs 3 ms ahead: the range is brought onto the aligned clock
+// with the arrivals, and the verdict names it.
+TEST(DumpReader, HostStragglerNamesItsNvtxRange) {
+  TestJob job;
+  job.host_rank = 5;
+  job.host_range = "load_batch";
+  job.node_skew_ns = {0, 3000000};
+  std::string error;
+  auto dirs = WriteTestJob(job, TempDir("host"), &error);
+  ASSERT_EQ(dirs.size(), 2u) << error;
+  DumpInput in = ReadDirs(dirs);
+  ASSERT_EQ(in.ranks.size(), 8u);
+  ASSERT_EQ(in.ranks[5].host_spans.size(), 20u);
+  EXPECT_EQ(in.ranks[5].host_spans[0].name, "load_batch");
+  EXPECT_TRUE(in.ranks[4].host_spans.empty());
+  analysis::Options o;
+  o.now_ns = in.now_ns;
+  const analysis::Report r = analysis::Analyze(in.ranks, o);
+  ASSERT_FALSE(r.stragglers.empty());
+  const analysis::Straggler& s = r.stragglers[0];
+  EXPECT_EQ(s.rank, 5);
+  EXPECT_EQ(s.cause, analysis::Cause::kHost);
+  ASSERT_EQ(s.host.size(), 1u);
+  EXPECT_EQ(s.host[0].kind, "nvtx_range");
+  EXPECT_EQ(s.host[0].text, "NVTX range 'load_batch'");
+  // 1 ms of each step's gap, over the 19 steps after the first (the first has no gap before it).
+  EXPECT_NEAR(s.host[0].seconds, 0.019, 0.0005);
+  EXPECT_NEAR(s.host_idle_s, 19 * 0.00105, 0.0005);  // the gap and the 50 us between steps
+  // Without the ranges the verdict is the same, naming nothing.
+  job.host_range.clear();
+  dirs = WriteTestJob(job, TempDir("host-bare"), &error);
+  ASSERT_EQ(dirs.size(), 2u) << error;
+  in = ReadDirs(dirs);
+  const analysis::Report bare = analysis::Analyze(in.ranks, o);
+  ASSERT_FALSE(bare.stragglers.empty());
+  EXPECT_EQ(bare.stragglers[0].rank, 5);
+  EXPECT_TRUE(bare.stragglers[0].host.empty());
+}
+
 TEST(DumpReader, HangDumpNamesTheRankThatNeverIssued) {
   TestJob job;
   job.stop_rank = 5;

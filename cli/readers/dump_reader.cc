@@ -14,6 +14,7 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/host_spans.h"
 #include "cli/readers/file_reads.h"
 #include "cli/readers/job_inputs.h"
 #include "util/parallel_for.h"
@@ -97,6 +98,21 @@ class P2PCadence {
  private:
   std::map<uint64_t, std::deque<int64_t>> ends_;
 };
+
+// The file's NVTX events as the rank's host spans (what its host was doing: the straggler
+// verdict's cause host names them; analysis/host_spans.h).
+std::vector<analysis::HostSpan> HostSpansOf(const timeline::Metadata& m) {
+  analysis::NvtxSpanBuilder b;
+  auto text = [&m](uint32_t i) -> const std::string& {
+    static const std::string kNone;
+    return i < m.strings.size() ? m.strings[i] : kNone;
+  };
+  for (const timeline::NvtxEntry& e : m.nvtx) {
+    b.Add(e.event, e.range_id, e.start_ns, e.end_ns, e.tid, e.category, text(e.name),
+          text(e.domain));
+  }
+  return b.Take();
+}
 
 // An arrival of the file's: its plan, its end for clock alignment.
 void AddArrival(const EventRecord& e, int32_t comm_size, FileResult* f) {
@@ -184,12 +200,14 @@ void ScanOne(FileResult* f, bool summarize, bool op_table) {
   in.pid = m.pid;
   in.device = m.device;
   in.p2p_completions = p2p.Take();
+  in.host_spans = HostSpansOf(m);
   if (last_at > 0) {
     in.last_activity_ns = last_at;
     in.last_activity = Describe(last, m) + " ended " + Ago(f->end_ns - last_at);
   }
   f->meta.strings.clear();
   f->meta.comms.clear();
+  f->meta.nvtx.clear();
 }
 
 // Whether `f` is the file read for its rank: readable, with a rank, the first such of that rank.

@@ -31,6 +31,7 @@ void ShiftArrival(int64_t offset, analysis::Arrival* a) {
   if (a->issue_ns != 0) a->issue_ns += offset;
   if (a->start_ns != 0) a->start_ns += offset;
   if (a->end_ns != 0) a->end_ns += offset;
+  if (a->gap_begin_ns != 0) a->gap_begin_ns += offset;
 }
 
 void ShiftTimes(int64_t offset, analysis::RankInput* in) {
@@ -41,6 +42,10 @@ void ShiftTimes(int64_t offset, analysis::RankInput* in) {
   auto shift_arrival = [offset](analysis::Arrival* a) { ShiftArrival(offset, a); };
   for (analysis::Arrival& a : in->arrivals) shift_arrival(&a);
   for (analysis::P2PCompletion& c : in->p2p_completions) shift(&c.end_ns);
+  for (analysis::HostSpan& h : in->host_spans) {
+    shift(&h.start_ns);
+    shift(&h.end_ns);
+  }
   for (analysis::Progress& p : in->progress) {
     shift(&p.oldest_issue_ns);
     if (p.has_inflight) shift_arrival(&p.inflight);

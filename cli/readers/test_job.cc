@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <utility>
 
 #include "format/record.h"
 #include "proto/hosting.pb.h"
@@ -148,6 +149,22 @@ timeline::Metadata RankMetadata(const TestJob& job, int r, int per_node, int64_t
   return m;
 }
 
+// The host rank's NVTX push/pop range over each of its host gaps (on the file's clock).
+void AddHostRanges(const TestJob& job, const std::vector<std::pair<int64_t, int64_t>>& gaps,
+                   int64_t skew, timeline::Metadata* m) {
+  const uint32_t name = static_cast<uint32_t>(m->strings.size());
+  m->strings.push_back(job.host_range);
+  for (const auto& g : gaps) {
+    timeline::NvtxEntry e{};
+    e.event = static_cast<uint8_t>(format::NvtxEvent::kRange);
+    e.tid = static_cast<uint32_t>(m->pid);
+    e.name = name;
+    e.start_ns = g.first + skew;
+    e.end_ns = g.second + skew;
+    m->nvtx.push_back(e);
+  }
+}
+
 // hang-summary-<node>.json per node: every rank's progress on the world communicator, as xtimerd's
 // HangCheck reports it.
 bool WriteSummaries(const TestJob& job, const std::vector<std::string>& dirs, int per_node,
@@ -231,14 +248,17 @@ std::vector<std::string> WriteTestJob(const TestJob& job, const std::string& roo
   std::vector<std::vector<EventRecord>> events(job.ranks);
   std::vector<std::pair<int64_t, int64_t>> steps;  // each step's start and end
   std::vector<int64_t> ready(job.ranks);
+  std::vector<std::pair<int64_t, int64_t>> host_gaps;  // host_rank's
   int64_t t = job.start_ns, last_end = t;
   for (int step = 0; step < rounds; ++step) {
     const bool stop = hang && step == job.stop_step;
     for (int r = 0; r < job.ranks; ++r) {
       const int64_t d = GemmDuration(job, r, step);
-      ready[r] = t + d;
+      const int64_t gap = r == job.host_rank ? job.host_gap_ns : 0;
+      ready[r] = t + gap + d;
       if (stop && r == job.stop_rank) continue;
-      events[r].push_back(Gemm(t, d));
+      if (gap > 0) host_gaps.push_back({t, t + gap});
+      events[r].push_back(Gemm(t + gap, d));
       last_end = std::max(last_end, ready[r]);
     }
     if (stop) break;  // the others issue the AllReduce and wait in it; no file holds it
@@ -261,6 +281,7 @@ std::vector<std::string> WriteTestJob(const TestJob& job, const std::string& roo
     if (craft == "rank") m.rank = INT32_MAX;
     if (craft == "job") m.job = "other" + job.job;
     if (job.step_marks) m.nvtx = StepMarks(steps, skew);
+    if (r == job.host_rank && !job.host_range.empty()) AddHostRanges(job, host_gaps, skew, &m);
     auto w = timeline::TimelineWriter::Create(
         dirs[node] + "/" + timeline::TimelineFileName(r, job.ranks, m.pid), m, error);
     if (!w) return {};

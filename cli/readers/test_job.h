@@ -42,6 +42,11 @@ struct TestJob {
   // Per (rank, step) noise of up to 20 us on the GEMM; another seed, other noise (the same job
   // run twice).
   uint64_t noise_seed = 0;
+  // This rank's host keeps its GPU idle for host_gap_ns before every GEMM (a slow data loader);
+  // with host_range set, its file carries an NVTX push/pop range of that name over each gap.
+  int host_rank = -1;
+  int64_t host_gap_ns = 1000000;
+  std::string host_range;
   bool pipeline = false;     // see above; needs an even number of ranks
   // Each rank marks its steps (NVTX ranges flagged as steps, as XTIMER_STEP_RANGE makes them):
   // from the step's start to the end of its AllReduce.

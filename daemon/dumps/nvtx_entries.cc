@@ -28,6 +28,7 @@ void AddNvtxEntries(const std::vector<format::NvtxRecord>& records,
     std::memset(&e, 0, sizeof(e));
     e.event = r.event;
     e.flags = r.flags;
+    e.category = r.category <= 0xFFFF ? static_cast<uint16_t>(r.category) : 0;
     e.tid = r.tid;
     e.name = index_of(r.name_id);
     e.domain = index_of(r.domain_id);
