@@ -8,6 +8,7 @@
 #include <set>
 #include <utility>
 
+#include "analysis/host_spans.h"
 #include "daemon/dumps/dump_writer.h"
 
 namespace xtimer {
@@ -106,6 +107,25 @@ RankInput InputOf(const ProcessSnapshot& p, const ProcessOps* ops, const CommMem
     in.exit.crash_frame = p.crash_frame;
   }
   return in;
+}
+
+// The time the host spans of `in`'s arrivals on `comm_id` may cover: from the earliest gap's
+// begin to the latest arrival. False when it has none.
+bool ArrivalWindow(const RankInput& in, uint64_t comm_id, int64_t* begin, int64_t* end) {
+  *begin = INT64_MAX;
+  *end = INT64_MIN;
+  for (const Arrival& a : in.arrivals) {
+    if (a.comm_id != comm_id || a.gap_begin_ns <= 0) continue;
+    *begin = std::min(*begin, a.gap_begin_ns);
+    *end = std::max(*end, a.start_ns);
+  }
+  return *begin < *end;
+}
+
+const std::string& TextOf(const std::map<uint32_t, std::string>& strings, uint32_t id) {
+  static const std::string kNone;
+  auto it = strings.find(id);
+  return it == strings.end() ? kNone : it->second;
 }
 
 Arrival ArrivalOfSlice(uint64_t comm_id, int32_t comm_size, const Slice& s) {
@@ -298,6 +318,31 @@ void LiveDiagnosis::CountInstances(const std::string& job, const std::vector<Ran
   }
 }
 
+bool LiveDiagnosis::AddHostSpans(const analysis::Report& report,
+                                 const std::vector<RankLive>& ranks,
+                                 std::vector<RankInput>* inputs) const {
+  bool any = false;
+  for (const analysis::Straggler& s : report.stragglers) {
+    if (s.cause != analysis::Cause::kHost || s.rank < 0) continue;
+    for (size_t i = 0; i < ranks.size() && i < inputs->size(); ++i) {
+      RankInput& in = (*inputs)[i];
+      int64_t begin = 0, end = 0;
+      if (in.rank != s.rank || !in.host_spans.empty()) continue;
+      if (!ArrivalWindow(in, s.comm_id, &begin, &end)) continue;
+      std::map<uint32_t, std::string> strings;
+      analysis::NvtxSpanBuilder spans;
+      for (const format::NvtxRecord& e :
+           aggregator_->NvtxEvents(ranks[i].process.id, begin, end, &strings)) {
+        spans.Add(e.event, e.range_id, e.start_ns, e.end_ns, e.tid, e.category,
+                  TextOf(strings, e.name_id), TextOf(strings, e.domain_id));
+      }
+      in.host_spans = spans.Take();
+      any = any || !in.host_spans.empty();
+    }
+  }
+  return any;
+}
+
 void LiveDiagnosis::AddCommLive(const std::map<RankKey, ProcessOps>& ops,
                                 const std::vector<analysis::CommThreshold>& thresholds,
                                 RankLive* r) const {
@@ -380,6 +425,9 @@ void LiveDiagnosis::RunOnce() {
     JobLive job;
     job.job = entry.first;
     job.report = analysis::Analyze(inputs, options);
+    // A straggler of cause host: again with what its host was doing (rare; the history is read
+    // only then).
+    if (AddHostSpans(job.report, ranks, &inputs)) job.report = analysis::Analyze(inputs, options);
     for (RankLive& r : ranks) AddCommLive(ops, job.report.thresholds, &r);
     // The published state keeps what HangCheck and the metrics read: the arrivals (at most
     // LiveOps' 256 per communicator, for HangCheck's `recent`), not the send/receive ends.

@@ -136,6 +136,11 @@ class LiveDiagnosis {
   void CountInstances(const std::string& job, const std::vector<RankLive>& ranks,
                       const std::map<RankKey, ProcessOps>& ops);
   analysis::Options AnalysisOptions(int64_t now_ns) const;
+  // For each straggler of cause host in `report`: its rank's NVTX events over its arrivals'
+  // window (the aggregator's NVTX history, at most its 16,384 newest) as the rank's host spans
+  // in `inputs` (parallel to `ranks`). Returns whether any rank got one.
+  bool AddHostSpans(const analysis::Report& report, const std::vector<RankLive>& ranks,
+                    std::vector<analysis::RankInput>* inputs) const;
   // The rank's per-communicator state: its thresholds (from the job's analysis) and counters.
   // Also decides the rank's waiting (CommLive::waiting, RankLive::waiting).
   void AddCommLive(const std::map<RankKey, ProcessOps>& ops,
