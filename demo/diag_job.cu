@@ -11,6 +11,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
+#include <nvtx3/nvToolsExt.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -127,7 +128,8 @@ const char kUsage[] =
     "                      (exit(1))\n"
     "  --compute-factor RANK:F  the rank's GEMMs do F times more work (k = F * D), F >= 1\n"
     "  --host-gap RANK:MS  the rank sleeps MS milliseconds before its launches of every step,\n"
-    "                      in LoadBatch (a slow data loader)\n"
+    "                      in LoadBatch (a slow data loader), inside the NVTX range\n"
+    "                      load_batch\n"
     "  --help              print this help and exit\n"
     "Flags take their value as '--flag V' or '--flag=V'.\n"
     "\n"
@@ -508,10 +510,14 @@ void WaitForStep(Rank& r, long step) {
 }
 
 // The step's data loading on the host, where a rank named by --host-gap spends its gap: a slow
-// data loader (the GPU idles meanwhile once the gap exceeds the work queued). Never inlined, so
-// that a stack taken meanwhile names it.
+// data loader (the GPU idles meanwhile once the gap exceeds the work queued), inside the NVTX
+// range "load_batch" that a host straggler's verdict names (docs/analysis.md "Host spans"). Never
+// inlined, so that a stack taken meanwhile names it.
 __attribute__((noinline)) void LoadBatch(const Rank& r) {
-  if (r.host_gap_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(r.host_gap_ms));
+  if (r.host_gap_ms <= 0) return;
+  nvtxRangePushA("load_batch");
+  std::this_thread::sleep_for(std::chrono::milliseconds(r.host_gap_ms));
+  nvtxRangePop();
 }
 
 // Queues step `step`; returns the host milliseconds since the previous step was queued.

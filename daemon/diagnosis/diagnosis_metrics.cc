@@ -35,6 +35,7 @@ enum DiagnosisFamily {
   kTrueBandwidth,
   kObservedBandwidth,
   kStepSeconds,
+  kHostActivity,
   kFamilyCount,
 };
 
@@ -88,6 +89,11 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
      "else source=\"python\" its Python step functions (XTIMER_PY_TRACE ...@step), else "
      "source=\"collectives\": guessed from the period over which its collectives repeat "
      "(docs/analysis.md)."},
+    {"xtimer_straggler_host_seconds", MetricType::Gauge,
+     "For a rank the live diagnosis finds to be a straggler of cause host on a communicator: "
+     "the GPU idle time before the arrivals it was last in (among the newest 256 per "
+     "communicator) that its host spent in each NVTX range or Python span (kind: data_loading, "
+     "gc, traced_function, nvtx_range; name: the span's), at most 3 (docs/analysis.md)."},
 };
 
 const RankLive* FindRank(const JobLive& job, int32_t rank) {
@@ -156,6 +162,21 @@ void AddSteps(const RankLive& r, const Labels& rank, FamilyBuilder* b) {
                   kStepBucketsS.size(), steps->sum_s);
 }
 
+// What the host stragglers' hosts were doing (analysis::Straggler::host).
+void AddHostActivities(const JobLive& job, FamilyBuilder* b) {
+  for (const analysis::Straggler& s : job.report.stragglers) {
+    const RankLive* r = s.rank >= 0 ? FindRank(job, s.rank) : nullptr;
+    if (r == nullptr) continue;
+    for (const analysis::HostActivity& h : s.host) {
+      Labels l = RankLabels(r->process);
+      l.push_back({"comm", CommLabel(s.comm_id)});
+      l.push_back({"kind", h.kind});
+      l.push_back({"name", h.name});
+      b->Add(kHostActivity, l, h.seconds);
+    }
+  }
+}
+
 // The waiting decision of a rank and its communicators; with `counters`, their counters.
 void AddRank(const RankLive& r, bool counters, FamilyBuilder* b) {
   const Labels rank = RankLabels(r.process);
@@ -198,6 +219,7 @@ std::vector<MetricFamily> BuildDiagnosisFamilies(const LiveState& state) {
       }
     }
     AddBandwidth(job, &b);
+    AddHostActivities(job, &b);
   }
   return b.Take();
 }

@@ -3,6 +3,7 @@
 // (a Python span: an NVTX range of the domain xtimer.python) with a GC pause inside it; the
 // verdict's cause host names both from the process's NVTX history, and nothing without it.
 #include <gtest/gtest.h>
+#include <prometheus/text_serializer.h>
 
 #include <cstring>
 #include <memory>
@@ -12,6 +13,7 @@
 #include "analysis/host_spans.h"
 #include "daemon/base/test_util.h"
 #include "daemon/diagnosis/diagnosis.h"
+#include "daemon/diagnosis/diagnosis_metrics.h"
 #include "daemon/model/aggregator.h"
 #include "format/record.h"
 
@@ -45,6 +47,16 @@ format::RecordSlot NvtxRange(uint32_t name, uint32_t category, int64_t start, in
   s.nvtx.start_ns = start;
   s.nvtx.end_ns = end;
   return s;
+}
+
+// The line of `text` that contains `needle`, or "".
+std::string LineWith(const std::string& text, const std::string& needle) {
+  const size_t at = text.find(needle);
+  if (at == std::string::npos) return "";
+  const size_t begin = text.rfind('\n', at);
+  const size_t end = text.find('\n', at);
+  return text.substr(begin == std::string::npos ? 0 : begin + 1,
+                     end == std::string::npos ? std::string::npos : end - begin - 1);
 }
 
 class HostStragglerTest : public ::testing::Test {
@@ -145,6 +157,15 @@ TEST_F(HostStragglerTest, NamesTheDataLoaderAndTheGcFromTheNvtxHistory) {
   EXPECT_GT(s.host_idle_s, (kSteps - 1) * 0.5);
   // The published inputs do not keep the spans (they are read again each pass).
   for (const RankLive& r : job.ranks) EXPECT_TRUE(r.input.host_spans.empty());
+  // The metrics name them per straggler: 19 x 80 ms and 19 x 20 ms.
+  const std::string m =
+      prometheus::TextSerializer().Serialize(BuildDiagnosisFamilies(*state_));
+  const std::string loader = LineWith(m, ",kind=\"data_loading\",name=\"m:Loader.__next__\"}");
+  EXPECT_NE(loader.find("xtimer_straggler_host_seconds{"), std::string::npos) << m;
+  EXPECT_NE(loader.find("rank=\"2\""), std::string::npos) << loader;
+  EXPECT_NE(loader.find("comm=\"0x0000000000000abc\""), std::string::npos) << loader;
+  EXPECT_NE(loader.find("} 1.52"), std::string::npos) << loader;
+  EXPECT_NE(LineWith(m, ",kind=\"gc\",name=\"gc gen2\"}").find("} 0.38"), std::string::npos) << m;
 }
 
 TEST_F(HostStragglerTest, WithoutNvtxTheVerdictNamesNothing) {
@@ -153,6 +174,9 @@ TEST_F(HostStragglerTest, WithoutNvtxTheVerdictNamesNothing) {
   EXPECT_EQ(job.report.stragglers[0].rank, kHostRank);
   EXPECT_EQ(job.report.stragglers[0].cause, analysis::Cause::kHost);
   EXPECT_TRUE(job.report.stragglers[0].host.empty());
+  const std::string m =
+      prometheus::TextSerializer().Serialize(BuildDiagnosisFamilies(*state_));
+  EXPECT_EQ(m.find("xtimer_straggler_host_seconds{"), std::string::npos) << m;
 }
 
 }  // namespace

@@ -60,7 +60,9 @@ TEST(NvtxDumpTest, TheDumpCarriesTheNvtxEventsOfItsWindowWithTheirStrings) {
   }
   using format::NvtxEvent;
   v.push_back(Nvtx(NvtxEvent::kRange, 2, 3, t0 + 1000, t0 + 2000, 1));   // forward, my.domain
+  v.back().nvtx.category = 3;  // kept (a Python span's kind, analysis/host_spans.h)
   v.push_back(Nvtx(NvtxEvent::kRange, 1, 0, t0 - 500, t0 + 9500, 0));    // step, around them
+  v.back().nvtx.category = 70000;  // beyond the entry's u16: 0
   v.push_back(Nvtx(NvtxEvent::kRange, 4, 0, t0 - 90000, t0 - 80000, 0));  // old: before it
   agg.Ingest(pid, v.data(), v.size(), RealtimeNs());
 
@@ -82,6 +84,8 @@ TEST(NvtxDumpTest, TheDumpCarriesTheNvtxEventsOfItsWindowWithTheirStrings) {
   EXPECT_EQ(m.nvtx[0].depth, 1);
   EXPECT_EQ(m.nvtx[0].start_ns, t0 + 1000);
   EXPECT_EQ(m.nvtx[0].tid, 99u);
+  EXPECT_EQ(m.nvtx[0].category, 3u);
+  EXPECT_EQ(m.nvtx[1].category, 0u);
   EXPECT_EQ(m.strings.at(m.nvtx[1].name), "step");
   EXPECT_EQ(m.nvtx[1].domain, 0u);
   EXPECT_EQ(m.nvtx[1].end_ns, t0 + 9500);
