@@ -109,13 +109,13 @@ RankInput InputOf(const ProcessSnapshot& p, const ProcessOps* ops, const CommMem
   return in;
 }
 
-// The time the host spans of `in`'s arrivals on `comm_id` may cover: from the earliest gap's
-// begin to the latest arrival. False when it has none.
-bool ArrivalWindow(const RankInput& in, uint64_t comm_id, int64_t* begin, int64_t* end) {
+// The time the host spans before `in`'s arrivals may cover: from the earliest gap's begin to the
+// latest arrival, on any communicator. False when it has none.
+bool ArrivalWindow(const RankInput& in, int64_t* begin, int64_t* end) {
   *begin = INT64_MAX;
   *end = INT64_MIN;
   for (const Arrival& a : in.arrivals) {
-    if (a.comm_id != comm_id || a.gap_begin_ns <= 0) continue;
+    if (a.gap_begin_ns <= 0) continue;
     *begin = std::min(*begin, a.gap_begin_ns);
     *end = std::max(*end, a.start_ns);
   }
@@ -328,7 +328,7 @@ bool LiveDiagnosis::AddHostSpans(const analysis::Report& report,
       RankInput& in = (*inputs)[i];
       int64_t begin = 0, end = 0;
       if (in.rank != s.rank || !in.host_spans.empty()) continue;
-      if (!ArrivalWindow(in, s.comm_id, &begin, &end)) continue;
+      if (!ArrivalWindow(in, &begin, &end)) continue;
       std::map<uint32_t, std::string> strings;
       analysis::NvtxSpanBuilder spans;
       for (const format::NvtxRecord& e :
