@@ -21,8 +21,9 @@ const char* HostKindName(HostKind kind) {
 }
 
 HostSpanClass ClassifyHostSpan(const HostSpan& span) {
+  using format::PythonSpanKind;
   HostSpanClass c;
-  if (span.domain != kPythonSpanDomain) {
+  if (span.domain != format::kPythonSpanDomain) {
     c.kind = HostKind::kNvtxRange;
     c.text = "NVTX range '" + span.name + "'";
     if (!span.domain.empty()) c.text += " in domain '" + span.domain + "'";
@@ -31,12 +32,12 @@ HostSpanClass ClassifyHostSpan(const HostSpan& span) {
   const std::string gc = "gc gen";
   const bool gc_name = span.name.compare(0, gc.size(), gc) == 0;
   // Category 0 (a file of a daemon that did not keep categories): by the name alone.
-  if (span.category == kPythonGc || (span.category == 0 && gc_name)) {
+  if (span.category == static_cast<uint32_t>(PythonSpanKind::kGc) || (span.category == 0 && gc_name)) {
     c.kind = HostKind::kGc;
     c.text = gc_name && span.name.size() == gc.size() + 1
                  ? "GC generation " + span.name.substr(gc.size())
                  : "garbage collection (" + span.name + ")";
-  } else if (span.category == kPythonData) {
+  } else if (span.category == static_cast<uint32_t>(PythonSpanKind::kData)) {
     c.kind = HostKind::kDataLoading;
     c.text = "the data loader (" + span.name + ")";
   } else {
@@ -79,7 +80,7 @@ std::vector<HostSpan> NvtxSpanBuilder::Take() {
   std::vector<HostSpan> out;
   out.reserve(spans_.size());
   for (HostSpan& s : spans_) {
-    if (s.start_ns > 0 && s.end_ns > s.start_ns) out.push_back(std::move(s));
+    if (s.start_ns > 0 && s.end_ns > s.start_ns && !s.name.empty()) out.push_back(std::move(s));
   }
   spans_.clear();
   open_.clear();

@@ -11,23 +11,17 @@
 #include <vector>
 
 #include "analysis/analysis.h"
+#include "format/python_spans.h"
 
 namespace xtimer {
 namespace analysis {
-
-// The NVTX domain the hook's Python tracer writes its spans in, and the meaning of a span's
-// category there (docs/format.md "Python spans": the tracer's contract).
-constexpr char kPythonSpanDomain[] = "xtimer.python";
-constexpr uint32_t kPythonCall = 1;
-constexpr uint32_t kPythonGc = 2;
-constexpr uint32_t kPythonData = 3;
-constexpr uint32_t kPythonStep = 4;
 
 enum class HostKind : uint8_t { kDataLoading = 1, kGc = 2, kTracedFunction = 3, kNvtxRange = 4 };
 // "data_loading", "gc", "traced_function", "nvtx_range".
 const char* HostKindName(HostKind kind);
 
-// A span's kind and how a verdict names it: in the Python domain, category 3 is data loading
+// A span's kind and how a verdict names it: in the Python domain (format::kPythonSpanDomain, its
+// categories format::PythonSpanKind: docs/format.md "Python spans"), category 3 is data loading
 // ("the data loader (NAME)"), 2 a garbage collection ("GC generation N" for "gc genN"), any
 // other a traced function ("the traced function NAME"), except that category 0 (files that did
 // not keep it) named "gc gen…" is a collection; any span of another domain is an NVTX range
@@ -40,7 +34,8 @@ HostSpanClass ClassifyHostSpan(const HostSpan& span);
 
 // NVTX events (format::NvtxEvent; the fields of format::NvtxRecord and timeline::NvtxEntry) to
 // host spans: a push/pop range as it is, a start and its end (paired by range id, in either
-// order) as one span; marks, unpaired starts and ends, and spans of no duration are left out.
+// order) as one span; marks, unpaired starts and ends, spans of no duration and spans without a
+// name (nothing to say of them) are left out.
 class NvtxSpanBuilder {
  public:
   void Add(uint8_t event, uint64_t range_id, int64_t start_ns, int64_t end_ns, uint32_t tid,

@@ -11,11 +11,18 @@
 #include "analysis/report_text.h"
 #include "analysis/stream.h"
 #include "analysis/synthetic.h"
+#include "format/python_spans.h"
 #include "gtest/gtest.h"
 
 namespace xtimer {
 namespace analysis {
 namespace {
+
+// The Python spans' categories (format/python_spans.h).
+constexpr uint32_t kCall = static_cast<uint32_t>(format::PythonSpanKind::kCall);
+constexpr uint32_t kGcSpan = static_cast<uint32_t>(format::PythonSpanKind::kGc);
+constexpr uint32_t kData = static_cast<uint32_t>(format::PythonSpanKind::kData);
+constexpr uint32_t kStep = static_cast<uint32_t>(format::PythonSpanKind::kStep);
 
 HostSpan Span(const std::string& name, const std::string& domain, uint32_t category,
               int64_t start, int64_t end) {
@@ -31,18 +38,18 @@ HostSpan Span(const std::string& name, const std::string& domain, uint32_t categ
 
 TEST(ClassifyHostSpan, EachKind) {
   const HostSpanClass data = ClassifyHostSpan(
-      Span("torch.utils.data.dataloader:_BaseDataLoaderIter.__next__", kPythonSpanDomain,
-           kPythonData, 0, 1));
+      Span("torch.utils.data.dataloader:_BaseDataLoaderIter.__next__", format::kPythonSpanDomain,
+           kData, 0, 1));
   EXPECT_EQ(data.kind, HostKind::kDataLoading);
   EXPECT_EQ(data.text, "the data loader (torch.utils.data.dataloader:_BaseDataLoaderIter.__next__)");
-  const HostSpanClass gc = ClassifyHostSpan(Span("gc gen2", kPythonSpanDomain, kPythonGc, 0, 1));
+  const HostSpanClass gc = ClassifyHostSpan(Span("gc gen2", format::kPythonSpanDomain, kGcSpan, 0, 1));
   EXPECT_EQ(gc.kind, HostKind::kGc);
   EXPECT_EQ(gc.text, "GC generation 2");
   const HostSpanClass call =
-      ClassifyHostSpan(Span("torch.cuda:synchronize", kPythonSpanDomain, kPythonCall, 0, 1));
+      ClassifyHostSpan(Span("torch.cuda:synchronize", format::kPythonSpanDomain, kCall, 0, 1));
   EXPECT_EQ(call.kind, HostKind::kTracedFunction);
   EXPECT_EQ(call.text, "the traced function torch.cuda:synchronize");
-  EXPECT_EQ(ClassifyHostSpan(Span("m:train_step", kPythonSpanDomain, kPythonStep, 0, 1)).kind,
+  EXPECT_EQ(ClassifyHostSpan(Span("m:train_step", format::kPythonSpanDomain, kStep, 0, 1)).kind,
             HostKind::kTracedFunction);
   const HostSpanClass nvtx = ClassifyHostSpan(Span("load_batch", "", 3, 0, 1));
   EXPECT_EQ(nvtx.kind, HostKind::kNvtxRange);
@@ -50,10 +57,10 @@ TEST(ClassifyHostSpan, EachKind) {
   EXPECT_EQ(ClassifyHostSpan(Span("fwd", "megatron", 0, 0, 1)).text,
             "NVTX range 'fwd' in domain 'megatron'");
   // Category 3 outside the Python domain is the application's own: an NVTX range.
-  EXPECT_EQ(ClassifyHostSpan(Span("x", "other", kPythonData, 0, 1)).kind, HostKind::kNvtxRange);
+  EXPECT_EQ(ClassifyHostSpan(Span("x", "other", kData, 0, 1)).kind, HostKind::kNvtxRange);
   // Category 0 in the Python domain (a file without categories): by the name.
-  EXPECT_EQ(ClassifyHostSpan(Span("gc gen1", kPythonSpanDomain, 0, 0, 1)).text, "GC generation 1");
-  EXPECT_EQ(ClassifyHostSpan(Span("m:f", kPythonSpanDomain, 0, 0, 1)).kind,
+  EXPECT_EQ(ClassifyHostSpan(Span("gc gen1", format::kPythonSpanDomain, 0, 0, 1)).text, "GC generation 1");
+  EXPECT_EQ(ClassifyHostSpan(Span("m:f", format::kPythonSpanDomain, 0, 0, 1)).kind,
             HostKind::kTracedFunction);
   EXPECT_STREQ(HostKindName(HostKind::kDataLoading), "data_loading");
   EXPECT_STREQ(HostKindName(HostKind::kGc), "gc");
@@ -65,10 +72,11 @@ TEST(NvtxSpanBuilder, RangesAndPairedStartsAndEnds) {
   NvtxSpanBuilder b;
   b.Add(1, 0, 10, 20, 7, 0, "push", "");
   b.Add(4, 0, 15, 15, 7, 0, "mark", "");
+  b.Add(1, 0, 12, 18, 7, 0, "", "");  // no message: nothing to name
   b.Add(2, 42, 30, 0, 8, 3, "started", "d");
   b.Add(3, 99, 0, 70, 9, 0, "", "");  // its start comes later
   b.Add(3, 42, 0, 50, 9, 0, "", "");
-  b.Add(2, 99, 60, 0, 8, kPythonData, "late start", kPythonSpanDomain);
+  b.Add(2, 99, 60, 0, 8, kData, "late start", format::kPythonSpanDomain);
   b.Add(2, 5, 80, 0, 8, 0, "never ended", "");
   const std::vector<HostSpan> spans = b.Take();
   ASSERT_EQ(spans.size(), 3u);
@@ -89,8 +97,8 @@ TEST(HostIndex, CreditsTheInnermostSpanWithinTheWindow) {
   // An outer step range 0-100, a data-loader wait 10-60 inside it, a GC 30-40 inside that, a
   // mark (no duration), and a span after the window.
   const HostIndex index({Span("step", "", 0, 0, 100),
-                         Span("loader", kPythonSpanDomain, kPythonData, 10, 60),
-                         Span("gc gen0", kPythonSpanDomain, kPythonGc, 30, 40),
+                         Span("loader", format::kPythonSpanDomain, kData, 10, 60),
+                         Span("gc gen0", format::kPythonSpanDomain, kGcSpan, 30, 40),
                          Span("mark", "", 0, 50, 50), Span("later", "", 0, 200, 300)});
   ASSERT_EQ(index.labels(), 4u);  // the mark covers no time
   std::vector<double> credit;
@@ -130,7 +138,7 @@ std::vector<RankInput> HostJob(const std::string& domain, uint32_t category,
     ranks[2].host_spans.push_back(Span(name, domain, category, begin, begin + covered_ns));
     if (gc_ns > 0) {
       ranks[2].host_spans.push_back(
-          Span("gc gen2", kPythonSpanDomain, kPythonGc, begin + 1000, begin + 1000 + gc_ns));
+          Span("gc gen2", format::kPythonSpanDomain, kGcSpan, begin + 1000, begin + 1000 + gc_ns));
     }
   }
   return ranks;
@@ -151,7 +159,7 @@ const Straggler& OnlyStraggler(const Report& r) {
 
 TEST(HostStraggler, NamesTheDataLoaderAndTheGcInsideIt) {
   const std::vector<RankInput> ranks =
-      HostJob(kPythonSpanDomain, kPythonData, "m:Loader.__next__", 2500000, 400000);
+      HostJob(format::kPythonSpanDomain, kData, "m:Loader.__next__", 2500000, 400000);
   const Report r = Analyze(ranks, OptionsFor(ranks));
   const Straggler& s = OnlyStraggler(r);
   ASSERT_EQ(s.host.size(), 2u);
@@ -182,7 +190,7 @@ TEST(HostStraggler, NamesAnNvtxRangeAndATracedFunction) {
   Report r = Analyze(ranks, OptionsFor(ranks));
   ASSERT_EQ(OnlyStraggler(r).host.size(), 1u);
   EXPECT_EQ(r.stragglers[0].host[0].text, "NVTX range 'load_batch'");
-  ranks = HostJob(kPythonSpanDomain, kPythonCall, "torch.cuda:synchronize", 3000000, 0);
+  ranks = HostJob(format::kPythonSpanDomain, kCall, "torch.cuda:synchronize", 3000000, 0);
   r = Analyze(ranks, OptionsFor(ranks));
   ASSERT_EQ(OnlyStraggler(r).host.size(), 1u);
   EXPECT_EQ(r.stragglers[0].host[0].kind, "traced_function");
@@ -190,7 +198,7 @@ TEST(HostStraggler, NamesAnNvtxRangeAndATracedFunction) {
 
 TEST(HostStraggler, StreamedGivesTheSameReport) {
   const std::vector<RankInput> ranks =
-      HostJob(kPythonSpanDomain, kPythonData, "m:Loader.__next__", 2500000, 400000);
+      HostJob(format::kPythonSpanDomain, kData, "m:Loader.__next__", 2500000, 400000);
   std::vector<RankInput> bare = ranks;
   std::vector<RankPlan> plans(ranks.size());
   for (size_t i = 0; i < ranks.size(); ++i) {

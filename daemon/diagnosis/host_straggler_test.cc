@@ -15,6 +15,7 @@
 #include "daemon/diagnosis/diagnosis.h"
 #include "daemon/diagnosis/diagnosis_metrics.h"
 #include "daemon/model/aggregator.h"
+#include "format/python_spans.h"
 #include "format/record.h"
 
 namespace xtimer {
@@ -31,6 +32,11 @@ constexpr uint64_t kComm = 0xabc;
 constexpr int kRanks = 4;
 constexpr int kSteps = 20;
 constexpr int kHostRank = 2;
+// The Python spans' categories (format/python_spans.h).
+constexpr uint32_t kGcSpan = static_cast<uint32_t>(format::PythonSpanKind::kGc);
+constexpr uint32_t kData = static_cast<uint32_t>(format::PythonSpanKind::kData);
+
+
 // NVTX string ids of the host rank's process.
 constexpr uint32_t kDomain = 1, kLoader = 2, kGc = 3;
 
@@ -87,7 +93,7 @@ class HostStragglerTest : public ::testing::Test {
 
   void Strings() {
     const std::vector<std::pair<uint32_t, std::string>> texts = {
-        {kDomain, analysis::kPythonSpanDomain}, {kLoader, "m:Loader.__next__"}, {kGc, "gc gen2"}};
+        {kDomain, format::kPythonSpanDomain}, {kLoader, "m:Loader.__next__"}, {kGc, "gc gen2"}};
     for (const auto& t : texts) {
       format::RecordSlot s = format::NamePart(t.first, t.second, 0, format::RecordType::kNvtxString);
       aggregator_->Ingest(ids_[kHostRank], &s, 1, kT0);
@@ -117,8 +123,8 @@ class HostStragglerTest : public ::testing::Test {
       ar.gpu_start_ns = begin + 400 * kMs;
       ar.duration_ns = last + 10 * kMs - ar.gpu_start_ns;
       if (r == kHostRank && nvtx) {
-        recs.push_back(NvtxRange(kLoader, analysis::kPythonData, t, t + 100 * kMs));
-        recs.push_back(NvtxRange(kGc, analysis::kPythonGc, t + 10 * kMs, t + 30 * kMs));
+        recs.push_back(NvtxRange(kLoader, kData, t, t + 100 * kMs));
+        recs.push_back(NvtxRange(kGc, kGcSpan, t + 10 * kMs, t + 30 * kMs));
       }
       aggregator_->Ingest(ids_[r], recs.data(), recs.size(), t + kSec / 2);
     }
