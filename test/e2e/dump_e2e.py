@@ -116,6 +116,9 @@ def run(argv, timeout=120):
 DEMO_KERNELS = {"InitUniform", "Embedding", "LayerNorm", "Heads", "CausalSoftmax",
                 "SoftmaxBackward", "GeluForward", "GeluBackward", "AddInPlace", "LossGrad",
                 "SgdUpdate"}
+# A kernel slice's name is the kernel's short name (util/kernel_name.h: the function and its
+# template's head); its full demangled name, where longer, is the slice's `signature` argument.
+KERNEL_SHORT = re.compile(r"^(\w+)(?:<[^()]*>)?$")
 KERNEL_NAME = re.compile(r"^(?:void )?(?:\(anonymous namespace\)::)?(\w+)(?:<[^()]*>)?\(.*\)$")
 STREAM_TRACK = re.compile(r"^dev \d+ stream \d+ \([a-z0-9_, ]+\)$")
 
@@ -126,10 +129,16 @@ def check_kernels_and_streams(slices, streams):
     for s in slices:
         if s["cat"] != "kernel":
             continue
-        m = KERNEL_NAME.match(s["name"])
+        m = KERNEL_SHORT.match(s["name"])
         if not m or m.group(1) not in DEMO_KERNELS:
-            fail("kernel slice named %r: not one of the demo's kernels %s by its demangled name"
+            fail("kernel slice named %r: not one of the demo's kernels %s by its short name"
                  % (s["name"], sorted(DEMO_KERNELS)))
+        full = s.get("args", {}).get("signature")
+        if full is not None:
+            f = KERNEL_NAME.match(full)
+            if not f or f.group(1) != m.group(1):
+                fail("kernel slice %r: its signature %r is not its demangled name"
+                     % (s["name"], full))
         seen.add(m.group(1))
     if len(seen) < 3:
         fail("the trace names %d of the demo's kernels (%s): kernels are timed by default"
