@@ -1,15 +1,31 @@
 #include "daemon/diagnosis/step_tracker.h"
 
 #include <algorithm>
-#include <unordered_map>
+#include <map>
+#include <utility>
 
 namespace xtimer {
 namespace daemon {
+namespace {
+
+// Steps counted between two timed marks at most (their mean each): beyond, the gap is left out.
+constexpr uint64_t kMaxStepsBetweenMarks = 16;
+
+}  // namespace
 
 const StepHistogram& StepTracker::Update(const RankKey& key,
                                          const std::vector<analysis::Arrival>& arrivals) {
   Rank& rank = ranks_[key];
-  const analysis::StepGuess guess = analysis::GuessSteps(arrivals);
+  analysis::StepGuess guess = analysis::GuessSteps(arrivals);
+  // Past a communicator's first 1,024 collectives the budget times them in blocks (16 of every
+  // 64: docs/hook.md), so the newest 256 may hold no two collectives one step apart, and the guess
+  // then reads a multiple of the step. A multiple of the step already known, on its
+  // communicator, is that step.
+  const analysis::StepGuess& known = rank.histogram.guess;
+  if (guess.found() && known.found() && guess.comm_id == known.comm_id &&
+      guess.per_step > known.per_step && guess.per_step % known.per_step == 0) {
+    guess = known;
+  }
   if (guess.found()) {
     rank.histogram.guess = guess;
     Observe(&rank, arrivals);
@@ -19,27 +35,32 @@ const StepHistogram& StepTracker::Update(const RankKey& key,
 
 void StepTracker::Observe(Rank* rank, const std::vector<analysis::Arrival>& arrivals) {
   const analysis::StepGuess& guess = rank->histogram.guess;
-  std::unordered_map<uint64_t, int64_t> start;  // seq -> GPU start, on the guessed communicator
-  uint64_t newest = 0;
+  const uint64_t per_step = guess.per_step;
+  std::map<uint64_t, int64_t> start;  // seq -> GPU start, on the guessed communicator
   for (const analysis::Arrival& a : arrivals) {
-    if (a.comm_id != guess.comm_id || a.start_ns <= 0) continue;
-    start[a.seq] = a.start_ns;
-    newest = std::max(newest, a.seq);
+    if (a.comm_id == guess.comm_id && a.start_ns > 0) start[a.seq] = a.start_ns;
   }
-  if (rank->comm_id != guess.comm_id || rank->per_step != guess.per_step) {
+  if (start.empty()) return;
+  const uint64_t newest = start.rbegin()->first;
+  if (rank->comm_id != guess.comm_id || rank->per_step != per_step) {
     rank->comm_id = guess.comm_id;
-    rank->per_step = guess.per_step;
-    rank->phase = newest % guess.per_step;
+    rank->per_step = per_step;
+    rank->phase = newest % per_step;
   }
+  // The marks: collectives at the phase, one a step. Between two present marks k steps apart,
+  // k steps of their mean (k > 1 where the budget left the marks between untimed).
   uint64_t& seen = rank->newest[guess.comm_id];
+  const std::pair<const uint64_t, int64_t>* previous = nullptr;
   for (const auto& s : start) {
-    if (s.first <= seen || s.first % guess.per_step != rank->phase || s.first < guess.per_step) {
-      continue;
+    if (s.first % per_step != rank->phase) continue;
+    if (previous != nullptr && s.first > seen && s.second > previous->second) {
+      const uint64_t k = (s.first - previous->first) / per_step;
+      if (k <= kMaxStepsBetweenMarks) {
+        const double each = static_cast<double>(s.second - previous->second) * 1e-9 / k;
+        for (uint64_t i = 0; i < k; ++i) rank->histogram.Observe(each);
+      }
     }
-    auto before = start.find(s.first - guess.per_step);
-    if (before != start.end() && s.second > before->second) {
-      rank->histogram.Observe(static_cast<double>(s.second - before->second) * 1e-9);
-    }
+    previous = &s;
   }
   seen = std::max(seen, newest);
 }

@@ -4,10 +4,14 @@
 // (docs/metrics.md "Steps": xtimer_step_seconds).
 //
 // A step is observed at one collective per period: with the guess "P collectives per step on
-// communicator C", the arrivals on C whose seq is congruent to a fixed phase modulo P, each
-// measured from the GPU start of the collective P before it. A rank's counts only grow; a new
-// guess (another communicator or period) picks a new phase and goes on from the newest seq
-// observed, so no step is counted twice.
+// communicator C", the arrivals on C whose seq is congruent to a fixed phase modulo P (the
+// marks), each measured from the GPU start of the previous mark present; where the budget left
+// the marks between untimed (k steps apart), k steps of their mean. A rank's counts only grow;
+// a new guess (another communicator or period) picks a new phase and goes on from the newest seq
+// observed, so no step is counted twice. A new guess that is a multiple of the known step on the
+// same communicator keeps the known step: past a communicator's first 1,024 collectives the
+// budget times them in blocks (16 of every 64), and the newest 256 may then hold no pair one
+// step apart (a daemon that first sees a job then can read such a multiple: docs/analysis.md).
 //
 // Thread safety: none; the diagnosis pass (one thread) owns it.
 #ifndef XTIMER_DAEMON_DIAGNOSIS_STEP_TRACKER_H_

@@ -56,6 +56,36 @@ TEST(StepTrackerTest, NoGuessNoObservationAndForgottenRanksStartOver) {
   EXPECT_EQ(t.Update(key, Steps(7, 0, 5, 4, 40)).count, 4u);  // a new rank: from scratch
 }
 
+// Past a communicator's first 1,024 collectives the budget times a block of 16 in every 64: with
+// 20 collectives a step, the live ring's newest 256 hold no two collectives one step apart, and
+// the guess alone reads 60 (three steps). The step known from the fully timed start is kept, and
+// the marks that are timed count the steps between them, each their mean.
+TEST(StepTrackerTest, TheBudgetsSampledCollectivesKeepTheKnownStep) {
+  auto ring = [](int first_step, int steps, bool sampled) {
+    std::vector<analysis::Arrival> v;
+    for (const analysis::Arrival& a : Steps(7, first_step, steps, 20, 40)) {
+      if (!sampled || a.seq % 64 < 16) v.push_back(a);
+    }
+    if (v.size() > 256) v.erase(v.begin(), v.end() - 256);
+    return v;
+  };
+  StepTracker alone;
+  EXPECT_EQ(alone.Update({4, 0}, ring(100, 100, true)).guess.per_step, 60u);  // the pitfall
+  StepTracker t;
+  const RankKey key{3, 0};
+  const StepHistogram& start = t.Update(key, ring(0, 12, false));  // 240 collectives, all timed
+  ASSERT_EQ(start.guess.per_step, 20u);
+  ASSERT_EQ(start.count, 11u);
+  const StepHistogram& later = t.Update(key, ring(12, 100, true));
+  EXPECT_EQ(later.guess.per_step, 20u);
+  // The ring's 256 timed collectives span 1,024 seqs, about 51 steps: the steps between its
+  // first and last timed marks are counted (those before it were gone when the pass came).
+  EXPECT_GE(later.count, 11u + 45u);
+  EXPECT_LE(later.count, 11u + 52u);
+  EXPECT_NEAR(later.sum_s / later.count, 0.040, 1e-9);
+  EXPECT_EQ(later.counts[5], later.count);  // every one 40 ms: the (25, 50] ms bucket
+}
+
 TEST(StepHistogramTest, BucketsByUpperBound) {
   StepHistogram h;
   h.Observe(0.001);  // on a bound: that bucket
