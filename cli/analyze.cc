@@ -16,7 +16,7 @@
 #include "analysis/report_json.h"
 #include "analysis/report_text.h"
 #include "cli/args.h"
-#include "cli/groups_arg.h"
+#include "cli/analysis_args.h"
 #include "cli/commands.h"
 #include "cli/control_client.h"
 #include "cli/readers/dump_reader.h"
@@ -32,7 +32,7 @@ namespace {
 
 constexpr char kCommand[] = "analyze";  // for BadArg (cli/args.h)
 
-constexpr char kHelp[] = R"HELP(usage: xtimer analyze DIR... [options]
+constexpr char kUsage[] = R"HELP(usage: xtimer analyze DIR... [options]
        xtimer analyze --hosts HOST:PORT,... [--job J] [options]
 
 Diagnoses a job: hang verdicts naming the culprit ranks (never_issued, mismatch,
@@ -49,30 +49,9 @@ Live (--hosts): asks xtimerd on every node for its ranks' progress and their las
 per communicator (the HangCheck control method), aligns the nodes' clocks on the collectives they
 share, and runs the whole analysis on them: hang verdicts, stragglers and bus bandwidth.
 
-options:
-  --groups LAYOUT     parallel layout, e.g. tp2-pp2-dp2 (tp, cp, ep, dp, pp; Megatron order
-                      tp-cp-ep-dp-pp, the first varying fastest): findings name their group,
-                      and the pipeline stage that bounds the step is named. The sizes must
-                      multiply to the world size.
-  --json              print the JSON report (schema in docs/analysis.md)
-  --out FILE          write the report to FILE instead of standard output
-  --hang-timeout S    the longest stall that is not a hang (default 300; shorter for jobs with
-                      a steady cadence: 10 x the typical gap between collectives, at least 10 s)
-  -j, --jobs N        reader threads (default: all hardware threads)
-  --no-align          do not align node clocks
-  -q, --quiet         no progress or input notes on stderr (problems are still printed)
-  --hosts LIST        host:port,... of the nodes' xtimerd control ports (a host without :port
-                      gets $XTIMER_CONTROL_PORT or 18888)
-  --hosts-file F      one host[:port] per line ('#' starts a comment)
-  --job J             only this job's files (or, with --hosts, ranks). Jobs are never
-                      merged: files of several jobs without --job read the job with the
-                      most files and leave the others out (exit 3); several jobs on the
-                      nodes (--hosts) need --job
-  --timeout S         with --hosts: per-node deadline (default 10)
-  -h, --help          this text
-  --version           print the version and exit
+)HELP";
 
-exit status: 0 done, 1 nothing could be read (or no node answered), 2 bad arguments (also: --job
+constexpr char kAfter[] = R"HELP(exit status: 0 done, 1 nothing could be read (or no node answered), 2 bad arguments (also: --job
 names none of the jobs, or --hosts found several jobs and no --job: the jobs are listed), 3 done
 but the input is partial: ranks of the world have no data, files are (partly) unreadable or were
 left out (their world size disagrees with the job's, or they are another job's), or nodes did
@@ -90,25 +69,27 @@ struct Args : DumpArgs {
 // Returns -1 when the arguments are good, else the exit status.
 int ParseAnalyzeArgs(int argc, char** argv, Args* a) {
   CommandLine cl;
-  AddDumpArgs(a, &cl);
-  cl.Switch("--json", &a->json);
-  AddGroupsFlag(&a->options.groups, &a->groups_text, &cl);
-  cl.Text("--out", &a->out);
-  cl.Number("--hang-timeout", 1, 86400, &a->hang_timeout_s);
-  cl.Number("--timeout", 0.1, 3600, &a->timeout_s);
-  cl.List("--hosts", &a->hosts);
-  cl.Text("--hosts-file", &a->hosts_file);
-  const int rc = ParseArgs(kCommand, kHelp, cl, argc, argv);
+  AddGroupsFlag(&a->options.groups, &a->groups_text,
+                "findings name their group, and the pipeline stage that bounds the step is named",
+                &cl);
+  cl.Switch("--json", &a->json, "print the JSON report (schema in docs/analysis.md)");
+  cl.Text("--out", &a->out, "write the report to FILE instead of standard output")
+      .Placeholder("FILE");
+  AddHangTimeoutFlag(&a->hang_timeout_s, &cl);
+  AddDumpArgs(a, ". With --hosts: only this job's ranks; several jobs on the nodes need --job",
+              &cl);
+  AddHostsFlags(&a->hosts, &a->hosts_file, "", &cl);
+  cl.Number("--timeout", 0.1, 3600, &a->timeout_s,
+            ("with --hosts: per-node deadline " + DefaultIs(a->timeout_s)).c_str())
+      .Placeholder("S");
+  const int rc = ParseArgs(kCommand, {kUsage, kAfter}, cl, argc, argv);
   if (rc >= 0) return rc;
   a->options.has_groups = !a->groups_text.empty();
   a->live = !a->hosts.empty() || !a->hosts_file.empty();
   if (a->live && !a->inputs.empty())
     return BadArg(kCommand, "give either dump directories or --hosts, not both");
   if (!a->live && a->inputs.empty()) return BadArg(kCommand, "no dump directory (or --hosts)");
-  if (a->hang_timeout_s > 0) {
-    a->options.hang_timeout_ns = static_cast<int64_t>(a->hang_timeout_s * 1e9);
-    a->options.min_hang_ns = std::min(a->options.min_hang_ns, a->options.hang_timeout_ns);
-  }
+  ApplyHangTimeout(a->hang_timeout_s, &a->options);
   return -1;
 }
 

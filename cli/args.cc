@@ -13,12 +13,22 @@ int BadArg(const char* command, const std::string& message) {
   return 2;
 }
 
-int ParseArgs(const char* command, const char* help, const CommandLine& cl, int argc,
+std::string HelpText(const Help& help, const CommandLine& cl) {
+  constexpr size_t kColumn = 21, kWidth = 100;
+  CommandLine standard;
+  bool unused = false;
+  standard.Switch("-h,--help", &unused, "this text");
+  standard.Switch("--version", &unused, "print the version and exit");
+  return std::string(help.usage) + "\noptions:\n" + cl.FlagHelp(kColumn, kWidth) +
+         standard.FlagHelp(kColumn, kWidth) + "\n" + help.after;
+}
+
+int ParseArgs(const char* command, const Help& help, const CommandLine& cl, int argc,
               char** argv) {
   std::string error;
   switch (cl.Parse(argc, argv, &error)) {
     case CommandLine::Outcome::kHelp:
-      std::fputs(help, stdout);
+      std::fputs(HelpText(help, cl).c_str(), stdout);
       return 0;
     case CommandLine::Outcome::kVersion:
       std::printf("%s\n", kVersion);
@@ -29,6 +39,16 @@ int ParseArgs(const char* command, const char* help, const CommandLine& cl, int 
       break;
   }
   return -1;
+}
+
+std::string FormatNumber(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+std::string DefaultIs(double value, const std::string& more) {
+  return "(default " + FormatNumber(value) + (more.empty() ? "" : "; " + more) + ")";
 }
 
 CommandLine::Setter Seconds(double lo, double hi, bool open_lo, double* out) {

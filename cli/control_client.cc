@@ -89,6 +89,17 @@ bool ControlTargets(const std::vector<std::string>& given, const std::string& ho
   return true;
 }
 
+void AddHostsFlags(std::vector<std::string>* hosts, std::string* hosts_file, const char* where,
+                   CommandLine* cl) {
+  const std::string port = std::to_string(kDefaultControlPort);
+  const std::string hosts_help =
+      "host:port,... of the nodes' xtimerd control ports (a host without :port gets "
+      "$XTIMER_CONTROL_PORT or " + port + ")" + (*where ? std::string("; default ") + where : "");
+  cl->List("--hosts", hosts, hosts_help.c_str()).Placeholder("LIST");
+  cl->Text("--hosts-file", hosts_file, "one host[:port] per line ('#' starts a comment)")
+      .Placeholder("FILE");
+}
+
 std::shared_ptr<grpc::Channel> ControlChannel(const std::string& target, int max_receive_bytes) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(max_receive_bytes);

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "util/command_line.h"
 #include "util/split.h"
 
 namespace xtimer {
@@ -22,6 +23,11 @@ namespace cli {
 // are bracketed); none given: 127.0.0.1. Returns false with *error when the file cannot be read.
 bool ControlTargets(const std::vector<std::string>& hosts, const std::string& hosts_file,
                     std::vector<std::string>* targets, std::string* error);
+
+// Adds --hosts LIST (repeatable) and --hosts-file F to `cl`, with their help. `where` is the
+// default when neither is given, for the help ("" when the command needs one of them).
+void AddHostsFlags(std::vector<std::string>* hosts, std::string* hosts_file, const char* where,
+                   CommandLine* cl);
 
 // A channel to a node's control port that accepts answers of up to `max_receive_bytes` (gRPC's
 // default is 4 MB; HangCheck with arrivals and DumpStack with file contents can be larger).

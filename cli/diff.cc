@@ -22,7 +22,7 @@ namespace {
 
 constexpr char kCommand[] = "diff";  // for BadArg (cli/args.h)
 
-constexpr char kHelp[] = R"HELP(usage: xtimer diff A B [options]
+constexpr char kUsage[] = R"HELP(usage: xtimer diff A B [options]
 
 Compares two dumps, A (before, or healthy) and B (after, or slow): A and B are each a directory
 of timeline files, a dump path of job folders, or a comma-separated list of node directories
@@ -39,20 +39,9 @@ are left out. Who: each rank's own work (computation, copies, kernels) in A and 
 whose own work grew beyond the other ranks' by 2% or more (ops whose change stands out from the
 median rank's, or new on few ranks) are named with those ops.
 
-options:
-  --json            print JSON: {"a": {...}, "b": {...}, "ops": [...], "ranks": [...]}
-                    (docs/analyze-cli.md)
-  --top N           print only the first N rows (default: all)
-  --job NAME        only this job's files, in A and in B. Jobs (the job label of the files)
-                    are never merged: without it, a dump of several jobs is read as the job
-                    with the most files, the others left out (exit 3)
-  --job-a NAME, --job-b NAME
-                    the same for A or B alone (two runs have two job labels)
-  -j, --jobs N      reader threads (default: all hardware threads)
-  -h, --help        this text
-  --version         print the version and exit
+)HELP";
 
-exit status: 0 done, 1 a dump could not be read, 2 bad arguments (also: --job names none of the
+constexpr char kAfter[] = R"HELP(exit status: 0 done, 1 a dump could not be read, 2 bad arguments (also: --job names none of the
 jobs: they are listed), 3 done but some files were (partly) unreadable or left out (another
 job's, or their world size disagrees with the job's; listed on stderr).
 )HELP";
@@ -66,17 +55,20 @@ int DiffMain(int argc, char** argv) {
   int jobs = 0;
   int64_t top = -1;
   CommandLine cl;
-  cl.Switch("--json", &json);
-  cl.Integer("--top", 1, 1000000, &top);
-  cl.Custom("--job", "JOB", [&job](const std::string& t, std::string*) {
+  cl.Switch("--json", &json,
+            "print JSON: {\"a\": {...}, \"b\": {...}, \"ops\": [...], \"ranks\": [...]} "
+            "(docs/analyze-cli.md)");
+  cl.Integer("--top", 1, 1000000, &top, "print only the first N rows (default: all)");
+  cl.Custom("--job", "NAME", [&job](const std::string& t, std::string*) {
     job[0] = job[1] = t;
     return true;
-  });
-  cl.Text("--job-a", &job[0]);
-  cl.Text("--job-b", &job[1]);
-  cl.Integer("-j,--jobs", 1, 1024, &jobs);
+  }, ("in A and in B: " + JobFlagHelp()).c_str());
+  cl.Text("--job-a", &job[0], "the same for A alone (two runs have two job labels)")
+      .Placeholder("NAME");
+  cl.Text("--job-b", &job[1], "the same for B alone").Placeholder("NAME");
+  cl.Integer("-j,--jobs", 1, 1024, &jobs, "reader threads (default: all hardware threads)");
   cl.Positionals(&dumps);
-  const int rc = ParseArgs(kCommand, kHelp, cl, argc, argv);
+  const int rc = ParseArgs(kCommand, {kUsage, kAfter}, cl, argc, argv);
   if (rc >= 0) return rc;
   if (dumps.size() != 2) return BadArg(kCommand, "give two dumps, A and B");
   OpTable tables[2];

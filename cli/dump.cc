@@ -24,6 +24,7 @@
 #include "cli/control_client.h"
 #include "proto/hosting.grpc.pb.h"
 #include "util/clock.h"
+#include "util/default_ports.h"
 #include "util/version.h"
 
 namespace xtimer {
@@ -41,32 +42,10 @@ const char kUsage[] =
     "relative DIR is taken inside the root. Every node gets the same dump_time, DELAY seconds\n"
     "ahead, so all ranks capture the same window. See docs/control.md.\n"
     "\n"
-    "what (at least one):\n"
-    "  --count N          events per rank to capture from dump_time on (<= 1000000)\n"
-    "  --duration S       capture S seconds from dump_time on (<= 3600; with --count: whichever\n"
-    "                     ends first)\n"
-    "  --history N        include the last N records each daemon already keeps per rank (instant,\n"
-    "                     works while the job hangs; <= 10000000)\n"
-    "  --kinds LIST       matmul,nccl,host (comma list) or a mask 0-7; default all\n"
-    "  --ranks LIST       only these global ranks: 0,1,4-7\n"
-    "  --job J            only this job (repeatable, or a comma list)\n"
-    "\n"
-    "where:\n"
-    "  --hosts LIST       host:port,host:port (default 127.0.0.1:$XTIMER_CONTROL_PORT or :18888;\n"
-    "                     a host without :port gets that port)\n"
-    "  --hosts-file F     one host[:port] per line ('#' starts a comment)\n"
-    "\n"
-    "options:\n"
-    "  --delay S          dump_time = now + S seconds (default 3)\n"
-    "  --at T             dump_time = T (Unix seconds) instead\n"
-    "  --reset            cancel a dump already running on a node (its files are written)\n"
-    "  --no-wait          return once every node accepted (captures finish later)\n"
-    "  --timeout S        per-request deadline; a count capture ends S seconds after dump_time\n"
-    "                     at the latest (each daemon writes what it has); the longest wait past\n"
-    "                     a capture's end (default 60)\n"
-    "  -h, --help         this text\n"
-    "  --version          print the version and exit\n"
-    "\n"
+    "Say what to dump with at least one of --count, --duration and --history; --kinds, --ranks\n"
+    "and --job narrow it. Without --hosts or --hosts-file the local daemon is asked.\n";
+
+const char kAfter[] =
     "A rank's capture also ends when its process exits, or after 30 s without an op (a hang).\n"
     "\n"
     "Exit status: 0 when every node wrote its files (or accepted, with --no-wait), 1 when any\n"
@@ -157,21 +136,38 @@ int ParseDumpArgs(int argc, char** argv, DumpArgs* d) {
   bool reset = false, no_wait = false;
   std::vector<std::string> jobs;
   CommandLine cl;
-  cl.Text("--path", &path);
-  cl.Integer("--count", 1, 1000000, &count);
-  cl.Integer("--history", 1, 10000000, &history);
-  cl.Custom("--duration", "SECONDS", Seconds(0, 3600, true, &duration));
-  cl.Custom("--kinds", "LIST", Kinds(&req));
-  cl.Custom("--ranks", "LIST", Ranks(&req));
-  cl.List("--job,--jobs", &jobs);
-  cl.List("--hosts", &d->hosts);
-  cl.Text("--hosts-file", &d->hosts_file);
-  cl.Custom("--delay", "SECONDS", Seconds(0, 3600, false, &d->delay));
-  cl.Integer("--at", 0, int64_t{1} << 40, &d->at);
-  cl.Custom("--timeout", "SECONDS", Seconds(0, 1e9, true, &d->timeout));
-  cl.Switch("--reset", &reset);
-  cl.Switch("--no-wait", &no_wait);
-  const int rc = ParseArgs(kCommand, kUsage, cl, argc, argv);
+  cl.Text("--path", &path, "the dump's folder, inside each daemon's dump root (required)")
+      .Placeholder("DIR");
+  constexpr int64_t kMaxCount = 1000000, kMaxHistory = 10000000;
+  constexpr double kMaxDurationS = 3600;
+  cl.Integer("--count", 1, kMaxCount, &count,
+             ("events per rank to capture from dump_time on (at most " +
+              std::to_string(kMaxCount) + ")").c_str());
+  cl.Custom("--duration", "S", Seconds(0, kMaxDurationS, true, &duration),
+            ("capture S seconds from dump_time on (at most " + FormatNumber(kMaxDurationS) +
+             "; with --count: whichever ends first)").c_str());
+  cl.Integer("--history", 1, kMaxHistory, &history,
+             ("include the last N records each daemon already keeps per rank (instant, works "
+              "while the job hangs; at most " + std::to_string(kMaxHistory) + ")").c_str());
+  cl.Custom("--kinds", "LIST", Kinds(&req),
+            "matmul,nccl,host (comma list) or a mask 0-7 (default all)");
+  cl.Custom("--ranks", "LIST", Ranks(&req), "only these global ranks: 0,1,4-7");
+  cl.List("--job,--jobs", &jobs, "only this job (repeatable, or a comma list)")
+      .Placeholder("NAME");
+  const std::string local = "127.0.0.1:$XTIMER_CONTROL_PORT or :" +
+                            std::to_string(kDefaultControlPort);
+  AddHostsFlags(&d->hosts, &d->hosts_file, local.c_str(), &cl);
+  cl.Custom("--delay", "S", Seconds(0, 3600, false, &d->delay),
+            ("dump_time = now + S seconds " + DefaultIs(d->delay)).c_str());
+  cl.Integer("--at", 0, int64_t{1} << 40, &d->at, "dump_time = T (Unix seconds) instead")
+      .Placeholder("T");
+  cl.Custom("--timeout", "S", Seconds(0, 1e9, true, &d->timeout),
+            ("per-request deadline; a count capture ends S seconds after dump_time at the latest "
+             "(each daemon writes what it has); the longest wait past a capture's end " +
+             DefaultIs(d->timeout)).c_str());
+  cl.Switch("--reset", &reset, "cancel a dump already running on a node (its files are written)");
+  cl.Switch("--no-wait", &no_wait, "return once every node accepted (captures finish later)");
+  const int rc = ParseArgs(kCommand, {kUsage, kAfter}, cl, argc, argv);
   if (rc >= 0) return rc;
   d->have_path = !path.empty();
   req.set_dump_path(path);

@@ -17,7 +17,7 @@
 #include "analysis/analysis.h"
 #include "analysis/steps.h"
 #include "cli/args.h"
-#include "cli/groups_arg.h"
+#include "cli/analysis_args.h"
 #include "cli/commands.h"
 #include "cli/readers/dump_reader.h"
 #include "cli/readers/file_reads.h"
@@ -37,7 +37,7 @@ namespace {
 
 constexpr char kCommand[] = "report";  // for BadArg (cli/args.h)
 
-constexpr char kHelp[] = R"HELP(usage: xtimer report DIR... -o report.html [options]
+constexpr char kUsage[] = R"HELP(usage: xtimer report DIR... -o report.html [options]
 
 Writes one self-contained HTML file (inline SVG charts, no script, nothing fetched when it is
 viewed) about a dump: each rank's step time (where known) and matmul FLOP/s, observed and true
@@ -49,20 +49,9 @@ docs/report.md describes every section.
 DIR... are read as `xtimer analyze` reads them: node directories of timeline files, a dump path
 holding job folders, single .timeline files, and the hang-summary-<host>.json files beside them.
 
-options:
-  -o, --out FILE      the HTML file to write (required); its folder must exist
-  --groups LAYOUT     parallel layout, e.g. tp2-pp2-dp2 (as for xtimer analyze)
-  --job J             only this job's files (jobs are never merged: without it, the job with
-                      the most files is read and the others left out, exit 3)
-  --top N             rows of the slowest-operations table (default 25)
-  --hang-timeout S    the longest stall that is not a hang (as for xtimer analyze)
-  -j, --jobs N        reader threads (default: all hardware threads)
-  --no-align          do not align node clocks
-  -q, --quiet         no progress or input notes on stderr (problems are still printed)
-  -h, --help          this text
-  --version           print the version and exit
+)HELP";
 
-exit status: 0 written, 1 nothing could be read or the file could not be written, 2 bad
+constexpr char kAfter[] = R"HELP(exit status: 0 written, 1 nothing could be read or the file could not be written, 2 bad
 arguments (also: --job names none of the jobs: they are listed), 3 written but the input is
 partial: ranks of the world have no data, files are (partly) unreadable or were left out
 (another job's, among others; each is named on stderr and in the report).
@@ -77,19 +66,18 @@ struct Args : DumpArgs {
 // Returns -1 when the arguments are good, else the exit status.
 int ParseReportArgs(int argc, char** argv, Args* a) {
   CommandLine cl;
-  AddDumpArgs(a, &cl);
-  cl.Text("-o,--out", &a->out);
-  AddGroupsFlag(&a->options.groups, &a->groups_text, &cl);
-  cl.Integer("--top", 1, 1000000, &a->top);
+  cl.Text("-o,--out", &a->out, "the HTML file to write (required); its folder must exist")
+      .Placeholder("FILE");
+  AddGroupsFlag(&a->options.groups, &a->groups_text, "as for xtimer analyze", &cl);
+  cl.Integer("--top", 1, 1000000, &a->top,
+             ("rows of the slowest-operations table " + DefaultIs(a->top)).c_str());
   double hang_timeout_s = 0;
-  cl.Number("--hang-timeout", 1, 86400, &hang_timeout_s);
-  const int rc = ParseArgs(kCommand, kHelp, cl, argc, argv);
+  AddHangTimeoutFlag(&hang_timeout_s, &cl);
+  AddDumpArgs(a, "", &cl);
+  const int rc = ParseArgs(kCommand, {kUsage, kAfter}, cl, argc, argv);
   if (rc >= 0) return rc;
   a->options.has_groups = !a->groups_text.empty();
-  if (hang_timeout_s > 0) {
-    a->options.hang_timeout_ns = static_cast<int64_t>(hang_timeout_s * 1e9);
-    a->options.min_hang_ns = std::min(a->options.min_hang_ns, a->options.hang_timeout_ns);
-  }
+  ApplyHangTimeout(hang_timeout_s, &a->options);
   if (a->inputs.empty()) return BadArg(kCommand, "no dump directory");
   if (a->out.empty()) return BadArg(kCommand, "no output file: give -o report.html");
   return -1;

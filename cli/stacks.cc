@@ -21,7 +21,7 @@
 
 #include "analysis/analysis.h"
 #include "cli/args.h"
-#include "cli/groups_arg.h"
+#include "cli/analysis_args.h"
 #include "cli/commands.h"
 #include "cli/control_client.h"
 #include "cli/readers/job_inputs.h"
@@ -45,7 +45,7 @@ constexpr char kCommand[] = "stacks";  // for BadArg (cli/args.h)
 
 namespace st = stacktrace;
 
-constexpr char kHelp[] = R"HELP(usage: xtimer stacks DIR... -o OUT/ [options]
+constexpr char kUsage[] = R"HELP(usage: xtimer stacks DIR... -o OUT/ [options]
        xtimer stacks --hosts HOST:PORT,... -o OUT/ [options]
 
 Reads the per-rank stack files (*.stacks, docs/stacks.md) found in each DIR and its
@@ -64,31 +64,9 @@ With --hosts, asks every node's xtimerd at once (DumpStack) for the stacks of it
 each daemon also keeps in <dump root>/--path/<job>/; the files come back over the control port
 into OUT/nodes/<node>/<job>/ and are merged as above.
 
-options:
-  -o, --output DIR    the output directory (created if missing; required)
-  --job NAME          only this job's files (jobs are never merged: without it, the job with
-                      the most files is read and the others' files left out, exit 3)
-  --groups LAYOUT     parallel layout, e.g. tp2-pp2-dp2 (sizes multiply to the world size):
-                      outlier groups are named with their pipeline stages and the parallel
-                      group (tp, cp, ep, dp, pp) their ranks form, if any
-  --json              print the summary as JSON (summary.txt is still text)
-  --top N             frames named per group in the summary (default 3)
-  --show-xtimer       keep xtimer's own threads (xtimer-poller...) and frames (libxtimer.so,
-                      xtimer::...) in the graphs and the summary; by default they are folded
-                      away, so that a call through the hook reads as the application's call
-  -j, --jobs N        reader threads (default: all hardware threads)
-  -q, --quiet         print only errors (not the summary)
-  --hosts LIST        host:port,... of the nodes' xtimerd control ports (a host without :port
-                      gets $XTIMER_CONTROL_PORT or 18888)
-  --hosts-file F      one host[:port] per line ('#' starts a comment)
-  --path P            with --hosts: the folder under each daemon's dump root for its copy
-                      (default stacks-<unix time>)
-  --ranks LIST        with --hosts: only these global ranks, e.g. 0,3,5 (default all)
-  --timeout S         with --hosts: seconds a rank has to answer (default 2; at most 30)
-  -h, --help          this text
-  --version           print the version and exit
+)HELP";
 
-exit status: 0 written, 1 no readable stack file (or, with --hosts, no node answered), 2 bad
+constexpr char kAfter[] = R"HELP(exit status: 0 written, 1 no readable stack file (or, with --hosts, no node answered), 2 bad
 arguments (also: a --job no file has), 3 written but partial: files unreadable or left out
 (another job's among them), nodes that did not answer (named on stderr), ranks of the world without a file (listed
 in the summary), or a limit of the merge or an output reached (docs/stacks.md "Limits").
@@ -105,6 +83,9 @@ struct Options {
   std::vector<int> ranks;
   double timeout_s = 2;
 };
+
+// The longest --timeout: what the daemon allows a DumpStack request.
+constexpr double kMaxTimeoutS = 30;
 
 std::vector<std::string> ListInputs(const std::vector<std::string>& inputs,
                                     std::vector<std::string>* problems) {
@@ -261,21 +242,35 @@ CommandLine::Setter RankList(std::vector<int>* ranks) {
 
 int ParseStacksArgs(int argc, char** argv, Options* opt) {
   CommandLine cl;
-  cl.Text("-o,--output", &opt->output);
-  cl.Text("--job", &opt->job);
-  AddGroupsFlag(&opt->group_layout, &opt->groups, &cl);
-  cl.Integer("--top", 1, 1024, &opt->top);
-  cl.Integer("-j,--jobs", 1, 1024, &opt->jobs);
-  cl.List("--hosts", &opt->hosts);
-  cl.Text("--hosts-file", &opt->hosts_file);
-  cl.Text("--path", &opt->path);
-  cl.Custom("--ranks", "LIST", RankList(&opt->ranks));
-  cl.Custom("--timeout", "SECONDS", Seconds(0, 30, true, &opt->timeout_s));
-  cl.Switch("--json", &opt->json);
-  cl.Switch("--show-xtimer", &opt->show_xtimer);
-  cl.Switch("-q,--quiet", &opt->quiet);
+  cl.Text("-o,--output", &opt->output, "the output directory (created if missing; required)")
+      .Placeholder("DIR");
+  cl.Text("--job", &opt->job, JobFlagHelp().c_str()).Placeholder("NAME");
+  AddGroupsFlag(&opt->group_layout, &opt->groups,
+                "outlier groups are named with their pipeline stages and the parallel group "
+                "their ranks form, if any",
+                &cl);
+  cl.Switch("--json", &opt->json, "print the summary as JSON (summary.txt is still text)");
+  cl.Integer("--top", 1, 1024, &opt->top,
+             ("frames named per group in the summary " + DefaultIs(opt->top)).c_str());
+  cl.Switch("--show-xtimer", &opt->show_xtimer,
+            "keep xtimer's own threads (xtimer-poller...) and frames (libxtimer.so, xtimer::...) "
+            "in the graphs and the summary; by default they are folded away, so that a call "
+            "through the hook reads as the application's call");
+  cl.Integer("-j,--jobs", 1, 1024, &opt->jobs, "reader threads (default: all hardware threads)");
+  cl.Switch("-q,--quiet", &opt->quiet, "print only errors (not the summary)");
+  AddHostsFlags(&opt->hosts, &opt->hosts_file, "", &cl);
+  cl.Text("--path", &opt->path,
+          "with --hosts: the folder under each daemon's dump root for its copy (default "
+          "stacks-<unix time>)")
+      .Placeholder("P");
+  cl.Custom("--ranks", "LIST", RankList(&opt->ranks),
+            "with --hosts: only these global ranks, e.g. 0,3,5 (default all)");
+  cl.Custom("--timeout", "S", Seconds(0, kMaxTimeoutS, true, &opt->timeout_s),
+            ("with --hosts: seconds a rank has to answer " +
+             DefaultIs(opt->timeout_s, "at most " + FormatNumber(kMaxTimeoutS)))
+                .c_str());
   cl.Positionals(&opt->inputs);
-  const int rc = ParseArgs(kCommand, kHelp, cl, argc, argv);
+  const int rc = ParseArgs(kCommand, {kUsage, kAfter}, cl, argc, argv);
   if (rc >= 0) return rc;
   const bool live = !opt->hosts.empty() || !opt->hosts_file.empty();
   if (live && !opt->inputs.empty()) return BadArg(kCommand, "give either directories or --hosts, not both");

@@ -18,7 +18,7 @@ namespace {
 
 constexpr char kCommand[] = "timeline";  // for BadArg (cli/args.h)
 
-constexpr char kHelp[] = R"HELP(usage: xtimer timeline DIR... -o TRACE.pftrace [options]
+constexpr char kUsage[] = R"HELP(usage: xtimer timeline DIR... -o TRACE.pftrace [options]
 
 Reads the per-rank timeline files (*.timeline) in each DIR (one directory per node, as written by
 xtimerd's DumpKernelTrace; a .timeline file may also be named directly) and writes one Perfetto
@@ -35,30 +35,9 @@ instant where its receive ends, and each launch to its GPU slice.
 Clocks of different nodes are aligned from the end times of the collectives they share; the
 offsets applied are printed. See docs/perfetto.md.
 
-options:
-  -o, --output FILE   the trace to write (required)
-  --job NAME          only this job's files. Jobs (the job label of the files) are never
-                      merged into one trace: without --job, the job with the most files is
-                      read and the others' files are left out (exit 3)
-  --groups LAYOUT     parallel layout, e.g. tp2-cp1-pp2-dp2: dimensions tp, cp, ep, dp, pp in
-                      rank order, the first varying fastest (Megatron: tp-cp-ep-dp-pp). Ranks
-                      are labelled with their coordinates and grouped by pp, dp, ep, cp, tp.
-                      The sizes must multiply to the world size.
-  -j, --jobs N        worker threads (default: all hardware threads)
-  -q, --quiet         print only errors
-  --no-args           no per-slice arguments (smaller trace)
-  --no-launches       no host launch instants and launch flows (smaller trace)
-  --no-flows          no collective or send/recv flows (nor the "Recv done" instants)
-  --no-align          do not align node clocks
-  --compression-level N
-                      zlib-compress packets at libdeflate level N: 1 (default, fastest) to 12
-                      (smallest); 0 writes plain packets (for protoc --decode). Perfetto's UI
-                      and trace_processor read both.
-  --no-compress       same as --compression-level 0
-  -h, --help          this text
-  --version           print the version and exit
+)HELP";
 
-exit status: 0 written (skipped inputs are listed on stderr), 1 nothing could be written,
+constexpr char kAfter[] = R"HELP(exit status: 0 written (skipped inputs are listed on stderr), 1 nothing could be written,
 2 bad arguments (also: --job names none of the jobs: they are listed), 3 written but partial:
 ranks of the world have no file, files were left out (another job's, their world size disagrees
 with the job's, or their metadata breaks the format's limits), or
@@ -71,8 +50,8 @@ int TimelineMain(int argc, char** argv) {
   timeline::ConvertOptions opt;
   std::string job;
   CommandLine cl;
-  cl.Text("-o,--output", &opt.output);
-  cl.Text("--job", &job);
+  cl.Text("-o,--output", &opt.output, "the trace to write (required)").Placeholder("FILE");
+  cl.Text("--job", &job, JobFlagHelp().c_str()).Placeholder("NAME");
   cl.Custom("--groups", "LAYOUT", [&opt](const std::string& t, std::string* expected) {
     timeline::GroupLayout layout;
     std::string error;
@@ -82,23 +61,30 @@ int TimelineMain(int argc, char** argv) {
     }
     *expected = "a layout such as tp2-pp2-dp2 (" + error + ")";
     return false;
-  });
-  cl.Integer("-j,--jobs", 1, 1024, &opt.jobs);
-  cl.Integer("--compression-level", 0, 12, &opt.compression_level);
+  }, "parallel layout, e.g. tp2-cp1-pp2-dp2: dimensions tp, cp, ep, dp, pp in rank order, the "
+     "first varying fastest (Megatron: tp-cp-ep-dp-pp). Ranks are labelled with their "
+     "coordinates and grouped by pp, dp, ep, cp, tp. The sizes must multiply to the world size.");
+  cl.Integer("-j,--jobs", 1, 1024, &opt.jobs, "worker threads (default: all hardware threads)");
+  cl.Switch("-q,--quiet", &opt.quiet, "print only errors");
+  cl.SwitchOff("--no-args", &opt.args, "no per-slice arguments (smaller trace)");
+  cl.SwitchOff("--no-launches", &opt.launches,
+               "no host launch instants and launch flows (smaller trace)");
+  cl.SwitchOff("--no-flows", &opt.flows,
+               "no collective or send/recv flows (nor the \"Recv done\" instants)");
+  cl.SwitchOff("--no-align", &opt.align_clocks, "do not align node clocks");
+  cl.Integer("--compression-level", 0, 12, &opt.compression_level,
+             ("zlib-compress packets at libdeflate level N: 1 (fastest) to 12 (smallest); 0 "
+              "writes plain packets (for protoc --decode). Perfetto's UI and trace_processor read "
+              "both " + DefaultIs(opt.compression_level)).c_str());
   cl.Custom("--no-compress", "", [&opt](const std::string& t, std::string* expected) {
     *expected = "true or false";
     bool on = false;
     if (!ParseSwitch(t, &on)) return false;
     if (on) opt.compression_level = 0;
     return true;
-  });
-  cl.Switch("-q,--quiet", &opt.quiet);
-  cl.SwitchOff("--no-args", &opt.args);
-  cl.SwitchOff("--no-launches", &opt.launches);
-  cl.SwitchOff("--no-flows", &opt.flows);
-  cl.SwitchOff("--no-align", &opt.align_clocks);
+  }, "same as --compression-level 0");
   cl.Positionals(&opt.inputs);
-  const int rc = ParseArgs(kCommand, kHelp, cl, argc, argv);
+  const int rc = ParseArgs(kCommand, {kUsage, kAfter}, cl, argc, argv);
   if (rc >= 0) return rc;
   if (opt.inputs.empty()) return BadArg(kCommand, "no input directory");
   if (opt.output.empty()) return BadArg(kCommand, "no output file: give -o TRACE.pftrace");

@@ -49,4 +49,20 @@ grep -q "warning: 4 of 8 ranks have no file (ranks 4 5 6 7)" "$TMP/err" || fail 
 expect_rc 0 $XT timeline timeline/testdata -o "$TMP/dumppath.pftrace" --groups=tp2-pp2-dp2
 grep -q "note: timeline/testdata is a dump path holding job folders; reading 2 of them: node0, node1" "$TMP/err" || fail "no dump-path note: $(cat "$TMP/err")"
 cmp "$TMP/dumppath.pftrace" timeline/testdata/expected.pftrace || fail "the dump path gave a different trace"
+# Every flag a command's --help lists (generated from the flags it registers) is named on the
+# command's page of docs/ (the universal -h/--help and --version aside).
+for pair in analyze:analyze-cli diff:analyze-cli report:report stacks:stacks timeline:perfetto \
+            dump:control; do
+  cmd=${pair%%:*} doc=docs/${pair##*:}.md
+  expect_rc 0 $XT "$cmd" --help
+  flags=$(sed -n '/^options:/,/^$/p' "$TMP/out" | grep -oE '^  (-[a-z], )?--[a-z-]+(, --[a-z-]+)?' |
+          grep -oE -- '--[a-z-]+' | grep -vxE -- '--help|--version')
+  [ -n "$flags" ] || fail "$cmd --help lists no flags"
+  for f in $flags; do
+    grep -qE -- "(^|[^a-z-])$f([^a-z-]|\$)" "$doc" || fail "$cmd's $f is not in $doc"
+  done
+done
+expect_rc 0 $XT analyze --help
+grep -q -- "--hang-timeout S    the longest stall that is not a hang (default 300;" "$TMP/out" ||
+  fail "analyze --help does not show analysis::Options' hang bound: $(grep -A1 hang-timeout "$TMP/out")"
 echo PASS

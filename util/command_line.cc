@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <sstream>
 #include <utility>
 
 #include "util/split.h"
@@ -122,6 +123,11 @@ CommandLine& CommandLine::Env(const char* variable) {
   return *this;
 }
 
+CommandLine& CommandLine::Placeholder(const char* name) {
+  if (!flags_.empty()) flags_.back().placeholder = name;
+  return *this;
+}
+
 const CommandLine::Flag* CommandLine::Find(const std::string& name) const {
   for (const Flag& f : flags_) {
     for (const std::string& n : f.names) {
@@ -207,16 +213,50 @@ CommandLine::Outcome CommandLine::Parse(int argc, const char* const* argv, std::
   return Outcome::kRun;
 }
 
-std::string CommandLine::FlagHelp(size_t column) const {
+namespace {
+
+// `text` in lines of at most `width` columns (a longer word stands alone), each after `indent`
+// spaces but the first, which follows `first` (padded to the indent, or alone on its line when
+// it reaches it).
+std::string Wrapped(std::string first, const std::string& text, size_t indent, size_t width) {
+  std::string out, line;
+  if (first.size() < indent) {
+    line = first + std::string(indent - first.size(), ' ');
+  } else {
+    out = first + "\n";
+    line.assign(indent, ' ');
+  }
+  bool empty = true;
+  std::istringstream words(text);
+  std::string word;
+  while (words >> word) {
+    if (!empty && line.size() + 1 + word.size() > width) {
+      out += line + "\n";
+      line.assign(indent, ' ');
+      empty = true;
+    }
+    line += (empty ? "" : " ") + word;
+    empty = false;
+  }
+  return out + line + "\n";
+}
+
+}  // namespace
+
+std::string CommandLine::FlagHelp(size_t column, size_t width) const {
   std::string out;
   for (const Flag& f : flags_) {
     std::string left = " ";
     for (const std::string& n : f.names) left += (left.size() > 1 ? ", " : " ") + n;
     if (!f.placeholder.empty()) left += " " + f.placeholder;
+    std::string help = f.help;
+    if (!f.env.empty()) help += " [" + f.env + "]";
+    if (width > 0) {
+      out += Wrapped(left, help, column + 1, width);
+      continue;
+    }
     if (left.size() < column) left.resize(column, ' ');
-    out += left + " " + f.help;
-    if (!f.env.empty()) out += " [" + f.env + "]";
-    out += "\n";
+    out += left + " " + help + "\n";
   }
   return out;
 }

@@ -52,6 +52,8 @@ class CommandLine {
                       const char* help = "");
   // The environment variable that gives the last flag added its default (ApplyEnvironment).
   CommandLine& Env(const char* variable);
+  // The last flag's value as FlagHelp names it ("FILE", "SECONDS") instead of S, N or X.
+  CommandLine& Placeholder(const char* name);
 
   // Positional arguments go into *out (without this, one is a mistake).
   void Positionals(std::vector<std::string>* out) { positionals_ = out; }
@@ -66,8 +68,10 @@ class CommandLine {
   // Reads argv[1..argc). kBad comes with *error, a sentence without the program's name.
   Outcome Parse(int argc, const char* const* argv, std::string* error, int* next = nullptr) const;
 
-  // "  --name N     help [ENV]" per flag, in the order they were added.
-  std::string FlagHelp(size_t column = 26) const;
+  // "  --name N     help [ENV]" per flag, in the order they were added. With `width`, each
+  // flag's help is wrapped at that many columns, continued at `column` (a flag whose names
+  // reach the column starts its help on the next line); 0 keeps each flag on one line.
+  std::string FlagHelp(size_t column = 26, size_t width = 0) const;
   // Every spelling of every flag, for tests that check --help and the docs name them all.
   std::vector<std::string> Names() const;
 

@@ -165,6 +165,25 @@ TEST(CommandLineTest, FlagHelpListsEveryFlagWithItsPlaceholderAndVariable) {
   EXPECT_EQ(names[3], "--out");
 }
 
+TEST(CommandLineTest, FlagHelpWrapsAtTheWidthUnderTheHelpColumn) {
+  int n = 0;
+  bool b = false;
+  CommandLine cl;
+  cl.Integer("-n,--number", 0, 9, &n,
+             "a number of things, written out at such length that it cannot fit in one line");
+  cl.Switch("--a-very-long-switch-name", &b, "short");
+  const std::string help = cl.FlagHelp(20, 60);
+  std::string out;
+  cl.Text("--out", &out, "where").Placeholder("FILE");
+  EXPECT_NE(cl.FlagHelp(20, 60).find("  --out FILE         where\n"), std::string::npos);
+  EXPECT_EQ(help,
+            "  -n, --number N     a number of things, written out at such\n"
+            "                     length that it cannot fit in one line\n"
+            "  --a-very-long-switch-name\n"
+            "                     short\n")
+      << help;
+}
+
 TEST(CommandLineTest, NumbersAreWholeAndInRange) {
   double d = 0;
   int64_t i = 0;

@@ -352,11 +352,12 @@ std::vector<std::string> HangSummariesIn(const std::string& dir) {
   return paths;
 }
 
-void AddDumpArgs(DumpArgs* args, CommandLine* cl) {
-  cl->Text("--job", &args->job);
-  cl->Integer("-j,--jobs", 1, 1024, &args->jobs);
-  cl->SwitchOff("--no-align", &args->align);
-  cl->Switch("-q,--quiet", &args->quiet);
+void AddDumpArgs(DumpArgs* args, const char* job_more, CommandLine* cl) {
+  cl->Text("--job", &args->job, (JobFlagHelp() + job_more).c_str()).Placeholder("NAME");
+  cl->Integer("-j,--jobs", 1, 1024, &args->jobs, "reader threads (default: all hardware threads)");
+  cl->SwitchOff("--no-align", &args->align, "do not align node clocks");
+  cl->Switch("-q,--quiet", &args->quiet,
+             "no progress or input notes on stderr (problems are still printed)");
   cl->Positionals(&args->inputs);
 }
 

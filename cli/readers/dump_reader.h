@@ -79,8 +79,9 @@ struct DumpArgs {
   bool quiet = false;
 };
 
-// Adds those arguments to `cl`: positional inputs, --job, -j/--jobs, --no-align, -q/--quiet.
-void AddDumpArgs(DumpArgs* args, CommandLine* cl);
+// Adds those arguments to `cl`, with their help: positional inputs, --job, -j/--jobs,
+// --no-align, -q/--quiet. `job_more` ends --job's help ("" for nothing more).
+void AddDumpArgs(DumpArgs* args, const char* job_more, CommandLine* cl);
 
 // How such a command reads its dump: progress drawn on stderr when it is a terminal and the
 // command is not --quiet.

@@ -120,6 +120,11 @@ std::vector<std::string> PathsOf(const std::vector<timeline::InputFile>& files) 
   return paths;
 }
 
+std::string JobFlagHelp() {
+  return "only this job's files. Jobs (the job label of the files) are never merged: without "
+         "--job, the job with the most files is read and the others' files are left out (exit 3)";
+}
+
 bool SelectJobFiles(const std::vector<std::string>& inputs, const std::string& job, int threads,
                     JobFiles* out, std::string* error) {
   timeline::InputList list = timeline::ListTimelineInputs(inputs);

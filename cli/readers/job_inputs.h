@@ -29,6 +29,9 @@ struct JobFiles {
   std::vector<std::string> notes;          // how inputs were read (a dump path's job folders)
 };
 
+// --job's help, the rule above in a sentence: only the named job's files are read.
+std::string JobFlagHelp();
+
 // Lists `inputs` (timeline/inputs.h) and reads each file's metadata on up to `threads` threads
 // (0: hardware threads). Returns false with *error when `job` is not empty and names none of the
 // jobs found (the error lists every job with its file count and folders, and says to pass --job
