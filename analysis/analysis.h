@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "util/parallel_groups.h"
 #include "format/exit_state.h"
 
 namespace xtimer {
@@ -283,11 +284,10 @@ struct RankInput {
 
 // Parallel groups, Megatron order tp-cp-ep-dp-pp: "tp2-pp2-dp2" (any order in the text; the
 // layout order is tp, cp, ep, dp, pp, innermost first). Returns false with *error.
-struct Groups {
-  int tp = 1, cp = 1, ep = 1, dp = 1, pp = 1;
-  int world() const { return tp * cp * ep * dp * pp; }
-};
-bool ParseGroups(const std::string& text, Groups* groups, std::string* error);
+using Groups = ParallelGroups;  // util/parallel_groups.h: Megatron's rank order
+inline bool ParseGroups(const std::string& text, Groups* groups, std::string* error) {
+  return ParseParallelGroups(text, groups, error);
+}
 // The group kind ("tp", "dp", "pp", ...) whose ranks exactly form `members`, or "" if none.
 std::string GroupKindOf(const Groups& groups, const std::vector<int32_t>& members);
 // The pipeline stage of a global rank (0 when pp is 1).

@@ -61,9 +61,9 @@ int TimelineMain(int argc, char** argv) {
     }
     *expected = "a layout such as tp2-pp2-dp2 (" + error + ")";
     return false;
-  }, "parallel layout, e.g. tp2-cp1-pp2-dp2: dimensions tp, cp, ep, dp, pp in rank order, the "
-     "first varying fastest (Megatron: tp-cp-ep-dp-pp). Ranks are labelled with their "
-     "coordinates and grouped by pp, dp, ep, cp, tp. The sizes must multiply to the world size.");
+  }, "parallel layout, e.g. tp2-pp2-dp2 (tp, cp, ep, dp, pp; Megatron order tp-cp-ep-dp-pp, the "
+     "first varying fastest; the sizes multiply to the world size): each rank is labelled with "
+     "its coordinates");
   cl.Integer("-j,--jobs", 1, 1024, &opt.jobs, "worker threads (default: all hardware threads)");
   cl.Switch("-q,--quiet", &opt.quiet, "print only errors");
   cl.SwitchOff("--no-args", &opt.args, "no per-slice arguments (smaller trace)");

@@ -24,7 +24,7 @@ grep -q -- "--compression-level must be a number from 0 to 12, not '13'" "$TMP/e
 expect_rc 2 $XT timeline timeline/testdata/node0 -o "$TMP/t.pftrace" --compression-level=fast
 grep -q -- "--compression-level must be a number" "$TMP/err" || fail "level message (text)"
 expect_rc 2 $XT timeline timeline/testdata/node0 -o "$TMP/t.pftrace" --groups tp2-xx4
-grep -q "unknown group 'xx'" "$TMP/err" || fail "groups message"
+grep -q "unknown group 'xx4'" "$TMP/err" || fail "groups message"
 expect_rc 2 $XT timeline timeline/testdata/node0 -o "$TMP/t.pftrace" --frobnicate
 grep -q "unknown option '--frobnicate'" "$TMP/err" || fail "unknown option message"
 expect_rc 1 $XT timeline "$TMP/empty-nothing" -o "$TMP/t.pftrace"

@@ -314,11 +314,12 @@ void MergeComms(Conversion* c) {
   }
 }
 
-// The output order: by the --groups layout when given, else by rank; unknown ranks last.
+// The output order: by rank (with --groups, Megatron's rank order is also the order of the
+// groups: pp, dp, ep, cp, tp), unknown ranks last.
 bool OrderRanks(Conversion* c, std::string* error) {
   std::vector<FileInfo*>& ranks = c->ranks;
   const GroupLayout& layout = c->layout;
-  if (layout.dims.empty()) {
+  if (!layout.given) {
     std::stable_partition(ranks.begin(), ranks.end(),
                           [](const FileInfo* f) { return f->meta.rank >= 0; });
     return true;
@@ -334,7 +335,7 @@ bool OrderRanks(Conversion* c, std::string* error) {
     bool ua = a->meta.rank < 0, ub = b->meta.rank < 0;
     if (ua != ub) return ub;
     if (ua) return false;
-    return layout.OrderKey(a->meta.rank) < layout.OrderKey(b->meta.rank);
+    return a->meta.rank < b->meta.rank;
   });
   return true;
 }
@@ -429,7 +430,7 @@ std::vector<RankContext> RankContexts(const Conversion& c) {
     x.pid = ranks[i]->meta.rank >= 0 ? ranks[i]->meta.rank + 1 : 1000000 + static_cast<int>(i);
     x.offset = c.offsets[ranks[i]->node_index];
     x.label =
-        c.layout.dims.empty() || ranks[i]->meta.rank < 0 ? "" : c.layout.Label(ranks[i]->meta.rank);
+        !c.layout.given || ranks[i]->meta.rank < 0 ? "" : c.layout.Label(ranks[i]->meta.rank);
     x.sort_index = static_cast<int>(i);
     x.options = &c.opt;
     x.comms = &c.comms;

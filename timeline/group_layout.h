@@ -1,27 +1,24 @@
-// Parallel-group layouts for `xtimer timeline --groups` (docs/perfetto.md).
+// Parallel-group layouts for `xtimer timeline --groups` (docs/perfetto.md): the layout every
+// command reads (util/parallel_groups.h: Megatron's rank order, tp fastest), and the label each
+// rank's process gets in the trace.
 #ifndef XTIMER_TIMELINE_GROUP_LAYOUT_H_
 #define XTIMER_TIMELINE_GROUP_LAYOUT_H_
 
-#include <cstdint>
 #include <string>
-#include <utility>
-#include <vector>
+
+#include "util/parallel_groups.h"
 
 namespace xtimer {
 namespace timeline {
 
-// A parallel layout such as "tp2-cp1-pp2-dp2": dimensions in rank order, the first varies
-// fastest. Missing dimensions have size 1; the default layout is Megatron's tp-cp-ep-dp-pp.
 struct GroupLayout {
-  std::vector<std::pair<std::string, int>> dims;  // {"tp", 2}, ... fastest first
-  int world() const;
-  // Coordinates of a rank, in the order of dims.
-  std::vector<int> Coordinates(int rank) const;
-  // "pp1 dp0 tp1": slowest first.
-  std::string Label(int rank) const;
-  // Sort key grouping ranks: pp, dp, ep, cp, tp (canonical priority), tp fastest.
-  int64_t OrderKey(int rank) const;
+  bool given = false;  // --groups was given
+  ParallelGroups groups;
+  int world() const { return groups.world(); }
+  // "pp1 dp0 tp1": slowest first, dimensions of size 1 left out.
+  std::string Label(int rank) const { return ParallelLabel(groups, rank); }
 };
+
 // Returns false with *error naming the bad part.
 bool ParseGroupLayout(const std::string& text, GroupLayout* layout, std::string* error);
 
