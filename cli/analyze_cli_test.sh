@@ -7,6 +7,7 @@ W=cli/write_test_job
 TMP=${TEST_TMPDIR:-$(mktemp -d)}
 fail() { echo "FAIL: $*"; exit 1; }
 expect_rc() { local want=$1; shift; "$@" >"$TMP/out" 2>"$TMP/err"; local rc=$?; [ $rc -eq $want ] || fail "'$*' exited $rc, want $want: $(cat "$TMP/err")"; }
+has() { grep -qF -- "$1" "$2" || fail "$2 lacks '$1': $(head -c 800 "$2")"; }
 
 expect_rc 0 $XT analyze --help
 grep -q -- "--groups" "$TMP/out" || fail "analyze help lacks --groups"
@@ -94,7 +95,7 @@ expect_rc 1 $XT analyze "$TMP/no-such-dir"
 grep -q "no readable timeline files" "$TMP/err" || fail "nothing-readable message"
 # Bad --groups -> 2, with the reason.
 expect_rc 2 $XT analyze "$TMP/slow" --groups tp2-xx4
-grep -q -- "--groups must be a layout such as tp2-pp2-dp2 (bad group 'xx4'" "$TMP/err" || fail "groups parse message: $(cat "$TMP/err")"
+grep -q -- "--groups must be a layout such as tp2-pp2-dp2 (unknown group 'xx4'" "$TMP/err" || fail "groups parse message: $(cat "$TMP/err")"
 expect_rc 2 $XT analyze "$TMP/slow" --groups tp2-pp2
 grep -q "describes 4 ranks; the job has 8" "$TMP/err" || fail "groups size message: $(cat "$TMP/err")"
 expect_rc 2 $XT analyze "$TMP/slow" --hosts 127.0.0.1:1
