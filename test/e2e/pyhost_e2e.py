@@ -14,7 +14,16 @@ While the ranks linger after their last step:
   - `xtimer dump --history` then `xtimer timeline`, decoded with //timeline:trace_summary: rank
     SLOW's process has STEPS slices `__main__:Loader.__next__` on its xtimer.python NVTX track,
     each at least DELAY_MS long, and no other rank's is that long; rank GC's has at least STEPS
-    `gc gen2` slices, more than any other rank's.
+    `gc gen2` slices, more than any other rank's;
+  - live, once the daemon's diagnosis has counted every collective instance (the ranks'
+    xtimer_collective_arrived_last_total add up to the collectives each rank issued): its
+    xtimer_straggler_host_seconds names rank SLOW alone (a straggler of cause host), its largest
+    series of kind data_loading and name LOADER, at least (STEPS - 1) x DELAY_MS (the first
+    step's collective has no window before it), and no series of kind gc;
+  - offline, `xtimer analyze` of that dump: the first straggler is rank SLOW, cause host, its
+    first host activity the data loader LOADER with at least as much, within 10% of the live
+    figure; no straggler is rank GC and no verdict names a collection; the text report says
+    "Rank SLOW ...: cause host (the host was in the data loader (LOADER) ...".
 
 Usage: pyhost_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH PYDEMO_PY
        LIBPYDEMO_CORE XTIMER TRACE_SUMMARY PYDEMO_EXT LIBPYDEMO_GEMM
@@ -34,6 +43,9 @@ JOB = "pyhost"
 RANKS, STEPS = 4, 5
 SLOW, GC = 1, 2
 DELAY_MS = 200
+# What the host straggler's loader is credited with at least: the loader's waits before every
+# collective window but the first (the first collective of a rank has no window).
+CREDIT_FLOOR_S = (STEPS - 1) * DELAY_MS / 1000
 # The loader builds each batch in Python (pydemo.inputs()): 4096 elements take a few ms, far
 # from DELAY_MS even on a loaded machine.
 ELEMENTS = 4096
@@ -92,6 +104,63 @@ def host_slices(summary_tool, trace):
     return out
 
 
+def live_counted(port):
+    """The samples once the live diagnosis has counted every instance of the job's collectives:
+    the ranks' arrived-last counts add up to the collectives each rank issued."""
+    samples = parse(scrape(port))
+    issued = per_rank(samples, "xtimer_hook_ops_total", kind="collective")
+    last = sum(v for _, v in select(samples, "xtimer_collective_arrived_last_total", job=JOB))
+    if sorted(issued) == list(range(RANKS)) and len(set(issued.values())) == 1 and \
+            last >= issued[0] > 0:
+        return samples
+    return None
+
+
+def check_live(samples):
+    """The daemon's live verdict: rank SLOW a host straggler, in the data loader. Returns the
+    seconds credited to the loader."""
+    host = [(l, v) for l, v in select(samples, "xtimer_straggler_host_seconds", job=JOB)]
+    seen = [(l.get("rank"), l.get("kind"), l.get("name"), round(v, 3)) for l, v in host]
+    if not host or any(int(l["rank"]) != SLOW for l, _ in host):
+        fail("live xtimer_straggler_host_seconds %s: want rank %d's alone" % (seen, SLOW))
+    top = max(host, key=lambda lv: lv[1])
+    if top[0]["kind"] != "data_loading" or top[0]["name"] != LOADER or top[1] < CREDIT_FLOOR_S:
+        fail("live xtimer_straggler_host_seconds %s: want %s (data_loading) first, >= %.3f s" %
+             (seen, LOADER, CREDIT_FLOOR_S))
+    if any(l["kind"] == "gc" for l, _ in host):
+        fail("live xtimer_straggler_host_seconds %s names a collection" % seen)
+    log("live: xtimer_straggler_host_seconds %s" % seen)
+    return top[1]
+
+
+def check_offline(xtimer, job_dir, live_s):
+    """`xtimer analyze` of the dump: the same verdict as live, in JSON and in the text."""
+    r = subprocess.run([xtimer, "analyze", job_dir, "--json"], capture_output=True, text=True,
+                       timeout=120)
+    if r.returncode != 0:
+        fail("xtimer analyze --json exited %d:\n%s%s" % (r.returncode, r.stdout, r.stderr))
+    stragglers = json.loads(r.stdout)["stragglers"]
+    brief = [(s["rank"], s["cause"], [(h["kind"], h["name"], round(h["seconds"], 3))
+                                      for h in s.get("host", [])]) for s in stragglers]
+    if not stragglers or stragglers[0]["rank"] != SLOW or stragglers[0]["cause"] != "host":
+        fail("xtimer analyze: stragglers %s, want rank %d first, cause host" % (brief, SLOW))
+    doing = (stragglers[0].get("host") or [{}])[0]
+    if doing.get("kind") != "data_loading" or doing.get("name") != LOADER or \
+            doing["seconds"] < CREDIT_FLOOR_S or abs(doing["seconds"] - live_s) > 0.1 * live_s:
+        fail("xtimer analyze: rank %d's host %s: want %s (data_loading) first, >= %.3f s and "
+             "within 10%% of the live %.3f s" % (SLOW, brief[0][2], LOADER, CREDIT_FLOOR_S, live_s))
+    if any(s["rank"] == GC or any(h["kind"] == "gc" for h in s.get("host", []))
+           for s in stragglers):
+        fail("xtimer analyze: stragglers %s: rank %d's collections named" % (brief, GC))
+    r = subprocess.run([xtimer, "analyze", job_dir], capture_output=True, text=True, timeout=120)
+    want = r"^  Rank %d on communicator \S+: cause host \(the host was in the data loader " \
+           r"\(%s\) " % (SLOW, re.escape(LOADER))
+    if r.returncode != 0 or not re.search(want, r.stdout, re.M):
+        fail("xtimer analyze exited %d, no line /%s/:\n%s%s" % (r.returncode, want, r.stdout,
+                                                               r.stderr))
+    log("offline: xtimer analyze stragglers %s" % brief)
+
+
 def check_trace(xtimer, summary_tool, control, tmp):
     dump_root = os.environ["XTIMER_DUMP_ROOT"]
     r = subprocess.run([xtimer, "dump", "--hosts", "127.0.0.1:%d" % control, "--path", "host",
@@ -122,6 +191,7 @@ def check_trace(xtimer, summary_tool, control, tmp):
              (gcs, GC, STEPS))
     log("trace: loader slices per rank (ms) %s; gc gen2 slices per rank %s" % (
         {r: [round(d / 1e6, 1) for d in ds] for r, ds in loads.items()}, gcs))
+    return job_dir
 
 
 def main(argv):
@@ -153,7 +223,9 @@ def main(argv):
                  (job.proc.returncode, job.output()))
         check_metrics(wait_for("every rank's data waits and rank %d's collections" % GC,
                                lambda: metrics_ready(metrics), 60))
-        check_trace(xtimer, summary_tool, control, p.tmp)
+        live_s = check_live(wait_for("the live diagnosis counting every collective instance",
+                                     lambda: live_counted(metrics), 60))
+        check_offline(xtimer, check_trace(xtimer, summary_tool, control, p.tmp), live_s)
     finally:
         job.kill()
         stop_daemon(run_dir)
