@@ -77,6 +77,7 @@ void FillArrival(const analysis::Arrival& a, int64_t now_ns, CollectiveArrival* 
   out->set_end_age_s(a.end_ns > 0 ? AgeOf(now_ns, a.end_ns) : 0);
   out->set_busy_before_s(static_cast<double>(a.busy_before_ns) * 1e-9);
   out->set_idle_before_s(static_cast<double>(a.idle_before_ns) * 1e-9);
+  out->set_gap_begin_age_s(a.gap_begin_ns > 0 ? AgeOf(now_ns, a.gap_begin_ns) : 0);
 }
 
 analysis::Arrival ArrivalOf(const CollectiveArrival& a, int64_t now_ns) {
@@ -97,6 +98,27 @@ analysis::Arrival ArrivalOf(const CollectiveArrival& a, int64_t now_ns) {
   if (r.state == analysis::OpState::kCompleted) r.end_ns = TimeOfAge(now_ns, a.end_age_s());
   r.busy_before_ns = DurationNs(a.busy_before_s());
   r.idle_before_ns = DurationNs(a.idle_before_s());
+  if (a.gap_begin_age_s() > 0) r.gap_begin_ns = TimeOfAge(now_ns, a.gap_begin_age_s());
+  return r;
+}
+
+void FillHostSpan(const analysis::HostSpan& h, int64_t now_ns, HostSpan* out) {
+  out->set_name(h.name);
+  out->set_domain(h.domain);
+  out->set_category(h.category);
+  out->set_tid(h.tid);
+  out->set_start_age_s(AgeOf(now_ns, h.start_ns));
+  out->set_end_age_s(AgeOf(now_ns, h.end_ns));
+}
+
+analysis::HostSpan HostSpanOf(const HostSpan& h, int64_t now_ns) {
+  analysis::HostSpan r;
+  r.name = h.name();
+  r.domain = h.domain();
+  r.category = h.category();
+  r.tid = h.tid();
+  r.start_ns = TimeOfAge(now_ns, h.start_age_s());
+  r.end_ns = TimeOfAge(now_ns, h.end_age_s());
   return r;
 }
 

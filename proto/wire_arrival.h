@@ -1,5 +1,6 @@
 // analysis::Arrival and its state on the control service's wire (hosting.proto
-// CollectiveArrival), both ways: the one set of these conversions, for the daemon that writes
+// CollectiveArrival), and the host spans matched against arrivals (HostSpan), both ways: the one
+// set of these conversions, for the daemon that writes
 // HangCheck and Status answers (daemon/diagnosis) and the CLI that reads them (live answers of
 // `xtimer analyze --hosts`, the hang-summary.json of an automatic dump).
 //
@@ -39,6 +40,10 @@ void FillArrival(const analysis::Arrival& a, int64_t now_ns, CollectiveArrival* 
 // The inverse on the reader's clock: GPU start only for a started or completed op, GPU end only
 // for a completed one (0 otherwise, as analysis::Arrival says).
 analysis::Arrival ArrivalOf(const CollectiveArrival& a, int64_t now_ns);
+
+// A host span as an answer taken at now_ns carries it, and back on the reader's clock.
+void FillHostSpan(const analysis::HostSpan& h, int64_t now_ns, HostSpan* out);
+analysis::HostSpan HostSpanOf(const HostSpan& h, int64_t now_ns);
 
 }  // namespace proto
 }  // namespace xtimer

@@ -68,6 +68,7 @@ analysis::Arrival Completed() {
   a.end_ns = kNow - 1000000000;
   a.busy_before_ns = 2500000;
   a.idle_before_ns = 1250000;
+  a.gap_begin_ns = kNow - 4500000000;
   return a;
 }
 
@@ -86,6 +87,7 @@ void ExpectSame(const analysis::Arrival& got, const analysis::Arrival& want) {
   EXPECT_EQ(got.end_ns, want.end_ns);
   EXPECT_EQ(got.busy_before_ns, want.busy_before_ns);
   EXPECT_EQ(got.idle_before_ns, want.idle_before_ns);
+  EXPECT_EQ(got.gap_begin_ns, want.gap_begin_ns);
 }
 
 // An arrival written at the daemon's `now` reads back the same on the reader's clock, whatever
@@ -102,10 +104,44 @@ TEST(WireArrivalTest, AnArrivalRoundTripsInEveryState) {
     SCOPED_TRACE(CollectiveArrival::State_Name(wire.state()));
     ExpectSame(ArrivalOf(wire, kNow), a);
     analysis::Arrival later = a;
-    for (int64_t* t : {&later.issue_ns, &later.start_ns, &later.end_ns}) {
+    for (int64_t* t : {&later.issue_ns, &later.start_ns, &later.end_ns, &later.gap_begin_ns}) {
       if (*t != 0) *t += 7000000000;
     }
     ExpectSame(ArrivalOf(wire, kNow + 7000000000), later);
+  }
+}
+
+// An arrival without an interval before it (its rank's first collective) carries none back: the
+// host spans are matched against no window of it.
+TEST(WireArrivalTest, NoGapStaysNoGap) {
+  analysis::Arrival a = Completed();
+  a.gap_begin_ns = 0;
+  CollectiveArrival wire;
+  FillArrival(a, kNow, &wire);
+  EXPECT_EQ(wire.gap_begin_age_s(), 0);
+  EXPECT_EQ(ArrivalOf(wire, kNow).gap_begin_ns, 0);
+}
+
+// A host span (a Python data-loader wait) reads back the same on the reader's clock, 7 s later on
+// a clock 7 s ahead.
+TEST(WireArrivalTest, AHostSpanRoundTrips) {
+  analysis::HostSpan h;
+  h.name = "__main__:Loader.__next__";
+  h.domain = "xtimer.python";
+  h.category = 3;
+  h.tid = 4242;
+  h.start_ns = kNow - 2250000000;
+  h.end_ns = kNow - 2050000000;
+  HostSpan wire;
+  FillHostSpan(h, kNow, &wire);
+  for (int64_t shift : {int64_t{0}, int64_t{7000000000}}) {
+    const analysis::HostSpan got = HostSpanOf(wire, kNow + shift);
+    EXPECT_EQ(got.name, h.name);
+    EXPECT_EQ(got.domain, h.domain);
+    EXPECT_EQ(got.category, h.category);
+    EXPECT_EQ(got.tid, h.tid);
+    EXPECT_EQ(got.start_ns, h.start_ns + shift);
+    EXPECT_EQ(got.end_ns, h.end_ns + shift);
   }
 }
 

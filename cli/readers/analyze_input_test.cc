@@ -374,6 +374,64 @@ TEST(RankProgress, RecentCollectivesAlignNodesAndNameAStraggler) {
   EXPECT_NEAR(report.bus_bandwidth[0].true_bytes_per_second(), want, 0.01 * want);
 }
 
+// Like WithRecent, one AllReduce every 100 ms, but rank 3's GPU idles 50 ms longer before each
+// (the same GPU work): its host is in the data loader for 60 ms of each window (from 20 ms after
+// the previous collective's end), as the daemon's live diagnosis ships a host straggler's spans.
+RankProgress WithHostGap(int rank, const std::string& node, double later_s) {
+  RankProgress p = WithRecent(rank, node, later_s);
+  for (int i = 0; i < p.recent_size(); ++i) {
+    CollectiveArrival* a = p.mutable_recent(i);
+    const double end_age = 0.1 + 0.1 * (200 - a->seq()) + later_s;
+    a->set_end_age_s(end_age);
+    a->set_start_age_s(end_age + 0.001 + (rank == 3 ? 0 : 0.05));
+    a->set_issue_age_s(end_age + 0.06);
+    a->set_busy_before_s(0.009);
+    a->set_idle_before_s(rank == 3 ? 0.09 : 0.04);
+    if (a->seq() > 1) a->set_gap_begin_age_s(end_age + 0.1);
+    if (rank != 3 || a->seq() == 1) continue;
+    HostSpan* h = p.add_host_spans();
+    h->set_name("m:Loader.__next__");
+    h->set_domain("xtimer.python");
+    h->set_category(3);  // format::PythonSpanKind::kData
+    h->set_start_age_s(end_age + 0.08);
+    h->set_end_age_s(end_age + 0.02);
+  }
+  return p;
+}
+
+// The host spans a daemon ships for a host straggler name what its host did in `xtimer analyze
+// --hosts` too, on the aligned clocks (n1's answer is 0.3 s later); without them the verdict
+// names nothing.
+TEST(RankProgress, HostSpansNameTheHostStragglersDataLoader) {
+  for (bool spans : {true, false}) {
+    HangCheckResponse n0, n1;
+    n0.set_now(1000.0);
+    n1.set_now(1000.3);
+    for (int r = 0; r < 4; ++r) {
+      *(r < 2 ? n0 : n1).add_ranks() = WithHostGap(r, r < 2 ? "n0" : "n1", r < 2 ? 0 : 0.3);
+    }
+    if (!spans) n1.mutable_ranks(1)->clear_host_spans();
+    LiveInput live;
+    std::string error;
+    ASSERT_TRUE(CombineHangChecks({n0, n1}, "", &live, &error)) << error;
+    analysis::Options opt;
+    opt.now_ns = live.now_ns;
+    const analysis::Report report = analysis::Analyze(live.ranks, opt);
+    ASSERT_FALSE(report.stragglers.empty());
+    const analysis::Straggler& s = report.stragglers[0];
+    EXPECT_EQ(s.rank, 3);
+    EXPECT_EQ(std::string(analysis::CauseName(s.cause)), "host");
+    if (!spans) {
+      EXPECT_TRUE(s.host.empty());
+      continue;
+    }
+    ASSERT_FALSE(s.host.empty());
+    EXPECT_EQ(s.host[0].kind, "data_loading");
+    EXPECT_EQ(s.host[0].text, "the data loader (m:Loader.__next__)");
+    EXPECT_NEAR(s.host[0].seconds, 199 * 0.06, 0.02 * 199 * 0.06);  // seq 1 has no window
+  }
+}
+
 TEST(RankProgress, SeveralJobsNeedAChoice) {
   HangCheckResponse n0;
   *n0.add_ranks() = Waiting(0, "n0", 5, 1);

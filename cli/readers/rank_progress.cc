@@ -65,6 +65,9 @@ void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInpu
         in->arrivals.push_back(proto::ArrivalOf(a, now_ns));
       }
     }
+    // What its host did before them, where the daemon found it a host straggler.
+    in->host_spans.clear();
+    for (const HostSpan& h : p.host_spans()) in->host_spans.push_back(proto::HostSpanOf(h, now_ns));
   }
   in->progress.clear();
   for (const CommProgress& c : p.comms()) {

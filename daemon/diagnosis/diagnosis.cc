@@ -427,7 +427,13 @@ void LiveDiagnosis::RunOnce() {
     job.report = analysis::Analyze(inputs, options);
     // A straggler of cause host: again with what its host was doing (rare; the history is read
     // only then).
-    if (AddHostSpans(job.report, ranks, &inputs)) job.report = analysis::Analyze(inputs, options);
+    if (AddHostSpans(job.report, ranks, &inputs)) {
+      job.report = analysis::Analyze(inputs, options);
+      // Kept for HangCheck, so that `xtimer analyze --hosts` names what those hosts did too.
+      for (size_t i = 0; i < ranks.size(); ++i) {
+        ranks[i].input.host_spans = std::move(inputs[i].host_spans);
+      }
+    }
     for (RankLive& r : ranks) AddCommLive(ops, job.report.thresholds, &r);
     // The published state keeps what HangCheck and the metrics read: the arrivals (at most
     // LiveOps' 256 per communicator, for HangCheck's `recent`), not the send/receive ends.

@@ -37,6 +37,9 @@ void FillRank(const std::string& job, const RankLive& r, const std::string& node
   out->set_last_activity_age_s(in.last_activity_ns > 0 ? AgeOf(now_ns, in.last_activity_ns) : -1);
   if (arrivals) {
     for (const analysis::Arrival& a : in.arrivals) proto::FillArrival(a, now_ns, out->add_recent());
+    for (const analysis::HostSpan& h : in.host_spans) {
+      proto::FillHostSpan(h, now_ns, out->add_host_spans());
+    }
   }
   for (const CommSnapshot& c : p.comms) {
     if (c.comm_id == 0) continue;

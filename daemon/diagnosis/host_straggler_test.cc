@@ -1,7 +1,8 @@
 // The live diagnosis names what a straggler's host was doing: four ranks of one job through the
 // Aggregator, rank 2's host keeps its GPU idle 100 ms before every step in a data-loader wait
 // (a Python span: an NVTX range of the domain xtimer.python) with a GC pause inside it; the
-// verdict's cause host names both from the process's NVTX history, and nothing without it.
+// verdict's cause host names both from the process's NVTX history, and nothing without it;
+// HangCheck carries those spans for `xtimer analyze --hosts`.
 #include <gtest/gtest.h>
 #include <prometheus/text_serializer.h>
 
@@ -14,6 +15,7 @@
 #include "daemon/base/test_util.h"
 #include "daemon/diagnosis/diagnosis.h"
 #include "daemon/diagnosis/diagnosis_metrics.h"
+#include "daemon/diagnosis/hang_check.h"
 #include "daemon/model/aggregator.h"
 #include "format/python_spans.h"
 #include "format/record.h"
@@ -161,8 +163,11 @@ TEST_F(HostStragglerTest, NamesTheDataLoaderAndTheGcFromTheNvtxHistory) {
   EXPECT_NEAR(s.host[0].seconds, (kSteps - 1) * 0.080, 0.001);
   EXPECT_NEAR(s.host[1].seconds, (kSteps - 1) * 0.020, 0.001);
   EXPECT_GT(s.host_idle_s, (kSteps - 1) * 0.5);
-  // The published inputs do not keep the spans (they are read again each pass).
-  for (const RankLive& r : job.ranks) EXPECT_TRUE(r.input.host_spans.empty());
+  // The published inputs keep the host straggler's spans (read again each pass) for HangCheck:
+  // those of steps 2..20, after its first window's begin; the other ranks' none.
+  for (const RankLive& r : job.ranks) {
+    EXPECT_EQ(r.input.host_spans.size(), r.input.rank == kHostRank ? 2u * (kSteps - 1) : 0u);
+  }
   // The metrics name them per straggler: 19 x 80 ms and 19 x 20 ms.
   const std::string m =
       prometheus::TextSerializer().Serialize(BuildDiagnosisFamilies(*state_));
@@ -172,6 +177,37 @@ TEST_F(HostStragglerTest, NamesTheDataLoaderAndTheGcFromTheNvtxHistory) {
   EXPECT_NE(loader.find("comm=\"0x0000000000000abc\""), std::string::npos) << loader;
   EXPECT_NE(loader.find("} 1.52"), std::string::npos) << loader;
   EXPECT_NE(LineWith(m, ",kind=\"gc\",name=\"gc gen2\"}").find("} 0.38"), std::string::npos) << m;
+}
+
+// HangCheck with arrivals (`xtimer analyze --hosts`) carries those spans, as ages of its `now`,
+// and each arrival's window begin, so that the CLI's analysis names them too; without arrivals
+// it carries neither.
+TEST_F(HostStragglerTest, HangCheckCarriesTheHostStragglersSpans) {
+  Run(/*nvtx=*/true);
+  for (bool arrivals : {true, false}) {
+    HangCheckRequest request;
+    request.set_arrivals(arrivals);
+    HangCheckResponse answer;
+    FillHangCheck(*state_, request, "node", &answer);
+    ASSERT_EQ(answer.ranks_size(), kRanks);
+    for (const RankProgress& p : answer.ranks()) {
+      SCOPED_TRACE(p.rank());
+      const bool host = arrivals && p.rank() == kHostRank;
+      ASSERT_EQ(p.host_spans_size(), host ? 2 * (kSteps - 1) : 0);
+      if (!host) continue;
+      const HostSpan& loader = p.host_spans(0);
+      EXPECT_EQ(loader.name(), "m:Loader.__next__");
+      EXPECT_EQ(loader.domain(), format::kPythonSpanDomain);
+      EXPECT_EQ(loader.category(), kData);
+      // Step 2's loader ran [kT0 + 2 s, kT0 + 2.1 s]; `now` is kT0 + 21 s.
+      EXPECT_NEAR(loader.start_age_s(), 19.0, 1e-6);
+      EXPECT_NEAR(loader.end_age_s(), 18.9, 1e-6);
+      ASSERT_EQ(p.recent_size(), kSteps);
+      EXPECT_EQ(p.recent(0).gap_begin_age_s(), 0);  // its first collective has no window
+      // Step 2's window begins at step 1's AllReduce end, kT0 + 1.51 s.
+      EXPECT_NEAR(p.recent(1).gap_begin_age_s(), 19.49, 1e-6);
+    }
+  }
 }
 
 TEST_F(HostStragglerTest, WithoutNvtxTheVerdictNamesNothing) {

@@ -23,7 +23,9 @@ While the ranks linger after their last step:
   - offline, `xtimer analyze` of that dump: the first straggler is rank SLOW, cause host, its
     first host activity the data loader LOADER with at least as much, within 10% of the live
     figure; no straggler is rank GC and no verdict names a collection; the text report says
-    "Rank SLOW ...: cause host (the host was in the data loader (LOADER) ...".
+    "Rank SLOW ...: cause host (the host was in the data loader (LOADER) ...";
+  - live through the CLI, `xtimer analyze --hosts` (HangCheck with the host spans the daemon
+    read): the same verdict as offline.
 
 Usage: pyhost_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH PYDEMO_PY
        LIBPYDEMO_CORE XTIMER TRACE_SUMMARY PYDEMO_EXT LIBPYDEMO_GEMM
@@ -133,25 +135,35 @@ def check_live(samples):
     return top[1]
 
 
-def check_offline(xtimer, job_dir, live_s):
-    """`xtimer analyze` of the dump: the same verdict as live, in JSON and in the text."""
-    r = subprocess.run([xtimer, "analyze", job_dir, "--json"], capture_output=True, text=True,
+def check_verdict(xtimer, args, live_s):
+    """`xtimer analyze ARGS --json`: rank SLOW first, cause host, in the data loader within 10% of
+    the live figure; neither rank GC nor a collection named. Returns the stragglers, briefly."""
+    r = subprocess.run([xtimer, "analyze"] + args + ["--json"], capture_output=True, text=True,
                        timeout=120)
     if r.returncode != 0:
-        fail("xtimer analyze --json exited %d:\n%s%s" % (r.returncode, r.stdout, r.stderr))
+        fail("xtimer analyze %s --json exited %d:\n%s%s" % (args, r.returncode, r.stdout,
+                                                            r.stderr))
     stragglers = json.loads(r.stdout)["stragglers"]
     brief = [(s["rank"], s["cause"], [(h["kind"], h["name"], round(h["seconds"], 3))
                                       for h in s.get("host", [])]) for s in stragglers]
     if not stragglers or stragglers[0]["rank"] != SLOW or stragglers[0]["cause"] != "host":
-        fail("xtimer analyze: stragglers %s, want rank %d first, cause host" % (brief, SLOW))
+        fail("xtimer analyze %s: stragglers %s, want rank %d first, cause host" %
+             (args, brief, SLOW))
     doing = (stragglers[0].get("host") or [{}])[0]
     if doing.get("kind") != "data_loading" or doing.get("name") != LOADER or \
             doing["seconds"] < CREDIT_FLOOR_S or abs(doing["seconds"] - live_s) > 0.1 * live_s:
-        fail("xtimer analyze: rank %d's host %s: want %s (data_loading) first, >= %.3f s and "
-             "within 10%% of the live %.3f s" % (SLOW, brief[0][2], LOADER, CREDIT_FLOOR_S, live_s))
+        fail("xtimer analyze %s: rank %d's host %s: want %s (data_loading) first, >= %.3f s and "
+             "within 10%% of the live %.3f s" % (args, SLOW, brief[0][2], LOADER, CREDIT_FLOOR_S,
+                                                live_s))
     if any(s["rank"] == GC or any(h["kind"] == "gc" for h in s.get("host", []))
            for s in stragglers):
-        fail("xtimer analyze: stragglers %s: rank %d's collections named" % (brief, GC))
+        fail("xtimer analyze %s: stragglers %s: rank %d's collections named" % (args, brief, GC))
+    return brief
+
+
+def check_offline(xtimer, job_dir, live_s):
+    """`xtimer analyze` of the dump: the same verdict as live, in JSON and in the text."""
+    brief = check_verdict(xtimer, [job_dir], live_s)
     r = subprocess.run([xtimer, "analyze", job_dir], capture_output=True, text=True, timeout=120)
     want = r"^  Rank %d on communicator \S+: cause host \(the host was in the data loader " \
            r"\(%s\) " % (SLOW, re.escape(LOADER))
@@ -225,6 +237,8 @@ def main(argv):
                                lambda: metrics_ready(metrics), 60))
         live_s = check_live(wait_for("the live diagnosis counting every collective instance",
                                      lambda: live_counted(metrics), 60))
+        log("live: xtimer analyze --hosts stragglers %s" % check_verdict(
+            xtimer, ["--hosts", "127.0.0.1:%d" % control, "--job", JOB], live_s))
         check_offline(xtimer, check_trace(xtimer, summary_tool, control, p.tmp), live_s)
     finally:
         job.kill()
