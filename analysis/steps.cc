@@ -2,8 +2,9 @@
 
 #include <algorithm>
 #include <map>
-#include <tuple>
 #include <cmath>
+#include <tuple>
+#include <utility>
 
 namespace xtimer {
 namespace analysis {
@@ -93,14 +94,22 @@ StepGuess GuessSteps(const std::vector<Arrival>& arrivals) {
   return best;
 }
 
-RankSteps StepsOf(std::vector<int64_t> marked_starts_ns, const std::vector<Arrival>& arrivals) {
-  RankSteps s;
+std::vector<MarkedStep> MarkedSteps(std::vector<int64_t> marked_starts_ns) {
   std::sort(marked_starts_ns.begin(), marked_starts_ns.end());
   marked_starts_ns.erase(std::unique(marked_starts_ns.begin(), marked_starts_ns.end()),
                          marked_starts_ns.end());
-  std::vector<int64_t> marked_ns;  // start to next start
+  std::vector<MarkedStep> steps;
   for (size_t i = 1; i < marked_starts_ns.size(); ++i) {
-    marked_ns.push_back(marked_starts_ns[i] - marked_starts_ns[i - 1]);
+    steps.push_back({marked_starts_ns[i - 1], marked_starts_ns[i]});
+  }
+  return steps;
+}
+
+RankSteps StepsOf(std::vector<int64_t> marked_starts_ns, const std::vector<Arrival>& arrivals) {
+  RankSteps s;
+  std::vector<int64_t> marked_ns;
+  for (const MarkedStep& m : MarkedSteps(std::move(marked_starts_ns))) {
+    marked_ns.push_back(m.end_ns - m.begin_ns);
   }
   if (marked_ns.size() >= kMinStepPeriods) {
     s.marked = true;

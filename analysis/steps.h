@@ -42,6 +42,16 @@ StepGuess GuessSteps(const std::vector<Arrival>& arrivals);
 // XTIMER_STEP_RANGE, Python step functions: docs/hook.md), each from its mark's start to the
 // next mark's start (an optimizer step's span covers only part of the iteration), where there
 // are at least kMinStepPeriods such steps, else the guess from its collectives.
+// One step the job marked: from its mark's start to the next mark's start.
+struct MarkedStep {
+  int64_t begin_ns;
+  int64_t end_ns;
+};
+// The steps of the marks starting at `marked_starts_ns` (any order; equal starts are one mark):
+// one fewer than the distinct marks, in time order. The one definition of a marked step, for
+// StepsOf and the trace's steps track (docs/perfetto.md).
+std::vector<MarkedStep> MarkedSteps(std::vector<int64_t> marked_starts_ns);
+
 struct RankSteps {
   bool marked = false;  // from marked steps; false: guessed (guess) or unknown
   size_t count = 0;     // marked steps, or the guess's periods

@@ -151,6 +151,19 @@ TEST(StepsOfTest, MarkedStepsWinOverTheGuess) {
   EXPECT_EQ(s.median_s, 0);
 }
 
+// A marked step runs from its mark's start to the next mark's start, in time order; a repeated
+// start is one mark, and the last mark begins no step.
+TEST(MarkedStepsTest, StartToNextStart) {
+  const std::vector<MarkedStep> steps = MarkedSteps({300, 100, 160, 160});
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].begin_ns, 100);
+  EXPECT_EQ(steps[0].end_ns, 160);
+  EXPECT_EQ(steps[1].begin_ns, 160);
+  EXPECT_EQ(steps[1].end_ns, 300);
+  EXPECT_TRUE(MarkedSteps({42}).empty());
+  EXPECT_TRUE(MarkedSteps({}).empty());
+}
+
 }  // namespace
 }  // namespace analysis
 }  // namespace xtimer

@@ -14,6 +14,7 @@
 #include <set>
 #include <thread>
 
+#include "analysis/steps.h"
 #include "format/record.h"
 #include "timeline/clock_align.h"
 #include "timeline/flows.h"
@@ -100,6 +101,7 @@ void Pass1(FileInfo* f) {
   DropNodeLocal(f->meta.comms, &f->ends);  // before the communicators are dropped below
   for (const auto& op : P2POps(p2p, f->meta.comms)) f->p2p.push_back(op.second);
   f->nvtx_tracks = static_cast<uint32_t>(NvtxTracks(f->meta).size());
+  f->steps_track = !analysis::MarkedSteps(MarkedStepStarts(f->meta)).empty();
   f->meta.nvtx.clear();
   f->meta.nvtx.shrink_to_fit();
   f->meta.strings.clear();
@@ -426,7 +428,8 @@ std::vector<RankContext> RankContexts(const Conversion& c) {
     x.file = ranks[i];
     x.ordinal = static_cast<int>(i);
     x.first_seq = seq;
-    seq += static_cast<uint32_t>(ranks[i]->streams.size() + 1 + ranks[i]->nvtx_tracks);
+    seq += static_cast<uint32_t>(ranks[i]->streams.size() + 1 + ranks[i]->nvtx_tracks +
+                                 ranks[i]->steps_track);
     x.pid = ranks[i]->meta.rank >= 0 ? ranks[i]->meta.rank + 1 : 1000000 + static_cast<int>(i);
     x.offset = c.offsets[ranks[i]->node_index];
     x.label =

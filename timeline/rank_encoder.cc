@@ -5,7 +5,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "analysis/steps.h"
 #include "format/record.h"
+#include "timeline/host_links.h"
 #include "timeline/nvtx_tracks.h"
 #include "timeline/packet_sequence.h"
 #include "timeline/proto_wire.h"
@@ -99,6 +101,11 @@ struct RankEncoding {
   // slice that begins first, so ending it on the receive's own slice would draw a receive posted
   // before its send as receive -> send.
   std::unordered_map<uint32_t, uint64_t> p2p_flows;  // event index -> flow id
+  // Host slice -> GPU flows (host_links.h): ids host_base | event index, begun by the NVTX range
+  // the op was launched in and ended by the op's slice.
+  uint64_t host_base = 0;
+  std::vector<bool> host_linked;                                  // by event index
+  std::unordered_map<uint32_t, std::vector<uint32_t>> launched;  // NVTX entry -> event indexes
   // Name id -> whether its slices show a shorter name than the full one (then a `signature`
   // argument carries the full name).
   std::unordered_map<uint32_t, bool> shortened;
@@ -216,6 +223,7 @@ void EmitItem(RankEncoding* enc, Sequence* seq, size_t t, const Item& it) {
   }
   if (opt.launches && t != 0 && e.cpu_launch_ns > 0) {
     seq->TerminatingFlow(enc->launch_base | it.index);
+    if (enc->host_linked[it.index]) seq->TerminatingFlow(enc->host_base | it.index);
   }
   seq->Begin(it.begin, name, cat);
   ++enc->res->events;
@@ -257,6 +265,10 @@ void EmitNvtxItem(RankEncoding* enc, Sequence* seq, const NvtxItem& it) {
     if (e.event == static_cast<uint8_t>(format::NvtxEvent::kRange)) seq->ArgI("level", e.depth);
     if (e.flags & format::kNvtxHasColor) seq->ArgU("color", e.color);
   }
+  auto launched = enc->launched.find(it.entry);
+  if (launched != enc->launched.end()) {
+    for (uint32_t event : launched->second) seq->Flow(enc->host_base | event);
+  }
   seq->Begin(it.begin, name, cat);
 }
 
@@ -285,6 +297,38 @@ void EncodeNvtxTracks(RankEncoding* enc) {
   }
 }
 
+// The rank's steps track, after its NVTX tracks: a slice "step N" for each step its job marked
+// (analysis/steps.h MarkedSteps; N counts from 1 in the file), on the aligned clock.
+void EncodeStepsTrack(RankEncoding* enc) {
+  const RankContext& ctx = enc->ctx;
+  if (!ctx.file->steps_track) return;
+  const std::vector<analysis::MarkedStep> steps =
+      analysis::MarkedSteps(MarkedStepStarts(enc->meta));
+  if (steps.empty()) return;
+  const size_t t = ctx.file->streams.size() + 1 + ctx.file->nvtx_tracks;
+  const uint64_t uuid = enc->base_uuid + 1 + t;
+  WriteThreadTrack(*enc, uuid, ctx.pid * 1000 + static_cast<int>(t), "steps");
+  Sequence seq(enc->out, ctx.first_seq + static_cast<uint32_t>(t), uuid,
+               steps.front().begin_ns + ctx.offset);
+  const uint64_t cat = seq.Category("step");
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (enc->opt.args) seq.ArgS("source", "marked");
+    seq.Begin(steps[i].begin_ns + ctx.offset, seq.Name("step " + std::to_string(i + 1)), cat);
+    seq.End(steps[i].end_ns + ctx.offset);
+  }
+}
+
+// Which NVTX range launched which op, where the trace can tell (host_links.h).
+void LinkHostSlices(RankEncoding* enc) {
+  enc->host_base = (1ull << 61) | (static_cast<uint64_t>(enc->ctx.ordinal) << 36);
+  enc->host_linked.assign(enc->events.size(), false);
+  if (!enc->opt.launches) return;
+  for (const HostLink& l : HostLinks(enc->events, enc->meta)) {
+    enc->host_linked[l.event] = true;
+    enc->launched[l.entry].push_back(l.event);
+  }
+}
+
 }  // namespace
 
 RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
@@ -300,6 +344,7 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
   enc.base_uuid = static_cast<uint64_t>(ctx.ordinal + 1) << 20;
   enc.launch_base = (1ull << 62) | (static_cast<uint64_t>(ctx.ordinal) << 36);
   enc.p2p_flows = P2PFlowIds(enc.events, enc.meta.comms, ctx.p2p->shifts);
+  LinkHostSlices(&enc);
 
   WriteProcessTrack(enc);
   std::vector<std::vector<Item>> tracks = SplitTracks(enc);
@@ -307,6 +352,7 @@ RankResult EncodeRank(const RankContext& ctx, PacketCompressor* compressor) {
     if (!tracks[t].empty()) EncodeTrack(&enc, t, &tracks[t]);
   }
   EncodeNvtxTracks(&enc);
+  EncodeStepsTrack(&enc);
   if (compressor) compressor->Compress(packets, &res.bytes);
   if (res.truncated) {
     res.warning =

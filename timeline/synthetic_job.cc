@@ -57,7 +57,7 @@ NvtxEntry NvtxAt(format::NvtxEvent event, uint32_t tid, uint32_t name, int64_t s
 }
 
 // One step's NVTX events of every rank, on its main thread: train_step (from the step's start to
-// after its AllReduce) > forward (its compute) and all_reduce_wait (the AllReduce), a step_done
+// after its AllReduce; flagged a step) > forward (its compute) and all_reduce_wait (the AllReduce), a step_done
 // mark, and, on its loader thread, a data_loader start/end range that runs into the next step.
 void AddNvtx(int64_t t, const std::vector<int64_t>& ready, const std::vector<int64_t>& ag_end,
              int64_t ar_end, std::vector<RankState>* st) {
@@ -68,6 +68,7 @@ void AddNvtx(int64_t t, const std::vector<int64_t>& ready, const std::vector<int
     n.push_back(NvtxAt(NvtxEvent::kRange, main, kForward, t + 500, ready[r], 1));
     n.push_back(NvtxAt(NvtxEvent::kRange, main, kAllReduceWait, ag_end[r], ar_end + 20000, 1));
     n.push_back(NvtxAt(NvtxEvent::kRange, main, kTrainStep, t, ar_end + 50000, 0));
+    n.back().flags = format::kNvtxStep;  // as the hook flags a range named XTIMER_STEP_RANGE
     n.push_back(NvtxAt(NvtxEvent::kMark, main, kStepDone, ar_end + 30000, ar_end + 30000, 0));
     const uint64_t id = static_cast<uint64_t>(t);
     NvtxEntry start = NvtxAt(NvtxEvent::kStart, loader, kDataLoader, t + 200, 0, 0);

@@ -23,9 +23,10 @@ struct SyntheticJob {
   // Pipeline sends: every step, each rank sends to the rank in its place on the next node (world
   // communicator), after the AllReduce; on odd steps the receive is posted before the send.
   bool p2p = false;
-  // NVTX events (Metadata::nvtx) on every rank: each step a train_step range on its main thread
-  // with forward and all_reduce_wait nested in it, a step_done mark, and a data_loader start/end
-  // range on its loader thread that overlaps the next step's.
+  // NVTX events (Metadata::nvtx) on every rank: each step a train_step range (flagged
+  // format::kNvtxStep) on its main thread with forward and all_reduce_wait nested in it, a
+  // step_done mark, and a data_loader start/end range on its loader thread that overlaps the
+  // next step's.
   bool nvtx = false;
 };
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "format/record.h"
 #include "timeline/format.h"
 
 namespace xtimer {
@@ -56,6 +57,20 @@ struct Metadata {
   HookCost hook;
   std::vector<NvtxEntry> nvtx;  // kTagNvtx
 };
+
+// Where the steps a rank's job marked start: its NVTX push/pop ranges flagged format::kNvtxStep
+// (a range named XTIMER_STEP_RANGE, a Python step function: docs/hook.md). The one reading of the
+// marks, for the analysis (analysis/steps.h MarkedSteps) and the trace's steps track.
+inline std::vector<int64_t> MarkedStepStarts(const Metadata& m) {
+  std::vector<int64_t> starts;
+  for (const NvtxEntry& e : m.nvtx) {
+    if (e.event == static_cast<uint8_t>(format::NvtxEvent::kRange) &&
+        (e.flags & format::kNvtxStep) != 0) {
+      starts.push_back(e.start_ns);
+    }
+  }
+  return starts;
+}
 
 // "{rank:05d}-{world:05d}.timeline", or "pid-{pid}[-dev{device}].timeline" when the rank is
 // unknown (util/process_name.h).

@@ -191,12 +191,7 @@ void ScanOne(FileResult* f, bool summarize, bool op_table) {
   }
   in.rank = m.rank;
   in.node = f->node;
-  for (const timeline::NvtxEntry& e : m.nvtx) {
-    if (e.event == static_cast<uint8_t>(format::NvtxEvent::kRange) &&
-        (e.flags & format::kNvtxStep) != 0) {
-      in.marked_step_starts_ns.push_back(e.start_ns);
-    }
-  }
+  in.marked_step_starts_ns = timeline::MarkedStepStarts(m);
   in.pid = m.pid;
   in.device = m.device;
   in.p2p_completions = p2p.Take();
