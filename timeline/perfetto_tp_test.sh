@@ -75,3 +75,37 @@ if [ "$got" != "$want" ]; then
   exit 1
 fi
 echo "NVTX: nested host slices per thread, start/end lanes, on the GPU ops' clock"
+
+# Steps and host -> GPU flows (docs/perfetto.md "Steps", "Flows"): each rank's train_step is a
+# marked step, so its steps track holds 2 slices (3 marks), each from one train_step's start to
+# the next one's; every op launched inside the rank's one open push/pop range gets a flow from
+# the innermost one (AllGathers from forward, AllReduces from train_step: launched between
+# forward and all_reduce_wait), in the same process, forward in time.
+steps="select s.name, s.ts + s.dur = (select min(b.ts) from slice b join thread_track tb on b.track_id =
+  tb.id join thread thb using(utid) where b.name = 'train_step' and thb.upid = t.upid and
+  b.ts > s.ts) as to_next, exists (select 1 from slice a join thread_track ta on a.track_id =
+  ta.id join thread tha using(utid) where a.name = 'train_step' and tha.upid = t.upid and
+  a.ts = s.ts) as at_mark, count(*) as n from slice s join thread_track tt on s.track_id = tt.id
+  join thread t using(utid) where t.name = 'steps' and s.category = 'step' group by 1, 2, 3
+  order by 1"
+flows="select so.name as host, si.name as gpu, count(*) as n from flow f
+  join slice so on f.slice_out = so.id join slice si on f.slice_in = si.id
+  where so.category = 'nvtx' and si.name in ('AllGather', 'AllReduce') group by 1, 2 order by 1"
+astray="select count(*) as n from flow f join slice so on f.slice_out = so.id
+  join thread_track tso on so.track_id = tso.id join thread tho on tso.utid = tho.utid
+  join slice si on f.slice_in = si.id join thread_track tsi on si.track_id = tsi.id
+  join thread thi on tsi.utid = thi.utid
+  where so.category = 'nvtx' and (tho.upid != thi.upid or si.ts < so.ts or so.name = 'data_loader')"
+got=$(node timeline/perfetto_tp/query.mjs "$TP" "$TMP/nvtx.pftrace" "$steps" "$flows" "$astray" \
+  2>/dev/null | sed 's/.*"rows"://')
+want='[{"name":"step 1","to_next":1,"at_mark":1,"n":4},{"name":"step 2","to_next":1,"at_mark":1,"n":4}]}
+[{"host":"forward","gpu":"AllGather","n":12},{"host":"train_step","gpu":"AllReduce","n":12}]}
+[{"n":0}]}'
+if [ "$got" != "$want" ]; then
+  echo "FAIL: steps track or host -> GPU flows in the trace processor"
+  diff <(echo "$want") <(echo "$got")
+  exit 1
+fi
+echo "steps: a marked step from one mark to the next; flows from the launching NVTX range"
+python3 timeline/perfetto_tp/check_trace.py timeline/perfetto_tp/query.mjs \
+  timeline/trace_summary "$TMP/nvtx.pftrace"
