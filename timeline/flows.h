@@ -1,6 +1,6 @@
 // Flow ids that link slices across ranks in the trace (docs/perfetto.md#flows). Ids of different
 // kinds never collide: the top two bits say which kind an id is (launch flows: 01, collectives:
-// 10, send/recv: 11).
+// 10, send/recv: 11; host slice -> GPU flows: 00 with bit 61 set, rank_encoder.cc).
 #ifndef XTIMER_TIMELINE_FLOWS_H_
 #define XTIMER_TIMELINE_FLOWS_H_
 
