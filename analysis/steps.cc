@@ -105,6 +105,23 @@ std::vector<MarkedStep> MarkedSteps(std::vector<int64_t> marked_starts_ns) {
   return steps;
 }
 
+std::vector<MarkedStep> GuessedSteps(const std::vector<Arrival>& arrivals, const StepGuess& g) {
+  std::vector<MarkedStep> steps;
+  if (!g.found()) return steps;
+  std::map<uint64_t, int64_t> starts;  // seq -> GPU start
+  for (const Arrival& a : arrivals) {
+    if (a.comm_id == g.comm_id && a.start_ns > 0) starts.emplace(a.seq, a.start_ns);
+  }
+  if (starts.empty()) return steps;
+  const uint64_t first = starts.begin()->first;
+  for (const auto& [seq, start] : starts) {
+    if ((seq - first) % g.per_step != 0) continue;
+    auto next = starts.find(seq + g.per_step);
+    if (next != starts.end() && next->second > start) steps.push_back({start, next->second});
+  }
+  return steps;
+}
+
 RankSteps StepsOf(std::vector<int64_t> marked_starts_ns, const std::vector<Arrival>& arrivals) {
   RankSteps s;
   std::vector<int64_t> marked_ns;

@@ -52,6 +52,12 @@ struct MarkedStep {
 // StepsOf and the trace's steps track (docs/perfetto.md).
 std::vector<MarkedStep> MarkedSteps(std::vector<int64_t> marked_starts_ns);
 
+// The steps of guess `g` among `arrivals` (those GuessSteps took it from): from the GPU start of
+// a collective of g.comm_id to that of the collective g.per_step later, for the collectives whose
+// seq is the first one's plus a multiple of per_step and whose successor is there. Where in the
+// iteration a guessed step begins is not known: at whichever collective came first.
+std::vector<MarkedStep> GuessedSteps(const std::vector<Arrival>& arrivals, const StepGuess& g);
+
 struct RankSteps {
   bool marked = false;  // from marked steps; false: guessed (guess) or unknown
   size_t count = 0;     // marked steps, or the guess's periods

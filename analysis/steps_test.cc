@@ -1,5 +1,6 @@
 #include "analysis/steps.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <random>
 #include <vector>
@@ -162,6 +163,24 @@ TEST(MarkedStepsTest, StartToNextStart) {
   EXPECT_EQ(steps[1].end_ns, 300);
   EXPECT_TRUE(MarkedSteps({42}).empty());
   EXPECT_TRUE(MarkedSteps({}).empty());
+}
+
+// Guessed steps run from a collective to the one a step later, on the guess's communicator,
+// where both are there.
+TEST(GuessedStepsTest, FromACollectiveToTheOneAStepLater) {
+  Job job;
+  job.Add(kDp, 10, 6000, {100, 200}, {256, 256}, 0);  // two all-reduces a step, 6 ms apart
+  const StepGuess g = GuessSteps(job.arrivals);
+  ASSERT_EQ(g.per_step, 2u);
+  std::vector<Arrival> arrivals = job.arrivals;
+  const uint64_t first = arrivals.front().seq;
+  arrivals.erase(std::remove_if(arrivals.begin(), arrivals.end(),
+                                [&](const Arrival& a) { return a.seq == first + 6; }),
+                 arrivals.end());
+  const std::vector<MarkedStep> steps = GuessedSteps(arrivals, g);
+  ASSERT_EQ(steps.size(), 7u);  // 9 step pairs, less the two that lose their seq first + 6
+  for (const MarkedStep& s : steps) EXPECT_NEAR(s.end_ns - s.begin_ns, 6000000, 1000);
+  EXPECT_TRUE(GuessedSteps(arrivals, StepGuess()).empty());
 }
 
 }  // namespace

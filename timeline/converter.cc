@@ -14,7 +14,6 @@
 #include <set>
 #include <thread>
 
-#include "analysis/steps.h"
 #include "format/record.h"
 #include "timeline/clock_align.h"
 #include "timeline/flows.h"
@@ -76,8 +75,10 @@ void Pass1(FileInfo* f) {
   std::map<std::pair<int16_t, uint64_t>, int64_t> first_use;
   bool has_host = false;
   std::vector<EventRecord> p2p;
+  StepsTrackBuilder steps;
   ReadResult r = ReadTimeline(f->path, [&](const EventRecord& e) {
     if (e.kind == static_cast<uint8_t>(OpKind::kP2P)) p2p.push_back(e);
+    steps.Add(e);
     if (e.kind == static_cast<uint8_t>(OpKind::kHostSync)) {
       has_host = true;
       return;
@@ -101,7 +102,7 @@ void Pass1(FileInfo* f) {
   DropNodeLocal(f->meta.comms, &f->ends);  // before the communicators are dropped below
   for (const auto& op : P2POps(p2p, f->meta.comms)) f->p2p.push_back(op.second);
   f->nvtx_tracks = static_cast<uint32_t>(NvtxTracks(f->meta).size());
-  f->steps_track = !analysis::MarkedSteps(MarkedStepStarts(f->meta)).empty();
+  f->steps = steps.Finish(f->meta);
   f->meta.nvtx.clear();
   f->meta.nvtx.shrink_to_fit();
   f->meta.strings.clear();
@@ -429,7 +430,7 @@ std::vector<RankContext> RankContexts(const Conversion& c) {
     x.ordinal = static_cast<int>(i);
     x.first_seq = seq;
     seq += static_cast<uint32_t>(ranks[i]->streams.size() + 1 + ranks[i]->nvtx_tracks +
-                                 ranks[i]->steps_track);
+                                 !ranks[i]->steps.steps.empty());
     x.pid = ranks[i]->meta.rank >= 0 ? ranks[i]->meta.rank + 1 : 1000000 + static_cast<int>(i);
     x.offset = c.offsets[ranks[i]->node_index];
     x.label =

@@ -85,15 +85,16 @@ TEST(HostLinksTest, OnlyGpuOpsWithALaunchTimeInPushPopRanges) {
 
 std::string Tmp() { return std::getenv("TEST_TMPDIR") ? std::getenv("TEST_TMPDIR") : "/tmp"; }
 
-DecodedTrace ConvertNvtxJob(bool launches) {
+DecodedTrace ConvertJob(bool launches, bool nvtx = true, int steps = 4) {
   SyntheticJob job;
   job.ranks = 4;
   job.nodes = 2;
-  job.steps = 4;
-  job.nvtx = true;
+  job.steps = steps;
+  job.nvtx = nvtx;
   job.node_skew_ns = {0, 1000000};
   std::string error;
-  const std::string root = Tmp() + "/nvtx" + std::to_string(launches);
+  const std::string root =
+      Tmp() + "/job" + std::to_string(launches) + std::to_string(nvtx) + std::to_string(steps);
   std::vector<std::string> dirs = WriteSyntheticJob(job, root, &error);
   EXPECT_EQ(dirs.size(), 2u) << error;
   ConvertOptions opt;
@@ -113,7 +114,7 @@ DecodedTrace ConvertNvtxJob(bool launches) {
 // Each rank's steps track holds "step N" from one train_step's start (the marked range) to the
 // next one's, on the aligned clock of its other slices.
 TEST(StepsTrackTest, MarkedStepsFromStartToNextStart) {
-  const DecodedTrace d = ConvertNvtxJob(true);
+  const DecodedTrace d = ConvertJob(true);
   std::map<int, std::vector<int64_t>> step_starts;  // pid -> train_step starts
   std::map<int, std::vector<DecodedSlice>> steps;   // pid -> steps slices
   for (const DecodedSlice& s : d.slices) {
@@ -137,11 +138,38 @@ TEST(StepsTrackTest, MarkedStepsFromStartToNextStart) {
   }
 }
 
+// Without marks, the steps guessed from the recurring collectives, labelled as guessed: each
+// from a collective's start on one communicator to the start of the one a step later.
+TEST(StepsTrackTest, GuessedFromTheCollectivesWhereNoneIsMarked) {
+  const DecodedTrace d = ConvertJob(true, false, 6);
+  std::map<int, std::set<int64_t>> collective_starts;  // pid -> starts of its collectives
+  std::map<int, std::vector<DecodedSlice>> steps;
+  for (const DecodedSlice& s : d.slices) {
+    const int pid = PidOfTrack(d, s.track);
+    if (s.category == "collective") collective_starts[pid].insert(s.ts);
+    if (s.category == "step") steps[pid].push_back(s);
+  }
+  ASSERT_EQ(steps.size(), 4u);
+  for (const auto& [pid, mine] : steps) {
+    ASSERT_EQ(mine.size(), 5u) << "pid " << pid;  // 6 steps' collectives: 5 intervals
+    for (size_t i = 0; i < mine.size(); ++i) {
+      EXPECT_EQ(mine[i].name, "step " + std::to_string(i + 1) + " (guessed)");
+      EXPECT_EQ(d.tracks.at(mine[i].track).thread().thread_name(), "steps (guessed)");
+      EXPECT_EQ(mine[i].args.at("source").rfind("guessed: every 1 collectives on comm 0x", 0),
+                0u) << mine[i].args.at("source");
+      EXPECT_EQ(collective_starts[pid].count(mine[i].ts), 1u);
+      EXPECT_EQ(collective_starts[pid].count(mine[i].ts + mine[i].dur), 1u);
+    }
+  }
+  // Three steps' collectives are too few to guess from (analysis/steps.h kMinStepPeriods).
+  for (const DecodedSlice& s : ConvertJob(true, false, 3).slices) EXPECT_NE(s.category, "step");
+}
+
 // A flow from the NVTX range an op was launched in to the op's slice, in the same process: the
 // AllGathers and kernels from forward, the AllReduces from train_step (their launch is after
 // forward's end and before all_reduce_wait's start), never from the loader's start/end ranges.
 TEST(StepsTrackTest, FlowsFromTheLaunchingRangeToTheGpuSlice) {
-  const DecodedTrace d = ConvertNvtxJob(true);
+  const DecodedTrace d = ConvertJob(true);
   std::map<uint64_t, const DecodedSlice*> from;  // flow id -> NVTX slice
   for (const DecodedSlice& s : d.slices) {
     if (s.category != "nvtx") continue;
@@ -172,7 +200,7 @@ TEST(StepsTrackTest, FlowsFromTheLaunchingRangeToTheGpuSlice) {
   EXPECT_EQ(kernels, 16);
   EXPECT_EQ(sources.count("data_loader"), 0u);
   // --no-launches leaves them out with the launch flows.
-  for (const DecodedSlice& s : ConvertNvtxJob(false).slices) {
+  for (const DecodedSlice& s : ConvertJob(false).slices) {
     if (s.category == "nvtx") EXPECT_TRUE(s.flows.empty()) << s.name;
   }
 }

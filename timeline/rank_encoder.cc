@@ -5,7 +5,6 @@
 #include <unordered_map>
 #include <vector>
 
-#include "analysis/steps.h"
 #include "format/record.h"
 #include "timeline/host_links.h"
 #include "timeline/nvtx_tracks.h"
@@ -297,24 +296,25 @@ void EncodeNvtxTracks(RankEncoding* enc) {
   }
 }
 
-// The rank's steps track, after its NVTX tracks: a slice "step N" for each step its job marked
-// (analysis/steps.h MarkedSteps; N counts from 1 in the file), on the aligned clock.
+// The rank's steps track, after its NVTX tracks (steps_track.h): a slice "step N" per step (N
+// counting from 1 in the file; "step N (guessed)" for guessed ones), on the aligned clock.
 void EncodeStepsTrack(RankEncoding* enc) {
   const RankContext& ctx = enc->ctx;
-  if (!ctx.file->steps_track) return;
-  const std::vector<analysis::MarkedStep> steps =
-      analysis::MarkedSteps(MarkedStepStarts(enc->meta));
-  if (steps.empty()) return;
+  const StepsTrack& steps = ctx.file->steps;
+  if (steps.steps.empty()) return;
   const size_t t = ctx.file->streams.size() + 1 + ctx.file->nvtx_tracks;
   const uint64_t uuid = enc->base_uuid + 1 + t;
-  WriteThreadTrack(*enc, uuid, ctx.pid * 1000 + static_cast<int>(t), "steps");
+  WriteThreadTrack(*enc, uuid, ctx.pid * 1000 + static_cast<int>(t),
+                   steps.guessed ? "steps (guessed)" : "steps");
   Sequence seq(enc->out, ctx.first_seq + static_cast<uint32_t>(t), uuid,
-               steps.front().begin_ns + ctx.offset);
+               steps.steps.front().begin_ns + ctx.offset);
   const uint64_t cat = seq.Category("step");
-  for (size_t i = 0; i < steps.size(); ++i) {
-    if (enc->opt.args) seq.ArgS("source", "marked");
-    seq.Begin(steps[i].begin_ns + ctx.offset, seq.Name("step " + std::to_string(i + 1)), cat);
-    seq.End(steps[i].end_ns + ctx.offset);
+  for (size_t i = 0; i < steps.steps.size(); ++i) {
+    if (enc->opt.args) seq.ArgS("source", steps.source);
+    const std::string name =
+        "step " + std::to_string(i + 1) + (steps.guessed ? " (guessed)" : "");
+    seq.Begin(steps.steps[i].begin_ns + ctx.offset, seq.Name(name), cat);
+    seq.End(steps.steps[i].end_ns + ctx.offset);
   }
 }
 

@@ -16,6 +16,7 @@
 #include "timeline/flows.h"
 #include "timeline/packet_compressor.h"
 #include "timeline/slice_args.h"
+#include "timeline/steps_track.h"
 #include "timeline/timeline_io.h"
 
 namespace xtimer {
@@ -39,7 +40,7 @@ struct FileInfo {
   std::vector<StreamInfo> streams;  // sorted by (device, stream)
   bool has_host = false;
   uint32_t nvtx_tracks = 0;  // host tracks of its NVTX events (nvtx_tracks.h)
-  bool steps_track = false;  // it has marked steps (a track after the NVTX ones)
+  StepsTrack steps;          // its steps track, after the NVTX ones (none: no steps)
   std::string node;
   int node_index = -1;
   std::vector<CollectiveEnd> ends;  // pass 1 only: sorted, one per collective
