@@ -60,6 +60,13 @@ void AddOwnTime(uint64_t ns, bool timed, int64_t now_ns) {
   }
 }
 
+void AddFixedOwnTime(uint64_t ns) {
+  State* s = GetState();
+  if (s == nullptr) return;
+  s->own_ns.fetch_add(ns, std::memory_order_relaxed);
+  t_budget.other_ns += ns;
+}
+
 bool DecideSlow(Slot* slot, uint32_t count) {
   State* s = GetState();
   ThreadBudget& t = t_budget;

@@ -76,6 +76,22 @@ uint32_t NextPeriod(uint64_t decisions, uint64_t timed, uint64_t timed_ns, uint6
 // when the thread's window is over. Called by OwnTimer.
 void AddOwnTime(uint64_t ns, bool timed, int64_t now_ns);
 
+// Adds `ns` of the hook's own time spent outside any op on this thread (an NVTX callback, the
+// Python tracer's) to State::own_ns and to the thread's controller as fixed cost, as a
+// collective's: the budget cannot leave it out, so it comes out of what timing may spend. No
+// window ends here (the thread's next op ends it, counting this time in it); a thread that never
+// launches an op only adds up. No-op before the hook has a state. Initial-exec TLS and one
+// relaxed atomic add: safe on any thread, in any callback, holding the GIL or not.
+void AddFixedOwnTime(uint64_t ns);
+
+// A callback's own time: from `start_ns`, the CLOCK_REALTIME read the callback took first (its
+// record's timestamp), to now, one more vDSO read; times `scale` for a callback timed 1 in
+// `scale` (AddFixedOwnTime). A clock stepped back in between counts nothing.
+inline void ChargeSince(int64_t start_ns, uint32_t scale = 1) {
+  const int64_t ns = RealtimeNs() - start_ns;
+  if (ns > 0) AddFixedOwnTime(static_cast<uint64_t>(ns) * scale);
+}
+
 // Tests: forgets the calling thread's controller.
 void ResetThreadForTesting();
 

@@ -17,6 +17,11 @@
 // the consumer's value (levels, range ids, handles are the consumer's when there is one).
 // Recording off (XTIMER_DISABLE, XTIMER_NVTX=0): the consumer gets the application's tables
 // directly, and without a consumer the injection declines (NVTX turns every call into a no-op).
+//
+// The hook's own time: each range, mark and start/end callback reads the clock first (its
+// record's time) and once more when its own part is done (budget::ChargeSince: the hook's own
+// time, xtimer_hook_overhead_seconds_total, and the thread's overhead budget). The forwarded
+// consumer's calls are left out; naming, registration and domain calls (cold) are not counted.
 #include <dlfcn.h>
 #include <nvtx3/nvToolsExt.h>
 #include <stdlib.h>
@@ -25,10 +30,12 @@
 #include <cstring>
 #include <mutex>
 
+#include "hook/budget.h"
 #include "hook/log.h"
 #include "hook/nvtx_recorder.h"
 #include "hook/recorder.h"
 #include "hook/resolve.h"
+#include "util/clock.h"
 
 extern "C" int InitializeInjectionNvtx2(NvtxGetExportTableFunc_t get_export_table);
 
@@ -159,7 +166,9 @@ nvtxEventAttributes_t ForDownstream(const nvtxEventAttributes_t* a) {
 // ------------------------------------------------------------------- the CORE module (no domain)
 
 void MarkEx(const nvtxEventAttributes_t* a) {
-  nvtx::Mark(0, Decode(a));
+  const int64_t now = RealtimeNs();
+  nvtx::Mark(0, Decode(a), now);
+  budget::ChargeSince(now);
   if (auto f = Core<nvtxMarkEx_impl_fntype>(NVTX_CBID_CORE_MarkEx)) {
     if (a == nullptr) return f(a);
     const nvtxEventAttributes_t d = ForDownstream(a);
@@ -174,71 +183,101 @@ Attrs Message(uint32_t name_id) {
 }
 
 void MarkA(const char* m) {
-  nvtx::Mark(0, Message(nvtx::Intern(m)));
+  const int64_t now = RealtimeNs();
+  nvtx::Mark(0, Message(nvtx::Intern(m)), now);
+  budget::ChargeSince(now);
   if (auto f = Core<nvtxMarkA_impl_fntype>(NVTX_CBID_CORE_MarkA)) f(m);
 }
 
 void MarkW(const wchar_t* m) {
-  nvtx::Mark(0, Message(InternWide(m)));
+  const int64_t now = RealtimeNs();
+  nvtx::Mark(0, Message(InternWide(m)), now);
+  budget::ChargeSince(now);
   if (auto f = Core<nvtxMarkW_impl_fntype>(NVTX_CBID_CORE_MarkW)) f(m);
 }
 
-// A start/end range's id: the consumer's when there is one, else ours.
-template <typename Fn, typename Arg>
-nvtxRangeId_t StartWith(Fn f, Arg arg, uint32_t domain_id, const Attrs& attrs) {
-  const nvtxRangeId_t id = f != nullptr ? f(arg) : nvtx::NextRangeId();
-  nvtx::Start(domain_id, attrs, id);
+// A start/end range's id: the consumer's (`forward()`, when `forwarding`), else ours. The range
+// starts at `now`, the callback's first clock read.
+template <typename Forward>
+nvtxRangeId_t StartWith(bool forwarding, Forward forward, uint32_t domain_id, const Attrs& attrs,
+                        int64_t now) {
+  if (!forwarding) {
+    const nvtxRangeId_t id = nvtx::NextRangeId();
+    nvtx::Start(domain_id, attrs, id, now);
+    budget::ChargeSince(now);
+    return id;
+  }
+  budget::ChargeSince(now);  // decoding; the consumer's call is not the hook's time
+  const nvtxRangeId_t id = forward();
+  const int64_t after = RealtimeNs();
+  nvtx::Start(domain_id, attrs, id, now);
+  budget::ChargeSince(after);
   return id;
 }
 
 nvtxRangeId_t RangeStartEx(const nvtxEventAttributes_t* a) {
+  const int64_t now = RealtimeNs();
   auto f = Core<nvtxRangeStartEx_impl_fntype>(NVTX_CBID_CORE_RangeStartEx);
-  if (f == nullptr || a == nullptr) return StartWith(f, a, 0, Decode(a));
-  const nvtxEventAttributes_t d = ForDownstream(a);
-  return StartWith(f, &d, 0, Decode(a));
+  auto forward = [f, a] {
+    if (a == nullptr) return f(a);
+    const nvtxEventAttributes_t d = ForDownstream(a);
+    return f(&d);
+  };
+  return StartWith(f != nullptr, forward, 0, Decode(a), now);
 }
 
 nvtxRangeId_t RangeStartA(const char* m) {
-  return StartWith(Core<nvtxRangeStartA_impl_fntype>(NVTX_CBID_CORE_RangeStartA), m, 0,
-                   Message(nvtx::Intern(m)));
+  const int64_t now = RealtimeNs();
+  auto f = Core<nvtxRangeStartA_impl_fntype>(NVTX_CBID_CORE_RangeStartA);
+  return StartWith(f != nullptr, [f, m] { return f(m); }, 0, Message(nvtx::Intern(m)), now);
 }
 
 nvtxRangeId_t RangeStartW(const wchar_t* m) {
-  return StartWith(Core<nvtxRangeStartW_impl_fntype>(NVTX_CBID_CORE_RangeStartW), m, 0,
-                   Message(InternWide(m)));
+  const int64_t now = RealtimeNs();
+  auto f = Core<nvtxRangeStartW_impl_fntype>(NVTX_CBID_CORE_RangeStartW);
+  return StartWith(f != nullptr, [f, m] { return f(m); }, 0, Message(InternWide(m)), now);
 }
 
 void RangeEnd(nvtxRangeId_t id) {
-  nvtx::End(0, id);
+  const int64_t now = RealtimeNs();
+  nvtx::End(0, id, now);
+  budget::ChargeSince(now);
   if (auto f = Core<nvtxRangeEnd_impl_fntype>(NVTX_CBID_CORE_RangeEnd)) f(id);
 }
 
-// A push's level: the consumer's when there is one, else ours.
+// A push's level: the consumer's when there is one, else ours. The range starts at `now`, the
+// callback's first clock read.
 template <typename Fn, typename Arg>
-int PushWith(Fn f, Arg arg, uint32_t domain_id, const Attrs& attrs) {
-  const int level = nvtx::Push(domain_id, attrs);
+int PushWith(Fn f, Arg arg, uint32_t domain_id, const Attrs& attrs, int64_t now) {
+  const int level = nvtx::Push(domain_id, attrs, now);
+  budget::ChargeSince(now);
   return f != nullptr ? f(arg) : level;
 }
 
 int RangePushEx(const nvtxEventAttributes_t* a) {
+  const int64_t now = RealtimeNs();
   auto f = Core<nvtxRangePushEx_impl_fntype>(NVTX_CBID_CORE_RangePushEx);
-  if (f == nullptr || a == nullptr) return PushWith(f, a, 0, Decode(a));
+  if (f == nullptr || a == nullptr) return PushWith(f, a, 0, Decode(a), now);
   const nvtxEventAttributes_t d = ForDownstream(a);
-  return PushWith(f, &d, 0, Decode(a));
+  return PushWith(f, &d, 0, Decode(a), now);
 }
 
 int RangePushA(const char* m) {
+  const int64_t now = RealtimeNs();
   return PushWith(Core<nvtxRangePushA_impl_fntype>(NVTX_CBID_CORE_RangePushA), m, 0,
-                  Message(nvtx::Intern(m)));
+                  Message(nvtx::Intern(m)), now);
 }
 
 int RangePushW(const wchar_t* m) {
+  const int64_t now = RealtimeNs();
   return PushWith(Core<nvtxRangePushW_impl_fntype>(NVTX_CBID_CORE_RangePushW), m, 0,
-                  Message(InternWide(m)));
+                  Message(InternWide(m)), now);
 }
 
 int RangePop() {
-  const int level = nvtx::Pop(0);
+  const int64_t now = RealtimeNs();
+  const int level = nvtx::Pop(0, now);
+  budget::ChargeSince(now);
   auto f = Core<nvtxRangePop_impl_fntype>(NVTX_CBID_CORE_RangePop);
   return f != nullptr ? f() : level;
 }
@@ -260,7 +299,9 @@ void NameOsThreadW(uint32_t t, const wchar_t* n) {
 // ---------------------------------------------------------------- the CORE2 module (domains)
 
 void DomainMarkEx(nvtxDomainHandle_t dom, const nvtxEventAttributes_t* a) {
-  nvtx::Mark(DomainId(dom), Decode(a));
+  const int64_t now = RealtimeNs();
+  nvtx::Mark(DomainId(dom), Decode(a), now);
+  budget::ChargeSince(now);
   if (auto f = Core2<nvtxDomainMarkEx_impl_fntype>(NVTX_CBID_CORE2_DomainMarkEx)) {
     if (a == nullptr) return f(DownDomain(dom), a);
     const nvtxEventAttributes_t d = ForDownstream(a);
@@ -269,28 +310,28 @@ void DomainMarkEx(nvtxDomainHandle_t dom, const nvtxEventAttributes_t* a) {
 }
 
 nvtxRangeId_t DomainRangeStartEx(nvtxDomainHandle_t dom, const nvtxEventAttributes_t* a) {
+  const int64_t now = RealtimeNs();
   auto f = Core2<nvtxDomainRangeStartEx_impl_fntype>(NVTX_CBID_CORE2_DomainRangeStartEx);
-  nvtxRangeId_t id;
-  if (f == nullptr) {
-    id = nvtx::NextRangeId();
-  } else if (a == nullptr) {
-    id = f(DownDomain(dom), a);
-  } else {
+  auto forward = [f, dom, a] {
+    if (a == nullptr) return f(DownDomain(dom), a);
     const nvtxEventAttributes_t d = ForDownstream(a);
-    id = f(DownDomain(dom), &d);
-  }
-  nvtx::Start(DomainId(dom), Decode(a), id);
-  return id;
+    return f(DownDomain(dom), &d);
+  };
+  return StartWith(f != nullptr, forward, DomainId(dom), Decode(a), now);
 }
 
 void DomainRangeEnd(nvtxDomainHandle_t dom, nvtxRangeId_t id) {
-  nvtx::End(DomainId(dom), id);
+  const int64_t now = RealtimeNs();
+  nvtx::End(DomainId(dom), id, now);
+  budget::ChargeSince(now);
   auto f = Core2<nvtxDomainRangeEnd_impl_fntype>(NVTX_CBID_CORE2_DomainRangeEnd);
   if (f != nullptr) f(DownDomain(dom), id);
 }
 
 int DomainRangePushEx(nvtxDomainHandle_t dom, const nvtxEventAttributes_t* a) {
-  const int level = nvtx::Push(DomainId(dom), Decode(a));
+  const int64_t now = RealtimeNs();
+  const int level = nvtx::Push(DomainId(dom), Decode(a), now);
+  budget::ChargeSince(now);
   auto f = Core2<nvtxDomainRangePushEx_impl_fntype>(NVTX_CBID_CORE2_DomainRangePushEx);
   if (f == nullptr) return level;
   if (a == nullptr) return f(DownDomain(dom), a);
@@ -299,7 +340,9 @@ int DomainRangePushEx(nvtxDomainHandle_t dom, const nvtxEventAttributes_t* a) {
 }
 
 int DomainRangePop(nvtxDomainHandle_t dom) {
-  const int level = nvtx::Pop(DomainId(dom));
+  const int64_t now = RealtimeNs();
+  const int level = nvtx::Pop(DomainId(dom), now);
+  budget::ChargeSince(now);
   auto f = Core2<nvtxDomainRangePop_impl_fntype>(NVTX_CBID_CORE2_DomainRangePop);
   return f != nullptr ? f(DownDomain(dom)) : level;
 }

@@ -10,7 +10,6 @@
 #include "format/record.h"
 #include "hook/recorder.h"
 #include "hook/state.h"
-#include "util/clock.h"
 
 namespace xtimer {
 namespace hook {
@@ -96,7 +95,7 @@ int NextLevel(const ThreadRanges& t, uint32_t domain_id) {
 
 }  // namespace
 
-int Push(uint32_t domain_id, const Attrs& attrs) {
+int Push(uint32_t domain_id, const Attrs& attrs, int64_t now_ns) {
   ThreadRanges& t = t_ranges;
   if (t.open == kMaxOpenRanges) {
     ++t.overflow;
@@ -104,7 +103,7 @@ int Push(uint32_t domain_id, const Attrs& attrs) {
   }
   const int level = NextLevel(t, domain_id);
   Frame& f = t.frames[t.open++];
-  f.start_ns = RealtimeNs();
+  f.start_ns = now_ns;
   f.payload = attrs.payload;
   f.name_id = attrs.name_id;
   f.category = attrs.category;
@@ -116,8 +115,7 @@ int Push(uint32_t domain_id, const Attrs& attrs) {
   return level;
 }
 
-int Pop(uint32_t domain_id) {
-  const int64_t now = RealtimeNs();
+int Pop(uint32_t domain_id, int64_t now_ns) {
   ThreadRanges& t = t_ranges;
   if (t.overflow > 0) {
     --t.overflow;
@@ -140,7 +138,7 @@ int Pop(uint32_t domain_id) {
     a.payload = f.payload;
     format::NvtxRecord r = MakeRecord(format::NvtxEvent::kRange, domain_id, a);
     r.start_ns = f.start_ns;
-    r.end_ns = now;
+    r.end_ns = now_ns;
     r.depth = f.level;
     if (f.name_id != 0 && f.name_id == g_step_name.load(std::memory_order_relaxed)) {
       r.flags |= format::kNvtxStep;
@@ -155,26 +153,26 @@ uint64_t NextRangeId() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
-void Start(uint32_t domain_id, const Attrs& attrs, uint64_t range_id) {
+void Start(uint32_t domain_id, const Attrs& attrs, uint64_t range_id, int64_t now_ns) {
   if (!Recording()) return;
   format::NvtxRecord r = MakeRecord(format::NvtxEvent::kStart, domain_id, attrs);
-  r.start_ns = RealtimeNs();
+  r.start_ns = now_ns;
   r.range_id = range_id;
   Emit(r);
 }
 
-void End(uint32_t domain_id, uint64_t range_id) {
+void End(uint32_t domain_id, uint64_t range_id, int64_t now_ns) {
   if (!Recording()) return;
   format::NvtxRecord r = MakeRecord(format::NvtxEvent::kEnd, domain_id, Attrs());
-  r.end_ns = RealtimeNs();
+  r.end_ns = now_ns;
   r.range_id = range_id;
   Emit(r);
 }
 
-void Mark(uint32_t domain_id, const Attrs& attrs) {
+void Mark(uint32_t domain_id, const Attrs& attrs, int64_t now_ns) {
   if (!Recording()) return;
   format::NvtxRecord r = MakeRecord(format::NvtxEvent::kMark, domain_id, attrs);
-  r.start_ns = r.end_ns = RealtimeNs();
+  r.start_ns = r.end_ns = now_ns;
   Emit(r);
 }
 

@@ -6,7 +6,9 @@
 // Hot path (every function but Strings().Intern's first sight of a string): no allocation, no
 // lock, no system call (a thread's first NVTX call learns its thread id with gettid, once). The
 // records are written only while timing is on (g_mode kOn); the levels are kept either way, so
-// the values returned to the application do not depend on it.
+// the values returned to the application do not depend on it. `now_ns` is the caller's
+// CLOCK_REALTIME read at the start of its callback: the record's time, and where the callback's
+// own time starts (budget::ChargeSince, which the callers call: the hook's own time).
 #ifndef XTIMER_HOOK_NVTX_RECORDER_H_
 #define XTIMER_HOOK_NVTX_RECORDER_H_
 
@@ -32,15 +34,15 @@ constexpr int kMaxOpenRanges = 128;
 
 // Opens a push/pop range of `domain_id` (0: the default domain) on this thread; returns its
 // 0-based level in the domain.
-int Push(uint32_t domain_id, const Attrs& attrs);
+int Push(uint32_t domain_id, const Attrs& attrs, int64_t now_ns);
 // Closes this thread's innermost open range of `domain_id` and records it. Returns its level, or
 // -1 when the thread has none open in the domain.
-int Pop(uint32_t domain_id);
+int Pop(uint32_t domain_id, int64_t now_ns);
 // A start/end range: a new process-wide id for RangeStart when no other consumer gave one.
 uint64_t NextRangeId();
-void Start(uint32_t domain_id, const Attrs& attrs, uint64_t range_id);
-void End(uint32_t domain_id, uint64_t range_id);
-void Mark(uint32_t domain_id, const Attrs& attrs);
+void Start(uint32_t domain_id, const Attrs& attrs, uint64_t range_id, int64_t now_ns);
+void End(uint32_t domain_id, uint64_t range_id, int64_t now_ns);
+void Mark(uint32_t domain_id, const Attrs& attrs, int64_t now_ns);
 // Interns a string (NvtxStrings::Intern of the process state); 0 before the hook initialised.
 uint32_t Intern(const char* text);
 // XTIMER_STEP_RANGE: push/pop ranges with this message are training steps (their records carry

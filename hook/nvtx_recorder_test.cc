@@ -14,6 +14,7 @@
 #include "hook/recorder.h"
 #include "hook/state.h"
 #include "hook/testing/fake_cuda.h"
+#include "util/clock.h"
 
 namespace xtimer {
 namespace hook {
@@ -28,6 +29,8 @@ std::vector<format::NvtxRecord> Records(testing::HookState* hook) {
   }
   return out;
 }
+
+int64_t Now() { return RealtimeNs(); }
 
 nvtx::Attrs Named(const char* name) {
   nvtx::Attrs a;
@@ -81,13 +84,13 @@ TEST(NvtxStringsTest, ThreadsInterningTheSameStringsAgreeOnTheirIds) {
 TEST(NvtxRecorderTest, LevelsAreKeptPerDomainAndRangesRecordedAtTheirPop) {
   testing::HookState hook;
   const uint32_t dom = nvtx::Intern("domain");
-  EXPECT_EQ(nvtx::Push(0, Named("outer")), 0);
-  EXPECT_EQ(nvtx::Push(dom, Named("d0")), 0);  // another domain's stack
-  EXPECT_EQ(nvtx::Push(0, Named("inner")), 1);
-  EXPECT_EQ(nvtx::Pop(dom), 0);  // closes d0; inner stays open
-  EXPECT_EQ(nvtx::Pop(0), 1);
-  EXPECT_EQ(nvtx::Pop(0), 0);
-  EXPECT_EQ(nvtx::Pop(0), -1);  // nothing open
+  EXPECT_EQ(nvtx::Push(0, Named("outer"), Now()), 0);
+  EXPECT_EQ(nvtx::Push(dom, Named("d0"), Now()), 0);  // another domain's stack
+  EXPECT_EQ(nvtx::Push(0, Named("inner"), Now()), 1);
+  EXPECT_EQ(nvtx::Pop(dom, Now()), 0);  // closes d0; inner stays open
+  EXPECT_EQ(nvtx::Pop(0, Now()), 1);
+  EXPECT_EQ(nvtx::Pop(0, Now()), 0);
+  EXPECT_EQ(nvtx::Pop(0, Now()), -1);  // nothing open
   const auto r = Records(&hook);
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[0].name_id, nvtx::Intern("d0"));
@@ -107,18 +110,20 @@ TEST(NvtxRecorderTest, LevelsAreKeptPerDomainAndRangesRecordedAtTheirPop) {
 
 TEST(NvtxRecorderTest, DeeperThanTheFramesKeptLevelsGoOnUnrecorded) {
   testing::HookState hook;
-  for (int i = 0; i < nvtx::kMaxOpenRanges + 3; ++i) EXPECT_EQ(nvtx::Push(0, Named("r")), i);
-  for (int i = nvtx::kMaxOpenRanges + 2; i >= 0; --i) EXPECT_EQ(nvtx::Pop(0), i);
+  for (int i = 0; i < nvtx::kMaxOpenRanges + 3; ++i) {
+    EXPECT_EQ(nvtx::Push(0, Named("r"), Now()), i);
+  }
+  for (int i = nvtx::kMaxOpenRanges + 2; i >= 0; --i) EXPECT_EQ(nvtx::Pop(0, Now()), i);
   EXPECT_EQ(Records(&hook).size(), static_cast<size_t>(nvtx::kMaxOpenRanges));
 }
 
 TEST(NvtxRecorderTest, WhileTimingIsOffLevelsAreKeptAndNothingIsRecorded) {
   testing::HookState hook;
   g_mode.store(kOff);
-  EXPECT_EQ(nvtx::Push(0, Named("a")), 0);
-  nvtx::Mark(0, Named("m"));
-  nvtx::Start(0, Named("s"), 5);
-  EXPECT_EQ(nvtx::Pop(0), 0);
+  EXPECT_EQ(nvtx::Push(0, Named("a"), Now()), 0);
+  nvtx::Mark(0, Named("m"), Now());
+  nvtx::Start(0, Named("s"), 5, Now());
+  EXPECT_EQ(nvtx::Pop(0, Now()), 0);
   EXPECT_TRUE(Records(&hook).empty());
 }
 
@@ -126,9 +131,9 @@ TEST(NvtxRecorderTest, MarksStartsAndEnds) {
   testing::HookState hook;
   const uint64_t id = nvtx::NextRangeId();
   EXPECT_NE(nvtx::NextRangeId(), id);
-  nvtx::Start(0, Named("io"), id);
-  nvtx::Mark(0, Named("m"));
-  nvtx::End(0, id);
+  nvtx::Start(0, Named("io"), id, Now());
+  nvtx::Mark(0, Named("m"), Now());
+  nvtx::End(0, id, Now());
   const auto r = Records(&hook);
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[0].event, static_cast<uint8_t>(format::NvtxEvent::kStart));
@@ -144,13 +149,13 @@ TEST(NvtxRecorderTest, MarksStartsAndEnds) {
 TEST(NvtxRecorderTest, RangesNamedAsTheStepRangeAreFlaggedAsSteps) {
   testing::HookState hook;
   nvtx::SetStepRange("train_step");
-  nvtx::Push(0, Named("train_step"));
-  nvtx::Push(0, Named("forward"));
-  nvtx::Pop(0);
-  nvtx::Pop(0);
+  nvtx::Push(0, Named("train_step"), Now());
+  nvtx::Push(0, Named("forward"), Now());
+  nvtx::Pop(0, Now());
+  nvtx::Pop(0, Now());
   nvtx::SetStepRange(nullptr);
-  nvtx::Push(0, Named("train_step"));
-  nvtx::Pop(0);
+  nvtx::Push(0, Named("train_step"), Now());
+  nvtx::Pop(0, Now());
   const auto r = Records(&hook);
   ASSERT_EQ(r.size(), 3u);
   EXPECT_EQ(r[0].flags & format::kNvtxStep, 0);  // forward

@@ -5,7 +5,9 @@
 #include <mutex>
 
 #include "format/record.h"
+#include "hook/budget.h"
 #include "hook/nvtx_recorder.h"
+#include "util/clock.h"
 
 namespace xtimer {
 namespace hook {
@@ -66,7 +68,7 @@ uint32_t Domain() {
   return d;
 }
 
-void Open(uint32_t name_id, format::PythonSpanKind kind, nvtx::Attrs attrs) {
+void Open(uint32_t name_id, format::PythonSpanKind kind, nvtx::Attrs attrs, int64_t now) {
   ThreadSpans& t = t_spans;
   if (t.depth > 0 && t.open[t.depth - 1].name_id == name_id) {
     ++t.open[t.depth - 1].folded;
@@ -81,11 +83,11 @@ void Open(uint32_t name_id, format::PythonSpanKind kind, nvtx::Attrs attrs) {
   // A step function's span is a training step, as a range named XTIMER_STEP_RANGE is: every
   // reader of steps (the daemon, dumps, the report) takes both.
   if (kind == format::PythonSpanKind::kStep) attrs.flags |= format::kNvtxStep;
-  nvtx::Push(Domain(), attrs);
+  nvtx::Push(Domain(), attrs, now);
   t.open[t.depth++] = {name_id, 0};
 }
 
-void Close(uint32_t name_id) {
+void Close(uint32_t name_id, int64_t now) {
   ThreadSpans& t = t_spans;
   if (t.overflow > 0) {
     --t.overflow;
@@ -95,12 +97,12 @@ void Close(uint32_t name_id) {
   while (i >= 0 && t.open[i].name_id != name_id) --i;
   if (i < 0) return;  // its start was not seen
   const uint32_t domain = Domain();
-  for (; t.depth - 1 > i; --t.depth) nvtx::Pop(domain);  // returns not seen
+  for (; t.depth - 1 > i; --t.depth) nvtx::Pop(domain, now);  // returns not seen
   if (t.open[i].folded > 0) {
     --t.open[i].folded;
     return;
   }
-  nvtx::Pop(domain);
+  nvtx::Pop(domain, now);
   --t.depth;
 }
 
@@ -132,11 +134,20 @@ const Traced* Find(const void* code) {
   }
 }
 
-void Enter(const Traced& t) { Open(t.name_id, t.kind, nvtx::Attrs()); }
+void Enter(const Traced& t) {
+  const int64_t now = RealtimeNs();
+  Open(t.name_id, t.kind, nvtx::Attrs(), now);
+  budget::ChargeSince(now);
+}
 
-void Leave(const Traced& t) { Close(t.name_id); }
+void Leave(const Traced& t) {
+  const int64_t now = RealtimeNs();
+  Close(t.name_id, now);
+  budget::ChargeSince(now);
+}
 
 void GcStart(int generation) {
+  const int64_t now = RealtimeNs();
   if (generation < 0 || generation >= format::kPythonGcGenerations) generation = 0;
   uint32_t name_id = g_gc_names[generation].load(std::memory_order_acquire);
   if (name_id == 0) {  // the first collection of this generation
@@ -148,17 +159,25 @@ void GcStart(int generation) {
   attrs.flags = format::kNvtxHasPayload;
   attrs.payload_type = format::kPythonGcPayloadType;
   attrs.payload = static_cast<uint64_t>(generation);
-  Open(name_id, format::PythonSpanKind::kGc, attrs);
+  Open(name_id, format::PythonSpanKind::kGc, attrs, now);
+  budget::ChargeSince(now);
 }
 
 void GcStop() {
+  const int64_t now = RealtimeNs();
   ThreadSpans& t = t_spans;
-  if (t.overflow == 0 && t.depth == 0) return;
-  for (int g = 0; g < format::kPythonGcGenerations; ++g) {
-    const uint32_t id = g_gc_names[g].load(std::memory_order_acquire);
-    if (t.overflow == 0 && id != 0 && t.open[t.depth - 1].name_id == id) return Close(id);
+  if (t.overflow > 0) {
+    --t.overflow;
+  } else if (t.depth > 0) {
+    for (int g = 0; g < format::kPythonGcGenerations; ++g) {
+      const uint32_t id = g_gc_names[g].load(std::memory_order_acquire);
+      if (id != 0 && t.open[t.depth - 1].name_id == id) {
+        Close(id, now);
+        break;
+      }
+    }
   }
-  if (t.overflow > 0) --t.overflow;
+  budget::ChargeSince(now);
 }
 
 void ResetForTest() {

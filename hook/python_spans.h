@@ -4,7 +4,9 @@
 // the daemon as NVTX records do, names sent once by id.
 //
 // Hot path (Find, Enter, Leave, GcStart, GcStop): no allocation, no lock, no system call besides
-// the thread's first use (nvtx_recorder's gettid). Register is cold (it interns a name).
+// the thread's first use (nvtx_recorder's gettid). Register is cold (it interns a name). Enter,
+// Leave, GcStart and GcStop read the clock twice (the record's time, and when done) and add the
+// time between to the hook's own time and the thread's overhead budget (budget::ChargeSince).
 // Thread safety: every function from any thread; the tracer calls them holding the GIL.
 #ifndef XTIMER_HOOK_PYTHON_SPANS_H_
 #define XTIMER_HOOK_PYTHON_SPANS_H_
