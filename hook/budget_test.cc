@@ -88,6 +88,43 @@ TEST_F(DecideTest, AnExpensiveWindowLowersTheRateAndEverySignatureStaysVisible) 
   EXPECT_TRUE(Decide(Gemm(1))) << "a new epoch: every signature is timed again";
 }
 
+// Ops timed after a thread's first window, in which 100 ops were timed at 4 us each (0.8% of its
+// 50 ms, under the 1% budget) and `fixed_ns` went to NVTX or Python tracing callbacks
+// (AddFixedOwnTime): the period the window chose, applied to 4,096 ops.
+int TimedAfterAWindowWith(uint64_t fixed_ns, OpDesc d) {
+  const int64_t now = MonotonicNs();
+  AddOwnTime(0, true, now);  // the thread's first window starts
+  for (int i = 0; i < 100; ++i) {
+    Decide(d);
+    AddOwnTime(4000, true, now);
+  }
+  AddFixedOwnTime(fixed_ns);
+  AddOwnTime(0, true, now + kWindowNs);  // the window ends: a period is chosen
+  int timed = 0;
+  for (int i = 0; i < 4096; ++i) timed += Decide(d);
+  return timed;
+}
+
+TEST_F(DecideTest, NvtxAndPythonTimeComesOutOfTheBudgetAndIsTheHooksOwnTime) {
+  EXPECT_EQ(TimedAfterAWindowWith(0, Gemm(5)), 4096) << "under the budget: every op";
+  EXPECT_EQ(hook_->state()->own_ns.load(), 0u) << "AddOwnTime alone is OwnTimer's half";
+  ResetThreadForTesting();
+  // 0.4 ms of NVTX callbacks in the same window: timing every op no longer fits in 1% of 50 ms
+  // (0.1 ms left: 25 timed ops of 100, so 1 in 8).
+  const int timed = TimedAfterAWindowWith(400000, Gemm(6));
+  EXPECT_EQ(timed, 4096 / 8);
+  EXPECT_EQ(hook_->state()->own_ns.load(), 400000u);
+}
+
+TEST_F(DecideTest, AThreadWithoutOpsOnlyAddsUpItsFixedTime) {
+  for (int i = 0; i < 1000; ++i) AddFixedOwnTime(150);
+  ChargeSince(RealtimeNs() - 1000000);  // a callback that began 1 ms ago
+  EXPECT_GE(hook_->state()->own_ns.load(), 150000u + 1000000u);
+  EXPECT_EQ(t_budget.period, 0u) << "no window: nothing to decide";
+  EXPECT_EQ(t_budget.window_start_ns, 0);
+  EXPECT_EQ(TimedOf(Gemm(7), 100), 100) << "its first ops are timed as any thread's";
+}
+
 TEST_F(DecideTest, SampleRateStillAppliesAndIsNotCountedAsBudget) {
   hook_->state()->config.sample_rate = 4;
   EXPECT_EQ(TimedOf(Gemm(3), 12), 3);

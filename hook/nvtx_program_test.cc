@@ -3,7 +3,8 @@
 // (hook/programs/nvtx_ranges.cu) runs on the GPU simulator with the hook preloaded and
 // NVTX_INJECTION64_PATH naming it; its records reach a fake daemon. A second consumer
 // (testing/nvtx_counter.cc) configured with XTIMER_NVTX_FORWARD receives what it receives alone.
-// Usage: nvtx_program_test GPUSIM_RUN LIBXTIMER_SO NVTX_RANGES LIBNVTX_COUNTER_SO
+// NVTX ranges on threads that never call CUDA (hook/programs/nvtx_loop.cc) are the hook's own time.
+// Usage: nvtx_program_test GPUSIM_RUN LIBXTIMER_SO NVTX_RANGES LIBNVTX_COUNTER_SO NVTX_LOOP
 #include <unistd.h>
 
 #include <fstream>
@@ -27,7 +28,7 @@ using format::RecordType;
 using testing::FakeDaemon;
 
 testing::Runner g_runner;
-std::string g_program, g_counter;
+std::string g_program, g_counter, g_loop;
 constexpr int kSteps = 3;
 
 std::vector<std::string> Env() {
@@ -225,6 +226,27 @@ TEST(NvtxProgramTest, ASecondConsumerReceivesTheSameRangesAndItsValuesReachThePr
   EXPECT_EQ(starts[0].range_id, 7000u);  // the consumer's id, which the program holds
 }
 
+// The NVTX callbacks' time is the hook's own time (ring header hook_own_ns): in a process whose
+// threads make NVTX ranges and no CUDA call, at least 5 ns per callback (two clock reads apart,
+// with the work between), and no more than the threads' loops took.
+TEST(NvtxProgramTest, RangesOnThreadsWithoutCudaAreTheHooksOwnTime) {
+  constexpr int kThreads = 2;
+  constexpr long kPairs = 10000;
+  FakeDaemon::Ring ring;
+  std::string out;
+  ASSERT_TRUE(g_runner.RunHooked({g_loop, std::to_string(kThreads), std::to_string(kPairs)},
+                                 "nvtx_own", Env(), &ring, &out));
+  const size_t at = out.find("loop_ns: ");
+  ASSERT_NE(at, std::string::npos) << out;
+  const uint64_t loop_ns = std::stoull(out.substr(at + 9));
+  EXPECT_GE(ring.hook_own_ns, 2u * kThreads * kPairs * 5) << "loop_ns " << loop_ns;
+  EXPECT_LE(ring.hook_own_ns, loop_ns);
+  EXPECT_FALSE(Nvtx(ring, NvtxEvent::kRange).empty());  // (a burst beyond the queue is dropped)
+  uint64_t ops = 0;
+  for (uint64_t calls : ring.op_calls) ops += calls;
+  EXPECT_EQ(ops, 0u) << "no op: all of it is NVTX time";
+}
+
 TEST(NvtxProgramTest, WithoutTheHookNvtxCallsAreNoOps) {
   const std::string out_path = testing::TmpDir() + "/plain.out";
   std::string out;
@@ -245,14 +267,15 @@ TEST(NvtxProgramTest, WithoutTheHookNvtxCallsAreNoOps) {
 int main(int argc, char** argv) {
   std::vector<std::string> p;
   const int rc = xtimer::hook::testing::StartProgramTest(
-      &argc, argv, 2, "nvtx_program_test GPUSIM_RUN LIBXTIMER_SO NVTX_RANGES LIBNVTX_COUNTER_SO",
-      &p);
+      &argc, argv, 3,
+      "nvtx_program_test GPUSIM_RUN LIBXTIMER_SO NVTX_RANGES LIBNVTX_COUNTER_SO NVTX_LOOP", &p);
   if (rc >= 0) return rc;
   xtimer::hook::g_runner.gpusim_run = p[0];
   xtimer::hook::g_runner.self = p[1];
   xtimer::hook::g_runner.hook_lib = p[2];
   xtimer::hook::g_program = p[3];
   xtimer::hook::g_counter = p[4];
+  xtimer::hook::g_loop = p[5];
   const int status = RUN_ALL_TESTS();
   rmdir(xtimer::hook::testing::TmpDir().c_str());
   return status;

@@ -10,9 +10,11 @@
 
 #include "format/python_spans.h"
 #include "format/record.h"
+#include "hook/budget.h"
 #include "hook/recorder.h"
 #include "hook/state.h"
 #include "hook/testing/fake_cuda.h"
+#include "util/clock.h"
 
 namespace xtimer {
 namespace hook {
@@ -61,6 +63,32 @@ TEST(PythonSpansTest, TracedCodesAreFoundAndOthersAreNot) {
   EXPECT_EQ(Find(&g_code[kMaxTracedCodes]), nullptr);
   EXPECT_NE(Find(&g_code[kMaxTracedCodes - 1]), nullptr);
   EXPECT_FALSE(Register(nullptr, "m:g", PythonSpanKind::kCall));
+}
+
+// Each traced call's Enter and Leave, and each collection's start and stop, is the hook's own
+// time (State::own_ns) and fixed cost in the thread's budget: at least 5 ns each (two clock reads
+// apart, with a span's work between), no more than the loop took.
+TEST(PythonSpansTest, TracedCallsAndCollectionsAreTheHooksOwnTime) {
+  testing::HookState hook;
+  ResetForTest();
+  ASSERT_TRUE(Register(&g_code[0], "m:f", PythonSpanKind::kCall));
+  const Traced* f = Find(&g_code[0]);
+  ASSERT_NE(f, nullptr);
+  constexpr int kCalls = 2000;
+  const uint64_t fixed_before = budget::t_budget.other_ns;
+  const int64_t start = MonotonicNs();
+  for (int i = 0; i < kCalls; ++i) {
+    Enter(*f);
+    Leave(*f);
+  }
+  GcStart(1);
+  GcStop();
+  const uint64_t loop_ns = static_cast<uint64_t>(MonotonicNs() - start);
+  const uint64_t own = GetState()->own_ns.load();
+  EXPECT_GE(own, (2u * kCalls + 2) * 5);
+  EXPECT_LE(own, loop_ns);
+  EXPECT_EQ(budget::t_budget.other_ns - fixed_before, own) << "the thread's budget: fixed cost";
+  EXPECT_EQ(Spans(&hook).size(), static_cast<size_t>(kCalls + 1));
 }
 
 TEST(PythonSpansTest, NestedCallsAreSpansAndSameNamesFold) {
