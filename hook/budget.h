@@ -9,7 +9,9 @@
 // op (OwnTimer), how many ops it decided on and how long the window was, and picks the period
 // (time 1 op in P per op signature, P a power of two) that spends at most the budget. Every
 // signature is still timed at least once per epoch (kEpochNs, advanced by the poller), so rare
-// ops are never invisible. At 100% every op is timed, as before the budget existed.
+// ops are never invisible. At 100% every op is timed, as before the budget existed. The NVTX
+// callbacks and the Python tracer's run on the same threads without an op: their time is the
+// hook's own time too, a fixed cost of the thread's (AddFixedOwnTime).
 //
 // Collectives and send/recv are always tracked to their completion: hang verdicts and the
 // in-flight table depend on it. Those the budget leaves untimed get a completion mark (one
