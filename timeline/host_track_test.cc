@@ -1,5 +1,7 @@
 #include "timeline/host_links.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
@@ -203,6 +205,57 @@ TEST(StepsTrackTest, FlowsFromTheLaunchingRangeToTheGpuSlice) {
   for (const DecodedSlice& s : ConvertJob(false).slices) {
     if (s.category == "nvtx") EXPECT_TRUE(s.flows.empty()) << s.name;
   }
+}
+
+// One range that launches many ops (a Python step or an NVTX forward range launches hundreds of
+// kernels): the range's slice carries one flow per op, each ending on its op's GPU slice (a
+// slice's flows once had room for 6: the converter wrote past its buffer and crashed).
+TEST(StepsTrackTest, ARangeLaunchingManyOpsFlowsToEach) {
+  constexpr int kOps = 200;
+  const std::string root = Tmp() + "/many_ops";
+  mkdir(root.c_str(), 0755);
+  Metadata m = SyntheticRankMetadata("many", 0, 1, 1, 0x1234);
+  const int64_t t0 = 1767225600000000000;
+  m.strings = {"", "a_kernel", "forward"};
+  NvtxEntry r = Range(7, t0, t0 + 10000000, 0);
+  r.name = 2;
+  m.nvtx = {r};
+  m.dump_time_ns = m.window_begin_ns = t0;
+  m.window_end_ns = m.clock_realtime_ns = t0 + 20000000;
+  std::string error;
+  auto w = TimelineWriter::Create(root + "/" + TimelineFileName(0, 1, m.pid), m, &error);
+  ASSERT_TRUE(w) << error;
+  for (int i = 0; i < kOps; ++i) {
+    EventRecord e = Op(t0 + 1000 + i * 40000);
+    e.op = static_cast<uint16_t>(format::Operation::kKernelLaunch);
+    e.name = 1;
+    e.stream = 0x7f0000001000ull;
+    e.peer = e.root = -1;
+    e.device = static_cast<int16_t>(m.device);
+    w->Append(e);
+  }
+  ASSERT_TRUE(w->Finish(&error)) << error;
+  ConvertOptions opt;
+  opt.inputs = {root};
+  opt.output = root + ".pftrace";
+  opt.quiet = true;
+  ConvertStats stats;
+  ASSERT_TRUE(ConvertTimelines(opt, &stats, &error, nullptr)) << error;
+  std::ifstream in(opt.output, std::ios::binary);
+  const DecodedTrace d =
+      DecodeTrace(std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()));
+  ASSERT_TRUE(d.errors.empty()) << d.errors[0];
+  std::set<uint64_t> from;
+  for (const DecodedSlice& s : d.slices) {
+    if (s.name == "forward") from.insert(s.flows.begin(), s.flows.end());
+  }
+  EXPECT_EQ(from.size(), static_cast<size_t>(kOps));
+  int ended = 0;
+  for (const DecodedSlice& s : d.slices) {
+    if (s.name != "a_kernel") continue;
+    for (uint64_t id : s.terminating) ended += static_cast<int>(from.count(id));
+  }
+  EXPECT_EQ(ended, kOps);
 }
 
 }  // namespace

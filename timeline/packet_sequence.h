@@ -187,25 +187,32 @@ class Sequence {
     wire::U64(&scratch_, field, v);
     wire::Bytes(&args_, kTeDebug, scratch_);
   }
+  template <typename Out>
+  void WriteTrackEvent(Out* te, uint32_t type, uint64_t name_iid, uint64_t category_iid) {
+    if (category_iid) wire::U64(te, kTeCategoryIids, category_iid);
+    te->append(args_.data, args_.n);
+    wire::U64(te, kTeType, type);
+    if (name_iid) wire::U64(te, kTeNameIid, name_iid);
+    te->append(flows_.data(), flows_.size());
+  }
+  // The event in fixed buffers where it fits (an op's slice: a few flows), else in strings (new
+  // interned data; a host range's flows, one per op launched in it, have no bound).
   void Emit(int64_t ts, uint32_t type, uint64_t name_iid, uint64_t category_iid) {
-    te_.clear();
-    if (category_iid) wire::U64(&te_, kTeCategoryIids, category_iid);
-    te_.append(args_.data, args_.n);
-    wire::U64(&te_, kTeType, type);
-    if (name_iid) wire::U64(&te_, kTeNameIid, name_iid);
-    te_.append(flows_.data, flows_.n);
-    if (interned_.empty()) {
+    if (interned_.empty() && flows_.size() <= kFixedFlowBytes) {
+      te_.clear();
+      WriteTrackEvent(&te_, type, name_iid, category_iid);
       pkt_.clear();
       wire::U64(&pkt_, kPktTimestamp, static_cast<uint64_t>(ts - last_ts_));
       wire::U64(&pkt_, kPktSeqId, seq_id_);
       wire::Bytes(&pkt_, kPktTrackEvent, te_);
       wire::Bytes(out_, kTracePacket, pkt_);
     } else {
-      std::string pkt;
+      std::string te, pkt;
+      WriteTrackEvent(&te, type, name_iid, category_iid);
       wire::U64(&pkt, kPktTimestamp, static_cast<uint64_t>(ts - last_ts_));
       wire::U64(&pkt, kPktSeqId, seq_id_);
-      wire::Bytes(&pkt, kPktInterned, interned_);
-      wire::Bytes(&pkt, kPktTrackEvent, te_);
+      if (!interned_.empty()) wire::Bytes(&pkt, kPktInterned, interned_);
+      wire::Bytes(&pkt, kPktTrackEvent, te);
       wire::Bytes(out_, kTracePacket, pkt);
       interned_.clear();
     }
@@ -222,10 +229,12 @@ class Sequence {
   std::unordered_map<std::string, uint64_t> arg_key_cache_;
   std::unordered_map<uint64_t, uint64_t> name_cache_;
   uint64_t category_cache_[256] = {};
-  // Bounded per event: at most 8 arguments of <= 24 bytes, 2 flow ids.
-  std::string interned_;
+  // Bounded per event: at most 8 arguments of <= 24 bytes. Flow ids are 10 bytes each: an op's
+  // slice carries at most 3, a host range one per op launched in it (unbounded).
+  static constexpr size_t kFixedFlowBytes = 64;
+  std::string interned_, flows_;
   wire::FixedBuf<512> args_;
-  wire::FixedBuf<64> flows_, scratch_;
+  wire::FixedBuf<64> scratch_;
   wire::FixedBuf<640> te_;
   wire::FixedBuf<704> pkt_;
 };
