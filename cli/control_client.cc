@@ -54,6 +54,43 @@ std::string ExplainRpcError(const grpc::Status& st, const std::string& target) {
   return what + " (gRPC: " + CodeName(st.error_code()) + ": " + m + ")";
 }
 
+namespace {
+
+// "host:port" -> whether the port is a number from 1 to 65535.
+bool ValidPort(const std::string& target) {
+  const std::string port = target.substr(target.rfind(':') + 1);
+  if (port.empty() || port.size() > 5) return false;
+  for (char c : port) {
+    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+  }
+  const int n = std::atoi(port.c_str());
+  return n >= 1 && n <= 65535;
+}
+
+// Appends the hosts of --hosts-file `path`; false with *error when it cannot be read or names
+// none (an empty file must not fall back to the local daemon).
+bool ReadHostsFile(const std::string& path, std::vector<std::string>* hosts, std::string* error) {
+  std::ifstream f(path);
+  std::string line;
+  const size_t before = hosts->size();
+  while (f && std::getline(f, line)) {
+    const size_t hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    for (const std::string& h : SplitList(line, ' ')) hosts->push_back(h);
+  }
+  if (!f.eof()) {  // not opened, or a read failed (a directory)
+    *error = "cannot read --hosts-file " + path;
+    return false;
+  }
+  if (hosts->size() == before) {
+    *error = "--hosts-file " + path + " names no host (one host[:port] per line)";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 bool ControlTargets(const std::vector<std::string>& given, const std::string& hosts_file,
                     std::vector<std::string>* targets, std::string* error) {
   const char* env_port = std::getenv("XTIMER_CONTROL_PORT");
@@ -63,19 +100,11 @@ bool ControlTargets(const std::vector<std::string>& given, const std::string& ho
   for (const std::string& g : given) {
     for (const std::string& h : SplitList(g, ',')) hosts.push_back(h);
   }
-  if (!hosts_file.empty()) {
-    std::ifstream f(hosts_file);
-    if (!f) {
-      *error = "cannot read --hosts-file " + hosts_file;
-      return false;
-    }
-    std::string line;
-    while (std::getline(f, line)) {
-      const size_t hash = line.find('#');
-      if (hash != std::string::npos) line.resize(hash);
-      for (const std::string& h : SplitList(line, ' ')) hosts.push_back(h);
-    }
+  if (!given.empty() && hosts.empty()) {
+    *error = "--hosts names no host";
+    return false;
   }
+  if (!hosts_file.empty() && !ReadHostsFile(hosts_file, &hosts, error)) return false;
   if (hosts.empty()) hosts.push_back("127.0.0.1");
   for (std::string& h : hosts) {
     const bool bracketed = !h.empty() && h[0] == '[';
@@ -84,6 +113,10 @@ bool ControlTargets(const std::vector<std::string>& given, const std::string& ho
                                     : (colon != std::string::npos && h.find(':') == colon);
     if (!has_port)
       h = (h.find(':') != std::string::npos && !bracketed ? "[" + h + "]" : h) + ":" + default_port;
+    if (!ValidPort(h)) {
+      *error = "bad port in host " + h + ": expected a number from 1 to 65535";
+      return false;
+    }
   }
   *targets = std::move(hosts);
   return true;

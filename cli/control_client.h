@@ -20,7 +20,9 @@ namespace cli {
 
 // The gRPC targets of --hosts (comma lists) and --hosts-file (one host[:port] per line, '#'
 // starts a comment): a host without a port gets $XTIMER_CONTROL_PORT or 18888 (IPv6 addresses
-// are bracketed); none given: 127.0.0.1. Returns false with *error when the file cannot be read.
+// are bracketed); none given: 127.0.0.1. Returns false with *error when the file cannot be read,
+// when --hosts or the file names no host (never the local daemon in their place), or a port is
+// not a number from 1 to 65535.
 bool ControlTargets(const std::vector<std::string>& hosts, const std::string& hosts_file,
                     std::vector<std::string>* targets, std::string* error);
 
