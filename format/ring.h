@@ -157,7 +157,8 @@ struct RingHeader {
   char reserved2[3072 - 2440];                         // 2440
   std::atomic<uint64_t> untimed[kUntimedSlots];        // 3072  by UntimedCause, written by the poller
   // The hook's own host time on the application's threads (ns, cumulative; 0 from older hooks,
-  // whose bytes here were reserved): the work around each timed op, its CUDA calls included.
+  // whose bytes here were reserved): the work around each timed op, its CUDA calls included, and
+  // the NVTX and Python tracing callbacks (docs/metrics.md).
   std::atomic<uint64_t> hook_own_ns;                   // 3136  written by the poller
   // Ops the hook considered timing (every call it intercepts that would be timed at 100%), and
   // those it timed, by OpKind (index = the kind's value; 0 and values past kOpKindMax unused);

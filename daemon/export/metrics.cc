@@ -124,7 +124,8 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
      "Operations the hook intercepted but could not time, by cause (docs/metrics.md)."},
     {"xtimer_hook_overhead_seconds_total", MetricType::Counter,
      "The hook's own host time on the process's application threads: the work around each "
-     "timed op, its CUDA calls included (docs/metrics.md)."},
+     "timed op, its CUDA calls included, and its NVTX and Python tracing callbacks "
+     "(docs/metrics.md)."},
     {"xtimer_hook_ops_total", MetricType::Counter,
      "Operations the hook considered timing (every call it intercepts that it would time at a "
      "budget of 100%), by kind (docs/metrics.md)."},
