@@ -42,8 +42,9 @@ and each rank's observed and true bus bandwidth. docs/analysis.md explains the v
 From dumps: each DIR is one node's directory of timeline files (as `xtimer dump` or xtimerd's
 automatic hang dump writes them; a dump path holding job folders and single .timeline files work
 too). The hang-summary-<host>.json files beside them (the automatic dump's record of every rank's
-progress at the hang, one per node; hang-summary.json from older daemons) add what the files cannot show: the operations in flight, exits, what each rank was
-last doing. Node clocks are aligned from the collectives they share, as `xtimer timeline` does.
+progress at the hang, one per node; hang-summary.json from older daemons) add what the files
+cannot show: the operations in flight, exits, what each rank was last doing. Node clocks are
+aligned from the collectives they share, as `xtimer timeline` does.
 
 Live (--hosts): asks xtimerd on every node for its ranks' progress and their last 256 collectives
 per communicator (the HangCheck control method), aligns the nodes' clocks on the collectives they
@@ -73,7 +74,7 @@ int ParseAnalyzeArgs(int argc, char** argv, Args* a) {
                 "findings name their group, and the pipeline stage that bounds the step is named",
                 &cl);
   cl.Switch("--json", &a->json, "print the JSON report (schema in docs/analysis.md)");
-  cl.Text("--out", &a->out, "write the report to FILE instead of standard output")
+  cl.Text("-o,--out", &a->out, "write the report to FILE instead of standard output")
       .Placeholder("FILE");
   AddHangTimeoutFlag(&a->hang_timeout_s, &cl);
   AddDumpArgs(a, ". With --hosts: only this job's ranks; several jobs on the nodes need --job",

@@ -68,8 +68,9 @@ into OUT/nodes/<node>/<job>/ and are merged as above.
 
 constexpr char kAfter[] = R"HELP(exit status: 0 written, 1 no readable stack file (or, with --hosts, no node answered), 2 bad
 arguments (also: a --job no file has), 3 written but partial: files unreadable or left out
-(another job's among them), nodes that did not answer (named on stderr), ranks of the world without a file (listed
-in the summary), or a limit of the merge or an output reached (docs/stacks.md "Limits").
+(another job's among them), nodes that did not answer (named on stderr), ranks of the world
+without a file (listed in the summary), or a limit of the merge or an output reached
+(docs/stacks.md "Limits").
 )HELP";
 
 struct Options {

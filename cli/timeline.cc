@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "cli/analysis_args.h"
 #include "cli/args.h"
 #include "cli/commands.h"
 #include "cli/readers/job_inputs.h"
@@ -99,6 +100,12 @@ int TimelineMain(int argc, char** argv) {
   if (files.files.empty()) {
     std::fprintf(stderr, "xtimer timeline: no readable timeline files\n");
     return 1;
+  }
+  if (!opt.groups.empty() && files.world > 0) {
+    timeline::GroupLayout layout;
+    timeline::ParseGroupLayout(opt.groups, &layout, &error);  // parsed once already: valid
+    const int bad = CheckGroupsWorld(kCommand, opt.groups, layout.groups, files.world);
+    if (bad >= 0) return bad;
   }
   opt.inputs = PathsOf(files.files);
   timeline::ConvertStats stats;

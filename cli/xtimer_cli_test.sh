@@ -62,6 +62,15 @@ for pair in analyze:analyze-cli diff:analyze-cli report:report stacks:stacks tim
     grep -qE -- "(^|[^a-z-])$f([^a-z-]|\$)" "$doc" || fail "$cmd's $f is not in $doc"
   done
 done
+# No line of a command's --help runs past 100 columns (the flags are wrapped at 100).
+for cmd in analyze diff report stacks timeline dump; do
+  expect_rc 0 $XT "$cmd" --help
+  long=$(awk 'length > 100' "$TMP/out")
+  [ -z "$long" ] || fail "$cmd --help has lines over 100 columns: $long"
+done
+# A --groups whose sizes do not multiply to the world size is a usage error (exit 2) everywhere.
+expect_rc 2 $XT timeline timeline/testdata/node0 timeline/testdata/node1 -o "$TMP/g.pftrace" --groups tp3-dp2
+grep -q -- "--groups tp3-dp2 describes 6 ranks; the job has 8" "$TMP/err" || fail "timeline groups world message: $(cat "$TMP/err")"
 expect_rc 0 $XT analyze --help
 grep -q -- "--hang-timeout S    the longest stall that is not a hang (default 300;" "$TMP/out" ||
   fail "analyze --help does not show analysis::Options' hang bound: $(grep -A1 hang-timeout "$TMP/out")"
