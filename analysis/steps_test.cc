@@ -61,6 +61,28 @@ TEST(GuessStepsTest, PerParameterAllReducesGiveTheStepNotTheGapBetweenThem) {
 }
 
 // Same-size all-reduces evenly spaced through backward: only the step repeats the times.
+// Two equal all-reduces a step on one communicator, at unequal distances (123.6 ms, then 132.6
+// ms: the demo's tp all-reduces): period 1 is consistent within the spread, but alternates;
+// period 2 is the step (a short dump window of the demo read half-steps).
+TEST(GuessStepsTest, TwoEqualCollectivesAtUnequalDistancesAreOneStep) {
+  Job job;
+  job.Add(kTp, 12, 256200, {0, 123600}, {1 << 20}, 0.001);
+  StepGuess g = GuessSteps(job.arrivals);
+  ASSERT_TRUE(g.found());
+  EXPECT_EQ(g.per_step, 2u);
+  EXPECT_NEAR(g.median_s, 0.2562, 0.002);
+}
+
+// Jitter alone never doubles a step: one all-reduce a step, +-10% noise on each.
+TEST(GuessStepsTest, JitterDoesNotDoubleTheStep) {
+  Job job;
+  job.Add(kDp, 200, 10000, {500}, {1 << 20}, 0.1);
+  StepGuess g = GuessSteps(job.arrivals);
+  ASSERT_TRUE(g.found());
+  EXPECT_EQ(g.per_step, 1u);
+  EXPECT_NEAR(g.median_s, 0.010, 0.001);
+}
+
 TEST(GuessStepsTest, EvenlySpacedEqualCollectivesWithinAStepAreNotSteps) {
   std::vector<double> offsets;
   for (int i = 0; i < 8; ++i) offsets.push_back(2000 + 300 * i);
