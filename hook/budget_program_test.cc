@@ -2,7 +2,9 @@
 // host-bound training step of the overhead benchmark (hook/bench/host_bound_step.cu: per step 96
 // GEMMs, 131 kernels, 64 all-reduces, one sync) with no framework time between ops, on the
 // simulator charging H200 call costs, so that timing every op would cost the thread far more
-// than 1% of its time.
+// than 1% of its time. And NVTX ranges on a thread that launches ops, paid out of its budget
+// (hook/programs/budget_nvtx.cu).
+// Usage: budget_program_test GPUSIM_RUN LIBXTIMER_SO HOST_BOUND_STEP BUDGET_NVTX
 #include <cstdint>
 #include <cstdio>
 #include <set>
@@ -24,7 +26,7 @@ using format::OpKind;
 using format::UntimedCause;
 using testing::FakeDaemon;
 
-std::string g_run, g_self, g_lib, g_step;
+std::string g_run, g_self, g_lib, g_step, g_nvtx;
 
 constexpr int kSteps = 60;
 constexpr uint64_t kGemms = kSteps * 96, kKernels = kSteps * 131, kAllReduces = kSteps * 64;
@@ -106,6 +108,50 @@ TEST(BudgetProgramTest, AtOneHundredPercentEveryOpIsTimed) {
   EXPECT_EQ(testing::OpsOfKind(ring, OpKind::kMatmul).size(), kGemms);
 }
 
+
+// NVTX ranges on the thread that launches ops come out of its budget (budget::AddFixedOwnTime):
+// two threads of one process, one after the other, launch 1,000 ops each at the same steady rate
+// (hook/programs/budget_nvtx.cu: 400 us of host work before each), the second with 128 NVTX
+// push/pop pairs (kernel-sized names) before each op as well, a sixth or more of its time in the
+// hook's NVTX callbacks. Both first launch copies for 100 ms, so that their first windows (5 ms,
+// timed in full) and the one after are over before the ops counted here. At 1%, the first thread
+// affords a timed kernel every few launches (1 in 16 under TSan); the second's NVTX time alone is
+// over its budget, so that its memsets are timed only as the epoch rule times them: the
+// signature's first call, then once a second. Load cannot turn that round: the budget is a share
+// of wall time, and the second thread would have to run less than 1/18 of a 50 ms window for its
+// NVTX share to fall under 1%. Without the NVTX time in the budget (before f40b7f9) the second
+// thread times about as many ops as the first: 957 memsets against 927 kernels.
+TEST(BudgetProgramTest, NvtxRangesOnTheLaunchingThreadComeOutOfItsBudget) {
+  constexpr int kOps = 1000, kPairs = 128;
+  FakeDaemon::Ring ring;
+  std::string out;
+  // Up to 150,000 NVTX records: a ring of 262,144 holds them all (the fake daemon reads at the
+  // end; the poller moves them out of its queue every millisecond).
+  ASSERT_TRUE((testing::Runner{g_run, g_self, g_lib}.RunHooked(
+      {g_nvtx, std::to_string(kOps), std::to_string(kPairs), "400"}, "nvtx",
+      {"XTIMER_OVERHEAD_BUDGET=1%", "XTIMER_RING_CAPACITY=262144",
+       "NVTX_INJECTION64_PATH=" + g_lib},
+      &ring, &out)));
+  const uint64_t kernels = Timed(ring, OpKind::kKernel), memsets = Timed(ring, OpKind::kMemset);
+  const std::string got = out + "timed kernels " + std::to_string(kernels) + ", memsets " +
+                          std::to_string(memsets) + ", hook_own_ns " +
+                          std::to_string(ring.hook_own_ns);
+  ASSERT_EQ(Calls(ring, OpKind::kKernel), uint64_t{kOps}) << got;
+  ASSERT_EQ(Calls(ring, OpKind::kMemset), uint64_t{kOps}) << got;
+  EXPECT_GT(kernels, 4 * memsets) << got;
+  EXPECT_GE(memsets, 1u) << got;  // the signature's first call
+  const uint64_t copies_untimed = Calls(ring, OpKind::kMemcpy) - Timed(ring, OpKind::kMemcpy);
+  EXPECT_EQ(Untimed(ring, UntimedCause::kBudget), 2 * kOps - kernels - memsets + copies_untimed)
+      << got;
+  // The NVTX time is the hook's own: at least 5 ns a callback (nvtx_program_test).
+  EXPECT_GE(ring.hook_own_ns, uint64_t{kOps} * kPairs * 2 * 5) << got;
+  size_t ranges = 0;
+  for (const format::RecordSlot& r : ring.records) {
+    ranges += r.header.type == static_cast<uint8_t>(format::RecordType::kNvtx);
+  }
+  EXPECT_GT(ranges, 0u) << got;
+}
+
 }  // namespace
 }  // namespace hook
 }  // namespace xtimer
@@ -113,11 +159,12 @@ TEST(BudgetProgramTest, AtOneHundredPercentEveryOpIsTimed) {
 int main(int argc, char** argv) {
   std::vector<std::string> p;
   const int rc = xtimer::hook::testing::StartProgramTest(
-      &argc, argv, 1, "budget_program_test GPUSIM_RUN LIBXTIMER_SO HOST_BOUND_STEP", &p);
+      &argc, argv, 2, "budget_program_test GPUSIM_RUN LIBXTIMER_SO HOST_BOUND_STEP BUDGET_NVTX", &p);
   if (rc >= 0) return rc;
   xtimer::hook::g_run = p[0];
   xtimer::hook::g_self = p[1];
   xtimer::hook::g_lib = p[2];
   xtimer::hook::g_step = p[3];
+  xtimer::hook::g_nvtx = p[4];
   return RUN_ALL_TESTS();
 }
