@@ -6,9 +6,11 @@
 // spec, a call left by an exception, the data loader's waits (each at least what the loader
 // measured of itself), and one collection of each generation. A profiler of the program's own
 // (sys.setprofile before or after, sys.monitoring on 3.12+) receives every one of its events.
+// The tracer's callbacks are the hook's own time (hook_own_ns), CUDA or not.
 // Usage: python_trace_program_test GPUSIM_RUN LIBXTIMER_SO PYTRACE_PROGRAM
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -103,16 +105,20 @@ struct ProgramRun {
   int minor = 0;
 };
 
-ProgramRun RunProgram(const std::string& python, const std::string& mode) {
-  ProgramRun run;
-  FakeDaemon::Ring ring;
+std::vector<std::string> Env(const std::string& mode) {
   std::vector<std::string> env = {"XTIMER_JOB=pytrace", "XTIMER_HOST=testhost"};
   if (mode != "idle") env.push_back(std::string("XTIMER_PY_TRACE=") + kSpecs);
   // Under ASan: CPython leaves its objects allocated at exit (LeakSanitizer would report them).
   const char* asan = getenv("ASAN_OPTIONS");
   env.push_back(std::string("ASAN_OPTIONS=") + (asan != nullptr ? asan : "") + ":detect_leaks=0");
+  return env;
+}
+
+ProgramRun RunProgram(const std::string& python, const std::string& mode) {
+  ProgramRun run;
+  FakeDaemon::Ring ring;
   EXPECT_TRUE(g_runner.RunHooked({python, g_program, mode, std::to_string(kCalls)}, "pytrace",
-                                 env, &ring, &run.out));
+                                 Env(mode), &ring, &run.out));
   run.spans = PythonSpans(ring);
   run.minor = atoi(Line(run.out, "minor").c_str());
   return run;
@@ -230,6 +236,41 @@ TEST(PythonTraceProgramTest, AMonitoringToolOfTheProgramKeepsAllItsEvents) {
     ++checked;
   }
   EXPECT_EQ(checked, 2);
+}
+
+// The hook_own_ns of a run of the program's "count" mode: `calls` traced calls and no CUDA call.
+// *wall_ns: how long the run took, start to exit.
+uint64_t OwnNsOfCalls(const std::string& python, int calls, int64_t* wall_ns) {
+  FakeDaemon::Ring ring;
+  std::string out;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(g_runner.RunHooked({python, g_program, "count", std::to_string(calls)}, "pycount",
+                                 Env("count"), &ring, &out));
+  *wall_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                 std::chrono::steady_clock::now() - start)
+                 .count();
+  EXPECT_NE(out.find("\nOK"), std::string::npos) << python << out;
+  for (uint64_t n : ring.op_calls) EXPECT_EQ(n, 0u) << python << ": no op";
+  return ring.hook_own_ns;
+}
+
+// The tracer's callbacks are the hook's own time (the ring header's hook_own_ns; budget.h
+// AddFixedOwnTime) in a process that makes no CUDA call: 40,000 more traced calls add at least
+// 10 ns each (a call and a return, each charged from one clock read to the next:
+// budget::ChargeSince), on the profile function (3.8-3.11) and sys.monitoring (3.12+) alike, and
+// the run's own time is no more than the run took. (Load only adds to the callbacks' time.)
+TEST(PythonTraceProgramTest, TracedCallsAreTheHooksOwnTime) {
+  constexpr int kFew = 1000, kMany = 41000;  // spans: well within the ring
+  for (const std::string& python : Pythons()) {
+    int64_t few_wall = 0, wall = 0;
+    const uint64_t few = OwnNsOfCalls(python, kFew, &few_wall);
+    const uint64_t many = OwnNsOfCalls(python, kMany, &wall);
+    const std::string got = python + ": hook_own_ns " + std::to_string(few) + " for " +
+                            std::to_string(kFew) + " calls, " + std::to_string(many) + " for " +
+                            std::to_string(kMany);
+    EXPECT_GE(many, few + uint64_t{kMany - kFew} * 2 * 5) << got;
+    EXPECT_LE(many, static_cast<uint64_t>(wall)) << got;
+  }
 }
 
 }  // namespace

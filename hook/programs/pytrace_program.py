@@ -9,7 +9,9 @@ and forces one collection of each generation. MODE adds a profiler of its own:
   before        sys.setprofile before the hook starts (3.8-3.11: xtimer chains it);
   after         sys.setprofile after the tracer is installed (it replaces xtimer's on that thread);
   monitoring    3.12+: sys.monitoring with tool id 2 (PROFILER_ID) and global events;
-  idle          as none (the test leaves XTIMER_PY_TRACE unset).
+  idle          as none (the test leaves XTIMER_PY_TRACE unset);
+  count         only CALLS calls of compute on the main thread, then "loop_ns N" (their time) and
+                "OK": traced calls alone, no CUDA call (the hook's own time, hook_own_ns).
 Prints what the program saw: "minor V", whether threading has a profile hook and who holds
 sys.monitoring's tool 4, "calls N", "profiler call=A return=B", "loader_ns X,Y,..." (the time
 each __next__ measured of itself), then "OK".
@@ -97,6 +99,15 @@ def monitor(counter):
     mon.set_events(mon.PROFILER_ID, mon.events.PY_START | mon.events.PY_RETURN)
 
 
+def count_calls(calls):
+    start = time.monotonic_ns()
+    for i in range(calls):
+        compute(i)
+    print("loop_ns %d" % (time.monotonic_ns() - start))
+    print("OK", flush=True)
+    return 0
+
+
 def main(argv):
     mode, calls = argv[1], int(argv[2])  # argv[3], if given: a file to wait for at the end
     counter = Counter()
@@ -112,6 +123,8 @@ def main(argv):
             print("pytrace_program: the tracer was not installed", file=sys.stderr)
             return 3
         untraced(0)
+    if mode == "count":
+        return count_calls(calls)
     if mode == "after":
         sys.setprofile(counter)
     elif mode == "monitoring":
