@@ -1,4 +1,4 @@
-#include "daemon/control/conn_table.h"
+#include "daemon/net/conn_table.h"
 
 #include <string>
 #include <vector>
@@ -16,7 +16,7 @@ TEST(ConnTableTest, PeerCapEvictsThatPeersOldestPendingFirst) {
   ASSERT_TRUE(t.Admit(2, "b", &ev));
   ASSERT_TRUE(t.Admit(3, "a", &ev));
   ASSERT_TRUE(t.Admit(4, "a", &ev));
-  t.SetKind(1, ConnKind::kAnswering);  // being answered: never gives way
+  t.SetYield(1, Yield::kNever);  // being answered: never gives way
   ASSERT_TRUE(t.Admit(5, "a", &ev));
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(ev[0].id, 3u);
@@ -31,25 +31,44 @@ TEST(ConnTableTest, GlobalCapEvictsPendingBeforeGrpcAndRefusesWhenNothingGivesWa
   ASSERT_TRUE(t.Admit(1, "a", &ev));
   ASSERT_TRUE(t.Admit(2, "b", &ev));
   ASSERT_TRUE(t.Admit(3, "c", &ev));
-  t.SetKind(1, ConnKind::kGrpc);
+  t.SetYield(1, Yield::kThen);
   ASSERT_TRUE(t.Admit(4, "d", &ev));  // 2 (pending) goes before 1 (gRPC, older)
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(ev[0].id, 2u);
   EXPECT_STREQ(ev[0].cause, "connection_limit");
-  t.SetKind(3, ConnKind::kAnswering);
-  t.SetKind(4, ConnKind::kAnswering);
+  t.SetYield(3, Yield::kNever);
+  t.SetYield(4, Yield::kNever);
   ev.clear();
   ASSERT_TRUE(t.Admit(5, "e", &ev));  // only the gRPC one can give way
   ASSERT_EQ(ev.size(), 1u);
   EXPECT_EQ(ev[0].id, 1u);
-  t.SetKind(5, ConnKind::kAnswering);
+  t.SetYield(5, Yield::kNever);
   ev.clear();
   EXPECT_FALSE(t.Admit(6, "f", &ev));
   EXPECT_TRUE(ev.empty());
   EXPECT_EQ(t.size(), 3u);
   t.Remove(3);
   EXPECT_TRUE(t.Admit(6, "f", &ev));
-  EXPECT_EQ(t.count(ConnKind::kPending), 1u);
+  EXPECT_EQ(t.count(Yield::kFirst), 1u);
+}
+
+TEST(ConnTableTest, AnAnsweredConnectionGivesWayFirstAndQuietly) {
+  ConnTable t(3, 3);
+  std::vector<Eviction> ev;
+  ASSERT_TRUE(t.Admit(1, "a", &ev));
+  ASSERT_TRUE(t.Admit(2, "b", &ev));
+  ASSERT_TRUE(t.Admit(3, "c", &ev));
+  t.SetYield(1, Yield::kThen);
+  t.SetYield(3, Yield::kQuietly);
+  ASSERT_TRUE(t.Admit(4, "d", &ev));  // 3 (answered) before 2 (pending, older)
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].id, 3u);
+  EXPECT_EQ(ev[0].cause, nullptr);
+  ev.clear();
+  ASSERT_TRUE(t.Admit(5, "e", &ev));  // then the oldest pending: 2
+  ASSERT_EQ(ev.size(), 1u);
+  EXPECT_EQ(ev[0].id, 2u);
+  EXPECT_STREQ(ev[0].cause, "connection_limit");
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "daemon/control/conn_table.h"
+#include "daemon/net/conn_table.h"
 
 namespace xtimer {
 namespace daemon {
@@ -8,20 +8,22 @@ ConnTable::ConnTable(size_t max_total, size_t max_per_peer)
       max_per_peer_(max_per_peer < 1 ? 1 : max_per_peer) {}
 
 std::map<uint64_t, ConnTable::Entry>::iterator ConnTable::Victim(const std::string* peer) {
-  auto grpc = conns_.end();
+  auto victim = conns_.end();
   for (auto it = conns_.begin(); it != conns_.end(); ++it) {
     if (peer != nullptr && it->second.peer != *peer) continue;
-    if (it->second.kind == ConnKind::kPending) return it;
-    if (it->second.kind == ConnKind::kGrpc && grpc == conns_.end()) grpc = it;
+    if (it->second.yield == Yield::kNever) continue;
+    if (victim == conns_.end() || it->second.yield < victim->second.yield) victim = it;
+    if (victim->second.yield == Yield::kQuietly) break;  // the oldest of the first rank
   }
-  return grpc;
+  return victim;
 }
 
 bool ConnTable::MakeRoom(const std::string* peer, const char* cause,
                          std::vector<Eviction>* evict) {
   auto victim = Victim(peer);
   if (victim == conns_.end()) return false;
-  evict->push_back(Eviction{victim->first, cause});
+  evict->push_back(
+      Eviction{victim->first, victim->second.yield == Yield::kQuietly ? nullptr : cause});
   Remove(victim->first);
   return true;
 }
@@ -33,14 +35,14 @@ bool ConnTable::Admit(uint64_t id, const std::string& peer, std::vector<Eviction
   // Nothing (more) gave way: the new connection is refused; those already chosen are closed all
   // the same (they were the oldest that give way).
   if (!ok) return false;
-  conns_.emplace(id, Entry{peer, ConnKind::kPending});
+  conns_.emplace(id, Entry{peer, Yield::kFirst});
   ++per_peer_[peer];
   return true;
 }
 
-void ConnTable::SetKind(uint64_t id, ConnKind kind) {
+void ConnTable::SetYield(uint64_t id, Yield yield) {
   auto it = conns_.find(id);
-  if (it != conns_.end()) it->second.kind = kind;
+  if (it != conns_.end()) it->second.yield = yield;
 }
 
 void ConnTable::Remove(uint64_t id) {
@@ -56,9 +58,9 @@ size_t ConnTable::peer_count(const std::string& peer) const {
   return it == per_peer_.end() ? 0 : it->second;
 }
 
-size_t ConnTable::count(ConnKind kind) const {
+size_t ConnTable::count(Yield yield) const {
   size_t n = 0;
-  for (const auto& c : conns_) n += c.second.kind == kind ? 1 : 0;
+  for (const auto& c : conns_) n += c.second.yield == yield ? 1 : 0;
   return n;
 }
 
