@@ -1,13 +1,10 @@
 #include "daemon/control/control_server.h"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -31,10 +28,6 @@ namespace xtimer {
 namespace daemon {
 namespace {
 
-// Accepts per loop wake-up at most (then the other connections' events get their turn).
-constexpr int kAcceptBatch = 64;
-// How often deadlines are checked.
-constexpr int kTickMs = 100;
 // gRPC: connections older than this are told to go away (GOAWAY), with this grace for calls in
 // progress (a capture may run 600 s); keepalive pings find dead peers.
 constexpr int kGrpcMaxAgeMs = 3600 * 1000;
@@ -158,17 +151,6 @@ Caller ControlServer::CallerAt(const sockaddr_storage& client) const {
 
 namespace {
 
-std::string PeerAddress(const sockaddr_storage& sa) {
-  char text[INET6_ADDRSTRLEN] = "?";
-  if (sa.ss_family == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&sa)->sin_addr, text, sizeof text);
-  } else if (sa.ss_family == AF_INET6) {
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&sa)->sin6_addr, text,
-              sizeof text);
-  }
-  return text;
-}
-
 // A short answer from the loop thread: one non-blocking send, dropped if it does not fit.
 void ReplyNow(int fd, int status, Code code, const std::string& message) {
   const std::string body = ErrorJson(code, message);
@@ -205,18 +187,22 @@ void EnsureFdLimit(size_t max_connections) {
   }
 }
 
+ListenerOptions ListenerOptionsOf(const ControlLimits& limits) {
+  ListenerOptions o;
+  o.name = "control port";
+  o.max_connections = limits.max_connections;
+  o.max_connections_per_peer = limits.max_connections_per_peer;
+  o.fd_limit_cause = "fd_limit";
+  return o;
+}
+
 }  // namespace
 
-// A connection in the event loop: being sniffed, an HTTP request being read, or (the loop's
-// duplicate of) a gRPC one.
-struct ControlServer::Conn {
-  enum class Phase { kSniff, kHttp, kGrpc };
-  uint64_t id = 0;
-  int fd = -1;
-  std::string peer;
+// What the control port keeps of a connection in the listener's loop: being sniffed, or an
+// HTTP request being read. (A gRPC one is the listener's alone once handed on.)
+struct ControlServer::Conn : ConnectionState {
+  enum class Phase { kSniff, kHttp };
   Phase phase = Phase::kSniff;
-  int64_t accepted_ns = 0;
-  int64_t last_byte_ns = 0;
   ssize_t peeked = 0;
   std::unique_ptr<HttpRequestParser> parser;
   bool continue_sent = false;
@@ -231,59 +217,21 @@ struct ControlServer::Handoff {
 };
 
 ControlServer::ControlServer(ControlHandler* handler, ControlLimits limits)
-    : handler_(handler),
-      limits_(limits),
-      table_(limits.max_connections, limits.max_connections_per_peer) {}
+    : handler_(handler), limits_(limits), listener_(ListenerOptionsOf(limits)) {}
 
 ControlServer::~ControlServer() { Shutdown(); }
 
 int ControlServer::Start(const std::string& address, int port, std::string* error) {
-  addrinfo hints{};
-  hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV | AI_PASSIVE;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* ai = nullptr;
-  const std::string ps = std::to_string(port);
-  int rc = getaddrinfo(address.c_str(), ps.c_str(), &hints, &ai);
-  if (rc != 0 || ai == nullptr) {
-    *error = "control address '" + address + "' is not a numeric IP address: " + gai_strerror(rc);
-    return -1;
-  }
-  listen_fd_ = ::socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  int one = 1;
-  if (listen_fd_ >= 0) ::setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (listen_fd_ < 0 || ::bind(listen_fd_, ai->ai_addr, ai->ai_addrlen) != 0 ||
-      ::listen(listen_fd_, 1024) != 0) {
-    *error = "cannot serve the control port on " + address + ":" + ps + ": " + strerror(errno);
-    freeaddrinfo(ai);
-    if (listen_fd_ >= 0) ::close(listen_fd_);
-    listen_fd_ = -1;
-    return -1;
-  }
-  freeaddrinfo(ai);
-  sockaddr_storage sa{};
-  socklen_t len = sizeof sa;
-  ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len);
-  const int bound = ntohs(sa.ss_family == AF_INET6
-                              ? reinterpret_cast<sockaddr_in6*>(&sa)->sin6_port
-                              : reinterpret_cast<sockaddr_in*>(&sa)->sin_port);
+  const int bound = listener_.Bind(address, port, error);
+  if (bound < 0) return -1;
   port_ = static_cast<uint16_t>(bound);
   EnsureFdLimit(limits_.max_connections);
-  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
-  wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-  reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-  epoll_event ev{};
-  ev.events = EPOLLIN;
-  ev.data.u64 = 0;
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, listen_fd_, &ev);
-  ev.data.u64 = 1;
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &ev);
-  if (epoll_fd_ < 0 || wake_fd_ < 0 || !StartGrpc(error)) {
-    if (error->empty()) *error = std::string("cannot start the control port: ") + strerror(errno);
+  if (!StartGrpc(error)) {
     Shutdown();
     return -1;
   }
   for (int i = 0; i < limits_.http_workers; ++i) workers_.emplace_back([this] { Worker(); });
-  loop_thread_ = std::thread([this] { Loop(); });
+  listener_.Start(this);
   return bound;
 }
 
@@ -315,12 +263,7 @@ bool ControlServer::StartGrpc(std::string* error) {
 
 void ControlServer::Shutdown() {
   if (stop_.exchange(true)) return;
-  if (wake_fd_ >= 0) {
-    uint64_t one = 1;
-    ssize_t unused = ::write(wake_fd_, &one, sizeof one);
-    (void)unused;
-  }
-  if (loop_thread_.joinable()) loop_thread_.join();
+  listener_.Stop();  // no new work; the connections in the loop closed
   {
     std::lock_guard<std::mutex> l(mu_);
     workers_stop_ = true;
@@ -328,242 +271,111 @@ void ControlServer::Shutdown() {
   cv_.notify_all();
   for (std::thread& t : workers_) t.join();
   workers_.clear();
-  for (auto& c : conns_) ::close(c.second->fd);
-  conns_.clear();
-  for (int* fd : {&listen_fd_, &epoll_fd_, &wake_fd_, &reserve_fd_}) {
-    if (*fd >= 0) ::close(*fd);
-    *fd = -1;
-  }
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }
 
-void ControlServer::Loop() {
-  epoll_event events[256];
-  int64_t next_tick = MonotonicNs();
-  while (!stop_.load()) {
-    const int n = ::epoll_wait(epoll_fd_, events, 256, kTickMs);
-    const int64_t now = MonotonicNs();
-    for (int i = 0; i < n; ++i) {
-      const uint64_t id = events[i].data.u64;
-      if (id == 0) {
-        Accept(now);
-      } else if (id == 1) {
-        uint64_t v;
-        ssize_t unused = ::read(wake_fd_, &v, sizeof v);
-        (void)unused;
-      } else {
-        auto it = conns_.find(id);
-        if (it != conns_.end()) OnReadable(it->second.get(), events[i].events, now);
-      }
-    }
-    ReapFinished();
-    if (now >= next_tick) {
-      ExpireDeadlines(now);
-      next_tick = now + kTickMs * 1000000LL;
-    }
-  }
+void ControlServer::OnAccept(Connection* c, int64_t now) {
+  c->state = std::make_unique<Conn>();
+  listener_.SetDeadline(c, now + limits_.request_timeout_ms * 1000000LL, "request_timeout");
+  listener_.SetIdle(c, limits_.idle_timeout_ms * 1000000LL, now);
+  listener_.Watch(c, EPOLLIN | EPOLLRDHUP | EPOLLET);
 }
 
-void ControlServer::Accept(int64_t now) {
-  for (int i = 0; i < kAcceptBatch; ++i) {
-    sockaddr_storage sa{};
-    socklen_t len = sizeof sa;
-    const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len,
-                             SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd < 0) {
-      if (errno == EMFILE || errno == ENFILE) AcceptOverLimit();
-      if (errno == EINTR || errno == ECONNABORTED) continue;
-      if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EMFILE && errno != ENFILE) {
-        Logf("control port: accept: %s", strerror(errno));
-      }
-      return;
-    }
-    auto c = std::make_unique<Conn>();
-    c->id = next_id_++;
-    c->fd = fd;
-    c->peer = PeerAddress(sa);
-    c->accepted_ns = c->last_byte_ns = now;
-    std::vector<Eviction> evict;
-    const bool admitted = table_.Admit(c->id, c->peer, &evict);
-    for (const Eviction& e : evict) Close(e.id, e.cause);
-    if (!admitted) {
-      refusals_.Refuse("connection_limit", c->peer);
-      ::close(fd);
-      continue;
-    }
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP | EPOLLET;
-    ev.data.u64 = c->id;
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
-    conns_.emplace(c->id, std::move(c));
-    open_.store(table_.size());
-  }
+void ControlServer::OnEvent(Connection* c, uint32_t events, int64_t now) {
+  (void)events;  // a hang-up shows as the end of the data
+  auto* s = static_cast<Conn*>(c->state.get());
+  if (s->phase == Conn::Phase::kSniff) Sniff(c, s, now);  // may end, dispatch or hand on c
+  else ReadHttp(c, s, now);
 }
 
-// Out of file descriptors: take the pending connection with the reserve descriptor and close it,
-// so that the listener does not stay readable (a busy loop) and the client learns at once.
-void ControlServer::AcceptOverLimit() {
-  if (reserve_fd_ < 0) return;
-  ::close(reserve_fd_);
-  sockaddr_storage sa{};
-  socklen_t len = sizeof sa;
-  const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len, SOCK_CLOEXEC);
-  if (fd >= 0) {
-    refusals_.Refuse("fd_limit", PeerAddress(sa));
-    ::close(fd);
+// A request that took too long gets a 408 before the listener closes it.
+void ControlServer::OnExpire(Connection* c, const char* cause) {
+  const auto* s = static_cast<const Conn*>(c->state.get());
+  if (std::strcmp(cause, "request_timeout") == 0 && s->phase == Conn::Phase::kHttp) {
+    ReplyNow(c->fd, 408, Code::kInvalidArgument,
+             "the request took longer than " + std::to_string(limits_.request_timeout_ms) +
+                 " ms to arrive (--control-request-timeout)");
   }
-  reserve_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-}
-
-void ControlServer::OnReadable(Conn* c, uint32_t events, int64_t now) {
-  if (c->phase == Conn::Phase::kGrpc) {
-    // The peer or gRPC closed it: stop counting. (Only hang-ups are asked for.)
-    if (events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR)) Close(c->id, nullptr);
-    return;
-  }
-  if (c->phase == Conn::Phase::kSniff) Sniff(c, now);
-  if (c->phase == Conn::Phase::kHttp) ReadHttp(c, now);
 }
 
 // Peeks (without consuming) until the protocol is known: the whole HTTP/2 preface, or a first
 // byte that cannot start it. Edge-triggered: each new arrival wakes us again.
-void ControlServer::Sniff(Conn* c, int64_t now) {
+void ControlServer::Sniff(Connection* c, Conn* s, int64_t now) {
   char buf[kHttp2PrefaceBytes];
   const ssize_t n = ::recv(c->fd, buf, sizeof buf, MSG_PEEK);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return;
   if (n <= 0) {
-    Close(c->id, nullptr);  // the client left (or the socket failed) before saying anything
+    listener_.Close(c, nullptr);  // the client left (or the socket failed) before saying anything
     return;
   }
-  if (n > c->peeked) c->last_byte_ns = now;
-  c->peeked = n;
+  if (n > s->peeked) listener_.Touch(c, now);
+  s->peeked = n;
   if (std::memcmp(buf, kHttp2Preface, static_cast<size_t>(n)) != 0) {
     if (buf[0] >= 'A' && buf[0] <= 'Z') {
-      c->phase = Conn::Phase::kHttp;
-      c->parser = std::make_unique<HttpRequestParser>(kMaxHttpHeaderBytes, kMaxRequestBytes);
+      s->phase = Conn::Phase::kHttp;
+      s->parser = std::make_unique<HttpRequestParser>(kMaxHttpHeaderBytes, kMaxRequestBytes);
+      ReadHttp(c, s, now);
     } else {
-      Dispatch(c, /*not_ours=*/true);
+      Dispatch(c, s, /*not_ours=*/true);
     }
   } else if (static_cast<size_t>(n) == kHttp2PrefaceBytes) {
     HandToGrpc(c);
   }
 }
 
-void ControlServer::ReadHttp(Conn* c, int64_t now) {
+void ControlServer::ReadHttp(Connection* c, Conn* s, int64_t now) {
   char buf[4096];
   for (;;) {
     const ssize_t n = ::recv(c->fd, buf, sizeof buf, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     if (n <= 0) {
-      Close(c->id, nullptr);  // closed before the request was complete
+      listener_.Close(c, nullptr);  // closed before the request was complete
       return;
     }
-    c->last_byte_ns = now;
-    if (c->parser->Feed(buf, static_cast<size_t>(n)) != HttpRequestParser::State::kNeedMore) {
-      Dispatch(c, /*not_ours=*/false);
+    listener_.Touch(c, now);
+    if (s->parser->Feed(buf, static_cast<size_t>(n)) != HttpRequestParser::State::kNeedMore) {
+      Dispatch(c, s, /*not_ours=*/false);
       return;
     }
   }
-  if (c->parser->headers_done() && c->parser->request().expect_continue && !c->continue_sent) {
-    c->continue_sent = true;
+  if (s->parser->headers_done() && s->parser->request().expect_continue && !s->continue_sent) {
+    s->continue_sent = true;
     static const char kContinue[] = "HTTP/1.1 100 Continue\r\n\r\n";
     ssize_t unused = ::send(c->fd, kContinue, sizeof kContinue - 1, MSG_NOSIGNAL | MSG_DONTWAIT);
     (void)unused;
   }
 }
 
-void ControlServer::HandToGrpc(Conn* c) {
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
-  const int dup = ::fcntl(c->fd, F_DUPFD_CLOEXEC, 0);
-  if (dup < 0) {
-    Close(c->id, "fd_limit");
-    return;
-  }
+// gRPC owns the socket from here; the listener keeps counting it (daemon/net/listener.h).
+void ControlServer::HandToGrpc(Connection* c) {
+  const int fd = listener_.HandOn(c);
+  if (fd < 0) return;
   int one = 1;
-  ::setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   grpc::experimental::ExternalConnectionAcceptor::NewConnectionParameters p;
-  p.listener_fd = listen_fd_;
-  p.fd = c->fd;  // gRPC owns it from here
+  p.listener_fd = listener_.fd();
+  p.fd = fd;
   acceptor_->HandleNewConnection(&p);
-  c->fd = dup;
-  c->phase = Conn::Phase::kGrpc;
-  c->parser.reset();
-  table_.SetKind(c->id, ConnKind::kGrpc);
-  // Hang-ups only (EPOLLHUP and EPOLLERR are always reported): gRPC reads the data.
-  epoll_event ev{};
-  ev.events = EPOLLRDHUP | EPOLLET;
-  ev.data.u64 = c->id;
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, dup, &ev);
 }
 
 // Hands the connection to the worker pool (or answers 503 when its queue is full).
-void ControlServer::Dispatch(Conn* c, bool not_ours) {
-  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
+void ControlServer::Dispatch(Connection* c, Conn* s, bool not_ours) {
   auto job = std::make_unique<Handoff>();
   job->id = c->id;
-  job->fd = c->fd;
-  if (!not_ours) job->parser = std::move(c->parser);
+  if (!not_ours) job->parser = std::move(s->parser);
   {
     std::lock_guard<std::mutex> l(mu_);
     if (jobs_.size() < limits_.http_queue) {
+      job->fd = listener_.Detach(c);  // the worker owns the fd now; the listener still counts it
       jobs_.push_back(std::move(job));
-      table_.SetKind(c->id, ConnKind::kAnswering);
-      conns_.erase(c->id);  // the worker owns the fd now; the table still counts it
       cv_.notify_one();
       return;
     }
   }
   ReplyNow(c->fd, 503, Code::kResourceExhausted,
            "the control port is answering too many requests; retry in a moment");
-  Close(c->id, "busy");
-}
-
-void ControlServer::ExpireDeadlines(int64_t now) {
-  const int64_t idle_ns = limits_.idle_timeout_ms * 1000000LL;
-  const int64_t request_ns = limits_.request_timeout_ms * 1000000LL;
-  std::vector<std::pair<uint64_t, const char*>> expired;
-  for (auto& entry : conns_) {
-    Conn* c = entry.second.get();
-    if (c->phase == Conn::Phase::kGrpc) continue;  // gRPC's own idle and handshake timers
-    if (now - c->accepted_ns >= request_ns) {
-      if (c->phase == Conn::Phase::kHttp) {
-        ReplyNow(c->fd, 408, Code::kInvalidArgument,
-                 "the request took longer than " + std::to_string(limits_.request_timeout_ms) +
-                     " ms to arrive (--control-request-timeout)");
-      }
-      expired.emplace_back(c->id, "request_timeout");
-    } else if (now - c->last_byte_ns >= idle_ns) {
-      expired.emplace_back(c->id, "idle_timeout");
-    }
-  }
-  for (const auto& e : expired) Close(e.first, e.second);
-}
-
-// Closes a connection of the loop (a gRPC one: its duplicate, after shutting the socket down
-// when it must give way) and forgets it. `cause` null: an ordinary end, not a refusal.
-void ControlServer::Close(uint64_t id, const char* cause) {
-  auto it = conns_.find(id);
-  if (it != conns_.end()) {
-    Conn* c = it->second.get();
-    if (cause != nullptr) refusals_.Refuse(cause, c->peer);
-    ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, c->fd, nullptr);
-    if (cause != nullptr && c->phase == Conn::Phase::kGrpc) ::shutdown(c->fd, SHUT_RDWR);
-    ::close(c->fd);
-    conns_.erase(it);
-  }
-  table_.Remove(id);
-  open_.store(table_.size());
-}
-
-void ControlServer::ReapFinished() {
-  std::vector<uint64_t> done;
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    done.swap(finished_);
-  }
-  for (uint64_t id : done) table_.Remove(id);
-  if (!done.empty()) open_.store(table_.size());
+  listener_.Close(c, "busy");
 }
 
 void ControlServer::Worker() {
@@ -578,13 +390,7 @@ void ControlServer::Worker() {
     }
     if (!stop_.load()) Answer(job.get());
     ::close(job->fd);
-    {
-      std::lock_guard<std::mutex> l(mu_);
-      finished_.push_back(job->id);
-    }
-    uint64_t one = 1;
-    ssize_t unused = ::write(wake_fd_, &one, sizeof one);
-    (void)unused;
+    listener_.Release(job->id);
   }
 }
 

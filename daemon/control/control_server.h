@@ -1,15 +1,16 @@
 // The control port: one TCP listener that speaks gRPC (HostingService) and HTTP/1.1 JSON
 // (`POST /HostingService/<Method>`), both answered by the same ControlHandler.
 //
-// One event-loop thread (epoll, non-blocking sockets) accepts every connection, peeks at its
-// first bytes and reads HTTP/1.1 requests, with deadlines: a connection that sends nothing for
-// `idle_timeout_ms` before its request is complete, or whose whole request takes longer than
-// `request_timeout_ms`, is closed. The HTTP/2 client preface ("PRI * HTTP/2.0...") goes to the
-// gRPC server through ServerBuilder::experimental().AddExternalConnectionAcceptor (non-blocking,
-// TCP_NODELAY); the loop keeps a duplicate of the fd to count the connection against the caps
-// until gRPC or the peer closes it, and to close it when it must give way. Complete HTTP requests
-// (and error answers) go to a small worker pool that calls the handler and writes the answer
-// under a send deadline. Caps and who gives way: daemon/control/conn_table.h. docs/control.md.
+// The port's accept loop, deadlines, caps and refusal counting are the Listener's
+// (daemon/net/listener.h: one event-loop thread, epoll, non-blocking sockets); this class peeks
+// at each connection's first bytes and reads HTTP/1.1 requests, with deadlines: a connection that
+// sends nothing for `idle_timeout_ms` before its request is complete, or whose whole request takes
+// longer than `request_timeout_ms`, is closed. The HTTP/2 client preface ("PRI * HTTP/2.0...")
+// goes to the gRPC server through ServerBuilder::experimental().AddExternalConnectionAcceptor
+// (non-blocking, TCP_NODELAY); the listener keeps a duplicate of the fd to count the connection
+// against the caps until gRPC or the peer closes it (Listener::HandOn). Complete HTTP requests (and
+// error answers) go to a small worker pool that calls the handler and writes the answer under a
+// send deadline. Caps and who gives way: daemon/net/conn_table.h. docs/control.md.
 #ifndef XTIMER_DAEMON_CONTROL_SERVER_H_
 #define XTIMER_DAEMON_CONTROL_SERVER_H_
 
@@ -17,7 +18,6 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,8 +27,8 @@
 #include <sys/socket.h>
 
 #include "daemon/base/refusal_log.h"
-#include "daemon/control/conn_table.h"
 #include "daemon/control/control_handler.h"
+#include "daemon/net/listener.h"
 
 namespace grpc {
 class Server;
@@ -56,10 +56,10 @@ struct ControlLimits {
   bool allow_remote = false;
 };
 
-class ControlServer {
+class ControlServer : private ConnectionHandler {
  public:
   explicit ControlServer(ControlHandler* handler, ControlLimits limits = ControlLimits());
-  ~ControlServer();
+  ~ControlServer() override;
   ControlServer(const ControlServer&) = delete;
   ControlServer& operator=(const ControlServer&) = delete;
 
@@ -70,9 +70,9 @@ class ControlServer {
 
   // Connections closed or refused, by cause (docs/control.md): the Prometheus counter
   // xtimer_refused_connections_total{port="control",cause}.
-  const RefusalLog& refusals() const { return refusals_; }
+  const RefusalLog& refusals() const { return listener_.refusals(); }
   // Connections the caps count now.
-  size_t open_connections() const { return open_.load(); }
+  size_t open_connections() const { return listener_.open_connections(); }
 
  private:
   class Service;
@@ -80,17 +80,15 @@ class ControlServer {
   struct Handoff;
 
   bool StartGrpc(std::string* error);
-  void Loop();
-  void Accept(int64_t now);
-  void AcceptOverLimit();
-  void OnReadable(Conn* c, uint32_t events, int64_t now);
-  void Sniff(Conn* c, int64_t now);
-  void ReadHttp(Conn* c, int64_t now);
-  void HandToGrpc(Conn* c);
-  void Dispatch(Conn* c, bool not_ours);
-  void ExpireDeadlines(int64_t now);
-  void Close(uint64_t id, const char* cause);
-  void ReapFinished();
+  // ConnectionHandler (the listener's loop thread):
+  void OnAccept(Connection* c, int64_t now) override;
+  void OnEvent(Connection* c, uint32_t events, int64_t now) override;
+  void OnExpire(Connection* c, const char* cause) override;
+
+  void Sniff(Connection* c, Conn* s, int64_t now);
+  void ReadHttp(Connection* c, Conn* s, int64_t now);
+  void HandToGrpc(Connection* c);
+  void Dispatch(Connection* c, Conn* s, bool not_ours);
   void Worker();
   void Answer(Handoff* job);
   void ServeHttp(int fd, const HttpRequestParser& parser);
@@ -99,29 +97,17 @@ class ControlServer {
 
   ControlHandler* handler_;
   const ControlLimits limits_;
-  RefusalLog refusals_{"control port"};
+  Listener listener_;
   std::unique_ptr<Service> service_;
   std::unique_ptr<grpc::experimental::ExternalConnectionAcceptor> acceptor_;
   std::unique_ptr<grpc::Server> server_;
-  int listen_fd_ = -1;
   uint16_t port_ = 0;  // bound
-  int epoll_fd_ = -1;
-  int wake_fd_ = -1;     // eventfd: stop, or workers finished
-  int reserve_fd_ = -1;  // spent to accept-and-close when out of file descriptors
   std::atomic<bool> stop_{false};
-  std::atomic<size_t> open_{0};
-  std::thread loop_thread_;
-
-  // Loop thread only.
-  ConnTable table_;
-  std::map<uint64_t, std::unique_ptr<Conn>> conns_;  // in the loop: pending and gRPC ones
-  uint64_t next_id_ = 2;                             // 0: the listener, 1: the eventfd
 
   // Worker pool.
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::unique_ptr<Handoff>> jobs_;
-  std::vector<uint64_t> finished_;
   bool workers_stop_ = false;
   std::vector<std::thread> workers_;
 };

@@ -48,8 +48,6 @@ std::string Response(int status, const char* reason, const char* content_type,
 
 ListenerOptions ListenerOptionsOf(const MetricsServerOptions& o) {
   ListenerOptions l;
-  l.address = o.address;
-  l.port = o.port;
   l.name = "metrics port: connection";
   l.max_connections = static_cast<size_t>(o.max_connections < 1 ? 1 : o.max_connections);
   l.log_peer_port = true;
@@ -97,7 +95,7 @@ void MetricsServer::RegisterCollectable(std::shared_ptr<prometheus::Collectable>
 }
 
 int MetricsServer::Start(std::string* error) {
-  const int port = listener_.Bind(error);
+  const int port = listener_.Bind(options_.address, options_.port, error);
   if (port >= 0) listener_.Start(this);
   return port;
 }

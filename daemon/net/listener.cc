@@ -94,8 +94,8 @@ Listener::Listener(const ListenerOptions& options)
 
 Listener::~Listener() { Stop(); }
 
-int Listener::Bind(std::string* error) {
-  listen_fd_ = ListenOn(options_.address, options_.port, error);
+int Listener::Bind(const std::string& address, int port, std::string* error) {
+  listen_fd_ = ListenOn(address, port, error);
   if (listen_fd_ < 0) return -1;
   epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
   wake_fd_ = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);

@@ -43,8 +43,6 @@ namespace xtimer {
 namespace daemon {
 
 struct ListenerOptions {
-  std::string address = "127.0.0.1";  // numeric IPv4 or IPv6
-  int port = 0;                       // 0: any free port
   // Starts each refusal log line ("control port"); must outlive the listener.
   const char* name = "port";
   size_t max_connections = 256;
@@ -106,9 +104,9 @@ class Listener {
   Listener(const Listener&) = delete;
   Listener& operator=(const Listener&) = delete;
 
-  // Binds options.address:port. Returns the bound port, or -1 with *error ("bind: Address already
-  // in use", "'x' is not a numeric IP address").
-  int Bind(std::string* error);
+  // Binds address:port (numeric IPv4 or IPv6; port 0: any free port). Returns the bound port, or
+  // -1 with *error ("bind: Address already in use", "'x' is not a numeric IP address").
+  int Bind(const std::string& address, int port, std::string* error);
   // Starts the loop thread, which calls `handler` (it must outlive Stop()). After Bind.
   void Start(ConnectionHandler* handler);
   // Joins the loop and closes every connection it holds and the listening socket. Idempotent.

@@ -126,7 +126,7 @@ struct Fixture {
       : listener(o), handler(&listener) {
     if (setup) setup(&handler);
     std::string error;
-    port = listener.Bind(&error);
+    port = listener.Bind("127.0.0.1", 0, &error);
     EXPECT_GT(port, 0) << error;
     listener.Start(&handler);
   }
@@ -254,15 +254,12 @@ TEST(ListenerTest, AHandedOnConnectionIsCountedUntilItsHangUp) {
 
 TEST(ListenerTest, ATakenPortOrABadAddressIsAnError) {
   Fixture f(Options(4));
-  ListenerOptions o = Options(4);
-  o.port = f.port;
-  Listener second(o);
+  Listener second(Options(4));
   std::string error;
-  EXPECT_EQ(second.Bind(&error), -1);
+  EXPECT_EQ(second.Bind("127.0.0.1", f.port, &error), -1);
   EXPECT_NE(error.find("Address already in use"), std::string::npos) << error;
-  o.address = "localhost";
-  Listener third(o);
-  EXPECT_EQ(third.Bind(&error), -1);
+  Listener third(Options(4));
+  EXPECT_EQ(third.Bind("localhost", 0, &error), -1);
   EXPECT_NE(error.find("not a numeric IP address"), std::string::npos) << error;
 }
 
