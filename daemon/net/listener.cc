@@ -314,7 +314,8 @@ int Listener::Detach(Connection* c) {
   const int fd = c->fd;
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   table_.SetYield(c->id, Yield::kNever);
-  conns_.erase(c->id);  // the table still counts it
+  const uint64_t id = c->id;
+  conns_.erase(id);  // the table still counts it
   return fd;
 }
 
