@@ -180,7 +180,6 @@ void Listener::Loop() {
 }
 
 void Listener::Accept(int64_t now) {
-  ReapReleased();  // room made by released connections counts for these
   for (int i = 0; i < kAcceptBatch && accept_paused_until_ns_ == 0; ++i) {
     sockaddr_storage sa{};
     socklen_t len = sizeof sa;
@@ -226,6 +225,7 @@ void Listener::AcceptFailed(int err, int64_t now) {
 
 void Listener::Admit(int fd, const void* storage, int64_t now) {
   const sockaddr_storage& sa = *static_cast<const sockaddr_storage*>(storage);
+  ReapReleased();  // room made by connections released until now counts for this one
   auto c = std::make_unique<Connection>();
   c->id = next_id_++;
   c->fd = fd;
