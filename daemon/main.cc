@@ -32,7 +32,7 @@
 #include "daemon/flags.h"
 #include "daemon/ingest/ring_server.h"
 #include "daemon/model/aggregator.h"
-#include "daemon/port_owner.h"
+#include "daemon/net/port_owner.h"
 #include "daemon/run_dir.h"
 #include "util/clock.h"
 #include "util/version.h"

@@ -1,4 +1,4 @@
-#include "daemon/port_owner.h"
+#include "daemon/net/port_owner.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

@@ -1,7 +1,7 @@
 // Explains why a TCP port cannot be served: the bind error, and which process listens on it when
 // /proc tells (/proc/net/tcp{,6} map the port to a socket inode, /proc/PID/fd to its owner).
-#ifndef XTIMER_DAEMON_PORT_OWNER_H_
-#define XTIMER_DAEMON_PORT_OWNER_H_
+#ifndef XTIMER_DAEMON_NET_PORT_OWNER_H_
+#define XTIMER_DAEMON_NET_PORT_OWNER_H_
 
 #include <string>
 
@@ -23,4 +23,4 @@ std::string ExplainListenFailure(const std::string& what, const std::string& add
 }  // namespace daemon
 }  // namespace xtimer
 
-#endif  // XTIMER_DAEMON_PORT_OWNER_H_
+#endif  // XTIMER_DAEMON_NET_PORT_OWNER_H_
