@@ -7,15 +7,20 @@
 # each figure is the median of the runs' best-of-rounds ns per loop iteration.
 #   --runs N     runs per Python and mode (default 5)
 #   --calls N    calls per round (default 2000000); rounds per run: 5
+#   --instructions  instructions per call instead (callgrind, the main thread only): for each
+#                Python, (Ir(2N) - Ir(N)) / N of the untraced and the traced function alone,
+#                plain and with XTIMER_PY_TRACE=__main__:traced; N = 20000
 set -euo pipefail
 cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")/../.."
 runs=5
 calls=2000000
+instructions=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --instructions) instructions=1; shift ;;
     --runs) runs=$2; shift 2 ;;
     --calls) calls=$2; shift 2 ;;
-    -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     --version) cat VERSION; exit 0 ;;
     *) echo "python_trace_bench.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -30,6 +35,40 @@ for v in 3.8 3.12 3.13; do
   [[ -n "$p" ]] && pythons+=("$p")
 done
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# Instructions of the main thread of `python_calls.py N 1 ONLY` under callgrind: ir PY N ONLY [ENV...]
+ir() {
+  local py=$1 n=$2 only=$3 dir
+  shift 3
+  dir=$(mktemp -d)
+  env "$@" valgrind --tool=callgrind --separate-threads=yes --callgrind-out-file="$dir/cg" \
+    "$py" "$script" "$n" 1 "$only" >/dev/null 2>&1
+  callgrind_annotate "$(ls "$dir"/cg-01 "$dir"/cg*-01 2>/dev/null | head -1)" 2>/dev/null |
+    sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,
+  rm -rf "$dir"
+}
+if (( instructions )); then
+  n=20000
+  hooked=(LD_PRELOAD="$lib" XTIMER_DAEMON_SOCKET=/nonexistent/xtimerd.sock
+          XTIMER_PY_TRACE=__main__:traced)
+  printf '%-8s %12s %14s %12s %14s\n' python plain_call untraced_on traced_on traced_+instr
+  for py in "${pythons[@]}"; do
+    declare -A per=()
+    for mode in plain hooked; do
+      for f in untraced traced; do
+        if [[ $mode == plain ]]; then env_=(PYTHONHASHSEED=0); else env_=(PYTHONHASHSEED=0 "${hooked[@]}"); fi
+        a=$(ir "$py" "$n" "$f" "${env_[@]}")
+        b=$(ir "$py" $((2 * n)) "$f" "${env_[@]}")
+        per[$mode.$f]=$(( (b - a) / n ))
+      done
+    done
+    version=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+    printf '%-8s %12d %14d %12d %14d\n' "$version" "${per[plain.untraced]}" \
+      "${per[hooked.untraced]}" "${per[hooked.traced]}" \
+      $(( per[hooked.traced] - per[plain.traced] ))
+    unset per
+  done
+  exit 0
+fi
 printf '%-8s %9s %11s %11s %11s %11s %11s\n' python plain_ns defaults_ns 'defaults_%' \
   untraced_ns 'untraced_%' traced_+ns
 for py in "${pythons[@]}"; do
