@@ -334,9 +334,10 @@ RankProgress WithRecent(int rank, const std::string& node, double later_s) {
 }
 
 // Recent collectives make --hosts a full analysis. Node n1's answer is as of a pass 0.3 s after
-// n0's: its ages are 0.3 s larger for the same instants, so the ages alone put n1 0.3 s early;
-// the collectives' ends align it, and the straggler is named with its cause. Both daemons call
-// their node "vm" (emulated nodes on one machine): each answer is still its own clock.
+// n0's: its ages are 0.3 s larger for the same instants, taken from its own `now`; the clocks
+// are one (offsets 0, not the 0.3 s between the passes), and the straggler is named with its
+// cause. Both daemons call their node "vm" (emulated nodes on one machine): each answer is still
+// its own clock domain.
 TEST(RankProgress, RecentCollectivesAlignNodesAndNameAStraggler) {
   HangCheckResponse n0, n1;
   n0.set_node("vm");
@@ -355,8 +356,8 @@ TEST(RankProgress, RecentCollectivesAlignNodesAndNameAStraggler) {
   ASSERT_EQ(live.offsets.size(), 2u);
   EXPECT_EQ(live.offsets[0].first, "vm#1");
   EXPECT_EQ(live.offsets[1].first, "vm#2");
-  EXPECT_EQ(std::llabs(live.offsets[0].second - live.offsets[1].second), 300000000)
-      << live.offsets[0].second << " " << live.offsets[1].second;
+  EXPECT_EQ(live.offsets[0].second, 0);
+  EXPECT_LE(std::llabs(live.offsets[1].second), 1000) << live.offsets[1].second;
   for (size_t i = 0; i < 200; ++i) {
     EXPECT_EQ(live.ranks[0].arrivals[i].end_ns, live.ranks[3].arrivals[i].end_ns) << i;
   }

@@ -54,29 +54,17 @@ void ShiftTimes(int64_t offset, analysis::RankInput* in) {
   shift(&in->last_activity_ns);
 }
 
-std::vector<std::pair<std::string, int64_t>> AlignRankClocks(
-    const std::vector<std::string>& clock_of, std::vector<analysis::RankInput>* ranks,
-    std::vector<std::string>* notes) {
-  std::map<std::string, std::vector<CollectiveEnd>> by_node;
-  for (size_t i = 0; i < ranks->size(); ++i) {
-    timeline::MergeEnds(&by_node[clock_of[i]], EndsOf((*ranks)[i]));
-  }
-  const std::vector<std::pair<std::string, int64_t>> offsets =
-      DomainOffsets(std::move(by_node), notes);
-  const std::map<std::string, int64_t> offset_of(offsets.begin(), offsets.end());
-  for (size_t i = 0; i < ranks->size(); ++i) ShiftTimes(offset_of.at(clock_of[i]), &(*ranks)[i]);
-  return offsets;
-}
-
 std::vector<std::pair<std::string, int64_t>> DomainOffsets(
     std::map<std::string, std::vector<CollectiveEnd>> ends_by_domain,
-    std::vector<std::string>* notes) {
+    std::vector<std::string>* notes, std::vector<bool>* aligned) {
   std::vector<timeline::NodeEnds> nodes;
   for (auto& n : ends_by_domain) nodes.push_back({n.first, std::move(n.second)});
   const timeline::ClockAlignment alignment = timeline::AlignClocks(nodes);
   std::vector<std::pair<std::string, int64_t>> offsets;
+  if (aligned != nullptr) aligned->clear();
   for (size_t i = 0; i < nodes.size(); ++i) {
     offsets.push_back({nodes[i].node, alignment.offset[i]});
+    if (aligned != nullptr) aligned->push_back(alignment.reference_of[i] >= 0);
     if (notes != nullptr && nodes.size() > 1 && alignment.reference_of[i] < 0) {
       notes->push_back("node " + nodes[i].node +
                        " shares no collective with the other nodes: its clock is not aligned");

@@ -1,6 +1,6 @@
 // Node clocks of analysis inputs: each rank's collective end times (what clock alignment compares
-// across nodes), shifting a rank's times by its node's offset, and aligning a set of ranks by
-// node (timeline::AlignClocks). Shared by the dump reader and `xtimer analyze --hosts`.
+// across nodes), shifting a rank's times by its node's offset, and each clock domain's offset
+// from those ends (timeline::AlignClocks). Shared by the dump reader and `xtimer analyze --hosts`.
 #ifndef XTIMER_CLI_READERS_RANK_CLOCK_H_
 #define XTIMER_CLI_READERS_RANK_CLOCK_H_
 
@@ -30,18 +30,12 @@ void ShiftTimes(int64_t offset, analysis::RankInput* in);
 
 // Each clock domain's offset (ns to add to its times) from its collectives' ends, merged per
 // domain with timeline::MergeEnds, in the order of the map. *notes (when not null) gets one line
-// per domain that shares no collective with the others.
+// per domain that shares no collective with the others; *aligned (when not null) says, in the
+// same order, which domains were aligned (the reference and those sharing collectives with it;
+// the others get offset 0).
 std::vector<std::pair<std::string, int64_t>> DomainOffsets(
     std::map<std::string, std::vector<timeline::CollectiveEnd>> ends_by_domain,
-    std::vector<std::string>* notes);
-
-// Aligns the ranks' clocks by clock domain (clock_of[i] names the clock of (*ranks)[i]: a node,
-// or the daemon that answered for it) and shifts their times. Returns each domain's offset (ns
-// added to its times); *notes gets one line per domain that shares no collective with the
-// others (its clock is left as it was).
-std::vector<std::pair<std::string, int64_t>> AlignRankClocks(
-    const std::vector<std::string>& clock_of, std::vector<analysis::RankInput>* ranks,
-    std::vector<std::string>* notes);
+    std::vector<std::string>* notes, std::vector<bool>* aligned = nullptr);
 
 }  // namespace cli
 }  // namespace xtimer

@@ -38,6 +38,48 @@ std::vector<std::string> ClockNames(const std::vector<HangCheckResponse>& answer
   return names;
 }
 
+// Puts the ranks' times, each on its own answer's clock (clock_of[i] names the clock of
+// out->ranks[i], now_of each clock's `now`), on one clock: the clocks that share collectives are
+// aligned on their ends (their offsets are the clocks' own, whatever moment each daemon's pass
+// ran); a clock that shares none is taken as of the latest aligned pass (the latest pass when
+// none is aligned), the common instant the answers stand for and the analysis's now.
+void OnOneClock(const std::vector<std::string>& clock_of,
+                const std::map<std::string, int64_t>& now_of, int64_t latest_now_ns,
+                LiveInput* out) {
+  const bool any_arrivals = std::any_of(out->ranks.begin(), out->ranks.end(),
+                                        [](const analysis::RankInput& in) {
+                                          return !in.arrivals.empty();
+                                        });
+  std::map<std::string, std::vector<timeline::CollectiveEnd>> ends;
+  for (size_t i = 0; i < out->ranks.size(); ++i) {
+    timeline::MergeEnds(&ends[clock_of[i]], EndsOf(out->ranks[i]));
+  }
+  std::vector<bool> aligned(ends.size(), false);
+  std::vector<std::pair<std::string, int64_t>> offsets;
+  if (any_arrivals) {
+    offsets = DomainOffsets(std::move(ends), &out->warnings, &aligned);
+  } else {
+    for (const auto& e : ends) offsets.push_back({e.first, 0});
+  }
+  bool any_aligned = false;
+  int64_t instant = latest_now_ns;
+  for (size_t d = 0; d < offsets.size(); ++d) {
+    if (!aligned[d]) continue;
+    const int64_t at = now_of.at(offsets[d].first) + offsets[d].second;
+    instant = any_aligned ? std::max(instant, at) : at;
+    any_aligned = true;
+  }
+  for (size_t d = 0; d < offsets.size(); ++d) {
+    if (!aligned[d]) offsets[d].second = instant - now_of.at(offsets[d].first);
+  }
+  const std::map<std::string, int64_t> offset_of(offsets.begin(), offsets.end());
+  for (size_t i = 0; i < out->ranks.size(); ++i) {
+    ShiftTimes(offset_of.at(clock_of[i]), &out->ranks[i]);
+  }
+  out->now_ns = instant;
+  if (any_arrivals) out->offsets = std::move(offsets);
+}
+
 }  // namespace
 
 void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInput* in) {
@@ -123,13 +165,15 @@ bool CombineHangChecks(const std::vector<HangCheckResponse>& answers, const std:
     return false;
   }
   out->world = AgreedWorld(sizes);
-  out->now_ns = static_cast<int64_t>(std::llround(now_s * 1e9));
   std::map<int32_t, analysis::RankInput> ranks;
   std::map<int32_t, std::string> seen_on;
   std::map<int32_t, std::string> clock_of_rank;
   const std::vector<std::string> clocks = ClockNames(answers);
+  std::map<std::string, int64_t> now_of;  // each answer's `now` on its own clock
   for (size_t ai = 0; ai < answers.size(); ++ai) {
     const HangCheckResponse& a = answers[ai];
+    const int64_t now_ns = static_cast<int64_t>(std::llround(a.now() * 1e9));
+    now_of[clocks[ai]] = now_ns;
     for (const RankProgress& p : a.ranks()) {
       if (!job.empty() && p.job() != job) continue;
       if (p.rank() < 0) {
@@ -153,7 +197,7 @@ bool CombineHangChecks(const std::vector<HangCheckResponse>& answers, const std:
       seen_on[p.rank()] = a.node();
       clock_of_rank[p.rank()] = clocks[ai];
       analysis::RankInput& in = ranks[p.rank()];
-      ApplyRankProgress(p, out->now_ns, &in);
+      ApplyRankProgress(p, now_ns, &in);
       if (in.node.empty()) in.node = a.node();
       for (const CommProgress& c : p.comms()) {
         if (c.oldest_inflight_age_s() <= 0 || c.hang_threshold_s() <= 0) continue;
@@ -167,13 +211,7 @@ bool CombineHangChecks(const std::vector<HangCheckResponse>& answers, const std:
     clock_of.push_back(clock_of_rank[r.first]);
     out->ranks.push_back(std::move(r.second));
   }
-  // Ages put each node's times on one clock up to the moments the daemons took their snapshots
-  // (up to a diagnosis period apart): the collectives' ends align them the rest of the way.
-  const bool any_arrivals = std::any_of(out->ranks.begin(), out->ranks.end(),
-                                        [](const analysis::RankInput& in) {
-                                          return !in.arrivals.empty();
-                                        });
-  if (any_arrivals) out->offsets = AlignRankClocks(clock_of, &out->ranks, &out->warnings);
+  OnOneClock(clock_of, now_of, static_cast<int64_t>(std::llround(now_s * 1e9)), out);
   for (int32_t r = 0; r < out->world; ++r) {
     if (!ranks.count(r)) out->missing.push_back(r);
   }

@@ -21,10 +21,13 @@ namespace cli {
 void ApplyRankProgress(const RankProgress& p, int64_t now_ns, analysis::RankInput* in);
 
 // Every node's answer combined: one RankInput per rank of `job` (every job when empty; more than
-// one job is an error then). The answers are taken as given at one instant, the latest `now`
-// (they are asked in parallel); when they carry recent collectives (HangCheckRequest.arrivals),
-// the nodes' times are then aligned on the collectives' ends (AlignRankClocks), as the dump
-// reader aligns timelines.
+// one job is an error then). Each answer's ages are taken from its own `now` (its daemon's latest
+// pass, on its node's clock); when the answers carry recent collectives
+// (HangCheckRequest.arrivals), the nodes' clocks are aligned on the collectives' ends
+// (DomainOffsets), as the dump reader aligns timelines, so that `offsets` are the clocks' own
+// offsets, not the moments of the passes. A node sharing no collective with the others, and every
+// node of answers without collectives, is taken as of the latest pass (they are asked in
+// parallel): its ages are taken from that instant, which is the analysis's `now_ns`.
 struct LiveInput {
   std::vector<analysis::RankInput> ranks;  // by rank
   int64_t now_ns = 0;
@@ -34,7 +37,8 @@ struct LiveInput {
   // (0: none in flight).
   double threshold_s = 0;
   std::vector<std::string> warnings;      // duplicate ranks, nodes whose clock is not aligned
-  std::vector<std::pair<std::string, int64_t>> offsets;  // node -> ns added to its times
+  // Node -> ns added to its times on its own clock (empty when no answer carries collectives).
+  std::vector<std::pair<std::string, int64_t>> offsets;
 };
 bool CombineHangChecks(const std::vector<HangCheckResponse>& answers, const std::string& job,
                        LiveInput* out, std::string* error);
