@@ -8,7 +8,9 @@ on the host (the simulator's XTIMER_SIM_HANG=3:20): nothing is enqueued, so rank
 in that collective. Node 0's daemon sees only victims (its ranks wait on remote members);
 `xtimer analyze --hosts node0,node1 --json` asks both daemons (HangCheck) and must give the
 verdict never_issued with culprit_ranks [3] and waiting ranks 0, 1 and 2, within 60 s of the hang;
-node 0 alone must blame none of its ranks (waiting_on_remote) and exit 3 (partial).
+node 0 alone must blame none of its ranks (waiting_on_remote) and exit 3 (partial). The clock
+offsets of the two nodes (one machine's clock) must be within 0.5 ms of 0, however far apart the
+daemons' diagnosis passes ran.
 
 Usage: analyze_hosts_e2e.py LAUNCH XTIMERD LIBXTIMER GPUSIM_RUN TRAIN_STEP DEMO_LAUNCH XTIMER
 """
@@ -61,6 +63,25 @@ def wait_verdict(xtimer, hosts, timeout):
          "(exit %s):\n%s\n%s" % (timeout, last[0], json.dumps(last[1], indent=1), last[2]))
 
 
+# Both emulated nodes read this machine's one CLOCK_REALTIME, and the simulator gives every
+# member of a collective the same end (computed from the members' arrivals, not observed after a
+# scheduling delay): the offsets come out within a few microseconds (the answers' `now` is a
+# double of Unix seconds; each rank's GPU-to-host anchor is the tightest of 8 tries), whatever
+# the load. The daemons' passes run up to a second apart, which the offsets must not show.
+OFFSET_MARGIN_S = 0.0005
+
+
+def check_offsets(report):
+    offsets = report.get("clock_offsets_s") or {}
+    log("clock offsets: %s" % json.dumps(offsets))
+    if len(offsets) != 2:
+        fail("clock_offsets_s %s: expected one offset per emulated node" % json.dumps(offsets))
+    for node, offset in offsets.items():
+        if abs(offset) > OFFSET_MARGIN_S:
+            fail("clock offset of %s is %+.6f s: both nodes share one clock (|offset| <= %g s "
+                 "expected)" % (node, offset, OFFSET_MARGIN_S))
+
+
 def main(argv):
     if len(argv) != 8:
         fail(__doc__)
@@ -96,6 +117,7 @@ def main(argv):
             fail("the culprit is also listed as waiting: %s" % hang["waiting_ranks"])
         if rc != 0:
             fail("xtimer analyze --hosts exited %d with every node answering" % rc)
+        check_offsets(report)
         # Node 0 alone holds only victims, both inside the collective: it blames none of them
         # and says the cause is on members it cannot see (docs/analysis.md).
         rc_alone, alone, err = analyze(xtimer, hosts[:1])
