@@ -32,6 +32,10 @@ int WaitExit(pid_t pid, int timeout_ms);
 int RunCapture(const std::vector<std::string>& argv, const std::string& stdin_data,
                std::string* output);
 
+// A blocking TCP connection to 127.0.0.1:port (with `rcvbuf` > 0: that receive buffer, set
+// before connecting), or -1.
+int ConnectLoopback(int port, int rcvbuf = 0);
+
 // HTTP/1.0 GET on 127.0.0.1:port; returns the body, "" on failure (with *status 0).
 std::string HttpGet(int port, const std::string& path, int* status);
 

@@ -40,15 +40,8 @@ namespace {
 std::string HttpPost(int port, const std::string& path, const std::string& body, int* status,
                      const std::string& method = "POST") {
   *status = 0;
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
-    close(fd);
-    return "";
-  }
+  const int fd = testing::ConnectLoopback(port);
+  if (fd < 0) return "";
   std::string req = method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                     "Content-Type: application/json\r\nContent-Length: " +
                     std::to_string(body.size()) + "\r\n\r\n" + body;

@@ -15,6 +15,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include "daemon/base/test_util.h"
 #include "util/clock.h"
 
 namespace xtimer {
@@ -24,13 +25,8 @@ namespace {
 constexpr int64_t kMs = 1000000;
 
 int Connect(int port, int rcvbuf = 0) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (rcvbuf > 0) setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(0, connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa)) << strerror(errno);
+  const int fd = testing::ConnectLoopback(port, rcvbuf);
+  EXPECT_GE(fd, 0) << strerror(errno);
   return fd;
 }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "daemon/base/test_util.h"
 #include "util/clock.h"
 
 namespace xtimer {
@@ -30,12 +31,8 @@ constexpr int64_t kMs = 1000000;
 constexpr int kLongMs = 30000;  // a bound for waits that end much sooner on any machine
 
 int Connect(int port) {
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(static_cast<uint16_t>(port));
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  EXPECT_EQ(0, connect(fd, reinterpret_cast<sockaddr*>(&sa), sizeof sa)) << strerror(errno);
+  const int fd = testing::ConnectLoopback(port);
+  EXPECT_GE(fd, 0) << strerror(errno);
   return fd;
 }
 
