@@ -60,8 +60,13 @@ def free_ports(n):
     return ports
 
 
-def scrape(port, timeout=5, must=True):
-    """The exposition of 127.0.0.1:port/metrics; on failure fails the test, or None if not must."""
+def scrape(port, timeout=30, must=True):
+    """The exposition of 127.0.0.1:port/metrics; on failure fails the test, or None if not must.
+
+    The tests check what a scrape says, not how fast it comes (daemon_bench measures that:
+    docs/benchmarks.md): beside four busy processes and a 4-rank job on 2 cores, one scrape of
+    cluster_recipes' daemon took over 5 s (2026-11-29), so the bound is only against a daemon
+    that never answers."""
     try:
         with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port, timeout=timeout) as r:
             return r.read().decode()
