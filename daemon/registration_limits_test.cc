@@ -108,13 +108,7 @@ void FillHostile(format::RingWriter* w, uint32_t capacity, const std::vector<for
     for (size_t part = 0; part < 37; ++part) put(format::NamePart(name, text, part));
   }
   for (uint64_t comm = 1; comm <= 1000; ++comm) {
-    format::RecordSlot s;
-    memset(&s, 0, sizeof(s));
-    s.comm.version = format::kRecordVersion;
-    s.comm.type = static_cast<uint8_t>(format::RecordType::kComm);
-    s.comm.comm_id = comm * 7919;
-    s.comm.size = 8;
-    s.comm.rank = 1;
+    format::RecordSlot s = testing::MakeComm(comm * 7919, 1, 8);
     s.comm.global_rank = 1;
     put(s);
   }

@@ -227,6 +227,17 @@ std::vector<Mapping> ResidentMappings(const std::string& smaps_path) {
   return out;
 }
 
+format::RecordSlot MakeComm(uint64_t comm_id, int rank, int size) {
+  format::RecordSlot s;
+  memset(&s, 0, sizeof(s));
+  s.comm.version = format::kRecordVersion;
+  s.comm.type = static_cast<uint8_t>(format::RecordType::kComm);
+  s.comm.comm_id = comm_id;
+  s.comm.rank = rank;
+  s.comm.size = size;
+  return s;
+}
+
 format::RecordSlot MakeOp(format::Operation op, format::DType dtype, int64_t duration_ns) {
   format::RecordSlot s;
   memset(&s, 0, sizeof(s));

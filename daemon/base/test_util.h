@@ -60,6 +60,10 @@ struct Mapping {
 };
 std::vector<Mapping> ResidentMappings(const std::string& smaps_path);
 
+// A valid communicator record: `rank` of `size` on comm_id (the other fields 0: set them on the
+// result).
+format::RecordSlot MakeComm(uint64_t comm_id, int rank, int size);
+
 // A valid op record.
 format::RecordSlot MakeOp(format::Operation op, format::DType dtype, int64_t duration_ns);
 

@@ -105,13 +105,7 @@ class DiagnosisTest : public ::testing::Test {
       id.world_size = kRanks;
       ids_[r] = aggregator_->AddProcess(1000 + r, id);
       identity_[r] = id;
-      format::RecordSlot comm;
-      memset(&comm, 0, sizeof(comm));
-      comm.comm.version = format::kRecordVersion;
-      comm.comm.type = static_cast<uint8_t>(format::RecordType::kComm);
-      comm.comm.comm_id = kComm;
-      comm.comm.rank = r;
-      comm.comm.size = kRanks;
+      format::RecordSlot comm = testing::MakeComm(kComm, r, kRanks);
       comm.comm.global_rank = r;
       aggregator_->Ingest(ids_[r], &comm, 1, kT0);
     }

@@ -185,13 +185,7 @@ TEST(AggregatorTest, CommunicatorProgressAndHang) {
     ar.op.seq = seq;
     agg.Ingest(id, &ar, 1, kT0);
   }
-  format::RecordSlot comm;
-  memset(&comm, 0, sizeof(comm));
-  comm.comm.version = format::kRecordVersion;
-  comm.comm.type = static_cast<uint8_t>(format::RecordType::kComm);
-  comm.comm.comm_id = 0x1234;
-  comm.comm.rank = 1;
-  comm.comm.size = 2;
+  format::RecordSlot comm = testing::MakeComm(0x1234, 1, 2);
   comm.comm.parent_id = 0x99;
   agg.Ingest(id, &comm, 1, kT0);
 
@@ -238,14 +232,8 @@ TEST(AggregatorTest, CommunicatorProgressAndHang) {
 }
 
 format::RecordSlot CommOn(uint64_t comm_id, int device, int rank, int size, uint64_t parent) {
-  format::RecordSlot comm;
-  memset(&comm, 0, sizeof(comm));
-  comm.comm.version = format::kRecordVersion;
-  comm.comm.type = static_cast<uint8_t>(format::RecordType::kComm);
-  comm.comm.comm_id = comm_id;
+  format::RecordSlot comm = testing::MakeComm(comm_id, rank, size);
   comm.comm.device = device;
-  comm.comm.rank = rank;
-  comm.comm.size = size;
   comm.comm.parent_id = parent;
   return comm;
 }
