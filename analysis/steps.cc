@@ -38,10 +38,10 @@ double Quantile(std::vector<int64_t>* v, double q) {
   return static_cast<double>((*v)[i]) * 1e-9;
 }
 
-// The step over period `p` of `calls` (ascending, distinct seqs), or not found.
-StepGuess TryPeriod(const std::vector<Call>& calls, size_t p) {
-  StepGuess g;
-  std::vector<int64_t> d;
+// The intervals of `calls` (ascending, distinct seqs) from a call to the one `p` later: their
+// durations in *d, the start's index in *from (when not null); returns how many repeat the op.
+size_t Intervals(const std::vector<Call>& calls, size_t p, std::vector<int64_t>* d,
+                 std::vector<size_t>* from = nullptr) {
   size_t same = 0;
   for (size_t i = 0, j = 0; i < calls.size(); ++i) {
     const uint64_t want = calls[i].seq + p;
@@ -49,8 +49,17 @@ StepGuess TryPeriod(const std::vector<Call>& calls, size_t p) {
     if (j == calls.size()) break;
     if (calls[j].seq != want) continue;
     same += calls[j].what == calls[i].what;
-    d.push_back(calls[j].start_ns - calls[i].start_ns);
+    d->push_back(calls[j].start_ns - calls[i].start_ns);
+    if (from != nullptr) from->push_back(i);
   }
+  return same;
+}
+
+// The step over period `p` of `calls` (ascending, distinct seqs), or not found.
+StepGuess TryPeriod(const std::vector<Call>& calls, size_t p) {
+  StepGuess g;
+  std::vector<int64_t> d;
+  const size_t same = Intervals(calls, p, &d);
   if (d.size() < kMinStepPeriods || static_cast<double>(same) < kSameOps * d.size()) return g;
   const double median = Quantile(&d, 0.5);
   if (!(median > 0)) return g;
@@ -67,16 +76,41 @@ StepGuess TryPeriod(const std::vector<Call>& calls, size_t p) {
 
 double RelativeSpread(const StepGuess& g) { return (g.p90_s - g.p10_s) / g.median_s; }
 
+// Whether period `p`'s intervals alternate: those from calls an even and an odd number of
+// periods past the first differ (medians) by more than twice the spread within either, and by at
+// least kMinAlternation of the median: two equal collectives a step at unequal distances.
+bool Alternates(const std::vector<Call>& calls, size_t p) {
+  std::vector<int64_t> d, half[2];
+  std::vector<size_t> from;
+  Intervals(calls, p, &d, &from);
+  for (size_t i = 0; i < d.size(); ++i) {
+    half[((calls[from[i]].seq - calls.front().seq) / p) % 2].push_back(d[i]);
+  }
+  if (half[0].empty() || half[1].empty()) return false;
+  double median[2], within = 0;
+  for (int h = 0; h < 2; ++h) {
+    const auto [lo, hi] = std::minmax_element(half[h].begin(), half[h].end());
+    within = std::max(within, static_cast<double>(*hi - *lo) * 1e-9);
+    median[h] = Quantile(&half[h], 0.5);
+  }
+  const double between = std::abs(median[0] - median[1]);
+  return between > 2 * within && between >= kMinAlternation * Quantile(&d, 0.5);
+}
+
 // `g` (the shortest consistent period), or the smallest multiple of it, up to kMaxMultiple and
-// `longest`, whose durations are kTighter as spread: the step when `g` alternates.
+// `longest`, whose durations are kTighter as spread: the step when `g` alternates. A window too
+// short to hold such multiples still shows an alternation (Alternates): then the step is twice
+// `g` where the window holds kMinStepPeriods intervals of it (5 calls hold 3), else there is
+// none: `g` would be half of one.
 StepGuess TightestMultiple(const std::vector<Call>& calls, const StepGuess& g, size_t longest) {
   const double spread = RelativeSpread(g);
-  if (!(spread >= kMinAlternation)) return g;
-  for (size_t k = 2; k <= kMaxMultiple && k * g.per_step <= longest; ++k) {
+  for (size_t k = 2; spread >= kMinAlternation && k <= kMaxMultiple && k * g.per_step <= longest;
+       ++k) {
     const StepGuess m = TryPeriod(calls, k * g.per_step);
     if (m.found() && RelativeSpread(m) < kTighter * spread) return m;
   }
-  return g;
+  if (2 * g.per_step <= longest || !Alternates(calls, g.per_step)) return g;
+  return TryPeriod(calls, 2 * g.per_step);
 }
 
 StepGuess GuessComm(std::vector<Call>* calls) {

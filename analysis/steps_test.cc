@@ -73,6 +73,27 @@ TEST(GuessStepsTest, TwoEqualCollectivesAtUnequalDistancesAreOneStep) {
   EXPECT_NEAR(g.median_s, 0.2562, 0.002);
 }
 
+// The same in a short window: 5 calls, 3 intervals at period 2 (the demo's `xtimer dump
+// --history 37` read 123.6/132.6 ms half-steps so).
+TEST(GuessStepsTest, AShortWindowOfUnequalDistancesIsStillOneStep) {
+  Job job;
+  job.Add(kTp, 3, 256200, {0, 123600}, {1 << 20}, 0.001);
+  job.arrivals.pop_back();  // 5 calls
+  StepGuess g = GuessSteps(job.arrivals);
+  ASSERT_TRUE(g.found());
+  EXPECT_EQ(g.per_step, 2u);
+  EXPECT_NEAR(g.median_s, 0.2562, 0.002);
+}
+
+// Shorter still: 4 calls, 2 intervals at period 2, too few to show the step; period 1 visibly
+// alternates (123.6, 132.6, 123.6 ms), so no step rather than half of one.
+TEST(GuessStepsTest, TooShortAWindowToShowTheStepGivesNoneRatherThanHalfOfOne) {
+  Job job;
+  job.Add(kTp, 2, 256200, {0, 123600}, {1 << 20}, 0.001);  // 4 calls
+  ASSERT_EQ(job.arrivals.size(), 4u);
+  EXPECT_FALSE(GuessSteps(job.arrivals).found());
+}
+
 // Jitter alone never doubles a step: one all-reduce a step, +-10% noise on each.
 TEST(GuessStepsTest, JitterDoesNotDoubleTheStep) {
   Job job;
