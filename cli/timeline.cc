@@ -53,18 +53,8 @@ int TimelineMain(int argc, char** argv) {
   CommandLine cl;
   cl.Text("-o,--output", &opt.output, "the trace to write (required)").Placeholder("FILE");
   cl.Text("--job", &job, JobFlagHelp().c_str()).Placeholder("NAME");
-  cl.Custom("--groups", "LAYOUT", [&opt](const std::string& t, std::string* expected) {
-    timeline::GroupLayout layout;
-    std::string error;
-    if (timeline::ParseGroupLayout(t, &layout, &error)) {
-      opt.groups = t;
-      return true;
-    }
-    *expected = "a layout such as tp2-pp2-dp2 (" + error + ")";
-    return false;
-  }, "parallel layout, e.g. tp2-pp2-dp2 (tp, cp, ep, dp, pp; Megatron order tp-cp-ep-dp-pp, the "
-     "first varying fastest; the sizes multiply to the world size): each rank is labelled with "
-     "its coordinates");
+  analysis::Groups groups;  // parsed as every command parses it (the converter reads opt.groups)
+  AddGroupsFlag(&groups, &opt.groups, "each rank is labelled with its coordinates", &cl);
   cl.Integer("-j,--jobs", 1, 1024, &opt.jobs, "worker threads (default: all hardware threads)");
   cl.Switch("-q,--quiet", &opt.quiet, "print only errors");
   cl.SwitchOff("--no-args", &opt.args, "no per-slice arguments (smaller trace)");
@@ -102,9 +92,7 @@ int TimelineMain(int argc, char** argv) {
     return 1;
   }
   if (!opt.groups.empty() && files.world > 0) {
-    timeline::GroupLayout layout;
-    timeline::ParseGroupLayout(opt.groups, &layout, &error);  // parsed once already: valid
-    const int bad = CheckGroupsWorld(kCommand, opt.groups, layout.groups, files.world);
+    const int bad = CheckGroupsWorld(kCommand, opt.groups, groups, files.world);
     if (bad >= 0) return bad;
   }
   opt.inputs = PathsOf(files.files);
