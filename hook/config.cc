@@ -141,6 +141,10 @@ Config ReadConfig(GetEnvFn get, WarnFn warn) {
     c.kernels = !v.empty() && v != "off" && v != "0";
     if (c.kernels) c.kernel_filter = v;
   }
+  if (const char* f = get("XTIMER_NCCL_PROFILER")) {
+    const std::string v = f;
+    c.nccl_profiler = v != "off" && v != "0";
+  }
   if (const char* f = get("XTIMER_PY_TRACE")) {
     const std::string v = f;
     c.python_trace = v == "off" || v == "0" ? "" : v;

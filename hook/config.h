@@ -31,6 +31,10 @@ struct Config {
   // `off`, `0` or an empty value turn kernel timing off (kernels = false).
   bool kernels = true;
   std::string kernel_filter;
+  // XTIMER_NCCL_PROFILER=off|0: do not take NCCL's collective and p2p completion from its
+  // profiler plugin interface even where NCCL loaded libxtimer.so as its plugin (completion
+  // marks instead; hook/nccl_profiler.h). xtimer-launch then does not set NCCL_PROFILER_PLUGIN.
+  bool nccl_profiler = true;
   // XTIMER_PY_TRACE: the Python functions traced (hook/python_trace.h); "" when off.
   std::string python_trace = "default";
   bool python_trace_explicit = false;  // XTIMER_PY_TRACE was set

@@ -169,13 +169,17 @@ inline ncclResult_t NcclOpCall(Call&& call, const void* comm, Describe&& describ
   Timing t;
   bool timed = false;
   bool tracked = false;
+  nccl_profiler::Launch* launch = nullptr;  // NCCL reports the completion (nccl_profiler.h)
   {
     OwnTimer own;  // the budget's fixed cost, timed or tracked (budget.h)
     own.set_timed(false);
     if (d.comm != nullptr && CanTime(d.stream, &capturing)) {
       timed = budget::DecideCollective(UpcomingSeq(d)) && BeginTimed(d, &t);
       tracked = !timed;
-      if (tracked) t.cpu_launch_ns = RealtimeNs();
+      if (tracked) {
+        t.cpu_launch_ns = RealtimeNs();
+        launch = nccl_profiler::Arm();
+      }
     }
   }
   errno = saved;
@@ -186,6 +190,10 @@ inline ncclResult_t NcclOpCall(Call&& call, const void* comm, Describe&& describ
     own.set_timed(false);
     if (IsOk(r) && d.comm != nullptr && !capturing) AssignSeq(&d);
     if (timed) EndTimed(d, &t, IsOk(r), 0);
+    if (launch != nullptr && nccl_profiler::Seal(launch, IsOk(r) ? 1 : 0)) {
+      if (!TrackByNccl(d, &t, 0, launch)) nccl_profiler::Release(launch);
+      tracked = false;
+    }
     if (tracked && IsOk(r)) TrackCompletion(d, &t, 0);
   }
   errno = saved;

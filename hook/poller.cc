@@ -189,7 +189,9 @@ void Poller::Drain() {
     }
     Fifo& f = fifos_[StreamKey{p.device, p.rec.op.stream}];
     Issue(p, &f);
-    if ((p.state == Pending::kTimed || p.state == Pending::kTracked) && p.rec.op.group_id != 0) {
+    if ((p.state == Pending::kTimed || p.state == Pending::kTracked ||
+         p.state == Pending::kProfiled) &&
+        p.rec.op.group_id != 0) {
       f.queued_group_id = p.rec.op.group_id;
       f.queued_group_start = p.start;
     }
@@ -240,6 +242,7 @@ bool Poller::Complete(Fifo* fifo, Pending* p, bool done) {
     return true;
   }
   if (p->state == Pending::kTracked) return CompleteTracked(fifo, p, done);
+  if (p->state == Pending::kProfiled) return CompleteProfiled(fifo, p, done);
   const CudaApi& api = Api();
   cudaError_t q = !UseDevice(p->device) ? cudaErrorInvalidDevice
                   : done                ? cudaSuccess
@@ -296,6 +299,15 @@ bool Poller::CompleteTracked(Fifo* fifo, Pending* p, bool done) {
   return true;
 }
 
+bool Poller::CompleteProfiled(Fifo* fifo, Pending* p, bool done) {
+  // `done`: a later op of this stream has completed, and a stream completes in order.
+  if (!done && !nccl_profiler::Done(p->launch)) return false;
+  nccl_profiler::Release(p->launch);
+  if (p->rec.op.group_id != 0) fifo->finished_group_id = p->rec.op.group_id;
+  Finish(*p);  // no record, as a mark's (no CUDA call either)
+  return true;
+}
+
 void Poller::Issue(const Pending& p, const Fifo* fifo) {
   const format::OpRecord& r = p.rec.op;
   Flight& f = flights_[FlightKey{r.comm_id, r.device}];
@@ -305,7 +317,7 @@ void Poller::Issue(const Pending& p, const Fifo* fifo) {
     c.follower = p.state == Pending::kFollower;
     if (!c.follower) {
       c.start = p.start;
-      c.untimed = p.state == Pending::kTracked;
+      c.untimed = p.state == Pending::kTracked || p.state == Pending::kProfiled;
     } else if (fifo->queued_group_id == r.group_id) {
       c.start = fifo->queued_group_start;
       c.untimed = c.start == nullptr;  // its group's lead is tracked only

@@ -113,6 +113,7 @@ class Poller {
   // is not done yet.
   bool Complete(Fifo* fifo, Pending* p, bool done);
   bool CompleteTracked(Fifo* fifo, Pending* p, bool done);  // a kTracked head: its mark
+  bool CompleteProfiled(Fifo* fifo, Pending* p, bool done);  // a kProfiled head: NCCL's report
   void Emit(Pending* p);
   void EmitName(uint32_t name_id);
   // Sends NVTX string `id` (format::RecordType::kNvtxString) unless it was sent; 0 is none.

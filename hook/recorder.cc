@@ -467,6 +467,18 @@ bool TrackCompletion(const OpDesc& d, Timing* t, uint32_t group_id) {
   return queued;
 }
 
+bool TrackByNccl(const OpDesc& d, Timing* t, uint32_t group_id, nccl_profiler::Launch* launch) {
+  if (!OpDevice(d, &t->device)) return false;
+  return EnqueueWith([&d, t, launch, group_id](Pending* p) {
+    FillOpRecord(d, t->device, t->cpu_launch_ns, group_id, &p->rec.op);
+    p->start = nullptr;
+    p->end = nullptr;
+    p->launch = launch;
+    p->device = t->device;
+    p->state = Pending::kProfiled;
+  });
+}
+
 void QueueFollower(const OpDesc& d, int device, int64_t cpu_launch_ns, uint32_t group_id,
                    bool timed) {
   if (timed) CountTimed(d.kind);

@@ -22,6 +22,7 @@
 #include "hook/comm_registry.h"
 #include "hook/config.h"
 #include "hook/kernel_table.h"
+#include "hook/nccl_profiler.h"
 #include "util/clock.h"
 
 namespace xtimer {
@@ -97,10 +98,12 @@ struct Timing {
 // One entry of the queue between the hot path and the poller.
 struct Pending {
   // kTracked: a collective or send/recv left untimed, with only a completion mark (`end`).
-  enum State : uint8_t { kReady = 0, kTimed = 1, kFollower = 2, kTracked = 3 };
+  // kProfiled: the same, its completion reported by NCCL (`launch`, hook/nccl_profiler.h).
+  enum State : uint8_t { kReady = 0, kTimed = 1, kFollower = 2, kTracked = 3, kProfiled = 4 };
   format::RecordSlot rec;  // an OpRecord (GPU times filled by the poller) or a CommRecord
   cudaEvent_t start;
   cudaEvent_t end;
+  nccl_profiler::Launch* launch;  // kProfiled only
   int32_t device;
   uint8_t state;
 };
@@ -120,6 +123,9 @@ void EndTimed(const OpDesc& d, Timing* t, bool call_ok, uint32_t group_id);
 // mark on d.stream and queues the op (kTracked) with t->cpu_launch_ns (taken before the call);
 // sets t->device. False: not tracked (counted as untimed with its cause).
 bool TrackCompletion(const OpDesc& d, Timing* t, uint32_t group_id);
+// The same for an op whose completion NCCL reports (a sealed launch holding a reference for this
+// entry): queues it (kProfiled) without a CUDA call. False: not queued (the caller releases).
+bool TrackByNccl(const OpDesc& d, Timing* t, uint32_t group_id, nccl_profiler::Launch* launch);
 // Queues an op that shares the timing (or, `timed` false, the completion mark) of the previous
 // op of its group on the same stream.
 void QueueFollower(const OpDesc& d, int device, int64_t cpu_launch_ns, uint32_t group_id,
