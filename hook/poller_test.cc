@@ -45,6 +45,7 @@ thread_local cudaStreamCaptureMode t_capture_mode = cudaStreamCaptureModeGlobal;
 // them) or in the global capture mode (they would invalidate another thread's global capture).
 std::atomic<int> g_queries_without_device{0};
 std::atomic<int> g_queries_in_global_mode{0};
+std::atomic<int> g_query_count{0};
 
 cudaError_t FakeSetDevice(int device) {
   t_device = device;
@@ -57,6 +58,7 @@ cudaError_t FakeExchangeCaptureMode(cudaStreamCaptureMode* mode) {
 }
 
 cudaError_t FakeQuery(cudaEvent_t e) {
+  g_query_count.fetch_add(1);
   if (t_device != 0) g_queries_without_device.fetch_add(1);
   if (t_capture_mode == cudaStreamCaptureModeGlobal) g_queries_in_global_mode.fetch_add(1);
   return Of(e)->done.load() ? cudaSuccess : cudaErrorNotReady;
@@ -261,6 +263,42 @@ TEST_F(PollerTest, AnUntimedCollectiveIsIssuedUntilItsMarkFires) {
   cudaEvent_t back = nullptr;
   ASSERT_TRUE(device_.marks.Pop(&back));
   EXPECT_EQ(back, Ev(mark));
+}
+
+// An all-reduce NCCL reports (hook/nccl_profiler.h) is in flight until the last kernel channel
+// of its launch stopped, and then completed with no record and no CUDA call of the poller's;
+// the poller drops its reference to the launch.
+TEST_F(PollerTest, ACollectiveNcclReportsIsIssuedUntilItsLastChannelStopsWithoutAQuery) {
+  g_query_count = 0;
+  nccl_profiler::Launch launch;
+  launch.refs.store(nccl_profiler::kUserUnit + 2);  // one waiter, two channels running
+  Pending p{};
+  p.rec.op = Collective(1, /*stream=*/1, kRefHostNs + 1000);
+  p.launch = &launch;
+  p.device = 0;
+  p.state = Pending::kProfiled;
+  ASSERT_TRUE(state_.queue.Push(p));
+  format::InflightRow row = WaitForRow(
+      [](const format::InflightRow& r) {
+        return r.last_issued_seq == 1 && r.oldest.state == format::InflightState::kIssued;
+      },
+      "issued");
+  EXPECT_EQ(row.oldest.seq, 1u);
+  EXPECT_EQ(format::ValidateInflightRow(row), nullptr);
+  launch.refs.fetch_sub(1);  // one channel stopped
+  EXPECT_EQ(g_query_count.load(), 0) << "NCCL's report needs no CUDA call";
+  const Op next = Timed(2, /*stream=*/1);  // queued behind it, not started
+  row = WaitForRow([](const format::InflightRow& r) { return r.last_issued_seq == 2; }, "next");
+  EXPECT_EQ(row.last_completed_seq, 0u) << "a channel still runs";
+  EXPECT_EQ(row.oldest.seq, 1u);
+  launch.refs.fetch_sub(1);  // the last
+  row = WaitForRow([](const format::InflightRow& r) { return r.last_completed_seq == 1; }, "done");
+  EXPECT_EQ(row.oldest.seq, 2u);
+  EXPECT_EQ(launch.refs.load(), 0u) << "the poller released it";
+  EXPECT_TRUE(Records().empty()) << "nothing was timed";
+  Fire(next.start, 1.0f);
+  Fire(next.end, 2.0f);
+  WaitForRow([](const format::InflightRow& r) { return r.last_completed_seq == 2; }, "next done");
 }
 
 TEST_F(PollerTest, TheRowFollowsTheOldestCollectiveFromQueuedToStartedToDone) {
