@@ -136,28 +136,18 @@ ncclResult_t OnGroupEnd(decltype(&::ncclGroupEnd) real) {
       lead(l).tracked = !lead(l).timed;
     }
   }
-  int tracked_leads = 0;
-  for (int l = 0; l < n_leads; ++l) tracked_leads += lead(l).tracked ? 1 : 0;
-  // NCCL reports the group's completion: one launch for all its streams (nccl_profiler.h).
-  nccl_profiler::Launch* launch = tracked_leads > 0 ? nccl_profiler::Arm() : nullptr;
   errno = saved;
   ncclResult_t r = real();
   saved = errno;
   g.depth = 0;
   uint32_t group_id = g.count > 0 ? NextGroupId() : 0;
-  const bool by_nccl =
-      launch != nullptr && nccl_profiler::Seal(launch, Ok(r) ? tracked_leads : 0);
   for (int l = 0; l < n_leads; ++l) {
     OwnTimer own;
     own.set_timed(false);
     lead(l).t.cpu_launch_ns = g.members[lead(l).first].cpu_launch_ns;
-    const OpDesc& d = g.members[lead(l).first].d;
-    if (lead(l).timed) EndTimed(d, &lead(l).t, Ok(r), group_id);
-    if (lead(l).tracked && by_nccl) {
-      lead(l).tracked = TrackByNccl(d, &lead(l).t, group_id, launch);
-      if (!lead(l).tracked) nccl_profiler::Release(launch);
-    } else if (lead(l).tracked) {
-      lead(l).tracked = Ok(r) && TrackCompletion(d, &lead(l).t, group_id);
+    if (lead(l).timed) EndTimed(g.members[lead(l).first].d, &lead(l).t, Ok(r), group_id);
+    if (lead(l).tracked) {
+      lead(l).tracked = Ok(r) && TrackCompletion(g.members[lead(l).first].d, &lead(l).t, group_id);
     }
   }
   if (Ok(r)) {

@@ -83,11 +83,11 @@ bool Done(const Launch* l) {
 
 void Release(Launch* l) { Drop(l, kUserUnit); }
 
-void* JoinEvent(uint32_t channels) {
+void* JoinEvent(uint32_t channels, bool trusted) {
   Launch* l = t_armed;
   if (l == nullptr) return nullptr;
   ++l->events;
-  if (channels == 0) {
+  if (channels == 0 || !trusted) {
     l->unusable = true;  // nothing would ever report its end
     return nullptr;
   }

@@ -11,7 +11,9 @@
 // kernel channels; after the call the hook seals it. The launch is done when every channel of
 // every event has stopped. A launch NCCL started no event for (the plugin not loaded, another
 // plugin chosen, a nonblocking communicator launching on its own thread, an operation without
-// a kernel) is refused at the seal, and the hook records a completion mark as before.
+// a kernel) is refused at the seal, and the hook records a completion mark as before. Groups
+// are never armed: a member NCCL runs without a kernel (a copy-engine or symmetric-memory
+// collective) reports nothing, and the others' channels would let the group read as done first.
 //
 // Launches live in a fixed table (no allocation): refs counts the seal, the channels still
 // running and, in units of kUserUnit, the queue entries that wait for it; a launch is free at 0.
@@ -57,8 +59,10 @@ void Release(Launch* launch);
 
 // The plugin's event handling (nccl_profiler_plugin.cc), on NCCL's threads. A collective or p2p
 // event started on an armed thread with `channels` kernel channels: its handle, or null when the
-// thread is not armed.
-void* JoinEvent(uint32_t channels);
+// thread is not armed. `trusted` false: its channels' reports cannot be relied on (a send/recv
+// to the rank itself, or anything later on its communicator: see the plugin); the launch is
+// then refused, as for an event without channels.
+void* JoinEvent(uint32_t channels, bool trusted = true);
 // A kernel channel of the event whose handle is `parent`: its handle (null when the parent is
 // not ours).
 void* StartChannel(void* parent);

@@ -101,6 +101,10 @@ TEST_F(NcclProfilerTest, AnEventWithoutChannelsOrALaunchWithoutEventsIsRefused) 
   Launch* failed = Arm();
   JoinEvent(1);
   EXPECT_FALSE(Seal(failed, 0)) << "a failed call: nobody waits";
+  Launch* untrusted = Arm();
+  EXPECT_EQ(JoinEvent(2, /*trusted=*/false), nullptr);
+  EXPECT_FALSE(Seal(untrusted, 1)) << "after a send/recv to itself: its reports come early";
+  EXPECT_EQ(untrusted->refs.load(), 0u);
 }
 
 TEST_F(NcclProfilerTest, ForeignOrRepeatedStopsNeverTakeAWaitersReference) {

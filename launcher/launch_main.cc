@@ -214,6 +214,15 @@ void ExportNvtx(const std::string& lib) {
   setenv("NVTX_INJECTION64_PATH", lib.c_str(), 1);
 }
 
+// NCCL's profiler plugin (docs/hook.md "Collective completion"): libxtimer.so, so that NCCL
+// reports when each collective ends and the hook records no completion mark. A plugin the user
+// chose stays (the hook then marks as before), and XTIMER_NCCL_PROFILER=off|0 leaves it unset.
+void ExportNcclProfiler(const std::string& lib) {
+  const std::string off = Env("XTIMER_NCCL_PROFILER", "");
+  if (off == "off" || off == "0" || !Env("NCCL_PROFILER_PLUGIN", "").empty()) return;
+  setenv("NCCL_PROFILER_PLUGIN", lib.c_str(), 1);
+}
+
 // The job label (util/job_identity.h). --job, or a source this launcher sees (XTIMER_JOB, a
 // scheduler's or MPI launcher's job id), becomes XTIMER_JOB of every process of COMMAND. With none,
 // COMMAND's name only becomes XTIMER_JOB_DEFAULT, the last source: what a launcher started here
@@ -283,6 +292,7 @@ int main(int argc, char** argv) {
   if (o.start_daemon) EnsureDaemon(o);
 
   setenv("LD_PRELOAD", AppendPreload(o.lib).c_str(), 1);
+  ExportNcclProfiler(o.lib);
   ExportNvtx(o.lib);
   setenv("XTIMER_RUN_DIR", o.run_dir.c_str(), 1);
   setenv("XTIMER_DAEMON_SOCKET", (o.run_dir + "/xtimerd.sock").c_str(), 1);
