@@ -33,7 +33,8 @@ struct Config {
   std::string kernel_filter;
   // XTIMER_NCCL_PROFILER=off|0: do not take NCCL's collective and p2p completion from its
   // profiler plugin interface even where NCCL loaded libxtimer.so as its plugin (completion
-  // marks instead; hook/nccl_profiler.h). xtimer-launch then does not set NCCL_PROFILER_PLUGIN.
+  // marks instead; hook/nccl_profiler.h). `on`: xtimer-launch sets NCCL_PROFILER_PLUGIN to
+  // libxtimer.so (opt-in until measured on a GPU: docs/hook.md "Collective completion").
   bool nccl_profiler = true;
   // XTIMER_PY_TRACE: the Python functions traced (hook/python_trace.h); "" when off.
   std::string python_trace = "default";

@@ -214,12 +214,12 @@ void ExportNvtx(const std::string& lib) {
   setenv("NVTX_INJECTION64_PATH", lib.c_str(), 1);
 }
 
-// NCCL's profiler plugin (docs/hook.md "Collective completion"): libxtimer.so, so that NCCL
-// reports when each collective ends and the hook records no completion mark. A plugin the user
-// chose stays (the hook then marks as before), and XTIMER_NCCL_PROFILER=off|0 leaves it unset.
+// NCCL's profiler plugin (docs/hook.md "Collective completion"), opt-in with
+// XTIMER_NCCL_PROFILER=on|1: libxtimer.so, so that NCCL reports when each collective ends and
+// the hook records no completion mark. A plugin the user chose stays (the hook then marks).
 void ExportNcclProfiler(const std::string& lib) {
-  const std::string off = Env("XTIMER_NCCL_PROFILER", "");
-  if (off == "off" || off == "0" || !Env("NCCL_PROFILER_PLUGIN", "").empty()) return;
+  const std::string on = Env("XTIMER_NCCL_PROFILER", "");
+  if ((on != "on" && on != "1") || !Env("NCCL_PROFILER_PLUGIN", "").empty()) return;
   setenv("NCCL_PROFILER_PLUGIN", lib.c_str(), 1);
 }
 

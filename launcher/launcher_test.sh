@@ -21,11 +21,12 @@ nvtx() { env -u XTIMER_NVTX_FORWARD "$@" "$launch" --no-daemon --lib "$lib" -- s
 [[ "$(nvtx -u NVTX_INJECTION64_PATH)" == "$lib|" ]] || fail "NVTX injection not set: '$(nvtx -u NVTX_INJECTION64_PATH)'"
 [[ "$(nvtx NVTX_INJECTION64_PATH=/x/nsys.so)" == "$lib|/x/nsys.so" ]] || fail "user's NVTX library not forwarded: '$(nvtx NVTX_INJECTION64_PATH=/x/nsys.so)'"
 [[ "$(nvtx NVTX_INJECTION64_PATH=$lib)" == "$lib|" ]] || fail "libxtimer.so forwarded to itself"
-echo "== NCCL: libxtimer.so is NCCL's profiler plugin unless the user chose one or turned it off"
+echo "== NCCL: XTIMER_NCCL_PROFILER=on makes libxtimer.so NCCL's profiler plugin, unless the user chose one"
 prof() { env -u NCCL_PROFILER_PLUGIN -u XTIMER_NCCL_PROFILER "$@" "$launch" --no-daemon --lib "$lib" -- sh -c 'echo "${NCCL_PROFILER_PLUGIN-unset}"'; }
-[[ "$(prof)" == "$lib" ]] || fail "NCCL profiler plugin not set: '$(prof)'"
-[[ "$(prof NCCL_PROFILER_PLUGIN=inspector)" == "inspector" ]] || fail "user's NCCL profiler replaced: '$(prof NCCL_PROFILER_PLUGIN=inspector)'"
-[[ "$(prof XTIMER_NCCL_PROFILER=off)" == "unset" ]] || fail "XTIMER_NCCL_PROFILER=off ignored: '$(prof XTIMER_NCCL_PROFILER=off)'"
+[[ "$(prof)" == "unset" ]] || fail "NCCL profiler plugin set by default: '$(prof)'"
+[[ "$(prof XTIMER_NCCL_PROFILER=on)" == "$lib" ]] || fail "NCCL profiler plugin not set: '$(prof XTIMER_NCCL_PROFILER=on)'"
+[[ "$(prof XTIMER_NCCL_PROFILER=1 NCCL_PROFILER_PLUGIN=inspector)" == "inspector" ]] || fail "user's NCCL profiler replaced"
+[[ "$(prof XTIMER_NCCL_PROFILER=off)" == "unset" ]] || fail "XTIMER_NCCL_PROFILER=off: '$(prof XTIMER_NCCL_PROFILER=off)'"
 out=$(XTIMER_NVTX_FORWARD=/x/mine.so NVTX_INJECTION64_PATH=/x/nsys.so "$launch" --no-daemon --lib "$lib" -- sh -c 'echo "$XTIMER_NVTX_FORWARD"')
 [[ "$out" == "/x/mine.so" ]] || fail "XTIMER_NVTX_FORWARD replaced: '$out'"
 
