@@ -191,6 +191,11 @@ void RingWriter::PublishTimingRates(const uint64_t* calls, const uint64_t* timed
   header_->budget_ppm.store(budget_ppm, std::memory_order_relaxed);
 }
 
+void RingWriter::PublishTracked(uint64_t by_mark, uint64_t by_nccl) {
+  header_->tracked_by_mark.store(by_mark, std::memory_order_relaxed);
+  header_->tracked_by_nccl.store(by_nccl, std::memory_order_relaxed);
+}
+
 void RingWriter::Heartbeat(int64_t now_ns) {
   header_->heartbeat_ns.store(now_ns, std::memory_order_relaxed);
 }
@@ -450,6 +455,14 @@ uint64_t RingReader::op_calls(uint8_t kind) const {
 
 uint64_t RingReader::op_timed(uint8_t kind) const {
   return kind < kOpKindSlots ? header_->op_timed[kind].load(std::memory_order_relaxed) : 0;
+}
+
+uint64_t RingReader::tracked_by_mark() const {
+  return header_->tracked_by_mark.load(std::memory_order_relaxed);
+}
+
+uint64_t RingReader::tracked_by_nccl() const {
+  return header_->tracked_by_nccl.load(std::memory_order_relaxed);
 }
 
 uint32_t RingReader::budget_ppm() const {

@@ -168,7 +168,13 @@ struct RingHeader {
   // XTIMER_OVERHEAD_BUDGET in parts per million of an application thread's time (0: an older
   // hook, which timed every op).
   std::atomic<uint32_t> budget_ppm;                    // 3400
-  char reserved3[4096 - 3404];                         // 3404
+  uint32_t reserved4;                                  // 3404
+  // Collectives and send/recv left untimed and tracked to their completion, by how the hook
+  // learned it: its own completion mark (a CUDA event), or NCCL's report (its profiler plugin
+  // interface, hook/nccl_profiler.h). Cumulative, 0 from older hooks. Written by the poller.
+  std::atomic<uint64_t> tracked_by_mark;               // 3408
+  std::atomic<uint64_t> tracked_by_nccl;               // 3416
+  char reserved3[4096 - 3424];                         // 3424
   InflightDetail inflight_detail[kMaxInflight];        // 4096  version 2: row i's detail
 };
 static_assert(sizeof(RingHeader) == kHeaderSize, "RingHeader fills its pages");
@@ -180,6 +186,7 @@ static_assert(offsetof(RingHeader, untimed) == 3072, "RingHeader layout");
 static_assert(offsetof(RingHeader, hook_own_ns) == 3136, "RingHeader layout");
 static_assert(offsetof(RingHeader, op_calls) == 3144, "RingHeader layout");
 static_assert(offsetof(RingHeader, op_timed) == 3272, "RingHeader layout");
+static_assert(offsetof(RingHeader, tracked_by_mark) == 3408, "RingHeader layout");
 static_assert(offsetof(RingHeader, budget_ppm) == 3400, "RingHeader layout");
 static_assert(offsetof(RingHeader, inflight_detail) == kHeaderSizeV1, "RingHeader layout");
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared atomics must be lock-free");
@@ -276,6 +283,8 @@ class RingWriter {
   // Publishes the ops considered and timed by kind (cumulative, kOpKindSlots each) and the
   // overhead budget.
   void PublishTimingRates(const uint64_t* calls, const uint64_t* timed, uint32_t budget_ppm);
+  // Publishes the untimed collectives tracked to completion by a mark and by NCCL's report.
+  void PublishTracked(uint64_t by_mark, uint64_t by_nccl);
 
   int fd() const { return fd_; }
   RingHeader* header() const { return header_; }
@@ -330,6 +339,8 @@ class RingReader {
   uint64_t op_calls(uint8_t kind) const;
   uint64_t op_timed(uint8_t kind) const;
   uint32_t budget_ppm() const;
+  uint64_t tracked_by_mark() const;
+  uint64_t tracked_by_nccl() const;
   int64_t heartbeat_ns() const;
   // The writer's exit marker (validated; kNone when absent or malformed).
   ExitState exit_state() const;

@@ -138,6 +138,8 @@ void Poller::PublishCounters() {
     timed[i] = state_->op_timed[i].load(std::memory_order_relaxed);
   }
   ring_->PublishTimingRates(calls, timed, state_->config.budget_ppm);
+  ring_->PublishTracked(state_->tracked_by_mark.load(std::memory_order_relaxed),
+                        state_->tracked_by_nccl.load(std::memory_order_relaxed));
 }
 
 void Poller::GrowPools() {
@@ -295,6 +297,7 @@ bool Poller::CompleteTracked(Fifo* fifo, Pending* p, bool done) {
   if (q != cudaSuccess) api.get_last_error();  // the poller thread's own error slot
   if (p->rec.op.group_id != 0) fifo->finished_group_id = p->rec.op.group_id;
   state_->devices[p->device].load(std::memory_order_acquire)->marks.Push(p->end);
+  state_->tracked_by_mark.fetch_add(1, std::memory_order_relaxed);
   Finish(*p);  // no record: nothing was timed (the ring header counts it)
   return true;
 }
@@ -303,6 +306,7 @@ bool Poller::CompleteProfiled(Fifo* fifo, Pending* p, bool done) {
   // `done`: a later op of this stream has completed, and a stream completes in order.
   if (!done && !nccl_profiler::Done(p->launch)) return false;
   nccl_profiler::Release(p->launch);
+  state_->tracked_by_nccl.fetch_add(1, std::memory_order_relaxed);
   if (p->rec.op.group_id != 0) fifo->finished_group_id = p->rec.op.group_id;
   Finish(*p);  // no record, as a mark's (no CUDA call either)
   return true;

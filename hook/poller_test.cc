@@ -204,6 +204,23 @@ class PollerTest : public ::testing::Test {
     return last;
   }
 
+  // Waits until the ring header counts `by_mark` and `by_nccl` tracked completions (10 s).
+  void WaitForTracked(uint64_t by_mark, uint64_t by_nccl) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    uint64_t mark = 0, nccl = 0;
+    while (std::chrono::steady_clock::now() < deadline) {
+      daemon_->ReadAll();
+      for (const auto& ring : daemon_->rings()) {
+        mark = ring.tracked_by_mark;
+        nccl = ring.tracked_by_nccl;
+      }
+      if (mark == by_mark && nccl == by_nccl) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    ADD_FAILURE() << "tracked by mark " << mark << " (want " << by_mark << "), by NCCL " << nccl
+                  << " (want " << by_nccl << ")";
+  }
+
   // The op records of kComm the daemon has received, in ring order.
   std::vector<format::OpRecord> Records() {
     daemon_->ReadAll();
@@ -263,6 +280,7 @@ TEST_F(PollerTest, AnUntimedCollectiveIsIssuedUntilItsMarkFires) {
   cudaEvent_t back = nullptr;
   ASSERT_TRUE(device_.marks.Pop(&back));
   EXPECT_EQ(back, Ev(mark));
+  WaitForTracked(/*by_mark=*/1, /*by_nccl=*/0);
 }
 
 // An all-reduce NCCL reports (hook/nccl_profiler.h) is in flight until the last kernel channel
@@ -296,6 +314,7 @@ TEST_F(PollerTest, ACollectiveNcclReportsIsIssuedUntilItsLastChannelStopsWithout
   EXPECT_EQ(row.oldest.seq, 2u);
   EXPECT_EQ(launch.refs.load(), 0u) << "the poller released it";
   EXPECT_TRUE(Records().empty()) << "nothing was timed";
+  WaitForTracked(/*by_mark=*/0, /*by_nccl=*/1);
   Fire(next.start, 1.0f);
   Fire(next.end, 2.0f);
   WaitForRow([](const format::InflightRow& r) { return r.last_completed_seq == 2; }, "next done");

@@ -75,6 +75,9 @@ struct State {
   // Ops considered for timing and ops timed, by OpKind (the ring header's op_calls / op_timed).
   std::atomic<uint64_t> op_calls[format::kOpKindSlots] = {};
   std::atomic<uint64_t> op_timed[format::kOpKindSlots] = {};
+  // Untimed collectives and send/recv completed, by a mark or by NCCL's report (the poller's).
+  std::atomic<uint64_t> tracked_by_mark{0};
+  std::atomic<uint64_t> tracked_by_nccl{0};
   // Stream captures under way in the process (begun through a hooked call, not yet ended); while
   // none is, no stream can be capturing and the hot path skips cudaStreamIsCapturing. A capture
   // the hook cannot account for (an end it saw no begin of) sets capture_unknown for good.

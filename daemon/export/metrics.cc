@@ -47,6 +47,7 @@ enum ModelFamily {
   kHookOps,
   kHookTimedOps,
   kHookBudget,
+  kHookTracked,
   kRingInvalid,
   kRingLost,
   kRingUnaggregated,
@@ -134,6 +135,10 @@ constexpr FamilyInfo kFamilies[kFamilyCount] = {
     {"xtimer_hook_overhead_budget_ratio", MetricType::Gauge,
      "XTIMER_OVERHEAD_BUDGET: the share of an application thread's time the hook may spend "
      "(0.01 = 1%; absent for hooks that predate it)."},
+    {"xtimer_hook_tracked_ops_total", MetricType::Counter,
+     "Collectives and send/recv the hook left untimed and tracked to their completion, by how "
+     "it learned it: mark (a CUDA event it recorded, 628 ns on an H200) or nccl (NCCL's "
+     "profiler plugin report, no CUDA call; docs/hook.md)."},
     {"xtimer_ring_records_invalid_total", MetricType::Counter,
      "Records the daemon rejected as malformed."},
     {"xtimer_ring_records_lost_total", MetricType::Counter,
@@ -190,6 +195,14 @@ void AddHookTiming(const HookTiming& t, const Labels& rank, FamilyBuilder* b) {
     b->Add(kHookTimedOps, l, static_cast<double>(t.timed[k]));
   }
   if (t.budget_ppm > 0) b->Add(kHookBudget, rank, t.budget_ppm * 1e-6);
+  const std::pair<const char*, uint64_t> tracked[] = {{"mark", t.tracked_by_mark},
+                                                      {"nccl", t.tracked_by_nccl}};
+  for (const auto& [by, n] : tracked) {
+    if (n == 0) continue;
+    Labels l = rank;
+    l.push_back({"by", by});
+    b->Add(kHookTracked, l, static_cast<double>(n));
+  }
 }
 
 }  // namespace

@@ -512,6 +512,8 @@ void RingServer::PublishStatus(Connection* c) {
     st.timing.timed[k] = r.op_timed(k);
   }
   st.timing.budget_ppm = r.budget_ppm();
+  st.timing.tracked_by_mark = r.tracked_by_mark();
+  st.timing.tracked_by_nccl = r.tracked_by_nccl();
   st.timing.start_ns = r.start_ns();
   st.invalid = c->stats.invalid;
   st.lost = c->stats.lost;

@@ -30,6 +30,8 @@ struct HookTiming {
   uint64_t calls[format::kOpKindSlots] = {};  // ops considered for timing, by OpKind
   uint64_t timed[format::kOpKindSlots] = {};  // ... of which timed
   uint32_t budget_ppm = 0;                    // XTIMER_OVERHEAD_BUDGET; 0 from older hooks
+  uint64_t tracked_by_mark = 0;  // untimed collectives completed by the hook's mark
+  uint64_t tracked_by_nccl = 0;  // ... by NCCL's report (its profiler plugin interface)
   int64_t start_ns = 0;  // the ring's creation (the hook's start), CLOCK_REALTIME
 };
 

@@ -103,6 +103,8 @@ void FakeDaemon::ReadAll() {
       ring.op_calls[k] = reader.op_calls(k);
       ring.op_timed[k] = reader.op_timed(k);
     }
+    ring.tracked_by_mark = reader.tracked_by_mark();
+    ring.tracked_by_nccl = reader.tracked_by_nccl();
     for (uint32_t c = 0; c < format::kUntimedSlots; ++c) {
       ring.untimed[c] = reader.untimed(static_cast<format::UntimedCause>(c));
     }

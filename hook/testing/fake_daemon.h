@@ -41,6 +41,7 @@ class FakeDaemon {
     // The header's ops considered / timed by OpKind, untimed ops by cause, and budget.
     uint64_t op_calls[format::kOpKindSlots] = {};
     uint64_t op_timed[format::kOpKindSlots] = {};
+    uint64_t tracked_by_mark = 0, tracked_by_nccl = 0;  // the header's, as of the last ReadAll
     uint64_t untimed[format::kUntimedSlots] = {};
     uint32_t budget_ppm = 0;
     int connection = -1;  // the registration connection (owned by the daemon)
