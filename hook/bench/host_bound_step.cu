@@ -7,12 +7,17 @@
 // about 390 GPU ops of which 64 collectives. Between two ops the host spends the framework's own
 // time (Python, dispatcher, autograd): --host-us per op (default 8 µs, busy-waited), the figure
 // that makes the step host-bound as on the H200 (3.9 ms for the loop above). Prints the median
-// step time of the measured steps.
-// Usage: host_bound_step [--steps N] [--warmup N] [--host-us US]
+// step time of the measured steps. With --ranks N (default 1, as the real-GPU check's one GPU),
+// N processes (forked before any CUDA call) form one communicator, as a data-parallel job's
+// ranks do; rank 0 prints its median step.
+// Usage: host_bound_step [--steps N] [--warmup N] [--host-us US] [--ranks N]
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -83,10 +88,42 @@ void Step(const Model& m, double host_us) {
   CHECK(cudaStreamSynchronize(m.stream));
 }
 
+// Forks ranks 1..ranks-1 before any CUDA call; rank 0 makes the communicator's id and sends it
+// to each through a pipe. Returns this process's rank, with *id set.
+int ForkRanks(int ranks, ncclUniqueId* id) {
+  int fds[2];
+  if (ranks > 1 && pipe(fds) != 0) {
+    perror("pipe");
+    exit(1);
+  }
+  for (int r = 1; r < ranks; ++r) {
+    if (fork() == 0) {
+      close(fds[1]);
+      if (read(fds[0], id, sizeof(*id)) != static_cast<ssize_t>(sizeof(*id))) _exit(1);
+      return r;
+    }
+  }
+  CHECK_NCCL(ncclGetUniqueId(id));
+  for (int r = 1; r < ranks; ++r) {
+    if (write(fds[1], id, sizeof(*id)) != static_cast<ssize_t>(sizeof(*id))) exit(1);
+  }
+  return 0;
+}
+
+// Rank 0 waits for the others; false when one failed.
+bool JoinRanks(int ranks) {
+  bool ok = true;
+  for (int r = 1; r < ranks; ++r) {
+    int status = 0;
+    if (wait(&status) < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0) ok = false;
+  }
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int steps = 200, warmup = 20;
+  int steps = 200, warmup = 20, ranks = 1;
   double host_us = 8;
   for (int i = 1; i < argc; ++i) {
     if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
@@ -95,19 +132,22 @@ int main(int argc, char** argv) {
       warmup = atoi(argv[++i]);
     } else if (!strcmp(argv[i], "--host-us") && i + 1 < argc) {
       host_us = atof(argv[++i]);
+    } else if (!strcmp(argv[i], "--ranks") && i + 1 < argc && atoi(argv[i + 1]) >= 1) {
+      ranks = atoi(argv[++i]);
     } else {
-      fprintf(stderr, "usage: host_bound_step [--steps N] [--warmup N] [--host-us US]\n");
+      fprintf(stderr,
+              "usage: host_bound_step [--steps N] [--warmup N] [--host-us US] [--ranks N]\n");
       return 2;
     }
   }
+  ncclUniqueId id;
+  const int rank = ForkRanks(ranks, &id);
   Model m;
   CHECK(cudaSetDevice(0));
   CHECK(cudaStreamCreateWithFlags(&m.stream, cudaStreamNonBlocking));
   CHECK_BLAS(cublasCreate(&m.blas));
   CHECK_BLAS(cublasSetStream(m.blas, m.stream));
-  ncclUniqueId id;
-  CHECK_NCCL(ncclGetUniqueId(&id));
-  CHECK_NCCL(ncclCommInitRank(&m.comm, 1, id, 0));
+  CHECK_NCCL(ncclCommInitRank(&m.comm, ranks, id, rank));
   CHECK(cudaMalloc(&m.w, kWidth * kWidth * sizeof(__nv_bfloat16)));
   CHECK(cudaMalloc(&m.act, kWidth * kWidth * sizeof(__nv_bfloat16)));
   CHECK(cudaMalloc(&m.grad, kWidth * kWidth * sizeof(__nv_bfloat16)));
@@ -119,9 +159,14 @@ int main(int argc, char** argv) {
     if (s >= warmup) ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
   }
   std::sort(ms.begin(), ms.end());
-  printf("median step %.3f ms over %d steps (%.1f us of framework time per op)\n",
-         ms[ms.size() / 2], steps, host_us);
   CHECK_NCCL(ncclCommDestroy(m.comm));
   CHECK_BLAS(cublasDestroy(m.blas));
+  if (rank != 0) return 0;
+  if (!JoinRanks(ranks)) {
+    fprintf(stderr, "host_bound_step: a rank failed\n");
+    return 1;
+  }
+  printf("median step %.3f ms over %d steps (%.1f us of framework time per op, %d ranks)\n",
+         ms[ms.size() / 2], steps, host_us, ranks);
   return 0;
 }
