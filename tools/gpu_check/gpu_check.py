@@ -267,11 +267,15 @@ def check_train(c):
         "reports %.3f ms/step); budget 100%% %.2f ms (x%.3f, reports %.3f ms/step)" % (
             p / 1e6, m["1%"] / 1e6, m["1%"] / p, own["1%"], m["100%"] / 1e6, m["100%"] / p,
             own["100%"]))
-    row("train cost, NCCL reports", "PASS" if m["nccl"] / p <= 1.01 and min(by_nccl) > 0
-        else "FAIL",
+    reported = statistics.median(by_nccl)
+    # On one GPU the communicator has one rank: NCCL runs its collectives without a kernel and
+    # reports none of them (the hook marks them): nothing to judge, only the step time to show.
+    verdict = ("info" if reported == 0 else "PASS" if m["nccl"] / p <= 1.01 else "FAIL")
+    row("train cost, NCCL reports", verdict,
         "XTIMER_NCCL_PROFILER=on: %.2f ms (x%.3f, hook reports %.3f ms/step), %d collectives "
-        "completed by NCCL's report in the median run" % (
-            m["nccl"] / 1e6, m["nccl"] / p, own["nccl"], statistics.median(by_nccl)))
+        "completed by NCCL's report in the median run%s" % (
+            m["nccl"] / 1e6, m["nccl"] / p, own["nccl"], reported,
+            " (a 1-rank communicator: NCCL reports none; needs 2 GPUs)" if reported == 0 else ""))
 
 
 def check_calls(c):
