@@ -13,7 +13,7 @@
 // A send/recv to the rank itself gets no kernel-channel event in NCCL 2.28.9 (addP2pToPlan
 // makes no proxy op for it), yet its work advances the kernel's channel counters, so every
 // later channel report of its communicator comes early (src/enqueue.cc addP2pToPlan,
-// src/device/common.h, src/proxy.cc incWorkCounter, by reading). ncclAllToAll always has one,
+// src/device/common.h, src/proxy.cc incWorkCounter, by reading). ncclAlltoAll always has one,
 // ncclGather/ncclScatter at the root. From the first one on, the communicator's operations are
 // not trusted: they keep their completion marks.
 #include <nccl.h>
