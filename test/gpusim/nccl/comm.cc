@@ -271,6 +271,7 @@ ncclResult_t Comm::AdvanceJoin() {
     member_pidns_.push_back(peer->pidns);
   }
   link_ = LinkFor(nodes, globals);
+  InitProfiler(nodes);
   for (int r = 0; r < nranks_; ++r) {
     size_t i = static_cast<size_t>(r), me = static_cast<size_t>(rank_);
     peer_links_.push_back(LinkFor({nodes[me], nodes[i]}, {globals[me], globals[i]}));
@@ -285,6 +286,26 @@ ncclResult_t Comm::AdvanceJoin() {
   Debug("nccl: rank %d of %d ready (global rank %d, communicator #%d, %s)", rank_, nranks_,
         global_rank_, creation_index_, segment_->name().c_str());
   return ncclSuccess;
+}
+
+// NCCL 2.28.9 src/init.cc initTransportsRank -> ncclProfilerPluginInit, once per communicator
+// during its initialisation. commId: NCCL's commHash, a hash of the unique id for a root
+// communicator and of (parent hash, split count, color) for a child; ours is a hash of the key,
+// which is derived the same way (the unique id's random bytes, or DeriveKey).
+void Comm::InitProfiler(const std::vector<int>& nodes) {
+  Hasher h(0x70726f66);  // "prof"
+  h.Add(key_.bytes, sizeof(key_.bytes));
+  std::vector<int> distinct(nodes);
+  std::sort(distinct.begin(), distinct.end());
+  int nnodes = static_cast<int>(std::unique(distinct.begin(), distinct.end()) - distinct.begin());
+  profiler_ = ProfilerComm::Init(h.Finish(), options_.has_name ? options_.name.c_str() : nullptr,
+                                 nnodes, nranks_, rank_);
+  profiler_raw_.store(profiler_.get(), std::memory_order_release);
+}
+
+void Comm::FinalizeProfiler() {
+  ProfilerComm* p = profiler();
+  if (p != nullptr) p->Finalize();
 }
 
 ncclResult_t Comm::TryAdvance() {

@@ -26,6 +26,7 @@
 
 #include "test/gpusim/nccl/datatypes.h"
 #include "test/gpusim/nccl/model.h"
+#include "test/gpusim/nccl/profiler_plugin.h"
 #include "test/gpusim/nccl/shm.h"
 
 // A registered buffer or window. nccl.h names only the window type; buffer handles are the same
@@ -65,6 +66,8 @@ struct PreMulSum {
 struct CommOptions {
   bool blocking = true;
   int cuda_dev = 0;
+  bool has_name = false;  // ncclConfig_t::commName was given
+  std::string name;
 };
 
 class Comm : public std::enable_shared_from_this<Comm> {
@@ -150,6 +153,11 @@ class Comm : public std::enable_shared_from_this<Comm> {
   // Called by tasks while they wait: notices peers whose process has exited.
   void CheckPeersAlive();
 
+  // The profiler plugin's state for this communicator (profiler_plugin.h), made when it becomes
+  // ready; nullptr without a plugin. FinalizeProfiler: ncclCommDestroy / ncclCommAbort.
+  ProfilerComm* profiler() const { return profiler_raw_.load(std::memory_order_acquire); }
+  void FinalizeProfiler();
+
  private:
   Comm(const CommOptions& options, int global_rank, bool counts_as_communicator);
   ncclResult_t Fail(const std::string& message, ncclResult_t code);
@@ -157,6 +165,7 @@ class Comm : public std::enable_shared_from_this<Comm> {
   ncclResult_t AdvanceExchange();  // kExchanging -> kJoining
   ncclResult_t AdvanceJoin();      // kJoining -> kReady
   void PublishSplit(Comm& parent, int color, int key);
+  void InitProfiler(const std::vector<int>& nodes);  // mu_ held
 
   const CommOptions options_;
   const int global_rank_;
@@ -179,6 +188,9 @@ class Comm : public std::enable_shared_from_this<Comm> {
   std::vector<Link> peer_links_;
   std::vector<int> member_pids_;
   std::vector<uint64_t> member_pidns_;
+
+  std::shared_ptr<ProfilerComm> profiler_;
+  std::atomic<ProfilerComm*> profiler_raw_{nullptr};
 
   std::atomic<ncclResult_t> async_error_{ncclSuccess};
   std::atomic<bool> aborted_{false};

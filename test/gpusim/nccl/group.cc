@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "test/gpusim/nccl/backoff.h"
+#include "test/gpusim/nccl/profiler_events.h"
 
 namespace xtsim {
 namespace nccl {
@@ -60,6 +61,8 @@ ncclResult_t CompleteCreations(std::vector<std::shared_ptr<Comm>> pending,
 
 bool InGroup() { return t_group.depth > 0; }
 
+int GroupDepth() { return t_group.depth; }
+
 void GroupStart() { ++t_group.depth; }
 
 void DeferOp(Op op) { t_group.ops.push_back(std::move(op)); }
@@ -72,12 +75,9 @@ void RecordGroupError(ncclResult_t error, const std::string& message) {
   t_group.error_message = message;
 }
 
-ncclResult_t GroupEnd(ncclSimInfo_t* sim_info, std::string* error) {
-  if (t_group.depth == 0) {
-    *error = "ncclGroupEnd without a matching ncclGroupStart";
-    return ncclInvalidUsage;
-  }
-  if (--t_group.depth > 0) return ncclSuccess;
+namespace {
+
+ncclResult_t EndOutermost(ncclSimInfo_t* sim_info, std::string* error) {
   GroupState group = std::move(t_group);
   t_group = GroupState{};
   ncclResult_t created = CompleteCreations(std::move(group.creations), group.ops, error);
@@ -101,6 +101,20 @@ ncclResult_t GroupEnd(ncclSimInfo_t* sim_info, std::string* error) {
   }
   ncclResult_t launched = Launch(std::move(group.ops), error);
   return launched != ncclSuccess ? launched : created;
+}
+
+}  // namespace
+
+ncclResult_t GroupEnd(ncclSimInfo_t* sim_info, std::string* error) {
+  if (t_group.depth == 0) {
+    *error = "ncclGroupEnd without a matching ncclGroupStart";
+    ProfGroupEndExit();
+    return ncclInvalidUsage;
+  }
+  ProfGroupEndEnter();
+  ncclResult_t r = --t_group.depth > 0 ? ncclSuccess : EndOutermost(sim_info, error);
+  ProfGroupEndExit();
+  return r;
 }
 
 }  // namespace nccl

@@ -21,9 +21,13 @@ namespace xtsim {
 namespace nccl {
 
 bool InGroup();
+// The calling thread's ncclGroupStart nesting depth (0 outside a group).
+int GroupDepth();
 void GroupStart();
 // Ends a group level. At the outermost level completes creations and launches (or, with
-// `sim_info`, only estimates) the operations. *error is set when the result is an error.
+// `sim_info`, only estimates) the operations. *error is set when the result is an error. The
+// profiler's group-API events frame it as NCCL 2.28.9's ncclGroupEndInternal (profiler_events.h);
+// ncclGroupSimulateEnd launches nothing, so it makes no launch or kernel-channel events.
 ncclResult_t GroupEnd(ncclSimInfo_t* sim_info, std::string* error);
 
 // Inside a group: keep an operation / a creation for GroupEnd, or remember an error.

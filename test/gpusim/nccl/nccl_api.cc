@@ -23,6 +23,7 @@
 #include "test/gpusim/nccl/faults.h"
 #include "test/gpusim/nccl/group.h"
 #include "test/gpusim/nccl/ops.h"
+#include "test/gpusim/nccl/profiler_events.h"
 #include "test/gpusim/nccl/shm.h"
 #include "test/gpusim/sim_api_client.h"
 
@@ -188,22 +189,17 @@ ncclResult_t ResolveReduction(ncclRedOp_t op, ncclDataType_t type, const Comm& c
   return ncclSuccess;
 }
 
-// Everything every operation call does: checks, fault knobs, then launch or defer.
-ncclResult_t Issue(OpKind kind, const void* sendbuff, void* recvbuff, size_t count,
-                   ncclDataType_t datatype, ncclRedOp_t redop, int peer, ncclComm_t handle,
-                   cudaStream_t stream) {
+// The checks and fault knobs of an operation call; on success `op` is ready to defer or launch.
+ncclResult_t Prepare(OpKind kind, ncclRedOp_t redop, Comm* c, Op* op) {
   const OpSpec& spec = SpecOf(kind);
   const char* fn = spec.name;
-  ncclResult_t result = ncclSuccess;
-  Comm* c = GetUsableComm(handle, fn, &result);
-  if (c == nullptr) return result;
-  CHECK_ARG(KernelsFor(datatype) != nullptr, "%s: invalid datatype %d", fn,
-            static_cast<int>(datatype));
-  Op op{kind, handle->impl, sendbuff, recvbuff, count, datatype, Reduction{}, peer, stream};
+  CHECK_ARG(KernelsFor(op->datatype) != nullptr, "%s: invalid datatype %d", fn,
+            static_cast<int>(op->datatype));
   if (spec.reduces) {
-    ncclResult_t r = ResolveReduction(redop, datatype, *c, fn, &op.reduction);
+    ncclResult_t r = ResolveReduction(redop, op->datatype, *c, fn, &op->reduction);
     if (r != ncclSuccess) return r;
   }
+  int peer = op->peer;
   if (spec.rooted || spec.p2p) {
     CHECK_ARG(peer >= 0 && peer < c->nranks(), "%s: invalid %s %d (nranks %d)", fn,
               spec.p2p ? "peer" : "root", peer, c->nranks());
@@ -211,12 +207,12 @@ ncclResult_t Issue(OpKind kind, const void* sendbuff, void* recvbuff, size_t cou
   bool sends = kind == OpKind::kSend || (!spec.p2p && (!spec.root_sends_only || c->rank() == peer));
   bool receives =
       kind == OpKind::kRecv || (!spec.p2p && (!spec.root_recvs_only || c->rank() == peer));
-  CHECK_ARG(count == 0 || !sends || sendbuff != nullptr, "%s: sendbuff is NULL", fn);
-  CHECK_ARG(count == 0 || !receives || recvbuff != nullptr, "%s: recvbuff is NULL", fn);
-  cudaError_t stream_ok = Runtime().stream_check(stream, nullptr);
+  CHECK_ARG(op->count == 0 || !sends || op->sendbuff != nullptr, "%s: sendbuff is NULL", fn);
+  CHECK_ARG(op->count == 0 || !receives || op->recvbuff != nullptr, "%s: recvbuff is NULL", fn);
+  cudaError_t stream_ok = Runtime().stream_check(op->stream, nullptr);
   if (stream_ok != cudaSuccess) {
     return Error(ncclUnhandledCudaError, "%s: invalid stream %p (CUDA error %d)", fn,
-                 static_cast<void*>(stream), static_cast<int>(stream_ok));
+                 static_cast<void*>(op->stream), static_cast<int>(stream_ok));
   }
   if (!spec.p2p) {
     ncclResult_t injected =
@@ -226,15 +222,45 @@ ncclResult_t Issue(OpKind kind, const void* sendbuff, void* recvbuff, size_t cou
       return Error(injected, "%s: error injected by XTIMER_SIM_NCCL_ERROR", fn);
     }
   }
-  if (InGroup()) {
+  return ncclSuccess;
+}
+
+static_assert(static_cast<int>(ProfFunc::kRecv) == static_cast<int>(OpKind::kRecv),
+              "ProfFunc follows OpKind");
+
+// The profiler's API events for a prepared operation (NCCL 2.28.9 src/enqueue.cc taskAppend).
+void AppendProfilerTasks(Comm* c, Op* op) {
+  ProfilerComm* pc = c->profiler();
+  if (pc == nullptr) return;
+  ProfCall call{static_cast<ProfFunc>(op->kind), op->sendbuff, op->recvbuff, op->count,
+                op->datatype, op->peer, c->nranks(), c->rank(), op->stream, false};
+  op->prof = ProfApiAppend(pc, call, GroupDepth() + 1);
+}
+
+// Everything every operation call does, framed as NCCL's ncclEnqueueCheck (an implicit group
+// around the call): checks, fault knobs, then defer (in a group) or launch.
+ncclResult_t Issue(OpKind kind, const void* sendbuff, void* recvbuff, size_t count,
+                   ncclDataType_t datatype, ncclRedOp_t redop, int peer, ncclComm_t handle,
+                   cudaStream_t stream) {
+  ncclResult_t result = ncclSuccess;
+  Comm* c = GetUsableComm(handle, SpecOf(kind).name, &result);
+  if (c == nullptr) return result;
+  ProfApiEnter();
+  Op op{kind, handle->impl, sendbuff, recvbuff, count, datatype, Reduction{}, peer, stream, {}};
+  ncclResult_t r = Prepare(kind, redop, c, &op);
+  if (r == ncclSuccess) AppendProfilerTasks(c, &op);
+  ProfGroupEndEnter();
+  if (r == ncclSuccess && InGroup()) {
     DeferOp(std::move(op));
-    return ncclSuccess;
+  } else if (r == ncclSuccess) {
+    std::vector<Op> ops;
+    ops.push_back(std::move(op));
+    std::string error;
+    r = Launch(std::move(ops), &error);
+    if (r != ncclSuccess) r = ErrorMessage(r, error);
   }
-  std::vector<Op> ops;
-  ops.push_back(std::move(op));
-  std::string error;
-  ncclResult_t r = Launch(std::move(ops), &error);
-  return r == ncclSuccess ? r : ErrorMessage(r, error);
+  ProfGroupEndExit();
+  return r;
 }
 
 // Reads a config field only when the caller's (possibly older, smaller) struct has it.
@@ -277,6 +303,11 @@ ncclResult_t ParseConfig(const ncclConfig_t* config, const CommOptions& defaults
     CHECK_ARG(UndefOrIn(v, f.lo, f.hi), "%s: invalid config %s value %d", fn, f.name, v);
   }
   if (config->blocking != NCCL_CONFIG_UNDEF_INT) out->blocking = config->blocking != 0;
+  if (CONFIG_HAS(config, commName) && config->commName != nullptr &&
+      config->commName != NCCL_CONFIG_UNDEF_PTR) {
+    out->has_name = true;  // handed to the profiler plugin's init()
+    out->name = config->commName;
+  }
   if (CONFIG_HAS(config, maxCTAs) && config->minCTAs != NCCL_CONFIG_UNDEF_INT &&
       config->maxCTAs != NCCL_CONFIG_UNDEF_INT) {
     CHECK_ARG(config->minCTAs <= config->maxCTAs, "%s: config minCTAs %d exceeds maxCTAs %d", fn,
@@ -544,6 +575,7 @@ NCCL_API(ncclResult_t, ncclCommDestroy, ncclComm_t comm) {
   ncclResult_t result = ncclSuccess;
   if (GetComm(comm, "ncclCommDestroy", &result) == nullptr) return result;
   // Queued and captured operations keep the implementation (and the shared memory) alive.
+  comm->impl->FinalizeProfiler();
   xtsim::nccl::DeleteHandle(comm);
   return ncclSuccess;
 }
@@ -554,6 +586,7 @@ NCCL_API(ncclResult_t, ncclCommAbort, ncclComm_t comm) {
   Comm* c = GetComm(comm, "ncclCommAbort", &result);
   if (c == nullptr) return result;
   c->Abort();
+  c->FinalizeProfiler();
   xtsim::nccl::DeleteHandle(comm);
   return ncclSuccess;
 }

@@ -10,6 +10,7 @@
 #include "test/gpusim/common/sim_env.h"
 #include "test/gpusim/nccl/backoff.h"
 #include "test/gpusim/nccl/faults.h"
+#include "test/gpusim/nccl/profiler_events.h"
 #include "test/gpusim/sim_api_client.h"
 
 namespace xtsim {
@@ -493,6 +494,15 @@ class GroupLaunch {
  public:
   GroupLaunch(std::vector<Op> ops, int streams) : ops_(std::move(ops)), expected_(streams) {}
 
+  // The profiled plans of the launch, one per communicator with profiled tasks (set before the
+  // tasks are enqueued).
+  struct Plan {
+    std::shared_ptr<ProfPlan> prof;
+    Comm* comm;
+    cudaStream_t stream;  // the stream of its first operation (NCCL's launch stream)
+  };
+  std::vector<Plan> plans;
+
   int64_t Run(int64_t start_ns) {
     std::unique_lock<std::mutex> lock(mu_);
     uint64_t generation = generation_;
@@ -504,7 +514,11 @@ class GroupLaunch {
     if (cancelled_) return start_ns;
     int64_t start = latest_start_ns_;
     lock.unlock();
+    for (const Plan& p : plans) p.prof->comm->KernelStarted(p.prof, start);
     int64_t end = RunOps(ops_, start);
+    // The results are in place: the proxy may report the channels' ends once the GPU clock
+    // reaches `end` (when the stream's later work may start).
+    for (const Plan& p : plans) p.prof->comm->KernelEnded(p.prof, end, !p.comm->aborted());
     lock.lock();
     last_end_ns_ = end;
     arrived_ = 0;
@@ -547,6 +561,44 @@ void ReleaseStreamTask(void* ctx) { delete static_cast<StreamTask*>(ctx); }
 
 const OpSpec& SpecOf(OpKind kind) { return kSpecs[static_cast<size_t>(kind)]; }
 
+namespace {
+
+ncclResult_t EnqueueAll(const std::shared_ptr<GroupLaunch>& launch,
+                        const std::vector<cudaStream_t>& streams, const char* name,
+                        std::string* error) {
+  for (cudaStream_t stream : streams) {
+    auto* task = new StreamTask{launch};
+    cudaError_t err = Runtime().enqueue_task(stream, name, RunStreamTask, ReleaseStreamTask, task);
+    if (err != cudaSuccess) {
+      launch->Cancel();
+      *error = std::string(name) + ": enqueueing on stream failed with CUDA error " +
+               std::to_string(err);
+      return ncclUnhandledCudaError;
+    }
+  }
+  return ncclSuccess;
+}
+
+// One plan per communicator whose operations have profiled tasks, in the order of first use.
+std::vector<GroupLaunch::Plan> ProfPlans(std::vector<Op>& ops) {
+  std::vector<GroupLaunch::Plan> plans;
+  for (Op& op : ops) {
+    ProfilerComm* pc = op.comm->profiler();
+    if (pc == nullptr || op.prof.empty()) continue;
+    auto it = std::find_if(plans.begin(), plans.end(),
+                           [&](const GroupLaunch::Plan& p) { return p.comm == op.comm.get(); });
+    if (it == plans.end()) {
+      auto prof = std::make_shared<ProfPlan>();
+      prof->comm = pc;
+      it = plans.insert(plans.end(), GroupLaunch::Plan{prof, op.comm.get(), op.stream});
+    }
+    for (ProfTask& t : op.prof) it->prof->tasks.push_back(t);
+  }
+  return plans;
+}
+
+}  // namespace
+
 ncclResult_t Launch(std::vector<Op> ops, std::string* error) {
   if (ops.empty()) return ncclSuccess;
   ChargeCall(CallCost::kLaunch);  // the group's kernel launch (call_cost.h)
@@ -561,16 +613,19 @@ ncclResult_t Launch(std::vector<Op> ops, std::string* error) {
   for (const Op& op : ops) {
     if (op.kind != ops.front().kind) name = "ncclGroup";
   }
+  std::vector<GroupLaunch::Plan> plans = ProfPlans(ops);
   auto launch = std::make_shared<GroupLaunch>(std::move(ops), static_cast<int>(streams.size()));
-  for (cudaStream_t stream : streams) {
-    auto* task = new StreamTask{launch};
-    cudaError_t err = Runtime().enqueue_task(stream, name, RunStreamTask, ReleaseStreamTask, task);
-    if (err != cudaSuccess) {
-      launch->Cancel();
-      *error = std::string(name) + ": enqueueing on stream failed with CUDA error " +
-               std::to_string(err);
-      return ncclUnhandledCudaError;
-    }
+  launch->plans = plans;
+  if (plans.empty()) return EnqueueAll(launch, streams, name, error);
+  // NCCL 2.28.9 src/group.cc doLaunches, per communicator: ncclLaunchKernel (the KernelLaunch
+  // event around the launch; gpusim enqueues the whole group inside the first one), then
+  // ncclLaunchKernelAfter_NoCuda -> hostStreamPlanTask.
+  for (size_t i = 0; i < plans.size(); ++i) {
+    ProfKernelLaunchStart(*plans[i].prof, plans[i].stream);
+    ncclResult_t r = i == 0 ? EnqueueAll(launch, streams, name, error) : ncclSuccess;
+    ProfKernelLaunchStop(*plans[i].prof);
+    if (r != ncclSuccess) return r;
+    ProfPlanTask(plans[i].prof, false);
   }
   return ncclSuccess;
 }

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "test/gpusim/nccl/comm.h"
+#include "test/gpusim/nccl/profiler_plugin.h"
 
 namespace xtsim {
 namespace nccl {
@@ -80,6 +81,7 @@ struct Op {
   Reduction reduction;
   int peer;  // the root of rooted collectives, the peer of send/recv
   cudaStream_t stream;
+  std::vector<ProfTask> prof;  // what the profiler plugin sees of it (profiler_events.h)
 };
 
 // Enqueues `ops` (in call order) on their streams as one launch. On failure returns the error and
