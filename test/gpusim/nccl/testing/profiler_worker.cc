@@ -10,7 +10,8 @@
 //   group      one group of AllReduce, AllGather and Broadcast (root 0)
 //   sendrecv   one group of Send and Recv with the next and previous rank
 //   empty      an AllReduce of count 0, then a group of Send and Recv of count 0
-//   simulate   a group of one AllReduce ended with ncclGroupSimulateEnd, then ncclGroupEnd
+//   simulate   a group of one AllReduce ended with ncclGroupSimulateEnd
+//   repeat     ungrouped: AllReduce, AllGather, AllReduce
 //   abort      one AllReduce, then ncclCommAbort
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
@@ -102,6 +103,10 @@ void RunRank(const std::string& scenario, int rank, int nranks, const ncclUnique
     CHECK_NCCL(rank, ncclSend(send, 0, ncclFloat32, next, comm, stream));
     CHECK_NCCL(rank, ncclRecv(recv, 0, ncclFloat32, prev, comm, stream));
     CHECK_NCCL(rank, ncclGroupEnd());
+  } else if (scenario == "repeat") {
+    CHECK_NCCL(rank, ncclAllReduce(send, recv, kCount, ncclFloat32, ncclSum, comm, stream));
+    CHECK_NCCL(rank, ncclAllGather(send, recv, kCount, ncclFloat32, comm, stream));
+    CHECK_NCCL(rank, ncclAllReduce(send, recv, kCount, ncclFloat32, ncclSum, comm, stream));
   } else if (scenario == "simulate") {
     ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
     CHECK_NCCL(rank, ncclGroupStart());
