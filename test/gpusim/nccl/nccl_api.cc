@@ -193,8 +193,6 @@ ncclResult_t ResolveReduction(ncclRedOp_t op, ncclDataType_t type, const Comm& c
 ncclResult_t Prepare(OpKind kind, ncclRedOp_t redop, Comm* c, Op* op) {
   const OpSpec& spec = SpecOf(kind);
   const char* fn = spec.name;
-  CHECK_ARG(KernelsFor(op->datatype) != nullptr, "%s: invalid datatype %d", fn,
-            static_cast<int>(op->datatype));
   if (spec.reduces) {
     ncclResult_t r = ResolveReduction(redop, op->datatype, *c, fn, &op->reduction);
     if (r != ncclSuccess) return r;
@@ -246,8 +244,14 @@ ncclResult_t Issue(OpKind kind, const void* sendbuff, void* recvbuff, size_t cou
   Comm* c = GetUsableComm(handle, SpecOf(kind).name, &result);
   if (c == nullptr) return result;
   ProfApiEnter();
-  Op op{kind, handle->impl, sendbuff, recvbuff, count, datatype, Reduction{}, peer, stream, {}};
-  ncclResult_t r = Prepare(kind, redop, c, &op);
+  ncclResult_t r = KernelsFor(datatype) != nullptr
+                       ? ncclSuccess
+                       : Error(ncclInvalidArgument, "%s: invalid datatype %d", SpecOf(kind).name,
+                               static_cast<int>(datatype));
+  // An invalid datatype is never stored in an enum (UBSan).
+  Op op{kind,   handle->impl, sendbuff, recvbuff, count, r == ncclSuccess ? datatype : ncclInt8,
+        Reduction{}, peer, stream, {}};
+  if (r == ncclSuccess) r = Prepare(kind, redop, c, &op);
   if (r == ncclSuccess) AppendProfilerTasks(c, &op);
   ProfGroupEndEnter();
   if (r == ncclSuccess && InGroup()) {

@@ -173,7 +173,11 @@ Record RunWorker(const std::string& scenario, int nranks, const Env& env) {
   return run;
 }
 
-Env ByPath() { return {{"NCCL_PROFILER_PLUGIN", Runfile("testing/libnccl-profiler-xtsimtest.so")}}; }
+// The plugin by path, reading each task's buffer when a kernel channel stops.
+Env ByPath() {
+  return {{"NCCL_PROFILER_PLUGIN", Runfile("testing/libnccl-profiler-xtsimtest.so")},
+          {"XTSIM_TEST_PROFILER_READ", "1"}};
+}
 
 // --- Loading ---------------------------------------------------------------------------------
 
@@ -375,7 +379,9 @@ TEST(ProfilerEventTest, SendRecv) {
 }
 
 TEST(ProfilerEventTest, SequenceNumbersArePerFunction) {
-  Record run = RunWorker("repeat", 2, ByPath());
+  Env env = ByPath();
+  env.erase("XTSIM_TEST_PROFILER_READ");  // later operations write the buffers
+  Record run = RunWorker("repeat", 2, env);
   for (long tid : run.AppTids()) {
     std::vector<std::string> seen;
     for (const Line* c : StartsOn(run, "Coll", tid)) {

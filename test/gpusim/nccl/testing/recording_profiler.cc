@@ -7,10 +7,12 @@
 //   stop id=E tid=T [first=V: for a kernel channel, the first float of its parent's recvBuff]
 //   finalize ctx=C tid=T
 //
-// Event and context ids are 1, 2, ... (parent=0: no parent or not one of ours). Events are never
-// freed, so a parent stays readable after its stop, as a plugin must keep it.
+// Event and context ids are 1, 2, ... (parent=0: no parent or not one of ours). Events are kept
+// until the library is unloaded, so a parent stays readable after its stop, as a plugin must keep
+// it for its kernel channels.
 //   XTSIM_TEST_PROFILER_MASK: the activation mask it sets (default: the API, launch, group, task
-//     and kernel-channel events); XTSIM_TEST_PROFILER_INIT_FAIL=1: init() fails (no context).
+//     and kernel-channel events); XTSIM_TEST_PROFILER_INIT_FAIL=1: init() fails (no context);
+//     XTSIM_TEST_PROFILER_READ=1: read `first` (only where no later operation writes the buffer).
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -35,9 +37,10 @@ struct Event {
   const char* datatype;
 };
 
+// Events and contexts live until the library is unloaded (after the last finalize()).
 std::mutex g_mu;
-std::deque<Event>* g_events = new std::deque<Event>;  // never freed: handles stay valid
-std::deque<int>* g_contexts = new std::deque<int>;
+std::deque<Event> g_events;
+std::deque<int> g_contexts;
 int g_fd = -1;
 
 long Tid() { return syscall(SYS_gettid); }
@@ -140,9 +143,9 @@ ncclResult_t Init(void** context, uint64_t comm_id, int* mask, const char* name,
   int id;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    g_contexts->push_back(static_cast<int>(g_contexts->size()) + 1);
-    id = g_contexts->back();
-    *context = &g_contexts->back();
+    g_contexts.push_back(static_cast<int>(g_contexts.size()) + 1);
+    id = g_contexts.back();
+    *context = &g_contexts.back();
   }
   if (logfn != nullptr) logfn(3, 1, __FILE__, __LINE__, "recording profiler: context %d", id);
   Log("init ctx=%d commId=%llx name=%s nNodes=%d nranks=%d rank=%d mask=%d tid=%ld", id,
@@ -155,9 +158,9 @@ ncclResult_t StartEvent(void* context, void** handle, ncclProfilerEventDescr_v5_
   Event* e;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    g_events->push_back(Event{static_cast<int>(g_events->size()) + 1, d->type, parent, nullptr,
+    g_events.push_back(Event{static_cast<int>(g_events.size()) + 1, d->type, parent, nullptr,
                               nullptr});
-    e = &g_events->back();
+    e = &g_events.back();
   }
   if (d->type == ncclProfileColl) {
     e->recvbuff = d->coll.recvBuff;
@@ -175,7 +178,8 @@ ncclResult_t StartEvent(void* context, void** handle, ncclProfilerEventDescr_v5_
 ncclResult_t StopEvent(void* handle) {
   const Event* e = static_cast<const Event*>(handle);
   const Event* p = e->parent;
-  if (e->type == ncclProfileKernelCh && p != nullptr && p->recvbuff != nullptr &&
+  if (getenv("XTSIM_TEST_PROFILER_READ") != nullptr && e->type == ncclProfileKernelCh &&
+      p != nullptr && p->recvbuff != nullptr &&
       p->datatype != nullptr && strcmp(p->datatype, "ncclFloat32") == 0) {
     float first;
     memcpy(&first, p->recvbuff, sizeof(first));
