@@ -71,6 +71,10 @@ typedef struct XtsimApi {
   // Device memory as cudaMalloc/cudaFree give it, without touching the last error.
   cudaError_t (*device_malloc)(void** ptr, size_t size);
   cudaError_t (*device_free)(void* ptr);
+
+  // 1 when `stream` is being captured into a graph (cudaStreamCaptureStatusActive), else 0;
+  // touches no last error. NULL in a table whose struct_size does not cover it.
+  int (*stream_capturing)(cudaStream_t stream);
 } XtsimApi;
 
 // Returns the table when the runtime speaks `version`, else NULL.

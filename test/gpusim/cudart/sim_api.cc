@@ -51,9 +51,14 @@ cudaError_t DeviceFree(void* ptr) {
   return FreeAllocation(ptr, KindBit(MemKind::kDevice) | KindBit(MemKind::kManaged));
 }
 
+int StreamCapturing(cudaStream_t stream) {
+  Stream* s = Engine::Get().Resolve(stream, false);
+  return s != nullptr && s->CaptureStatus(nullptr) == cudaStreamCaptureStatusActive ? 1 : 0;
+}
+
 const XtsimApi kApi = {
-    XTSIM_API_VERSION, sizeof(XtsimApi), NowNs,       StreamCheck, CurrentDevice,
-    EnqueueBusy,       EnqueueTask,      DeviceMalloc, DeviceFree,
+    XTSIM_API_VERSION, sizeof(XtsimApi), NowNs,        StreamCheck, CurrentDevice,
+    EnqueueBusy,       EnqueueTask,      DeviceMalloc, DeviceFree,  StreamCapturing,
 };
 
 }  // namespace

@@ -231,7 +231,8 @@ void AppendProfilerTasks(Comm* c, Op* op) {
   ProfilerComm* pc = c->profiler();
   if (pc == nullptr) return;
   ProfCall call{static_cast<ProfFunc>(op->kind), op->sendbuff, op->recvbuff, op->count,
-                op->datatype, op->peer, c->nranks(), c->rank(), op->stream, false};
+                op->datatype, op->peer, c->nranks(), c->rank(), op->stream,
+                StreamCapturing(op->stream)};
   op->prof = ProfApiAppend(pc, call, GroupDepth() + 1);
 }
 

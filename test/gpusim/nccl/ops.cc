@@ -500,6 +500,7 @@ class GroupLaunch {
     std::shared_ptr<ProfPlan> prof;
     Comm* comm;
     cudaStream_t stream;  // the stream of its first operation (NCCL's launch stream)
+    bool replayed;        // captured: task events at each graph launch (ProfReplayed)
   };
   std::vector<Plan> plans;
 
@@ -514,11 +515,13 @@ class GroupLaunch {
     if (cancelled_) return start_ns;
     int64_t start = latest_start_ns_;
     lock.unlock();
-    for (const Plan& p : plans) p.prof->comm->KernelStarted(p.prof, start);
+    std::vector<std::shared_ptr<ProfPlan>> profs = StartPlans(start);
     int64_t end = RunOps(ops_, start);
     // The results are in place: the proxy may report the channels' ends once the GPU clock
     // reaches `end` (when the stream's later work may start).
-    for (const Plan& p : plans) p.prof->comm->KernelEnded(p.prof, end, !p.comm->aborted());
+    for (size_t i = 0; i < plans.size(); ++i) {
+      profs[i]->comm->KernelEnded(profs[i], end, !plans[i].comm->aborted());
+    }
     lock.lock();
     last_end_ns_ = end;
     arrived_ = 0;
@@ -526,6 +529,18 @@ class GroupLaunch {
     ++generation_;
     cv_.notify_all();
     return end;
+  }
+
+  // The plans as this run of the kernel reports them: a replayed plan's task events first (on
+  // the stream's thread, standing in for CUDA's host-function thread), then every plan's start.
+  std::vector<std::shared_ptr<ProfPlan>> StartPlans(int64_t start_ns) {
+    std::vector<std::shared_ptr<ProfPlan>> profs;
+    for (const Plan& p : plans) {
+      profs.push_back(p.replayed ? ProfReplayCopy(*p.prof) : p.prof);
+      if (p.replayed) ProfPlanTask(profs.back(), true);
+      profs.back()->comm->KernelStarted(profs.back(), start_ns);
+    }
+    return profs;
   }
 
   // Not every stream got its task: those that did return without communicating.
@@ -590,7 +605,7 @@ std::vector<GroupLaunch::Plan> ProfPlans(std::vector<Op>& ops) {
     if (it == plans.end()) {
       auto prof = std::make_shared<ProfPlan>();
       prof->comm = pc;
-      it = plans.insert(plans.end(), GroupLaunch::Plan{prof, op.comm.get(), op.stream});
+      it = plans.insert(plans.end(), GroupLaunch::Plan{prof, op.comm.get(), op.stream, false});
     }
     for (ProfTask& t : op.prof) it->prof->tasks.push_back(t);
   }
@@ -614,6 +629,8 @@ ncclResult_t Launch(std::vector<Op> ops, std::string* error) {
     if (op.kind != ops.front().kind) name = "ncclGroup";
   }
   std::vector<GroupLaunch::Plan> plans = ProfPlans(ops);
+  const bool captured = !plans.empty() && StreamCapturing(streams.front());
+  for (GroupLaunch::Plan& p : plans) p.replayed = captured && ProfReplayed(*p.prof);
   auto launch = std::make_shared<GroupLaunch>(std::move(ops), static_cast<int>(streams.size()));
   launch->plans = plans;
   if (plans.empty()) return EnqueueAll(launch, streams, name, error);
@@ -625,7 +642,7 @@ ncclResult_t Launch(std::vector<Op> ops, std::string* error) {
     ncclResult_t r = i == 0 ? EnqueueAll(launch, streams, name, error) : ncclSuccess;
     ProfKernelLaunchStop(*plans[i].prof);
     if (r != ncclSuccess) return r;
-    ProfPlanTask(plans[i].prof, false);
+    if (!plans[i].replayed) ProfPlanTask(plans[i].prof, captured);
   }
   return ncclSuccess;
 }

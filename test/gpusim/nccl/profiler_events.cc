@@ -1,7 +1,10 @@
 #include "test/gpusim/nccl/profiler_events.h"
 
+#include <cstddef>
+
 #include "test/gpusim/common/sim_env.h"
 #include "test/gpusim/nccl/datatypes.h"
+#include "test/gpusim/sim_api_client.h"
 
 namespace xtsim {
 namespace nccl {
@@ -164,6 +167,27 @@ uint8_t ProfChannels() {
     return static_cast<uint8_t>(v);
   }();
   return n;
+}
+
+bool StreamCapturing(cudaStream_t stream) {
+  const XtsimApi& rt = Runtime();
+  bool has = rt.struct_size >= offsetof(XtsimApi, stream_capturing) + sizeof(rt.stream_capturing);
+  return has && rt.stream_capturing != nullptr && rt.stream_capturing(stream) != 0;
+}
+
+bool ProfReplayed(const ProfPlan& plan) {
+  for (const ProfTask& t : plan.tasks) {
+    if ((t.mask & ncclProfileKernelCh) != 0) return true;  // ncclProfilerNeedsProxy
+  }
+  return false;
+}
+
+std::shared_ptr<ProfPlan> ProfReplayCopy(const ProfPlan& plan) {
+  auto copy = std::make_shared<ProfPlan>();
+  copy->comm = plan.comm;
+  copy->tasks = plan.tasks;
+  for (ProfTask& t : copy->tasks) t.event = nullptr;
+  return copy;
 }
 
 void ProfApiEnter() {

@@ -46,6 +46,18 @@ void ProfGroupEndExit();
 // The kernel-channel count of a task: XTIMER_SIM_NCCL_CHANNELS (default 2, 1..64).
 uint8_t ProfChannels();
 
+// Whether work enqueued on `stream` now is captured into a graph (NCCL 2.28.9 src/enqueue.cc
+// ncclPlannerSetCapturingGraph).
+bool StreamCapturing(cudaStream_t stream);
+
+// A plan captured into a graph whose tasks profile kernel channels: NCCL then makes its task
+// events at every graph launch, from a host function captured with the kernel (NCCL 2.28.9
+// src/enqueue.cc ncclLaunchPrepare -> cudaLaunchHostFunc(hostStreamPlanCallback)); without kernel
+// channels it has no proxy work and makes them once, at capture. ReplayCopy: the plan as a graph
+// launch starts it (same tasks and API handles, no events yet).
+bool ProfReplayed(const ProfPlan& plan);
+std::shared_ptr<ProfPlan> ProfReplayCopy(const ProfPlan& plan);
+
 // NCCL 2.28.9 src/enqueue.cc ncclLaunchKernel: the KernelLaunch event around the kernel launch.
 void ProfKernelLaunchStart(ProfPlan& plan, cudaStream_t stream);
 void ProfKernelLaunchStop(ProfPlan& plan);

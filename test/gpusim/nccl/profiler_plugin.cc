@@ -239,6 +239,7 @@ void ProfilerComm::Report(const Work& work) {
   if (p == nullptr) return;
   ProfPlan& plan = *work.plan;
   if (work.start) {
+    plan.channels.clear();  // a captured plan without replayed task events runs again
     for (const ProfTask& t : plan.tasks) {
       for (uint8_t ch = 0; ch < t.n_channels; ++ch) {
         void* handle = nullptr;

@@ -447,6 +447,48 @@ TEST(ProfilerEventTest, SimulatedGroupLaunchesNothing) {
   }
 }
 
+// With kernel channels, a captured plan makes its task events at every graph launch, off the
+// application thread, and counts them; the API and launch events come once, at capture.
+TEST(ProfilerEventTest, GraphReplaysReportEachLaunch) {
+  Env env = ByPath();
+  env.erase("XTSIM_TEST_PROFILER_READ");  // the second launch rewrites the buffer
+  Record run = RunWorker("graph", 2, env);
+  for (long tid : run.AppTids()) {
+    auto group_api = StartsOn(run, "GroupApi", tid);
+    auto coll_api = StartsOn(run, "CollApi", tid);
+    ASSERT_EQ(group_api.size(), 1u);
+    ASSERT_EQ(coll_api.size(), 1u);
+    EXPECT_EQ(group_api[0]->Int("captured"), 1);
+    EXPECT_EQ(coll_api[0]->Int("captured"), 1);
+    EXPECT_EQ(StartsOn(run, "KernelLaunch", tid).size(), 1u);
+    EXPECT_TRUE(StartsOn(run, "Coll", tid).empty());
+    std::vector<long> seqs;
+    for (const Line* c : run.Starts("Coll")) {
+      if (c->f.at("parent") != coll_api[0]->f.at("id")) continue;
+      EXPECT_EQ(run.AppTids().count(c->Int("tid")), 0u);
+      seqs.push_back(c->Int("seq"));
+      ExpectChannels(run, *c, 2, "");
+    }
+    EXPECT_EQ(seqs, (std::vector<long>{0, 1}));
+  }
+}
+
+// Without kernel channels a captured plan has no proxy work: its task events come once, at
+// capture, and do not advance the sequence number.
+TEST(ProfilerEventTest, GraphWithoutKernelChannelsReportsAtCapture) {
+  Env env = ByPath();
+  env.erase("XTSIM_TEST_PROFILER_READ");
+  env["XTSIM_TEST_PROFILER_MASK"] = std::to_string(ncclProfileCollApi | ncclProfileColl);
+  Record run = RunWorker("graph", 2, env);
+  for (long tid : run.AppTids()) {
+    auto colls = StartsOn(run, "Coll", tid);
+    ASSERT_EQ(colls.size(), 1u);
+    EXPECT_EQ(colls[0]->Int("seq"), 0);
+  }
+  EXPECT_EQ(run.Starts("Coll").size(), 2u);
+  EXPECT_TRUE(run.Starts("KernelCh").empty());
+}
+
 }  // namespace
 }  // namespace nccl
 }  // namespace xtsim

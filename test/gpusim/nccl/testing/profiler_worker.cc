@@ -12,6 +12,7 @@
 //   empty      an AllReduce of count 0, then a group of Send and Recv of count 0
 //   simulate   a group of one AllReduce ended with ncclGroupSimulateEnd
 //   repeat     ungrouped: AllReduce, AllGather, AllReduce
+//   graph      an AllReduce captured into a graph, launched twice
 //   abort      one AllReduce, then ncclCommAbort
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
@@ -107,6 +108,17 @@ void RunRank(const std::string& scenario, int rank, int nranks, const ncclUnique
     CHECK_NCCL(rank, ncclAllReduce(send, recv, kCount, ncclFloat32, ncclSum, comm, stream));
     CHECK_NCCL(rank, ncclAllGather(send, recv, kCount, ncclFloat32, comm, stream));
     CHECK_NCCL(rank, ncclAllReduce(send, recv, kCount, ncclFloat32, ncclSum, comm, stream));
+  } else if (scenario == "graph") {
+    cudaGraph_t graph;
+    cudaGraphExec_t exec;
+    cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+    CHECK_NCCL(rank, ncclAllReduce(send, recv, kCount, ncclFloat32, ncclSum, comm, stream));
+    cudaStreamEndCapture(stream, &graph);
+    cudaGraphInstantiate(&exec, graph, 0);
+    for (int i = 0; i < 2; ++i) cudaGraphLaunch(exec, stream);
+    cudaStreamSynchronize(stream);
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
   } else if (scenario == "simulate") {
     ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
     CHECK_NCCL(rank, ncclGroupStart());
