@@ -22,8 +22,8 @@ thread_local ApiState t_api;
 
 // The masks that gate each event (NCCL 2.28.9 src/plugin/profiler.cc): an event is made when
 // the mask has its own bit or the bit of an event it parents.
-constexpr int kBelowTask = ncclProfileProxyOp | ncclProfileProxyStep | ncclProfileKernelCh |
-                           ncclProfileNetPlugin;
+constexpr int kBelowTask =
+    ncclProfileProxyOp | ncclProfileProxyStep | ncclProfileKernelCh | ncclProfileNetPlugin;
 constexpr int kCollApiMask = ncclProfileCollApi | ncclProfileColl | kBelowTask;
 constexpr int kP2pApiMask = ncclProfileP2pApi | ncclProfileP2p | kBelowTask;
 constexpr int kGroupApiMask = ncclProfileGroupApi | ncclProfileCollApi | ncclProfileP2pApi |
@@ -38,25 +38,36 @@ constexpr int kGroupStartApiStop = 23;
 constexpr int kGroupEndApiStart = 24;
 
 // NCCL 2.28.9 src/collectives.cc ncclFuncToString, indexed by ProfFunc.
-const char* const kFuncNames[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast",
-                                  "Reduce",    "AlltoAll",  "Gather",        "Scatter",
-                                  "Send",      "Recv"};
+const char* const kFuncNames[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce",
+                                  "AlltoAll",  "Gather",    "Scatter",       "Send",      "Recv"};
 
 // NCCL 2.28.9 src/collectives.cc ncclDatatypeToString (which has no case for ncclUint8).
 const char* DatatypeName(ncclDataType_t t) {
   switch (t) {
-    case ncclInt8: return "ncclInt8";
-    case ncclInt32: return "ncclInt32";
-    case ncclUint32: return "ncclUint32";
-    case ncclInt64: return "ncclInt64";
-    case ncclUint64: return "ncclUint64";
-    case ncclFloat16: return "ncclFloat16";
-    case ncclFloat32: return "ncclFloat32";
-    case ncclFloat64: return "ncclFloat64";
-    case ncclBfloat16: return "ncclBfloat16";
-    case ncclFloat8e4m3: return "ncclFloat8e4m3";
-    case ncclFloat8e5m2: return "ncclFloat8e5m2";
-    default: return "Unknown";
+    case ncclInt8:
+      return "ncclInt8";
+    case ncclInt32:
+      return "ncclInt32";
+    case ncclUint32:
+      return "ncclUint32";
+    case ncclInt64:
+      return "ncclInt64";
+    case ncclUint64:
+      return "ncclUint64";
+    case ncclFloat16:
+      return "ncclFloat16";
+    case ncclFloat32:
+      return "ncclFloat32";
+    case ncclFloat64:
+      return "ncclFloat64";
+    case ncclBfloat16:
+      return "ncclBfloat16";
+    case ncclFloat8e4m3:
+      return "ncclFloat8e4m3";
+    case ncclFloat8e5m2:
+      return "ncclFloat8e5m2";
+    default:
+      return "Unknown";
   }
 }
 
@@ -210,22 +221,22 @@ std::vector<ProfTask> ProfApiAppend(ProfilerComm* comm, const ProfCall& call, in
   size_t block = call.count * KernelsFor(call.datatype)->size;
   if (call.func == ProfFunc::kAlltoAll) {
     for (int r = 0; r < call.nranks; ++r) {
-      tasks.push_back(AppendP2p(comm, call, group_depth, ProfFunc::kSend,
-                                Offset(call.sendbuff, r * block), r));
-      tasks.push_back(AppendP2p(comm, call, group_depth, ProfFunc::kRecv,
-                                Offset(call.recvbuff, r * block), r));
+      tasks.push_back(
+          AppendP2p(comm, call, group_depth, ProfFunc::kSend, Offset(call.sendbuff, r * block), r));
+      tasks.push_back(
+          AppendP2p(comm, call, group_depth, ProfFunc::kRecv, Offset(call.recvbuff, r * block), r));
     }
   } else if (call.func == ProfFunc::kGather) {
     tasks.push_back(AppendP2p(comm, call, group_depth, ProfFunc::kSend,
                               const_cast<void*>(call.sendbuff), call.root));
     for (int r = 0; call.rank == call.root && r < call.nranks; ++r) {
-      tasks.push_back(AppendP2p(comm, call, group_depth, ProfFunc::kRecv,
-                                Offset(call.recvbuff, r * block), r));
+      tasks.push_back(
+          AppendP2p(comm, call, group_depth, ProfFunc::kRecv, Offset(call.recvbuff, r * block), r));
     }
   } else if (call.func == ProfFunc::kScatter) {
     for (int r = 0; call.rank == call.root && r < call.nranks; ++r) {
-      tasks.push_back(AppendP2p(comm, call, group_depth, ProfFunc::kSend,
-                                Offset(call.sendbuff, r * block), r));
+      tasks.push_back(
+          AppendP2p(comm, call, group_depth, ProfFunc::kSend, Offset(call.sendbuff, r * block), r));
     }
     tasks.push_back(AppendP2p(comm, call, group_depth, ProfFunc::kRecv, call.recvbuff, call.root));
   } else {

@@ -230,10 +230,11 @@ void ProfilerComm::ProxyMain() {
   }
 }
 
-// NCCL 2.28.9 src/plugin/profiler.cc ncclProfilerStartKernelChEvent / ncclProfilerStopKernelChEvent:
-// a channel starts only when its task's mask has ncclProfileKernelCh (parent: the task's Coll or
-// P2p handle, rank left 0 as NCCL leaves it); its stop records ncclProfilerKernelChStop with the
-// end timer, then stops the event, and only for a non-null handle.
+// NCCL 2.28.9 src/plugin/profiler.cc ncclProfilerStartKernelChEvent /
+// ncclProfilerStopKernelChEvent: a channel starts only when its task's mask has ncclProfileKernelCh
+// (parent: the task's Coll or P2p handle, rank left 0 as NCCL leaves it); its stop records
+// ncclProfilerKernelChStop with the end timer, then stops the event, and only for a non-null
+// handle.
 void ProfilerComm::Report(const Work& work) {
   const ncclProfiler_v5_t* p = Profiler();
   if (p == nullptr) return;

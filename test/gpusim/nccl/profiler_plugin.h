@@ -36,8 +36,19 @@ int ProfilerEventMask();
 
 // NCCL's functions (ncclFunc_t), for names and per-function sequence numbers; in the order of
 // ops.h's OpKind.
-enum class ProfFunc { kAllReduce, kAllGather, kReduceScatter, kBroadcast, kReduce, kAlltoAll,
-                      kGather, kScatter, kSend, kRecv, kCount };
+enum class ProfFunc {
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kBroadcast,
+  kReduce,
+  kAlltoAll,
+  kGather,
+  kScatter,
+  kSend,
+  kRecv,
+  kCount
+};
 
 // One NCCL task (ncclTaskColl or ncclTaskP2p) as the profiler sees it.
 struct ProfTask {
@@ -47,8 +58,8 @@ struct ProfTask {
   void* recvbuff = nullptr;  // for p2p tasks: the buffer sent or received
   size_t count = 0;
   const char* datatype = "";
-  int root = 0;  // the root of a collective, the peer of a p2p task
-  int mask = 0;  // the activation mask when the call was made
+  int root = 0;               // the root of a collective, the peer of a p2p task
+  int mask = 0;               // the activation mask when the call was made
   void* group_api = nullptr;  // handles of the API events that were open at the call
   void* api = nullptr;        // its CollApi / P2pApi event
   void* event = nullptr;      // its Coll / P2p event (the kernel channels' parent)

@@ -1,11 +1,11 @@
 // The simulated NCCL's profiler-plugin support (docs/gpusim-nccl.md, "Profiler plugin"): real
 // processes (testing/profiler_worker, ranks as threads) load the recording plugin
 // (testing/recording_profiler.cc) as NCCL 2.28.9 would, and the calls it saw are checked.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <nccl.h>
 #include <signal.h>
 #include <spawn.h>
-#include <fcntl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,7 +35,8 @@ std::string Runfile(const std::string& path) {
   const char* srcdir = getenv("TEST_SRCDIR");
   const char* workspace = getenv("TEST_WORKSPACE");
   std::string p = "test/gpusim/nccl/" + path;
-  if (srcdir != nullptr && workspace != nullptr) p = std::string(srcdir) + "/" + workspace + "/" + p;
+  if (srcdir != nullptr && workspace != nullptr)
+    p = std::string(srcdir) + "/" + workspace + "/" + p;
   char real[4096];
   return realpath(p.c_str(), real) != nullptr ? real : p;
 }
@@ -201,7 +202,9 @@ void ExpectInitAndFinalize(const Record& run, int nranks) {
   EXPECT_EQ(finalized, contexts);
 }
 
-TEST(ProfilerLoadTest, PathIsOpenedAsGiven) { ExpectInitAndFinalize(RunWorker("none", 2, ByPath()), 2); }
+TEST(ProfilerLoadTest, PathIsOpenedAsGiven) {
+  ExpectInitAndFinalize(RunWorker("none", 2, ByPath()), 2);
+}
 
 TEST(ProfilerLoadTest, NameBecomesLibncclProfilerName) {
   Env env = {{"NCCL_PROFILER_PLUGIN", "xtsimtest"}, {"LD_LIBRARY_PATH", PluginDir()}};
@@ -237,7 +240,9 @@ TEST(ProfilerLoadTest, FailedInitIsLoggedAndNeverFinalized) {
   EXPECT_TRUE(run.Of("finalize").empty());
 }
 
-TEST(ProfilerLoadTest, AbortFinalizes) { ExpectInitAndFinalize(RunWorker("abort", 2, ByPath()), 2); }
+TEST(ProfilerLoadTest, AbortFinalizes) {
+  ExpectInitAndFinalize(RunWorker("abort", 2, ByPath()), 2);
+}
 
 // --- Events ----------------------------------------------------------------------------------
 
@@ -290,7 +295,7 @@ TEST(ProfilerEventTest, UngroupedAllReduce) {
   Record run = RunWorker("allreduce", 2, ByPath());
   ASSERT_EQ(run.AppTids().size(), 2u);
   const std::vector<std::string> expected = {
-      "start GroupApi", "record 23",         "start CollApi",     "stop CollApi",
+      "start GroupApi", "record 23",          "start CollApi",     "stop CollApi",
       "record 24",      "start KernelLaunch", "stop KernelLaunch", "start Group",
       "start Coll",     "stop Coll",          "stop Group",        "stop GroupApi"};
   for (long tid : run.AppTids()) {

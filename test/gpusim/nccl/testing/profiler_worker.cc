@@ -41,9 +41,9 @@ void Fail(int rank, const std::string& what) {
   ++g_failures;
 }
 
-#define CHECK_NCCL(rank, call)                                                        \
-  do {                                                                                \
-    ncclResult_t r_ = (call);                                                         \
+#define CHECK_NCCL(rank, call)                                                             \
+  do {                                                                                     \
+    ncclResult_t r_ = (call);                                                              \
     if (r_ != ncclSuccess) Fail(rank, std::string(#call) + ": " + ncclGetErrorString(r_)); \
   } while (0)
 

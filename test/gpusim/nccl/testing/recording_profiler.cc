@@ -71,15 +71,24 @@ const char* Str(const char* s) { return s != nullptr ? s : "(null)"; }
 
 const char* TypeName(uint64_t type) {
   switch (type) {
-    case ncclProfileGroup: return "Group";
-    case ncclProfileColl: return "Coll";
-    case ncclProfileP2p: return "P2p";
-    case ncclProfileKernelCh: return "KernelCh";
-    case ncclProfileGroupApi: return "GroupApi";
-    case ncclProfileCollApi: return "CollApi";
-    case ncclProfileP2pApi: return "P2pApi";
-    case ncclProfileKernelLaunch: return "KernelLaunch";
-    default: return "Other";
+    case ncclProfileGroup:
+      return "Group";
+    case ncclProfileColl:
+      return "Coll";
+    case ncclProfileP2p:
+      return "P2p";
+    case ncclProfileKernelCh:
+      return "KernelCh";
+    case ncclProfileGroupApi:
+      return "GroupApi";
+    case ncclProfileCollApi:
+      return "CollApi";
+    case ncclProfileP2pApi:
+      return "P2pApi";
+    case ncclProfileKernelLaunch:
+      return "KernelLaunch";
+    default:
+      return "Other";
   }
 }
 
@@ -114,9 +123,10 @@ std::string Fields(const ncclProfilerEventDescr_v5_t* d) {
                IdOf(d->coll.parentGroup));
       break;
     case ncclProfileP2p:
-      snprintf(buf, sizeof(buf), "rank=%d func=%s buff=%p count=%zu dtype=%s peer=%d nch=%d group=%d",
-               d->rank, Str(d->p2p.func), d->p2p.buff, d->p2p.count, Str(d->p2p.datatype),
-               d->p2p.peer, d->p2p.nChannels, IdOf(d->p2p.parentGroup));
+      snprintf(buf, sizeof(buf),
+               "rank=%d func=%s buff=%p count=%zu dtype=%s peer=%d nch=%d group=%d", d->rank,
+               Str(d->p2p.func), d->p2p.buff, d->p2p.count, Str(d->p2p.datatype), d->p2p.peer,
+               d->p2p.nChannels, IdOf(d->p2p.parentGroup));
       break;
     case ncclProfileKernelCh:
       snprintf(buf, sizeof(buf), "channel=%d pTimer=%llu", d->kernelCh.channelId,
@@ -158,8 +168,8 @@ ncclResult_t StartEvent(void* context, void** handle, ncclProfilerEventDescr_v5_
   Event* e;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    g_events.push_back(Event{static_cast<int>(g_events.size()) + 1, d->type, parent, nullptr,
-                              nullptr});
+    g_events.push_back(
+        Event{static_cast<int>(g_events.size()) + 1, d->type, parent, nullptr, nullptr});
     e = &g_events.back();
   }
   if (d->type == ncclProfileColl) {
@@ -179,8 +189,8 @@ ncclResult_t StopEvent(void* handle) {
   const Event* e = static_cast<const Event*>(handle);
   const Event* p = e->parent;
   if (getenv("XTSIM_TEST_PROFILER_READ") != nullptr && e->type == ncclProfileKernelCh &&
-      p != nullptr && p->recvbuff != nullptr &&
-      p->datatype != nullptr && strcmp(p->datatype, "ncclFloat32") == 0) {
+      p != nullptr && p->recvbuff != nullptr && p->datatype != nullptr &&
+      strcmp(p->datatype, "ncclFloat32") == 0) {
     float first;
     memcpy(&first, p->recvbuff, sizeof(first));
     Log("stop id=%d tid=%ld first=%g", e->id, Tid(), first);
