@@ -500,7 +500,8 @@ class GroupLaunch {
     std::shared_ptr<ProfPlan> prof;
     Comm* comm;
     cudaStream_t stream;  // the stream of its first operation (NCCL's launch stream)
-    bool replayed;        // captured: task events at each graph launch (ProfReplayed)
+    bool proxied;         // the proxy reports its kernel channels (ProfNeedsProxy)
+    bool replayed;        // captured and proxied: task events at each graph launch
   };
   std::vector<Plan> plans;
 
@@ -520,7 +521,7 @@ class GroupLaunch {
     // The results are in place: the proxy may report the channels' ends once the GPU clock
     // reaches `end` (when the stream's later work may start).
     for (size_t i = 0; i < plans.size(); ++i) {
-      profs[i]->comm->KernelEnded(profs[i], end, !plans[i].comm->aborted());
+      if (plans[i].proxied) profs[i]->comm->KernelEnded(profs[i], end, !plans[i].comm->aborted());
     }
     lock.lock();
     last_end_ns_ = end;
@@ -538,7 +539,7 @@ class GroupLaunch {
     for (const Plan& p : plans) {
       profs.push_back(p.replayed ? ProfReplayCopy(*p.prof) : p.prof);
       if (p.replayed) ProfPlanTask(profs.back(), true);
-      profs.back()->comm->KernelStarted(profs.back(), start_ns);
+      if (p.proxied) profs.back()->comm->KernelStarted(profs.back(), start_ns);
     }
     return profs;
   }
@@ -605,7 +606,8 @@ std::vector<GroupLaunch::Plan> ProfPlans(std::vector<Op>& ops) {
     if (it == plans.end()) {
       auto prof = std::make_shared<ProfPlan>();
       prof->comm = pc;
-      it = plans.insert(plans.end(), GroupLaunch::Plan{prof, op.comm.get(), op.stream, false});
+      it = plans.insert(plans.end(),
+                        GroupLaunch::Plan{prof, op.comm.get(), op.stream, false, false});
     }
     for (ProfTask& t : op.prof) it->prof->tasks.push_back(t);
   }
@@ -630,7 +632,10 @@ ncclResult_t Launch(std::vector<Op> ops, std::string* error) {
   }
   std::vector<GroupLaunch::Plan> plans = ProfPlans(ops);
   const bool captured = !plans.empty() && StreamCapturing(streams.front());
-  for (GroupLaunch::Plan& p : plans) p.replayed = captured && ProfReplayed(*p.prof);
+  for (GroupLaunch::Plan& p : plans) {
+    p.proxied = ProfNeedsProxy(*p.prof);
+    p.replayed = captured && p.proxied;
+  }
   auto launch = std::make_shared<GroupLaunch>(std::move(ops), static_cast<int>(streams.size()));
   launch->plans = plans;
   if (plans.empty()) return EnqueueAll(launch, streams, name, error);

@@ -115,6 +115,9 @@ ProfTask AppendP2p(ProfilerComm* comm, const ProfCall& call, int group_depth, Pr
   size_t bytes = call.count * KernelsFor(call.datatype)->size;
   // NCCL 2.28.9 src/enqueue.cc addP2pToPlan: one channel for an empty message.
   t.n_channels = bytes == 0 ? 1 : ProfChannels();
+  // addP2pToPlan: a send/recv pair with oneself has no proxy operation (nProxyOps = 0), so no
+  // profiler proxy operation and no kernel channel event, though its P2p event says nChannels.
+  t.proxied = peer != call.rank;
   if (p != nullptr && (t.mask & kP2pApiMask) != 0) {
     ncclProfilerEventDescr_v5_t d{};
     d.type = ncclProfileP2pApi;
@@ -186,9 +189,9 @@ bool StreamCapturing(cudaStream_t stream) {
   return has && rt.stream_capturing != nullptr && rt.stream_capturing(stream) != 0;
 }
 
-bool ProfReplayed(const ProfPlan& plan) {
+bool ProfNeedsProxy(const ProfPlan& plan) {
   for (const ProfTask& t : plan.tasks) {
-    if ((t.mask & ncclProfileKernelCh) != 0) return true;  // ncclProfilerNeedsProxy
+    if ((t.mask & ncclProfileKernelCh) != 0) return true;
   }
   return false;
 }

@@ -50,12 +50,13 @@ uint8_t ProfChannels();
 // ncclPlannerSetCapturingGraph).
 bool StreamCapturing(cudaStream_t stream);
 
-// A plan captured into a graph whose tasks profile kernel channels: NCCL then makes its task
-// events at every graph launch, from a host function captured with the kernel (NCCL 2.28.9
-// src/enqueue.cc ncclLaunchPrepare -> cudaLaunchHostFunc(hostStreamPlanCallback)); without kernel
-// channels it has no proxy work and makes them once, at capture. ReplayCopy: the plan as a graph
-// launch starts it (same tasks and API handles, no events yet).
-bool ProfReplayed(const ProfPlan& plan);
+// Whether a plan has proxy work: a task that profiles kernel channels (NCCL 2.28.9
+// src/plugin/profiler.cc ncclProfilerNeedsProxy). Without, nothing reaches the proxy thread.
+// Captured into a graph, such a plan makes its task events at every graph launch, from a host
+// function captured with the kernel (src/enqueue.cc ncclLaunchPrepare ->
+// cudaLaunchHostFunc(hostStreamPlanCallback)); a plan without proxy work makes them once, at
+// capture. ReplayCopy: the plan as a graph launch starts it (same tasks and API handles).
+bool ProfNeedsProxy(const ProfPlan& plan);
 std::shared_ptr<ProfPlan> ProfReplayCopy(const ProfPlan& plan);
 
 // NCCL 2.28.9 src/enqueue.cc ncclLaunchKernel: the KernelLaunch event around the kernel launch.

@@ -173,12 +173,16 @@ void ProfilerComm::Finalize() {
   Unload();
 }
 
+// The proxy is woken only when it waits for what changed (a wake-up costs the application's
+// cores, where NCCL's proxy thread has its own).
 void ProfilerComm::Arm(const std::shared_ptr<ProfPlan>& plan) {
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
     plan->armed = true;
+    wake = waiting_ == Waiting::kArm;
   }
-  cv_.notify_all();
+  if (wake) cv_.notify_all();
 }
 
 void ProfilerComm::KernelStarted(const std::shared_ptr<ProfPlan>& plan, int64_t start_ns) {
@@ -191,13 +195,15 @@ void ProfilerComm::KernelEnded(const std::shared_ptr<ProfPlan>& plan, int64_t en
 }
 
 void ProfilerComm::Post(Work work) {
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return;
     if (!proxy_.joinable()) proxy_ = std::thread([this] { ProxyMain(); });
     queue_.push_back(std::move(work));
+    wake = waiting_ == Waiting::kWork;
   }
-  cv_.notify_all();
+  if (wake) cv_.notify_all();
 }
 
 // NCCL 2.28.9 src/transport/profiler.cc profilerProxyProgress: the proxy thread polls the
@@ -209,17 +215,23 @@ void ProfilerComm::ProxyMain() {
   for (;;) {
     if (queue_.empty()) {
       if (stopping_) return;
+      waiting_ = Waiting::kWork;
       cv_.wait(lock);
+      waiting_ = Waiting::kNone;
       continue;
     }
     const Work& next = queue_.front();
     if (!next.plan->armed) {
+      waiting_ = Waiting::kArm;
       cv_.wait(lock);
+      waiting_ = Waiting::kNone;
       continue;
     }
     int64_t now = NowNs();
     if (now < next.at_ns) {
+      waiting_ = Waiting::kTime;
       cv_.wait_for(lock, std::chrono::nanoseconds(next.at_ns - now));
+      waiting_ = Waiting::kNone;
       continue;
     }
     Work work = std::move(queue_.front());
@@ -242,7 +254,7 @@ void ProfilerComm::Report(const Work& work) {
   if (work.start) {
     plan.channels.clear();  // a captured plan without replayed task events runs again
     for (const ProfTask& t : plan.tasks) {
-      for (uint8_t ch = 0; ch < t.n_channels; ++ch) {
+      for (uint8_t ch = 0; t.proxied && ch < t.n_channels; ++ch) {
         void* handle = nullptr;
         if ((t.mask & ncclProfileKernelCh) != 0) {
           ncclProfilerEventDescr_v5_t d{};

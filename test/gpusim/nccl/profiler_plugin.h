@@ -64,6 +64,7 @@ struct ProfTask {
   void* api = nullptr;        // its CollApi / P2pApi event
   void* event = nullptr;      // its Coll / P2p event (the kernel channels' parent)
   uint8_t n_channels = 0;
+  bool proxied = true;  // false: no proxy work, so no kernel channel (a send/recv with oneself)
 };
 
 class ProfilerComm;
@@ -127,6 +128,8 @@ class ProfilerComm {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Work> queue_;
+  enum class Waiting { kNone, kWork, kArm, kTime };  // what the proxy thread waits for
+  Waiting waiting_ = Waiting::kNone;
   bool stopping_ = false;
   bool finalized_ = false;
   std::thread proxy_;
