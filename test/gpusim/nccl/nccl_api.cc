@@ -250,8 +250,8 @@ ncclResult_t Issue(OpKind kind, const void* sendbuff, void* recvbuff, size_t cou
                        : Error(ncclInvalidArgument, "%s: invalid datatype %d", SpecOf(kind).name,
                                static_cast<int>(datatype));
   // An invalid datatype is never stored in an enum (UBSan).
-  Op op{kind,   handle->impl, sendbuff, recvbuff, count, r == ncclSuccess ? datatype : ncclInt8,
-        Reduction{}, peer, stream, {}};
+  ncclDataType_t type = r == ncclSuccess ? datatype : ncclInt8;
+  Op op{kind, handle->impl, sendbuff, recvbuff, count, type, Reduction{}, peer, stream, {}};
   if (r == ncclSuccess) r = Prepare(kind, redop, c, &op);
   if (r == ncclSuccess) AppendProfilerTasks(c, &op);
   ProfGroupEndEnter();
