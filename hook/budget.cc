@@ -10,6 +10,19 @@ namespace hook {
 namespace budget {
 
 __thread ThreadBudget t_budget __attribute__((tls_model("initial-exec"), visibility("hidden")));
+// The thread's own time not yet added to State::own_ns (AddToOwnNs).
+__thread uint64_t t_own_unpublished
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+void AddToOwnNs(State* s, uint64_t ns) {
+  const uint64_t total = t_own_unpublished + ns;
+  if (total < kOwnFlushNs) {
+    t_own_unpublished = total;
+    return;
+  }
+  s->own_ns.fetch_add(total, std::memory_order_relaxed);
+  t_own_unpublished = 0;
+}
 
 namespace {
 
@@ -46,7 +59,10 @@ uint32_t NextPeriod(uint64_t decisions, uint64_t timed, uint64_t timed_ns, uint6
                              1);
 }
 
-void ResetThreadForTesting() { t_budget = ThreadBudget(); }
+void ResetThreadForTesting() {
+  t_budget = ThreadBudget();
+  t_own_unpublished = 0;
+}
 
 void AddOwnTime(uint64_t ns, bool timed, int64_t now_ns) {
   ThreadBudget& t = t_budget;
@@ -63,7 +79,7 @@ void AddOwnTime(uint64_t ns, bool timed, int64_t now_ns) {
 void AddFixedOwnTime(uint64_t ns) {
   State* s = GetState();
   if (s == nullptr) return;
-  s->own_ns.fetch_add(ns, std::memory_order_relaxed);
+  AddToOwnNs(s, ns);
   t_budget.other_ns += ns;
 }
 
@@ -105,7 +121,7 @@ bool DecideCollective(uint64_t seq) {
 OwnTimer::~OwnTimer() {
   const int64_t now = MonotonicNs();
   const uint64_t ns = static_cast<uint64_t>(now - start_);
-  GetState()->own_ns.fetch_add(ns, std::memory_order_relaxed);
+  budget::AddToOwnNs(GetState(), ns);
   budget::AddOwnTime(ns, timed_, now);
 }
 

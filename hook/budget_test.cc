@@ -125,6 +125,23 @@ TEST_F(DecideTest, AThreadWithoutOpsOnlyAddsUpItsFixedTime) {
   EXPECT_EQ(TimedOf(Gemm(7), 100), 100) << "its first ops are timed as any thread's";
 }
 
+// A thread publishes its own time to State::own_ns in batches of kOwnFlushNs, so that threads do
+// not contend on one cache line for every NVTX callback: what it holds stays below the batch.
+TEST_F(DecideTest, OwnTimeIsPublishedInBatches) {
+  ResetThreadForTesting();
+  State* s = hook_->state();
+  const uint64_t before = s->own_ns.load();
+  AddFixedOwnTime(kOwnFlushNs / 2);
+  EXPECT_EQ(s->own_ns.load(), before) << "held by the thread";
+  AddFixedOwnTime(kOwnFlushNs / 2);
+  EXPECT_EQ(s->own_ns.load(), before + kOwnFlushNs) << "the batch is full: published";
+  for (int i = 0; i < 1000; ++i) AddFixedOwnTime(150);
+  const uint64_t published = s->own_ns.load() - before;
+  EXPECT_LE(published, kOwnFlushNs + 150000);
+  EXPECT_GT(published + kOwnFlushNs, kOwnFlushNs + 150000) << "less than a batch held back";
+  EXPECT_EQ(t_budget.other_ns, kOwnFlushNs + 150000) << "the budget sees it all at once";
+}
+
 TEST_F(DecideTest, SampleRateStillAppliesAndIsNotCountedAsBudget) {
   hook_->state()->config.sample_rate = 4;
   EXPECT_EQ(TimedOf(Gemm(3), 12), 3);

@@ -75,6 +75,7 @@ TEST(PythonSpansTest, TracedCallsAndCollectionsAreTheHooksOwnTime) {
   const Traced* f = Find(&g_code[0]);
   ASSERT_NE(f, nullptr);
   constexpr int kCalls = 2000;
+  budget::ResetThreadForTesting();  // nothing of an earlier test left to publish
   const uint64_t fixed_before = budget::t_budget.other_ns;
   const int64_t start = MonotonicNs();
   for (int i = 0; i < kCalls; ++i) {
@@ -85,9 +86,12 @@ TEST(PythonSpansTest, TracedCallsAndCollectionsAreTheHooksOwnTime) {
   GcStop();
   const uint64_t loop_ns = static_cast<uint64_t>(MonotonicNs() - start);
   const uint64_t own = GetState()->own_ns.load();
-  EXPECT_GE(own, (2u * kCalls + 2) * 5);
-  EXPECT_LE(own, loop_ns);
-  EXPECT_EQ(budget::t_budget.other_ns - fixed_before, own) << "the thread's budget: fixed cost";
+  const uint64_t fixed = budget::t_budget.other_ns - fixed_before;
+  EXPECT_GE(fixed, (2u * kCalls + 2) * 5);
+  EXPECT_LE(fixed, loop_ns);
+  // The thread publishes its own time in batches (budget::kOwnFlushNs): all but the last.
+  EXPECT_LE(own, fixed) << "the thread's budget: fixed cost";
+  EXPECT_LT(fixed - own, budget::kOwnFlushNs);
   EXPECT_EQ(Spans(&hook).size(), static_cast<size_t>(kCalls + 1));
 }
 

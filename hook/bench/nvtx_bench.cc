@@ -40,7 +40,7 @@ void BM_PushPop(benchmark::State& state) {
 void BM_DomainPushPopRegistered(benchmark::State& state) {
   for (auto _ : state) Pair(1);
 }
-BENCHMARK(BM_PushPop);
+BENCHMARK(BM_PushPop)->Threads(1)->Threads(2);
 BENCHMARK(BM_DomainPushPopRegistered);
 
 }  // namespace
