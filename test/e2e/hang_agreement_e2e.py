@@ -36,7 +36,9 @@ surface:
 and requires: before any surface shows the hang, none shows a culprit or a waiting rank; the
 daemon's surfaces (metric, gauges, status, hangcheck) agree from the second after the first of
 them shows it (a pass may fall between two reads), the rules within 5 s (a scrape, then an
-evaluation), the dump within 10 s; after that every sample agrees, for 20 s, with nothing
+evaluation, once Prometheus has scraped both daemons since: a loaded machine may fail scrapes,
+and the rules are then judged on at least 10 samples, taken for up to 60 s more), the dump
+within 10 s; after that every sample agrees, for 20 s, with nothing
 retracted: the culprits {(never_issued, 5)}; the waiting ranks of the gauges, Status and
 HangCheck's progress are one set, which holds every verdict's waiting ranks (the others wait
 downstream, e.g. a pipeline stage whose senders are themselves waiting). And the stacks
@@ -78,6 +80,8 @@ FLAGS, FAULT_LINE, WANT, WAITERS_FIRST, CULPRIT_WAITS, STACKS = SCENARIOS["hang"
 HANG_TIMEOUT_S = 20
 DAEMON_LAG = 1    # samples the daemon's own surfaces may trail the first one
 RULES_LAG = 5     # seconds: a scrape (1 s) and a rule evaluation (1 s), with room for load
+RULES_EVAL_S = 1  # seconds: Prometheus' rule evaluation interval (e2e_lib.start_prometheus)
+RULES_JUDGED = 10  # samples in which the rules must be judged (a loaded machine may fail scrapes)
 DUMP_LAG = 10     # seconds: the dump is written after the verdict
 HOLD_S = 20       # seconds every surface must keep agreeing
 DEADLINE_S = 60   # the verdict must come within this of the fault
@@ -147,14 +151,24 @@ def rules_view(cluster):
     return cluster.rule_culprits(JOB) | first
 
 
+def scraped_at(cluster):
+    """Unix time of the oldest of Prometheus' last successful scrapes of the daemons (the
+    sample time of a series each daemon always exports), or None while one's last scrape failed
+    (its series are then stale): the rules cannot know what Prometheus could not read."""
+    times = [v for _, v in prometheus_query(
+        cluster.prom_port, "timestamp(xtimer_daemon_start_time_seconds)")]
+    return min(times) if len(times) == len(cluster.roots) else None
+
+
 def sample(cluster):
+    scraped = scraped_at(cluster)
     metric, gauges = metric_view(cluster)
     hangcheck, in_verdicts, progress, kinds = hangcheck_view(cluster)
     return {"metric": metric, "gauges": gauges, "status": status_waiting(cluster),
             "hangcheck": hangcheck, "hc_waiting": progress, "hc_verdict_waiting": in_verdicts,
             "kinds": kinds,
             "rules": rules_view(cluster), "dump": dump_view(cluster),
-            "stacks": stacks_files(cluster)}
+            "stacks": stacks_files(cluster), "scraped": scraped}
 
 
 def daemon_views_agree(s):
@@ -162,17 +176,28 @@ def daemon_views_agree(s):
 
 
 def show(s):
-    return " ".join("%s=%s" % (k, sorted(v)) for k, v in sorted(s.items()) if k != "stacks")
+    return " ".join("%s=%s" % (k, sorted(v)) for k, v in sorted(s.items())
+                    if k not in ("stacks", "scraped"))
+
+
+def rules_can_know(s, first_wall):
+    """Whether Prometheus had scraped both daemons after the first surface showed the hang, and
+    evaluated the rules since (one interval): only then can the rules be held to it."""
+    return s["scraped"] is not None and s["scraped"] >= first_wall + RULES_EVAL_S
 
 
 def shows_hang(s, keys):
     return any(s[k] for k in keys) or bool(s["kinds"])
 
 
-def check(samples, first):
+def check(samples, first, first_wall):
     """Fails unless the samples (time since the fault, views) agree as the docstring says."""
     daemon = ("metric", "gauges", "status", "hangcheck", "hc_waiting", "hc_verdict_waiting")
     waited = False
+    judged = sum(1 for t, s in samples if t - first >= RULES_LAG and rules_can_know(s, first_wall))
+    if judged < RULES_JUDGED:
+        fail("Prometheus scraped both daemons after the hang in only %d samples (of %d; want %d): "
+             "the rules cannot be judged" % (judged, len(samples), RULES_JUDGED))
     for t, s in samples:
         if t < first - 1e-9 and shows_hang(s, daemon + ("rules", "dump")):
             fail("at %.1f s, before the first surface showed the hang (%.1f s), one did: %s" %
@@ -195,7 +220,7 @@ def check(samples, first):
             if waited and not s["gauges"]:
                 fail("at %.1f s the waiting ranks are retracted: %s" % (t, show(s)))
             waited = waited or bool(s["gauges"])
-        if late >= RULES_LAG and s["rules"] != WANT:
+        if late >= RULES_LAG and rules_can_know(s, first_wall) and s["rules"] != WANT:
             fail("at %.1f s the rules disagree: %s" % (t, show(s)))
         if late >= DUMP_LAG and s["dump"] != WANT:
             fail("at %.1f s the automatic dump disagrees: %s" % (t, show(s)))
@@ -284,9 +309,9 @@ def main(argv):
         cluster.wait_running(nodes, JOB)
         nodes[1].wait_for_line(FAULT_LINE, 120)
         t0 = time.monotonic()
-        samples, first = [], None
+        samples, first, first_wall = [], None, None
         while True:
-            tick = time.monotonic()
+            tick, tick_wall = time.monotonic(), time.time()
             s = sample(cluster)
             # The surfaces are read one after another: a diagnosis pass (one a second per node)
             # that falls between two reads makes them differ once; read them again (twice at
@@ -299,14 +324,19 @@ def main(argv):
             samples.append((t, s))
             daemon_shows = shows_hang(s, ("metric", "gauges", "status", "hangcheck"))
             if first is None and (daemon_shows or s["rules"] or s["dump"]):
-                first = t
+                first, first_wall = t, tick_wall
                 log("%.1f s after the fault, the first surface shows the hang: %s" % (t, show(s)))
             if first is None and t > DEADLINE_S:
                 fail("no surface showed the hang within %d s of the fault" % DEADLINE_S)
-            if first is not None and t > first + DUMP_LAG + HOLD_S:
+            # Long enough for every surface, and for the rules in as many samples as Prometheus
+            # needs (a loaded machine may fail scrapes for a while): at most DEADLINE_S more.
+            if first is not None and t > first + DUMP_LAG + HOLD_S and (
+                    sum(1 for u, v in samples if u - first >= RULES_LAG and
+                        rules_can_know(v, first_wall)) >= RULES_JUDGED or
+                    t > first + DEADLINE_S + HOLD_S):
                 break
             time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
-        check(samples, first)
+        check(samples, first, first_wall)
         if STACKS:
             check_stacks(cluster, xtimer, os.path.basename(diag_job), samples, first, p.tmp)
         log("%s: %d samples over %.0f s: metric, gauges, Status and HangCheck agreed from "
