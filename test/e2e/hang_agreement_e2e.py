@@ -339,9 +339,11 @@ def main(argv):
         check(samples, first, first_wall)
         if STACKS:
             check_stacks(cluster, xtimer, os.path.basename(diag_job), samples, first, p.tmp)
-        log("%s: %d samples over %.0f s: metric, gauges, Status and HangCheck agreed from "
-            "%.1f s, the rules from %.1f s, the dump from %.1f s; last: %s" % (
-                scenario, len(samples), samples[-1][0], first,
+        log("%s: %d samples over %.0f s (%d with a daemon's last scrape failed): metric, gauges, "
+            "Status and HangCheck agreed from %.1f s, the rules from %.1f s, the dump from %.1f s; "
+            "last: %s" % (
+                scenario, len(samples), samples[-1][0],
+                sum(1 for _, v in samples if v["scraped"] is None), first,
                 min(t for t, s in samples if s["rules"] == WANT),
                 min(t for t, s in samples if s["dump"] == WANT), show(samples[-1][1])))
     finally:
