@@ -7,7 +7,9 @@ job label), one real Prometheus scraping both daemons with deploy/prometheus/xti
 Scenarios (named on the command line to run only some: healthy straggler host link never_issued
 mismatch_op mismatch_count exited stuck):
   healthy         300 steps: no verdict live (daemons' metrics, HangCheck, the rules) or offline
-                  (`xtimer analyze` of a dump of both nodes: hang null, no straggler); the
+                  (`xtimer analyze` of a dump of both nodes: hang null, no straggler; on a
+                  loaded machine a host straggler is allowed only where it is the rank the
+                  machine kept off the CPU longest, by /proc's schedstat run delays); the
                   rules' true bus bandwidth is the daemons' (within 5%); every rank's step
                   histogram (xtimer_step_seconds, steps guessed from its collectives) passes
                   `promtool check metrics` and its mean step is rank 0's printed one (25%);
@@ -56,7 +58,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e_lib import (Paths, check_rules_finite, check_true_bus_bandwidth, fail,  # noqa: E402
-                     log, parse, prometheus_query, scrape, select, true_bus_bandwidths)
+                     log, parse, prometheus_query, scrape, select, status, true_bus_bandwidths)
 from diag_cluster import (INTER_GBPS, INTRA_GBPS, STEP_GPU_MS, Cluster,  # noqa: E402
                           run, wait_for)
 
@@ -115,7 +117,46 @@ def dumped_run(cluster, job, flags, steps, env_extra=None, live_check=None, step
     return dirs
 
 
-def check_no_verdict_live(cluster, job):
+STARVED_BY = 1.2  # a rank the machine starved waited for a CPU 20% longer than the median rank
+
+
+def run_delays(cluster, job):
+    """{rank: seconds} each live rank of `job` has waited for a CPU so far: the scheduler's run
+    delay summed over the process's threads (/proc/PID/task/*/schedstat, second field)."""
+    delays = {}
+    for port in cluster.controls:
+        for q in status(port)["processes"]:
+            if q["job"] != job or q["exited"]:
+                continue
+            total, task_dir = 0, "/proc/%d/task" % int(q["pid"])
+            try:
+                for tid in os.listdir(task_dir):
+                    with open(os.path.join(task_dir, tid, "schedstat")) as f:
+                        total += int(f.read().split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            delays[str(q["rank"])] = total / 1e9
+    return delays
+
+
+def starved_rank(cluster, job):
+    """The rank the machine kept off the CPU clearly longest (its run delay the largest, and
+    STARVED_BY x the median rank's), or None: a healthy job's host straggler on a loaded
+    machine (four `yes` beside the suite). Logged either way."""
+    delays = run_delays(cluster, job)
+    if len(delays) < 2:
+        return None
+    ranked = sorted(delays.items(), key=lambda kv: kv[1])
+    median = ranked[len(ranked) // 2][1]
+    log("%s: run delays (s waiting for a CPU) %s" % (
+        job, ", ".join("%s: %.2f" % kv for kv in sorted(delays.items()))))
+    rank, most = ranked[-1]
+    return rank if most >= STARVED_BY * median and most > ranked[-2][1] else None
+
+
+def check_no_verdict_live(cluster, job, starved=None):
+    """No verdict from the daemons or the rules. With `starved` (a set), a host straggler is
+    allowed when it is the rank the machine starved (starved_rank); it is added to the set."""
     if cluster.culprits_metric(job):
         fail("%s: xtimer_hang_culprit %s" % (job, cluster.culprits_metric(job)))
     verdicts = cluster.verdicts(job)
@@ -123,11 +164,21 @@ def check_no_verdict_live(cluster, job):
         fail("%s: HangCheck verdicts %s" % (job, verdicts))
     # Any series of the rules' verdicts at any time of the run, not only now.
     for name in ("xtimer:job_hang_culprit", "xtimer:straggler", "ALERTS"):
-        rules = prometheus_query(cluster.prom_port,
-                                 'last_over_time(%s{job="%s"}[30m])' % (name, job))
+        rules = [labels for labels, _ in prometheus_query(
+            cluster.prom_port, 'last_over_time(%s{job="%s"}[30m])' % (name, job))]
+        if rules and starved is not None and all(
+                l.get("cause") == "host" and l.get("__name__", name) in (
+                    "xtimer:straggler", "ALERTS") and
+                l.get("alertname", "XtimerStraggler") == "XtimerStraggler" for l in rules):
+            rank = starved_rank(cluster, job)
+            if rank is not None and all(l.get("rank") == rank for l in rules):
+                starved.add(rank)
+                log("%s: the rules name rank %s a host straggler, the rank this loaded machine "
+                    "kept off the CPU longest: not a fault of the job" % (job, rank))
+                continue
         if rules:
             log_straggler_evidence(cluster, job)
-            fail("%s: the rules report %s" % (job, [labels for labels, _ in rules]))
+            fail("%s: the rules report %s" % (job, rules))
 
 
 def rule_stragglers(cluster, job):
@@ -202,15 +253,18 @@ def check_step_histograms(cluster, job, rank0_output):
 
 def healthy(cluster, state):
     job = "diag-healthy"
+    starved = set()
     dirs = dumped_run(cluster, job, [], 300, live_check=lambda j: (
-        check_no_verdict_live(cluster, j),
+        check_no_verdict_live(cluster, j, starved),
         check_true_bus_bandwidth(true_bus_bandwidths(cluster.prom_port, j), j)),
         steps_check=lambda j, out: check_step_histograms(cluster, j, out),
         windows=state.setdefault("healthy_windows", []))
     report = cluster.analyze(dirs, GROUPS)
     if report["hang"] is not None or report["hangs"]:
         fail("healthy run: analyze found a hang: %s" % report["hang"])
-    if report["stragglers"]:
+    unexplained = [s for s in report["stragglers"]
+                   if not (s.get("cause") == "host" and str(s.get("rank")) in starved)]
+    if unexplained:
         fail("healthy run: analyze found stragglers: %s" % report["stragglers"])
     state["healthy_dirs"] = dirs
     log("healthy: 300 steps, no verdict live (metrics, HangCheck, rules) or offline")
