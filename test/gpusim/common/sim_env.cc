@@ -1,8 +1,11 @@
 #include "test/gpusim/common/sim_env.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdarg>
@@ -168,6 +171,24 @@ const RankSpec* FindRankSpec(const std::vector<RankSpec>& specs, int rank) {
     if (s.rank == rank) return &s;
   }
   return nullptr;
+}
+
+void TakeDevicePriority() {
+  constexpr int64_t kUnset = 1000;
+  static const int64_t nice = EnvInt("XTIMER_SIM_DEVICE_NICE", kUnset);
+  if (nice == kUnset) return;
+  if (nice < -20 || nice > 19) {
+    Fatal("XTIMER_SIM_DEVICE_NICE=%lld: not a niceness (-20..19)", static_cast<long long>(nice));
+  }
+  // Linux: a thread's own niceness, by its thread id (setpriority(2), NOTES).
+  const auto tid = static_cast<id_t>(syscall(SYS_gettid));
+  if (setpriority(PRIO_PROCESS, tid, static_cast<int>(nice)) != 0) {
+    static std::atomic<bool> warned{false};
+    if (!warned.exchange(true)) {
+      Warn("XTIMER_SIM_DEVICE_NICE=%lld: %s (the device's threads keep their priority)",
+           static_cast<long long>(nice), strerror(errno));
+    }
+  }
 }
 
 }  // namespace xtsim

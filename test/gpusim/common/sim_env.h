@@ -27,6 +27,12 @@ void NotImplemented(const char* function);
 double EnvDouble(const char* name, double def);
 int64_t EnvInt(const char* name, int64_t def);
 
+// Gives the calling thread, one that stands for the device (a stream's executor, NCCL's proxy),
+// the niceness XTIMER_SIM_DEVICE_NICE asks (unset: nothing changes): a real GPU's work does not
+// compete with the host's CPU load, the simulator's threads do. A niceness the process may not
+// take (a negative one without CAP_SYS_NICE) is warned about once and ignored.
+void TakeDevicePriority();
+
 // The process's global rank: XTIMER_SIM_RANK, else RANK, OMPI_COMM_WORLD_RANK, PMI_RANK,
 // SLURM_PROCID; -1 when none is set (ranks that are threads of one process).
 int SimRank();

@@ -1,9 +1,13 @@
 #include "test/gpusim/common/sim_env.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdlib>
+#include <thread>
 
 namespace xtsim {
 namespace {
@@ -30,6 +34,28 @@ TEST(SimEnvTest, NumbersWithDefaults) {
   setenv("XTIMER_TEST_NUM", "42", 1);
   EXPECT_EQ(EnvDouble("XTIMER_TEST_NUM", 1.5), 42);
   EXPECT_EQ(EnvInt("XTIMER_TEST_NUM", 0), 42);
+}
+
+// XTIMER_SIM_DEVICE_NICE is the niceness of the thread that takes it, not of the process (a
+// child process each: the value is read once).
+TEST(SimEnvDeathTest, DevicePriorityIsTheCallingThreadsNiceness) {
+  EXPECT_EXIT(
+      {
+        setenv("XTIMER_SIM_DEVICE_NICE", "7", 1);
+        int device = -100;
+        std::thread([&device] {
+          TakeDevicePriority();
+          device = getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+        }).join();
+        exit(device == 7 && getpriority(PRIO_PROCESS, 0) != 7 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(
+      {
+        setenv("XTIMER_SIM_DEVICE_NICE", "40", 1);
+        TakeDevicePriority();
+      },
+      ::testing::ExitedWithCode(2), "XTIMER_SIM_DEVICE_NICE=40: not a niceness");
 }
 
 // Malformed knobs stop the process with a message naming the variable.

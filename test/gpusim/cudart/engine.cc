@@ -188,6 +188,7 @@ void Stream::Worker() {
   sigset_t all;
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
+  TakeDevicePriority();  // it is the device
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     cv_.wait(lock, [&] { return !queue_.empty() || retired_; });
