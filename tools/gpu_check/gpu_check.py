@@ -235,47 +235,72 @@ def tracked_by(c, job, by):
     return int(total)
 
 
-TRAIN_RUNS = {"plain": None, "1%": {}, "100%": {"XTIMER_OVERHEAD_BUDGET": "100%"},
-              "nccl": {"XTIMER_NCCL_PROFILER": "on"}}
+TRAIN_RUNS = {"plain": None, "1%": {}, "100%": {"XTIMER_OVERHEAD_BUDGET": "100%"}}
+# NCCL's report against the marks needs a communicator of two ranks (NCCL runs a 1-rank
+# collective without a kernel and reports nothing): two GPUs, one rank each.
+NCCL_RUNS = {"plain x2": None, "marks x2": {}, "nccl x2": {"XTIMER_NCCL_PROFILER": "on"}}
+
+
+def gpu_count(c):
+    """The GPUs torch sees (0 when it cannot say)."""
+    p = subprocess.run([c.args.python, "-c", "import torch; print(torch.cuda.device_count())"],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        return int(p.stdout.decode().strip() or 0)
+    except ValueError:
+        return 0
+
+
+def train_rounds(c, variants, ranks):
+    """Three interleaved rounds of the train workload per variant (None: without xtimer; else
+    the variables of the run under it): {variant: [step ns]}, {variant: [hook ms per step]},
+    {variant: [collectives completed by NCCL's report]}; None and a failed row's text on failure."""
+    steps, own_ms, by_nccl = ({name: [] for name in variants} for _ in range(3))
+    for r in range(3):
+        for name, env in variants.items():
+            job = "gpu-check-train-%s-%d" % (name.rstrip("%").replace(" ", ""), r)
+            rc, res, out = c.run("train", str(TRAIN_STEPS), str(free_port()), str(ranks),
+                                 hooked=env is not None, job=job, extra_env=env)
+            if rc != 0 or res is None:
+                return None, "workload failed (%d): %s" % (rc, out[-300:])
+            steps[name].append(res["step_ns"])
+            if env is not None:
+                own_ms[name].append(hook_own_s(c, job) * 1e3 / TRAIN_STEPS)
+                by_nccl[name].append(tracked_by(c, job, "nccl"))
+    med = lambda d: {k: statistics.median(v) for k, v in d.items() if v}  # noqa: E731
+    return (med(steps), med(own_ms), med(by_nccl)), None
 
 
 def check_train(c):
     """Issue 35's acceptance on a real GPU: the host-bound loop with the default budget costs at
-    most 1% (and what the hook reports of its own time), interleaved with plain runs, runs at
-    XTIMER_OVERHEAD_BUDGET=100% (every op timed, as before the budget) and runs in which NCCL
-    reports the collectives' completion (XTIMER_NCCL_PROFILER=on: no completion marks)."""
-    runs = {name: [] for name in TRAIN_RUNS}
-    own_ms = {name: [] for name in TRAIN_RUNS if name != "plain"}
-    by_nccl = []
-    for r in range(3):  # interleaved rounds
-        for name, env in TRAIN_RUNS.items():
-            job = "gpu-check-train-%s-%d" % (name.rstrip("%"), r)
-            rc, res, out = c.run("train", str(TRAIN_STEPS), str(free_port()),
-                                 hooked=env is not None, job=job, extra_env=env)
-            if rc != 0 or res is None:
-                return row("train cost", "FAIL", "workload failed (%d): %s" % (rc, out[-300:]))
-            runs[name].append(res["step_ns"])
-            if env is not None:
-                own_ms[name].append(hook_own_s(c, job) * 1e3 / TRAIN_STEPS)
-            if name == "nccl":
-                by_nccl.append(tracked_by(c, job, "nccl"))
-    p = statistics.median(runs["plain"])
-    m = {name: statistics.median(v) for name, v in runs.items()}
-    own = {name: statistics.median(v) for name, v in own_ms.items()}
+    most 1% (and what the hook reports of its own time), interleaved with plain runs and runs at
+    XTIMER_OVERHEAD_BUDGET=100% (every op timed, as before the budget). With two GPUs, the same
+    loop on two ranks with completion marks and with NCCL's report (XTIMER_NCCL_PROFILER=on)."""
+    got, error = train_rounds(c, TRAIN_RUNS, 1)
+    if got is None:
+        return row("train cost", "FAIL", error)
+    m, own, _ = got
+    p = m["plain"]
     row("train cost", "PASS" if m["1%"] / p <= 1.01 else "FAIL",
         "host-bound step (64 all-reduces) %.2f ms plain; default budget %.2f ms (x%.3f, hook "
         "reports %.3f ms/step); budget 100%% %.2f ms (x%.3f, reports %.3f ms/step)" % (
             p / 1e6, m["1%"] / 1e6, m["1%"] / p, own["1%"], m["100%"] / 1e6, m["100%"] / p,
             own["100%"]))
-    reported = statistics.median(by_nccl)
-    # On one GPU the communicator has one rank: NCCL runs its collectives without a kernel and
-    # reports none of them (the hook marks them): nothing to judge, only the step time to show.
-    verdict = ("info" if reported == 0 else "PASS" if m["nccl"] / p <= 1.01 else "FAIL")
-    row("train cost, NCCL reports", verdict,
-        "XTIMER_NCCL_PROFILER=on: %.2f ms (x%.3f, hook reports %.3f ms/step), %d collectives "
-        "completed by NCCL's report in the median run%s" % (
-            m["nccl"] / 1e6, m["nccl"] / p, own["nccl"], reported,
-            " (a 1-rank communicator: NCCL reports none; needs 2 GPUs)" if reported == 0 else ""))
+    if gpu_count(c) < 2:
+        return row("train cost, NCCL reports", "info",
+                   "needs 2 GPUs (NCCL reports no collective of a 1-rank communicator)")
+    got, error = train_rounds(c, NCCL_RUNS, 2)
+    if got is None:
+        return row("train cost, NCCL reports", "FAIL", error)
+    m, own, by_nccl = got
+    p = m["plain x2"]
+    ok = m["nccl x2"] / p <= 1.01 and by_nccl["nccl x2"] > 0
+    row("train cost, NCCL reports", "PASS" if ok else "FAIL",
+        "2 ranks: %.2f ms plain; marks %.2f ms (x%.3f, hook reports %.3f ms/step); "
+        "XTIMER_NCCL_PROFILER=on %.2f ms (x%.3f, reports %.3f ms/step, %d collectives completed "
+        "by NCCL's report)" % (p / 1e6, m["marks x2"] / 1e6, m["marks x2"] / p, own["marks x2"],
+                               m["nccl x2"] / 1e6, m["nccl x2"] / p, own["nccl x2"],
+                               by_nccl["nccl x2"]))
 
 
 def check_calls(c):

@@ -9,6 +9,7 @@ Usage: python3 workloads.py SUBCOMMAND [ARGS]
 import json
 import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -48,19 +49,27 @@ def gemm():
     result(gemm_ns=statistics.median(times), copy_ns=statistics.median(copy_times[1:]))
 
 
-def train(steps, port="0"):
+def train(steps, port="0", ranks="1", rank="0"):
     """A host-bound loop, issue 35's: 32 bf16 Linear(256) layers, batch 32, every gradient
-    all-reduced (NCCL, one rank, the TCP store on 127.0.0.1:`port`), SGD; the median step time.
+    all-reduced (NCCL, the TCP store on 127.0.0.1:`port`), SGD; rank 0's median step time. With
+    `ranks` > 1 (one GPU each) rank 0 starts ranks 1.. as processes of this script, each named
+    by RANK / WORLD_SIZE / LOCAL_RANK before any CUDA call (the hook reads them at its first).
     hook/bench/host_bound_step.cu is its shape on the simulator."""
+    ranks, rank = int(ranks), int(rank)
+    os.environ.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(ranks))
+    children = [subprocess.Popen([sys.executable, os.path.abspath(__file__), "train", str(steps),
+                                  str(port), str(ranks), str(r)]) for r in range(1, ranks)
+                if rank == 0]
     import torch
     import torch.distributed as dist
     torch.manual_seed(0)
-    dist.init_process_group("nccl", init_method="tcp://127.0.0.1:%s" % port, rank=0,
-                            world_size=1, device_id=torch.device("cuda:0"))
-    layers = [torch.nn.Linear(256, 256, device="cuda", dtype=torch.bfloat16) for _ in range(32)]
+    device = torch.device("cuda:%d" % rank)
+    dist.init_process_group("nccl", init_method="tcp://127.0.0.1:%s" % port, rank=rank,
+                            world_size=ranks, device_id=device)
+    layers = [torch.nn.Linear(256, 256, device=device, dtype=torch.bfloat16) for _ in range(32)]
     model = torch.nn.Sequential(*layers)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
-    x = torch.randn(32, 256, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(32, 256, device=device, dtype=torch.bfloat16)
     step_ns = []
     for i in range(int(steps)):
         t0 = time.perf_counter_ns()
@@ -70,11 +79,14 @@ def train(steps, port="0"):
         for p in model.parameters():
             dist.all_reduce(p.grad)
         opt.step()
-        torch.cuda.synchronize()
+        torch.cuda.synchronize(device)
         if i >= 20:
             step_ns.append(time.perf_counter_ns() - t0)
     dist.destroy_process_group()
-    result(step_ns=statistics.median(step_ns))
+    if any(c.wait() != 0 for c in children):
+        sys.exit("train: a rank failed")
+    if rank == 0:
+        result(step_ns=statistics.median(step_ns))
 
 
 def compiled():
