@@ -223,14 +223,11 @@ ncclResult_t Prepare(OpKind kind, ncclRedOp_t redop, Comm* c, Op* op) {
   return ncclSuccess;
 }
 
-static_assert(static_cast<int>(ProfFunc::kRecv) == static_cast<int>(OpKind::kRecv),
-              "ProfFunc follows OpKind");
-
 // The profiler's API events for a prepared operation (NCCL 2.28.9 src/enqueue.cc taskAppend).
 void AppendProfilerTasks(Comm* c, Op* op) {
   ProfilerComm* pc = c->profiler();
   if (pc == nullptr) return;
-  ProfCall call{static_cast<ProfFunc>(op->kind), op->sendbuff, op->recvbuff, op->count,
+  ProfCall call{op->kind, op->sendbuff, op->recvbuff, op->count,
                 op->datatype, op->peer, c->nranks(), c->rank(), op->stream,
                 StreamCapturing(op->stream)};
   op->prof = ProfApiAppend(pc, call, GroupDepth() + 1);

@@ -26,23 +26,11 @@
 #include <vector>
 
 #include "test/gpusim/nccl/comm.h"
+#include "test/gpusim/nccl/op_kind.h"
 #include "test/gpusim/nccl/profiler_plugin.h"
 
 namespace xtsim {
 namespace nccl {
-
-enum class OpKind {
-  kAllReduce,
-  kAllGather,
-  kReduceScatter,
-  kBroadcast,
-  kReduce,
-  kAlltoAll,
-  kGather,
-  kScatter,
-  kSend,
-  kRecv,
-};
 
 // One row of the operation table. "Block" is `count` elements; blocks are laid out back to back.
 struct OpSpec {

@@ -37,7 +37,7 @@ constexpr int kP2pMask = ncclProfileP2p | kBelowTask;
 constexpr int kGroupStartApiStop = 23;
 constexpr int kGroupEndApiStart = 24;
 
-// NCCL 2.28.9 src/collectives.cc ncclFuncToString, indexed by ProfFunc.
+// NCCL 2.28.9 src/collectives.cc ncclFuncToString, indexed by OpKind.
 const char* const kFuncNames[] = {"AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce",
                                   "AlltoAll",  "Gather",    "Scatter",       "Send",      "Recv"};
 
@@ -99,7 +99,7 @@ void StartGroupApi(ProfilerComm* comm, const ProfCall& call, int group_depth) {
 }
 
 // NCCL 2.28.9 src/enqueue.cc p2pTaskAppend with ncclProfilerStartP2pApiEvent / StopP2pApiEvent.
-ProfTask AppendP2p(ProfilerComm* comm, const ProfCall& call, int group_depth, ProfFunc func,
+ProfTask AppendP2p(ProfilerComm* comm, const ProfCall& call, int group_depth, OpKind func,
                    void* buff, int peer) {
   StartGroupApi(comm, call, group_depth);
   const ncclProfiler_v5_t* p = Profiler();
@@ -144,7 +144,7 @@ ProfTask AppendColl(ProfilerComm* comm, const ProfCall& call, int group_depth) {
   t.recvbuff = call.recvbuff;
   t.count = call.count;
   t.datatype = DatatypeName(call.datatype);
-  if (call.func == ProfFunc::kAllGather || call.func == ProfFunc::kBroadcast) {
+  if (call.func == OpKind::kAllGather || call.func == OpKind::kBroadcast) {
     t.count *= KernelsFor(call.datatype)->size;
     t.datatype = DatatypeName(ncclInt8);
   }
@@ -214,34 +214,34 @@ void ProfApiEnter() {
 std::vector<ProfTask> ProfApiAppend(ProfilerComm* comm, const ProfCall& call, int group_depth) {
   std::vector<ProfTask> tasks;
   if (comm == nullptr) return tasks;
-  bool p2p = call.func == ProfFunc::kSend || call.func == ProfFunc::kRecv;
+  bool p2p = call.func == OpKind::kSend || call.func == OpKind::kRecv;
   if (p2p) {
-    void* buff = call.func == ProfFunc::kSend ? const_cast<void*>(call.sendbuff) : call.recvbuff;
+    void* buff = call.func == OpKind::kSend ? const_cast<void*>(call.sendbuff) : call.recvbuff;
     tasks.push_back(AppendP2p(comm, call, group_depth, call.func, buff, call.root));
     return tasks;
   }
   if (call.count == 0 || call.nranks == 1) return tasks;
   size_t block = call.count * KernelsFor(call.datatype)->size;
-  if (call.func == ProfFunc::kAlltoAll) {
+  if (call.func == OpKind::kAlltoAll) {
     for (int r = 0; r < call.nranks; ++r) {
       tasks.push_back(
-          AppendP2p(comm, call, group_depth, ProfFunc::kSend, Offset(call.sendbuff, r * block), r));
+          AppendP2p(comm, call, group_depth, OpKind::kSend, Offset(call.sendbuff, r * block), r));
       tasks.push_back(
-          AppendP2p(comm, call, group_depth, ProfFunc::kRecv, Offset(call.recvbuff, r * block), r));
+          AppendP2p(comm, call, group_depth, OpKind::kRecv, Offset(call.recvbuff, r * block), r));
     }
-  } else if (call.func == ProfFunc::kGather) {
-    tasks.push_back(AppendP2p(comm, call, group_depth, ProfFunc::kSend,
+  } else if (call.func == OpKind::kGather) {
+    tasks.push_back(AppendP2p(comm, call, group_depth, OpKind::kSend,
                               const_cast<void*>(call.sendbuff), call.root));
     for (int r = 0; call.rank == call.root && r < call.nranks; ++r) {
       tasks.push_back(
-          AppendP2p(comm, call, group_depth, ProfFunc::kRecv, Offset(call.recvbuff, r * block), r));
+          AppendP2p(comm, call, group_depth, OpKind::kRecv, Offset(call.recvbuff, r * block), r));
     }
-  } else if (call.func == ProfFunc::kScatter) {
+  } else if (call.func == OpKind::kScatter) {
     for (int r = 0; call.rank == call.root && r < call.nranks; ++r) {
       tasks.push_back(
-          AppendP2p(comm, call, group_depth, ProfFunc::kSend, Offset(call.sendbuff, r * block), r));
+          AppendP2p(comm, call, group_depth, OpKind::kSend, Offset(call.sendbuff, r * block), r));
     }
-    tasks.push_back(AppendP2p(comm, call, group_depth, ProfFunc::kRecv, call.recvbuff, call.root));
+    tasks.push_back(AppendP2p(comm, call, group_depth, OpKind::kRecv, call.recvbuff, call.root));
   } else {
     tasks.push_back(AppendColl(comm, call, group_depth));
   }

@@ -19,7 +19,7 @@ namespace nccl {
 
 // What one NCCL API call asks for, as the API events describe it.
 struct ProfCall {
-  ProfFunc func;
+  OpKind func;
   const void* sendbuff;
   void* recvbuff;
   size_t count;

@@ -145,11 +145,11 @@ ProfilerComm::~ProfilerComm() {
   if (proxy_.joinable()) proxy_.join();
 }
 
-uint64_t ProfilerComm::NextSeq(ProfFunc func) {
+uint64_t ProfilerComm::NextSeq(OpKind func) {
   return seq_[static_cast<int>(func)].fetch_add(1, std::memory_order_relaxed);
 }
 
-uint64_t ProfilerComm::PeekSeq(ProfFunc func) const {
+uint64_t ProfilerComm::PeekSeq(OpKind func) const {
   return seq_[static_cast<int>(func)].load(std::memory_order_relaxed);
 }
 

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "test/gpusim/nccl/op_kind.h"
 #include "third_party/nccl_profiler/nccl_profiler_v5.h"
 
 namespace xtsim {
@@ -34,26 +35,10 @@ const ncclProfiler_v5_t* Profiler();
 // (NCCL 2.28.9 src/plugin/profiler.cc: the global ncclProfilerEventMask).
 int ProfilerEventMask();
 
-// NCCL's functions (ncclFunc_t), for names and per-function sequence numbers; in the order of
-// ops.h's OpKind.
-enum class ProfFunc {
-  kAllReduce,
-  kAllGather,
-  kReduceScatter,
-  kBroadcast,
-  kReduce,
-  kAlltoAll,
-  kGather,
-  kScatter,
-  kSend,
-  kRecv,
-  kCount
-};
-
 // One NCCL task (ncclTaskColl or ncclTaskP2p) as the profiler sees it.
 struct ProfTask {
   bool p2p = false;
-  ProfFunc func = ProfFunc::kAllReduce;
+  OpKind func = OpKind::kAllReduce;
   const void* sendbuff = nullptr;
   void* recvbuff = nullptr;  // for p2p tasks: the buffer sent or received
   size_t count = 0;
@@ -98,8 +83,8 @@ class ProfilerComm {
   int rank() const { return rank_; }
   // comm->seqNumber[func]: the value for this task, then advanced (NCCL 2.28.9 src/plugin/
   // profiler.cc ncclProfilerStartTaskEvents).
-  uint64_t NextSeq(ProfFunc func);
-  uint64_t PeekSeq(ProfFunc func) const;
+  uint64_t NextSeq(OpKind func);
+  uint64_t PeekSeq(OpKind func) const;
 
   // Called by the launching thread once the plan's task events have started: the proxy may now
   // report its kernel channels.
@@ -123,7 +108,7 @@ class ProfilerComm {
 
   void* const context_;
   const int rank_;
-  std::atomic<uint64_t> seq_[static_cast<int>(ProfFunc::kCount)] = {};
+  std::atomic<uint64_t> seq_[kOpKinds] = {};
 
   std::mutex mu_;
   std::condition_variable cv_;
