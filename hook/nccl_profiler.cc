@@ -83,10 +83,11 @@ bool Done(const Launch* l) {
 
 void Release(Launch* l) { Drop(l, kUserUnit); }
 
-void* JoinEvent(uint32_t channels, bool trusted) {
+void* JoinEvent(uint32_t channels, bool trusted, const void* comm) {
   Launch* l = t_armed;
   if (l == nullptr) return nullptr;
   ++l->events;
+  l->comm.store(comm, std::memory_order_relaxed);
   if (channels == 0 || !trusted) {
     l->unusable = true;  // nothing would ever report its end
     return nullptr;
@@ -105,8 +106,23 @@ void StopEvent(void* handle) {
   if (l != nullptr) DropOne(l);
 }
 
+void EndComm(const void* comm) {  // cold: a communicator's end
+  if (comm == nullptr) return;
+  for (Launch& l : g_launches) {
+    if (l.comm.load(std::memory_order_relaxed) != comm) continue;
+    uint32_t refs = l.refs.load(std::memory_order_relaxed);
+    while ((refs & (kUserUnit - 1)) != 0 &&
+           !l.refs.compare_exchange_weak(refs, refs & ~(kUserUnit - 1),
+                                         std::memory_order_acq_rel)) {
+    }
+  }
+}
+
 void ResetForTesting() {
-  for (Launch& l : g_launches) l.refs.store(0, std::memory_order_relaxed);
+  for (Launch& l : g_launches) {
+    l.refs.store(0, std::memory_order_relaxed);
+    l.comm.store(nullptr, std::memory_order_relaxed);
+  }
   g_active.store(false, std::memory_order_relaxed);
   t_armed = nullptr;
 }

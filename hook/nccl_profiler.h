@@ -5,8 +5,7 @@
 // CUDA call of ours at all, where it needed a completion mark (a cudaEventDisableTiming record,
 // 628 ns of the application's thread on an H200, and a query on the poller's).
 //
-// One real NCCL call that launches (an ungrouped collective or send/recv, or the outermost
-// ncclGroupEnd) is a Launch. The hook arms the calling thread before the call; the collective
+// One real NCCL call that launches (an ungrouped collective or send/recv) is a Launch. The hook arms the calling thread before the call; the collective
 // and p2p events NCCL starts on that thread during the call join the launch, each with its
 // kernel channels; after the call the hook seals it. The launch is done when every channel of
 // every event has stopped. A launch NCCL started no event for (the plugin not loaded, another
@@ -36,6 +35,7 @@ constexpr uint32_t kUserUnit = 1u << 16;  // one queue entry's reference
 struct Launch {
   std::atomic<uint32_t> refs{0};  // 0: free
   uint32_t events = 0;            // collective and p2p events joined (the armed thread only)
+  std::atomic<const void*> comm{nullptr};  // the plugin context of its communicator (EndComm)
   bool unusable = false;          // one of them had no kernel channel to report its end
 };
 
@@ -62,7 +62,11 @@ void Release(Launch* launch);
 // thread is not armed. `trusted` false: its channels' reports cannot be relied on (a send/recv
 // to the rank itself, or anything later on its communicator: see the plugin); the launch is
 // then refused, as for an event without channels.
-void* JoinEvent(uint32_t channels, bool trusted = true);
+void* JoinEvent(uint32_t channels, bool trusted = true, const void* comm = nullptr);
+// NCCL finalizes the communicator whose plugin context is `comm` (ncclCommDestroy, or
+// ncclCommAbort with operations still running, whose channels NCCL then never stops): its
+// launches are done, as a completion mark behind an aborted kernel completes.
+void EndComm(const void* comm);
 // A kernel channel of the event whose handle is `parent`: its handle (null when the parent is
 // not ours).
 void* StartChannel(void* parent);

@@ -63,10 +63,10 @@ ncclResult_t StartEvent(void* context, void** handle, ncclProfilerEventDescr_v5_
   *handle = nullptr;
   switch (descr->type) {
     case ncclProfileColl:
-      *handle = nccl_profiler::JoinEvent(descr->coll.nChannels, TrustColl(context));
+      *handle = nccl_profiler::JoinEvent(descr->coll.nChannels, TrustColl(context), context);
       break;
     case ncclProfileP2p:
-      *handle = nccl_profiler::JoinEvent(descr->p2p.nChannels, TrustP2p(context, *descr));
+      *handle = nccl_profiler::JoinEvent(descr->p2p.nChannels, TrustP2p(context, *descr), context);
       break;
     case ncclProfileKernelCh:
       *handle = nccl_profiler::StartChannel(descr->parentObj);
@@ -88,6 +88,7 @@ ncclResult_t RecordEventState(void* /*handle*/, ncclProfilerEventState_v5_t /*st
 }
 
 ncclResult_t Finalize(void* context) {
+  nccl_profiler::EndComm(context);
   delete static_cast<CommContext*>(context);
   return ncclSuccess;
 }

@@ -141,6 +141,32 @@ TEST_F(NcclProfilerTest, AFullTableRefusesAndALaunchStaysTakenWhileNcclHoldsIt) 
   EXPECT_EQ(Arm(), nullptr) << "still held by NCCL's channel";
 }
 
+// An aborted communicator's running operations never get their channels stopped: its end
+// (finalize) makes its launches done, and only its.
+TEST_F(NcclProfilerTest, ACommunicatorsEndEndsItsLaunchesOnly) {
+  ASSERT_TRUE(EnableForComm());
+  int comm_a, comm_b;
+  Launch* a = Arm();
+  StartChannel(JoinEvent(2, true, &comm_a));
+  ASSERT_TRUE(Seal(a, 1));
+  Launch* b = Arm();
+  void* b_op = JoinEvent(1, true, &comm_b);
+  ASSERT_TRUE(Seal(b, 1));
+  Launch* refused = Arm();
+  JoinEvent(1, true, &comm_a);
+  JoinEvent(0, true, &comm_a);
+  ASSERT_FALSE(Seal(refused, 1));
+  EndComm(&comm_a);
+  EXPECT_TRUE(Done(a));
+  EXPECT_FALSE(Done(b)) << "another communicator's";
+  EXPECT_EQ(refused->refs.load(), 0u) << "a refused launch held only by its channels is free";
+  Release(a);
+  EXPECT_EQ(a->refs.load(), 0u);
+  StopEvent(StartChannel(b_op));
+  EXPECT_TRUE(Done(b));
+  Release(b);
+}
+
 TEST_F(NcclProfilerTest, AProxyThreadEndsLaunchesWhileThePollerWaits) {
   ASSERT_TRUE(EnableForComm());
   constexpr int kLaunchesInFlight = 2000;
