@@ -213,26 +213,17 @@ def check_gemm(c):
     row("gemm+copy", "PASS" if ok else "FAIL", detail)
 
 
-def hook_own_s(c, job):
-    """xtimer_hook_overhead_seconds_total of `job` as the daemon exports it (0 when absent)."""
+def job_metric(c, name, job, label=""):
+    """The sum of metric `name`'s samples of `job` (those carrying `label`, e.g. 'by="nccl"'), as
+    the daemon exports them; 0 when absent."""
     total = 0.0
     for line in c.daemon.metrics_text().splitlines():
-        if line.startswith("xtimer_hook_overhead_seconds_total{") and 'job="%s"' % job in line:
+        if line.startswith(name + "{") and 'job="%s"' % job in line and label in line:
             total += float(line.rsplit(" ", 1)[1])
     return total
 
 
 TRAIN_STEPS = 300  # workloads.train: 20 warm-up steps, the median of the rest
-
-
-def tracked_by(c, job, by):
-    """xtimer_hook_tracked_ops_total{by} of `job` (0 when absent)."""
-    total = 0.0
-    for line in c.daemon.metrics_text().splitlines():
-        if (line.startswith("xtimer_hook_tracked_ops_total{") and 'job="%s"' % job in line
-                and 'by="%s"' % by in line):
-            total += float(line.rsplit(" ", 1)[1])
-    return int(total)
 
 
 TRAIN_RUNS = {"plain": None, "1%": {}, "100%": {"XTIMER_OVERHEAD_BUDGET": "100%"}}
@@ -253,7 +244,7 @@ def gpu_count(c):
 
 def train_rounds(c, variants, ranks):
     """Three interleaved rounds of the train workload per variant (None: without xtimer; else
-    the variables of the run under it): {variant: [step ns]}, {variant: [hook ms per step]},
+    the variables of the run under it): {variant: [step ns]}, {variant: [hook ms per step and rank]},
     {variant: [collectives completed by NCCL's report]}; None and a failed row's text on failure."""
     steps, own_ms, by_nccl = ({name: [] for name in variants} for _ in range(3))
     for r in range(3):
@@ -265,8 +256,10 @@ def train_rounds(c, variants, ranks):
                 return None, "workload failed (%d): %s" % (rc, out[-300:])
             steps[name].append(res["step_ns"])
             if env is not None:
-                own_ms[name].append(hook_own_s(c, job) * 1e3 / TRAIN_STEPS)
-                by_nccl[name].append(tracked_by(c, job, "nccl"))
+                own_ms[name].append(
+                    job_metric(c, "xtimer_hook_overhead_seconds_total", job) * 1e3 / TRAIN_STEPS / ranks)
+                by_nccl[name].append(
+                    int(job_metric(c, "xtimer_hook_tracked_ops_total", job, 'by="nccl"')))
     med = lambda d: {k: statistics.median(v) for k, v in d.items() if v}  # noqa: E731
     return (med(steps), med(own_ms), med(by_nccl)), None
 
