@@ -256,8 +256,8 @@ def train_rounds(c, variants, ranks):
                 return None, "workload failed (%d): %s" % (rc, out[-300:])
             steps[name].append(res["step_ns"])
             if env is not None:
-                own_ms[name].append(
-                    job_metric(c, "xtimer_hook_overhead_seconds_total", job) * 1e3 / TRAIN_STEPS / ranks)
+                own_s = job_metric(c, "xtimer_hook_overhead_seconds_total", job)
+                own_ms[name].append(own_s * 1e3 / TRAIN_STEPS / ranks)
                 by_nccl[name].append(
                     int(job_metric(c, "xtimer_hook_tracked_ops_total", job, 'by="nccl"')))
     med = lambda d: {k: statistics.median(v) for k, v in d.items() if v}  # noqa: E731
