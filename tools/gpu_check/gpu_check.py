@@ -244,8 +244,9 @@ def gpu_count(c):
 
 def train_rounds(c, variants, ranks):
     """Three interleaved rounds of the train workload per variant (None: without xtimer; else
-    the variables of the run under it): {variant: [step ns]}, {variant: [hook ms per step and rank]},
-    {variant: [collectives completed by NCCL's report]}; None and a failed row's text on failure."""
+    the variables of the run under it). Returns the medians per variant (step ns, the hook's ms
+    per step and rank, collectives completed by NCCL's report) and None, or None and a failed
+    row's text."""
     steps, own_ms, by_nccl = ({name: [] for name in variants} for _ in range(3))
     for r in range(3):
         for name, env in variants.items():
