@@ -296,7 +296,8 @@ bool Poller::CompleteTracked(Fifo* fifo, Pending* p, bool done) {
   if (q == cudaErrorNotReady) return false;
   if (q != cudaSuccess) api.get_last_error();  // the poller thread's own error slot
   if (p->rec.op.group_id != 0) fifo->finished_group_id = p->rec.op.group_id;
-  state_->devices[p->device].load(std::memory_order_acquire)->marks.Push(p->end);
+  DeviceState* ds = state_->devices[p->device].load(std::memory_order_acquire);
+  (p->mark_from_pool ? ds->pool : ds->marks).Push(p->end);
   state_->tracked_by_mark.fetch_add(1, std::memory_order_relaxed);
   Finish(*p);  // no record: nothing was timed (the ring header counts it)
   return true;

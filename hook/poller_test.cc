@@ -163,12 +163,14 @@ class PollerTest : public ::testing::Test {
   }
 
   // Queues an all-reduce the budget left untimed, as TrackCompletion does: only its mark.
-  FakeEvent* Tracked(uint64_t seq, uint64_t stream) {
+  // `from_pool`: its mark is a timing event (no mark was free).
+  FakeEvent* Tracked(uint64_t seq, uint64_t stream, bool from_pool = false) {
     FakeEvent* mark = NewEvent();
     Pending p{};
     p.rec.op = Collective(seq, stream, kRefHostNs + static_cast<int64_t>(seq) * 1000);
     p.start = nullptr;
     p.end = Ev(mark);
+    p.mark_from_pool = from_pool;
     p.device = 0;
     p.state = Pending::kTracked;
     EXPECT_TRUE(state_.queue.Push(p));
@@ -281,6 +283,18 @@ TEST_F(PollerTest, AnUntimedCollectiveIsIssuedUntilItsMarkFires) {
   ASSERT_TRUE(device_.marks.Pop(&back));
   EXPECT_EQ(back, Ev(mark));
   WaitForTracked(/*by_mark=*/1, /*by_nccl=*/0);
+}
+
+// A timing event that stood in for a mark (none was free) goes back to the timing events' pool.
+TEST_F(PollerTest, ATimingEventThatMarkedACollectiveGoesBackToItsPool) {
+  FakeEvent* mark = Tracked(1, /*stream=*/1, /*from_pool=*/true);
+  Fire(mark, 1.0f);
+  WaitForRow([](const format::InflightRow& r) { return r.last_completed_seq == 1; }, "done");
+  WaitForTracked(/*by_mark=*/1, /*by_nccl=*/0);
+  cudaEvent_t back = nullptr;
+  EXPECT_FALSE(device_.marks.Pop(&back));
+  ASSERT_TRUE(device_.pool.Pop(&back));
+  EXPECT_EQ(back, Ev(mark));
 }
 
 // An all-reduce NCCL reports (hook/nccl_profiler.h) is in flight until the last kernel channel

@@ -445,25 +445,34 @@ bool TrackCompletion(const OpDesc& d, Timing* t, uint32_t group_id) {
     CountUntimed(format::UntimedCause::kCudaError);
     return false;
   }
+  // No mark free (the poller, which grows and refills them, has not run for a while: a starved
+  // host): a timing event marks it as well, at a timing record's price, rather than leaving a
+  // collective untracked.
   cudaEvent_t mark = nullptr;
-  if (!ds->marks.Pop(&mark)) {
-    CountUntimed(format::UntimedCause::kNoEvent);
-    return false;
+  BoundedQueue<cudaEvent_t>* from = &ds->marks;
+  if (!from->Pop(&mark)) {
+    from = &ds->pool;
+    if (!from->Pop(&mark)) {
+      CountUntimed(format::UntimedCause::kNoEvent);
+      return false;
+    }
   }
   if (Api().event_record(mark, d.stream) != cudaSuccess) {
     ClearOurError();
-    ds->marks.Push(mark);
+    from->Push(mark);
     CountUntimed(format::UntimedCause::kCudaError);
     return false;
   }
-  const bool queued = EnqueueWith([&d, t, mark, group_id](Pending* p) {
+  const bool from_pool = from == &ds->pool;
+  const bool queued = EnqueueWith([&d, t, mark, group_id, from_pool](Pending* p) {
     FillOpRecord(d, t->device, t->cpu_launch_ns, group_id, &p->rec.op);
     p->start = nullptr;
     p->end = mark;
+    p->mark_from_pool = from_pool;
     p->device = t->device;
     p->state = Pending::kTracked;
   });
-  if (!queued) ds->marks.Push(mark);
+  if (!queued) from->Push(mark);
   return queued;
 }
 

@@ -106,6 +106,7 @@ struct Pending {
   nccl_profiler::Launch* launch;  // kProfiled only
   int32_t device;
   uint8_t state;
+  bool mark_from_pool;  // kTracked: `end` is a timing event (no mark was free), not a mark
 };
 
 // ------------------------------------------------------------------------------ recorder API
@@ -120,8 +121,9 @@ bool BeginTimed(const OpDesc& d, Timing* t);
 // the events to the pool.
 void EndTimed(const OpDesc& d, Timing* t, bool call_ok, uint32_t group_id);
 // After the real call of a collective or send/recv the budget left untimed: records a completion
-// mark on d.stream and queues the op (kTracked) with t->cpu_launch_ns (taken before the call);
-// sets t->device. False: not tracked (counted as untimed with its cause).
+// mark on d.stream (a timing event when no mark is free) and queues the op (kTracked) with
+// t->cpu_launch_ns (taken before the call); sets t->device. False: not tracked (counted as
+// untimed with its cause: no event free at all, or a failed record).
 bool TrackCompletion(const OpDesc& d, Timing* t, uint32_t group_id);
 // The same for an op whose completion NCCL reports (a sealed launch holding a reference for this
 // entry): queues it (kProfiled) without a CUDA call. False: not queued (the caller releases).

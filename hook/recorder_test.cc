@@ -372,6 +372,38 @@ TEST_F(RecorderTest, ALoneEventLeftInThePoolIsPutBack) {
   EXPECT_EQ(PoolSize(0), 1u) << "the start event taken goes back";
 }
 
+// An untimed all-reduce takes a completion mark; when none is free (the poller has not refilled
+// them), a timing event marks it; only when neither is free is it left untracked, and counted.
+TEST_F(RecorderTest, AnUntimedCollectiveIsMarkedByATimingEventWhenNoMarkIsFree) {
+  OpDesc d = Gemm(FakeStream(1));
+  d.kind = format::OpKind::kCollective;
+  d.op = format::Operation::kAllReduce;
+  Timing warm;
+  ASSERT_TRUE(Begin(d, &warm));  // the device's first op makes its pools
+  EndTimed(d, &warm, false, 0);
+  DeviceState* ds = hook_->device(0);
+  cudaEvent_t e;
+  while (ds->marks.Pop(&e)) {
+  }
+  const size_t pool = PoolSize(0);
+  Timing t;
+  ASSERT_TRUE(TrackCompletion(d, &t, 0));
+  EXPECT_EQ(PoolSize(0), pool - 1);
+  std::vector<Pending> queued = hook_->TakeQueue();
+  ASSERT_EQ(queued.size(), 1u);
+  EXPECT_EQ(queued[0].state, Pending::kTracked);
+  EXPECT_TRUE(queued[0].mark_from_pool);
+  EXPECT_EQ(queued[0].start, nullptr);
+  EXPECT_EQ(Untimed(UntimedCause::kNoEvent), 0u);
+  while (ds->pool.Pop(&e)) {
+  }
+  const long records = Fake().event_records.load();
+  EXPECT_FALSE(TrackCompletion(d, &t, 0));
+  EXPECT_EQ(Untimed(UntimedCause::kNoEvent), 1u);
+  EXPECT_EQ(Fake().event_records.load(), records);
+  EXPECT_EQ(LastError(), cudaSuccess);
+}
+
 // ------------------------------------------------------------------------ queue and ring full
 
 TEST_F(RecorderTest, AFullQueueDropsTheOpCountsItAndReturnsItsEvents) {
