@@ -5,9 +5,11 @@
 #include <cuda_runtime.h>
 
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #define CHECK(call)                                                                   \
@@ -33,13 +35,27 @@ __global__ void scale_kernel(float* x, int n, float f) {
   if (i < n) x[i] *= f;
 }
 
-// Keeps the GPU busy for about `ns` nanoseconds (1.98 GHz clock), so the timed launches queue up
-// behind it and host launch overhead stays out of the measurement. On the simulator its duration
-// comes from XTIMER_SIM_KERNEL_TIMES.
-__global__ void delay_kernel(long long ns) {
-  long long start = clock64();
-  while (clock64() - start < ns * 2) {
+// Holds the stream until the host has enqueued every timed launch (a host function may block on
+// the host; it makes no CUDA call), so the launches run back to back however slowly the host
+// enqueues them (a loaded machine, sanitizers): host launch overhead stays out of the measurement.
+struct HostGate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+};
+
+void CUDART_CB WaitForGate(void* arg) {
+  HostGate* g = static_cast<HostGate*>(arg);
+  std::unique_lock<std::mutex> lock(g->mu);
+  g->cv.wait(lock, [g] { return g->open; });
+}
+
+void OpenGate(HostGate* g) {
+  {
+    std::lock_guard<std::mutex> lock(g->mu);
+    g->open = true;
   }
+  g->cv.notify_all();
 }
 
 template <typename T>
@@ -69,14 +85,15 @@ int main(int argc, char** argv) {
 
   // Kernel timing through the nvcc launch path (__cudaGetKernel / __cudaLaunchKernel).
   CHECK(cudaMemcpyAsync(d, h, count * sizeof(float), cudaMemcpyHostToDevice, s));
-  // The launches queue behind 200 ms of GPU time, so they run back to back even when the host
-  // enqueues them slowly (a loaded machine, sanitizers).
-  delay_kernel<<<1, 1, 0, s>>>(200 * 1000 * 1000);
+  // The launches queue behind a gate the host opens once all are enqueued (HostGate).
+  HostGate gate;
+  CHECK(cudaLaunchHostFunc(s, WaitForGate, &gate));
   CHECK(cudaEventRecord(a, s));
   const int launches = 20;
   for (int i = 0; i < launches; ++i) scale_kernel<<<count / 256, 256, 0, s>>>(d, count, 2.0f);
   CHECK(cudaGetLastError());
   CHECK(cudaEventRecord(b, s));
+  OpenGate(&gate);
   CHECK(cudaEventSynchronize(b));
   float ms = 0;
   CHECK(cudaEventElapsedTime(&ms, a, b));

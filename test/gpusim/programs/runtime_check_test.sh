@@ -3,8 +3,7 @@
 # simulator. Usage: runtime_check_test.sh GPUSIM_RUN PROGRAM PROGRAM_PER_THREAD
 set -euo pipefail
 run=$1; program=$2; program_pt=$3
-# delay_kernel holds the GPU 20 ms so the timed launches (slow under sanitizers) queue behind it.
-export XTIMER_SIM_KERNEL_TIMES='scale_kernel=50;delay_kernel=20000'
+export XTIMER_SIM_KERNEL_TIMES='scale_kernel=50'
 
 echo "== default stream build"
 "$run" "$program" 50 | tee out.txt
