@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "demo/linger.h"
 #include "demo/program_args.h"
 #include "demo/rendezvous.h"
 
@@ -574,7 +575,7 @@ int main(int argc, char** argv) {
     WaitForStep(r, step);
   }
   if (r.rank == 0) printf("diag_job: done: %ld steps on %d ranks\n", o.steps, r.world);
-  if (o.linger_s > 0) sleep(static_cast<unsigned>(o.linger_s));
+  if (o.linger_s > 0) demo::LingerFor(static_cast<unsigned>(o.linger_s));
   for (cudaEvent_t e : r.step_done) CUDA_CHECK(cudaEventDestroy(e));
   CUBLAS_CHECK(cublasDestroy(r.blas));
   ncclComm_t comms[] = {r.tp_comm, r.pp_comm, r.dp_comm, r.tpdp_comm, r.world_comm};

@@ -35,6 +35,7 @@
 #include <thread>
 #include <vector>
 
+#include "demo/linger.h"
 #include "demo/program_args.h"
 #include "demo/rendezvous.h"
 
@@ -1204,7 +1205,7 @@ int main(int argc, char** argv) {
   if (o.linger_s > 0) {
     if (l.rank == 0) printf("train_step: lingering %d s\n", o.linger_s);
     fflush(stdout);
-    sleep(static_cast<unsigned>(o.linger_s));
+    demo::LingerFor(static_cast<unsigned>(o.linger_s));
   }
 
   DestroyLtPlan(r.lt_out);
