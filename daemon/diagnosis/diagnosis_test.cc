@@ -289,8 +289,16 @@ TEST_F(DiagnosisTest, RankThatNeverIssuesIsTheCulpritWithinTheAdaptiveThreshold)
   EXPECT_EQ(HangSummaryName("a/../b"), "hang-summary-" + SanitizeJobId("a/../b") + ".json");
   EXPECT_EQ(HangSummaryName("a/../b").find('/'), std::string::npos);
   EXPECT_EQ(List(root_), std::vector<std::string>({hang_dir}));
-  // The stacks come from the dumper's own thread: waited for.
-  testing::WaitFor([&] { return List(root_ + "/" + hang_dir + "/train").size() >= 9; }, 10000);
+  // The stacks come from the dumper's own thread: waited for (the files, then their count, which
+  // is taken after each file is in place).
+  testing::WaitFor(
+      [&] {
+        const auto outcomes = stacks_->Outcomes();
+        const auto written = outcomes.find("written");
+        return List(root_ + "/" + hang_dir + "/train").size() >= 9 &&
+               written != outcomes.end() && written->second >= 4;
+      },
+      10000);
   const std::vector<std::string> files = List(root_ + "/" + hang_dir + "/train");
   ASSERT_EQ(files.size(), 9u) << ::testing::PrintToString(files);  // 4 timelines, 4 stacks
   EXPECT_EQ(files.back(), "hang-summary-node.json");

@@ -1,6 +1,5 @@
 #include "daemon/diagnosis/step_tracker.h"
 
-#include <algorithm>
 #include <map>
 #include <utility>
 
@@ -48,21 +47,25 @@ void StepTracker::Observe(Rank* rank, const std::vector<analysis::Arrival>& arri
     rank->phase = newest % per_step;
   }
   // The marks: collectives at the phase, one a step. Between two present marks k steps apart,
-  // k steps of their mean (k > 1 where the budget left the marks between untimed).
-  uint64_t& seen = rank->newest[guess.comm_id];
+  // k steps of their mean (k > 1 where the budget left the marks between untimed). Only steps
+  // after those observed before count, whichever communicator measured them: a step that begins
+  // more than half a step before the end of the last one observed is that one again (the next
+  // step measured on another communicator begins a little earlier or later: its phase).
   const std::pair<const uint64_t, int64_t>* previous = nullptr;
   for (const auto& s : start) {
     if (s.first % per_step != rank->phase) continue;
-    if (previous != nullptr && s.first > seen && s.second > previous->second) {
+    if (previous != nullptr && s.second > previous->second) {
       const uint64_t k = (s.first - previous->first) / per_step;
-      if (k <= kMaxStepsBetweenMarks) {
-        const double each = static_cast<double>(s.second - previous->second) * 1e-9 / k;
-        for (uint64_t i = 0; i < k; ++i) rank->histogram.Observe(each);
+      const int64_t each_ns = (s.second - previous->second) / static_cast<int64_t>(k);
+      if (k <= kMaxStepsBetweenMarks &&
+          previous->second + each_ns / 2 >= rank->observed_until_ns) {
+        const double each_s = static_cast<double>(each_ns) * 1e-9;
+        for (uint64_t i = 0; i < k; ++i) rank->histogram.Observe(each_s);
+        rank->observed_until_ns = s.second;
       }
     }
     previous = &s;
   }
-  seen = std::max(seen, newest);
 }
 
 void StepTracker::Retain(const std::set<RankKey>& keep) {

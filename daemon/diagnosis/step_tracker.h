@@ -7,11 +7,12 @@
 // communicator C", the arrivals on C whose seq is congruent to a fixed phase modulo P (the
 // marks), each measured from the GPU start of the previous mark present; where the budget left
 // the marks between untimed (k steps apart), k steps of their mean. A rank's counts only grow;
-// a new guess (another communicator or period) picks a new phase and goes on from the newest seq
-// observed, so no step is counted twice. A new guess that is a multiple of the known step on the
-// same communicator keeps the known step: past a communicator's first 1,024 collectives the
-// budget times them in blocks (16 of every 64), and the newest 256 may then hold no pair one
-// step apart (a daemon that first sees a job then can read such a multiple: docs/analysis.md).
+// a new guess (another communicator or period) picks a new phase and goes on from the end of the
+// newest step observed, in GPU time, so no step is counted twice. A new guess that is a multiple
+// of the known step on the same communicator keeps the known step: past a communicator's first
+// 1,024 collectives the budget times them in blocks (16 of every 64), and the newest 256 may then
+// hold no pair one step apart (a daemon that first sees a job then can read such a multiple:
+// docs/analysis.md).
 //
 // Thread safety: none; the diagnosis pass (one thread) owns it.
 #ifndef XTIMER_DAEMON_DIAGNOSIS_STEP_TRACKER_H_
@@ -52,7 +53,10 @@ class StepTracker {
     uint64_t comm_id = 0;
     size_t per_step = 0;
     uint64_t phase = 0;                   // seq modulo per_step at which a step is observed
-    std::map<uint64_t, uint64_t> newest;  // communicator -> newest seq looked at
+    // GPU start of the newest mark that ended an observed step: later steps begin at or after
+    // it, on any communicator (a guess that moves to another communicator and back counts no
+    // step twice).
+    int64_t observed_until_ns = 0;
   };
   void Observe(Rank* rank, const std::vector<analysis::Arrival>& arrivals);
 

@@ -46,6 +46,22 @@ TEST(StepTrackerTest, EachStepIsObservedOnceAcrossOverlappingPasses) {
   EXPECT_EQ(h3.count, 14u);  // the same arrivals again: nothing new
 }
 
+// A loaded daemon's passes come late and each communicator's newest 256 cover different spans:
+// the guess may move to another communicator and back. Time observed on one is not observed
+// again on the other.
+TEST(StepTrackerTest, AGuessThatMovesBetweenCommunicatorsCountsNoStepTwice) {
+  StepTracker t;
+  const RankKey key{5, 0};
+  EXPECT_EQ(t.Update(key, Steps(7, 0, 10, 6, 40)).count, 9u);
+  const StepHistogram& moved = t.Update(key, Steps(8, 0, 15, 4, 40));
+  EXPECT_EQ(moved.guess.comm_id, 8u);
+  EXPECT_EQ(moved.count, 14u);  // steps 10..14 only
+  const StepHistogram& back = t.Update(key, Steps(7, 0, 20, 6, 40));
+  EXPECT_EQ(back.guess.comm_id, 7u);
+  EXPECT_EQ(back.count, 19u);  // steps 15..19 only
+  EXPECT_NEAR(back.sum_s, 19 * 0.040, 1e-9);
+}
+
 TEST(StepTrackerTest, NoGuessNoObservationAndForgottenRanksStartOver) {
   StepTracker t;
   const RankKey key{2, -1};
