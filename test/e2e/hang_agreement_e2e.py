@@ -36,8 +36,9 @@ surface:
 and requires: before any surface shows the hang, none shows a culprit or a waiting rank; the
 daemon's surfaces (metric, gauges, status, hangcheck) agree from the second after the first of
 them shows it (a pass may fall between two reads), the rules within 5 s (a scrape, then an
-evaluation, once Prometheus has scraped both daemons since: a loaded machine may fail scrapes,
-and the rules are then judged on at least 10 samples, taken for up to 60 s more), the dump
+evaluation of their group, every 5 s), judged only once they were evaluated after Prometheus
+held a scrape of both daemons taken since (a loaded machine fails scrapes and appends them
+seconds late), on at least 10 samples taken for up to 60 s more, the dump
 within 10 s; after that every sample agrees, for 20 s, with nothing
 retracted: the culprits {(never_issued, 5)}; the waiting ranks of the gauges, Status and
 HangCheck's progress are one set, which holds every verdict's waiting ranks (the others wait
@@ -79,8 +80,8 @@ SCENARIOS = {
 FLAGS, FAULT_LINE, WANT, WAITERS_FIRST, CULPRIT_WAITS, STACKS = SCENARIOS["hang"]
 HANG_TIMEOUT_S = 20
 DAEMON_LAG = 1    # samples the daemon's own surfaces may trail the first one
-RULES_LAG = 5     # seconds: a scrape (1 s) and a rule evaluation (1 s), with room for load
-RULES_EVAL_S = 1  # seconds: Prometheus' rule evaluation interval (e2e_lib.start_prometheus)
+RULES_LAG = 5     # seconds: a scrape (1 s) and an evaluation of the hang rules (every 5 s)
+SCRAPE_AFTER_S = 1  # seconds: a scrape this long after the hang showed holds every daemon's view
 RULES_JUDGED = 10  # samples in which the rules must be judged (a loaded machine may fail scrapes)
 DUMP_LAG = 10     # seconds: the dump is written after the verdict
 HOLD_S = 20       # seconds every surface must keep agreeing
@@ -160,15 +161,27 @@ def scraped_at(cluster):
     return min(times) if len(times) == len(cluster.roots) else None
 
 
+def rules_evaluated_at(cluster):
+    """Unix time of the hang rules' last evaluation (the sample time of a series their group
+    records for every communicator), or None before the first."""
+    times = [v for _, v in prometheus_query(
+        cluster.prom_port, 'max(timestamp(xtimer:comm_hang_threshold_max_seconds{job="%s"}))' %
+        JOB)]
+    return times[0] if times else None
+
+
 def sample(cluster):
     scraped = scraped_at(cluster)
+    seen_wall = time.time()  # Prometheus held that scrape by now
     metric, gauges = metric_view(cluster)
     hangcheck, in_verdicts, progress, kinds = hangcheck_view(cluster)
+    evaluated = rules_evaluated_at(cluster)  # before the rules' view: never newer than it
     return {"metric": metric, "gauges": gauges, "status": status_waiting(cluster),
             "hangcheck": hangcheck, "hc_waiting": progress, "hc_verdict_waiting": in_verdicts,
             "kinds": kinds,
             "rules": rules_view(cluster), "dump": dump_view(cluster),
-            "stacks": stacks_files(cluster), "scraped": scraped}
+            "stacks": stacks_files(cluster), "scraped": scraped, "seen_wall": seen_wall,
+            "evaluated": evaluated}
 
 
 def daemon_views_agree(s):
@@ -177,13 +190,25 @@ def daemon_views_agree(s):
 
 def show(s):
     return " ".join("%s=%s" % (k, sorted(v)) for k, v in sorted(s.items())
-                    if k not in ("stacks", "scraped"))
+                    if k not in ("stacks", "scraped", "seen_wall", "evaluated"))
 
 
-def rules_can_know(s, first_wall):
-    """Whether Prometheus had scraped both daemons after the first surface showed the hang, and
-    evaluated the rules since (one interval): only then can the rules be held to it."""
-    return s["scraped"] is not None and s["scraped"] >= first_wall + RULES_EVAL_S
+def rules_known_since(samples, first_wall):
+    """The wall time at which the test first saw Prometheus hold a scrape of every daemon taken
+    after the hang showed (SCRAPE_AFTER_S later), or None. Not the scrape's own time: a loaded
+    Prometheus appends a scrape seconds after taking it (scrape_duration_seconds up to 17 s)."""
+    for _, s in samples:
+        if s["scraped"] is not None and s["scraped"] >= first_wall + SCRAPE_AFTER_S:
+            return s["seen_wall"]
+    return None
+
+
+def rules_can_know(s, since):
+    """Whether the rules were evaluated after Prometheus held a scrape of both daemons since the
+    hang (rules_known_since), with both daemons' last scrapes good: only then can the rules be
+    held to it."""
+    return (since is not None and s["scraped"] is not None and s["evaluated"] is not None and
+            s["evaluated"] >= since)
 
 
 def shows_hang(s, keys):
@@ -194,7 +219,8 @@ def check(samples, first, first_wall):
     """Fails unless the samples (time since the fault, views) agree as the docstring says."""
     daemon = ("metric", "gauges", "status", "hangcheck", "hc_waiting", "hc_verdict_waiting")
     waited = False
-    judged = sum(1 for t, s in samples if t - first >= RULES_LAG and rules_can_know(s, first_wall))
+    since = rules_known_since(samples, first_wall)
+    judged = sum(1 for t, s in samples if t - first >= RULES_LAG and rules_can_know(s, since))
     if judged < RULES_JUDGED:
         fail("Prometheus scraped both daemons after the hang in only %d samples (of %d; want %d): "
              "the rules cannot be judged" % (judged, len(samples), RULES_JUDGED))
@@ -220,7 +246,7 @@ def check(samples, first, first_wall):
             if waited and not s["gauges"]:
                 fail("at %.1f s the waiting ranks are retracted: %s" % (t, show(s)))
             waited = waited or bool(s["gauges"])
-        if late >= RULES_LAG and rules_can_know(s, first_wall) and s["rules"] != WANT:
+        if late >= RULES_LAG and rules_can_know(s, since) and s["rules"] != WANT:
             fail("at %.1f s the rules disagree: %s" % (t, show(s)))
         if late >= DUMP_LAG and s["dump"] != WANT:
             fail("at %.1f s the automatic dump disagrees: %s" % (t, show(s)))
@@ -331,8 +357,8 @@ def main(argv):
             # Long enough for every surface, and for the rules in as many samples as Prometheus
             # needs (a loaded machine may fail scrapes for a while): at most DEADLINE_S more.
             if first is not None and t > first + DUMP_LAG + HOLD_S and (
-                    sum(1 for u, v in samples if u - first >= RULES_LAG and
-                        rules_can_know(v, first_wall)) >= RULES_JUDGED or
+                    sum(1 for u, v in samples if u - first >= RULES_LAG and rules_can_know(
+                        v, rules_known_since(samples, first_wall))) >= RULES_JUDGED or
                     t > first + DEADLINE_S + HOLD_S):
                 break
             time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
