@@ -356,9 +356,10 @@ def main(argv):
                 fail("no surface showed the hang within %d s of the fault" % DEADLINE_S)
             # Long enough for every surface, and for the rules in as many samples as Prometheus
             # needs (a loaded machine may fail scrapes for a while): at most DEADLINE_S more.
+            since = rules_known_since(samples, first_wall) if first is not None else None
             if first is not None and t > first + DUMP_LAG + HOLD_S and (
-                    sum(1 for u, v in samples if u - first >= RULES_LAG and rules_can_know(
-                        v, rules_known_since(samples, first_wall))) >= RULES_JUDGED or
+                    sum(1 for u, v in samples if u - first >= RULES_LAG and
+                        rules_can_know(v, since)) >= RULES_JUDGED or
                     t > first + DEADLINE_S + HOLD_S):
                 break
             time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
