@@ -46,7 +46,10 @@ const char* ValidateNvtx(const RecordSlot& slot) {
   if (r.event == 0 || r.event > kNvtxEventMax) return "unknown NVTX event";
   const auto event = static_cast<NvtxEvent>(r.event);
   if (event == NvtxEvent::kRange || event == NvtxEvent::kMark) {
-    if (static_cast<uint64_t>(r.end_ns - r.start_ns) > kMaxDurationNs) {
+    // In unsigned arithmetic: the signed difference of two untrusted times can overflow. Once
+    // end >= start the unsigned difference is the true one, so the range's readers may subtract.
+    if (r.end_ns < r.start_ns ||
+        static_cast<uint64_t>(r.end_ns) - static_cast<uint64_t>(r.start_ns) > kMaxDurationNs) {
       return "NVTX range duration out of range";
     }
   }

@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 
 #include "format/record_kinds.h"
@@ -76,6 +77,15 @@ TEST(ValidateNvtx, ChecksEventDurationAndDepth) {
   EXPECT_EQ(Validate(NvtxRange(100, 100 + day, kMaxNvtxDepth - 1)), nullptr);
   EXPECT_STREQ(Validate(NvtxRange(100, 101 + day, 0)), "NVTX range duration out of range");
   EXPECT_STREQ(Validate(NvtxRange(100, 99, 0)), "NVTX range duration out of range");
+  // Times far apart (found by //daemon/export:record_fuzzer: the difference overflowed int64),
+  // and an end before its start whose unsigned difference wraps to 1 ns.
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_STREQ(Validate(NvtxRange(kMin + 1, kMax, 0)), "NVTX range duration out of range");
+  EXPECT_STREQ(Validate(NvtxRange(-7089902092363209628, 7234017283807667300, 0)),
+               "NVTX range duration out of range");
+  EXPECT_STREQ(Validate(NvtxRange(kMax, kMin, 0)), "NVTX range duration out of range");
+  EXPECT_EQ(Validate(NvtxRange(kMax - day, kMax, 0)), nullptr);
   EXPECT_STREQ(Validate(NvtxRange(100, 200, kMaxNvtxDepth)), "NVTX depth out of range");
   EXPECT_STREQ(Validate(NvtxRange(100, 200, -1)), "NVTX depth out of range");
   RecordSlot s = NvtxRange(100, 200, 0);
