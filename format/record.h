@@ -243,9 +243,11 @@ DType DTypeFromName(const char* name);
 constexpr size_t kCommIdTextSize = 19;  // with the terminating NUL
 const char* CommIdText(uint64_t id, char (&buf)[kCommIdTextSize]);
 // Bounds a reader checks records against: device ordinals (-1, unknown, only where a record
-// allows it) and communicator sizes.
+// allows it), communicator sizes and times (host clock ns: [0, 2^62), until the year 2116, so
+// that a time plus or minus another, or plus a duration, never overflows).
 constexpr int32_t kMaxDevice = 4096;
 constexpr int32_t kMaxCommSize = 1 << 24;
+constexpr int64_t kMaxTimeNs = int64_t{1} << 62;
 
 // The kind an operation belongs to (kMatmul for kGemmEx, ...), or 0 for an unknown operation.
 // Inline over a table built from record.cc's operation list: every record read from a ring is

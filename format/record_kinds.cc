@@ -8,6 +8,12 @@ namespace {
 // record read from a ring passes here.
 constexpr uint64_t kMaxDurationNs = uint64_t{86400} * 1000000000;  // a day
 
+// Whether both times are in [0, kMaxTimeNs): kMaxTimeNs is a power of two, so one comparison of
+// their bits (a negative time has the sign bit set).
+bool TimesInRange(int64_t a, int64_t b) {
+  return (static_cast<uint64_t>(a) | static_cast<uint64_t>(b)) < uint64_t{kMaxTimeNs};
+}
+
 const char* ValidateOp(const RecordSlot& slot) {
   const OpRecord& r = slot.op;
   const uint8_t kind = KindOfOperation(r.op);
@@ -15,6 +21,7 @@ const char* ValidateOp(const RecordSlot& slot) {
   if (kind != r.kind) return "operation does not match its kind";
   if (r.dtype > kDTypeMax) return "unknown dtype";
   if (static_cast<uint64_t>(r.duration_ns) > kMaxDurationNs) return "duration out of range";
+  if (!TimesInRange(r.cpu_launch_ns, r.gpu_start_ns)) return "time out of range";
   if ((r.m | r.n | r.k | r.batch) < 0) return "negative GEMM dimension";  // a sign bit set
   if (static_cast<uint32_t>(r.comm_size) > uint32_t{kMaxCommSize}) {
     return "communicator size out of range";
@@ -53,6 +60,7 @@ const char* ValidateNvtx(const RecordSlot& slot) {
       return "NVTX range duration out of range";
     }
   }
+  if (!TimesInRange(r.start_ns, r.end_ns)) return "NVTX time out of range";
   if (event == NvtxEvent::kRange && static_cast<uint32_t>(r.depth) >= uint32_t{kMaxNvtxDepth}) {
     return "NVTX depth out of range";
   }

@@ -85,7 +85,10 @@ TEST(ValidateNvtx, ChecksEventDurationAndDepth) {
   EXPECT_STREQ(Validate(NvtxRange(-7089902092363209628, 7234017283807667300, 0)),
                "NVTX range duration out of range");
   EXPECT_STREQ(Validate(NvtxRange(kMax, kMin, 0)), "NVTX range duration out of range");
-  EXPECT_EQ(Validate(NvtxRange(kMax - day, kMax, 0)), nullptr);
+  // Times are held to [0, kMaxTimeNs) as an op's are: a day's range at the edge passes.
+  EXPECT_EQ(Validate(NvtxRange(kMaxTimeNs - 1 - day, kMaxTimeNs - 1, 0)), nullptr);
+  EXPECT_STREQ(Validate(NvtxRange(kMax - day, kMax, 0)), "NVTX time out of range");
+  EXPECT_STREQ(Validate(NvtxRange(-5, 10, 0)), "NVTX time out of range");
   EXPECT_STREQ(Validate(NvtxRange(100, 200, kMaxNvtxDepth)), "NVTX depth out of range");
   EXPECT_STREQ(Validate(NvtxRange(100, 200, -1)), "NVTX depth out of range");
   RecordSlot s = NvtxRange(100, 200, 0);
@@ -98,6 +101,8 @@ TEST(ValidateNvtx, ChecksEventDurationAndDepth) {
   s.nvtx.start_ns = 100;
   s.nvtx.end_ns = 0;
   EXPECT_EQ(Validate(s), nullptr);
+  s.nvtx.start_ns = kMaxTimeNs;  // a start out of range, with no duration to check
+  EXPECT_STREQ(Validate(s), "NVTX time out of range");
   EXPECT_STREQ(RecordKinds::Builtin().Find(s.header.type)->name, "nvtx");
 }
 
@@ -143,6 +148,16 @@ TEST(ValidateOp, AcceptsEachBoundAndRefusesOnePast) {
       {"device -1", [](OpRecord& r) { r.device = -1; }, false},
       {"device int max", [](OpRecord& r) { r.device = INT32_MAX; }, false},
       {"device int min", [](OpRecord& r) { r.device = INT32_MIN; }, false},
+      // Times: [0, kMaxTimeNs), so the daemon's sums and differences of them cannot overflow
+      // (a GPU start near INT64_MAX overflowed LiveOps' end under UBSan before).
+      {"start 0", [](OpRecord& r) { r.gpu_start_ns = 0; }, true},
+      {"start max", [](OpRecord& r) { r.gpu_start_ns = kMaxTimeNs - 1; }, true},
+      {"start past", [](OpRecord& r) { r.gpu_start_ns = kMaxTimeNs; }, false},
+      {"start -1", [](OpRecord& r) { r.gpu_start_ns = -1; }, false},
+      {"start int max", [](OpRecord& r) { r.gpu_start_ns = INT64_MAX; }, false},
+      {"launch max", [](OpRecord& r) { r.cpu_launch_ns = kMaxTimeNs - 1; }, true},
+      {"launch past", [](OpRecord& r) { r.cpu_launch_ns = kMaxTimeNs; }, false},
+      {"launch int min", [](OpRecord& r) { r.cpu_launch_ns = INT64_MIN; }, false},
   };
   for (const Case& c : cases) {
     RecordSlot s = ValidAllReduce();

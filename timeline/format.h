@@ -34,6 +34,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "format/record.h"
+
 namespace xtimer {
 namespace timeline {
 
@@ -48,7 +50,7 @@ constexpr size_t kMaxMetadataBytes = 64u << 20;
 // breaks one is rejected; an event that breaks one is left out and the file reported incomplete,
 // so no crafted value sizes an allocation or reaches the analysis.
 constexpr int32_t kMaxWorldSize = 1 << 20;  // world size, ranks, communicator sizes
-constexpr int64_t kMaxTimeNs = int64_t{1} << 62;  // times: [0, 2^62) ns, until the year 2116
+constexpr int64_t kMaxTimeNs = format::kMaxTimeNs;  // times: [0, 2^62) ns, as in the ring
 constexpr int64_t kMaxDurationNs = int64_t{7} * 86400 * 1000000000;  // a week
 constexpr int64_t kMaxGemmDim = (int64_t{1} << 31) - 1;  // m, n, k, batch (cuBLAS's int range)
 constexpr double kMaxGemmElements = 1099511627776.0;  // 2^40: m*k, k*n, m*n of one matrix
