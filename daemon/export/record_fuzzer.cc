@@ -1,6 +1,7 @@
 // libFuzzer target for the daemon's handling of untrusted shared memory: the input becomes the
 // contents of a real ring (header fields and slots), which is read by RingReader and fed through
-// the Aggregator to the Prometheus families. Build with clang (see BUILD.bazel).
+// the Aggregator to the Prometheus families, and through its op tap to the live diagnosis's
+// arrival rings (LiveOps), as in xtimerd. Build with clang (see BUILD.bazel).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -8,6 +9,7 @@
 
 #include "daemon/export/metrics.h"
 #include "daemon/model/aggregator.h"
+#include "daemon/model/live_ops.h"
 #include "format/ring.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -44,6 +46,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   options.history = 128;
   static daemon::Aggregator* aggregator = new daemon::Aggregator(options);
   static daemon::ProcessId id = aggregator->AddProcess(1, format::Identity());
+  static daemon::LiveOps* live = [] {  // the ops reach it through the tap
+    auto* l = new daemon::LiveOps();
+    aggregator->AddOpTap([l](daemon::ProcessId p, const daemon::TapOp* ops, size_t n) {
+      l->AddAll(p, ops, n);
+    });
+    return l;
+  }();
+  (void)live;  // held by the tap
   format::RecordSlot buffer[64];
   format::ReadStats stats;
   size_t n = reader->Read(buffer, 64, &stats);
