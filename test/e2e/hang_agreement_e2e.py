@@ -211,6 +211,13 @@ def rules_can_know(s, since):
             s["evaluated"] >= since)
 
 
+def rules_judged(samples, first, first_wall):
+    """The samples in which the rules are held to the verdict: RULES_LAG after the first surface
+    showed the hang, and evaluated on what Prometheus could read of it (rules_can_know)."""
+    since = rules_known_since(samples, first_wall)
+    return sum(1 for t, s in samples if t - first >= RULES_LAG and rules_can_know(s, since))
+
+
 def shows_hang(s, keys):
     return any(s[k] for k in keys) or bool(s["kinds"])
 
@@ -220,7 +227,7 @@ def check(samples, first, first_wall):
     daemon = ("metric", "gauges", "status", "hangcheck", "hc_waiting", "hc_verdict_waiting")
     waited = False
     since = rules_known_since(samples, first_wall)
-    judged = sum(1 for t, s in samples if t - first >= RULES_LAG and rules_can_know(s, since))
+    judged = rules_judged(samples, first, first_wall)
     if judged < RULES_JUDGED:
         fail("Prometheus scraped both daemons after the hang in only %d samples (of %d; want %d): "
              "the rules cannot be judged" % (judged, len(samples), RULES_JUDGED))
@@ -356,10 +363,8 @@ def main(argv):
                 fail("no surface showed the hang within %d s of the fault" % DEADLINE_S)
             # Long enough for every surface, and for the rules in as many samples as Prometheus
             # needs (a loaded machine may fail scrapes for a while): at most DEADLINE_S more.
-            since = rules_known_since(samples, first_wall) if first is not None else None
             if first is not None and t > first + DUMP_LAG + HOLD_S and (
-                    sum(1 for u, v in samples if u - first >= RULES_LAG and
-                        rules_can_know(v, since)) >= RULES_JUDGED or
+                    rules_judged(samples, first, first_wall) >= RULES_JUDGED or
                     t > first + DEADLINE_S + HOLD_S):
                 break
             time.sleep(max(0.0, 1.0 - (time.monotonic() - tick)))
