@@ -98,8 +98,12 @@ def select(samples, name, **want):
     return [(l, v) for n, l, v in samples if n == name and all(l.get(k) == w for k, w in want.items())]
 
 
-def control(port, method, request, timeout=5):
-    """The JSON answer of HostingService/<method> on the control port (docs/control.md)."""
+def control(port, method, request, timeout=30):
+    """The JSON answer of HostingService/<method> on the control port (docs/control.md).
+
+    As with scrape(), the bound is only against a daemon that never answers: in a plain suite run
+    (2026-11-29, four tests at once on 2 cores) one Status of cluster_recipes' Slurm daemon took
+    over 5 s. Tests of how fast the daemon answers pass their own timeout."""
     req = urllib.request.Request("http://127.0.0.1:%d/HostingService/%s" % (port, method),
                                  data=json.dumps(request).encode(),
                                  headers={"Content-Type": "application/json"})
